@@ -1,0 +1,47 @@
+# Thin wrapper around CMake. `make run` and `make test` install missing Debian packages first.
+BUILD      ?= build
+BUILD_ASAN ?= build-asan
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_ARGS ?=
+ifeq ($(CI),true)
+CMAKE_ARGS += -DGV_WERROR=ON
+endif
+
+.PHONY: all deps test-deps build build-asan run test test-unit test-asan test-valgrind fuzz bench clean
+
+all: build
+
+deps:
+	@scripts/install-deps
+
+test-deps:
+	@scripts/install-deps --test
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS) >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+build-asan: deps
+	cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DGV_SANITIZE=ON $(CMAKE_ARGS) >/dev/null
+	cmake --build $(BUILD_ASAN) -j $(JOBS)
+
+# The main job on this host; on a host without an NVIDIA driver, the same on a simulated one.
+run: build
+	@scripts/run-main $(BUILD)
+
+# The whole suite: unit, integration (also inside a new PID namespace), fuzz corpora,
+# then the same under ASan+UBSan, then the unit tests under valgrind.
+test: test-deps build build-asan
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD_ASAN) && ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		ctest --output-on-failure -j $(JOBS) -LE no-asan
+	scripts/valgrind-unit $(BUILD)
+
+fuzz:
+	scripts/fuzz-run $(BUILD)-fuzz 30
+
+bench: build
+	bench/run-all $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD)-fuzz

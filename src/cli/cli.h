@@ -1,0 +1,81 @@
+/* cli: shared pieces of the command-line front end. One file per command (cmd_*.c), each
+ * exporting `int cmd_NAME(int argc, char **argv)` that returns the process exit status. */
+#pragma once
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "collect/gpu.h"
+#include "collect/host.h"
+
+/* Exit statuses shared by the commands (scan documents its own 1 and 3). */
+enum {
+        EXIT_OK = 0,
+        EXIT_FINDING = 1,
+        EXIT_USAGE = 2,
+        EXIT_INCOMPLETE = 3,
+};
+
+/* Options every collecting command accepts. */
+struct cli_common {
+        const char *nvml_lib;
+        const char *proc_root;
+        const char *dev_prefix;
+        unsigned timeout_ms;
+        bool json;
+        bool verbose;
+        const char *save_bundle;
+        const char *from_bundle;
+        bool simulated;         /* GHOSTVRAM_SIM is set */
+        const char *sim_dir;
+        char sim_lib[4096];
+        char sim_prefix[4096];
+        char bundle_proc[4096];
+        char bundle_prefix[4096];
+};
+
+/* getopt_long entries for the common options; their values start at CLI_OPT_BASE. */
+#define CLI_OPT_BASE 0x1000
+#define CLI_COMMON_LONGOPTS                                                      \
+        { "nvml-lib", required_argument, NULL, CLI_OPT_BASE + 0 },              \
+        { "proc", required_argument, NULL, CLI_OPT_BASE + 1 },                  \
+        { "dev-prefix", required_argument, NULL, CLI_OPT_BASE + 2 },            \
+        { "timeout", required_argument, NULL, CLI_OPT_BASE + 3 },               \
+        { "json", no_argument, NULL, CLI_OPT_BASE + 4 },                        \
+        { "save-bundle", required_argument, NULL, CLI_OPT_BASE + 5 },           \
+        { "from-bundle", required_argument, NULL, CLI_OPT_BASE + 6 },           \
+        { "verbose", no_argument, NULL, 'v' }
+
+#define CLI_COMMON_HELP                                                                       \
+        "  --json               machine-readable output (schema_version inside)\n"          \
+        "  -v, --verbose        show more (every holder, every query error)\n"              \
+        "  --timeout DURATION   deadline for each driver call and blocking /proc read\n"    \
+        "                       (default 5s; a hung driver gives a message, never a hang)\n" \
+        "  --nvml-lib PATH      load this NVML library instead of libnvidia-ml.so.1\n"      \
+        "  --proc DIR           read processes from DIR instead of /proc\n"                 \
+        "  --dev-prefix PREFIX  device nodes start with PREFIX (default /dev/nvidia)\n"     \
+        "  --save-bundle DIR    also record every answer read into DIR (for bug reports)\n"  \
+        "  --from-bundle DIR    read a recorded bundle instead of this host\n"
+
+void cli_common_init(struct cli_common *c);
+/* Handle option `opt` if it is a common one: 1 handled, 0 not ours, -1 bad value (printed). */
+int cli_common_option(struct cli_common *c, int opt, const char *arg, const char *cmd);
+/* After option parsing: apply GHOSTVRAM_SIM and bundles; prints and returns -1 on error. */
+int cli_common_finish(struct cli_common *c, const char *cmd);
+void cli_common_gpu_opts(const struct cli_common *c, struct gpu_opts *o);
+void cli_common_host_opts(const struct cli_common *c, struct host_opts *o);
+
+/* Colour on a terminal unless NO_COLOR is set (https://no-color.org). */
+bool cli_use_color(FILE *f);
+/* Print "ghostvram CMD: message" to stderr. */
+void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Banner printed by every command under GHOSTVRAM_SIM (text mode, to stderr-safe stdout). */
+void cli_sim_banner(FILE *f, const struct cli_common *c);
+/* Write a JSON document (jansson json_t*) to stdout with a newline; steals the reference. */
+struct json_t;
+int cli_print_json(struct json_t *doc);
+
+int cmd_snapshot(int argc, char **argv);
+int cmd_scan(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+int cmd_xid(int argc, char **argv);
+int cmd_sim(int argc, char **argv);

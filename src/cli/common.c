@@ -1,0 +1,135 @@
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli/cli.h"
+#include "simstate.h"
+#include "util/parse.h"
+
+void cli_common_init(struct cli_common *c)
+{
+        memset(c, 0, sizeof(*c));
+        c->proc_root = "/proc";
+        c->dev_prefix = "/dev/nvidia";
+        c->timeout_ms = 5000;
+}
+
+void cli_error(const char *cmd, const char *fmt, ...)
+{
+        va_list ap;
+        fprintf(stderr, "ghostvram %s: ", cmd);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+}
+
+int cli_common_option(struct cli_common *c, int opt, const char *arg, const char *cmd)
+{
+        uint64_t ms;
+        switch (opt) {
+        case CLI_OPT_BASE + 0: c->nvml_lib = arg; return 1;
+        case CLI_OPT_BASE + 1: c->proc_root = arg; return 1;
+        case CLI_OPT_BASE + 2: c->dev_prefix = arg; return 1;
+        case CLI_OPT_BASE + 3:
+                if (parse_duration_ms(arg, &ms) < 0 || ms == 0 || ms > 3600 * 1000) {
+                        cli_error(cmd, "--timeout: '%s' is not a duration between 1ms and 1h (e.g. 5s, 500ms)", arg);
+                        return -1;
+                }
+                c->timeout_ms = (unsigned)ms;
+                return 1;
+        case CLI_OPT_BASE + 4: c->json = true; return 1;
+        case CLI_OPT_BASE + 5: c->save_bundle = arg; return 1;
+        case CLI_OPT_BASE + 6: c->from_bundle = arg; return 1;
+        case 'v': c->verbose = true; return 1;
+        default: return 0;
+        }
+}
+
+int cli_common_finish(struct cli_common *c, const char *cmd)
+{
+        if (c->save_bundle && c->from_bundle) {
+                cli_error(cmd, "--save-bundle and --from-bundle cannot be used together");
+                return -1;
+        }
+        if (c->from_bundle) {
+                int n = snprintf(c->bundle_proc, sizeof(c->bundle_proc), "%s/proc", c->from_bundle);
+                if (n < 0 || (size_t)n >= sizeof(c->bundle_proc) || access(c->from_bundle, R_OK) < 0) {
+                        cli_error(cmd, "--from-bundle %s: cannot read the bundle directory", c->from_bundle);
+                        return -1;
+                }
+                c->proc_root = c->bundle_proc;
+                c->dev_prefix = "/dev/nvidia"; /* bundles store canonical node paths */
+                return 0;
+        }
+        const char *sim = getenv("GHOSTVRAM_SIM");
+        if (sim && *sim) {
+                int r = simstate_library(sim, c->sim_lib, sizeof(c->sim_lib));
+                if (r < 0) {
+                        cli_error(cmd, "GHOSTVRAM_SIM=%s: not a simulated host (%s); create one with 'ghostvram sim init DIR'",
+                                  sim, strerror(-r));
+                        return -1;
+                }
+                r = simstate_dev_prefix(sim, c->sim_prefix, sizeof(c->sim_prefix));
+                if (r < 0) {
+                        cli_error(cmd, "GHOSTVRAM_SIM=%s: %s", sim, strerror(-r));
+                        return -1;
+                }
+                c->simulated = true;
+                c->sim_dir = sim;
+                if (!c->nvml_lib)
+                        c->nvml_lib = c->sim_lib;
+                if (strcmp(c->dev_prefix, "/dev/nvidia") == 0)
+                        c->dev_prefix = c->sim_prefix;
+        }
+        return 0;
+}
+
+void cli_common_gpu_opts(const struct cli_common *c, struct gpu_opts *o)
+{
+        memset(o, 0, sizeof(*o));
+        o->nvml_lib = c->nvml_lib;
+        o->timeout_ms = c->timeout_ms;
+        o->bundle_dir = c->from_bundle;
+}
+
+void cli_common_host_opts(const struct cli_common *c, struct host_opts *o)
+{
+        memset(o, 0, sizeof(*o));
+        o->proc_root = c->proc_root;
+        o->dev_prefix = c->dev_prefix;
+        o->timeout_ms = c->timeout_ms < 2000 ? c->timeout_ms : 2000;
+        o->save_dir = c->save_bundle;
+        o->read_env = true;
+}
+
+bool cli_use_color(FILE *f)
+{
+        const char *nc = getenv("NO_COLOR");
+        if (nc && *nc)
+                return false;
+        return isatty(fileno(f));
+}
+
+void cli_sim_banner(FILE *f, const struct cli_common *c)
+{
+        if (c->simulated)
+                fprintf(f, "*** SIMULATED HOST (GHOSTVRAM_SIM=%s): not a real GPU ***\n\n", c->sim_dir);
+        else if (c->from_bundle)
+                fprintf(f, "*** RECORDED BUNDLE %s: facts as they were when it was saved ***\n\n", c->from_bundle);
+}
+
+int cli_print_json(json_t *doc)
+{
+        if (!doc)
+                return -ENOMEM;
+        int r = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+        json_decref(doc);
+        fputc('\n', stdout);
+        return r < 0 ? -EIO : 0;
+}

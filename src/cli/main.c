@@ -1,0 +1,56 @@
+/* ghostvram: find, explain and free GPU memory that nvidia-smi cannot attribute. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "config.h"
+
+static const struct command {
+        const char *name;
+        int (*fn)(int argc, char **argv);
+        const char *summary;
+} commands[] = {
+        { "scan", cmd_scan, "account for every byte each GPU reports used; name who holds the ghost" },
+        { "snapshot", cmd_snapshot, "the raw facts: what NVML says and every holder of a device node" },
+        { "xid", cmd_xid, "NVRM/Xid kernel events, explained and tied to GPUs and processes" },
+        { "demo", cmd_demo, "the ghost-memory story end to end on a temporary simulated host" },
+        { "sim", cmd_sim, "the simulated driver: init a host, run jobs, set knobs (tests, learning)" },
+};
+
+static void usage(FILE *f)
+{
+        fprintf(f, "Usage: ghostvram COMMAND [OPTIONS]\n\n"
+                   "nvidia-smi says GPU memory is used but shows no process, or a PID that does not\n"
+                   "exist. ghostvram accounts for every byte, names what really holds it (forked\n"
+                   "workers of a killed job, tasks stuck in the driver, other containers, daemons)\n"
+                   "and says what to do next.\n\nCommands:\n");
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+        fprintf(f, "\nRun 'ghostvram COMMAND --help' for a command's options.\n"
+                   "Environment: GHOSTVRAM_SIM=DIR reads a simulated host (see 'ghostvram sim --help');\n"
+                   "NO_COLOR disables colour.\n"
+                   "Start here: 'sudo ghostvram scan' (root sees every process).\n");
+}
+
+int main(int argc, char **argv)
+{
+        if (argc < 2) {
+                usage(stderr);
+                return EXIT_USAGE;
+        }
+        const char *cmd = argv[1];
+        if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+                usage(stdout);
+                return EXIT_OK;
+        }
+        if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+                printf("ghostvram %s\n", GV_VERSION);
+                return EXIT_OK;
+        }
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                if (strcmp(cmd, commands[i].name) == 0)
+                        return commands[i].fn(argc - 1, argv + 1);
+        fprintf(stderr, "ghostvram: unknown command '%s'\n\n", cmd);
+        usage(stderr);
+        return EXIT_USAGE;
+}

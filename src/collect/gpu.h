@@ -1,0 +1,117 @@
+/* gpu: what the GPU driver says, behind a backend table (nvtop's extract_gpuinfo_common.h,
+ * curl's vtls backends). Backends: "nvml" (dlopen of libnvidia-ml.so.1, or the simulated
+ * driver's stand-in) and "bundle" (a saved reply, --from-bundle). The core never names a
+ * vendor symbol; readers never print. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum gpu_proc_kind {
+        GPU_PROC_COMPUTE = 1 << 0,
+        GPU_PROC_GRAPHICS = 1 << 1,
+        GPU_PROC_MPS = 1 << 2,
+};
+
+#define GPU_INSTANCE_NONE 0xFFFFFFFFu
+
+struct gpu_proc {
+        uint32_t pid;           /* as NVML returned it (see gpu_report.pid_mode) */
+        uint64_t used_bytes;    /* valid if used_known */
+        bool used_known;        /* false: NVML said "not available" */
+        uint32_t gpu_instance;  /* GPU_INSTANCE_NONE outside MIG */
+        uint32_t compute_instance;
+        unsigned kinds;         /* enum gpu_proc_kind bits (a PID can be compute and graphics) */
+};
+
+enum gpu_status {
+        GPU_OK = 0,
+        GPU_LOST,               /* NVML_ERROR_GPU_IS_LOST */
+        GPU_TIMEOUT,            /* the driver did not answer within the deadline */
+        GPU_ERROR,              /* other failure; see error */
+};
+
+/* A query that failed or was not supported for one GPU. */
+struct gpu_query_error {
+        char query[32];         /* "memory", "processes", "persistence", ... */
+        int nvml_code;          /* NVML return code, or -1 for a timeout */
+        char message[96];
+};
+
+struct gpu_info {
+        unsigned index;
+        unsigned minor;         /* /dev/nvidia<minor> */
+        bool minor_known;
+        char name[96];
+        char uuid[96];
+        char pci_bus_id[32];    /* sysfs form dddd:bb:dd.f, lower case ("" if unknown) */
+
+        bool memory_known;
+        int memory_api;         /* 2: v2 (used excludes reserved), 1: v1 (used includes it) */
+        uint64_t total_bytes, used_bytes, free_bytes;
+        uint64_t reserved_bytes; /* valid if memory_api == 2 */
+
+        int persistence;        /* -1 unknown, 0 off, 1 on */
+        int mig_mode;           /* -1 unknown, 0 off, 1 on */
+
+        bool procs_known;
+        char procs_api[24];     /* e.g. "v3/24", "v3/32", "v2", "v1", "detail-list" */
+        struct gpu_proc *procs;
+        size_t n_procs;
+
+        enum gpu_status status;
+        char status_message[160];
+        struct gpu_query_error *errors;
+        size_t n_errors;
+};
+
+enum gpu_pid_mode {
+        GPU_PID_UNKNOWN = 0,
+        GPU_PID_TRANSLATED,     /* >= 535.113.01: PIDs in the caller's namespace, others dropped */
+        GPU_PID_HOST,           /* older drivers: host PIDs */
+};
+
+struct gpu_report {
+        bool driver_present;    /* false: no library, or no kernel driver */
+        char backend[16];       /* "nvml", "bundle", "none" */
+        char library[256];      /* the library that was loaded */
+        char driver_version[80];
+        char nvml_version[80];
+        enum gpu_pid_mode pid_mode;
+        char error[256];        /* why the driver is absent or unusable */
+        double sample_time;     /* wall clock (epoch seconds) of the sample */
+        struct gpu_info *gpus;
+        size_t n_gpus;
+};
+
+struct gpu_opts {
+        const char *nvml_lib;   /* NULL: libnvidia-ml.so.1, then libnvidia-ml.so */
+        unsigned timeout_ms;    /* deadline per driver call (default 5000) */
+        const char *bundle_dir; /* read from a bundle instead of the driver */
+};
+
+/* The backend table. */
+struct gpu_backend {
+        const char *name;
+        /* Fill *ret (allocated by the callee, free with gpu_report_free). Returns 0 when a report
+         * was produced, even one that says "no driver"; a negative errno only for ENOMEM and
+         * similar failures of our own. */
+        int (*collect)(const struct gpu_opts *o, struct gpu_report **ret);
+};
+
+extern const struct gpu_backend gpu_backend_nvml;
+extern const struct gpu_backend gpu_backend_bundle;
+
+/* Collect with the backend the options ask for. */
+int gpu_collect(const struct gpu_opts *o, struct gpu_report **ret);
+void gpu_report_free(struct gpu_report *r);
+
+/* Record a query error on a GPU (capped at 16 per GPU). */
+void gpu_info_add_error(struct gpu_info *g, const char *query, int nvml_code, const char *message);
+
+/* "0000:3B:00.0" or "00000000:3B:00.0" -> "0000:3b:00.0". Returns 0 or -EINVAL. */
+int pci_bus_id_normalize(const char *in, char *out, size_t outlen);
+
+/* Is NVML driver version `v` at least major.minor.patch? Unparseable versions return false. */
+bool driver_version_at_least(const char *v, unsigned major, unsigned minor, unsigned patch);

@@ -1,0 +1,117 @@
+/* host: one walk over /proc that finds every process holding an NVIDIA device node, by open
+ * descriptor and by memory mapping, with the facts needed to explain it. Pure data out; the
+ * reader never prints. Roots are parameters (proc root, device prefix) so tests point them at
+ * fixture trees without special cases. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define HOST_MAX_NSPID 8
+#define HOST_MAX_NODES 32
+#define HOST_MAX_ENV 8
+
+enum host_via {
+        HOST_VIA_FD = 1 << 0,
+        HOST_VIA_MMAP = 1 << 1,
+};
+
+/* What could not be read for one process (bits). */
+enum host_skipped {
+        HOST_SKIP_MAPS = 1 << 0,        /* D state, deadline, or permission */
+        HOST_SKIP_CMDLINE = 1 << 1,
+        HOST_SKIP_ENVIRON = 1 << 2,
+        HOST_SKIP_FDS = 1 << 3,         /* fd/ not readable (another user's, no ptrace rights) */
+        HOST_SKIP_CGROUP = 1 << 4,
+};
+
+struct host_node {
+        char name[48];          /* "nvidiactl", "nvidia-uvm", "nvidia0", "nvidia-caps/nvidia-cap1" */
+        unsigned via;           /* enum host_via bits */
+};
+
+struct host_env {
+        char name[32];
+        char *value;
+};
+
+/* Facts about one process; also used for NVML-listed PIDs that hold nothing. */
+struct host_proc {
+        pid_t pid, ppid, pgid, sid;
+        char state;             /* R S D Z T t X I ... ; '?' unknown */
+        bool exiting;           /* PF_EXITING in stat flags */
+        bool kernel_thread;     /* PF_KTHREAD */
+        uint64_t start_ticks;   /* stat field 22, clock ticks since boot */
+        double start_time;      /* epoch seconds (btime + ticks / CLK_TCK) */
+        char wchan[64];
+        uid_t uid;
+        char user[64];          /* from the passwd database, else the number */
+        char *comm;             /* raw (hostile) text */
+        char *cmdline;          /* joined with spaces; NULL if not read */
+        pid_t nspid[HOST_MAX_NSPID]; /* NSpid chain, outermost (this /proc's namespace) first */
+        unsigned n_nspid;
+        uint64_t pidns_ino;     /* inode of /proc/PID/ns/pid, 0 if unreadable */
+        char *cgroup;           /* the cgroup path (v2 line, else the first v1 line) */
+        char container_runtime[16]; /* "docker", "containerd", "cri-o", "podman", "" */
+        char container_id[72];
+        char k8s_pod_uid[40];
+        char slurm_job[24];
+        char systemd_unit[128];
+        struct host_env env[HOST_MAX_ENV];
+        unsigned n_env;
+        struct host_node nodes[HOST_MAX_NODES];
+        unsigned n_nodes;
+        unsigned skipped;       /* enum host_skipped bits */
+};
+
+struct host_report {
+        struct host_proc *holders;      /* every process holding a node */
+        size_t n_holders;
+        char **limits;                  /* what could not be seen, one sentence each */
+        size_t n_limits;
+        uint64_t self_pidns_ino;        /* our own PID namespace */
+        bool initial_pidns;             /* the namespace is the initial one (inode 0xEFFFFFFC) */
+        uid_t euid;
+        double btime;                   /* boot time, epoch seconds */
+        long clk_tck;
+        double sample_time;             /* epoch seconds when the walk started */
+        unsigned procs_scanned;
+        unsigned nvidia_majors[8];      /* from /proc/devices */
+        unsigned n_nvidia_majors;
+};
+
+struct host_opts {
+        const char *proc_root;          /* default "/proc" */
+        const char *dev_prefix;         /* default "/dev/nvidia" */
+        unsigned timeout_ms;            /* deadline for a read that may block (default 2000) */
+        const char *save_dir;           /* if set, copy every file read into save_dir/proc/... */
+        bool read_env;                  /* read the allow-listed environment variables */
+};
+
+/* The environment variables ghostvram reads, nothing else from the environment. */
+extern const char *const host_env_allowlist[];
+
+/* Walk proc_root. Returns 0 and a report (free with host_report_free), or a negative errno if
+ * proc_root cannot be read at all. Vanishing processes are skipped silently. */
+int host_scan(const struct host_opts *o, struct host_report **ret);
+void host_report_free(struct host_report *r);
+
+/* Facts for one PID (for NVML-listed PIDs): 0, -ESRCH if there is no such process here. */
+int host_proc_lookup(const struct host_opts *o, pid_t pid, struct host_proc *ret);
+void host_proc_clear(struct host_proc *p);
+
+/* Find a holder by pid in a report, or NULL. */
+const struct host_proc *host_report_find(const struct host_report *r, pid_t pid);
+/* Does p hold node `name` (exact) by any means? */
+bool host_proc_holds(const struct host_proc *p, const char *name);
+
+/* Parsers without I/O, for tests and fuzzing. Each returns 0 or -EINVAL. */
+int host_parse_stat(const char *buf, size_t len, struct host_proc *p);
+int host_parse_status(const char *buf, size_t len, struct host_proc *p);
+/* cgroup file content -> cgroup path, container runtime/id, pod uid, slurm job, unit. */
+int host_parse_cgroup(const char *buf, size_t len, struct host_proc *p);
+/* One line of /proc/PID/maps: the path after the inode, or NULL if none. */
+const char *host_maps_line_path(const char *line, size_t len, size_t *ret_pathlen);
+/* Node name for a path under dev_prefix ("/dev/nvidia-uvm" -> "nvidia-uvm"), or -EINVAL. */
+int host_node_name(const char *path, const char *dev_prefix, char *out, size_t outlen);

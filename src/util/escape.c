@@ -1,0 +1,121 @@
+#include "util/escape.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t utf8_seq_len(const unsigned char *s, size_t len)
+{
+        if (len == 0)
+                return 0;
+        unsigned char c = s[0];
+        if (c < 0x80)
+                return 1;
+        size_t n;
+        uint32_t cp;
+        if (c >= 0xc2 && c <= 0xdf) {
+                n = 2;
+                cp = c & 0x1f;
+        } else if (c >= 0xe0 && c <= 0xef) {
+                n = 3;
+                cp = c & 0x0f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+                n = 4;
+                cp = c & 0x07;
+        } else {
+                return 0;
+        }
+        if (len < n)
+                return 0;
+        for (size_t i = 1; i < n; i++) {
+                if ((s[i] & 0xc0) != 0x80)
+                        return 0;
+                cp = (cp << 6) | (s[i] & 0x3f);
+        }
+        /* overlong forms, surrogates, beyond U+10FFFF */
+        if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+            (cp >= 0xd800 && cp <= 0xdfff))
+                return 0;
+        return n;
+}
+
+static uint32_t utf8_decode(const unsigned char *s, size_t n)
+{
+        static const unsigned char mask[] = { 0, 0x7f, 0x1f, 0x0f, 0x07 };
+        uint32_t cp = s[0] & mask[n];
+        for (size_t i = 1; i < n; i++)
+                cp = (cp << 6) | (s[i] & 0x3f);
+        return cp;
+}
+
+int esc_terminal(struct buf *out, const char *s, size_t len)
+{
+        const unsigned char *p = (const unsigned char *)s;
+        size_t i = 0;
+        int r = 0;
+        while (i < len && r == 0) {
+                unsigned char c = p[i];
+                if (c == '\\') {
+                        r = buf_puts(out, "\\\\");
+                        i++;
+                } else if (c >= 0x20 && c < 0x7f) {
+                        r = buf_putc(out, (char)c);
+                        i++;
+                } else if (c < 0x80) {
+                        switch (c) {
+                        case '\n': r = buf_puts(out, "\\n"); break;
+                        case '\t': r = buf_puts(out, "\\t"); break;
+                        case '\r': r = buf_puts(out, "\\r"); break;
+                        case 0x1b: r = buf_puts(out, "\\e"); break;
+                        default: r = buf_printf(out, "\\x%02x", c); break;
+                        }
+                        i++;
+                } else {
+                        size_t n = utf8_seq_len(p + i, len - i);
+                        uint32_t cp = n ? utf8_decode(p + i, n) : 0;
+                        if (n && !(cp >= 0x80 && cp < 0xa0) && cp != 0x2028 && cp != 0x2029) {
+                                r = buf_append(out, p + i, n);
+                                i += n;
+                        } else if (n) {
+                                for (size_t k = 0; k < n && r == 0; k++)
+                                        r = buf_printf(out, "\\x%02x", p[i + k]);
+                                i += n;
+                        } else {
+                                r = buf_printf(out, "\\x%02x", c);
+                                i++;
+                        }
+                }
+        }
+        return r;
+}
+
+int esc_utf8_repair(struct buf *out, const char *s, size_t len)
+{
+        const unsigned char *p = (const unsigned char *)s;
+        size_t i = 0;
+        int r = 0;
+        while (i < len && r == 0) {
+                size_t n = p[i] ? utf8_seq_len(p + i, len - i) : 0;
+                if (n) {
+                        r = buf_append(out, p + i, n);
+                        i += n;
+                } else {
+                        r = buf_puts(out, "\xef\xbf\xbd");
+                        i++;
+                }
+        }
+        return r;
+}
+
+char *cmdline_join(const char *raw, size_t len)
+{
+        while (len > 0 && raw[len - 1] == '\0')
+                len--;
+        char *s = malloc(len + 1);
+        if (!s)
+                return NULL;
+        for (size_t i = 0; i < len; i++)
+                s[i] = raw[i] ? raw[i] : ' ';
+        s[len] = '\0';
+        return s;
+}

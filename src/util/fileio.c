@@ -1,0 +1,117 @@
+#include "util/fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int read_file_at(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len)
+{
+        int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        size_t size = 4096;
+        char *data = NULL;
+        size_t len = 0;
+        int r = 0;
+        for (;;) {
+                if (size > max + 1)
+                        size = max + 1;
+                char *p = realloc(data, size + 1);
+                if (!p) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+                data = p;
+                ssize_t n = read(fd, data + len, size - len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        r = -errno;
+                        goto out;
+                }
+                len += (size_t)n;
+                if (n == 0)
+                        break;
+                if (len > max) {
+                        r = -EFBIG;
+                        goto out;
+                }
+                if (len == size)
+                        size *= 2;
+        }
+        data[len] = '\0';
+        *ret = data;
+        *ret_len = len;
+        data = NULL;
+out:
+        free(data);
+        close(fd);
+        return r;
+}
+
+int write_file_atomic(const char *path, const void *data, size_t len)
+{
+        char tmp[4096];
+        const char *slash = strrchr(path, '/');
+        int n;
+        if (slash)
+                n = snprintf(tmp, sizeof(tmp), "%.*s/.%s.tmp.%ld", (int)(slash - path), path, slash + 1,
+                             (long)getpid());
+        else
+                n = snprintf(tmp, sizeof(tmp), ".%s.tmp.%ld", path, (long)getpid());
+        if (n < 0 || (size_t)n >= sizeof(tmp))
+                return -ENAMETOOLONG;
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return -errno;
+        const char *p = data;
+        size_t left = len;
+        while (left) {
+                ssize_t w = write(fd, p, left);
+                if (w < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        int e = -errno;
+                        close(fd);
+                        unlink(tmp);
+                        return e;
+                }
+                p += w;
+                left -= (size_t)w;
+        }
+        if (fsync(fd) < 0 || close(fd) < 0) {
+                int e = -errno;
+                unlink(tmp);
+                return e;
+        }
+        if (rename(tmp, path) < 0) {
+                int e = -errno;
+                unlink(tmp);
+                return e;
+        }
+        return 0;
+}
+
+int mkdir_p(const char *path)
+{
+        char p[4096];
+        size_t len = strlen(path);
+        if (len == 0 || len >= sizeof(p))
+                return -EINVAL;
+        memcpy(p, path, len + 1);
+        for (char *s = p + 1; *s; s++) {
+                if (*s != '/')
+                        continue;
+                *s = '\0';
+                if (mkdir(p, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+                *s = '/';
+        }
+        if (mkdir(p, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}

@@ -1,0 +1,158 @@
+#include "util/parse.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+int parse_u64_prefix(const char *s, int base, uint64_t *ret, const char **ret_end)
+{
+        if (!s || !(base == 10 || base == 16))
+                return -EINVAL;
+        const char *p = s;
+        if (*p == '+')
+                p++;
+        if (base == 16 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+                p += 2;
+        uint64_t v = 0;
+        const char *start = p;
+        for (;; p++) {
+                int d;
+                if (*p >= '0' && *p <= '9')
+                        d = *p - '0';
+                else if (base == 16 && *p >= 'a' && *p <= 'f')
+                        d = *p - 'a' + 10;
+                else if (base == 16 && *p >= 'A' && *p <= 'F')
+                        d = *p - 'A' + 10;
+                else
+                        break;
+                if (v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base)
+                        return -ERANGE;
+                v = v * (uint64_t)base + (uint64_t)d;
+        }
+        if (p == start)
+                return -EINVAL;
+        *ret = v;
+        if (ret_end)
+                *ret_end = p;
+        return 0;
+}
+
+int parse_u64(const char *s, uint64_t *ret)
+{
+        const char *end;
+        uint64_t v;
+        int r = parse_u64_prefix(s, 10, &v, &end);
+        if (r < 0)
+                return r;
+        if (*end)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+int parse_i64(const char *s, int64_t *ret)
+{
+        if (!s)
+                return -EINVAL;
+        bool neg = s[0] == '-';
+        uint64_t v;
+        int r = parse_u64(neg ? s + 1 : s, &v);
+        if (r < 0)
+                return r;
+        if (neg ? v > (uint64_t)INT64_MAX + 1 : v > (uint64_t)INT64_MAX)
+                return -ERANGE;
+        *ret = neg ? (int64_t)(0 - v) : (int64_t)v;
+        return 0;
+}
+
+int parse_uint_range(const char *s, unsigned min, unsigned max, unsigned *ret)
+{
+        uint64_t v;
+        int r = parse_u64(s, &v);
+        if (r < 0)
+                return r;
+        if (v < min || v > max)
+                return -ERANGE;
+        *ret = (unsigned)v;
+        return 0;
+}
+
+/* A non-negative decimal with an optional fraction, then a unit. */
+static int parse_scaled(const char *s, double *ret_val, const char **ret_unit)
+{
+        if (!s || !*s || *s == '-' || isspace((unsigned char)*s))
+                return -EINVAL;
+        const char *p = s;
+        double v = 0;
+        bool digits = false;
+        while (isdigit((unsigned char)*p)) {
+                v = v * 10 + (*p++ - '0');
+                digits = true;
+                if (v > 1e15)
+                        return -ERANGE;
+        }
+        if (*p == '.') {
+                p++;
+                double f = 0.1;
+                while (isdigit((unsigned char)*p)) {
+                        v += (*p++ - '0') * f;
+                        f /= 10;
+                        digits = true;
+                }
+        }
+        if (!digits)
+                return -EINVAL;
+        *ret_val = v;
+        *ret_unit = p;
+        return 0;
+}
+
+int parse_duration_ms(const char *s, uint64_t *ret_ms)
+{
+        static const struct { const char *unit; double ms; } units[] = {
+                { "", 1000 }, { "ms", 1 }, { "s", 1000 }, { "sec", 1000 }, { "m", 60000 },
+                { "min", 60000 }, { "h", 3600000 }, { "d", 86400000 },
+        };
+        double v;
+        const char *u;
+        int r = parse_scaled(s, &v, &u);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+                if (strcmp(u, units[i].unit) == 0) {
+                        double ms = v * units[i].ms;
+                        if (ms > 1e15)
+                                return -ERANGE;
+                        *ret_ms = (uint64_t)llround(ms);
+                        return 0;
+                }
+        }
+        return -EINVAL;
+}
+
+int parse_size_mib(const char *s, uint64_t *ret_mib)
+{
+        static const struct { const char *unit; double mib; } units[] = {
+                { "", 1 }, { "M", 1 }, { "MiB", 1 }, { "G", 1024 }, { "GiB", 1024 },
+                { "T", 1048576 }, { "TiB", 1048576 },
+        };
+        double v;
+        const char *u;
+        int r = parse_scaled(s, &v, &u);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+                if (strcmp(u, units[i].unit) == 0) {
+                        double m = v * units[i].mib;
+                        if (m > 1e12)
+                                return -ERANGE;
+                        *ret_mib = (uint64_t)llround(m);
+                        return 0;
+                }
+        }
+        return -EINVAL;
+}
