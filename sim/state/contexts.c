@@ -15,6 +15,7 @@
 #include "simstate.h"
 #include "simstate_int.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -393,6 +394,34 @@ static void ctx_read_nspid(struct sim_ctx *c)
         }
 }
 
+/* The PID namespace of the /proc this process sees: that of /proc/1, or (when pid 1 may not
+ * be inspected) of the first process whose NSpid has one entry, i.e. lives in it. Only used
+ * to label a new context's NSpid[0]; never to decide liveness. 0 if unknown. */
+static unsigned long long ctx_proc_pidns(void)
+{
+        unsigned long long ns = sim_pidns_of("1");
+        DIR *d;
+        struct dirent *e;
+        unsigned seen = 0;
+        if (ns || !(d = opendir("/proc")))
+                return ns;
+        while (!ns && seen++ < 4096 && (e = readdir(d))) {
+                char path[64], *data = NULL, *cur, *line;
+                size_t len;
+                if (e->d_name[0] < '1' || e->d_name[0] > '9')
+                        continue;
+                snprintf(path, sizeof(path), "/proc/%.20s/status", e->d_name);
+                if (read_file_at(AT_FDCWD, path, 1 << 16, &data, &len) < 0)
+                        continue;
+                for (cur = data; (line = sim_next_line(&cur));)
+                        if (!strncmp(line, "NSpid:", 6) && !strchr(line + 7, '\t'))
+                                ns = sim_pidns_of(e->d_name);
+                free(data);
+        }
+        closedir(d);
+        return ns;
+}
+
 static int lock_take(int fd, int cmd, unsigned id)
 {
         struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = (off_t)id, .l_len = 1 };
@@ -468,7 +497,7 @@ int sim_context_create(const char *dir, unsigned gpu, uint64_t bytes, int ctl_fd
         c->created_ms = sim_now_ms();
         c->owner_pidns = sim_pidns_of("self");
         ctx_read_nspid(c);
-        c->proc_pidns = c->n_nspid == 1 ? c->owner_pidns : sim_pidns_of("1");
+        c->proc_pidns = c->n_nspid == 1 ? c->owner_pidns : ctx_proc_pidns();
         /* Closing any descriptor of a file drops every POSIX lock the process holds on it:
          * the client's own descriptor of owners must be gone before the owner lock exists. */
         sim_client_close(cl);
