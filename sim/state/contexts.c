@@ -9,7 +9,7 @@
  * with F_OFD_GETLK from their own description. No /proc walk decides anything here.
  *
  * The owner holds a classic POSIX lock on byte <id> of DIR/owners: not inherited by fork,
- * dropped when the owner dies, and F_GETLK reports its PID translated into the caller's
+ * dropped when the owner dies, and a lock test reports its PID translated into the caller's
  * PID namespace (0 when not visible there) — what a translating driver does. */
 #define _GNU_SOURCE 1 /* F_OFD_GETLK, F_OFD_SETLK */
 #include "simstate.h"
@@ -124,14 +124,16 @@ static int ctx_store(const char *dir, const struct ctx_list *l)
         return r;
 }
 
-/* Is byte `id` of fd locked by someone else? cmd F_OFD_GETLK or F_GETLK. Returns 1 locked,
- * 0 free, negative errno; *ret_pid gets l_pid (translated by the kernel for F_GETLK). */
-static int lock_probe(int fd, int cmd, unsigned id, pid_t *ret_pid)
+/* Is byte `id` of fd locked by another owner (another open description for OFD locks, any
+ * process's POSIX lock)? Returns 1 locked, 0 free, negative errno; *ret_pid gets l_pid: -1
+ * for an OFD lock, for a POSIX lock its owner's PID in the caller's namespace (0: not
+ * visible there). */
+static int lock_probe(int fd, unsigned id, pid_t *ret_pid)
 {
         struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = (off_t)id, .l_len = 1 };
         if (fd < 0)
                 return -EBADF;
-        if (fcntl(fd, cmd, &fl) < 0)
+        if (fcntl(fd, F_OFD_GETLK, &fl) < 0)
                 return -errno;
         if (ret_pid)
                 *ret_pid = fl.l_pid;
@@ -147,7 +149,7 @@ static uint64_t ctx_free_delay_ms(const struct sim_knobs *k, const struct sim_ct
 static bool ctx_alive(const struct sim_client *cl, const struct sim_ctx *c)
 {
         /* a probe that fails says nothing: keep the context rather than free it by mistake */
-        return lock_probe(cl->ctl_fd, F_OFD_GETLK, c->id, NULL) != 0;
+        return lock_probe(cl->ctl_fd, c->id, NULL) != 0;
 }
 
 /* Record first sightings of released contexts and forget freed ones. Returns true if the
@@ -190,14 +192,11 @@ static void ctx_view(const struct sim_client *cl, const struct sim_knobs *k, con
                 if (ctx_alive(cl, c)) {
                         pid_t pid = 0;
                         v->state = SIM_CTX_ALIVE;
-                        v->owner_alive = lock_probe(cl->owners_fd, F_GETLK, c->id, &pid) > 0;
+                        /* F_OFD_GETLK, not F_GETLK: an OFD probe also sees the caller's own
+                         * POSIX locks (an owner asking about itself), and the kernel still
+                         * translates the POSIX lock's PID into the caller's namespace */
+                        v->owner_alive = lock_probe(cl->owners_fd, c->id, &pid) > 0;
                         v->owner_pid_here = v->owner_alive && pid > 0 ? pid : 0;
-                        /* POSIX locks do not conflict with the caller's own: an owner asking
-                         * about itself is alive */
-                        if (!v->owner_alive && c->owner_pidns == cl->pidns && c->nspid[c->n_nspid - 1] == getpid()) {
-                                v->owner_alive = true;
-                                v->owner_pid_here = getpid();
-                        }
                 } else {
                         uint64_t delay = ctx_free_delay_ms(k, c);
                         if (c->released_ms == 0 || now < c->released_ms || now - c->released_ms >= delay)

@@ -693,6 +693,30 @@ static void test_dead_owner_and_free_delay(void **state)
         nv_close(&n);
 }
 
+/* A CUDA program that asks NVML about itself (as PyTorch does) sees its own PID. */
+static void test_owner_asks_about_itself(void **state)
+{
+        (void)state;
+        char ctl[512], own[512], err[SIM_ERR_LEN];
+        unsigned id, pid = 0;
+        struct nv n;
+        snprintf(ctl, sizeof(ctl), "%s/dev/nvidiactl", sim_dir);
+        snprintf(own, sizeof(own), "%s/owners", sim_dir);
+        int cfd = open(ctl, O_RDWR | O_CLOEXEC), ofd = open(own, O_RDWR | O_CLOEXEC);
+        assert_true(cfd >= 0 && ofd >= 0);
+        assert_int_equal(sim_context_create(sim_dir, 0, 64 * MIB, cfd, ofd, &id, err, sizeof(err)), 0);
+        nv_open(&n, "current");
+        set_knobs("hidden_owner=on", NULL); /* alive owners are listed whatever this says */
+        assert_int_equal(listed(&n, 0, &pid), 1);
+        assert_int_equal(pid, (unsigned)getpid());
+        nv_close(&n);
+        close(cfd); /* the description goes: the context with it */
+        close(ofd);
+        nv_open(&n, "current");
+        assert_int_equal(used_v2(&n, 0), 0);
+        nv_close(&n);
+}
+
 static void test_out_of_memory(void **state)
 {
         (void)state;
@@ -761,6 +785,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_hang, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_events, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_dead_owner_and_free_delay, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_owner_asks_about_itself, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_out_of_memory, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_corrupt_state, setup, teardown),
         };
