@@ -90,9 +90,11 @@ static nvmlReturn_t sim_dev_enter(const char *fn, nvmlDevice_t dev, unsigned que
         pthread_mutex_lock(&sim_mu);
         if (!sim_refs)
                 return sim_leave(NVML_ERROR_UNINITIALIZED);
-        if (!dev || dev < sim_devs || dev >= sim_devs + sim_cl.host.n_gpus)
+        /* any pointer may come in: compare addresses, not pointers into different objects */
+        uintptr_t a = (uintptr_t)dev, base = (uintptr_t)sim_devs;
+        if (a < base || a >= base + sim_cl.host.n_gpus * sizeof(sim_devs[0]) || (a - base) % sizeof(sim_devs[0]))
                 return sim_leave(NVML_ERROR_INVALID_ARGUMENT);
-        unsigned gpu = (unsigned)(dev - sim_devs);
+        unsigned gpu = (unsigned)((a - base) / sizeof(sim_devs[0]));
         if (sim_knobs_load(sim_cl.dir, &sim_k) < 0)
                 return sim_leave(NVML_ERROR_UNKNOWN);
         if (sim_knobs_hang(&sim_k, (int)gpu, fn)) {

@@ -311,8 +311,12 @@ static void knob_apply(struct sim_knobs *k, const struct knob_assign *a)
 static void knob_alias(struct knob_assign *a)
 {
         /* v3_stride picks the driver generation that has that stride */
-        if (strcmp(a->def->key, "v3_stride") || !strcmp(a->value, "default"))
+        if (strcmp(a->def->key, "v3_stride"))
                 return;
+        if (!strcmp(a->value, "default")) {
+                a->def = knob_find("driver", 6);
+                return;
+        }
         const char *var = !strcmp(a->value, "24") ? "current" : !strcmp(a->value, "32") ? "535.54.03" : "535.98";
         a->def = knob_find("driver", 6);
         snprintf(a->value, sizeof(a->value), "%s", var);

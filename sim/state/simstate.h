@@ -190,6 +190,7 @@ struct sim_client {
 
 /* Open the client side for dir. Returns 0, -ENOENT (not a sim dir) or a negative errno. */
 int sim_client_open(const char *dir, struct sim_client *c);
+/* Close the client's descriptors (idempotent; NULL is fine). */
 void sim_client_close(struct sim_client *c);
 
 /* Look at every context: liveness from the OFD lock on nvidiactl, owner from the POSIX lock
@@ -220,7 +221,8 @@ uint64_t sim_used_bytes(const struct sim_host *h, const struct sim_knobs *k,
 int sim_context_create(const char *dir, unsigned gpu, uint64_t bytes, int ctl_fd, int owners_fd,
                        unsigned *ret_id, char *err, size_t errlen);
 
-/* Helpers shared by the simulator's programs. */
+/* Milliseconds of CLOCK_REALTIME (shared by processes, and meaningful across reboots of a
+ * kept state directory, unlike CLOCK_MONOTONIC). */
 uint64_t sim_now_ms(void);
 /* Inode of the PID namespace of `who` ("self" or "1") seen through /proc, 0 if unknown. */
 unsigned long long sim_pidns_of(const char *who);

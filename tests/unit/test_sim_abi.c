@@ -294,6 +294,11 @@ static void test_versions_and_mismatch(void **state)
         assert_non_null(h);
         nvmlInit_fn init = (nvmlInit_fn)dlsym(h, "nvmlInit_v2");
         nvmlErrorString_fn es = (nvmlErrorString_fn)dlsym(h, "nvmlErrorString");
+        nvmlDeviceGetCount_fn count = (nvmlDeviceGetCount_fn)dlsym(h, "nvmlDeviceGetCount_v2");
+        nvmlShutdown_fn shutdown = (nvmlShutdown_fn)dlsym(h, "nvmlShutdown");
+        unsigned n_gpus = 0;
+        assert_int_equal(count(&n_gpus), NVML_ERROR_UNINITIALIZED);
+        assert_int_equal(shutdown(), NVML_ERROR_UNINITIALIZED);
         assert_int_equal(init(), NVML_ERROR_LIB_RM_VERSION_MISMATCH);
         assert_string_equal(es(NVML_ERROR_LIB_RM_VERSION_MISMATCH), "Driver/library version mismatch");
         assert_string_equal(es(NVML_ERROR_GPU_IS_LOST), "GPU is lost");
@@ -372,6 +377,17 @@ static void test_pci(void **state)
         assert_string_equal(p.busIdLegacy, "0000:43:00.0");
         assert_int_equal(p.busId[0], 0);
         assert_int_equal((unsigned char)p.busId[20], 0x5A); /* past 52 bytes: untouched */
+        /* handles that are not ours */
+        char name[96];
+        assert_int_equal(CALL(&n, nvmlDeviceGetString_fn, "nvmlDeviceGetName", (nvmlDevice_t)(void *)name, name,
+                              sizeof(name)),
+                         NVML_ERROR_INVALID_ARGUMENT);
+        assert_int_equal(CALL(&n, nvmlDeviceGetString_fn, "nvmlDeviceGetName",
+                              (nvmlDevice_t)(void *)((char *)n.dev[0] + 1), name, sizeof(name)),
+                         NVML_ERROR_INVALID_ARGUMENT);
+        nvmlDevice_t d3;
+        assert_int_equal(CALL(&n, nvmlDeviceGetHandleByIndex_fn, "nvmlDeviceGetHandleByIndex_v2", 2, &d3),
+                         NVML_ERROR_INVALID_ARGUMENT);
         nv_close(&n);
 
         nv_open(&n, "440.33.01");
