@@ -64,32 +64,38 @@ static const char *const strides[] = { "24", "32", "none", NULL };
 
 static const struct knob_def knob_defs[] = {
         { "driver", K_VARIANT, false, false, 0, NULL, "VARIANT",
-          "driver generation (a variant name or its version; sets the symbol set and version)" },
+          "driver generation: a variant below, by name or version" },
         { "v3_stride", K_ENUM, false, false, 0, strides, "24|32|none",
-          "_v3 process records: 24 -> driver=current, 32 -> 535.54.03, none -> 535.98" },
+          "alias: 24 -> current, 32 -> 535.54.03, none -> 535.98" },
         { "pid_mode", K_ENUM, false, false, 0, pid_modes, "auto|translated|host",
-          "PIDs in the caller's namespace (>= 535.113.01) or host PIDs (older); auto: by driver" },
+          "PIDs in the caller's namespace (>= 535.113.01) or host\n"
+          "PIDs (older drivers); auto follows the driver" },
         { "hidden_owner", K_BOOL, false, false, 0, NULL, "on|off",
-          "dead owners are not listed although their memory stays used" },
+          "dead owners are not listed; their memory stays used" },
         { "free_delay_ms_per_gib", K_U64, false, false, 3600000, NULL, "MS",
-          "released memory is freed MS ms per GiB after the driver first sees it released" },
+          "released memory is freed MS ms per GiB after the driver\n"
+          "first sees it released (default 0)" },
         { "strict_versions", K_BOOL, false, false, 0, NULL, "on|off",
-          "versioned structs need the exact version (MemoryInfo_v2: 13 otherwise); off relaxes" },
+          "versioned structs need the exact version (default on;\n"
+          "MemoryInfo_v2 returns 13 otherwise)" },
         { "hang", K_HANG, true, false, 0, NULL, "FUNCTION|any|none",
-          "that NVML call (or any) never returns, like a wedged driver" },
+          "that NVML call (or any) never returns: a wedged driver" },
         { "gpu_lost", K_BOOL, true, false, 0, NULL, "on|off",
-          "every per-device call returns NVML_ERROR_GPU_IS_LOST (15)" },
+          "per-device calls return NVML_ERROR_GPU_IS_LOST (15)" },
         { "notsup", K_NOTSUP, true, false, 0, NULL, "LIST|none",
-          "these queries return NOT_SUPPORTED (3): memory, memory_v2, processes, persistence,\n"
-          "                        mig, pci, minor, events (comma-separated)" },
+          "these queries return NOT_SUPPORTED (3), comma-separated:\n"
+          "memory, memory_v2, processes, persistence, mig, pci,\n"
+          "minor, events" },
         { "uncharged_mib", K_U64, true, false, (uint64_t)1 << 24, NULL, "MIB",
-          "used memory no process is charged for (managed memory, kernel clients)" },
+          "used memory no process is charged for (managed\n"
+          "memory, kernel clients)" },
         { "list_growth", K_U64, true, false, 1000, NULL, "N",
-          "the sizing call of a process list under-reports by N (the list grew meanwhile)" },
+          "the sizing call of a process list under-reports by N" },
         { "persistence", K_BOOL, true, false, 0, NULL, "on|off", "persistence mode (default on)" },
         { "mig", K_BOOL, true, false, 0, NULL, "on|off", "MIG mode (default off)" },
         { "xid_event", K_XID, true, true, 0, NULL, "GPU:CODE|GPU:none",
-          "deliver an Xid critical-error event with CODE once to an event set of that GPU" },
+          "deliver one Xid critical-error event with CODE to the\n"
+          "next event wait on that GPU" },
 };
 
 static const struct knob_def *knob_find(const char *key, size_t klen)
@@ -504,10 +510,18 @@ int sim_knobs_help(struct buf *out)
                 char left[64];
                 snprintf(left, sizeof(left), "%s=%s%s", d->key, d->per_gpu && !d->gpu_required ? "[GPU:]" : "",
                          d->values);
-                if (strlen(left) > 22)
-                        r = buf_printf(out, "  %s\n                        %s\n", left, d->help);
+                if (strlen(left) >= 22)
+                        r = buf_printf(out, "  %s\n%24s", left, "");
                 else
-                        r = buf_printf(out, "  %-22s%s\n", left, d->help);
+                        r = buf_printf(out, "  %-22s", left);
+                /* continuation lines of the help text line up under its first line */
+                for (const char *h = d->help; r == 0 && *h;) {
+                        size_t n = strcspn(h, "\n");
+                        r = buf_printf(out, "%.*s\n", (int)n, h);
+                        h += n;
+                        if (*h == '\n' && *++h && r == 0)
+                                r = buf_printf(out, "%24s", "");
+                }
         }
         for (size_t i = 0; r == 0 && i < sim_n_variants; i++)
                 r = buf_printf(out, "%s  %-10s %s\n", i ? "" : "\nDriver variants (driver=...):\n",

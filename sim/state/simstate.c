@@ -24,15 +24,15 @@
  * (sim/CMakeLists.txt); docs/simulator.md says where each fact comes from. */
 const struct sim_variant sim_variants[] = {
         { "current", "560.35.03", "12.560.35.03", true, 24,
-          "R560: _v3 (24-byte records), RunningProcessDetailList, MemoryInfo_v2, MIG; PIDs translated" },
+          "R560: _v3 (24 B), DetailList, MemoryInfo_v2, MIG; PIDs translated" },
         { "535.54.03", "535.54.03", "12.535.54.03", false, 32,
-          "early R535: _v3 with 32-byte records, ConfComputeMemSizeInfo, no DetailList; host PIDs" },
+          "early R535: _v3 with 32-byte records, no DetailList; host PIDs" },
         { "535.98", "535.98", "12.535.98", false, 0,
-          "R535.98: no _v3 symbols (_v2, 24-byte records); host PIDs" },
+          "R535.98: no _v3 (_v2, 24-byte records); host PIDs" },
         { "470.42.01", "470.42.01", "11.470.42.01", false, 0,
           "R470: _v2 and MPS calls, no MemoryInfo_v2; host PIDs" },
         { "440.33.01", "440.33.01", "10.440.33.01", false, 0,
-          "R440: legacy symbol set (v1 calls only, no MIG, 24-byte events); host PIDs" },
+          "R440: legacy v1 symbol set, no MIG, 24-byte events; host PIDs" },
 };
 const size_t sim_n_variants = sizeof(sim_variants) / sizeof(sim_variants[0]);
 

@@ -23,29 +23,29 @@ static void sim_usage(FILE *f)
 {
         fprintf(f,
                 "Usage: ghostvram sim COMMAND DIR [OPTIONS]\n\n"
-                "A simulated NVIDIA driver for tests, demos and learning. DIR holds a simulated host:\n"
-                "GPUs, device files (DIR/dev/nvidia*), jobs' contexts and knobs. Every ghostvram\n"
-                "command reads it instead of the real driver when GHOSTVRAM_SIM=DIR is set; it\n"
-                "loads a stand-in libnvidia-ml.so.1 with the real ABI.\n\n"
+                "A simulated NVIDIA driver for tests, demos and learning. DIR holds a simulated\n"
+                "host: GPUs, device files (DIR/dev/nvidia*), jobs' contexts and knobs. With\n"
+                "GHOSTVRAM_SIM=DIR every ghostvram command reads it instead of the real driver,\n"
+                "through a stand-in libnvidia-ml.so.1 with the real ABI.\n\n"
                 "Commands:\n"
                 "  init DIR [--gpus N] [--memory MiB] [--reserved MiB]\n"
-                "                     create a simulated host\n"
+                "                create a simulated host\n"
                 "  run DIR --gpu I --mib M [--workers K] [--close-fds-in-workers] [--exec-child]\n"
-                "                     start a simulated CUDA job in the background; prints its PIDs\n"
+                "                start a simulated CUDA job in the background; print its PIDs\n"
                 "  set DIR KEY=VALUE...\n"
-                "                     driver generation, PID translation, faults (see 'sim set --help')\n"
-                "  status DIR         GPUs, memory, contexts with their owners, as the driver sees them\n\n"
-                "The rule it follows, like the real driver: a context's memory is freed only when the\n"
-                "open file description it was created on is gone — so workers forked by a killed job\n"
-                "keep it, through inherited descriptors or mappings alone, and nvidia-smi shows a\n"
-                "PID that no longer exists.\n\n"
+                "                driver generation, PID translation, faults ('sim set --help')\n"
+                "  status DIR    GPUs, memory, contexts and their owners, as the driver sees them\n\n"
+                "The rule it follows, like the real driver: a context's memory is freed only\n"
+                "when the open file description it was created on is gone. Workers forked by a\n"
+                "killed job keep it, through inherited descriptors or mappings alone, and\n"
+                "nvidia-smi shows a PID that no longer exists.\n\n"
                 "Example:\n"
                 "  ghostvram sim init /tmp/gpu --gpus 2\n"
-                "  ghostvram sim run /tmp/gpu --gpu 0 --mib 4096 --workers 2   # owner 1234, worker ...\n"
+                "  ghostvram sim run /tmp/gpu --gpu 0 --mib 4096 --workers 2   # owner 1234 ...\n"
                 "  kill -9 1234\n"
                 "  GHOSTVRAM_SIM=/tmp/gpu ghostvram scan\n\n"
-                "Run 'ghostvram sim COMMAND --help' for each command. Exit status: 0 done, 1 failed\n"
-                "(e.g. the job ran out of GPU memory), 2 bad usage.\n");
+                "Run 'ghostvram sim COMMAND --help' for each command. Exit status: 0 done,\n"
+                "1 failed (e.g. the job ran out of GPU memory), 2 bad usage.\n");
 }
 
 static bool want_help(int argc, char **argv)
@@ -60,13 +60,14 @@ static bool want_help(int argc, char **argv)
 
 static const char sim_init_help[] =
         "Usage: ghostvram sim init DIR [--gpus N] [--memory MiB] [--reserved MiB]\n\n"
-        "Create a simulated host in DIR (created if missing; must not hold one already):\n"
-        "N GPUs named \"NVIDIA H100 80GB HBM3 (simulated)\" with distinct UUIDs and PCI bus ids,\n"
-        "device files DIR/dev/nvidiactl, nvidia-uvm, nvidia0..N-1, no jobs, default knobs.\n\n"
+        "Create a simulated host in DIR (created if missing; must not hold one yet):\n"
+        "N GPUs \"NVIDIA H100 80GB HBM3 (simulated)\" with distinct UUIDs and PCI bus\n"
+        "ids; device files DIR/dev/nvidiactl, nvidia-uvm, nvidia0..N-1; no jobs;\n"
+        "default knobs.\n\n"
         "  --gpus N          number of GPUs, 1 to 16 (default 2)\n"
-        "  --memory SIZE     total memory per GPU (default 81559 MiB, an H100 80GB; 2GiB, 512M ok)\n"
-        "  --reserved SIZE   memory the driver reserves per GPU (default 579 MiB), reported apart\n"
-        "                    by nvmlDeviceGetMemoryInfo_v2 and inside 'used' by the v1 query\n\n"
+        "  --memory SIZE     memory per GPU (default 81559 MiB, an H100 80GB; 2GiB ok)\n"
+        "  --reserved SIZE   memory the driver reserves per GPU (default 579 MiB):\n"
+        "                    apart in nvmlDeviceGetMemoryInfo_v2, inside v1's 'used'\n\n"
         "Then: ghostvram sim run DIR ..., or GHOSTVRAM_SIM=DIR ghostvram scan\n";
 
 static int sim_cmd_init(int argc, char **argv)
@@ -136,19 +137,19 @@ static int sim_cmd_init(int argc, char **argv)
 /* ---- run --------------------------------------------------------------------------------- */
 
 static const char sim_run_help[] =
-        "Usage: ghostvram sim run DIR --gpu I --mib M [--workers K] [--close-fds-in-workers]\n"
-        "                         [--exec-child]\n\n"
-        "Start a simulated CUDA job in the background and return once its context exists.\n"
-        "The owner opens DIR/dev/nvidiactl, nvidia-uvm and every visible nvidiaN close-on-exec\n"
-        "and maps them, like the CUDA runtime; its context charges M MiB to GPU I and lists the\n"
-        "owner's PID with them. It starts a new session (setsid), like a job a scheduler\n"
-        "launches, so 'kill -- -PGID' ends the whole job. Prints one line per process:\n"
-        "'owner PID', 'worker PID'..., 'child PID'. Every process sleeps until killed.\n\n"
-        "  --gpu I                 CUDA device ordinal (relative to CUDA_VISIBLE_DEVICES if set)\n"
-        "  --mib SIZE              GPU memory the context takes (must fit in free memory)\n"
-        "  --workers K             fork K workers after the context exists (0-64): they inherit\n"
-        "                          the descriptors and mappings, like data-loader workers\n"
-        "  --close-fds-in-workers  workers close every device descriptor but keep the mappings\n"
+        "Usage: ghostvram sim run DIR --gpu I --mib M [--workers K]\n"
+        "                         [--close-fds-in-workers] [--exec-child]\n\n"
+        "Start a simulated CUDA job in the background; return once its context exists.\n"
+        "The owner opens DIR/dev/nvidiactl, nvidia-uvm and every visible nvidiaN\n"
+        "close-on-exec and maps them, like the CUDA runtime; its context charges M MiB\n"
+        "to GPU I, listed under the owner's PID. It starts a new session (setsid), like\n"
+        "a job a scheduler launches: 'kill -- -PGID' ends the whole job. Prints one line\n"
+        "per process: 'owner PID', 'worker PID'..., 'child PID'. They sleep until killed.\n\n"
+        "  --gpu I                 CUDA device ordinal (of CUDA_VISIBLE_DEVICES if set)\n"
+        "  --mib SIZE              GPU memory of the context (must fit in free memory)\n"
+        "  --workers K             fork K workers (0-64) after the context exists: they\n"
+        "                          inherit descriptors and mappings (data-loader workers)\n"
+        "  --close-fds-in-workers  workers close their device descriptors, keep mappings\n"
         "  --exec-child            also fork a child that execs 'sleep': it holds nothing\n\n"
         "Exit status: 0 started, 1 the job failed (out of memory, GPU lost), 2 bad usage.\n";
 
@@ -328,14 +329,15 @@ static int sim_cmd_set(int argc, char **argv)
                 struct buf b = BUF_INIT(1 << 16);
                 sim_knobs_help(&b);
                 printf("Usage: ghostvram sim set DIR KEY=VALUE [KEY=VALUE...]\n\n"
-                       "Change the simulated driver. Knobs marked [GPU:] apply to every GPU, or to one\n"
-                       "with KEY=GPU:VALUE; KEY=default (or KEY=GPU:default) removes a setting. They take\n"
-                       "effect at the next NVML call. All are checked before any is written.\n\n"
+                       "Change the simulated driver. Knobs marked [GPU:] apply to every GPU, or to\n"
+                       "one with KEY=GPU:VALUE; KEY=default (or KEY=GPU:default) removes a setting.\n"
+                       "They take effect at the next NVML call. All are checked before any is written.\n\n"
                        "Knobs:\n%s\n"
                        "Examples:\n"
                        "  ghostvram sim set /tmp/gpu driver=535.98 pid_mode=host\n"
-                       "  ghostvram sim set /tmp/gpu hang=1:nvmlDeviceGetMemoryInfo_v2 notsup=persistence\n"
-                       "  ghostvram sim set /tmp/gpu free_delay_ms_per_gib=2000 xid_event=0:79 gpu_lost=0:on\n",
+                       "  ghostvram sim set /tmp/gpu hang=1:nvmlDeviceGetMemoryInfo_v2\n"
+                       "  ghostvram sim set /tmp/gpu notsup=persistence,memory_v2 uncharged_mib=0:300\n"
+                       "  ghostvram sim set /tmp/gpu free_delay_ms_per_gib=2000 xid_event=0:79\n",
                        buf_str(&b));
                 buf_free(&b);
                 return EXIT_OK;
@@ -383,9 +385,9 @@ static int sim_cmd_status(int argc, char **argv)
 {
         if (want_help(argc, argv)) {
                 printf("Usage: ghostvram sim status DIR\n\n"
-                       "What the simulated driver sees now, from this process's PID namespace: per GPU its\n"
-                       "memory (as the v2 query reports it), the knobs that differ from the defaults, and\n"
-                       "each context with its owner (alive, dead, or in another PID namespace) — or\n"
+                       "What the simulated driver sees now, from this process's PID namespace:\n"
+                       "per GPU its memory (as the v2 query reports it) and faults, and each\n"
+                       "context with its owner (alive, dead, or in another PID namespace), or\n"
                        "released and waiting for the free delay.\n");
                 return EXIT_OK;
         }
