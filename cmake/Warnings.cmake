@@ -5,7 +5,6 @@ set(GV_WARNINGS
   -Wextra                    # unused parameters, sign/enum mistakes, missing initialisers
   -Wshadow                   # a local hiding another is a classic source of parser bugs
   -Wformat=2                 # printf-style calls with non-literal formats or wrong types
-  -Wformat-truncation=1      # snprintf into fixed buffers: most of our names are bounded
   -Wstrict-prototypes        # f() means "any arguments" in C; we always mean (void)
   -Wmissing-prototypes       # exported functions must come from a header (layering)
   -Wold-style-definition     # K&R definitions hide argument type errors
@@ -22,7 +21,7 @@ if(CMAKE_C_COMPILER_ID STREQUAL "GNU")
   list(APPEND GV_WARNINGS
     -Wduplicated-cond        # if/else-if chains testing the same thing
     -Wlogical-op             # `a == x || a == x` and similar
-    -Wjump-misses-init       # goto out past an initialisation (we use `goto out`)
+    -Wformat-truncation=1    # snprintf into fixed buffers: size buffers for what goes in
   )
 endif()
 if(GV_WERROR)

@@ -1,9 +1,287 @@
+/* demo: the ghost-memory story end to end on a temporary simulated host. Everything it starts
+ * it stops, and the temporary host is removed. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "cli/cli.h"
+#include "model/facts.h"
+#include "render/proc_render.h"
+#include "util/buf.h"
+#include "util/parse.h"
+
+#define DEMO_MAX_PROCS 8
+
+struct demo_proc {
+        char role[16];
+        pid_t pid;
+        int pidfd;
+};
+
+static int self_exe(char *out, size_t n)
+{
+        ssize_t len = readlink("/proc/self/exe", out, n - 1);
+        if (len < 0)
+                return -errno;
+        out[len] = '\0';
+        return 0;
+}
+
+/* Run `ghostvram ARGS...` and capture its standard output (capped). Returns the exit status or
+ * a negative errno. */
+static int run_self(const char *const args[], struct buf *out)
+{
+        char exe[4096];
+        int r = self_exe(exe, sizeof(exe));
+        if (r < 0)
+                return r;
+        int p[2] = { -1, -1 };
+        fflush(stdout);
+        if (out && pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        pid_t pid = fork();
+        if (pid < 0) {
+                if (out) {
+                        close(p[0]);
+                        close(p[1]);
+                }
+                return -errno;
+        }
+        if (pid == 0) {
+                if (out)
+                        dup2(p[1], STDOUT_FILENO);
+                execv(exe, (char *const *)args);
+                _exit(127);
+        }
+        if (out) {
+                close(p[1]);
+                char chunk[512];
+                ssize_t n;
+                while ((n = read(p[0], chunk, sizeof(chunk))) > 0 || (n < 0 && errno == EINTR))
+                        if (n > 0)
+                                buf_append(out, chunk, (size_t)n);
+                close(p[0]);
+        }
+        int st;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+                ;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+static int demo_pidfd_open(pid_t pid)
+{
+        return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+static int demo_signal(const struct demo_proc *p, int sig)
+{
+        if (p->pidfd >= 0)
+                return (int)syscall(SYS_pidfd_send_signal, p->pidfd, sig, NULL, 0);
+        return -1; /* never signal by a bare PID: it may have been reused */
+}
+
+static void pause_s(double s)
+{
+        struct timespec ts = { .tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9) };
+        nanosleep(&ts, NULL);
+}
+
+static void step(int n, const char *title)
+{
+        printf("\n── %d. %s ", n, title);
+        for (size_t i = strlen(title); i < 66; i++)
+                fputs("─", stdout);
+        printf("\n\n");
+        fflush(stdout);
+}
+
+/* What nvidia-smi would show for the simulated GPUs. */
+static void smi_view(const char *simdir)
+{
+        setenv("GHOSTVRAM_SIM", simdir, 1);
+        struct cli_common c;
+        cli_common_init(&c);
+        if (cli_common_finish(&c, "demo") < 0)
+                return;
+        struct facts_opts fo = { .simulated = true };
+        cli_common_gpu_opts(&c, &fo.gpu);
+        cli_common_host_opts(&c, &fo.host);
+        struct facts *f;
+        if (facts_collect(&fo, &f) < 0)
+                return;
+        printf("  $ nvidia-smi          (what it would print for the simulated GPUs)\n");
+        printf("  | GPU  Name                         Memory-Usage        |\n");
+        for (size_t i = 0; i < f->gpu->n_gpus; i++) {
+                const struct gpu_info *g = &f->gpu->gpus[i];
+                printf("  | %3u  %-28.28s %6llu MiB / %6llu MiB |\n", g->index, g->name,
+                       (unsigned long long)(g->used_bytes >> 20), (unsigned long long)(g->total_bytes >> 20));
+        }
+        printf("  | Processes:  GPU   PID        Process name        GPU Memory |\n");
+        size_t shown = 0;
+        for (size_t i = 0; i < f->gpu->n_gpus; i++)
+                for (size_t k = 0; k < f->gpu->gpus[i].n_procs; k++) {
+                        const struct gpu_proc *p = &f->gpu->gpus[i].procs[k];
+                        const struct pid_fact *pf = facts_pid(f, p->pid);
+                        const char *name = pf && pf->present && pf->proc.comm ? pf->proc.comm : "No such process";
+                        printf("  |             %3zu   %-10u %-19.19s %6llu MiB |\n", i, p->pid, name,
+                               (unsigned long long)(p->used_bytes >> 20));
+                        shown++;
+                }
+        if (!shown)
+                printf("  |  No running processes found                                |\n");
+        facts_free(f);
+}
+
+static void demo_usage(FILE *f)
+{
+        fprintf(f, "Usage: ghostvram demo [--mib M] [--workers K] [--keep]\n\n"
+                   "The ghost-memory story end to end on a temporary simulated host (nothing on this\n"
+                   "machine's GPUs is touched):\n"
+                   "  1. a training job allocates M MiB (default 2048) on GPU 0 and forks K data-loader\n"
+                   "     workers (default 2), which inherit its /dev/nvidia* descriptors and mappings;\n"
+                   "  2. the job is killed with kill -9;\n"
+                   "  3. nvidia-smi's view: the memory is still used, the owner's PID does not exist;\n"
+                   "  4. ghostvram scan finds the ghost and names the workers with their link.\n"
+                   "Every process the demo starts is stopped at the end and the host removed\n"
+                   "(--keep leaves it for exploring with GHOSTVRAM_SIM=DIR).\n");
+}
 
 int cmd_demo(int argc, char **argv)
 {
-        (void)argc; (void)argv;
-        fprintf(stderr, "ghostvram demo: not built yet\n");
-        return EXIT_USAGE;
+        static const struct option opts[] = {
+                { "mib", required_argument, NULL, 'm' }, { "workers", required_argument, NULL, 'w' },
+                { "keep", no_argument, NULL, 'k' },      { "help", no_argument, NULL, 'h' },
+                { 0 },
+        };
+        unsigned mib = 2048, workers = 2;
+        bool keep = false;
+        int opt;
+        optind = 1;
+        while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+                switch (opt) {
+                case 'm':
+                        if (parse_uint_range(optarg, 1, 65536, &mib) < 0) {
+                                cli_error("demo", "--mib: '%s' is not a size in MiB (1-65536)", optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                case 'w':
+                        if (parse_uint_range(optarg, 0, DEMO_MAX_PROCS - 2, &workers) < 0) {
+                                cli_error("demo", "--workers: '%s' is not a number from 0 to %d", optarg, DEMO_MAX_PROCS - 2);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                case 'k': keep = true; break;
+                case 'h': demo_usage(stdout); return EXIT_OK;
+                default: demo_usage(stderr); return EXIT_USAGE;
+                }
+        }
+
+        char dir[] = "/tmp/ghostvram-demo-XXXXXX";
+        if (!mkdtemp(dir)) {
+                cli_error("demo", "cannot create a temporary directory: %s", strerror(errno));
+                return EXIT_INCOMPLETE;
+        }
+        struct demo_proc procs[DEMO_MAX_PROCS];
+        size_t n_procs = 0;
+        int status = EXIT_INCOMPLETE;
+        char mibs[16], wks[16];
+        snprintf(mibs, sizeof(mibs), "%u", mib);
+        snprintf(wks, sizeof(wks), "%u", workers);
+
+        printf("ghostvram demo — on a temporary SIMULATED host in %s (not a real GPU)\n", dir);
+        step(1, "a training job allocates GPU memory and forks data-loader workers");
+        const char *const init_args[] = { "ghostvram", "sim", "init", dir, "--gpus", "2", NULL };
+        if (run_self(init_args, NULL) != 0) {
+                cli_error("demo", "could not create the simulated host");
+                goto out;
+        }
+        struct buf out = BUF_INIT(4096);
+        const char *const run_args[] = { "ghostvram", "sim", "run", dir, "--gpu", "0", "--mib", mibs, "--workers", wks, NULL };
+        int r = run_self(run_args, &out);
+        if (r != 0) {
+                cli_error("demo", "could not start the simulated job");
+                buf_free(&out);
+                goto out;
+        }
+        /* "owner PID" / "worker PID" lines */
+        char *save = NULL;
+        for (char *line = strtok_r(out.data, "\n", &save); line && n_procs < DEMO_MAX_PROCS;
+             line = strtok_r(NULL, "\n", &save)) {
+                char role[16];
+                int pid;
+                if (sscanf(line, "%15s %d", role, &pid) != 2 || pid <= 0)
+                        continue;
+                struct demo_proc *p = &procs[n_procs++];
+                snprintf(p->role, sizeof(p->role), "%s", role);
+                p->pid = pid;
+                p->pidfd = demo_pidfd_open(pid);
+        }
+        buf_free(&out);
+        if (n_procs == 0 || strcmp(procs[0].role, "owner") != 0) {
+                cli_error("demo", "the simulated job did not report its processes");
+                goto out;
+        }
+        printf("  $ python train.py     (simulated: PID %d allocates %u MiB on GPU 0)\n", (int)procs[0].pid, mib);
+        for (size_t i = 1; i < n_procs; i++)
+                printf("    forked %s PID %d (inherits the job's /dev/nvidia* descriptors and mappings)\n",
+                       procs[i].role, (int)procs[i].pid);
+        printf("\n");
+        smi_view(dir);
+
+        step(2, "the job is killed with kill -9");
+        printf("  $ kill -9 %d\n", (int)procs[0].pid);
+        if (demo_signal(&procs[0], SIGKILL) < 0) {
+                cli_error("demo", "could not signal the simulated job: %s", strerror(errno));
+                goto out;
+        }
+        for (int i = 0; i < 50 && kill(procs[0].pid, 0) == 0; i++)
+                pause_s(0.1); /* wait until it is gone (its parent, init, reaps it) */
+
+        step(3, "nvidia-smi: the memory is still used, and the PID does not exist");
+        smi_view(dir);
+        printf("\n  The usual next steps are a reboot, or `fuser -v /dev/nvidia*` and killing by hand.\n");
+
+        step(4, "ghostvram scan names what holds the memory");
+        printf("  $ ghostvram scan\n\n");
+        fflush(stdout);
+        const char *const scan_args[] = { "ghostvram", "scan", "--confirm", "1s", NULL };
+        setenv("GHOSTVRAM_SIM", dir, 1);
+        int sr = run_self(scan_args, NULL);
+        status = sr == 1 ? EXIT_OK : EXIT_INCOMPLETE; /* the demo succeeds when scan finds the ghost */
+        if (sr != 1)
+                cli_error("demo", "scan did not report the ghost (exit %d)", sr);
+
+out:
+        fflush(stdout);
+        for (size_t i = 0; i < n_procs; i++) {
+                if (!keep)
+                        demo_signal(&procs[i], SIGKILL);
+                if (procs[i].pidfd >= 0)
+                        close(procs[i].pidfd);
+        }
+        if (keep) {
+                printf("\nThe simulated host stays in %s with its processes; explore it with\n"
+                       "  GHOSTVRAM_SIM=%s ghostvram scan --verbose\n", dir, dir);
+        } else {
+                char rm[] = "rm", rf[] = "-rf";
+                char *const rm_args[] = { rm, rf, dir, NULL };
+                pid_t pid = fork();
+                if (pid == 0) {
+                        execvp("rm", rm_args);
+                        _exit(127);
+                }
+                if (pid > 0)
+                        waitpid(pid, NULL, 0);
+                printf("\nDemo over: every process it started is stopped and %s is removed.\n", dir);
+        }
+        return status;
 }

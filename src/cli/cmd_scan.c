@@ -1,9 +1,192 @@
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
 #include "cli/cli.h"
+#include "model/facts.h"
+#include "model/ledger.h"
+#include "render/scan_render.h"
+#include "util/parse.h"
+
+static void scan_usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: ghostvram scan [OPTIONS]\n\n"
+                "Account for every byte each GPU reports as used and name who holds the part that no\n"
+                "live process explains:\n\n"
+                "  used = listed + foreign + ghost + unattributed   (the driver's reservation apart)\n\n"
+                "  listed        NVML processes alive here (a reused PID is not the owner)\n"
+                "  foreign       owners in other PID namespaces (containers) the driver tells us about\n"
+                "  ghost         unexplained bytes with evidence of a dead owner: a PID that no longer\n"
+                "                exists, or orphaned processes linked to it (forked workers that kept\n"
+                "                the dead job's /dev/nvidia* descriptors or mappings)\n"
+                "  unattributed  unexplained bytes while live owners run (managed memory, kernel\n"
+                "                clients, tenants we cannot see): never called a leak\n\n"
+                "A holder is tied to a GPU's ghost only through a link (same process group or session\n"
+                "as the dead owner, its child, the same job), never because it has a device node open:\n"
+                "CUDA opens every GPU's node and monitors hold them too. A ghost counts only above a\n"
+                "noise floor (the larger of 64 MiB and 1%% of the GPU) and in two samples a few seconds\n"
+                "apart, because the driver frees memory with a delay while a job tears down.\n\n"
+                "Options:\n"
+                "  --gpu N              report only GPU N (the account always looks at every GPU)\n"
+                "  --confirm DURATION   wait this long before the confirming sample (default 2s; 0 = one\n"
+                "                       sample, nothing confirmed by time)\n"
+                "  --noise-floor MIB    minimum ghost in MiB (default 64; 1%% of the GPU if larger)\n"
+                CLI_COMMON_HELP
+                "  -h, --help           this help\n\n"
+                "Verdicts (the first finding of a GPU; docs/verdicts.md explains each):\n"
+                "  ok, reserved-only, orphaned-holders, stale-owner, foreign-namespace, invisible-here,\n"
+                "  unattributed-live, stuck-in-driver, daemon-holder, driver-leak, gpu-lost, unknown\n\n"
+                "Examples:\n"
+                "  sudo ghostvram scan                 # root sees every process and its descriptors\n"
+                "  ghostvram scan --gpu 1 --verbose    # also list holders that are not linked\n"
+                "  ghostvram scan --json | jq '.gpus[] | {index, verdict, ghost: .memory.ghost_bytes}'\n\n"
+                "Exit status: 0 no ghost; 1 a confirmed ghost on some GPU; 2 usage error;\n"
+                "3 some GPU (or the driver) could not be inspected.\n");
+}
+
+static int collect(const struct cli_common *c, const char *bundle_sub, const char *save_sub, struct facts **ret)
+{
+        struct facts_opts fo = { .simulated = c->simulated };
+        cli_common_gpu_opts(c, &fo.gpu);
+        cli_common_host_opts(c, &fo.host);
+        static char gpu_dir[4096], proc_dir[4096], save_dir[4096];
+        if (c->from_bundle && bundle_sub) {
+                snprintf(gpu_dir, sizeof(gpu_dir), "%s/%s", c->from_bundle, bundle_sub);
+                snprintf(proc_dir, sizeof(proc_dir), "%s/%s/proc", c->from_bundle, bundle_sub);
+                fo.gpu.bundle_dir = gpu_dir;
+                fo.host.proc_root = proc_dir;
+        }
+        if (c->save_bundle) {
+                if (save_sub)
+                        snprintf(save_dir, sizeof(save_dir), "%s/%s", c->save_bundle, save_sub);
+                else
+                        snprintf(save_dir, sizeof(save_dir), "%s", c->save_bundle);
+                fo.save_bundle = save_dir;
+                fo.host.save_dir = save_dir;
+        }
+        return facts_collect(&fo, ret);
+}
 
 int cmd_scan(int argc, char **argv)
 {
-        (void)argc; (void)argv;
-        fprintf(stderr, "ghostvram scan: not built yet\n");
-        return EXIT_USAGE;
+        static const struct option opts[] = {
+                CLI_COMMON_LONGOPTS,
+                { "gpu", required_argument, NULL, 'g' },
+                { "confirm", required_argument, NULL, 'C' },
+                { "noise-floor", required_argument, NULL, 'F' },
+                { "help", no_argument, NULL, 'h' },
+                { 0 },
+        };
+        struct cli_common c;
+        cli_common_init(&c);
+        struct ledger_opts lo;
+        ledger_opts_default(&lo);
+        int only_gpu = -1;
+        uint64_t confirm_ms = 2000;
+        int opt;
+        optind = 1;
+        while ((opt = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
+                unsigned u;
+                uint64_t v;
+                switch (opt) {
+                case 'h':
+                        scan_usage(stdout);
+                        return EXIT_OK;
+                case 'g':
+                        if (parse_uint_range(optarg, 0, 1023, &u) < 0) {
+                                cli_error("scan", "--gpu: '%s' is not a GPU index (0, 1, ...)", optarg);
+                                return EXIT_USAGE;
+                        }
+                        only_gpu = (int)u;
+                        continue;
+                case 'C':
+                        if (parse_duration_ms(optarg, &confirm_ms) < 0 || confirm_ms > 600000) {
+                                cli_error("scan", "--confirm: '%s' is not a duration up to 10m (e.g. 2s, 500ms, 0)", optarg);
+                                return EXIT_USAGE;
+                        }
+                        continue;
+                case 'F':
+                        if (parse_u64(optarg, &v) < 0 || v > (1u << 24)) {
+                                cli_error("scan", "--noise-floor: '%s' is not a number of MiB", optarg);
+                                return EXIT_USAGE;
+                        }
+                        lo.floor_min_bytes = v << 20;
+                        continue;
+                default:
+                        break;
+                }
+                int r = cli_common_option(&c, opt, optarg, "scan");
+                if (r < 0)
+                        return EXIT_USAGE;
+                if (r == 0) {
+                        scan_usage(stderr);
+                        return EXIT_USAGE;
+                }
+        }
+        if (optind < argc) {
+                cli_error("scan", "unexpected argument '%s' (see --help)", argv[optind]);
+                return EXIT_USAGE;
+        }
+        if (cli_common_finish(&c, "scan") < 0)
+                return EXIT_USAGE;
+
+        struct facts *first = NULL, *second = NULL;
+        struct scan_result *res = NULL;
+        int r = collect(&c, c.from_bundle ? "." : NULL, NULL, &first);
+        if (r < 0) {
+                cli_error("scan", "cannot read %s: %s", c.proc_root, strerror(-r));
+                return EXIT_INCOMPLETE;
+        }
+        if (first->gpu->driver_present && only_gpu >= 0 && (size_t)only_gpu >= first->gpu->n_gpus) {
+                cli_error("scan", "--gpu %d: this host has %zu GPU%s", only_gpu, first->gpu->n_gpus,
+                          first->gpu->n_gpus == 1 ? "" : "s");
+                facts_free(first);
+                return EXIT_USAGE;
+        }
+        r = ledger_build(first, NULL, &lo, &res);
+        /* a ghost or a stuck task must be seen twice: the driver frees memory with a delay */
+        bool confirm = r == 0 && ledger_needs_confirmation(res);
+        if (confirm && c.from_bundle) {
+                char p[4096];
+                snprintf(p, sizeof(p), "%s/confirm/nvml.json", c.from_bundle);
+                FILE *t = fopen(p, "r");
+                confirm = t != NULL;
+                if (t)
+                        fclose(t);
+        } else if (confirm && confirm_ms) {
+                struct timespec ts = { .tv_sec = (time_t)(confirm_ms / 1000), .tv_nsec = (long)(confirm_ms % 1000) * 1000000L };
+                nanosleep(&ts, NULL);
+        } else {
+                confirm = false;
+        }
+        if (confirm) {
+                scan_result_free(res);
+                res = NULL;
+                r = collect(&c, "confirm", "confirm", &second);
+                if (r == 0) {
+                        lo.two_samples = true;
+                        r = ledger_build(second, first, &lo, &res);
+                }
+        }
+        if (r < 0) {
+                cli_error("scan", "%s", strerror(-r));
+                facts_free(first);
+                facts_free(second);
+                return EXIT_INCOMPLETE;
+        }
+        res->only_gpu = only_gpu;
+        int status = scan_exit_status(res);
+        if (c.json) {
+                cli_print_json(scan_json(res, true));
+        } else {
+                cli_sim_banner(stdout, &c);
+                scan_text(stdout, res, cli_use_color(stdout), c.verbose);
+        }
+        scan_result_free(res);
+        facts_free(first);
+        facts_free(second);
+        return status;
 }

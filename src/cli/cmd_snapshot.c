@@ -1,9 +1,72 @@
+#include <getopt.h>
 #include <stdio.h>
+#include <string.h>
+
 #include "cli/cli.h"
+#include "model/facts.h"
+#include "render/snapshot.h"
+
+static void snapshot_usage(FILE *f)
+{
+        fprintf(f, "Usage: ghostvram snapshot [OPTIONS]\n\n"
+                   "Show the raw facts, no verdicts: per GPU what NVML says (memory, the processes it\n"
+                   "lists, and what this host knows of each PID: alive, zombie, exiting, start time,\n"
+                   "holds device nodes), and every process holding an NVIDIA device node, by open\n"
+                   "descriptor or by memory mapping. 'ghostvram scan' turns these facts into verdicts.\n\n"
+                   "Options:\n" CLI_COMMON_HELP
+                   "  -h, --help           this help\n\n"
+                   "Examples:\n"
+                   "  sudo ghostvram snapshot                  # root sees every process\n"
+                   "  ghostvram snapshot --json | jq '.holders[].pid'\n"
+                   "  sudo ghostvram snapshot --save-bundle /tmp/gv-bundle   # attach to a bug report\n"
+                   "  ghostvram snapshot --from-bundle /tmp/gv-bundle\n\n"
+                   "Exit status: 0 facts shown; 2 usage error; 3 the driver or /proc could not be read.\n");
+}
 
 int cmd_snapshot(int argc, char **argv)
 {
-        (void)argc; (void)argv;
-        fprintf(stderr, "ghostvram snapshot: not built yet\n");
-        return EXIT_USAGE;
+        static const struct option opts[] = { CLI_COMMON_LONGOPTS, { "help", no_argument, NULL, 'h' }, { 0 } };
+        struct cli_common c;
+        cli_common_init(&c);
+        int opt;
+        optind = 1;
+        while ((opt = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
+                if (opt == 'h') {
+                        snapshot_usage(stdout);
+                        return EXIT_OK;
+                }
+                int r = cli_common_option(&c, opt, optarg, "snapshot");
+                if (r < 0)
+                        return EXIT_USAGE;
+                if (r == 0) {
+                        snapshot_usage(stderr);
+                        return EXIT_USAGE;
+                }
+        }
+        if (optind < argc) {
+                cli_error("snapshot", "unexpected argument '%s' (see --help)", argv[optind]);
+                return EXIT_USAGE;
+        }
+        if (cli_common_finish(&c, "snapshot") < 0)
+                return EXIT_USAGE;
+
+        struct facts_opts fo = { .save_bundle = c.save_bundle, .simulated = c.simulated };
+        cli_common_gpu_opts(&c, &fo.gpu);
+        cli_common_host_opts(&c, &fo.host);
+        struct facts *f;
+        int r = facts_collect(&fo, &f);
+        if (r < 0) {
+                cli_error("snapshot", "cannot read %s: %s", c.proc_root, strerror(-r));
+                return EXIT_INCOMPLETE;
+        }
+        if (c.json) {
+                json_t *doc = snapshot_json(f);
+                cli_print_json(doc);
+        } else {
+                cli_sim_banner(stdout, &c);
+                snapshot_text(stdout, f, cli_use_color(stdout), c.verbose);
+        }
+        int status = f->gpu->driver_present ? EXIT_OK : EXIT_INCOMPLETE;
+        facts_free(f);
+        return status;
 }

@@ -119,3 +119,15 @@ char *cmdline_join(const char *raw, size_t len)
         s[len] = '\0';
         return s;
 }
+
+int utf8_valid_all(const char *s, size_t len)
+{
+        const unsigned char *p = (const unsigned char *)s;
+        for (size_t i = 0; i < len;) {
+                size_t n = p[i] ? utf8_seq_len(p + i, len - i) : 0;
+                if (!n)
+                        return 0;
+                i += n;
+        }
+        return 1;
+}

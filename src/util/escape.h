@@ -19,3 +19,6 @@ size_t utf8_seq_len(const unsigned char *s, size_t len);
 /* A command line from /proc/PID/cmdline: NUL separators become spaces, a trailing NUL
  * is dropped. Returns a malloc'd string (not escaped), or NULL on ENOMEM. */
 char *cmdline_join(const char *raw, size_t len);
+
+/* Is the whole buffer valid UTF-8 without NUL bytes? */
+int utf8_valid_all(const char *s, size_t len);

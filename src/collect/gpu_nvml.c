@@ -1,0 +1,686 @@
+/* gpu_nvml: the NVML backend. dlopen()s libnvidia-ml.so.1 at run time (no nvml.h needed),
+ * resolves every versioned symbol on its own and falls back, and runs each driver call on a
+ * worker thread under a deadline, because a wedged GPU can block a call forever.
+ * ABI facts and their sources: docs/nvml-abi.md (and src/collect/nvml_abi.h). */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "collect/gpu.h"
+#include "collect/nvml_abi.h"
+#include "util/deadline.h"
+
+#define NV_PROC_SLACK 8         /* extra records in case the list grows between calls */
+#define NV_PROC_TRIES 5
+#define NV_PROC_MAX 65536
+#define NV_MAX_RECORD 32        /* largest stride any driver uses: size buffers for it */
+
+struct nv_lib {
+        void *handle;
+        nvmlInit_fn init_v2, init_v1;
+        nvmlShutdown_fn shutdown;
+        nvmlErrorString_fn error_string;
+        nvmlSystemGetString_fn driver_version, nvml_version;
+        nvmlDeviceGetCount_fn count_v2, count_v1;
+        nvmlDeviceGetHandleByIndex_fn handle_v2, handle_v1;
+        nvmlDeviceGetString_fn name, uuid;
+        nvmlDeviceGetUInt_fn minor, persistence;
+        nvmlDeviceGetPciInfo_fn pci_v3, pci_v2, pci_v1;
+        nvmlDeviceGetMemoryInfo_fn mem_v1;
+        nvmlDeviceGetMemoryInfo_v2_fn mem_v2;
+        nvmlDeviceGetProcesses_fn procs[3][3];  /* [kind][0=v3,1=v2,2=v1] */
+        void *conf_compute_mem;                 /* only probed: the R535 stride rule */
+        void *detail_list;
+        nvmlDeviceGetMigMode_fn mig_mode;
+};
+
+static const char *const proc_sym[3][3] = {
+        { "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2",
+          "nvmlDeviceGetComputeRunningProcesses" },
+        { "nvmlDeviceGetGraphicsRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v2",
+          "nvmlDeviceGetGraphicsRunningProcesses" },
+        { "nvmlDeviceGetMPSComputeRunningProcesses_v3", "nvmlDeviceGetMPSComputeRunningProcesses_v2",
+          "nvmlDeviceGetMPSComputeRunningProcesses" },
+};
+static const unsigned proc_kind_bit[3] = { GPU_PROC_COMPUTE, GPU_PROC_GRAPHICS, GPU_PROC_MPS };
+static const char *const proc_kind_name[3] = { "compute", "graphics", "mps" };
+
+#define SYM(field, name) (*(void **)&lib->field = dlsym(lib->handle, name))
+
+static void nv_resolve(struct nv_lib *lib)
+{
+        SYM(init_v2, "nvmlInit_v2");
+        SYM(init_v1, "nvmlInit");
+        SYM(shutdown, "nvmlShutdown");
+        SYM(error_string, "nvmlErrorString");
+        SYM(driver_version, "nvmlSystemGetDriverVersion");
+        SYM(nvml_version, "nvmlSystemGetNVMLVersion");
+        SYM(count_v2, "nvmlDeviceGetCount_v2");
+        SYM(count_v1, "nvmlDeviceGetCount");
+        SYM(handle_v2, "nvmlDeviceGetHandleByIndex_v2");
+        SYM(handle_v1, "nvmlDeviceGetHandleByIndex");
+        SYM(name, "nvmlDeviceGetName");
+        SYM(uuid, "nvmlDeviceGetUUID");
+        SYM(minor, "nvmlDeviceGetMinorNumber");
+        SYM(persistence, "nvmlDeviceGetPersistenceMode");
+        SYM(pci_v3, "nvmlDeviceGetPciInfo_v3");
+        SYM(pci_v2, "nvmlDeviceGetPciInfo_v2");
+        SYM(pci_v1, "nvmlDeviceGetPciInfo");
+        SYM(mem_v1, "nvmlDeviceGetMemoryInfo");
+        SYM(mem_v2, "nvmlDeviceGetMemoryInfo_v2");
+        SYM(mig_mode, "nvmlDeviceGetMigMode");
+        lib->conf_compute_mem = dlsym(lib->handle, "nvmlDeviceGetConfComputeMemSizeInfo");
+        lib->detail_list = dlsym(lib->handle, "nvmlDeviceGetRunningProcessDetailList");
+        for (int k = 0; k < 3; k++)
+                for (int v = 0; v < 3; v++)
+                        *(void **)&lib->procs[k][v] = dlsym(lib->handle, proc_sym[k][v]);
+}
+
+/* ---- calls under a deadline -------------------------------------------------------------
+ * Every call runs as a heap job whose outputs live in the job itself: if the deadline passes,
+ * the abandoned worker may still write into it later, and frees it. */
+
+enum nv_op {
+        OP_INIT, OP_SHUTDOWN, OP_DRIVER_VERSION, OP_NVML_VERSION, OP_COUNT, OP_HANDLE, OP_NAME,
+        OP_UUID, OP_MINOR, OP_PERSISTENCE, OP_PCI, OP_MEM_V2, OP_MEM_V1, OP_PROCS, OP_MIG,
+};
+
+struct nv_job {
+        enum nv_op op;
+        const struct nv_lib *lib;
+        nvmlDevice_t dev;
+        unsigned idx;
+        void *fn;               /* for OP_PCI and OP_PROCS: which symbol */
+        nvmlReturn_t ret;
+        unsigned u1, u2;
+        char str[NVML_DEVICE_UUID_V2_BUFFER_SIZE]; /* >= every string query's buffer */
+        nvmlPciInfo_t pci;
+        nvmlMemory_t mem;
+        nvmlMemory_v2_t mem2;
+        unsigned count;
+        unsigned char *records; /* OP_PROCS buffer, freed with the job */
+};
+
+static void nv_job_free(void *p)
+{
+        struct nv_job *j = p;
+        if (!j)
+                return;
+        free(j->records);
+        free(j);
+}
+
+static int nv_job_run(void *p)
+{
+        struct nv_job *j = p;
+        const struct nv_lib *l = j->lib;
+        switch (j->op) {
+        case OP_INIT: j->ret = l->init_v2 ? l->init_v2() : l->init_v1(); break;
+        case OP_SHUTDOWN: j->ret = l->shutdown(); break;
+        case OP_DRIVER_VERSION: j->ret = l->driver_version(j->str, NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE); break;
+        case OP_NVML_VERSION: j->ret = l->nvml_version(j->str, NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE); break;
+        case OP_COUNT: j->ret = l->count_v2 ? l->count_v2(&j->u1) : l->count_v1(&j->u1); break;
+        case OP_HANDLE:
+                /* v2 handle with v2 count, v1 with v1: mixing them can address the wrong GPU */
+                j->ret = l->count_v2 && l->handle_v2 ? l->handle_v2(j->idx, &j->dev) : l->handle_v1(j->idx, &j->dev);
+                break;
+        case OP_NAME: j->ret = l->name(j->dev, j->str, NVML_DEVICE_NAME_V2_BUFFER_SIZE); break;
+        case OP_UUID: j->ret = l->uuid(j->dev, j->str, NVML_DEVICE_UUID_V2_BUFFER_SIZE); break;
+        case OP_MINOR: j->ret = l->minor(j->dev, &j->u1); break;
+        case OP_PERSISTENCE: j->ret = l->persistence(j->dev, &j->u1); break;
+        case OP_PCI: j->ret = ((nvmlDeviceGetPciInfo_fn)j->fn)(j->dev, &j->pci); break;
+        case OP_MEM_V2:
+                j->mem2.version = nvmlMemory_v2; /* sizeof | 2 << 24, never a bare 2 */
+                j->ret = l->mem_v2(j->dev, &j->mem2);
+                break;
+        case OP_MEM_V1: j->ret = l->mem_v1(j->dev, &j->mem); break;
+        case OP_PROCS: j->ret = ((nvmlDeviceGetProcesses_fn)j->fn)(j->dev, &j->count, j->records); break;
+        case OP_MIG: j->ret = l->mig_mode(j->dev, &j->u1, &j->u2); break;
+        }
+        return 0;
+}
+
+struct nv_ctx {
+        struct nv_lib lib;
+        struct deadline_runner runner;
+        unsigned timeout_ms;
+        unsigned timeouts;      /* calls that missed the deadline */
+};
+
+/* Run job; returns 0 when the call returned (its status in j->ret), -ETIMEDOUT when the
+ * driver did not answer (the job now belongs to the worker: do not touch it), or another
+ * negative errno (the job is still ours). */
+static int nv_call(struct nv_ctx *c, struct nv_job *j)
+{
+        int res;
+        j->lib = &c->lib;
+        int r = deadline_run(&c->runner, nv_job_run, j, nv_job_free, c->timeout_ms, &res);
+        if (r == -ETIMEDOUT)
+                c->timeouts++;
+        return r;
+}
+
+static struct nv_job *nv_job_new(enum nv_op op, nvmlDevice_t dev)
+{
+        struct nv_job *j = calloc(1, sizeof(*j));
+        if (j) {
+                j->op = op;
+                j->dev = dev;
+        }
+        return j;
+}
+
+static const char *nv_strerror(const struct nv_ctx *c, nvmlReturn_t r)
+{
+        const char *s = c->lib.error_string ? c->lib.error_string(r) : NULL;
+        return s ? s : "unknown NVML error";
+}
+
+/* ---- process lists ----------------------------------------------------------------------- */
+
+/* Which process-list symbol and record size to use (docs/nvml-abi.md, pitfall 2):
+ * _v3 took a 32-byte record on 535.43.02-535.86.x only; elsewhere 24. Without a parseable
+ * version, nvitop's rule: 32 if ConfComputeMemSizeInfo exists and RunningProcessDetailList
+ * does not. Then _v2 (24, unchanged since 455), then v1 (16). */
+static void nv_pick_proc_api(const struct nv_lib *l, const char *driver_version, int kind,
+                             void **ret_fn, unsigned *ret_stride, char *api, size_t apilen)
+{
+        if (l->procs[kind][0]) {
+                bool r535_early;
+                if (driver_version_at_least(driver_version, 1, 0, 0))
+                        r535_early = driver_version_at_least(driver_version, 535, 43, 0) &&
+                                     !driver_version_at_least(driver_version, 535, 87, 0);
+                else
+                        r535_early = l->conf_compute_mem && !l->detail_list;
+                *ret_fn = (void *)l->procs[kind][0];
+                *ret_stride = r535_early ? 32 : 24;
+                snprintf(api, apilen, "v3/%u", *ret_stride);
+        } else if (l->procs[kind][1]) {
+                *ret_fn = (void *)l->procs[kind][1];
+                *ret_stride = 24;
+                snprintf(api, apilen, "v2");
+        } else if (l->procs[kind][2]) {
+                *ret_fn = (void *)l->procs[kind][2];
+                *ret_stride = 16;
+                snprintf(api, apilen, "v1");
+        } else {
+                *ret_fn = NULL;
+                *ret_stride = 0;
+                snprintf(api, apilen, "none");
+        }
+}
+
+static void nv_add_proc(struct gpu_info *g, const struct gpu_proc *p)
+{
+        for (size_t i = 0; i < g->n_procs; i++) {
+                struct gpu_proc *q = &g->procs[i];
+                if (q->pid == p->pid && q->gpu_instance == p->gpu_instance &&
+                    q->compute_instance == p->compute_instance) {
+                        /* the same process seen by two lists (C+G): one allocation, not two */
+                        q->kinds |= p->kinds;
+                        if (p->used_known && (!q->used_known || p->used_bytes > q->used_bytes)) {
+                                q->used_bytes = p->used_bytes;
+                                q->used_known = true;
+                        }
+                        return;
+                }
+        }
+        struct gpu_proc *n = realloc(g->procs, (g->n_procs + 1) * sizeof(*n));
+        if (!n)
+                return;
+        g->procs = n;
+        g->procs[g->n_procs++] = *p;
+}
+
+static void nv_decode_records(struct gpu_info *g, const unsigned char *rec, unsigned count,
+                              unsigned stride, unsigned kind_bit, unsigned *ret_bad)
+{
+        for (unsigned i = 0; i < count; i++) {
+                const unsigned char *r = rec + (size_t)i * stride;
+                struct gpu_proc p = { .gpu_instance = GPU_INSTANCE_NONE,
+                                      .compute_instance = GPU_INSTANCE_NONE, .kinds = kind_bit };
+                unsigned long long used;
+                memcpy(&p.pid, r, 4);
+                memcpy(&used, r + 8, 8);
+                if (stride >= 24) {
+                        memcpy(&p.gpu_instance, r + 16, 4);
+                        memcpy(&p.compute_instance, r + 20, 4);
+                }
+                if (p.pid == 0 || p.pid == 0xFFFFFFFFu) {
+                        (*ret_bad)++;   /* a stride mismatch shows as such PIDs */
+                        continue;
+                }
+                p.used_known = used != NVML_VALUE_NOT_AVAILABLE_ULL;
+                p.used_bytes = p.used_known ? used : 0;
+                nv_add_proc(g, &p);
+        }
+}
+
+/* Returns 0, or -ETIMEDOUT (the driver stopped answering for this GPU). */
+static int nv_query_procs(struct nv_ctx *c, const char *driver_version, nvmlDevice_t dev, struct gpu_info *g)
+{
+        bool any = false;
+        for (int kind = 0; kind < 3; kind++) {
+                void *fn;
+                unsigned stride;
+                char api[sizeof(g->procs_api)];
+                nv_pick_proc_api(&c->lib, driver_version, kind, &fn, &stride, api, sizeof(api));
+                if (!fn)
+                        continue;       /* MPS lists are absent before 470: not an error */
+                if (kind == 0)
+                        snprintf(g->procs_api, sizeof(g->procs_api), "%s", api);
+                unsigned cap = 0;
+                nvmlReturn_t ret = NVML_SUCCESS;
+                unsigned bad = 0;
+                bool done = false;
+                for (int attempt = 0; attempt < NV_PROC_TRIES && !done; attempt++) {
+                        struct nv_job *j = nv_job_new(OP_PROCS, dev);
+                        if (!j)
+                                return -ENOMEM;
+                        j->fn = fn;
+                        j->count = cap;
+                        if (cap) {
+                                j->records = calloc(cap, NV_MAX_RECORD);
+                                if (!j->records) {
+                                        nv_job_free(j);
+                                        return -ENOMEM;
+                                }
+                        }
+                        int r = nv_call(c, j);
+                        if (r == -ETIMEDOUT) {
+                                gpu_info_add_error(g, proc_kind_name[kind], -1, "driver did not answer");
+                                return r;
+                        }
+                        if (r < 0) {
+                                nv_job_free(j);
+                                return r;
+                        }
+                        ret = j->ret;
+                        if (ret == NVML_SUCCESS) {
+                                /* a driver must not claim more records than we gave room for */
+                                unsigned n = j->count <= cap ? j->count : cap;
+                                nv_decode_records(g, j->records, n, stride, proc_kind_bit[kind], &bad);
+                                done = true;
+                        } else if (ret == NVML_ERROR_INSUFFICIENT_SIZE && j->count < NV_PROC_MAX) {
+                                cap = j->count + NV_PROC_SLACK; /* the list grew: ask again */
+                        } else {
+                                done = true;
+                        }
+                        nv_job_free(j);
+                }
+                if (ret == NVML_SUCCESS) {
+                        any = true;
+                        if (bad)
+                                gpu_info_add_error(g, proc_kind_name[kind], NVML_SUCCESS,
+                                                   "implausible process records dropped (PID 0 or -1)");
+                } else if (ret == NVML_ERROR_INSUFFICIENT_SIZE) {
+                        gpu_info_add_error(g, proc_kind_name[kind], ret, "process list kept growing");
+                } else if (ret == NVML_ERROR_GPU_IS_LOST) {
+                        g->status = GPU_LOST;
+                        return 0;
+                } else {
+                        gpu_info_add_error(g, proc_kind_name[kind], ret, nv_strerror(c, ret));
+                }
+        }
+        g->procs_known = any;
+        return 0;
+}
+
+/* ---- one GPU ----------------------------------------------------------------------------- */
+
+/* Run a simple query; returns the NVML status, or -1 on a missed deadline (recorded). */
+static int nv_simple(struct nv_ctx *c, struct gpu_info *g, struct nv_job *j, const char *what)
+{
+        if (!j)
+                return NVML_ERROR_MEMORY;
+        int r = nv_call(c, j);
+        if (r == -ETIMEDOUT) {
+                gpu_info_add_error(g, what, -1, "driver did not answer");
+                return -1;
+        }
+        if (r < 0) {
+                nv_job_free(j);
+                return NVML_ERROR_MEMORY;
+        }
+        return j->ret;
+}
+
+static void nv_note(struct nv_ctx *c, struct gpu_info *g, const char *what, int ret)
+{
+        if (ret == NVML_ERROR_GPU_IS_LOST)
+                g->status = GPU_LOST;
+        else if (ret != NVML_SUCCESS && ret != -1)
+                gpu_info_add_error(g, what, ret, nv_strerror(c, ret));
+}
+
+#define NV_TIMED_OUT(ret) ((ret) == -1)
+
+static void nv_collect_gpu(struct nv_ctx *c, const char *driver_version, unsigned idx, struct gpu_info *g)
+{
+        g->index = idx;
+        g->persistence = -1;
+        g->mig_mode = -1;
+        struct nv_job *j = nv_job_new(OP_HANDLE, NULL);
+        if (!j) {
+                g->status = GPU_ERROR;
+                snprintf(g->status_message, sizeof(g->status_message), "out of memory");
+                return;
+        }
+        j->idx = idx;
+        int ret = nv_simple(c, g, j, "handle");
+        if (NV_TIMED_OUT(ret))
+                goto timeout;
+        nvmlDevice_t dev = j->dev;
+        nv_job_free(j);
+        if (ret != NVML_SUCCESS) {
+                g->status = ret == NVML_ERROR_GPU_IS_LOST ? GPU_LOST : GPU_ERROR;
+                snprintf(g->status_message, sizeof(g->status_message), "%s", nv_strerror(c, ret));
+                return;
+        }
+
+        if (c->lib.name) {
+                j = nv_job_new(OP_NAME, dev);
+                ret = nv_simple(c, g, j, "name");
+                if (NV_TIMED_OUT(ret))
+                        goto timeout;
+                if (ret == NVML_SUCCESS)
+                        snprintf(g->name, sizeof(g->name), "%s", j->str);
+                nv_note(c, g, "name", ret);
+                nv_job_free(j);
+        }
+        if (c->lib.uuid) {
+                j = nv_job_new(OP_UUID, dev);
+                ret = nv_simple(c, g, j, "uuid");
+                if (NV_TIMED_OUT(ret))
+                        goto timeout;
+                if (ret == NVML_SUCCESS)
+                        snprintf(g->uuid, sizeof(g->uuid), "%s", j->str);
+                nv_note(c, g, "uuid", ret);
+                nv_job_free(j);
+        }
+        if (c->lib.minor) {
+                j = nv_job_new(OP_MINOR, dev);
+                ret = nv_simple(c, g, j, "minor");
+                if (NV_TIMED_OUT(ret))
+                        goto timeout;
+                if (ret == NVML_SUCCESS) {
+                        g->minor = j->u1;
+                        g->minor_known = true;
+                }
+                nv_note(c, g, "minor", ret);
+                nv_job_free(j);
+        }
+        void *pci_fn = c->lib.pci_v3 ? (void *)c->lib.pci_v3 : c->lib.pci_v2 ? (void *)c->lib.pci_v2 : (void *)c->lib.pci_v1;
+        if (pci_fn) {
+                j = nv_job_new(OP_PCI, dev);
+                if (j)
+                        j->fn = pci_fn;
+                ret = nv_simple(c, g, j, "pci");
+                if (NV_TIMED_OUT(ret))
+                        goto timeout;
+                if (ret == NVML_SUCCESS) {
+                        char id[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE + 1];
+                        /* busId[32] is only filled by _v3; busIdLegacy is at offset 0 in every layout */
+                        if (pci_fn == (void *)c->lib.pci_v3 && j->pci.busId[0])
+                                snprintf(id, sizeof(id), "%.*s", (int)sizeof(j->pci.busId), j->pci.busId);
+                        else
+                                snprintf(id, sizeof(id), "%.*s", (int)sizeof(j->pci.busIdLegacy), j->pci.busIdLegacy);
+                        if (pci_bus_id_normalize(id, g->pci_bus_id, sizeof(g->pci_bus_id)) < 0)
+                                snprintf(g->pci_bus_id, sizeof(g->pci_bus_id), "%04x:%02x:%02x.0",
+                                         j->pci.domain & 0xffff, j->pci.bus & 0xff, j->pci.device & 0x1f);
+                }
+                nv_note(c, g, "pci", ret);
+                nv_job_free(j);
+        }
+
+        /* memory: v2 (reserved apart; used = what nvidia-smi shows), else v1 (used includes it) */
+        if (c->lib.mem_v2) {
+                j = nv_job_new(OP_MEM_V2, dev);
+                ret = nv_simple(c, g, j, "memory");
+                if (NV_TIMED_OUT(ret))
+                        goto timeout;
+                if (ret == NVML_SUCCESS) {
+                        g->memory_known = true;
+                        g->memory_api = 2;
+                        g->total_bytes = j->mem2.total;
+                        g->reserved_bytes = j->mem2.reserved;
+                        g->used_bytes = j->mem2.used;
+                        g->free_bytes = j->mem2.free;
+                } else if (ret != NVML_ERROR_GPU_IS_LOST) {
+                        gpu_info_add_error(g, "memory_v2", ret, nv_strerror(c, ret));
+                } else {
+                        g->status = GPU_LOST;
+                }
+                nv_job_free(j);
+        }
+        if (!g->memory_known && c->lib.mem_v1 && g->status != GPU_LOST) {
+                j = nv_job_new(OP_MEM_V1, dev);
+                ret = nv_simple(c, g, j, "memory");
+                if (NV_TIMED_OUT(ret))
+                        goto timeout;
+                if (ret == NVML_SUCCESS) {
+                        g->memory_known = true;
+                        g->memory_api = 1;
+                        g->total_bytes = j->mem.total;
+                        g->used_bytes = j->mem.used;
+                        g->free_bytes = j->mem.free;
+                }
+                nv_note(c, g, "memory", ret);
+                nv_job_free(j);
+        }
+        if (g->status == GPU_LOST)
+                goto lost;
+
+        if (c->lib.persistence) {
+                j = nv_job_new(OP_PERSISTENCE, dev);
+                ret = nv_simple(c, g, j, "persistence");
+                if (NV_TIMED_OUT(ret))
+                        goto timeout;
+                if (ret == NVML_SUCCESS)
+                        g->persistence = j->u1 == NVML_FEATURE_ENABLED;
+                nv_note(c, g, "persistence", ret);
+                nv_job_free(j);
+        }
+        if (c->lib.mig_mode) {
+                j = nv_job_new(OP_MIG, dev);
+                ret = nv_simple(c, g, j, "mig");
+                if (NV_TIMED_OUT(ret))
+                        goto timeout;
+                if (ret == NVML_SUCCESS)
+                        g->mig_mode = j->u1 == NVML_DEVICE_MIG_ENABLE;
+                else if (ret == NVML_ERROR_NOT_SUPPORTED)
+                        g->mig_mode = 0;  /* a GPU without MIG is a GPU with MIG off */
+                else
+                        nv_note(c, g, "mig", ret);
+                nv_job_free(j);
+        }
+        if (g->status == GPU_LOST)
+                goto lost;
+        if (nv_query_procs(c, driver_version, dev, g) == -ETIMEDOUT)
+                goto timeout;
+        if (g->status == GPU_LOST)
+                goto lost;
+        return;
+
+lost:
+        snprintf(g->status_message, sizeof(g->status_message),
+                 "GPU %u: GPU is lost (NVML_ERROR_GPU_IS_LOST): fallen off the bus or otherwise inaccessible", idx);
+        return;
+timeout:
+        g->status = GPU_TIMEOUT;
+        snprintf(g->status_message, sizeof(g->status_message), "GPU %u: driver did not answer within %.3g s", idx,
+                 c->timeout_ms / 1000.0);
+}
+
+/* ---- the backend ------------------------------------------------------------------------ */
+
+static int nv_open(const struct gpu_opts *o, struct gpu_report *rep, struct nv_lib *lib)
+{
+        const char *cands[2] = { "libnvidia-ml.so.1", "libnvidia-ml.so" };
+        int n = 2;
+        if (o->nvml_lib) {
+                cands[0] = o->nvml_lib;
+                n = 1;
+        }
+        const char *err = NULL;
+        for (int i = 0; i < n && !lib->handle; i++) {
+                lib->handle = dlopen(cands[i], RTLD_NOW | RTLD_LOCAL);
+                if (lib->handle)
+                        snprintf(rep->library, sizeof(rep->library), "%s", cands[i]);
+                else
+                        err = dlerror();
+        }
+        if (!lib->handle) {
+                if (o->nvml_lib)
+                        snprintf(rep->error, sizeof(rep->error), "cannot load NVML library %.100s: %.120s", o->nvml_lib,
+                                 err ? err : "unknown error");
+                else
+                        snprintf(rep->error, sizeof(rep->error),
+                                 "no NVIDIA driver on this host (libnvidia-ml.so.1 not found)");
+                return -ENOENT;
+        }
+        nv_resolve(lib);
+        if ((!lib->init_v2 && !lib->init_v1) || (!lib->count_v2 && !lib->count_v1) ||
+            (!lib->handle_v2 && !lib->handle_v1) || !lib->shutdown) {
+                snprintf(rep->error, sizeof(rep->error), "%.200s is not a usable NVML library (nvmlInit missing)",
+                         rep->library);
+                dlclose(lib->handle);
+                lib->handle = NULL;
+                return -ENOENT;
+        }
+        return 0;
+}
+
+static int nvml_collect(const struct gpu_opts *o, struct gpu_report **ret)
+{
+        struct gpu_report *rep = calloc(1, sizeof(*rep));
+        struct nv_ctx *c = calloc(1, sizeof(*c));
+        if (!rep || !c) {
+                free(rep);
+                free(c);
+                return -ENOMEM;
+        }
+        struct timeval tv;
+        gettimeofday(&tv, NULL);
+        rep->sample_time = (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+        snprintf(rep->backend, sizeof(rep->backend), "nvml");
+        c->timeout_ms = o->timeout_ms ? o->timeout_ms : 5000;
+        bool initialised = false;
+
+        if (nv_open(o, rep, &c->lib) < 0) {
+                snprintf(rep->backend, sizeof(rep->backend), "none");
+                goto out;
+        }
+        struct nv_job *j = nv_job_new(OP_INIT, NULL);
+        int r = j ? nv_call(c, j) : -ENOMEM;
+        if (r == -ETIMEDOUT) {
+                snprintf(rep->error, sizeof(rep->error), "the NVIDIA driver did not answer within %.3g s (nvmlInit)",
+                         c->timeout_ms / 1000.0);
+                goto out;
+        }
+        if (r < 0) {
+                free(j);
+                goto out;
+        }
+        nvmlReturn_t ir = j->ret;
+        nv_job_free(j);
+        if (ir != NVML_SUCCESS) {
+                if (ir == NVML_ERROR_DRIVER_NOT_LOADED)
+                        snprintf(rep->error, sizeof(rep->error),
+                                 "no NVIDIA driver on this host (NVML: the kernel driver is not loaded)");
+                else if (ir == NVML_ERROR_LIB_RM_VERSION_MISMATCH)
+                        snprintf(rep->error, sizeof(rep->error),
+                                 "NVML library and kernel driver versions differ (driver upgraded without reboot?)");
+                else
+                        snprintf(rep->error, sizeof(rep->error), "NVML could not start: %s", nv_strerror(c, ir));
+                goto out;
+        }
+        initialised = true;
+        rep->driver_present = true;
+
+        if (c->lib.driver_version) {
+                j = nv_job_new(OP_DRIVER_VERSION, NULL);
+                if (j && nv_call(c, j) == 0) {
+                        if (j->ret == NVML_SUCCESS)
+                                snprintf(rep->driver_version, sizeof(rep->driver_version), "%.79s", j->str);
+                        nv_job_free(j);
+                }
+        }
+        if (c->lib.nvml_version && !c->timeouts) {
+                j = nv_job_new(OP_NVML_VERSION, NULL);
+                if (j && nv_call(c, j) == 0) {
+                        if (j->ret == NVML_SUCCESS)
+                                snprintf(rep->nvml_version, sizeof(rep->nvml_version), "%.79s", j->str);
+                        nv_job_free(j);
+                }
+        }
+        /* 535.113.01 and later translate PIDs into the caller's namespace */
+        if (rep->driver_version[0] && driver_version_at_least(rep->driver_version, 1, 0, 0))
+                rep->pid_mode = driver_version_at_least(rep->driver_version, 535, 113, 1) ? GPU_PID_TRANSLATED
+                                                                                           : GPU_PID_HOST;
+
+        j = c->timeouts ? NULL : nv_job_new(OP_COUNT, NULL);
+        r = j ? nv_call(c, j) : -ETIMEDOUT;
+        if (r < 0) {
+                if (r != -ETIMEDOUT)
+                        free(j);
+                snprintf(rep->error, sizeof(rep->error), "the NVIDIA driver did not answer within %.3g s",
+                         c->timeout_ms / 1000.0);
+                goto out;
+        }
+        unsigned count = j->u1;
+        nvmlReturn_t cr = j->ret;
+        nv_job_free(j);
+        if (cr != NVML_SUCCESS) {
+                snprintf(rep->error, sizeof(rep->error), "NVML could not count GPUs: %s", nv_strerror(c, cr));
+                goto out;
+        }
+        if (count > 1024)
+                count = 1024;
+        rep->gpus = calloc(count ? count : 1, sizeof(*rep->gpus));
+        if (!rep->gpus) {
+                gpu_report_free(rep);
+                rep = NULL;
+                goto out;
+        }
+        rep->n_gpus = count;
+        unsigned consecutive_timeouts = 0;
+        for (unsigned i = 0; i < count; i++) {
+                struct gpu_info *g = &rep->gpus[i];
+                if (consecutive_timeouts >= 2) {
+                        /* the driver is wedged as a whole: do not spend a deadline per call on each GPU */
+                        g->index = i;
+                        g->persistence = g->mig_mode = -1;
+                        g->status = GPU_TIMEOUT;
+                        snprintf(g->status_message, sizeof(g->status_message),
+                                 "GPU %u: not queried: the driver stopped answering on earlier GPUs", i);
+                        continue;
+                }
+                nv_collect_gpu(c, rep->driver_version, i, g);
+                consecutive_timeouts = g->status == GPU_TIMEOUT ? consecutive_timeouts + 1 : 0;
+        }
+
+out:
+        if (initialised && !c->timeouts) {
+                j = nv_job_new(OP_SHUTDOWN, NULL);
+                if (j && nv_call(c, j) == 0)
+                        nv_job_free(j);
+        }
+        deadline_runner_done(&c->runner);
+        /* a worker stuck inside the library must keep its code mapped: only dlclose when none is */
+        if (c->lib.handle && !c->runner.abandoned)
+                dlclose(c->lib.handle);
+        free(c);
+        if (!rep)
+                return -ENOMEM;
+        *ret = rep;
+        return 0;
+}
+
+const struct gpu_backend gpu_backend_nvml = {
+        .name = "nvml",
+        .collect = nvml_collect,
+};

@@ -1,0 +1,141 @@
+#include "model/facts.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collect/gpu_json.h"
+
+static void host_proc_copy(struct host_proc *dst, const struct host_proc *src)
+{
+        *dst = *src;
+        dst->comm = src->comm ? strdup(src->comm) : NULL;
+        dst->cmdline = src->cmdline ? strdup(src->cmdline) : NULL;
+        dst->cgroup = src->cgroup ? strdup(src->cgroup) : NULL;
+        for (unsigned i = 0; i < src->n_env && i < HOST_MAX_ENV; i++)
+                dst->env[i].value = src->env[i].value ? strdup(src->env[i].value) : NULL;
+}
+
+const struct pid_fact *facts_pid(const struct facts *f, uint32_t pid)
+{
+        for (size_t i = 0; i < f->n_pids; i++)
+                if (f->pids[i].pid == pid)
+                        return &f->pids[i];
+        return NULL;
+}
+
+static int facts_add_pid(struct facts *f, const struct host_opts *ho, uint32_t pid)
+{
+        if (facts_pid(f, pid))
+                return 0;
+        struct pid_fact *n = realloc(f->pids, (f->n_pids + 1) * sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        f->pids = n;
+        struct pid_fact *pf = &f->pids[f->n_pids++];
+        memset(pf, 0, sizeof(*pf));
+        pf->pid = pid;
+        const struct host_proc *h = f->host ? host_report_find(f->host, (pid_t)pid) : NULL;
+        if (h) {
+                pf->present = true;
+                pf->holder = true;
+                host_proc_copy(&pf->proc, h);
+                return 0;
+        }
+        if (!f->host || pid > (uint32_t)0x7fffffff)
+                return 0;
+        int r = host_proc_lookup(ho, (pid_t)pid, &pf->proc);
+        pf->present = r == 0;
+        return 0;
+}
+
+static int facts_add_leader(struct facts *f, const struct host_opts *ho, pid_t pid)
+{
+        if (pid <= 0 || host_report_find(f->host, pid))
+                return 0;
+        for (size_t i = 0; i < f->n_leaders; i++)
+                if (f->leaders[i].pid == pid)
+                        return 0;
+        struct pid_presence *n = realloc(f->leaders, (f->n_leaders + 1) * sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        f->leaders = n;
+        struct host_proc p;
+        memset(&p, 0, sizeof(p));
+        bool present = host_proc_lookup(ho, pid, &p) == 0;
+        f->leaders[f->n_leaders++] = (struct pid_presence){ .pid = pid, .present = present,
+                                                            .state = present ? p.state : '?' };
+        if (present)
+                host_proc_clear(&p);
+        return 0;
+}
+
+bool facts_pid_alive(const struct facts *f, pid_t pid)
+{
+        const struct host_proc *h = f->host ? host_report_find(f->host, pid) : NULL;
+        if (h)
+                return h->state != 'Z';
+        const struct pid_fact *pf = pid > 0 ? facts_pid(f, (uint32_t)pid) : NULL;
+        if (pf)
+                return pf->present && pf->proc.state != 'Z';
+        for (size_t i = 0; i < f->n_leaders; i++)
+                if (f->leaders[i].pid == pid)
+                        return f->leaders[i].present && f->leaders[i].state != 'Z';
+        return false;
+}
+
+int facts_collect(const struct facts_opts *o, struct facts **ret)
+{
+        struct facts *f = calloc(1, sizeof(*f));
+        if (!f)
+                return -ENOMEM;
+        f->simulated = o->simulated;
+        f->from_bundle = o->gpu.bundle_dir != NULL;
+        int r = gpu_collect(&o->gpu, &f->gpu);
+        if (r < 0)
+                goto fail;
+        if (o->save_bundle) {
+                r = gpu_report_save_bundle(f->gpu, o->save_bundle);
+                if (r < 0)
+                        goto fail;
+        }
+        if (!o->skip_host) {
+                r = host_scan(&o->host, &f->host);
+                if (r < 0)
+                        goto fail;
+        }
+        for (size_t g = 0; g < f->gpu->n_gpus; g++) {
+                const struct gpu_info *gi = &f->gpu->gpus[g];
+                for (size_t i = 0; i < gi->n_procs; i++) {
+                        r = facts_add_pid(f, &o->host, gi->procs[i].pid);
+                        if (r < 0)
+                                goto fail;
+                }
+        }
+        for (size_t i = 0; f->host && i < f->host->n_holders; i++) {
+                const struct host_proc *h = &f->host->holders[i];
+                r = facts_add_leader(f, &o->host, h->pgid);
+                if (r == 0)
+                        r = facts_add_leader(f, &o->host, h->sid);
+                if (r < 0)
+                        goto fail;
+        }
+        *ret = f;
+        return 0;
+fail:
+        facts_free(f);
+        return r;
+}
+
+void facts_free(struct facts *f)
+{
+        if (!f)
+                return;
+        gpu_report_free(f->gpu);
+        host_report_free(f->host);
+        for (size_t i = 0; i < f->n_pids; i++)
+                host_proc_clear(&f->pids[i].proc);
+        free(f->pids);
+        free(f->leaders);
+        free(f);
+}

@@ -1,0 +1,57 @@
+/* facts: one sample of the raw facts — what the driver says (gpu), who holds device nodes
+ * (host), and what this host knows of every PID the driver lists. No judgement here: the
+ * ledger and findings (model/ledger.h) are built on top. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collect/gpu.h"
+#include "collect/host.h"
+
+/* What this host knows of a PID that NVML lists. */
+struct pid_fact {
+        uint32_t pid;
+        bool present;           /* a process with this PID exists in our /proc */
+        struct host_proc proc;  /* valid if present (a copy; nodes filled if it is a holder) */
+        bool holder;            /* it holds at least one device node */
+};
+
+/* Whether a process-group or session leader of a holder still exists (hidden-owner rule). */
+struct pid_presence {
+        pid_t pid;
+        bool present;
+        char state;
+};
+
+struct facts {
+        struct gpu_report *gpu;
+        struct host_report *host;
+        struct pid_fact *pids;  /* every distinct PID listed on any GPU */
+        size_t n_pids;
+        struct pid_presence *leaders;
+        size_t n_leaders;
+        bool simulated;
+        bool from_bundle;
+};
+
+struct facts_opts {
+        struct gpu_opts gpu;
+        struct host_opts host;
+        const char *save_bundle;        /* record what was read into this directory */
+        bool simulated;
+        bool skip_host;                 /* NVML only (e.g. nothing unexplained) */
+};
+
+/* Collect one sample: GPU first (its shutdown closes our own device nodes), then the /proc walk,
+ * then the NVML PIDs. Returns 0 (errors of the sources are inside the report) or -ENOMEM / the
+ * host walk's error when proc_root cannot be read at all. */
+int facts_collect(const struct facts_opts *o, struct facts **ret);
+void facts_free(struct facts *f);
+
+/* Is pid alive (present and not a zombie) in this sample? Looks at holders, NVML PIDs and
+ * leaders; unknown PIDs count as absent. */
+bool facts_pid_alive(const struct facts *f, pid_t pid);
+
+/* The fact for an NVML PID, or NULL. */
+const struct pid_fact *facts_pid(const struct facts *f, uint32_t pid);

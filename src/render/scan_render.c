@@ -1,0 +1,311 @@
+#include "render/scan_render.h"
+
+#include <string.h>
+
+#include "collect/gpu_json.h"
+#include "config.h"
+#include "render/json_util.h"
+#include "render/proc_render.h"
+#include "render/snapshot.h"
+#include "util/escape.h"
+
+#define C_BOLD "\033[1m"
+#define C_RED "\033[1;31m"
+#define C_YEL "\033[33m"
+#define C_GRN "\033[32m"
+#define C_DIM "\033[2m"
+#define C_OFF "\033[0m"
+
+static const char *attribution_of(const struct gpu_ledger *l, const struct facts *f, pid_t pid,
+                                  const struct attribution **ret)
+{
+        for (size_t a = 0; a < l->n_attr; a++)
+                if (f->host->holders[l->attr[a].holder].pid == pid) {
+                        if (ret)
+                                *ret = &l->attr[a];
+                        return l->attr[a].text;
+                }
+        return NULL;
+}
+
+static json_t *finding_json(const struct finding *fd)
+{
+        json_t *o = json_object();
+        json_set(o, "code", json_string(fd->code));
+        json_set(o, "confidence", json_string(confidence_name(fd->confidence)));
+        json_set(o, "bytes", json_integer((json_int_t)fd->bytes));
+        json_set(o, "summary", json_text(fd->summary));
+        json_t *p = json_array();
+        for (size_t i = 0; i < fd->n_pids; i++)
+                json_array_append_new(p, json_integer(fd->pids[i]));
+        json_set(o, "pids", p);
+        json_t *e = json_array();
+        for (size_t i = 0; i < fd->n_evidence; i++)
+                json_array_append_new(e, json_text(fd->evidence[i]));
+        json_set(o, "evidence", e);
+        json_set(o, "next_step", json_text(fd->next_step));
+        return o;
+}
+
+static json_t *process_json(const struct facts *f, const struct gpu_ledger *l, const struct owner *ow,
+                            const struct host_proc *hp, const struct attribution *at, bool with_cmdline)
+{
+        json_t *o = json_object();
+        json_set(o, "pid", json_integer(ow ? (json_int_t)ow->pid : (json_int_t)hp->pid));
+        json_set(o, "nvml_listed", json_boolean(ow != NULL));
+        json_set(o, "live_owner", json_boolean(ow && ow->cls == OWNER_LIVE));
+        json_set(o, "owner_class", ow ? json_string(ow->cls == OWNER_LIVE      ? "live"
+                                                    : ow->cls == OWNER_FOREIGN ? "foreign"
+                                                    : ow->cls == OWNER_STALE   ? "stale"
+                                                                               : "unknown")
+                                      : json_null());
+        json_set(o, "owner_status", ow ? json_text(ow->why) : json_null());
+        if (at) {
+                json_t *a = json_object();
+                json_set(a, "link", json_string(link_name(at->link)));
+                json_set(a, "to_pid", json_integer(at->to_pid));
+                json_set(a, "text", json_text(at->text));
+                json_set(a, "confidence", json_string(confidence_name(at->confidence)));
+                json_set(a, "candidate", json_boolean(at->candidate));
+                json_set(o, "attribution", a);
+        } else {
+                json_set(o, "attribution", json_null());
+        }
+        json_t *hj = hp ? host_proc_json(hp, with_cmdline) : NULL;
+        static const char *const keys[] = { "devices", "via", "state", "ppid", "pgid", "sid", "user",
+                                            "comm", "cmdline", "container" };
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+                json_t *v = hj ? json_object_get(hj, keys[i]) : NULL;
+                json_set(o, keys[i], v ? json_incref(v) : json_null());
+        }
+        json_decref(hj);
+        json_set(o, "used_bytes", ow && ow->used_known ? json_integer((json_int_t)ow->used_bytes) : json_null());
+        (void)f;
+        (void)l;
+        return o;
+}
+
+static bool shown(const struct scan_result *r, const struct gpu_ledger *l);
+
+json_t *scan_json(const struct scan_result *r, bool with_cmdline)
+{
+        const struct facts *f = r->facts;
+        json_t *doc = snapshot_json(f);
+        json_t *gs = json_object_get(doc, "gpus");
+        for (size_t i = 0; i < r->n_gpus; i++) {
+                const struct gpu_ledger *l = &r->gpus[i];
+                json_t *g = json_array_get(gs, i);
+                json_t *m = json_object_get(g, "memory");
+                json_set(m, "listed_bytes", l->inspected ? json_integer((json_int_t)l->listed) : json_null());
+                json_set(m, "foreign_bytes", l->inspected ? json_integer((json_int_t)l->foreign) : json_null());
+                json_set(m, "ghost_bytes", l->inspected ? json_integer((json_int_t)l->ghost) : json_null());
+                json_set(m, "unattributed_bytes", l->inspected ? json_integer((json_int_t)l->unattributed) : json_null());
+                json_set(m, "noise_floor_bytes", json_integer((json_int_t)l->noise_floor));
+                json_set(g, "ghost_confirmed", json_boolean(l->ghost_confirmed));
+                json_set(g, "verdict", json_string(l->n_findings ? l->findings[0].code : "unknown"));
+                json_t *fa = json_array();
+                for (size_t k = 0; k < l->n_findings; k++)
+                        json_array_append_new(fa, finding_json(&l->findings[k]));
+                json_set(g, "findings", fa);
+                json_t *pa = json_array();
+                for (size_t k = 0; k < l->n_owners; k++) {
+                        const struct owner *ow = &l->owners[k];
+                        const struct pid_fact *pf = facts_pid(f, ow->pid);
+                        const struct host_proc *hp = pf && pf->present ? &pf->proc : NULL;
+                        const struct attribution *at = NULL;
+                        if (f->host)
+                                attribution_of(l, f, (pid_t)ow->pid, &at);
+                        json_array_append_new(pa, process_json(f, l, ow, hp, at, with_cmdline));
+                }
+                for (size_t a = 0; a < l->n_attr; a++) {
+                        const struct host_proc *hp = &f->host->holders[l->attr[a].holder];
+                        bool listed = false;
+                        for (size_t k = 0; k < l->n_owners; k++)
+                                listed |= (pid_t)l->owners[k].pid == hp->pid;
+                        if (!listed)
+                                json_array_append_new(pa, process_json(f, l, NULL, hp, &l->attr[a], with_cmdline));
+                }
+                json_set(g, "processes", pa);
+        }
+        for (size_t i = r->n_gpus; i-- > 0;)
+                if (!shown(r, &r->gpus[i]))
+                        json_array_remove(gs, i);
+        json_set(doc, "full_visibility", json_boolean(r->full_visibility));
+        json_set(doc, "exit_status", json_integer(scan_exit_status(r)));
+        if (!with_cmdline) {
+                size_t k;
+                json_t *h;
+                json_array_foreach(json_object_get(doc, "holders"), k, h)
+                        json_object_set_new(h, "cmdline", json_null());
+        }
+        return doc;
+}
+
+static bool shown(const struct scan_result *r, const struct gpu_ledger *l)
+{
+        return r->only_gpu < 0 || (unsigned)r->only_gpu == l->index;
+}
+
+int scan_exit_status(const struct scan_result *r)
+{
+        bool ghost = false, uninspected = !r->facts->gpu->driver_present;
+        for (size_t i = 0; i < r->n_gpus; i++) {
+                if (!shown(r, &r->gpus[i]))
+                        continue;
+                ghost |= r->gpus[i].ghost_confirmed;
+                uninspected |= !r->gpus[i].inspected;
+        }
+        return ghost ? 1 : uninspected ? 3 : 0;
+}
+
+static void put_esc(FILE *out, const char *s)
+{
+        struct buf b = BUF_INIT(0);
+        if (s)
+                esc_terminal(&b, s, strlen(s));
+        fputs(buf_str(&b), out);
+        buf_free(&b);
+}
+
+static void mib_str(char *out, size_t n, uint64_t bytes)
+{
+        struct buf b = BUF_INIT(0);
+        fmt_mib(&b, bytes);
+        snprintf(out, n, "%s", buf_str(&b));
+        buf_free(&b);
+}
+
+static const char *verdict_color(const char *code)
+{
+        if (!strcmp(code, "ok") || !strcmp(code, "reserved-only") || !strcmp(code, "unattributed-live") ||
+            !strcmp(code, "foreign-namespace"))
+                return C_GRN;
+        if (!strcmp(code, "invisible-here") || !strcmp(code, "unknown"))
+                return C_YEL;
+        return C_RED;
+}
+
+static void text_holder_line(FILE *out, const struct host_proc *hp, const char *why, bool color)
+{
+        struct buf b = BUF_INIT(0);
+        buf_puts(&b, "    ");
+        host_proc_summary_text(&b, hp, 60);
+        fputs(buf_str(&b), out);
+        if (why) {
+                fprintf(out, "  %s— ", color ? C_BOLD : "");
+                put_esc(out, why);
+                fputs(color ? C_OFF : "", out);
+        }
+        buf_reset(&b);
+        buf_puts(&b, "\n        ");
+        host_proc_nodes_text(&b, hp);
+        buf_printf(&b, "  ppid %d pgid %d sid %d", (int)hp->ppid, (int)hp->pgid, (int)hp->sid);
+        struct buf c = BUF_INIT(0);
+        host_proc_container_text(&c, hp);
+        if (c.len)
+                buf_printf(&b, "  %s", buf_str(&c));
+        buf_free(&c);
+        fprintf(out, "%s\n", buf_str(&b));
+        buf_free(&b);
+}
+
+static bool holder_attributed(const struct scan_result *r, pid_t pid)
+{
+        for (size_t g = 0; g < r->n_gpus; g++)
+                if (attribution_of(&r->gpus[g], r->facts, pid, NULL))
+                        return true;
+        return false;
+}
+
+void scan_text(FILE *out, const struct scan_result *r, bool color, bool verbose)
+{
+        const struct facts *f = r->facts;
+        const struct gpu_report *gr = f->gpu;
+        if (!gr->driver_present) {
+                fputs("NVIDIA driver: ", out);
+                put_esc(out, gr->error[0] ? gr->error : "not available");
+                fputc('\n', out);
+                return;
+        }
+        for (size_t i = 0; i < r->n_gpus; i++) {
+                const struct gpu_ledger *l = &r->gpus[i];
+                const struct gpu_info *g = &gr->gpus[i];
+                const struct finding *v = l->n_findings ? &l->findings[0] : NULL;
+                if (!shown(r, l))
+                        continue;
+                if (i && r->only_gpu < 0)
+                        fputc('\n', out);
+                text_gpu_header(out, g, color);
+                if (v) {
+                        fprintf(out, "  %s%s%s  ", color ? verdict_color(v->code) : "", v->code, color ? C_OFF : "");
+                        put_esc(out, v->summary);
+                        fprintf(out, "  [%s confidence]\n", confidence_name(v->confidence));
+                }
+                if (l->inspected) {
+                        char u[32], li[32], fo[32], gh[32], un[32], rs[32], tot[32];
+                        mib_str(u, sizeof(u), l->used);
+                        mib_str(li, sizeof(li), l->listed);
+                        mib_str(fo, sizeof(fo), l->foreign);
+                        mib_str(gh, sizeof(gh), l->ghost);
+                        mib_str(un, sizeof(un), l->unattributed);
+                        mib_str(rs, sizeof(rs), l->reserved);
+                        mib_str(tot, sizeof(tot), l->total);
+                        fprintf(out, "  used %s = listed %s + foreign %s + ghost %s + unattributed %s\n", u, li, fo, gh, un);
+                        if (l->reserved_known)
+                                fprintf(out, "  (driver reservation %s apart; total %s)\n", rs, tot);
+                        else
+                                fprintf(out, "  (old driver: used includes the driver's reservation; total %s)\n", tot);
+                }
+                for (size_t k = 0; k < l->n_owners; k++) {
+                        const struct owner *ow = &l->owners[k];
+                        if (ow->cls == OWNER_LIVE && !verbose)
+                                continue;
+                        char b[32] = "bytes n/a";
+                        if (ow->used_known)
+                                mib_str(b, sizeof(b), ow->used_bytes);
+                        fprintf(out, "  NVML lists PID %u (%s): %s\n", ow->pid, b, ow->why);
+                }
+                if (l->n_attr) {
+                        fprintf(out, "  held by:\n");
+                        for (size_t a = 0; a < l->n_attr; a++)
+                                text_holder_line(out, &f->host->holders[l->attr[a].holder], l->attr[a].text, color);
+                }
+                for (size_t k = 0; k < l->n_findings; k++) {
+                        const struct finding *fd = &l->findings[k];
+                        if (k > 0) {
+                                fprintf(out, "  also %s: ", fd->code);
+                                put_esc(out, fd->summary);
+                                fprintf(out, " [%s]\n", confidence_name(fd->confidence));
+                        }
+                        if (strcmp(fd->code, "ok") == 0)
+                                continue;
+                        if (k == 0 || verbose)
+                                for (size_t e = 0; e < fd->n_evidence; e++) {
+                                        fputs("    · ", out);
+                                        put_esc(out, fd->evidence[e]);
+                                        fputc('\n', out);
+                                }
+                        if (k == 0 || verbose) {
+                                fprintf(out, "  %snext:%s ", color ? C_BOLD : "", color ? C_OFF : "");
+                                put_esc(out, fd->next_step);
+                                fputc('\n', out);
+                        }
+                }
+        }
+        size_t other = 0;
+        for (size_t i = 0; f->host && i < f->host->n_holders; i++)
+                other += !holder_attributed(r, f->host->holders[i].pid);
+        if (verbose && f->host) {
+                fprintf(out, "\nOther holders of NVIDIA device nodes (not linked to a ghost; never counted):\n");
+                for (size_t i = 0; i < f->host->n_holders; i++)
+                        if (!holder_attributed(r, f->host->holders[i].pid))
+                                text_holder_line(out, &f->host->holders[i], NULL, color);
+                if (!other)
+                        fprintf(out, "    none\n");
+        } else {
+                if (other)
+                        fprintf(out, "\n%zu other process%s hold%s device nodes without a link to a ghost (--verbose lists them).\n",
+                                other, other == 1 ? "" : "es", other == 1 ? "s" : "");
+        }
+        text_limits(out, f);
+}

@@ -1,0 +1,15 @@
+/* scan rendering: the ledger, verdicts and attributed holders, as JSON and as text. */
+#pragma once
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "model/ledger.h"
+
+/* The scan document: the snapshot's fields plus, per GPU, memory.{listed,foreign,ghost,
+ * unattributed}_bytes, verdict, findings[], processes[]. */
+json_t *scan_json(const struct scan_result *r, bool with_cmdline);
+/* A headline per GPU, the breakdown, the attributed holders with their link, the next step. */
+void scan_text(FILE *out, const struct scan_result *r, bool color, bool verbose);
+/* 1 if any GPU has a confirmed ghost, else 3 if any GPU could not be inspected, else 0. */
+int scan_exit_status(const struct scan_result *r);
