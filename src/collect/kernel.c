@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,21 @@ static int append_capped(struct buf *b, const char *p, size_t n, size_t cap, boo
                 *trunc = true;
         }
         return buf_append(b, p, n);
+}
+
+/* Decimal fraction digits at p ("859532" of ",859532"): exact up to 9 digits, the rest ignored.
+ * Returns the position after the digits. */
+static const char *take_frac(const char *p, const char *end, double *ret)
+{
+        uint64_t n = 0, scale = 1;
+        for (; p < end && kt_digit(*p); p++) {
+                if (scale < 1000000000ull) {
+                        n = n * 10 + (uint64_t)(*p - '0');
+                        scale *= 10;
+                }
+        }
+        *ret = (double)n / (double)scale;
+        return p;
 }
 
 /* ---- time ------------------------------------------------------------------------------------ */
@@ -132,13 +148,8 @@ int kmsg_parse_iso8601(const char *s, size_t len, double *ret_epoch)
                 p += 6;
                 if (end - p >= 3 && p[0] == ':' && take_digits(p + 1, end, 2, &tm.tm_sec)) {
                         p += 3;
-                        if (end - p >= 2 && (*p == '.' || *p == ',') && kt_digit(p[1])) {
-                                double f = 0.1;
-                                for (p++; p < end && kt_digit(*p); p++) {
-                                        frac += (*p - '0') * f;
-                                        f /= 10;
-                                }
-                        }
+                        if (end - p >= 2 && (*p == '.' || *p == ',') && kt_digit(p[1]))
+                                p = take_frac(p + 1, end, &frac);
                 }
                 if (p < end && (*p == 'Z' || *p == 'z')) {
                         utc = true;
@@ -171,27 +182,17 @@ static bool parse_mono(const char *p, const char *end, double *ret)
 {
         while (p < end && *p == ' ')
                 p++;
-        double v = 0;
-        bool digits = false;
-        while (p < end && kt_digit(*p)) {
-                v = v * 10 + (*p++ - '0');
-                digits = true;
-                if (v > 1e12)
-                        return false;
-        }
-        if (!digits || p >= end || *p != '.')
+        uint64_t v = 0;
+        const char *s = p;
+        while (p < end && kt_digit(*p) && p - s < 12)
+                v = v * 10 + (uint64_t)(*p++ - '0');
+        if (p == s || p >= end || *p != '.' || p + 1 >= end || !kt_digit(p[1]))
                 return false;
-        double f = 0.1;
-        p++;
-        if (p >= end || !kt_digit(*p))
-                return false;
-        while (p < end && kt_digit(*p)) {
-                v += (*p++ - '0') * f;
-                f /= 10;
-        }
+        double frac;
+        p = take_frac(p + 1, end, &frac);
         if (p != end)
                 return false;
-        *ret = v;
+        *ret = (double)v + frac;
         return true;
 }
 
@@ -228,10 +229,16 @@ static size_t parse_syslog_stamp(const char *p, const char *end, double now, boo
                 tm.tm_mday = d[1] - '0';
         else if (!take_digits(d, end, 2, &tm.tm_mday))
                 return 0;
-        if (d[2] != ' ' || !take_hms(d + 3, end, &tm) || d[11] != ' ')
+        if (d[2] != ' ' || !take_hms(d + 3, end, &tm))
+                return 0;
+        const char *q = d + 11;
+        double frac = 0;
+        if (q + 1 < end && *q == '.' && kt_digit(q[1])) /* journalctl -o short-precise */
+                q = take_frac(q + 1, end, &frac);
+        if (q >= end || *q != ' ')
                 return 0;
         *known = false;
-        size_t used = (size_t)(d + 12 - p);
+        size_t used = (size_t)(q + 1 - p);
         time_t n = (time_t)now;
         struct tm nt;
         if (now < 0 || !localtime_r(&n, &nt))
@@ -241,14 +248,14 @@ static size_t parse_syslog_stamp(const char *p, const char *end, double now, boo
         try.tm_year = nt.tm_year;
         if (!tm_to_epoch(&try, false, &t))
                 return used;
-        if (t > now + 2 * 86400.0) { /* "Dec 31" read on Jan 1: last year */
+        if (t > now + 86400.0) { /* "Dec 31" read on Jan 1: last year */
                 try = tm;
                 try.tm_year = nt.tm_year - 1;
                 if (!tm_to_epoch(&try, false, &t))
                         return used;
         }
         *known = true;
-        *ret = t;
+        *ret = t + frac;
         return used;
 }
 
@@ -406,10 +413,11 @@ int kmsg_parse_record(const char *buf, size_t len, const struct kmsg_time_opts *
 
 /* ---- lines of saved logs ------------------------------------------------------------------- */
 
-/* dmesg -x: "kern  :err   : " */
-static size_t facility_prefix(const char *p, const char *end)
+/* dmesg -x: "kern  :err   : "; *ret_kern says whether the facility is the kernel's. */
+static size_t facility_prefix(const char *p, const char *end, bool *ret_kern)
 {
         const char *q = p;
+        *ret_kern = end - p >= 5 && memcmp(p, "kern ", 5) == 0;
         for (int part = 0; part < 2; part++) {
                 const char *s = q;
                 while (q < end && *q >= 'a' && *q <= 'z')
@@ -511,7 +519,10 @@ static const char *strip_prefixes(const char *p, const char *end, const struct k
                                 p++;
                         continue;
                 }
-                if ((n = facility_prefix(p, end))) {
+                bool kern;
+                if ((n = facility_prefix(p, end, &kern))) {
+                        if (!kern)
+                                rec->prio = 1 << 3; /* LOG_USER: written by a process, not the kernel */
                         p += n;
                         continue;
                 }
@@ -654,6 +665,19 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
         va_end(ap);
 }
 
+void kmsg_open_error(int err, const char *path, char *out, size_t outlen)
+{
+        if (err == EACCES || err == EPERM)
+                set_err(out, outlen,
+                        "cannot read %s: %s (not root, or kernel.dmesg_restrict=1). Run as root "
+                        "(sudo ghostvram xid), or save the kernel log and pass it: "
+                        "journalctl -k -o short-iso > FILE (or dmesg > FILE), then --kmsg FILE",
+                        path, strerror(err));
+        else
+                set_err(out, outlen, "cannot open %s: %s (pass a saved kernel log with --kmsg FILE)", path,
+                        strerror(err));
+}
+
 int kmsg_reader_open_kmsg(struct kmsg_reader *r, const char *path, bool follow,
                           const struct kmsg_time_opts *t, char *err, size_t errlen)
 {
@@ -664,15 +688,7 @@ int kmsg_reader_open_kmsg(struct kmsg_reader *r, const char *path, bool follow,
         int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         if (fd < 0) {
                 int e = errno;
-                if (e == EACCES || e == EPERM)
-                        set_err(err, errlen,
-                                "cannot read %s: %s (not root, or kernel.dmesg_restrict=1). Run as root "
-                                "(sudo ghostvram xid), or save the kernel log and pass it: "
-                                "journalctl -k -o short-iso > FILE (or dmesg > FILE), then --kmsg FILE",
-                                path, strerror(e));
-                else
-                        set_err(err, errlen, "cannot open %s: %s (pass a saved kernel log with --kmsg FILE)",
-                                path, strerror(e));
+                kmsg_open_error(e, path, err, errlen);
                 return -e;
         }
         kmsg_reader_init_fd(r, fd, KMSG_SRC_KMSG, follow, t, NULL, NULL);
@@ -918,6 +934,21 @@ static int next_record_lines(struct kmsg_reader *r, struct kmsg_record *ret)
                                         return k;
                         }
                         return 0;
+                }
+                if (r->follow && !r->regular && r->read_fn == default_read) {
+                        /* a pipe being followed: never block in read(), say "nothing yet" */
+                        struct pollfd pfd = { .fd = r->fd, .events = POLLIN };
+                        int k = poll(&pfd, 1, 0);
+                        if (k < 0 && errno != EINTR)
+                                return -errno;
+                        if (k <= 0) {
+                                if (r->head_valid) {
+                                        int e = emit_head(r, ret);
+                                        if (e != 0)
+                                                return e;
+                                }
+                                return -EAGAIN;
+                        }
                 }
                 ssize_t n = r->read_fn(r->fd, r->chunk, 65536, r->read_ctx);
                 if (n > 0) {

@@ -125,6 +125,10 @@ struct kmsg_reader {
 int kmsg_reader_open_kmsg(struct kmsg_reader *r, const char *path, bool follow,
                           const struct kmsg_time_opts *t, char *err, size_t errlen);
 
+/* The one-line message kmsg_reader_open_kmsg gives for errno err (EACCES/EPERM: why, and the
+ * alternatives). */
+void kmsg_open_error(int err, const char *path, char *out, size_t outlen);
+
 /* Open a saved log (path; "-" means standard input, which is not closed). */
 int kmsg_reader_open_file(struct kmsg_reader *r, const char *path, bool follow,
                           const struct kmsg_time_opts *t, char *err, size_t errlen);

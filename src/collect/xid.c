@@ -721,6 +721,10 @@ int xid_parser_feed(struct xid_parser *p, const struct kmsg_record *rec, struct 
 {
         int r;
         p->records_since_last++;
+        /* A process can write to /dev/kmsg, but never with the kernel's facility (devkmsg_write
+         * turns facility 0 into LOG_USER): such a record cannot be a driver line. */
+        if (rec->prio >= 0 && (rec->prio >> 3) != 0)
+                return 0;
         if (p->pending) {
                 if (p->pending_more > 0 && continues_pending(p, rec)) {
                         char *raw = p->pend.raw;

@@ -1086,7 +1086,7 @@ void xid_event_assess(const struct xid_event *e, struct xid_assessment *ret)
                 xid_explain(e->xid, &x);
                 a.severity = x.severity;
                 a.action = x.action;
-                a.title = e->kind == XID_KIND_FALLEN_OFF_BUS ? "GPU has fallen off the bus (counted as Xid 79)"
+                a.title = e->kind == XID_KIND_FALLEN_OFF_BUS ? "GPU has fallen off the bus (no Xid line)"
                                                              : x.name;
                 a.advice = xid_action_text(x.action);
                 a.note = x.note;
