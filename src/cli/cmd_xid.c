@@ -137,7 +137,6 @@ static void format_time(const struct xid_event *e, char *out, size_t len)
 struct xid_view {
         bool color;
         bool json;
-        bool follow;
         const char *source;
 };
 
@@ -197,7 +196,7 @@ static void print_event_text(FILE *f, const struct xid_view *v, const struct xid
                         e->caused_by);
         if (e->kind == XID_KIND_DRIVER_LOAD && e->driver_version[0])
                 fprintf(f, "    driver %s\n", e->driver_version);
-        fprintf(f, "    -> %s\n", a.advice);
+        put_wrapped(f, "    ->", a.advice, 7, 96);
         if (a.note)
                 put_wrapped(f, "    note:", a.note, 10, 96);
 }
@@ -293,6 +292,7 @@ struct xid_run {
         struct gpu_report *report;
         bool map_gpus;
         bool no_log;            /* GHOSTVRAM_SIM without DIR/kmsg */
+        struct xid_source_info info;
 };
 
 /* Map PCI bus ids to this host's GPU indexes; with --gpu N the driver must answer. */
@@ -331,49 +331,25 @@ static int map_events(struct xid_run *x, struct xid_event *ev, size_t n)
 static int open_source(struct xid_run *x, struct kmsg_reader *rd)
 {
         char err[512] = "";
-        struct kmsg_time_opts t = { .boot_time = -1, .now = (double)time(NULL) };
-        double boot;
-        bool have_boot = kmsg_boot_time(x->c.proc_root, &boot) == 0;
-        char simlog[4096];
-        const char *path = x->kmsg_path;
-        if (!path && x->c.simulated) {
-                int n = snprintf(simlog, sizeof(simlog), "%s/kmsg", x->c.sim_dir);
-                if (n < 0 || (size_t)n >= sizeof(simlog)) {
-                        cli_error("xid", "GHOSTVRAM_SIM path too long");
-                        return EXIT_USAGE;
-                }
-                if (access(simlog, F_OK) < 0) {
-                        x->no_log = true;
-                        x->path_shown = simlog;
-                        x->view.source = "file";
-                        x->map_gpus = true;
-                        return 0;
-                }
-                path = simlog;
-                x->this_boot = true; /* the simulated host's kernel log stands for this boot's */
-        }
-        if (path) {
-                if (x->this_boot && have_boot)
-                        t.boot_time = boot;
-                int r = kmsg_reader_open_file(rd, path, x->follow, &t, err, sizeof(err));
-                if (r < 0) {
+        struct xid_source_opts so = {
+                .kmsg_path = x->kmsg_path,
+                .sim_dir = x->c.simulated ? x->c.sim_dir : NULL,
+                .proc_root = x->c.proc_root,
+                .this_boot = x->this_boot,
+        };
+        int r = xid_source_open(&so, x->follow, rd, &x->info, err, sizeof(err));
+        if (r < 0) {
+                if (x->kmsg_path) {
                         cli_error("xid", "--kmsg %s", err);
                         return EXIT_USAGE;
                 }
-                x->path_shown = strcmp(path, "-") == 0 ? "standard input" : path;
-                x->map_gpus = x->this_boot;
-        } else {
-                if (have_boot)
-                        t.boot_time = boot;
-                int r = kmsg_reader_open_kmsg(rd, NULL, x->follow, &t, err, sizeof(err));
-                if (r < 0) {
-                        cli_error("xid", "%s", err);
-                        return EXIT_INCOMPLETE;
-                }
-                x->path_shown = "/dev/kmsg";
-                x->map_gpus = true;
+                cli_error("xid", "%s", err);
+                return EXIT_INCOMPLETE;
         }
-        x->view.source = kmsg_source_name(rd->source);
+        x->no_log = x->info.no_log;
+        x->path_shown = x->info.path;
+        x->map_gpus = x->info.this_host;
+        x->view.source = kmsg_source_name(x->info.source);
         return 0;
 }
 
@@ -389,18 +365,9 @@ static long last_load(const struct xid_event *ev, size_t n)
 static int run_dump(struct xid_run *x, struct kmsg_reader *rd)
 {
         struct xid_list all = { 0 };
-        struct xid_parser ps;
-        struct kmsg_record rec;
         int status = EXIT_OK, r = 0;
-        xid_parser_init(&ps, x->view.source);
-        while (!x->no_log && (r = kmsg_reader_next(rd, &rec)) > 0) {
-                r = xid_parser_feed(&ps, &rec, &all);
-                if (r < 0)
-                        break;
-        }
-        if (r == 0)
-                r = xid_parser_flush(&ps, &all);
-        xid_parser_free(&ps);
+        if (!x->no_log)
+                r = xid_read_all(rd, x->view.source, &all);
         if (r < 0) {
                 cli_error("xid", "reading %s: %s", x->path_shown, strerror(-r));
                 status = EXIT_INCOMPLETE;
@@ -476,7 +443,7 @@ static int run_dump(struct xid_run *x, struct kmsg_reader *rd)
                        x->since_set ? "the given time" : "");
                 if (x->no_log)
                         printf("(The simulated host has no kernel log: write one to %s.)\n", x->path_shown);
-                else if (rd->source == KMSG_SRC_KMSG)
+                else if (x->info.source == KMSG_SRC_KMSG)
                         printf("/dev/kmsg holds only the recent kernel log; for older events:\n"
                                "  journalctl -k -o short-iso > k.log; ghostvram xid --kmsg k.log\n");
         } else {
@@ -495,7 +462,7 @@ static int run_dump(struct xid_run *x, struct kmsg_reader *rd)
         if (no_time)
                 printf("%zu event%s without a wall-clock time left out by --since%s.\n", no_time,
                        no_time == 1 ? "" : "s",
-                       rd->source == KMSG_SRC_KMSG ? "" : " (--this-boot dates [seconds] stamps from this boot)");
+                       x->info.source == KMSG_SRC_KMSG ? "" : " (--this-boot dates [seconds] stamps from this boot)");
         if (rd->overruns)
                 printf("%lu kernel log record%s overwritten before they could be read.\n", rd->overruns,
                        rd->overruns == 1 ? " was" : "s were");
@@ -774,7 +741,6 @@ int cmd_xid(int argc, char **argv)
         if (cli_common_finish(&x.c, "xid") < 0)
                 return EXIT_USAGE;
         x.view.json = x.c.json;
-        x.view.follow = x.follow;
         x.view.color = !x.c.json && cli_use_color(stdout);
 
         struct kmsg_reader rd;

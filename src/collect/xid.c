@@ -245,15 +245,34 @@ static bool pci_at(const char *p, const char *end, char out[16])
         return xid_pci_parse(p, (size_t)(end - p), out) > 0;
 }
 
+/* After a device field's ')': ": <code>", then an optional ',' and blanks. */
+static bool take_code(const char *close, const char *le, int *ret_code, const char **ret_after)
+{
+        uint64_t code;
+        if (close + 1 >= le || close[1] != ':')
+                return false;
+        const char *p = skip_sp(close + 2, le);
+        if (!take_uint(&p, le, 9, &code))
+                return false;
+        if (p < le && *p == ',')
+                p++;
+        *ret_code = (int)code;
+        *ret_after = skip_sp(p, le);
+        return true;
+}
+
 /* "NVRM: Xid (<dev>): <n>[, [pid=…, ][name=…, ]<message>]" */
 static bool parse_xid_line(const char *l, const char *le, struct xid_event *e, const char **ret_msg)
 {
-        const char *p = l + strlen("NVRM: Xid (");
-        const char *close = memchr(p, ')', (size_t)(le - p));
-        if (!close || close + 1 >= le || close[1] != ':')
+        const char *dev = l + strlen("NVRM: Xid (");
+        const char *close = memchr(dev, ')', (size_t)(le - dev));
+        const char *p;
+        if (!close || !take_code(close, le, &e->xid, &p)) {
+                e->xid = XID_NONE;
                 return false;
+        }
         /* device field: [PCI:]dddd:bb:dd[.f] [GPU-I:nn] [GPU-CI:nn]; redacted values tolerated */
-        const char *q = skip_sp(p, close);
+        const char *q = skip_sp(dev, close);
         if (pci_at(q, close, e->pci_bus_id) == false)
                 e->pci_bus_id[0] = '\0';
         while (q < close) {
@@ -273,15 +292,7 @@ static bool parse_xid_line(const char *l, const char *le, struct xid_event *e, c
                 }
                 q = skip_sp(q, close);
         }
-        p = skip_sp(close + 2, le);
-        uint64_t code;
-        if (!take_uint(&p, le, 9, &code))
-                return false;
-        e->xid = (int)code;
         e->kind = XID_KIND_XID;
-        if (p < le && *p == ',')
-                p++;
-        p = skip_sp(p, le);
         if (kt_starts(p, le, "pid=")) {
                 const char *v = p + 4;
                 uint64_t pid;
@@ -318,19 +329,14 @@ static bool parse_sxid_line(const char *l, const char *le, struct xid_event *e, 
                 return false;
         p += 8;
         const char *close = memchr(p, ')', (size_t)(le - p));
-        if (!close || close + 1 >= le || close[1] != ':')
+        const char *dev = p;
+        if (!close || !take_code(close, le, &e->sxid, ret_msg)) {
+                e->sxid = XID_NONE;
                 return false;
-        if (!pci_at(p, close, e->pci_bus_id))
+        }
+        if (!pci_at(dev, close, e->pci_bus_id))
                 e->pci_bus_id[0] = '\0';
-        p = skip_sp(close + 2, le);
-        uint64_t code;
-        if (!take_uint(&p, le, 9, &code))
-                return false;
-        e->sxid = (int)code;
         e->kind = XID_KIND_SXID;
-        if (p < le && *p == ',')
-                p++;
-        *ret_msg = skip_sp(p, le);
         return true;
 }
 
@@ -802,20 +808,8 @@ int xid_parse_log(const char *buf, size_t len, const struct kmsg_time_opts *t, c
 {
         struct mem_src m = { .buf = buf, .len = buf ? len : 0 };
         struct kmsg_reader rd;
-        struct xid_parser ps;
-        struct kmsg_record rec;
-        int r;
         kmsg_reader_init_fd(&rd, -1, KMSG_SRC_FILE, false, t, mem_read, &m);
-        xid_parser_init(&ps, source);
-        while ((r = kmsg_reader_next(&rd, &rec)) > 0) {
-                r = xid_parser_feed(&ps, &rec, out);
-                if (r < 0)
-                        goto out;
-        }
-        if (r == 0)
-                r = xid_parser_flush(&ps, out);
-out:
-        xid_parser_free(&ps);
+        int r = xid_read_all(&rd, source, out);
         kmsg_reader_close(&rd);
         return r;
 }

@@ -227,3 +227,35 @@ struct json_t *xid_event_to_json(const struct xid_event *e);
 struct json_t *xid_explanation_to_json(const struct xid_explanation *x);
 /* RFC 3339 UTC ("2026-11-30T10:11:12Z", fraction when there is one) into out. */
 int xid_format_rfc3339(double epoch, char *out, size_t outlen);
+
+/* ---- reading a kernel log into events (I/O: this part opens files) ------------------------ */
+
+struct xid_source_opts {
+        const char *kmsg_path;          /* a saved log, "-" for stdin; NULL: the default below */
+        const char *sim_dir;            /* GHOSTVRAM_SIM: the default is sim_dir/kmsg (none there: no log) */
+        const char *kmsg_dev;           /* NULL: /dev/kmsg */
+        const char *proc_root;          /* for the boot time fallback (/proc/stat btime); NULL: /proc */
+        bool this_boot;                 /* a saved log is from this boot: date its [seconds] stamps */
+};
+
+struct xid_source_info {
+        enum kmsg_source source;
+        char path[4096];                /* what was opened, for messages ("standard input" for -) */
+        bool no_log;                    /* GHOSTVRAM_SIM without DIR/kmsg: nothing to read */
+        bool this_host;                 /* /dev/kmsg, the simulated host or this_boot: GPU indexes apply */
+};
+
+/* Open the kernel log the options name. Returns 0 (the reader is open, or info->no_log), or a
+ * negative errno with one line in err (-EACCES/-EPERM for /dev/kmsg: why, and the
+ * alternatives). Never prints or exits: a caller such as scan can go on without it. */
+int xid_source_open(const struct xid_source_opts *o, bool follow, struct kmsg_reader *rd,
+                    struct xid_source_info *info, char *err, size_t errlen);
+
+/* Read every record of an open reader (to its end) into events labelled `source`.
+ * Returns 0 or a negative errno. */
+int xid_read_all(struct kmsg_reader *rd, const char *source, struct xid_list *out);
+
+/* xid_source_open + xid_read_all + close, for callers that want the events of the default log
+ * (scan). The counters of the reader come back in the last three arguments (may be NULL). */
+int xid_collect(const struct xid_source_opts *o, struct xid_list *out, struct xid_source_info *info,
+                char *err, size_t errlen, unsigned long *ret_overruns);

@@ -1076,9 +1076,37 @@ static bool recovery_action(const char *msg, enum xid_action *act, enum xid_seve
         return false;
 }
 
+/* What the non-Xid kinds say (Xid, fallen off the bus and SXid are judged from their code). */
+static const struct xid_assessment kind_assessment[XID_KIND_COUNT] = {
+        [XID_KIND_DRIVER_LOAD] = { XID_SEV_INFO, XID_ACT_NONE, "NVIDIA kernel driver loaded",
+                                   "Events before this line belong to an earlier load of the driver.", NULL },
+        [XID_KIND_INIT_FAILED] = { XID_SEV_ERROR, XID_ACT_REBOOT, "GPU initialisation failed",
+                                   "The driver could not initialise the GPU, so nothing can use it: reboot; if it "
+                                   "persists, check seating, power and the driver install (nvidia-bug-report.sh), "
+                                   "then contact support.", NULL },
+        [XID_KIND_API_MISMATCH] = { XID_SEV_ERROR, XID_ACT_UPDATE_SOFTWARE,
+                                    "Driver version mismatch (user space vs kernel module)",
+                                    "User-space driver libraries and the loaded kernel module differ (NVML fails "
+                                    "with RM_VERSION_MISMATCH): reboot or reload the nvidia modules after a driver "
+                                    "update.", NULL },
+        [XID_KIND_CRASH_DUMP] = { XID_SEV_WARNING, XID_ACT_BUG_REPORT, "GPU crash dump created",
+                                  "Run nvidia-bug-report.sh as root now, before the driver is unloaded or the "
+                                  "machine rebooted.", NULL },
+        [XID_KIND_RC_WATCHDOG] = { XID_SEV_WARNING, XID_ACT_FOLLOW_OTHER, "RC watchdog: GPU probably locked",
+                                   "The GPU stopped making progress; an Xid 8 normally follows: see it.", NULL },
+        [XID_KIND_GSP_ERROR] = { XID_SEV_ERROR, XID_ACT_RESET_GPU, "GSP error or timeout",
+                                 "The GPU System Processor is failing or not answering: reset the GPU (or "
+                                 "power-cycle the node) if it persists.", NOTE_STUCK },
+        [XID_KIND_UVM_ERROR] = { XID_SEV_WARNING, XID_ACT_SEE_MESSAGE, "nvidia-uvm error",
+                                 "The unified-memory driver reported an error: see the message.", NULL },
+        [XID_KIND_GPU_UUID] = { XID_SEV_INFO, XID_ACT_NONE, "GPU identified (before its first Xid)",
+                                "No action needed.", NULL },
+        [XID_KIND_OTHER] = { XID_SEV_INFO, XID_ACT_NONE, "NVIDIA kernel message", "No action needed.", NULL },
+};
+
 void xid_event_assess(const struct xid_event *e, struct xid_assessment *ret)
 {
-        struct xid_assessment a = { 0 };
+        struct xid_assessment a;
         struct xid_explanation x;
         switch (e->kind) {
         case XID_KIND_XID:
@@ -1086,9 +1114,7 @@ void xid_event_assess(const struct xid_event *e, struct xid_assessment *ret)
                 xid_explain(e->xid, &x);
                 a.severity = x.severity;
                 a.action = x.action;
-                a.title = e->kind == XID_KIND_FALLEN_OFF_BUS ? "GPU has fallen off the bus (no Xid line)"
-                                                             : x.name;
-                a.advice = xid_action_text(x.action);
+                a.title = e->kind == XID_KIND_FALLEN_OFF_BUS ? "GPU has fallen off the bus (no Xid line)" : x.name;
                 a.note = x.note;
                 if (e->xid == 154)
                         recovery_action(e->message, &a.action, &a.severity);
@@ -1104,65 +1130,10 @@ void xid_event_assess(const struct xid_event *e, struct xid_assessment *ret)
                 a.title = "NVSwitch error (SXid, not a GPU Xid)";
                 a.advice = "An NVSwitch reported it: see the fabric manager's log and NVIDIA's NVSwitch (SXid) "
                            "documentation.";
-                break;
-        case XID_KIND_DRIVER_LOAD:
-                a.severity = XID_SEV_INFO;
-                a.action = XID_ACT_NONE;
-                a.title = "NVIDIA kernel driver loaded";
-                a.advice = "Events before this line belong to an earlier load of the driver.";
-                break;
-        case XID_KIND_INIT_FAILED:
-                a.severity = XID_SEV_ERROR;
-                a.action = XID_ACT_REBOOT;
-                a.title = "GPU initialisation failed";
-                a.advice = "The driver could not initialise the GPU, so nothing can use it: reboot; if it "
-                           "persists, check seating, power and the driver install (nvidia-bug-report.sh), "
-                           "then contact support.";
-                break;
-        case XID_KIND_API_MISMATCH:
-                a.severity = XID_SEV_ERROR;
-                a.action = XID_ACT_UPDATE_SOFTWARE;
-                a.title = "Driver version mismatch (user space vs kernel module)";
-                a.advice = "User-space driver libraries and the loaded kernel module differ (NVML fails with "
-                           "RM_VERSION_MISMATCH): reboot or reload the nvidia modules after a driver update.";
-                break;
-        case XID_KIND_CRASH_DUMP:
-                a.severity = XID_SEV_WARNING;
-                a.action = XID_ACT_BUG_REPORT;
-                a.title = "GPU crash dump created";
-                a.advice = xid_action_text(XID_ACT_BUG_REPORT);
-                break;
-        case XID_KIND_RC_WATCHDOG:
-                a.severity = XID_SEV_WARNING;
-                a.action = XID_ACT_FOLLOW_OTHER;
-                a.title = "RC watchdog: GPU probably locked";
-                a.advice = "The GPU stopped making progress; an Xid 8 normally follows: see it.";
-                break;
-        case XID_KIND_GSP_ERROR:
-                a.severity = XID_SEV_ERROR;
-                a.action = XID_ACT_RESET_GPU;
-                a.title = "GSP error or timeout";
-                a.advice = "The GPU System Processor is failing or not answering: reset the GPU (or power-"
-                           "cycle the node) if it persists.";
-                a.note = NOTE_STUCK;
-                break;
-        case XID_KIND_UVM_ERROR:
-                a.severity = XID_SEV_WARNING;
-                a.action = XID_ACT_SEE_MESSAGE;
-                a.title = "nvidia-uvm error";
-                a.advice = "The unified-memory driver reported an error: see the message.";
-                break;
-        case XID_KIND_GPU_UUID:
-                a.severity = XID_SEV_INFO;
-                a.action = XID_ACT_NONE;
-                a.title = "GPU identified (before its first Xid)";
-                a.advice = xid_action_text(XID_ACT_NONE);
+                a.note = NULL;
                 break;
         default:
-                a.severity = XID_SEV_INFO;
-                a.action = XID_ACT_NONE;
-                a.title = "NVIDIA kernel message";
-                a.advice = xid_action_text(XID_ACT_NONE);
+                a = kind_assessment[(unsigned)e->kind < XID_KIND_COUNT ? e->kind : XID_KIND_OTHER];
                 break;
         }
         *ret = a;

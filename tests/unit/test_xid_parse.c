@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include <jansson.h>
@@ -27,6 +28,13 @@ static int parse(const char *text, const struct kmsg_time_opts *t, struct xid_li
         static const struct kmsg_time_opts dflt = { .boot_time = -1, .now = NOW };
         memset(l, 0, sizeof(*l));
         return xid_parse_log(text, strlen(text), t ? t : &dflt, "file", l);
+}
+
+/* parse, which must succeed with n events */
+static void parse_expect(const char *text, const struct kmsg_time_opts *t, size_t n, struct xid_list *l)
+{
+        assert_int_equal(parse(text, t, l), 0);
+        assert_int_equal(l->n, n);
 }
 
 /* ---- one case per line shape --------------------------------------------------------------- */
@@ -211,8 +219,7 @@ static void test_shapes(void **state)
                 const struct shape *s = &shapes[i];
                 struct xid_list l;
                 print_message("shape: %s\n", s->what);
-                assert_int_equal(parse(s->log, NULL, &l), 0);
-                assert_int_equal(l.n, 1);
+                parse_expect(s->log, NULL, 1, &l);
                 const struct xid_event *e = &l.ev[0];
                 assert_int_equal(e->kind, s->kind);
                 assert_int_equal(e->xid, s->xid);
@@ -245,8 +252,7 @@ static void test_driver_versions(void **state)
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 struct xid_list l;
-                assert_int_equal(parse(cases[i].line, NULL, &l), 0);
-                assert_int_equal(l.n, 1);
+                parse_expect(cases[i].line, NULL, 1, &l);
                 assert_int_equal(l.ev[0].kind, XID_KIND_DRIVER_LOAD);
                 assert_string_equal(l.ev[0].driver_version, cases[i].version);
                 xid_list_free(&l);
@@ -323,9 +329,8 @@ static void test_this_boot_and_seq(void **state)
         (void)state;
         struct kmsg_time_opts t = { .boot_time = 1796000000, .now = NOW };
         struct xid_list l;
-        assert_int_equal(parse("[  100.500000] NVRM: Xid (PCI:0000:3b:00): 79, x\n"
-                               "3,77,200000000,-;NVRM: Xid (PCI:0000:3b:00): 48, y\n", &t, &l), 0);
-        assert_int_equal(l.n, 2);
+        parse_expect("[  100.500000] NVRM: Xid (PCI:0000:3b:00): 79, x\n"
+                     "3,77,200000000,-;NVRM: Xid (PCI:0000:3b:00): 48, y\n", &t, 2, &l);
         assert_true(l.ev[0].time_known);
         assert_true(fabs(l.ev[0].time - 1796000100.5) < 1e-6);
         assert_false(l.ev[0].seq_known);
@@ -370,9 +375,8 @@ static void test_split_messages(void **state)
         xid_list_free(&l);
 
         /* a start line whose other lines never come is still given out, at the end */
-        assert_int_equal(parse("NVRM: A GPU crash dump has been created. If possible, please run\n"
-                               "NVRM: Xid (PCI:0000:3b:00): 13, x\n", NULL, &l), 0);
-        assert_int_equal(l.n, 2);
+        parse_expect("NVRM: A GPU crash dump has been created. If possible, please run\n"
+                     "NVRM: Xid (PCI:0000:3b:00): 13, x\n", NULL, 2, &l);
         assert_int_equal(l.ev[0].kind, XID_KIND_CRASH_DUMP);
         assert_int_equal(l.ev[1].xid, 13);
         xid_list_free(&l);
@@ -385,40 +389,35 @@ static void test_companions(void **state)
         (void)state;
         struct xid_list l;
         /* osHandleGpuLost: the Xid line, then the NV_DEV_PRINTF line: one event */
-        assert_int_equal(parse("[ 5107.644336] NVRM: Xid (PCI:0000:2b:00): 79, pid=1234, name=python3, GPU has fallen off the bus.\n"
-                               "[ 5107.644400] NVRM: GPU 0000:2b:00.0: GPU has fallen off the bus.\n"
-                               "[ 5107.644500] NVRM: GPU 0000:2b:00.0: GPU serial number is 1652123456790.\n", NULL, &l), 0);
-        assert_int_equal(l.n, 2);
+        parse_expect("[ 5107.644336] NVRM: Xid (PCI:0000:2b:00): 79, pid=1234, name=python3, GPU has fallen off the bus.\n"
+                     "[ 5107.644400] NVRM: GPU 0000:2b:00.0: GPU has fallen off the bus.\n"
+                     "[ 5107.644500] NVRM: GPU 0000:2b:00.0: GPU serial number is 1652123456790.\n", NULL, 2, &l);
         assert_int_equal(l.ev[0].kind, XID_KIND_XID);
         assert_int_equal(l.ev[0].xid, 79);
         assert_int_equal(l.ev[1].kind, XID_KIND_OTHER);
         xid_list_free(&l);
         /* another GPU's loss is not a companion */
-        assert_int_equal(parse("[ 5107.644336] NVRM: Xid (PCI:0000:2b:00): 79, GPU has fallen off the bus.\n"
-                               "[ 5107.644400] NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.\n", NULL, &l), 0);
-        assert_int_equal(l.n, 2);
+        parse_expect("[ 5107.644336] NVRM: Xid (PCI:0000:2b:00): 79, GPU has fallen off the bus.\n"
+                     "[ 5107.644400] NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.\n", NULL, 2, &l);
         assert_int_equal(l.ev[1].kind, XID_KIND_FALLEN_OFF_BUS);
         assert_string_equal(l.ev[1].pci_bus_id, "0000:3b:00.0");
         xid_list_free(&l);
         /* nor is the same GPU's line an hour later */
-        assert_int_equal(parse("[ 1000.000000] NVRM: Xid (PCI:0000:2b:00): 79, GPU has fallen off the bus.\n"
-                               "[ 4600.000000] NVRM: GPU 0000:2b:00.0: GPU has fallen off the bus.\n", NULL, &l), 0);
-        assert_int_equal(l.n, 2);
+        parse_expect("[ 1000.000000] NVRM: Xid (PCI:0000:2b:00): 79, GPU has fallen off the bus.\n"
+                     "[ 4600.000000] NVRM: GPU 0000:2b:00.0: GPU has fallen off the bus.\n", NULL, 2, &l);
         xid_list_free(&l);
         /* RmInitAdapter failed! then the Linux layer's rm_init_adapter line */
-        assert_int_equal(parse("NVRM: GPU 0000:03:00.0: RmInitAdapter failed! (0x26:0xffff:1227)\n"
-                               "NVRM: GPU 0000:03:00.0: rm_init_adapter failed, device minor number 2\n", NULL, &l), 0);
-        assert_int_equal(l.n, 1);
+        parse_expect("NVRM: GPU 0000:03:00.0: RmInitAdapter failed! (0x26:0xffff:1227)\n"
+                     "NVRM: GPU 0000:03:00.0: rm_init_adapter failed, device minor number 2\n", NULL, 1, &l);
         assert_int_equal(l.ev[0].kind, XID_KIND_INIT_FAILED);
         assert_non_null(strstr(l.ev[0].message, "RmInitAdapter failed!"));
         xid_list_free(&l);
         /* a burst of GSP timeout lines of one GPU is one event; a later burst is another */
-        assert_int_equal(parse("[ 10.0] NVRM: GPU6 _kgspIsHeartbeatTimedOut: Heartbeat timed out, curtime 0x1\n"
-                               "[ 10.1] NVRM: GPU6 _kgspLogRpcTimeout: ******** GSP Timeout ********\n"
-                               "[ 10.2] NVRM: GPU6 _kgspLogRpcTimeout: Note: Please also check logs above.\n"
-                               "[ 10.3] NVRM: GPU7 _kgspLogRpcTimeout: ******** GSP Timeout ********\n"
-                               "[ 90.0] NVRM: GPU6 _kgspLogRpcTimeout: ******** GSP Timeout ********\n", NULL, &l), 0);
-        assert_int_equal(l.n, 3);
+        parse_expect("[ 10.0] NVRM: GPU6 _kgspIsHeartbeatTimedOut: Heartbeat timed out, curtime 0x1\n"
+                     "[ 10.1] NVRM: GPU6 _kgspLogRpcTimeout: ******** GSP Timeout ********\n"
+                     "[ 10.2] NVRM: GPU6 _kgspLogRpcTimeout: Note: Please also check logs above.\n"
+                     "[ 10.3] NVRM: GPU7 _kgspLogRpcTimeout: ******** GSP Timeout ********\n"
+                     "[ 90.0] NVRM: GPU6 _kgspLogRpcTimeout: ******** GSP Timeout ********\n", NULL, 3, &l);
         assert_true(strncmp(l.ev[0].message, "GPU6", 4) == 0);
         assert_true(strncmp(l.ev[1].message, "GPU7", 4) == 0);
         assert_true(fabs(l.ev[2].monotonic - 90.0) < 1e-9);
@@ -429,16 +428,14 @@ static void test_not_nvidia(void **state)
 {
         (void)state;
         struct xid_list l;
-        assert_int_equal(parse("[    0.000000] Linux version 6.8.0\n"
-                               "usb 1-1: new high-speed USB device number 3 using xhci_hcd\n"
-                               "audit: type=1400 comm=\"NVRM: Xid (PCI:0000:3b:00): 79\"\n"
-                               "python[12]: segfault at 0 NVRM: Xid (PCI:0000:3b:00): 79, x\n"
-                               "\n\n   \n", NULL, &l), 0);
-        assert_int_equal(l.n, 0);
+        parse_expect("[    0.000000] Linux version 6.8.0\n"
+                     "usb 1-1: new high-speed USB device number 3 using xhci_hcd\n"
+                     "audit: type=1400 comm=\"NVRM: Xid (PCI:0000:3b:00): 79\"\n"
+                     "python[12]: segfault at 0 NVRM: Xid (PCI:0000:3b:00): 79, x\n"
+                     "\n\n   \n", NULL, 0, &l);
         xid_list_free(&l);
         /* a malformed Xid line is kept as an NVRM line, never as an Xid */
-        assert_int_equal(parse("NVRM: Xid (PCI:0000:3b:00: 79\nNVRM: Xid (PCI:0000:3b:00): x79\n", NULL, &l), 0);
-        assert_int_equal(l.n, 2);
+        parse_expect("NVRM: Xid (PCI:0000:3b:00: 79\nNVRM: Xid (PCI:0000:3b:00): x79\n", NULL, 2, &l);
         assert_int_equal(l.ev[0].kind, XID_KIND_OTHER);
         assert_int_equal(l.ev[0].xid, XID_NONE);
         assert_int_equal(l.ev[1].kind, XID_KIND_OTHER);
@@ -455,8 +452,7 @@ static void test_overlong_and_hostile(void **state)
         memset(s + n, 'A', big);
         strcpy(s + n + big, "\nNVRM: Xid (PCI:0000:3b:00): 31, after\n");
         struct xid_list l;
-        assert_int_equal(parse(s, NULL, &l), 0);
-        assert_int_equal(l.n, 2);
+        parse_expect(s, NULL, 2, &l);
         assert_int_equal(l.ev[0].xid, 13);
         assert_true(strlen(l.ev[0].message) < KMSG_LINE_MAX);
         assert_true(strlen(l.ev[0].raw) <= KMSG_LINE_MAX);
@@ -466,8 +462,7 @@ static void test_overlong_and_hostile(void **state)
         free(s);
 
         /* a process name with an escape sequence stays as data; JSON escapes it */
-        assert_int_equal(parse("3,1,1,-;NVRM: Xid (PCI:0000:3b:00): 13, pid=77, name=evil\\x1b[31mred\\x5c, boom\\xff", NULL, &l), 0);
-        assert_int_equal(l.n, 1);
+        parse_expect("3,1,1,-;NVRM: Xid (PCI:0000:3b:00): 13, pid=77, name=evil\\x1b[31mred\\x5c, boom\\xff", NULL, 1, &l);
         assert_string_equal(l.ev[0].process_name, "evil\033[31mred\\");
         assert_string_equal(l.ev[0].message, "boom\xff");
         struct buf b = BUF_INIT(0);
@@ -566,12 +561,11 @@ static void test_map_gpus(void **state)
         strcpy(gpus[1].pci_bus_id, "00000000:3B:00.0");        /* as NVML spells it */
         struct gpu_report r = { .driver_present = true, .gpus = gpus, .n_gpus = 2 };
         struct xid_list l;
-        assert_int_equal(parse("NVRM: Xid (PCI:0000:3b:00): 13, a\n"
-                               "NVRM: Xid (PCI:0000:86:00 GPU-I:01): 94, b\n"
-                               "NVRM: Xid (PCI:0000:99:00): 31, c\n"
-                               "nvidia-nvswitch0: SXid (PCI:0000:3b:00.0): 12028, d\n"
-                               "NVRM: No NVIDIA devices probed.\n", NULL, &l), 0);
-        assert_int_equal(l.n, 5);
+        parse_expect("NVRM: Xid (PCI:0000:3b:00): 13, a\n"
+                     "NVRM: Xid (PCI:0000:86:00 GPU-I:01): 94, b\n"
+                     "NVRM: Xid (PCI:0000:99:00): 31, c\n"
+                     "nvidia-nvswitch0: SXid (PCI:0000:3b:00.0): 12028, d\n"
+                     "NVRM: No NVIDIA devices probed.\n", NULL, 5, &l);
         assert_int_equal(xid_map_gpus(l.ev, l.n, &r), 2);
         assert_int_equal(l.ev[0].gpu_index, 1);
         assert_int_equal(l.ev[1].gpu_index, 0);
@@ -689,6 +683,60 @@ static void test_json(void **state)
         assert_int_equal(xid_format_rfc3339(NAN, ts, sizeof(ts)), -ERANGE);
 }
 
+
+/* ---- reading the default log: scan's entry point ----------------------------------------- */
+
+static void test_collect(void **state)
+{
+        (void)state;
+        char dir[] = "/tmp/gv-xid-sim-XXXXXX", path[512], err[512];
+        assert_non_null(mkdtemp(dir));
+        struct xid_source_info info;
+        struct xid_list l = { 0 };
+        unsigned long overruns = 99;
+
+        /* a simulated host without a kernel log: no events, no error */
+        struct xid_source_opts o = { .sim_dir = dir };
+        assert_int_equal(xid_collect(&o, &l, &info, err, sizeof(err), &overruns), 0);
+        assert_true(info.no_log);
+        assert_true(info.this_host);
+        assert_int_equal(l.n, 0);
+        assert_int_equal(overruns, 0);
+
+        /* with DIR/kmsg: that file, its [seconds] stamps dated from this boot */
+        snprintf(path, sizeof(path), "%s/kmsg", dir);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs("3,7,5000000,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=p, GPU has fallen off the bus.\n", f);
+        fclose(f);
+        assert_int_equal(xid_collect(&o, &l, &info, err, sizeof(err), NULL), 0);
+        assert_false(info.no_log);
+        assert_int_equal(info.source, KMSG_SRC_FILE);
+        assert_string_equal(info.path, path);
+        assert_int_equal(l.n, 1);
+        assert_int_equal(l.ev[0].xid, 79);
+        assert_true(l.ev[0].time_known);
+        assert_true(l.ev[0].seq_known);
+        assert_string_equal(l.ev[0].source, "file");
+        xid_list_free(&l);
+        unlink(path);
+
+        /* --kmsg FILE wins over the simulated host; not this host unless this_boot */
+        snprintf(path, sizeof(path), "%s/kmsg/dmesg-T.txt", GV_FIXTURES);
+        struct xid_source_opts of = { .kmsg_path = path, .sim_dir = dir };
+        assert_int_equal(xid_collect(&of, &l, &info, err, sizeof(err), NULL), 0);
+        assert_false(info.this_host);
+        assert_int_equal(l.n, 4);
+        xid_list_free(&l);
+        rmdir(dir);
+
+        /* an unreadable kernel device: an error and one line, never an exit */
+        struct xid_source_opts od = { .kmsg_dev = "/nonexistent/kmsg" };
+        assert_int_equal(xid_collect(&od, &l, &info, err, sizeof(err), NULL), -ENOENT);
+        assert_non_null(strstr(err, "/nonexistent/kmsg"));
+        assert_int_equal(l.n, 0);
+}
+
 int main(void)
 {
         setenv("TZ", "UTC", 1);
@@ -701,6 +749,7 @@ int main(void)
                 cmocka_unit_test(test_fixture_files),   cmocka_unit_test(test_pci_parse),
                 cmocka_unit_test(test_map_gpus),        cmocka_unit_test(test_since),
                 cmocka_unit_test(test_merge),           cmocka_unit_test(test_json),
+                cmocka_unit_test(test_collect),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
