@@ -1,8 +1,23 @@
 /* simstate: the simulated driver's state directory, shared by the stand-in NVML library
  * (sim/nvml), the simulated CUDA application (sim/app) and `ghostvram sim`.
- * The model and its rules: docs/simulator.md. */
+ * The model and its rules: docs/simulator.md.
+ *
+ * Every file in the directory is small, line-based text, replaced atomically
+ * (write_file_atomic); read-modify-write happens under flock(DIR/lock). Readers never need
+ * the lock. Parsers skip what they do not understand: the NVML stand-in is loaded into
+ * ghostvram and must never crash on a corrupt state file. */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SIM_MAX_GPUS 16
+#define SIM_MAX_CONTEXTS 1024
+#define SIM_MAX_NSPID 8
+#define SIM_HANG_LEN 64
+#define SIM_DEV_FILE_SIZE 65536 /* every simulated device file: enough to mmap a page anywhere */
+#define SIM_ERR_LEN 256
 
 /* The NVML library that a process reading the simulated host in `dir` must load (the variant
  * chosen by the `driver` knob). Returns 0 or a negative errno (-ENOENT: not a sim dir, or the
@@ -11,3 +26,203 @@ int simstate_library(const char *dir, char *out, size_t outlen);
 
 /* The device-node prefix of the simulated host: "<dir>/dev/nvidia". */
 int simstate_dev_prefix(const char *dir, char *out, size_t outlen);
+
+/* Find a file of the simulator built or installed with this program: first
+ * "<dir of /proc/self/exe>/sim/<rel>", then "<dir of /proc/self/exe>/<rel>", then
+ * GV_SIM_LIBDIR_BUILD "/<rel>", then GV_SIM_LIBDIR_INSTALL "/<rel>". Returns 0 or -ENOENT. */
+int simstate_find_file(const char *rel, char *out, size_t outlen);
+
+/* ---- driver variants ------------------------------------------------------------------ */
+
+struct sim_variant {
+        const char *name;               /* directory under sim/: "current", "535.54.03", ... */
+        const char *driver_version;     /* nvmlSystemGetDriverVersion */
+        const char *nvml_version;       /* nvmlSystemGetNVMLVersion */
+        bool translates_pids;           /* >= 535.113.01: PIDs in the caller's namespace */
+        int v3_stride;                  /* 0: no _v3 symbols; else bytes per _v3 record */
+        const char *summary;            /* one line for --help */
+};
+
+extern const struct sim_variant sim_variants[];
+extern const size_t sim_n_variants;
+
+/* The variant called `name` (its directory name or its driver version), or NULL. */
+const struct sim_variant *sim_variant_find(const char *name);
+
+/* ---- the simulated host: sim.conf and gpus -------------------------------------------- */
+
+struct sim_gpu {
+        unsigned index;
+        unsigned minor;                 /* DIR/dev/nvidia<minor> */
+        char name[96];
+        char uuid[96];
+        char pci_bus_id[32];            /* "00000000:1B:00.0" */
+        unsigned pci_domain, pci_bus, pci_device;
+        uint32_t pci_device_id;         /* (device << 16) | vendor */
+        uint32_t pci_subsystem_id;
+        uint64_t total_bytes;
+        uint64_t reserved_bytes;
+};
+
+struct sim_host {
+        unsigned long long host_pidns;  /* inode of the PID namespace `sim init` ran in */
+        unsigned n_gpus;
+        struct sim_gpu gpus[SIM_MAX_GPUS];
+};
+
+/* Create a simulated host in dir (created if missing; refused with -EEXIST when it already
+ * holds one). n_gpus 1..SIM_MAX_GPUS; memory and reserved in MiB, reserved < memory. */
+int sim_init_dir(const char *dir, unsigned n_gpus, uint64_t memory_mib, uint64_t reserved_mib);
+
+/* Read sim.conf and gpus. Returns 0, -ENOENT (not a sim dir), -EBADMSG (corrupt). */
+int sim_host_load(const char *dir, struct sim_host *ret);
+
+/* ---- knobs ----------------------------------------------------------------------------- */
+
+enum sim_pid_mode {
+        SIM_PID_AUTO = 0,               /* whatever the driver variant does */
+        SIM_PID_TRANSLATED,             /* >= 535.113.01 */
+        SIM_PID_HOST,                   /* older drivers */
+};
+
+/* Queries that the notsup knob can make return NVML_ERROR_NOT_SUPPORTED. */
+enum sim_query {
+        SIM_Q_MEMORY = 1u << 0,         /* nvmlDeviceGetMemoryInfo (v1) */
+        SIM_Q_MEMORY_V2 = 1u << 1,
+        SIM_Q_PROCESSES = 1u << 2,      /* every process-list call */
+        SIM_Q_PERSISTENCE = 1u << 3,
+        SIM_Q_MIG = 1u << 4,
+        SIM_Q_PCI = 1u << 5,
+        SIM_Q_MINOR = 1u << 6,
+        SIM_Q_EVENTS = 1u << 7,         /* nvmlDeviceRegisterEvents */
+};
+
+struct sim_gpu_knobs {
+        bool lost;
+        unsigned notsup;                /* enum sim_query bits */
+        char hang[SIM_HANG_LEN];        /* NVML function name, "any", or "" */
+        uint64_t uncharged_mib;
+        unsigned list_growth;
+        bool persistence;
+        bool mig;
+        int xid_event;                  /* pending Xid to deliver once, -1 none */
+};
+
+struct sim_knobs {
+        char driver[24];                /* variant name */
+        enum sim_pid_mode pid_mode;
+        bool hidden_owner;
+        uint64_t free_delay_ms_per_gib;
+        bool strict_versions;
+        char hang[SIM_HANG_LEN];        /* for calls that name no GPU */
+        struct sim_gpu_knobs gpu[SIM_MAX_GPUS];
+};
+
+/* Defaults, then DIR/knobs applied line by line (unknown or invalid lines are skipped). */
+int sim_knobs_load(const char *dir, struct sim_knobs *ret);
+
+/* Validate "KEY=VALUE" (or "KEY=GPU:VALUE") against a host with n_gpus GPUs. On error
+ * returns -EINVAL and writes a message into err. */
+int sim_knob_check(const char *assignment, unsigned n_gpus, char *err, size_t errlen);
+
+/* Validate all assignments, then apply them to DIR/knobs in one atomic write under the
+ * lock. Returns 0, -EINVAL (message in err) or another negative errno. */
+int sim_knobs_set(const char *dir, char **assignments, size_t n, char *err, size_t errlen);
+
+/* Consume the pending xid_event of gpu, if any (delivered once). Returns 1 and the code, 0
+ * when none is pending, or a negative errno. */
+int sim_event_take(const char *dir, unsigned gpu, unsigned *ret_code);
+
+/* True if the hang knob names `fn` (or "any") for gpu (-1: a call that names no GPU). */
+bool sim_knobs_hang(const struct sim_knobs *k, int gpu, const char *fn);
+
+/* The pid mode in force for a library of variant `v` (the knob wins over the variant). */
+enum sim_pid_mode sim_pid_mode_effective(const struct sim_knobs *k, const struct sim_variant *v);
+
+/* Print every knob with its values and meaning (for --help). */
+struct buf;
+int sim_knobs_help(struct buf *out);
+
+/* ---- contexts --------------------------------------------------------------------------- */
+
+struct sim_ctx {
+        unsigned id;                    /* = the locked byte in dev/nvidiactl and in owners */
+        unsigned gpu;
+        uint64_t bytes;
+        unsigned long long owner_pidns; /* the owner's PID namespace inode */
+        unsigned long long proc_pidns;  /* namespace of the /proc the owner saw (0 unknown) */
+        unsigned n_nspid;
+        pid_t nspid[SIM_MAX_NSPID];     /* NSpid: [0] in proc_pidns ... [n-1] in owner_pidns */
+        uint64_t created_ms;            /* CLOCK_REALTIME */
+        uint64_t released_ms;           /* first time a reader saw it released; 0 not yet */
+};
+
+enum sim_ctx_state {
+        SIM_CTX_ALIVE,                  /* its open file description exists */
+        SIM_CTX_RELEASING,              /* released, memory freed after the free delay */
+        SIM_CTX_FREED,
+};
+
+struct sim_ctx_view {
+        struct sim_ctx ctx;
+        enum sim_ctx_state state;
+        bool owner_alive;               /* the owner's POSIX lock is held */
+        pid_t owner_pid_here;           /* owner PID in the caller's namespace (0: not visible) */
+        uint64_t free_in_ms;            /* RELEASING: time left */
+};
+
+/* What the driver sees right now. */
+struct sim_observation {
+        size_t n;
+        struct sim_ctx_view ctx[SIM_MAX_CONTEXTS];
+        uint64_t charged_bytes[SIM_MAX_GPUS];   /* contexts alive or releasing */
+};
+
+/* The caller's side of the driver: its own descriptions of nvidiactl and owners (like the
+ * real NVML, which opens /dev/nvidiactl), its PID namespace. */
+struct sim_client {
+        char dir[4096];
+        struct sim_host host;
+        int ctl_fd;
+        int owners_fd;
+        unsigned long long pidns;
+};
+
+/* Open the client side for dir. Returns 0, -ENOENT (not a sim dir) or a negative errno. */
+int sim_client_open(const char *dir, struct sim_client *c);
+/* Close the client's descriptors (idempotent; NULL is fine). */
+void sim_client_close(struct sim_client *c);
+
+/* Look at every context: liveness from the OFD lock on nvidiactl, owner from the POSIX lock
+ * on owners. Records the first time a context is seen released and forgets freed ones
+ * (under the lock; silently skipped when the directory is read-only). */
+int sim_observe(struct sim_client *c, const struct sim_knobs *k, struct sim_observation *o);
+
+struct sim_proc {
+        unsigned pid;
+        uint64_t bytes;
+};
+
+/* The process list of gpu as the driver reports it to this caller (one entry per PID,
+ * bytes summed). Writes at most max entries and the full count to *ret_n. */
+void sim_proc_list(const struct sim_client *c, const struct sim_knobs *k, enum sim_pid_mode mode,
+                   const struct sim_observation *o, unsigned gpu, struct sim_proc *out, size_t max,
+                   size_t *ret_n);
+
+/* Used bytes of gpu as NVML's v2 query reports them (allocated, reserved apart). */
+uint64_t sim_used_bytes(const struct sim_host *h, const struct sim_knobs *k,
+                        const struct sim_observation *o, unsigned gpu);
+
+/* Create a context of `bytes` on gpu for the calling process: takes an OFD write lock on
+ * byte <id> of ctl_fd (the caller's own open description of dev/nvidiactl) and a POSIX
+ * write lock on byte <id> of owners_fd, records the owner's NSpid and namespaces.
+ * Returns 0 and the id, -ENOMEM when the GPU lacks free memory, -ENODEV for a bad or lost
+ * GPU, or another negative errno; a message goes to err. */
+int sim_context_create(const char *dir, unsigned gpu, uint64_t bytes, int ctl_fd, int owners_fd,
+                       unsigned *ret_id, char *err, size_t errlen);
+
+/* Milliseconds of CLOCK_REALTIME (shared by processes, and meaningful across reboots of a
+ * kept state directory, unlike CLOCK_MONOTONIC). */
+uint64_t sim_now_ms(void);
+/* Inode of the PID namespace of `who` ("self" or "1") seen through /proc, 0 if unknown. */
+unsigned long long sim_pidns_of(const char *who);

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE 1 /* pipe2 */
 /* demo: the ghost-memory story end to end on a temporary simulated host. Everything it starts
  * it stops, and the temporary host is removed. */
 #include <errno.h>

@@ -1,9 +1,488 @@
+/* ghostvram sim: the simulated driver — create a simulated host, run jobs on it, set its
+ * knobs, show its state. The model: docs/simulator.md. */
+#define _GNU_SOURCE 1 /* pipe2 */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "cli/cli.h"
+#include "simstate.h"
+#include "util/buf.h"
+#include "util/parse.h"
+
+#define SIM_RUN_TIMEOUT_MS 30000
+
+static void sim_usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: ghostvram sim COMMAND DIR [OPTIONS]\n\n"
+                "A simulated NVIDIA driver for tests, demos and learning. DIR holds a simulated\n"
+                "host: GPUs, device files (DIR/dev/nvidia*), jobs' contexts and knobs. With\n"
+                "GHOSTVRAM_SIM=DIR every ghostvram command reads it instead of the real driver,\n"
+                "through a stand-in libnvidia-ml.so.1 with the real ABI.\n\n"
+                "Commands:\n"
+                "  init DIR [--gpus N] [--memory MiB] [--reserved MiB]\n"
+                "                create a simulated host\n"
+                "  run DIR --gpu I --mib M [--workers K] [--close-fds-in-workers] [--exec-child]\n"
+                "                start a simulated CUDA job in the background; print its PIDs\n"
+                "  set DIR KEY=VALUE...\n"
+                "                driver generation, PID translation, faults ('sim set --help')\n"
+                "  status DIR    GPUs, memory, contexts and their owners, as the driver sees them\n\n"
+                "The rule it follows, like the real driver: a context's memory is freed only\n"
+                "when the open file description it was created on is gone. Workers forked by a\n"
+                "killed job keep it, through inherited descriptors or mappings alone, and\n"
+                "nvidia-smi shows a PID that no longer exists.\n\n"
+                "Example:\n"
+                "  ghostvram sim init /tmp/gpu --gpus 2\n"
+                "  ghostvram sim run /tmp/gpu --gpu 0 --mib 4096 --workers 2   # owner 1234 ...\n"
+                "  kill -9 1234\n"
+                "  GHOSTVRAM_SIM=/tmp/gpu ghostvram scan\n\n"
+                "Run 'ghostvram sim COMMAND --help' for each command. Exit status: 0 done,\n"
+                "1 failed (e.g. the job ran out of GPU memory), 2 bad usage.\n");
+}
+
+static bool want_help(int argc, char **argv)
+{
+        for (int i = 1; i < argc; i++)
+                if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+                        return true;
+        return false;
+}
+
+/* ---- init ------------------------------------------------------------------------------- */
+
+static const char sim_init_help[] =
+        "Usage: ghostvram sim init DIR [--gpus N] [--memory MiB] [--reserved MiB]\n\n"
+        "Create a simulated host in DIR (created if missing; must not hold one yet):\n"
+        "N GPUs \"NVIDIA H100 80GB HBM3 (simulated)\" with distinct UUIDs and PCI bus\n"
+        "ids; device files DIR/dev/nvidiactl, nvidia-uvm, nvidia0..N-1; no jobs;\n"
+        "default knobs.\n\n"
+        "  --gpus N          number of GPUs, 1 to 16 (default 2)\n"
+        "  --memory SIZE     memory per GPU (default 81559 MiB, an H100 80GB; 2GiB ok)\n"
+        "  --reserved SIZE   memory the driver reserves per GPU (default 579 MiB):\n"
+        "                    apart in nvmlDeviceGetMemoryInfo_v2, inside v1's 'used'\n\n"
+        "Then: ghostvram sim run DIR ..., or GHOSTVRAM_SIM=DIR ghostvram scan\n";
+
+static int sim_cmd_init(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                { "gpus", required_argument, NULL, 'g' },
+                { "memory", required_argument, NULL, 'm' },
+                { "reserved", required_argument, NULL, 'r' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        unsigned gpus = 2;
+        uint64_t memory = 81559, reserved = 579;
+        int c;
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+                switch (c) {
+                case 'g':
+                        if (parse_uint_range(optarg, 1, SIM_MAX_GPUS, &gpus) < 0) {
+                                cli_error("sim init", "--gpus: '%s' is not a number from 1 to %d", optarg,
+                                          SIM_MAX_GPUS);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                case 'm':
+                        if (parse_size_mib(optarg, &memory) < 0 || memory < 1 || memory > ((uint64_t)1 << 24)) {
+                                cli_error("sim init", "--memory: '%s' is not a size from 1 MiB to 16 TiB", optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                case 'r':
+                        if (parse_size_mib(optarg, &reserved) < 0) {
+                                cli_error("sim init", "--reserved: '%s' is not a size (e.g. 579, 1GiB)", optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                case 'h': fputs(sim_init_help, stdout); return EXIT_OK;
+                default: fputs(sim_init_help, stderr); return EXIT_USAGE;
+                }
+        }
+        if (optind != argc - 1) {
+                cli_error("sim init", "expected one DIR (see 'ghostvram sim init --help')");
+                return EXIT_USAGE;
+        }
+        const char *dir = argv[optind];
+        if (reserved >= memory) {
+                cli_error("sim init", "--reserved (%llu MiB) must be less than --memory (%llu MiB)",
+                          (unsigned long long)reserved, (unsigned long long)memory);
+                return EXIT_USAGE;
+        }
+        int r = sim_init_dir(dir, gpus, memory, reserved);
+        if (r == -EEXIST) {
+                cli_error("sim init", "%s already holds a simulated host; remove it first", dir);
+                return EXIT_USAGE;
+        }
+        if (r < 0) {
+                cli_error("sim init", "cannot create a simulated host in %s: %s", dir, strerror(-r));
+                return EXIT_FINDING;
+        }
+        printf("simulated host in %s: %u GPU%s, %llu MiB each (%llu MiB reserved)\n"
+               "next: ghostvram sim run %s --gpu 0 --mib 1024 --workers 2\n"
+               "      GHOSTVRAM_SIM=%s ghostvram scan\n",
+               dir, gpus, gpus == 1 ? "" : "s", (unsigned long long)memory, (unsigned long long)reserved, dir, dir);
+        return EXIT_OK;
+}
+
+/* ---- run --------------------------------------------------------------------------------- */
+
+static const char sim_run_help[] =
+        "Usage: ghostvram sim run DIR --gpu I --mib M [--workers K]\n"
+        "                         [--close-fds-in-workers] [--exec-child]\n\n"
+        "Start a simulated CUDA job in the background; return once its context exists.\n"
+        "The owner opens DIR/dev/nvidiactl, nvidia-uvm and every visible nvidiaN\n"
+        "close-on-exec and maps them, like the CUDA runtime; its context charges M MiB\n"
+        "to GPU I, listed under the owner's PID. It starts a new session (setsid), like\n"
+        "a job a scheduler launches: 'kill -- -PGID' ends the whole job. Prints one line\n"
+        "per process: 'owner PID', 'worker PID'..., 'child PID'. They sleep until killed.\n\n"
+        "  --gpu I                 CUDA device ordinal (of CUDA_VISIBLE_DEVICES if set)\n"
+        "  --mib SIZE              GPU memory of the context (must fit in free memory)\n"
+        "  --workers K             fork K workers (0-64) after the context exists: they\n"
+        "                          inherit descriptors and mappings (data-loader workers)\n"
+        "  --close-fds-in-workers  workers close their device descriptors, keep mappings\n"
+        "  --exec-child            also fork a child that execs 'sleep': it holds nothing\n\n"
+        "Exit status: 0 started, 1 the job failed (out of memory, GPU lost), 2 bad usage.\n";
+
+static int sim_run_spawn(const char *app, const char *dir, char **args, int *ret_fd, pid_t *ret_pid)
+{
+        int p[2];
+        char log[PATH_MAX];
+        if (snprintf(log, sizeof(log), "%s/jobs.log", dir) >= (int)sizeof(log))
+                return -ENAMETOOLONG;
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        pid_t pid = fork();
+        if (pid < 0) {
+                int e = -errno;
+                close(p[0]);
+                close(p[1]);
+                return e;
+        }
+        if (pid == 0) {
+                /* detach: own session and process group, stdio away from the caller's pipes */
+                setsid();
+                int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                int lg = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+                if (nul < 0 || lg < 0 || dup2(nul, 0) < 0 || dup2(lg, 1) < 0 || dup2(lg, 2) < 0 || dup2(p[1], 3) < 0)
+                        _exit(126);
+                /* nothing else of the caller's (its pipes, a test harness's) goes with the job */
+                close_range(4, ~0u, 0);
+                execv(app, args);
+                dprintf(3, "error cannot run %s: %s\n", app, strerror(errno));
+                _exit(127);
+        }
+        close(p[1]);
+        *ret_fd = p[0];
+        *ret_pid = pid;
+        return 0;
+}
+
+static int sim_cmd_run(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                { "gpu", required_argument, NULL, 'g' },
+                { "mib", required_argument, NULL, 'm' },
+                { "workers", required_argument, NULL, 'w' },
+                { "close-fds-in-workers", no_argument, NULL, 'c' },
+                { "exec-child", no_argument, NULL, 'x' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        const char *cmd = "sim run";
+        unsigned gpu = 0, workers = 0;
+        uint64_t mib = 0;
+        bool have_gpu = false, close_fds = false, exec_child = false;
+        char gpu_s[16], mib_s[32], workers_s[16], app[PATH_MAX];
+        struct buf out = BUF_INIT(1 << 16);
+        struct sim_host h;
+        int c, fd = -1, ret = EXIT_FINDING;
+        pid_t pid = -1;
+        bool ready = false;
+        char *text, *line;
+
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+                switch (c) {
+                case 'g':
+                        if (parse_uint_range(optarg, 0, SIM_MAX_GPUS - 1, &gpu) < 0) {
+                                cli_error(cmd, "--gpu: '%s' is not a GPU index", optarg);
+                                return EXIT_USAGE;
+                        }
+                        have_gpu = true;
+                        break;
+                case 'm':
+                        if (parse_size_mib(optarg, &mib) < 0 || mib == 0 || mib > ((uint64_t)1 << 24)) {
+                                cli_error(cmd, "--mib: '%s' is not a size from 1 MiB to 16 TiB", optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                case 'w':
+                        if (parse_uint_range(optarg, 0, 64, &workers) < 0) {
+                                cli_error(cmd, "--workers: '%s' is not a number from 0 to 64", optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                case 'c': close_fds = true; break;
+                case 'x': exec_child = true; break;
+                case 'h': fputs(sim_run_help, stdout); return EXIT_OK;
+                default: fputs(sim_run_help, stderr); return EXIT_USAGE;
+                }
+        }
+        if (optind != argc - 1 || !have_gpu || !mib) {
+                cli_error(cmd, "expected DIR, --gpu and --mib (see 'ghostvram sim run --help')");
+                return EXIT_USAGE;
+        }
+        const char *dir = argv[optind];
+        int r = sim_host_load(dir, &h);
+        if (r < 0) {
+                cli_error(cmd, "%s is not a simulated host (%s); create one with 'ghostvram sim init %s'", dir,
+                          strerror(-r), dir);
+                return EXIT_USAGE;
+        }
+        if (gpu >= h.n_gpus) {
+                cli_error(cmd, "--gpu %u: this simulated host has GPUs 0 to %u", gpu, h.n_gpus - 1);
+                return EXIT_USAGE;
+        }
+        if (simstate_find_file("gv-simcuda", app, sizeof(app)) < 0) {
+                cli_error(cmd, "cannot find gv-simcuda (the simulated CUDA application) next to ghostvram or in "
+                               "the build or install directory");
+                return EXIT_FINDING;
+        }
+        snprintf(gpu_s, sizeof(gpu_s), "%u", gpu);
+        snprintf(mib_s, sizeof(mib_s), "%llu", (unsigned long long)mib);
+        snprintf(workers_s, sizeof(workers_s), "%u", workers);
+        char *args[16] = { app, (char *)"--dir", (char *)dir, (char *)"--gpu", gpu_s, (char *)"--mib", mib_s,
+                           (char *)"--workers", workers_s, (char *)"--report-fd", (char *)"3" };
+        int n = 11;
+        if (close_fds)
+                args[n++] = (char *)"--close-fds-in-workers";
+        if (exec_child)
+                args[n++] = (char *)"--exec-child";
+        args[n] = NULL;
+        r = sim_run_spawn(app, dir, args, &fd, &pid);
+        if (r < 0) {
+                cli_error(cmd, "cannot start the job: %s", strerror(-r));
+                return EXIT_FINDING;
+        }
+        /* read the job's report until "ready", "error ..." or EOF */
+        for (;;) {
+                char chunk[512];
+                struct pollfd pfd = { .fd = fd, .events = POLLIN };
+                int pr = poll(&pfd, 1, SIM_RUN_TIMEOUT_MS);
+                if (pr < 0 && errno == EINTR)
+                        continue;
+                if (pr <= 0) {
+                        cli_error(cmd, "the job did not report within %d s", SIM_RUN_TIMEOUT_MS / 1000);
+                        goto out;
+                }
+                ssize_t got = read(fd, chunk, sizeof(chunk));
+                if (got < 0 && errno == EINTR)
+                        continue;
+                if (got <= 0)
+                        break;
+                if (buf_append(&out, chunk, (size_t)got) < 0)
+                        break;
+        }
+        text = out.len ? out.data : NULL;
+        while (text && (line = strsep(&text, "\n"))) {
+                if (!strncmp(line, "owner ", 6) || !strncmp(line, "worker ", 7) || !strncmp(line, "child ", 6)) {
+                        printf("%s\n", line);
+                } else if (!strcmp(line, "ready")) {
+                        ready = true;
+                } else if (!strncmp(line, "error ", 6)) {
+                        cli_error(cmd, "%s", line + 6);
+                }
+        }
+        if (!ready) {
+                if (out.len == 0)
+                        cli_error(cmd, "the job ended before it created its context (see %s/jobs.log)", dir);
+                goto out;
+        }
+        ret = EXIT_OK;
+out:
+        if (fd >= 0)
+                close(fd);
+        if (!ready && pid > 0) {
+                kill(pid, SIGKILL); /* a job that did not start must not linger */
+                waitpid(pid, NULL, 0);
+        }
+        buf_free(&out);
+        fflush(stdout);
+        return ret;
+}
+
+/* ---- set ---------------------------------------------------------------------------------- */
+
+static int sim_cmd_set(int argc, char **argv)
+{
+        if (want_help(argc, argv)) {
+                struct buf b = BUF_INIT(1 << 16);
+                sim_knobs_help(&b);
+                printf("Usage: ghostvram sim set DIR KEY=VALUE [KEY=VALUE...]\n\n"
+                       "Change the simulated driver. Knobs marked [GPU:] apply to every GPU, or to\n"
+                       "one with KEY=GPU:VALUE; KEY=default (or KEY=GPU:default) removes a setting.\n"
+                       "They take effect at the next NVML call. All are checked before any is written.\n\n"
+                       "Knobs:\n%s\n"
+                       "Examples:\n"
+                       "  ghostvram sim set /tmp/gpu driver=535.98 pid_mode=host\n"
+                       "  ghostvram sim set /tmp/gpu hang=1:nvmlDeviceGetMemoryInfo_v2\n"
+                       "  ghostvram sim set /tmp/gpu notsup=persistence,memory_v2 uncharged_mib=0:300\n"
+                       "  ghostvram sim set /tmp/gpu free_delay_ms_per_gib=2000 xid_event=0:79\n",
+                       buf_str(&b));
+                buf_free(&b);
+                return EXIT_OK;
+        }
+        if (argc < 3) {
+                cli_error("sim set", "expected DIR and at least one KEY=VALUE (see 'ghostvram sim set --help')");
+                return EXIT_USAGE;
+        }
+        char err[SIM_ERR_LEN] = "";
+        int r = sim_knobs_set(argv[1], argv + 2, (size_t)(argc - 2), err, sizeof(err));
+        if (r < 0) {
+                cli_error("sim set", "%s", err[0] ? err : strerror(-r));
+                return r == -EINVAL || r == -ENOENT || r == -EBADMSG ? EXIT_USAGE : EXIT_FINDING;
+        }
+        return EXIT_OK;
+}
+
+/* ---- status ------------------------------------------------------------------------------- */
+
+static void sim_status_ctx(const struct sim_ctx_view *v)
+{
+        const struct sim_ctx *c = &v->ctx;
+        printf("  context %u: %llu MiB, ", c->id, (unsigned long long)(c->bytes >> 20));
+        if (v->state == SIM_CTX_RELEASING) {
+                printf("released, freed in %.1f s\n", (double)v->free_in_ms / 1000.0);
+                return;
+        }
+        printf("alive, owner ");
+        if (v->owner_alive && v->owner_pid_here)
+                printf("PID %d (alive)", (int)v->owner_pid_here);
+        else if (v->owner_alive)
+                printf("alive in another PID namespace");
+        else
+                printf("dead");
+        printf(", NSpid");
+        for (unsigned k = 0; k < c->n_nspid; k++)
+                printf("%s%d", k ? "/" : " ", (int)c->nspid[k]);
+        printf("%s\n", v->owner_alive ? "" : " (kept alive by inherited descriptors or mappings)");
+}
+
+static void sim_status_print(const char *dir, const struct sim_client *cl, const struct sim_knobs *k,
+                             const struct sim_observation *o);
+
+static int sim_cmd_status(int argc, char **argv)
+{
+        if (want_help(argc, argv)) {
+                printf("Usage: ghostvram sim status DIR\n\n"
+                       "What the simulated driver sees now, from this process's PID namespace:\n"
+                       "per GPU its memory (as the v2 query reports it) and faults, and each\n"
+                       "context with its owner (alive, dead, or in another PID namespace), or\n"
+                       "released and waiting for the free delay.\n");
+                return EXIT_OK;
+        }
+        if (argc != 2) {
+                cli_error("sim status", "expected one DIR");
+                return EXIT_USAGE;
+        }
+        struct sim_client *cl = malloc(sizeof(*cl));
+        struct sim_knobs *k = malloc(sizeof(*k));
+        struct sim_observation *o = malloc(sizeof(*o));
+        int ret = EXIT_FINDING, r;
+        const char *dir = argv[1];
+        if (!cl || !k || !o) {
+                cli_error("sim status", "out of memory");
+                goto out_free;
+        }
+        r = sim_client_open(dir, cl);
+        if (r < 0) {
+                cli_error("sim status", "%s is not a simulated host (%s)", dir, strerror(-r));
+                ret = EXIT_USAGE;
+                goto out_free;
+        }
+        r = sim_knobs_load(dir, k);
+        if (r == 0)
+                r = sim_observe(cl, k, o);
+        if (r < 0) {
+                cli_error("sim status", "cannot read %s: %s", dir, strerror(-r));
+                goto out;
+        }
+        sim_status_print(dir, cl, k, o);
+        ret = EXIT_OK;
+out:
+        sim_client_close(cl);
+out_free:
+        free(o);
+        free(k);
+        free(cl);
+        return ret;
+}
+
+static void sim_status_print(const char *dir, const struct sim_client *cl, const struct sim_knobs *k,
+                             const struct sim_observation *o)
+{
+        const struct sim_variant *var = sim_variant_find(k->driver);
+        enum sim_pid_mode mode = sim_pid_mode_effective(k, var);
+        printf("simulated host %s\n  driver %s (variant %s), PIDs %s, struct versions %s%s\n", dir,
+               var ? var->driver_version : "?", k->driver,
+               mode == SIM_PID_HOST ? "as host PIDs" : "translated into the caller's namespace",
+               k->strict_versions ? "strict" : "relaxed", k->hidden_owner ? ", dead owners hidden" : "");
+        if (k->free_delay_ms_per_gib)
+                printf("  released memory is freed %llu ms per GiB after the driver sees it released\n",
+                       (unsigned long long)k->free_delay_ms_per_gib);
+        for (unsigned g = 0; g < cl->host.n_gpus; g++) {
+                const struct sim_gpu *gp = &cl->host.gpus[g];
+                const struct sim_gpu_knobs *gk = &k->gpu[g];
+                uint64_t used = sim_used_bytes(&cl->host, k, o, g);
+                printf("GPU %u: %s  %s  %s  /dev/nvidia%u\n", g, gp->name, gp->pci_bus_id, gp->uuid, gp->minor);
+                printf("  memory: %llu MiB total, %llu MiB reserved, %llu MiB used, %llu MiB free",
+                       (unsigned long long)(gp->total_bytes >> 20), (unsigned long long)(gp->reserved_bytes >> 20),
+                       (unsigned long long)(used >> 20),
+                       (unsigned long long)((gp->total_bytes - gp->reserved_bytes - used) >> 20));
+                if (gk->uncharged_mib)
+                        printf(" (%llu MiB uncharged)", (unsigned long long)gk->uncharged_mib);
+                printf("\n  persistence %s, MIG %s%s%s%s%s\n", gk->persistence ? "on" : "off", gk->mig ? "on" : "off",
+                       gk->lost ? ", LOST (GPU_IS_LOST)" : "", gk->hang[0] ? ", hangs in " : "", gk->hang,
+                       gk->notsup ? ", some queries NOT_SUPPORTED" : "");
+                for (size_t i = 0; i < o->n; i++)
+                        if (o->ctx[i].ctx.gpu == g)
+                                sim_status_ctx(&o->ctx[i]);
+        }
+}
 
 int cmd_sim(int argc, char **argv)
 {
-        (void)argc; (void)argv;
-        fprintf(stderr, "ghostvram sim: not built yet\n");
+        static const struct {
+                const char *name;
+                int (*fn)(int, char **);
+        } subs[] = {
+                { "init", sim_cmd_init },
+                { "run", sim_cmd_run },
+                { "set", sim_cmd_set },
+                { "status", sim_cmd_status },
+        };
+        if (argc < 2) {
+                sim_usage(stderr);
+                return EXIT_USAGE;
+        }
+        if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+                sim_usage(stdout);
+                return EXIT_OK;
+        }
+        for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
+                if (!strcmp(argv[1], subs[i].name))
+                        return subs[i].fn(argc - 1, argv + 1);
+        cli_error("sim", "unknown command '%s'", argv[1]);
+        sim_usage(stderr);
         return EXIT_USAGE;
 }

@@ -66,8 +66,12 @@ struct host_proc {
 };
 
 struct host_report {
-        struct host_proc *holders;      /* every process holding a node */
+        struct host_proc *holders;      /* every process holding a node, by pid */
         size_t n_holders;
+        /* Processes whose maps could not be read (D state, a missed deadline) and that hold no
+         * node by descriptor: they may hold one by mapping. Same facts as holders, no nodes. */
+        struct host_proc *unverified;
+        size_t n_unverified;
         char **limits;                  /* what could not be seen, one sentence each */
         size_t n_limits;
         uint64_t self_pidns_ino;        /* our own PID namespace */
@@ -77,6 +81,7 @@ struct host_report {
         long clk_tck;
         double sample_time;             /* epoch seconds when the walk started */
         unsigned procs_scanned;
+        pid_t self_pid;                 /* our own PID as proc_root shows it, 0 if not there */
         unsigned nvidia_majors[8];      /* from /proc/devices */
         unsigned n_nvidia_majors;
 };
@@ -105,6 +110,8 @@ void host_proc_clear(struct host_proc *p);
 const struct host_proc *host_report_find(const struct host_report *r, pid_t pid);
 /* Does p hold node `name` (exact) by any means? */
 bool host_proc_holds(const struct host_proc *p, const char *name);
+/* The value of allow-listed environment variable `name` in p, or NULL. */
+const char *host_proc_env(const struct host_proc *p, const char *name);
 
 /* Parsers without I/O, for tests and fuzzing. Each returns 0 or -EINVAL. */
 int host_parse_stat(const char *buf, size_t len, struct host_proc *p);

@@ -180,13 +180,11 @@ static void classify_owner(const struct facts *f, const struct gpu_proc *p, stru
         } else if (f->gpu->pid_mode == GPU_PID_HOST) {
                 o->cls = OWNER_FOREIGN;
                 snprintf(o->why, sizeof(o->why), "not in this PID namespace (the driver lists host PIDs)");
-        } else if (f->gpu->pid_mode == GPU_PID_TRANSLATED) {
-                /* the driver translated it into our namespace, yet it is not here */
-                o->cls = OWNER_STALE;
-                snprintf(o->why, sizeof(o->why), "no such process (translated into this namespace)");
         } else {
+                /* outside the initial namespace an absent PID may be dead or out of sight; it
+                 * becomes stale only if its process group or session is still here (below) */
                 o->cls = OWNER_UNKNOWN;
-                snprintf(o->why, sizeof(o->why), "not visible here");
+                snprintf(o->why, sizeof(o->why), "no such process in this PID namespace");
         }
 }
 
@@ -231,9 +229,10 @@ static int attribute_linked(const struct facts *f, const struct ledger_opts *o, 
         if (!h)
                 return 0;
         for (size_t k = 0; k < l->n_owners; k++) {
-                const struct owner *ow = &l->owners[k];
-                if (ow->cls != OWNER_STALE)
+                struct owner *ow = &l->owners[k];
+                if (ow->cls != OWNER_STALE && ow->cls != OWNER_UNKNOWN)
                         continue;
+                size_t before = l->n_attr;
                 pid_t dead = (pid_t)ow->pid;
                 const struct pid_fact *pf = facts_pid(f, ow->pid);
                 /* a reused PID belongs to someone else: only group/session links by number hold */
@@ -261,6 +260,11 @@ static int attribute_linked(const struct facts *f, const struct ledger_opts *o, 
                         }
                         if (r < 0)
                                 return r;
+                }
+                if (ow->cls == OWNER_UNKNOWN && l->n_attr > before) {
+                        /* its process group or session is here and it is not: it is dead */
+                        ow->cls = OWNER_STALE;
+                        snprintf(ow->why, sizeof(ow->why), "no such process; its process group is still here");
                 }
         }
         return 0;
@@ -544,7 +548,8 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                 }
         }
 
-        if (!initial && now->gpu->pid_mode != GPU_PID_HOST && no_live && l->unattributed + l->ghost > l->noise_floor) {
+        if (!initial && now->gpu->pid_mode != GPU_PID_HOST && no_live && l->unattributed + l->ghost > l->noise_floor &&
+            l->unexplained_steady && !l->ghost_confirmed) {
                 struct finding *iv = add_finding(l, "invisible-here", CONF_MEDIUM, l->unattributed);
                 headline(iv, "%llu MiB used by processes this PID namespace cannot see", mib(l->unattributed + l->ghost));
                 evidence(iv, "not in the initial PID namespace, and the driver drops owners that are not visible here");
@@ -614,6 +619,14 @@ static uint64_t ghost_of(const struct scan_result *r, unsigned index)
         return 0;
 }
 
+static uint64_t unexplained_of(const struct scan_result *r, unsigned index)
+{
+        for (size_t i = 0; r && i < r->n_gpus; i++)
+                if (r->gpus[i].index == index)
+                        return r->gpus[i].ghost + r->gpus[i].unattributed;
+        return 0;
+}
+
 int ledger_build(const struct facts *now, const struct facts *before, const struct ledger_opts *o,
                  struct scan_result **ret)
 {
@@ -636,7 +649,6 @@ int ledger_build(const struct facts *now, const struct facts *before, const stru
                         goto nomem;
         }
 
-        unsigned n_ghost_gpus = 0;
         for (size_t i = 0; i < res->n_gpus; i++) {
                 const struct gpu_info *g = &now->gpu->gpus[i];
                 struct gpu_ledger *l = &res->gpus[i];
@@ -658,11 +670,13 @@ int ledger_build(const struct facts *now, const struct facts *before, const stru
                 if (!l->inspected)
                         continue;
                 account(now, l, &l->no_live_owner);
-                if (l->ghost_evidence && l->ghost > l->noise_floor) {
-                        /* confirmed only if the earlier sample showed it too */
-                        l->ghost_confirmed = !o->two_samples || ghost_of(prev, l->index) > l->noise_floor;
-                        n_ghost_gpus++;
-                }
+        }
+        /* GPUs whose unexplained bytes may belong to a hidden dead owner: a ghost already, or
+         * nothing alive and no dead owner listed (the driver may hide dead owners) */
+        unsigned n_ghost_gpus = 0;
+        for (size_t i = 0; i < res->n_gpus; i++) {
+                struct gpu_ledger *l = &res->gpus[i];
+                n_ghost_gpus += l->inspected && l->ghost + (l->no_live_owner ? l->unattributed : 0) > l->noise_floor;
         }
         for (size_t i = 0; i < res->n_gpus; i++) {
                 struct gpu_ledger *l = &res->gpus[i];
@@ -670,13 +684,25 @@ int ledger_build(const struct facts *now, const struct facts *before, const stru
                         continue;
                 if (attribute_linked(now, o, l) < 0)
                         goto nomem;
+                account(now, l, &l->no_live_owner); /* owners may have become stale */
                 bool stale_listed = false;
                 for (size_t k = 0; k < l->n_owners; k++)
                         stale_listed |= l->owners[k].cls == OWNER_STALE;
-                /* the hidden-owner rule applies where the ghost has no listed dead owner */
-                if (l->ghost_evidence && l->ghost > l->noise_floor && !stale_listed &&
-                    attribute_hidden(now, o, l, n_ghost_gpus) < 0)
-                        goto nomem;
+                /* the hidden-owner rule applies where no dead owner is listed and nothing alive
+                 * explains the bytes; the orphans it finds are evidence of a dead owner */
+                if (!stale_listed && l->no_live_owner && l->ghost + l->unattributed > l->noise_floor) {
+                        if (attribute_hidden(now, o, l, n_ghost_gpus) < 0)
+                                goto nomem;
+                        if (l->n_attr && !l->ghost_evidence) {
+                                l->ghost_evidence = true;
+                                l->ghost += l->unattributed;
+                                l->unattributed = 0;
+                        }
+                }
+                /* confirmed only if the earlier sample showed it too */
+                if (l->ghost_evidence && l->ghost > l->noise_floor)
+                        l->ghost_confirmed = !o->two_samples || ghost_of(prev, l->index) > l->noise_floor;
+                l->unexplained_steady = !o->two_samples || unexplained_of(prev, l->index) > l->noise_floor;
         }
         for (size_t i = 0; i < res->n_gpus; i++) {
                 struct gpu_ledger *l = &res->gpus[i];
@@ -700,6 +726,9 @@ bool ledger_needs_confirmation(const struct scan_result *r)
         for (size_t i = 0; i < r->n_gpus; i++) {
                 const struct gpu_ledger *l = &r->gpus[i];
                 if (l->ghost_evidence && l->ghost > l->noise_floor)
+                        return true;
+                /* unexplained with nothing alive: a teardown in progress looks like this too */
+                if (l->no_live_owner && l->ghost + l->unattributed > l->noise_floor)
                         return true;
                 for (size_t k = 0; k < l->n_findings; k++)
                         if (strcmp(l->findings[k].code, "stuck-in-driver") == 0)

@@ -90,7 +90,7 @@ static void cuda_nodes(struct host_proc *p, unsigned n_gpus)
         node(p, "nvidiactl");
         node(p, "nvidia-uvm");
         for (unsigned i = 0; i < n_gpus; i++) {
-                char name[16];
+                char name[24];
                 snprintf(name, sizeof(name), "nvidia%u", i);
                 node(p, name);
         }

@@ -1,0 +1,688 @@
+/* nvml_sim: the stand-in libnvidia-ml.so.1 of the simulated driver.
+ *
+ * The same C ABI and symbol names as NVIDIA's library (src/collect/nvml_abi.h), built once
+ * per driver generation (sim/CMakeLists.txt): which symbols exist cannot change at run
+ * time, so each variant is its own library. It reads the simulated host named by
+ * $GHOSTVRAM_SIM (a directory made by `ghostvram sim init`) on every call.
+ * The model, each rule and its source: docs/simulator.md.
+ *
+ * Compile-time switches: SIM_VARIANT (name), SIM_V3_STRIDE (0: no _v3 symbols, 24, 32),
+ * SIM_HAVE_V2API (the _v2 init/count/handle/PCI calls, InitWithFlags, PCI _v3, MIG mode,
+ * EventSetWait_v2; absent in the legacy set), SIM_HAVE_PROCS_V2, SIM_HAVE_MPS,
+ * SIM_HAVE_MEMORY_V2, SIM_HAVE_CONFCOMPUTE, SIM_HAVE_DETAIL_LIST. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collect/nvml_abi.h"
+#include "simstate.h"
+
+#ifndef SIM_VARIANT
+#error "SIM_VARIANT must name the driver variant"
+#endif
+
+#define SIM_API __attribute__((visibility("default")))
+
+/* The exported functions are the ABI: their declarations are the function-pointer types of
+ * nvml_abi.h, and no header of ours may name them (a client must dlsym them). */
+#pragma GCC diagnostic ignored "-Wmissing-prototypes"
+
+/* nvmlConfComputeMemSizeInfo_t (535.43.02+): only its presence matters to clients */
+typedef struct {
+        unsigned long long protectedMemSizeKib;
+        unsigned long long unprotectedMemSizeKib;
+} sim_conf_compute_mem_t;
+
+struct nvmlDevice_st {
+        unsigned index;
+};
+
+struct nvmlEventSet_st {
+        unsigned long long types[SIM_MAX_GPUS];
+};
+
+/* Everything below is guarded by sim_mu. */
+static pthread_mutex_t sim_mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned sim_refs;
+static struct sim_client sim_cl;
+static struct sim_knobs sim_k;
+static struct sim_observation sim_obs;
+static struct sim_proc sim_procs[SIM_MAX_CONTEXTS];
+static struct nvmlDevice_st sim_devs[SIM_MAX_GPUS];
+static const struct sim_variant *sim_var;
+
+/* A wedged driver: the call never comes back (until the process is killed). */
+static void __attribute__((noreturn)) sim_hang(void)
+{
+        for (;;)
+                sleep(3600);
+}
+
+static nvmlReturn_t sim_leave(nvmlReturn_t r)
+{
+        pthread_mutex_unlock(&sim_mu);
+        return r;
+}
+
+/* Start a call that names no GPU: takes sim_mu (kept on NVML_SUCCESS). */
+static nvmlReturn_t sim_enter(const char *fn)
+{
+        pthread_mutex_lock(&sim_mu);
+        if (!sim_refs)
+                return sim_leave(NVML_ERROR_UNINITIALIZED);
+        if (sim_knobs_load(sim_cl.dir, &sim_k) < 0)
+                return sim_leave(NVML_ERROR_UNKNOWN);
+        if (sim_knobs_hang(&sim_k, -1, fn)) {
+                pthread_mutex_unlock(&sim_mu);
+                sim_hang();
+        }
+        return NVML_SUCCESS;
+}
+
+/* Start a per-device call: validates the handle, applies hang, GPU lost, NOT_SUPPORTED. */
+static nvmlReturn_t sim_dev_enter(const char *fn, nvmlDevice_t dev, unsigned query, unsigned *ret_gpu)
+{
+        pthread_mutex_lock(&sim_mu);
+        if (!sim_refs)
+                return sim_leave(NVML_ERROR_UNINITIALIZED);
+        /* any pointer may come in: compare addresses, not pointers into different objects */
+        uintptr_t a = (uintptr_t)dev, base = (uintptr_t)sim_devs;
+        if (a < base || a >= base + sim_cl.host.n_gpus * sizeof(sim_devs[0]) || (a - base) % sizeof(sim_devs[0]))
+                return sim_leave(NVML_ERROR_INVALID_ARGUMENT);
+        unsigned gpu = (unsigned)((a - base) / sizeof(sim_devs[0]));
+        if (sim_knobs_load(sim_cl.dir, &sim_k) < 0)
+                return sim_leave(NVML_ERROR_UNKNOWN);
+        if (sim_knobs_hang(&sim_k, (int)gpu, fn)) {
+                pthread_mutex_unlock(&sim_mu);
+                sim_hang();
+        }
+        if (sim_k.gpu[gpu].lost)
+                return sim_leave(NVML_ERROR_GPU_IS_LOST);
+        if (query & sim_k.gpu[gpu].notsup)
+                return sim_leave(NVML_ERROR_NOT_SUPPORTED);
+        *ret_gpu = gpu;
+        return NVML_SUCCESS;
+}
+
+static nvmlReturn_t sim_copy_string(char *out, unsigned length, const char *s)
+{
+        size_t n = strlen(s);
+        if (n + 1 > length)
+                return NVML_ERROR_INSUFFICIENT_SIZE;
+        memcpy(out, s, n + 1);
+        return NVML_SUCCESS;
+}
+
+/* ---- init / shutdown ------------------------------------------------------------------- */
+
+static nvmlReturn_t sim_init(const char *fn)
+{
+        const char *dir = getenv("GHOSTVRAM_SIM");
+        nvmlReturn_t ret = NVML_SUCCESS;
+        pthread_mutex_lock(&sim_mu);
+        if (!dir || !*dir) {
+                ret = NVML_ERROR_DRIVER_NOT_LOADED; /* no kernel module: no simulated host */
+                goto out;
+        }
+        if (sim_knobs_load(dir, &sim_k) < 0) {
+                ret = NVML_ERROR_DRIVER_NOT_LOADED;
+                goto out;
+        }
+        if (sim_knobs_hang(&sim_k, -1, fn)) {
+                pthread_mutex_unlock(&sim_mu);
+                sim_hang();
+        }
+        if (sim_refs) {
+                sim_refs++; /* init is reference-counted */
+                goto out;
+        }
+        sim_var = sim_variant_find(SIM_VARIANT);
+        if (sim_client_open(dir, &sim_cl) < 0) {
+                ret = NVML_ERROR_DRIVER_NOT_LOADED;
+                goto out;
+        }
+        /* the library must match the loaded kernel module ("API mismatch" after an upgrade) */
+        if (!sim_var || strcmp(sim_k.driver, sim_var->name) != 0) {
+                sim_client_close(&sim_cl);
+                ret = NVML_ERROR_LIB_RM_VERSION_MISMATCH;
+                goto out;
+        }
+        for (unsigned i = 0; i < SIM_MAX_GPUS; i++)
+                sim_devs[i].index = i;
+        sim_refs = 1;
+out:
+        pthread_mutex_unlock(&sim_mu);
+        return ret;
+}
+
+SIM_API nvmlReturn_t nvmlInit(void)
+{
+        return sim_init("nvmlInit");
+}
+
+#if SIM_HAVE_V2API
+SIM_API nvmlReturn_t nvmlInit_v2(void)
+{
+        return sim_init("nvmlInit_v2");
+}
+
+SIM_API nvmlReturn_t nvmlInitWithFlags(unsigned int flags)
+{
+        (void)flags; /* NO_GPUS / NO_ATTACH change nothing in the simulator */
+        return sim_init("nvmlInitWithFlags");
+}
+#endif
+
+SIM_API nvmlReturn_t nvmlShutdown(void)
+{
+        nvmlReturn_t r = sim_enter("nvmlShutdown");
+        if (r)
+                return r;
+        if (--sim_refs == 0)
+                sim_client_close(&sim_cl);
+        return sim_leave(NVML_SUCCESS);
+}
+
+SIM_API const char *nvmlErrorString(nvmlReturn_t result)
+{
+        static const struct {
+                int code;
+                const char *text;
+        } strings[] = {
+                { NVML_SUCCESS, "Success" },
+                { NVML_ERROR_UNINITIALIZED, "Uninitialized" },
+                { NVML_ERROR_INVALID_ARGUMENT, "Invalid Argument" },
+                { NVML_ERROR_NOT_SUPPORTED, "Not Supported" },
+                { NVML_ERROR_NO_PERMISSION, "Insufficient Permissions" },
+                { NVML_ERROR_ALREADY_INITIALIZED, "Already Initialized" },
+                { NVML_ERROR_NOT_FOUND, "Not Found" },
+                { NVML_ERROR_INSUFFICIENT_SIZE, "Insufficient Size" },
+                { NVML_ERROR_INSUFFICIENT_POWER, "Insufficient External Power" },
+                { NVML_ERROR_DRIVER_NOT_LOADED, "Driver Not Loaded" },
+                { NVML_ERROR_TIMEOUT, "Timeout" },
+                { NVML_ERROR_IRQ_ISSUE, "Interrupt Request Issue" },
+                { NVML_ERROR_LIBRARY_NOT_FOUND, "NVML Shared Library Not Found" },
+                { NVML_ERROR_FUNCTION_NOT_FOUND, "Function Not Found" },
+                { NVML_ERROR_CORRUPTED_INFOROM, "Corrupted infoROM" },
+                { NVML_ERROR_GPU_IS_LOST, "GPU is lost" },
+                { NVML_ERROR_RESET_REQUIRED, "GPU requires reset" },
+                { NVML_ERROR_OPERATING_SYSTEM, "GPU access blocked by the operating system" },
+                { NVML_ERROR_LIB_RM_VERSION_MISMATCH, "Driver/library version mismatch" },
+                { NVML_ERROR_IN_USE, "In use by another client" },
+                { NVML_ERROR_MEMORY, "Insufficient Memory" },
+                { NVML_ERROR_ARGUMENT_VERSION_MISMATCH, "Argument version mismatch" },
+        };
+        for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
+                if (strings[i].code == result)
+                        return strings[i].text;
+        return "Unknown Error";
+}
+
+/* ---- system ------------------------------------------------------------------------------ */
+
+static nvmlReturn_t sim_system_string(const char *fn, char *out, unsigned length, int which)
+{
+        if (!out)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        nvmlReturn_t r = sim_enter(fn);
+        if (r)
+                return r;
+        return sim_leave(sim_copy_string(out, length, which ? sim_var->nvml_version : sim_var->driver_version));
+}
+
+SIM_API nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length)
+{
+        return sim_system_string("nvmlSystemGetDriverVersion", version, length, 0);
+}
+
+SIM_API nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length)
+{
+        return sim_system_string("nvmlSystemGetNVMLVersion", version, length, 1);
+}
+
+/* ---- devices ------------------------------------------------------------------------------- */
+
+static nvmlReturn_t sim_count(const char *fn, unsigned int *count)
+{
+        if (!count)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        nvmlReturn_t r = sim_enter(fn);
+        if (r)
+                return r;
+        *count = sim_cl.host.n_gpus;
+        return sim_leave(NVML_SUCCESS);
+}
+
+static nvmlReturn_t sim_handle(const char *fn, unsigned int index, nvmlDevice_t *device)
+{
+        if (!device)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        nvmlReturn_t r = sim_enter(fn);
+        if (r)
+                return r;
+        if (index >= sim_cl.host.n_gpus)
+                return sim_leave(NVML_ERROR_INVALID_ARGUMENT);
+        if (sim_knobs_hang(&sim_k, (int)index, fn)) {
+                pthread_mutex_unlock(&sim_mu);
+                sim_hang();
+        }
+        *device = &sim_devs[index];
+        return sim_leave(NVML_SUCCESS);
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetCount(unsigned int *deviceCount)
+{
+        return sim_count("nvmlDeviceGetCount", deviceCount);
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t *device)
+{
+        return sim_handle("nvmlDeviceGetHandleByIndex", index, device);
+}
+
+#if SIM_HAVE_V2API
+SIM_API nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount)
+{
+        return sim_count("nvmlDeviceGetCount_v2", deviceCount);
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
+{
+        return sim_handle("nvmlDeviceGetHandleByIndex_v2", index, device);
+}
+#endif
+
+SIM_API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
+{
+        unsigned gpu;
+        if (!name)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetName", device, 0, &gpu);
+        if (r)
+                return r;
+        return sim_leave(sim_copy_string(name, length, sim_cl.host.gpus[gpu].name));
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
+{
+        unsigned gpu;
+        if (!uuid)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetUUID", device, 0, &gpu);
+        if (r)
+                return r;
+        return sim_leave(sim_copy_string(uuid, length, sim_cl.host.gpus[gpu].uuid));
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNumber)
+{
+        unsigned gpu;
+        if (!minorNumber)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetMinorNumber", device, SIM_Q_MINOR, &gpu);
+        if (r)
+                return r;
+        *minorNumber = sim_cl.host.gpus[gpu].minor;
+        return sim_leave(NVML_SUCCESS);
+}
+
+/* PCI info. _v3 fills the 68-byte layout (NVML 9.0+). v1 and _v2 fill the old 52-byte
+ * layout: busId[16] ("%04X:%02X:%02X.0"), the ids, then four reserved words, which sit
+ * where busId[32] starts in the new layout — so only busIdLegacy is valid after them. */
+static nvmlReturn_t sim_pci(const char *fn, nvmlDevice_t device, nvmlPciInfo_t *pci, int version)
+{
+        unsigned gpu;
+        if (!pci)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        nvmlReturn_t r = sim_dev_enter(fn, device, SIM_Q_PCI, &gpu);
+        if (r)
+                return r;
+        const struct sim_gpu *g = &sim_cl.host.gpus[gpu];
+        snprintf(pci->busIdLegacy, sizeof(pci->busIdLegacy), "%04X:%02X:%02X.0", g->pci_domain & 0xFFFFu,
+                 g->pci_bus, g->pci_device);
+        pci->domain = g->pci_domain;
+        pci->bus = g->pci_bus;
+        pci->device = g->pci_device;
+        pci->pciDeviceId = g->pci_device_id;
+        pci->pciSubSystemId = g->pci_subsystem_id;
+        if (version == 3)
+                snprintf(pci->busId, sizeof(pci->busId), "%08X:%02X:%02X.0", g->pci_domain, g->pci_bus,
+                         g->pci_device);
+        else
+                memset(pci->busId, 0, 16); /* reserved0..3 of the old layout; the rest untouched */
+        return sim_leave(NVML_SUCCESS);
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t device, nvmlPciInfo_t *pci)
+{
+        return sim_pci("nvmlDeviceGetPciInfo", device, pci, 1);
+}
+
+#if SIM_HAVE_V2API
+SIM_API nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t device, nvmlPciInfo_t *pci)
+{
+        return sim_pci("nvmlDeviceGetPciInfo_v2", device, pci, 2);
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci)
+{
+        return sim_pci("nvmlDeviceGetPciInfo_v3", device, pci, 3);
+}
+#endif
+
+/* Memory: allocated = what contexts alive or being freed hold + uncharged memory. */
+static nvmlReturn_t sim_memory(unsigned gpu, uint64_t *total, uint64_t *reserved, uint64_t *used)
+{
+        if (sim_observe(&sim_cl, &sim_k, &sim_obs) < 0)
+                return NVML_ERROR_UNKNOWN;
+        *total = sim_cl.host.gpus[gpu].total_bytes;
+        *reserved = sim_cl.host.gpus[gpu].reserved_bytes;
+        *used = sim_used_bytes(&sim_cl.host, &sim_k, &sim_obs, gpu);
+        return NVML_SUCCESS;
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
+{
+        unsigned gpu;
+        uint64_t total, reserved, used;
+        if (!memory)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetMemoryInfo", device, SIM_Q_MEMORY, &gpu);
+        if (r)
+                return r;
+        r = sim_memory(gpu, &total, &reserved, &used);
+        if (r == NVML_SUCCESS) {
+                /* v1: used is "the sum of reserved and allocated"; used + free == total */
+                memory->total = total;
+                memory->used = reserved + used;
+                memory->free = total - reserved - used;
+        }
+        return sim_leave(r);
+}
+
+#if SIM_HAVE_MEMORY_V2
+SIM_API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
+{
+        unsigned gpu;
+        uint64_t total, reserved, used;
+        if (!memory)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetMemoryInfo_v2", device, SIM_Q_MEMORY_V2, &gpu);
+        if (r)
+                return r;
+        /* the real driver answers a wrong version (e.g. a bare 2) with FUNCTION_NOT_FOUND
+         * (nvidia-settings#78) */
+        if (sim_k.strict_versions && memory->version != nvmlMemory_v2)
+                return sim_leave(NVML_ERROR_FUNCTION_NOT_FOUND);
+        r = sim_memory(gpu, &total, &reserved, &used);
+        if (r == NVML_SUCCESS) {
+                memory->total = total;
+                memory->reserved = reserved;
+                memory->used = used; /* allocated only: total == reserved + used + free */
+                memory->free = total - reserved - used;
+        }
+        return sim_leave(r);
+}
+#endif
+
+SIM_API nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, unsigned int *mode)
+{
+        unsigned gpu;
+        if (!mode)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetPersistenceMode", device, SIM_Q_PERSISTENCE, &gpu);
+        if (r)
+                return r;
+        *mode = sim_k.gpu[gpu].persistence ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+        return sim_leave(NVML_SUCCESS);
+}
+
+#if SIM_HAVE_V2API
+SIM_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode, unsigned int *pendingMode)
+{
+        unsigned gpu;
+        if (!currentMode || !pendingMode)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetMigMode", device, SIM_Q_MIG, &gpu);
+        if (r)
+                return r;
+        *currentMode = *pendingMode = sim_k.gpu[gpu].mig ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
+        return sim_leave(NVML_SUCCESS);
+}
+#endif
+
+/* ---- process lists ------------------------------------------------------------------------ */
+
+enum sim_kind { SIM_KIND_COMPUTE = 0, SIM_KIND_GRAPHICS = 1, SIM_KIND_MPS = 2 };
+
+/* The current list for gpu into sim_procs; returns how many. Only compute contexts exist in
+ * the simulator: graphics and MPS lists are empty. */
+static size_t sim_list(unsigned gpu, enum sim_kind kind, nvmlReturn_t *ret)
+{
+        size_t n = 0;
+        *ret = NVML_SUCCESS;
+        if (kind != SIM_KIND_COMPUTE)
+                return 0;
+        if (sim_observe(&sim_cl, &sim_k, &sim_obs) < 0) {
+                *ret = NVML_ERROR_UNKNOWN;
+                return 0;
+        }
+        sim_proc_list(&sim_cl, &sim_k, sim_pid_mode_effective(&sim_k, sim_var), &sim_obs, gpu, sim_procs,
+                      SIM_MAX_CONTEXTS, &n);
+        return n < SIM_MAX_CONTEXTS ? n : SIM_MAX_CONTEXTS;
+}
+
+/* The two-call pattern: *count == 0 asks for the size (INSUFFICIENT_SIZE with the count, or
+ * SUCCESS when nothing runs); a buffer too small gets INSUFFICIENT_SIZE and the count. The
+ * list_growth knob makes the sizing call under-report, as if processes started between
+ * the two calls. */
+static nvmlReturn_t sim_count_check(unsigned gpu, size_t n, unsigned *count, const void *infos)
+{
+        if (*count == 0) {
+                size_t growth = sim_k.gpu[gpu].list_growth;
+                size_t seen = n > growth ? n - growth : 0;
+                *count = (unsigned)seen;
+                return seen ? NVML_ERROR_INSUFFICIENT_SIZE : NVML_SUCCESS;
+        }
+        if (*count < n) {
+                *count = (unsigned)n;
+                return NVML_ERROR_INSUFFICIENT_SIZE;
+        }
+        return infos ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT;
+}
+
+/* Write one record of `stride` bytes: 16 (v1), 24 (v2 and _v3 mostly), 32 (535.43-535.86). */
+static void sim_record(unsigned char *dst, size_t stride, const struct sim_proc *p)
+{
+        nvmlProcessDetail_v1_t d;
+        memset(&d, 0, sizeof(d));
+        d.pid = p->pid;
+        d.usedGpuMemory = p->bytes;
+        d.gpuInstanceId = NVML_INSTANCE_ID_INVALID; /* not in a MIG instance */
+        d.computeInstanceId = NVML_INSTANCE_ID_INVALID;
+        d.usedGpuCcProtectedMemory = 0;
+        memcpy(dst, &d, stride);
+}
+
+static nvmlReturn_t sim_procs_call(const char *fn, nvmlDevice_t device, unsigned int *count, void *infos,
+                                   size_t stride, enum sim_kind kind)
+{
+        unsigned gpu;
+        if (!count)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        nvmlReturn_t r = sim_dev_enter(fn, device, SIM_Q_PROCESSES, &gpu);
+        if (r)
+                return r;
+        size_t n = sim_list(gpu, kind, &r);
+        if (r)
+                return sim_leave(r);
+        r = sim_count_check(gpu, n, count, infos);
+        if (r || n == 0) {
+                if (r == NVML_SUCCESS)
+                        *count = 0;
+                return sim_leave(r);
+        }
+        for (size_t i = 0; i < n; i++)
+                sim_record((unsigned char *)infos + i * stride, stride, &sim_procs[i]);
+        *count = (unsigned)n;
+        return sim_leave(NVML_SUCCESS);
+}
+
+#define SIM_PROCS_FN(name, stride, kind)                                                          \
+        SIM_API nvmlReturn_t name(nvmlDevice_t device, unsigned int *infoCount, void *infos)   \
+        {                                                                                         \
+                return sim_procs_call(#name, device, infoCount, infos, stride, kind);             \
+        }
+
+SIM_PROCS_FN(nvmlDeviceGetComputeRunningProcesses, sizeof(nvmlProcessInfo_v1_t), SIM_KIND_COMPUTE)
+SIM_PROCS_FN(nvmlDeviceGetGraphicsRunningProcesses, sizeof(nvmlProcessInfo_v1_t), SIM_KIND_GRAPHICS)
+#if SIM_HAVE_PROCS_V2
+SIM_PROCS_FN(nvmlDeviceGetComputeRunningProcesses_v2, sizeof(nvmlProcessInfo_v2_t), SIM_KIND_COMPUTE)
+SIM_PROCS_FN(nvmlDeviceGetGraphicsRunningProcesses_v2, sizeof(nvmlProcessInfo_v2_t), SIM_KIND_GRAPHICS)
+#endif
+#if SIM_HAVE_MPS
+SIM_PROCS_FN(nvmlDeviceGetMPSComputeRunningProcesses, sizeof(nvmlProcessInfo_v1_t), SIM_KIND_MPS)
+SIM_PROCS_FN(nvmlDeviceGetMPSComputeRunningProcesses_v2, sizeof(nvmlProcessInfo_v2_t), SIM_KIND_MPS)
+#endif
+#if SIM_V3_STRIDE
+SIM_PROCS_FN(nvmlDeviceGetComputeRunningProcesses_v3, SIM_V3_STRIDE, SIM_KIND_COMPUTE)
+SIM_PROCS_FN(nvmlDeviceGetGraphicsRunningProcesses_v3, SIM_V3_STRIDE, SIM_KIND_GRAPHICS)
+SIM_PROCS_FN(nvmlDeviceGetMPSComputeRunningProcesses_v3, SIM_V3_STRIDE, SIM_KIND_MPS)
+#endif
+
+#if SIM_HAVE_DETAIL_LIST
+SIM_API nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t device, nvmlProcessDetailList_v1_t *plist)
+{
+        unsigned gpu;
+        if (!plist)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetRunningProcessDetailList", device, SIM_Q_PROCESSES, &gpu);
+        if (r)
+                return r;
+        if (sim_k.strict_versions && plist->version != nvmlProcessDetailList_v1)
+                return sim_leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+        if (plist->mode > SIM_KIND_MPS)
+                return sim_leave(NVML_ERROR_INVALID_ARGUMENT);
+        size_t n = sim_list(gpu, (enum sim_kind)plist->mode, &r);
+        if (r)
+                return sim_leave(r);
+        r = sim_count_check(gpu, n, &plist->numProcArrayEntries, plist->procArray);
+        if (r || n == 0) {
+                if (r == NVML_SUCCESS)
+                        plist->numProcArrayEntries = 0;
+                return sim_leave(r);
+        }
+        for (size_t i = 0; i < n; i++)
+                sim_record((unsigned char *)&plist->procArray[i], sizeof(nvmlProcessDetail_v1_t), &sim_procs[i]);
+        plist->numProcArrayEntries = (unsigned)n;
+        return sim_leave(NVML_SUCCESS);
+}
+#endif
+
+#if SIM_HAVE_CONFCOMPUTE
+SIM_API nvmlReturn_t nvmlDeviceGetConfComputeMemSizeInfo(nvmlDevice_t device, sim_conf_compute_mem_t *info)
+{
+        unsigned gpu;
+        if (!info)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetConfComputeMemSizeInfo", device, 0, &gpu);
+        if (r)
+                return r;
+        return sim_leave(NVML_ERROR_NOT_SUPPORTED); /* confidential computing is off */
+}
+#endif
+
+/* ---- events --------------------------------------------------------------------------------- */
+
+SIM_API nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set)
+{
+        if (!set)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        nvmlReturn_t r = sim_enter("nvmlEventSetCreate");
+        if (r)
+                return r;
+        *set = calloc(1, sizeof(**set));
+        return sim_leave(*set ? NVML_SUCCESS : NVML_ERROR_MEMORY);
+}
+
+SIM_API nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set)
+{
+        unsigned gpu;
+        if (!set)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        nvmlReturn_t r = sim_dev_enter("nvmlDeviceRegisterEvents", device, SIM_Q_EVENTS, &gpu);
+        if (r)
+                return r;
+        /* only Xid critical errors are simulated; the set stays usable for them */
+        set->types[gpu] |= eventTypes & NVML_EVENT_TYPE_XID_CRITICAL_ERROR;
+        return sim_leave(eventTypes & ~NVML_EVENT_TYPE_XID_CRITICAL_ERROR ? NVML_ERROR_NOT_SUPPORTED : NVML_SUCCESS);
+}
+
+/* Poll the knobs for a pending xid_event of a registered GPU; deliver it once. */
+static nvmlReturn_t sim_event_wait(const char *fn, nvmlEventSet_t set, nvmlEventData_t *data, unsigned timeoutms,
+                                   size_t size)
+{
+        if (!set || !data)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        uint64_t start = sim_now_ms();
+        for (;;) {
+                nvmlReturn_t r = sim_enter(fn);
+                if (r)
+                        return r;
+                for (unsigned g = 0; g < sim_cl.host.n_gpus; g++) {
+                        unsigned code;
+                        if (!(set->types[g] & NVML_EVENT_TYPE_XID_CRITICAL_ERROR))
+                                continue;
+                        if (sim_knobs_hang(&sim_k, (int)g, fn)) {
+                                pthread_mutex_unlock(&sim_mu);
+                                sim_hang();
+                        }
+                        if (sim_k.gpu[g].xid_event < 0 || sim_event_take(sim_cl.dir, g, &code) != 1)
+                                continue;
+                        nvmlEventData_t d = {
+                                .device = &sim_devs[g],
+                                .eventType = NVML_EVENT_TYPE_XID_CRITICAL_ERROR,
+                                .eventData = code,
+                                .gpuInstanceId = NVML_INSTANCE_ID_INVALID,
+                                .computeInstanceId = NVML_INSTANCE_ID_INVALID,
+                        };
+                        memcpy(data, &d, size); /* the pre-450 struct has only the first three fields */
+                        return sim_leave(NVML_SUCCESS);
+                }
+                pthread_mutex_unlock(&sim_mu);
+                uint64_t now = sim_now_ms();
+                if (now < start || now - start >= timeoutms)
+                        return NVML_ERROR_TIMEOUT;
+                uint64_t left = timeoutms - (now - start);
+                struct timespec ts = { 0, (long)(left < 20 ? left : 20) * 1000000L };
+                nanosleep(&ts, NULL);
+        }
+}
+
+#if SIM_HAVE_V2API
+SIM_API nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms)
+{
+        return sim_event_wait("nvmlEventSetWait_v2", set, data, timeoutms, sizeof(nvmlEventData_t));
+}
+#endif
+
+SIM_API nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms)
+{
+        return sim_event_wait("nvmlEventSetWait", set, data, timeoutms, offsetof(nvmlEventData_t, gpuInstanceId));
+}
+
+SIM_API nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set)
+{
+        if (!set)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        nvmlReturn_t r = sim_enter("nvmlEventSetFree");
+        if (r)
+                return r;
+        free(set);
+        return sim_leave(NVML_SUCCESS);
+}

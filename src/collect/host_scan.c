@@ -1,0 +1,1107 @@
+/* host_scan: one walk over /proc that finds every process holding an NVIDIA device node, by
+ * open descriptor (fd/N links) and by memory mapping (maps lines), plus the facts that explain
+ * each holder.
+ *
+ * Cost: per process, stat and the fd links are read on this thread (they never wait on the
+ * target); maps is read on a deadline worker, because it takes the target's mmap lock, which a
+ * thread stuck in the driver may hold forever. A link is stat'ed only when it names something
+ * under /dev/ that the path prefix did not already match. Facts (status, cgroup, wchan, ns,
+ * cmdline, environ) are read only for holders. */
+#include "collect/host_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/deadline.h"
+#include "util/escape.h"
+#include "util/parse.h"
+
+#define HOST_DEFAULT_PROC "/proc"
+#define HOST_DEFAULT_PREFIX "/dev/nvidia"
+#define HOST_DEFAULT_TIMEOUT_MS 2000u
+/* After this many timeouts' worth of waiting, further blocking reads get a short deadline, so
+ * that a host with many stuck tasks still ends in bounded time. */
+#define HOST_WAIT_BUDGET_TIMEOUTS 4u
+#define HOST_SHORT_TIMEOUT_MS 50u
+
+/* A device node found under the prefix on this host: maps lines carry the filesystem's
+ * (st_dev, st_ino), not the device number, so mappings are matched against these. */
+struct host_devnode {
+        dev_t dev;
+        ino_t ino;
+        dev_t rdev;
+        bool chr;
+        char name[48];
+};
+
+struct host_user {
+        uid_t uid;
+        char name[64];
+};
+
+struct host_ctx {
+        char proc_root[PATH_MAX];
+        char dev_prefix[PATH_MAX];
+        size_t prefix_len;
+        unsigned timeout_ms, cur_timeout_ms;
+        unsigned long long waited_ms;           /* lost to missed deadlines */
+        const char *save_dir;
+        bool read_env;
+        int proc_fd;
+        struct host_report *r;                  /* machine facts, limits, results */
+        struct host_majors majors;
+        bool have_majors, have_btime;
+        uint64_t btime;
+        char *devices;                          /* raw /proc/devices, for bundles */
+        size_t devices_len;
+        struct host_devnode nodes[HOST_MAX_HOST_NODES];
+        size_t n_nodes;
+        struct deadline_runner dl;
+        struct host_bundle_in *bundle;          /* proc_root is a bundle */
+        bool hidepid_invisible, hidepid_noaccess;
+        struct host_user users[64];
+        unsigned n_users;
+        /* what could not be seen, for limits[] */
+        unsigned n_pid_denied, n_fd_denied_other, n_fd_denied_own, n_fd_error;
+        unsigned n_maps_denied_other, n_maps_denied_own, n_maps_error, n_maps_dstate, n_maps_timeout;
+        unsigned n_text_timeout, n_node_overflow, n_dl_error;
+        int fd_errno, maps_errno;
+        /* scratch, reused from process to process */
+        char *rbuf;                             /* blocking reads land here */
+        size_t rbuf_alloc;
+        struct host_save_fd *sfds;
+        size_t n_sfds, sfds_alloc;
+        struct buf smaps;
+        struct host_bundle_proc *saved;         /* host.json entries of the processes saved */
+        size_t n_saved, saved_alloc;
+};
+
+/* One process being inspected. */
+struct pid_scan {
+        struct host_proc p;
+        pid_t pid;
+        int dfd;
+        uid_t owner;                    /* owner of /proc/PID (its effective uid) */
+        unsigned forced;                /* skipped bits recorded in a bundle */
+        enum host_role bundle_role;
+        bool locked;                    /* a blocking read missed its deadline: skip the others */
+        bool unverifiable;              /* maps not read because of D state or a deadline */
+        bool vanished;
+        bool overflow;                  /* more than HOST_MAX_NODES nodes */
+        char *stat, *status, *cgroup, *wchan, *cmdline;
+        size_t stat_len, status_len, cgroup_len, wchan_len, cmdline_len;
+        struct buf env_saved;
+};
+
+/* --- reading files ----------------------------------------------------------------------- */
+
+/* Read fd to EOF into *data (grown as needed; *alloc is its size), at most max bytes: with
+ * truncate the rest is left unread, else -EFBIG. Always NUL-terminates. */
+static int read_all(int fd, size_t max, bool truncate, char **data, size_t *len, size_t *alloc)
+{
+        size_t n = 0;
+        for (;;) {
+                if (n + 1 >= *alloc) {
+                        /* room for one more byte than max shows truncation; +1 for the NUL */
+                        size_t na = *alloc ? *alloc * 2 : 4096;
+                        if (na > max + 2)
+                                na = max + 2;
+                        char *p = realloc(*data, na);
+                        if (!p)
+                                return -ENOMEM;
+                        *data = p;
+                        *alloc = na;
+                }
+                size_t room = *alloc - 1 - n;
+                if (room > max + 1 - n)
+                        room = max + 1 - n;
+                ssize_t k = read(fd, *data + n, room);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                n += (size_t)k;
+                if (n > max) {
+                        if (!truncate)
+                                return -EFBIG;
+                        n = max;
+                        break;
+                }
+        }
+        (*data)[n] = '\0';
+        *len = n;
+        return 0;
+}
+
+/* Read a file that does not wait on the target (stat, status, cgroup, ...). O_NONBLOCK keeps
+ * a FIFO planted in a fixture or bundle from blocking the open. *ret is malloc'd. */
+static int read_small(int dfd, const char *name, size_t max, char **ret, size_t *ret_len)
+{
+        int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return -errno;
+        char *data = NULL;
+        size_t len, alloc = 0;
+        int r = read_all(fd, max, false, &data, &len, &alloc);
+        close(fd);
+        if (r < 0) {
+                free(data);
+                return r;
+        }
+        *ret = data;
+        *ret_len = len;
+        return 0;
+}
+
+/* A read that may block forever (maps, cmdline, environ take the target's mmap lock; a FIFO
+ * blocks in open): it runs on the deadline worker, which owns everything it touches. */
+struct read_job {
+        int dfd;                /* a dup of the /proc/PID fd, owned by the job */
+        char name[16];
+        size_t max;
+        bool truncate;
+        char *data;
+        size_t len, alloc;
+};
+
+static int read_job_run(void *arg)
+{
+        struct read_job *j = arg;
+        int fd = openat(j->dfd, j->name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        int r = read_all(fd, j->max, j->truncate, &j->data, &j->len, &j->alloc);
+        close(fd);
+        return r;
+}
+
+static void read_job_free(void *arg)
+{
+        struct read_job *j = arg;
+        if (!j)
+                return;
+        if (j->dfd >= 0)
+                close(j->dfd);
+        free(j->data);
+        free(j);
+}
+
+/* Read name under the deadline. 0 and a buffer owned by c (valid until the next call),
+ * -ETIMEDOUT (the worker was abandoned), -EDEADLK (no worker could be started), or the
+ * read's own error. */
+static int read_blocking(struct host_ctx *c, int dfd, const char *name, size_t max, char **ret, size_t *ret_len)
+{
+        struct read_job *j = calloc(1, sizeof(*j));
+        if (!j)
+                return -ENOMEM;
+        j->dfd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+        if (j->dfd < 0) {
+                int e = -errno;
+                free(j);
+                return e;
+        }
+        snprintf(j->name, sizeof(j->name), "%s", name);
+        j->max = max;
+        j->truncate = true;
+        j->data = c->rbuf;
+        j->alloc = c->rbuf_alloc;
+        c->rbuf = NULL;
+        c->rbuf_alloc = 0;
+
+        int res = 0;
+        int r = deadline_run(&c->dl, read_job_run, j, read_job_free, c->cur_timeout_ms, &res);
+        if (r == -ETIMEDOUT) {
+                /* the job is the worker's now */
+                c->waited_ms += c->cur_timeout_ms;
+                if (c->waited_ms >= (unsigned long long)HOST_WAIT_BUDGET_TIMEOUTS * c->timeout_ms &&
+                    c->cur_timeout_ms > HOST_SHORT_TIMEOUT_MS)
+                        c->cur_timeout_ms = HOST_SHORT_TIMEOUT_MS;
+                return -ETIMEDOUT;
+        }
+        size_t len = j->len;
+        c->rbuf = j->data;
+        c->rbuf_alloc = j->alloc;
+        j->data = NULL;
+        read_job_free(j);
+        if (r < 0) {
+                c->n_dl_error++;
+                return -EDEADLK;
+        }
+        if (res < 0)
+                return res;
+        *ret = c->rbuf;
+        *ret_len = len;
+        return 0;
+}
+
+/* --- the machine: proc root, device numbers, our own namespace ---------------------------- */
+
+/* A link's text, or, where the entry is a plain file (fixtures, bundles), its content. */
+static int read_link_or_file(int dfd, const char *name, char *out, size_t outlen)
+{
+        ssize_t n = readlinkat(dfd, name, out, outlen - 1);
+        if (n >= 0) {
+                out[n] = '\0';
+                return 0;
+        }
+        if (errno != EINVAL)
+                return -errno;
+        char *data;
+        size_t len;
+        int r = read_small(dfd, name, HOST_CAP_SMALL, &data, &len);
+        if (r < 0)
+                return r;
+        while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == '\0'))
+                len--;
+        if (len >= outlen) {
+                free(data);
+                return -ENAMETOOLONG;
+        }
+        memcpy(out, data, len);
+        out[len] = '\0';
+        free(data);
+        return 0;
+}
+
+static int read_ns_ino(int dfd, const char *name, uint64_t *ret)
+{
+        char text[128];
+        int r = read_link_or_file(dfd, name, text, sizeof(text));
+        if (r < 0)
+                return r;
+        return host_parse_ns_link(text, strlen(text), ret);
+}
+
+/* Device nodes under the prefix (and one level of subdirectories: nvidia-caps/). */
+static void collect_devnodes(struct host_ctx *c)
+{
+        char dir[PATH_MAX];
+        const char *slash = strrchr(c->dev_prefix, '/');
+        const char *base = slash ? slash + 1 : c->dev_prefix;
+        size_t dl = slash ? (size_t)(slash - c->dev_prefix) + 1 : 0;
+        if (dl == 0)
+                snprintf(dir, sizeof(dir), ".");
+        else
+                snprintf(dir, sizeof(dir), "%.*s", (int)dl, c->dev_prefix);
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return;
+        DIR *d = fdopendir(dfd);
+        if (!d) {
+                close(dfd);
+                return;
+        }
+        struct dirent *e;
+        size_t bl = strlen(base);
+        while ((e = readdir(d)) && c->n_nodes < HOST_MAX_HOST_NODES) {
+                if (strncmp(e->d_name, base, bl) != 0)
+                        continue;
+                struct stat st;
+                if (fstatat(dfd, e->d_name, &st, 0) < 0)
+                        continue;
+                if (S_ISDIR(st.st_mode)) {
+                        int sfd = openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                        DIR *sd = sfd >= 0 ? fdopendir(sfd) : NULL;
+                        if (!sd) {
+                                if (sfd >= 0)
+                                        close(sfd);
+                                continue;
+                        }
+                        struct dirent *se;
+                        while ((se = readdir(sd)) && c->n_nodes < HOST_MAX_HOST_NODES) {
+                                struct stat sst;
+                                if (se->d_name[0] == '.' || fstatat(sfd, se->d_name, &sst, 0) < 0 ||
+                                    S_ISDIR(sst.st_mode))
+                                        continue;
+                                struct host_devnode *n = &c->nodes[c->n_nodes];
+                                int k = snprintf(n->name, sizeof(n->name), "%s/%s", e->d_name, se->d_name);
+                                if (k < 0 || (size_t)k >= sizeof(n->name))
+                                        continue;
+                                n->dev = sst.st_dev;
+                                n->ino = sst.st_ino;
+                                n->chr = S_ISCHR(sst.st_mode);
+                                n->rdev = sst.st_rdev;
+                                c->n_nodes++;
+                        }
+                        closedir(sd);
+                        continue;
+                }
+                struct host_devnode *n = &c->nodes[c->n_nodes];
+                size_t nl = strlen(e->d_name);
+                if (nl >= sizeof(n->name))
+                        continue;
+                memcpy(n->name, e->d_name, nl + 1);
+                n->dev = st.st_dev;
+                n->ino = st.st_ino;
+                n->chr = S_ISCHR(st.st_mode);
+                n->rdev = st.st_rdev;
+                c->n_nodes++;
+        }
+        closedir(d);
+}
+
+/* hidepid=/subset= options of the proc mount at proc_root (proc(5)), from our mountinfo. */
+static void detect_hidepid(struct host_ctx *c)
+{
+        char real[PATH_MAX];
+        char *mi;
+        size_t len;
+        if (!realpath(c->proc_root, real) || read_small(c->proc_fd, "self/mountinfo", 1u << 20, &mi, &len) < 0)
+                return;
+        char *save = NULL;
+        for (char *line = strtok_r(mi, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                /* "id parent maj:min root mountpoint options ... - fstype source superopts" */
+                char *sep = strstr(line, " - ");
+                if (!sep)
+                        continue;
+                char mp[PATH_MAX];
+                if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1 || strcmp(mp, real) != 0)
+                        continue;
+                if (strncmp(sep + 3, "proc ", 5) != 0)
+                        continue;
+                const char *opts = strrchr(sep + 3, ' ');
+                if (!opts)
+                        continue;
+                c->hidepid_invisible = strstr(opts, "hidepid=2") || strstr(opts, "hidepid=invisible") ||
+                                       strstr(opts, "subset=pid");
+                c->hidepid_noaccess = strstr(opts, "hidepid=1") || strstr(opts, "hidepid=noaccess");
+        }
+        free(mi);
+}
+
+static void ctx_free(struct host_ctx *c)
+{
+        deadline_runner_done(&c->dl);
+        if (c->proc_fd >= 0)
+                close(c->proc_fd);
+        free(c->devices);
+        host_bundle_in_free(c->bundle);
+        free(c->rbuf);
+        free(c->sfds);
+        free(c->saved);
+        buf_free(&c->smaps);
+}
+
+static int copy_opt(char *dst, size_t dstlen, const char *v, const char *def)
+{
+        const char *s = v && *v ? v : def;
+        size_t n = strlen(s);
+        while (n > 1 && s[n - 1] == '/')
+                n--;
+        if (n >= dstlen)
+                return -ENAMETOOLONG;
+        memcpy(dst, s, n);
+        dst[n] = '\0';
+        return 0;
+}
+
+/* Open proc_root and learn the machine facts (into r). */
+static int ctx_init(struct host_ctx *c, const struct host_opts *o, struct host_report *r)
+{
+        memset(c, 0, sizeof(*c));
+        c->proc_fd = -1;
+        c->r = r;
+        c->smaps = BUF_INIT(HOST_CAP_MAPS);
+        int e = copy_opt(c->proc_root, sizeof(c->proc_root), o->proc_root, HOST_DEFAULT_PROC);
+        if (e < 0)
+                return e;
+        e = copy_opt(c->dev_prefix, sizeof(c->dev_prefix), o->dev_prefix, HOST_DEFAULT_PREFIX);
+        if (e < 0)
+                return e;
+        c->prefix_len = strlen(c->dev_prefix);
+        c->timeout_ms = c->cur_timeout_ms = o->timeout_ms ? o->timeout_ms : HOST_DEFAULT_TIMEOUT_MS;
+        c->save_dir = o->save_dir && *o->save_dir ? o->save_dir : NULL;
+        c->read_env = o->read_env;
+
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        r->sample_time = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+
+        c->proc_fd = open(c->proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (c->proc_fd < 0)
+                return -errno;
+        e = host_bundle_load(c->proc_root, &c->bundle);
+        if (e < 0)
+                return e;
+
+        char *data;
+        size_t len;
+        if (read_small(c->proc_fd, "devices", HOST_CAP_DEVICES, &data, &len) == 0) {
+                c->have_majors = host_parse_devices(data, len, &c->majors) == 0;
+                c->devices = data;
+                c->devices_len = len;
+        }
+        for (unsigned i = 0; i < c->majors.n && i < sizeof(r->nvidia_majors) / sizeof(r->nvidia_majors[0]); i++)
+                r->nvidia_majors[r->n_nvidia_majors++] = c->majors.m[i].major;
+        if (read_small(c->proc_fd, "stat", HOST_CAP_STATUS, &data, &len) == 0) {
+                c->have_btime = host_parse_btime(data, len, &c->btime) == 0;
+                free(data);
+        }
+        r->btime = c->have_btime ? (double)c->btime : 0;
+
+        if (c->bundle) {
+                r->self_pidns_ino = c->bundle->self_pidns_ino;
+                r->initial_pidns = c->bundle->initial_pidns;
+                r->self_pid = c->bundle->self_pid;
+                r->euid = c->bundle->euid;
+                r->clk_tck = c->bundle->clk_tck;
+                r->sample_time = c->bundle->sample_time;
+                return 0;
+        }
+        uint64_t ino;
+        if (read_ns_ino(c->proc_fd, "self/ns/pid", &ino) == 0) {
+                r->self_pidns_ino = ino;
+                r->initial_pidns = ino == HOST_PROC_PID_INIT_INO;
+        }
+        char self[32];
+        ssize_t n = readlinkat(c->proc_fd, "self", self, sizeof(self) - 1);
+        if (n > 0) {
+                self[n] = '\0';
+                unsigned v;
+                if (parse_uint_range(self, 1, INT32_MAX, &v) == 0)
+                        r->self_pid = (pid_t)v;
+        }
+        r->euid = geteuid();
+        r->clk_tck = sysconf(_SC_CLK_TCK);
+        collect_devnodes(c);
+        detect_hidepid(c);
+        return 0;
+}
+
+/* --- matching ------------------------------------------------------------------------------ */
+
+/* The user name of uid (cached), else the number. In a bundle: the name recorded there. */
+static void user_name(struct host_ctx *c, const struct pid_scan *s, uid_t uid, char *out, size_t outlen)
+{
+        const struct host_bundle_proc *bp = c->bundle ? host_bundle_proc(c->bundle, s->pid) : NULL;
+        if (bp && bp->user[0]) {
+                snprintf(out, outlen, "%s", bp->user);
+                return;
+        }
+        for (unsigned i = 0; i < c->n_users; i++) {
+                if (c->users[i].uid == uid) {
+                        snprintf(out, outlen, "%s", c->users[i].name);
+                        return;
+                }
+        }
+        struct passwd pw, *res = NULL;
+        char pbuf[4096];
+        if (getpwuid_r(uid, &pw, pbuf, sizeof(pbuf), &res) == 0 && res && res->pw_name &&
+            strlen(res->pw_name) < outlen)
+                snprintf(out, outlen, "%s", res->pw_name);
+        else
+                snprintf(out, outlen, "%u", (unsigned)uid);
+        if (c->n_users < sizeof(c->users) / sizeof(c->users[0])) {
+                c->users[c->n_users].uid = uid;
+                snprintf(c->users[c->n_users].name, sizeof(c->users[0].name), "%s", out);
+                c->n_users++;
+        }
+}
+
+/* A path under the prefix: its node name. path need not be NUL-terminated. */
+static bool match_prefix(const struct host_ctx *c, const char *path, size_t len, char name[48])
+{
+        if (len < c->prefix_len || memcmp(path, c->dev_prefix, c->prefix_len) != 0 || len >= PATH_MAX)
+                return false;
+        char tmp[PATH_MAX];
+        memcpy(tmp, path, len);
+        tmp[len] = '\0';
+        return host_node_name(tmp, c->dev_prefix, name, 48) == 0;
+}
+
+/* What st (a descriptor's file) is: one of the host's nodes (same inode, or same device
+ * number), or a character device of an nvidia driver (a node made inside a container). */
+static bool match_stat(const struct host_ctx *c, const struct stat *st, char name[48])
+{
+        for (size_t i = 0; i < c->n_nodes; i++) {
+                const struct host_devnode *n = &c->nodes[i];
+                if ((n->dev == st->st_dev && n->ino == st->st_ino) ||
+                    (S_ISCHR(st->st_mode) && n->chr && n->rdev == st->st_rdev)) {
+                        snprintf(name, 48, "%s", n->name);
+                        return true;
+                }
+        }
+        return S_ISCHR(st->st_mode) &&
+               host_majors_name(&c->majors, major(st->st_rdev), minor(st->st_rdev), name, 48) == 0;
+}
+
+static bool match_devino(const struct host_ctx *c, const struct host_maps_line *m, char name[48])
+{
+        if (m->ino == 0)
+                return false;
+        dev_t dev = makedev(m->dev_major, m->dev_minor);
+        for (size_t i = 0; i < c->n_nodes; i++) {
+                if (c->nodes[i].dev == dev && (uint64_t)c->nodes[i].ino == m->ino) {
+                        snprintf(name, 48, "%s", c->nodes[i].name);
+                        return true;
+                }
+        }
+        return false;
+}
+
+static void add_node(struct host_ctx *c, struct pid_scan *s, const char *name, unsigned via)
+{
+        if (host_proc_add_node(&s->p, name, via) == -E2BIG && !s->overflow) {
+                s->overflow = true;
+                c->n_node_overflow++;
+        }
+}
+
+static void note_denied(const struct host_ctx *c, const struct pid_scan *s, unsigned *other, unsigned *own)
+{
+        if (c->r->euid != 0 && s->owner != c->r->euid)
+                (*other)++;
+        else
+                (*own)++;
+}
+
+static bool is_gone(int e)
+{
+        return e == -ENOENT || e == -ESRCH;
+}
+
+static void scan_fds(struct host_ctx *c, struct pid_scan *s)
+{
+        if (s->forced & HOST_SKIP_FDS) {
+                s->p.skipped |= HOST_SKIP_FDS;
+                return;
+        }
+        int fdd = openat(s->dfd, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fdd < 0) {
+                int e = -errno;
+                if (e == -ESRCH)
+                        s->vanished = true;
+                if (is_gone(e))
+                        return;         /* gone, or (fixtures) a process without descriptors */
+                s->p.skipped |= HOST_SKIP_FDS;
+                if (e == -EACCES || e == -EPERM) {
+                        note_denied(c, s, &c->n_fd_denied_other, &c->n_fd_denied_own);
+                } else {
+                        c->n_fd_error++;
+                        c->fd_errno = -e;
+                }
+                return;
+        }
+        DIR *d = fdopendir(fdd);
+        if (!d) {
+                close(fdd);
+                return;
+        }
+        struct dirent *e;
+        char target[PATH_MAX];
+        while ((e = readdir(d))) {
+                const char *nm = e->d_name;
+                if (nm[0] < '0' || nm[0] > '9')
+                        continue;
+                ssize_t n = readlinkat(fdd, nm, target, sizeof(target) - 1);
+                if (n < 0 && (errno == EACCES || errno == EPERM)) {
+                        /* the directory lists, but the links need ptrace rights */
+                        s->p.skipped |= HOST_SKIP_FDS;
+                        note_denied(c, s, &c->n_fd_denied_other, &c->n_fd_denied_own);
+                        break;
+                }
+                if (n <= 0)
+                        continue;       /* closed meanwhile */
+                target[n] = '\0';
+                bool deleted;
+                size_t tl = host_strip_deleted(target, (size_t)n, &deleted);
+                char name[48];
+                bool hit = match_prefix(c, target, tl, name);
+                if (!hit && tl > 5 && memcmp(target, "/dev/", 5) == 0) {
+                        struct stat st;
+                        hit = fstatat(fdd, nm, &st, 0) == 0 && match_stat(c, &st, name);
+                }
+                if (!hit)
+                        continue;
+                add_node(c, s, name, HOST_VIA_FD);
+                if (!c->save_dir)
+                        continue;
+                unsigned fdnum;
+                if (host_grow(&c->sfds, &c->sfds_alloc, c->n_sfds, sizeof(*c->sfds)) < 0 ||
+                    parse_uint_range(nm, 0, INT32_MAX, &fdnum) < 0)
+                        continue;
+                c->sfds[c->n_sfds].fd = (int)fdnum;
+                snprintf(c->sfds[c->n_sfds].name, sizeof(c->sfds[0].name), "%s", name);
+                c->n_sfds++;
+        }
+        closedir(d);
+}
+
+/* The maps line rewritten for a bundle: its path replaced by the canonical /dev/NAME. */
+static void save_maps_line(struct host_ctx *c, const char *line, const struct host_maps_line *m,
+                           const char *name)
+{
+        size_t head = (size_t)(m->path - line);
+        if (buf_append(&c->smaps, line, head) < 0 || buf_printf(&c->smaps, "/dev/%s%s\n", name,
+                                                                 m->deleted ? " (deleted)" : "") < 0)
+                c->smaps.len = 0;       /* the cap: save nothing rather than half */
+}
+
+static void scan_maps(struct host_ctx *c, struct pid_scan *s)
+{
+        if (s->forced & HOST_SKIP_MAPS) {
+                s->p.skipped |= HOST_SKIP_MAPS;
+                s->unverifiable = true;
+                return;
+        }
+        if (s->p.state == 'D') {
+                /* reading maps would wait for the mmap lock of a task stuck in the kernel */
+                s->p.skipped |= HOST_SKIP_MAPS;
+                s->unverifiable = true;
+                c->n_maps_dstate++;
+                return;
+        }
+        char *data;
+        size_t len;
+        int e = read_blocking(c, s->dfd, "maps", HOST_CAP_MAPS, &data, &len);
+        if (e < 0) {
+                if (e == -ESRCH)
+                        s->vanished = true;
+                if (is_gone(e))
+                        return;
+                s->p.skipped |= HOST_SKIP_MAPS;
+                if (e == -ETIMEDOUT) {
+                        s->locked = s->unverifiable = true;
+                        c->n_maps_timeout++;
+                } else if (e == -EACCES || e == -EPERM) {
+                        note_denied(c, s, &c->n_maps_denied_other, &c->n_maps_denied_own);
+                } else if (e != -EDEADLK) {
+                        c->n_maps_error++;
+                        c->maps_errno = -e;
+                }
+                return;
+        }
+        size_t pos = 0;
+        while (pos < len) {
+                const char *line = data + pos;
+                const char *nl = memchr(line, '\n', len - pos);
+                size_t ll = nl ? (size_t)(nl - line) : len - pos;
+                pos += ll + 1;
+                struct host_maps_line m;
+                if (host_parse_maps_line(line, ll, &m) < 0 || !m.path)
+                        continue;
+                char name[48];
+                if (!match_prefix(c, m.path, m.pathlen, name) && !match_devino(c, &m, name))
+                        continue;
+                add_node(c, s, name, HOST_VIA_MMAP);
+                if (c->save_dir)
+                        save_maps_line(c, line, &m, name);
+        }
+}
+
+/* --- facts --------------------------------------------------------------------------------- */
+
+/* A file the bundle may lack on purpose: ENOENT is "not there", not "vanished". */
+static int read_fact(struct pid_scan *s, const char *name, size_t max, char **ret, size_t *ret_len)
+{
+        int e = read_small(s->dfd, name, max, ret, ret_len);
+        if (e == -ESRCH)
+                s->vanished = true;
+        return e;
+}
+
+static void read_text_files(struct host_ctx *c, struct pid_scan *s)
+{
+        bool blocked = s->p.state == 'D' || s->locked;
+        unsigned env_bit = c->read_env ? HOST_SKIP_ENVIRON : 0;
+        if (blocked) {
+                s->p.skipped |= HOST_SKIP_CMDLINE | env_bit;
+                return;
+        }
+        char *data;
+        size_t len;
+        if (s->forced & HOST_SKIP_CMDLINE) {
+                s->p.skipped |= HOST_SKIP_CMDLINE;
+        } else {
+                int e = read_blocking(c, s->dfd, "cmdline", HOST_CAP_CMDLINE, &data, &len);
+                if (e == 0) {
+                        s->p.cmdline = cmdline_join(data, len);
+                        if (c->save_dir && (s->cmdline = malloc(len + 1)) != NULL) {
+                                memcpy(s->cmdline, data, len + 1);
+                                s->cmdline_len = len;
+                        }
+                } else if (e == -ETIMEDOUT) {
+                        s->locked = true;
+                        c->n_text_timeout++;
+                        s->p.skipped |= HOST_SKIP_CMDLINE | env_bit;
+                        return;
+                } else if (e == -ESRCH) {
+                        s->vanished = true;
+                        return;
+                } else {
+                        s->p.skipped |= HOST_SKIP_CMDLINE;
+                }
+        }
+        if (!c->read_env)
+                return;
+        if (s->forced & HOST_SKIP_ENVIRON) {
+                s->p.skipped |= HOST_SKIP_ENVIRON;
+                return;
+        }
+        int e = read_blocking(c, s->dfd, "environ", HOST_CAP_ENVIRON, &data, &len);
+        if (e == 0) {
+                s->env_saved = BUF_INIT(HOST_CAP_ENVIRON);
+                host_parse_environ(data, len, &s->p, c->save_dir ? &s->env_saved : NULL);
+        } else if (e == -ETIMEDOUT) {
+                s->locked = true;
+                c->n_text_timeout++;
+                s->p.skipped |= HOST_SKIP_ENVIRON;
+        } else if (e == -ESRCH) {
+                s->vanished = true;
+        } else if (e != -ENOENT) {
+                s->p.skipped |= HOST_SKIP_ENVIRON;  /* another user's, without ptrace rights */
+        }
+}
+
+static void collect_facts(struct host_ctx *c, struct pid_scan *s)
+{
+        char *data;
+        size_t len;
+        if (read_fact(s, "status", HOST_CAP_STATUS, &s->status, &s->status_len) == 0) {
+                if (host_parse_status(s->status, s->status_len, &s->p) == 0)
+                        user_name(c, s, s->p.uid, s->p.user, sizeof(s->p.user));
+        } else if (s->vanished) {
+                return;
+        }
+        if (!s->p.user[0]) {
+                s->p.uid = (uid_t)-1;
+                snprintf(s->p.user, sizeof(s->p.user), "?");
+        }
+        int e = (s->forced & HOST_SKIP_CGROUP) ? -EPERM :
+                read_fact(s, "cgroup", HOST_CAP_CGROUP, &s->cgroup, &s->cgroup_len);
+        if (e == 0)
+                host_parse_cgroup(s->cgroup, s->cgroup_len, &s->p);
+        else if (e != -ENOENT)
+                s->p.skipped |= HOST_SKIP_CGROUP;
+        if (read_fact(s, "wchan", HOST_CAP_SMALL, &s->wchan, &s->wchan_len) == 0) {
+                len = s->wchan_len;
+                data = s->wchan;
+                while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == '\0'))
+                        len--;
+                /* "0": not sleeping, or hidden from us */
+                if (!(len == 1 && data[0] == '0') && len < sizeof(s->p.wchan)) {
+                        memcpy(s->p.wchan, data, len);
+                        s->p.wchan[len] = '\0';
+                }
+        }
+        uint64_t ino;
+        if (read_ns_ino(s->dfd, "ns/pid", &ino) == 0)
+                s->p.pidns_ino = ino;
+        if (c->have_btime && c->r->clk_tck > 0)
+                s->p.start_time = (double)c->btime + (double)s->p.start_ticks / (double)c->r->clk_tck;
+        read_text_files(c, s);
+}
+
+static void save_pid(struct host_ctx *c, struct pid_scan *s, enum host_role role)
+{
+        struct host_save_proc sp = {
+                .pid = s->pid,
+                .role = role,
+                .skipped = s->p.skipped,
+                .user = s->p.user,
+                .stat = s->stat, .stat_len = s->stat_len,
+                .status = s->status, .status_len = s->status_len,
+                .cmdline = s->cmdline, .cmdline_len = s->cmdline_len,
+                .cgroup = s->cgroup, .cgroup_len = s->cgroup_len,
+                .wchan = s->wchan, .wchan_len = s->wchan_len,
+                .environ = c->read_env && !(s->p.skipped & HOST_SKIP_ENVIRON) ? buf_str(&s->env_saved) : NULL,
+                .environ_len = s->env_saved.len,
+                .maps = (s->p.skipped & HOST_SKIP_MAPS) ? NULL : buf_str(&c->smaps),
+                .maps_len = c->smaps.len,
+                .pidns_ino = s->p.pidns_ino,
+                .fds = c->sfds,
+                .n_fds = c->n_sfds,
+        };
+        if (host_bundle_save_proc(c->save_dir, &sp) < 0)
+                return;
+        if (host_grow(&c->saved, &c->saved_alloc, c->n_saved, sizeof(*c->saved)) < 0)
+                return;
+        struct host_bundle_proc *bp = &c->saved[c->n_saved++];
+        memset(bp, 0, sizeof(*bp));
+        bp->pid = s->pid;
+        bp->role = role;
+        bp->skipped = s->p.skipped;
+        snprintf(bp->user, sizeof(bp->user), "%s", s->p.user);
+}
+
+static void pid_scan_free(struct pid_scan *s)
+{
+        if (s->dfd >= 0)
+                close(s->dfd);
+        host_proc_clear(&s->p);
+        free(s->stat);
+        free(s->status);
+        free(s->cgroup);
+        free(s->wchan);
+        free(s->cmdline);
+        buf_free(&s->env_saved);
+}
+
+enum pid_class {
+        PID_NONE,               /* holds nothing (or vanished) */
+        PID_HOLDER,
+        PID_UNVERIFIED,
+};
+
+/* Inspect one process. With want_facts (a lookup) the facts are read whatever it holds.
+ * Returns 0 and *ret filled for a holder, an unverified process or a lookup; -ESRCH when it
+ * vanished or holds nothing; -EACCES when its stat cannot be read. */
+static int inspect_pid(struct host_ctx *c, pid_t pid, const char *dirname, bool want_facts, struct host_proc *ret,
+                       enum pid_class *ret_class)
+{
+        struct pid_scan s;
+        struct stat dst;
+        enum pid_class cls = PID_NONE;
+        int e, r = -ESRCH;
+        memset(&s, 0, sizeof(s));
+        s.pid = pid;
+        c->smaps.len = 0;
+        c->n_sfds = 0;
+
+        s.dfd = openat(c->proc_fd, dirname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (s.dfd < 0) {
+                if (errno == EACCES || errno == EPERM) {
+                        c->n_pid_denied++;
+                        r = -EACCES;
+                }
+                goto out;
+        }
+        s.owner = fstat(s.dfd, &dst) == 0 ? dst.st_uid : (uid_t)-1;
+        if (c->bundle) {
+                const struct host_bundle_proc *bp = host_bundle_proc(c->bundle, pid);
+                if (bp) {
+                        s.forced = bp->skipped;
+                        s.bundle_role = bp->role;
+                }
+        }
+        e = read_small(s.dfd, "stat", HOST_CAP_STAT, &s.stat, &s.stat_len);
+        if (e == -EACCES || e == -EPERM) {
+                c->n_pid_denied++;
+                r = -EACCES;
+                goto out;
+        }
+        if (e < 0 || host_parse_stat(s.stat, s.stat_len, &s.p) < 0)
+                goto out;
+        s.p.pid = pid;
+
+        /* kernel threads have no descriptors; zombies have released theirs and their memory */
+        if (!s.p.kernel_thread && s.p.state != 'Z' && s.p.state != 'X') {
+                scan_fds(c, &s);
+                scan_maps(c, &s);
+        }
+        if (s.vanished)
+                goto out;
+        if (s.p.n_nodes > 0)
+                cls = PID_HOLDER;
+        else if (c->bundle ? s.bundle_role == HOST_ROLE_UNVERIFIED : s.unverifiable)
+                cls = PID_UNVERIFIED;
+        if (cls == PID_NONE && !want_facts)
+                goto out;
+        collect_facts(c, &s);
+        if (s.vanished)
+                goto out;
+        host_proc_sort_nodes(&s.p);
+        if (c->save_dir)
+                save_pid(c, &s, cls == PID_HOLDER ? HOST_ROLE_HOLDER :
+                                cls == PID_UNVERIFIED ? HOST_ROLE_UNVERIFIED : HOST_ROLE_LOOKUP);
+        *ret = s.p;
+        memset(&s.p, 0, sizeof(s.p));
+        r = 0;
+out:
+        *ret_class = r == 0 ? cls : PID_NONE;
+        pid_scan_free(&s);
+        return r;
+}
+
+/* --- limits -------------------------------------------------------------------------------- */
+
+static void limit(struct host_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void limit(struct host_report *r, const char *fmt, ...)
+{
+        struct buf b = BUF_INIT(4096);
+        va_list ap;
+        va_start(ap, fmt);
+        int e = buf_vprintf(&b, fmt, ap);
+        va_end(ap);
+        if (e == 0)
+                host_report_add_limit(r, buf_str(&b));
+        buf_free(&b);
+}
+
+static const char *procs(unsigned n)
+{
+        return n == 1 ? "process" : "processes";
+}
+
+static void compose_limits(struct host_ctx *c, struct host_report *r)
+{
+        if (c->bundle) {
+                for (size_t i = 0; i < c->bundle->n_limits; i++)
+                        host_report_add_limit(r, c->bundle->limits[i]);
+                return;
+        }
+        if (!c->have_majors)
+                limit(r, "%s/devices could not be read: device nodes were recognised by path only", c->proc_root);
+        if (r->self_pidns_ino && !r->initial_pidns)
+                limit(r, "this is not the initial PID namespace: holders in other namespaces (the host, other "
+                         "containers) are not visible from here");
+        if (c->hidepid_invisible && r->euid != 0)
+                limit(r, "%s is mounted with hidepid=invisible: processes of other users are not listed (not root)",
+                      c->proc_root);
+        if (c->n_pid_denied)
+                limit(r, "%u %s could not be inspected at all (permission denied%s)", c->n_pid_denied,
+                      procs(c->n_pid_denied), c->hidepid_noaccess ? "; /proc is mounted with hidepid=noaccess" : "");
+        if (c->n_fd_denied_other)
+                limit(r, "fd tables of %u %s owned by other users could not be read (not root)", c->n_fd_denied_other,
+                      procs(c->n_fd_denied_other));
+        if (c->n_fd_denied_own)
+                limit(r, "fd tables of %u %s could not be read (permission denied)", c->n_fd_denied_own,
+                      procs(c->n_fd_denied_own));
+        if (c->n_fd_error)
+                limit(r, "fd tables of %u %s could not be read (%s)", c->n_fd_error, procs(c->n_fd_error),
+                      strerror(c->fd_errno));
+        if (c->n_maps_denied_other)
+                limit(r, "memory maps of %u %s owned by other users could not be read (not root)",
+                      c->n_maps_denied_other, procs(c->n_maps_denied_other));
+        if (c->n_maps_denied_own)
+                limit(r, "memory maps of %u %s could not be read (permission denied)", c->n_maps_denied_own,
+                      procs(c->n_maps_denied_own));
+        if (c->n_maps_error)
+                limit(r, "memory maps of %u %s could not be read (%s)", c->n_maps_error, procs(c->n_maps_error),
+                      strerror(c->maps_errno));
+        if (c->n_maps_dstate)
+                limit(r, "memory maps of %u %s in D state (uninterruptible) were not read, so as not to hang "
+                         "behind them: a mapping they hold is not seen", c->n_maps_dstate, procs(c->n_maps_dstate));
+        if (c->n_maps_timeout)
+                limit(r, "reading the memory maps of %u %s did not finish within the deadline (the address space "
+                         "is locked, probably by a thread stuck in the driver): a mapping they hold is not seen",
+                      c->n_maps_timeout, procs(c->n_maps_timeout));
+        if (c->n_text_timeout)
+                limit(r, "reading the command line or environment of %u %s did not finish within the deadline",
+                      c->n_text_timeout, procs(c->n_text_timeout));
+        if (c->n_dl_error)
+                limit(r, "%u blocking reads were not attempted (no worker thread could be started)", c->n_dl_error);
+        if (c->n_node_overflow)
+                limit(r, "%u %s hold more than %d distinct device nodes: the rest are not listed",
+                      c->n_node_overflow, procs(c->n_node_overflow), HOST_MAX_NODES);
+}
+
+/* --- entry points -------------------------------------------------------------------------- */
+
+static bool pid_name(const char *s, pid_t *ret)
+{
+        unsigned v;
+        if (s[0] < '1' || s[0] > '9' || parse_uint_range(s, 1, INT32_MAX, &v) < 0)
+                return false;
+        *ret = (pid_t)v;
+        return true;
+}
+
+static void save_host(struct host_ctx *c, struct host_report *r, bool is_scan)
+{
+        if (!c->save_dir)
+                return;
+        host_bundle_save_host_files(c->save_dir, c->btime, c->have_btime, c->devices, c->devices_len);
+        host_bundle_write_json(c->save_dir, r, is_scan, c->saved, c->n_saved);
+}
+
+int host_scan(const struct host_opts *o, struct host_report **ret)
+{
+        struct host_ctx c;
+        size_t holders_alloc = 0, unverified_alloc = 0;
+        DIR *d = NULL;
+        struct dirent *de;
+        int e, wfd;
+        struct host_report *r = calloc(1, sizeof(*r));
+        if (!r)
+                return -ENOMEM;
+        e = ctx_init(&c, o, r);
+        if (e < 0)
+                goto out;
+        wfd = fcntl(c.proc_fd, F_DUPFD_CLOEXEC, 3);
+        d = wfd >= 0 ? fdopendir(wfd) : NULL;
+        if (!d) {
+                e = -errno;
+                if (wfd >= 0)
+                        close(wfd);
+                goto out;
+        }
+        while ((de = readdir(d))) {
+                pid_t pid;
+                if (!pid_name(de->d_name, &pid))
+                        continue;
+                if (c.bundle) {
+                        const struct host_bundle_proc *bp = host_bundle_proc(c.bundle, pid);
+                        if (bp && bp->role == HOST_ROLE_LOOKUP)
+                                continue;       /* saved for a lookup, not part of the walk */
+                }
+                r->procs_scanned++;
+                struct host_proc p;
+                enum pid_class cls;
+                if (inspect_pid(&c, pid, de->d_name, false, &p, &cls) < 0)
+                        continue;
+                int a = cls == PID_HOLDER ? host_procs_append(&r->holders, &r->n_holders, &holders_alloc, &p) :
+                        cls == PID_UNVERIFIED ? host_procs_append(&r->unverified, &r->n_unverified,
+                                                                  &unverified_alloc, &p) : 0;
+                host_proc_clear(&p);
+                if (a < 0) {
+                        e = a;
+                        goto out;
+                }
+        }
+        if (c.bundle)
+                r->procs_scanned = c.bundle->procs_scanned;
+        host_procs_sort(r->holders, r->n_holders);
+        host_procs_sort(r->unverified, r->n_unverified);
+        compose_limits(&c, r);
+        save_host(&c, r, true);
+        *ret = r;
+        r = NULL;
+        e = 0;
+out:
+        if (d)
+                closedir(d);
+        ctx_free(&c);
+        host_report_free(r);
+        return e;
+}
+
+int host_proc_lookup(const struct host_opts *o, pid_t pid, struct host_proc *ret)
+{
+        struct host_ctx c;
+        struct host_report facts;
+        memset(&facts, 0, sizeof(facts));
+        int e = ctx_init(&c, o, &facts);
+        if (e < 0)
+                goto out;
+        if (pid <= 0) {
+                e = -ESRCH;
+                goto out;
+        }
+        char name[16];
+        snprintf(name, sizeof(name), "%d", (int)pid);
+        struct host_proc p;
+        enum pid_class cls;
+        e = inspect_pid(&c, pid, name, true, &p, &cls);
+        if (e < 0)
+                goto out;
+        save_host(&c, &facts, false);
+        *ret = p;
+out:
+        ctx_free(&c);
+        return e;
+}

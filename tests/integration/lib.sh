@@ -1,0 +1,119 @@
+# lib.sh: helpers for the integration tests (source it). They drive the real binary against
+# the simulated driver with real processes, and kill every process they started on EXIT,
+# pass or fail. Environment (from ctest): GV_BIN, GV_BUILD, GV_SRC.
+set -euo pipefail
+
+: "${GV_BIN:?GV_BIN must name the ghostvram binary}"
+: "${GV_BUILD:?GV_BUILD must name the build directory}"
+GV_QUERY="$GV_BUILD/sim/gv-simquery"
+GV_TMP=$(mktemp -d /tmp/gv-it.XXXXXX)
+GV_PIDS=()      # every process started (killed with SIGKILL on exit)
+GV_GROUPS=()    # process groups of jobs (each owner leads its own)
+MIB=1048576
+
+gv_cleanup() {
+        local rc=$?
+        local p
+        for p in "${GV_GROUPS[@]}"; do kill -9 -- "-$p" 2>/dev/null || true; done
+        for p in "${GV_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+        rm -rf "$GV_TMP"
+        exit "$rc"
+}
+trap gv_cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+skip() { echo "SKIP: $*"; exit 77; }
+note() { echo "--- $*"; }
+
+assert_eq() { # ACTUAL EXPECTED WHAT
+        [ "$1" = "$2" ] || fail "$3: got '$1', expected '$2'"
+}
+
+# Remember processes to kill on exit.
+track() { GV_PIDS+=("$@"); }
+
+# A fresh simulated host; sets SIM.
+sim_new() {
+        SIM="$GV_TMP/sim.$RANDOM"
+        "$GV_BIN" sim init "$SIM" "$@" >/dev/null
+}
+
+# ghostvram sim run SIM ARGS...: sets OWNER, WORKERS (array), CHILD and tracks them all.
+sim_run() {
+        local out line
+        out=$("$GV_BIN" sim run "$SIM" "$@") || fail "sim run $* failed"
+        OWNER="" CHILD="" WORKERS=()
+        while read -r kind pid; do
+                case "$kind" in
+                owner) OWNER=$pid ;;
+                worker) WORKERS+=("$pid") ;;
+                child) CHILD=$pid ;;
+                *) fail "sim run printed '$kind $pid'" ;;
+                esac
+                track "$pid"
+        done <<<"$out"
+        [ -n "$OWNER" ] || fail "sim run printed no owner"
+        GV_GROUPS+=("$OWNER")
+}
+
+# What NVML says, as JSON (gv-simquery); extra arguments go to it.
+query() { GHOSTVRAM_SIM="$SIM" "$GV_QUERY" "$@"; }
+
+# used memory (v2) of GPU $1, in bytes
+used() { query | jq -r ".gpus[] | select(.index == $1) | .memory.used"; }
+
+# listed PIDs of GPU $1, space-separated, sorted ("" when none)
+listed() { query | jq -r "[.gpus[] | select(.index == $1) | .procs[].pid] | sort | map(tostring) | join(\" \")"; }
+
+# bytes listed for PID $2 on GPU $1
+listed_bytes() { query | jq -r ".gpus[] | select(.index == $1) | .procs[] | select(.pid == $2) | .bytes"; }
+
+# Is the process gone (or a zombie, which holds no files)?
+is_dead() {
+        local st
+        st=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+        st=${st##*) }
+        [ "${st%% *}" = Z ]
+}
+
+# kill -9 each PID and wait until it is dead.
+kill_wait() {
+        local p i
+        for p in "$@"; do kill -9 "$p" 2>/dev/null || true; done
+        for p in "$@"; do
+                for i in $(seq 500); do is_dead "$p" && break; sleep 0.01; done
+                is_dead "$p" || fail "process $p did not die"
+        done
+}
+
+# Does process $1 hold a simulated device file by descriptor / by mapping?
+holds_fd() { ls -l "/proc/$1/fd" 2>/dev/null | grep -q "$SIM/dev/nvidia"; }
+holds_map() { grep -q "$SIM/dev/nvidia" "/proc/$1/maps" 2>/dev/null; }
+
+# Can we make PID namespaces here?
+need_unshare() {
+        unshare --pid --fork --mount-proc true 2>/dev/null || skip "unshare --pid --fork --mount-proc is not allowed here"
+}
+
+# The PID, in our namespace, of the process that is $2 in the PID namespace of process $1.
+pid_in_ns_of() {
+        local ns st p
+        ns=$(readlink "/proc/$1/ns/pid")
+        for st in /proc/[0-9]*/status; do
+                p=${st#/proc/}
+                p=${p%/status}
+                [ "$(readlink "/proc/$p/ns/pid" 2>/dev/null)" = "$ns" ] || continue
+                if grep -qE "^NSpid:.*[[:space:]]$2\$" "$st" 2>/dev/null; then
+                        echo "$p"
+                        return 0
+                fi
+        done
+        return 1
+}
+
+# Wait until file $1 has a line matching $2 (5 s).
+wait_for_line() {
+        local i
+        for i in $(seq 500); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.01; done
+        fail "no '$2' in $1"
+}

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# snapshot on the simulated driver with real processes: what NVML says and who holds the nodes,
+# for each lifetime semantic (inherited descriptors, mappings only, exec'd child, stale PID).
+. "$(dirname "$0")/lib.sh"
+
+snap() { GHOSTVRAM_SIM="$SIM" "$GV_BIN" snapshot --json "$@"; }
+holder_pids() { snap | jq -r '[.holders[].pid] | sort | map(tostring) | join(" ")'; }
+sorted() { printf '%s\n' "$@" | sort | tr '\n' ' ' | sed 's/ $//'; }
+
+sim_new --gpus 2 --memory 16384 --reserved 512
+
+note "a job with two workers: owner listed with its bytes, all three hold every node by fd and mmap"
+sim_run --gpu 1 --mib 1024 --workers 2
+s=$(snap)
+assert_eq "$(jq -r '.schema_version' <<<"$s")" 1 "schema_version"
+assert_eq "$(jq -r '.simulated' <<<"$s")" true "simulated flag"
+assert_eq "$(jq -r '.gpus[1].memory.used_bytes' <<<"$s")" $((1024 * MIB)) "GPU 1 used"
+assert_eq "$(jq -r '.gpus[1].memory.reserved_bytes' <<<"$s")" $((512 * MIB)) "GPU 1 reserved"
+assert_eq "$(jq -r '.gpus[1].memory.total_bytes - .gpus[1].memory.reserved_bytes - .gpus[1].memory.used_bytes - .gpus[1].memory.free_bytes' <<<"$s")" 0 "total = reserved + used + free"
+assert_eq "$(jq -r '.gpus[0].memory.used_bytes' <<<"$s")" 0 "GPU 0 used"
+assert_eq "$(jq -r '.gpus[1].nvml_processes | map(.pid) | join(",")' <<<"$s")" "$OWNER" "listed PIDs"
+assert_eq "$(jq -r '.gpus[1].nvml_processes[0].used_bytes' <<<"$s")" $((1024 * MIB)) "owner bytes"
+assert_eq "$(jq -r '.gpus[1].nvml_processes[0].host | "\(.present) \(.zombie) \(.holds_nodes)"' <<<"$s")" "true false true" "owner host facts"
+assert_eq "$(jq -r '[.holders[].pid] | sort | map(tostring) | join(" ")' <<<"$s")" "$(sorted "$OWNER" "${WORKERS[@]}")" "holders"
+for p in "$OWNER" "${WORKERS[@]}"; do
+        assert_eq "$(jq -r ".holders[] | select(.pid == $p) | .devices | sort | join(\",\")" <<<"$s")" \
+                "nvidia-uvm,nvidia0,nvidia1,nvidiactl" "nodes of $p"
+        assert_eq "$(jq -r ".holders[] | select(.pid == $p) | .via.nvidiactl | join(\",\")" <<<"$s")" "fd,mmap" "via of $p"
+        assert_eq "$(jq -r ".holders[] | select(.pid == $p) | .pgid" <<<"$s")" "$OWNER" "pgid of $p"
+done
+text=$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" snapshot)
+grep -q "SIMULATED HOST" <<<"$text" || fail "text output does not say it is simulated"
+grep -q "NVML lists PID $OWNER" <<<"$text" || fail "text output does not show the listed PID"
+
+note "kill -9 of the owner: the stale PID stays listed with its bytes, the workers hold the nodes"
+kill_wait "$OWNER"
+s=$(snap)
+assert_eq "$(jq -r '.gpus[1].memory.used_bytes' <<<"$s")" $((1024 * MIB)) "used after kill"
+assert_eq "$(jq -r '.gpus[1].nvml_processes | map(.pid) | join(",")' <<<"$s")" "$OWNER" "stale PID listed"
+assert_eq "$(jq -r '.gpus[1].nvml_processes[0].host.present' <<<"$s")" false "stale PID not present"
+assert_eq "$(holder_pids)" "$(sorted "${WORKERS[@]}")" "holders after kill"
+kill_wait "${WORKERS[@]}"
+assert_eq "$(snap | jq -r '.gpus[1].memory.used_bytes')" 0 "used once every holder is gone"
+assert_eq "$(snap | jq -r '.gpus[1].nvml_processes | length')" 0 "list empty once freed"
+
+note "workers that closed their descriptors keep the context through their mappings alone"
+sim_run --gpu 0 --mib 512 --workers 1 --close-fds-in-workers
+kill_wait "$OWNER"
+s=$(snap)
+assert_eq "$(jq -r '.gpus[0].memory.used_bytes' <<<"$s")" $((512 * MIB)) "used via mappings"
+assert_eq "$(holder_pids)" "${WORKERS[0]}" "mapping-only holder found"
+assert_eq "$(jq -r ".holders[0].via.nvidiactl | join(\",\")" <<<"$s")" "mmap" "held by mmap only"
+kill_wait "${WORKERS[@]}"
+
+note "an exec'd child holds nothing (close-on-exec), and keeps nothing alive"
+sim_run --gpu 0 --mib 256 --exec-child
+[ -n "$CHILD" ] || fail "sim run --exec-child printed no child"
+assert_eq "$(holder_pids)" "$OWNER" "only the owner holds nodes"
+kill_wait "$OWNER"
+assert_eq "$(snap | jq -r '.gpus[0].memory.used_bytes')" 0 "child kept nothing"
+is_dead "$CHILD" && fail "the exec'd child should still run"
+
+note "bundle: --save-bundle then --from-bundle reproduce the same facts"
+sim_run --gpu 1 --mib 768 --workers 1
+kill_wait "$OWNER"
+GHOSTVRAM_SIM="$SIM" "$GV_BIN" snapshot --json --save-bundle "$GV_TMP/b" > "$GV_TMP/live.json"
+"$GV_BIN" snapshot --json --from-bundle "$GV_TMP/b" > "$GV_TMP/bundle.json"
+pick='{gpus: [.gpus[] | {index, memory, nvml_processes}], holders: [.holders[] | {pid, devices, via, pgid, state, comm}]}'
+assert_eq "$(jq -c "$pick" "$GV_TMP/bundle.json")" "$(jq -c "$pick" "$GV_TMP/live.json")" "bundle reproduces the snapshot"
+assert_eq "$(jq -r '.from_bundle' "$GV_TMP/bundle.json")" true "from_bundle flag"
+echo "PASS"
