@@ -146,6 +146,25 @@ if "$GV_BIN" sim init "$tmp/sim" >/dev/null 2>&1; then
         cp "$K/kmsg-raw.txt" "$tmp/sim/kmsg"
         GHOSTVRAM_SIM=$tmp/sim "$GV_BIN" xid --json >"$tmp/out" 2>"$tmp/err"
         check "GHOSTVRAM_SIM reads DIR/kmsg" '.source == "file" and (.events | length) == 5' "$tmp/out"
+        # the simulated driver names GPU indexes: find GPU 1's bus id and log an Xid 79 for it
+        GHOSTVRAM_SIM=$tmp/sim "$GV_BIN" snapshot --json >"$tmp/snap.json" 2>/dev/null
+        bus=$(jq -r '.gpus[] | select(.index == 1) | .pci_bus_id' "$tmp/snap.json")
+        if [ -n "$bus" ] && [ "$bus" != null ]; then
+                short=${bus%.*}
+                printf '3,1,5000000,-;NVRM: Xid (PCI:%s): 79, pid=7, name=train, GPU has fallen off the bus.\n' "$short" >"$tmp/sim/kmsg"
+                printf '3,2,6000000,-;NVRM: Xid (PCI:0000:ee:00): 13, pid=8, name=other, not a GPU of this host\n' >>"$tmp/sim/kmsg"
+                GHOSTVRAM_SIM=$tmp/sim "$GV_BIN" xid --json >"$tmp/out" 2>"$tmp/err"
+                check "GHOSTVRAM_SIM: PCI bus ids named by GPU index" \
+                        '[.events[].gpu_index] == [1, null] and .events[0].time != null' "$tmp/out"
+                GHOSTVRAM_SIM=$tmp/sim "$GV_BIN" xid --gpu 1 --json >"$tmp/out" 2>"$tmp/err"
+                check "GHOSTVRAM_SIM: --gpu 1" '[.events[].xid] == [79]' "$tmp/out"
+                status 2 "--gpu with an index the driver does not list" env GHOSTVRAM_SIM="$tmp/sim" "$GV_BIN" xid --gpu 7
+                GHOSTVRAM_SIM=$tmp/sim "$GV_BIN" xid >"$tmp/out" 2>"$tmp/err"
+                grep -q "SIMULATED HOST" "$tmp/out" && grep -q "GPU 1 $bus" "$tmp/out" && ok "text names GPU 1 on the simulated host" \
+                        || { bad "text on the simulated host"; cat "$tmp/out"; }
+        else
+                bad "snapshot of the simulated host gave no GPU 1"
+        fi
         rm "$tmp/sim/kmsg"
         GHOSTVRAM_SIM=$tmp/sim "$GV_BIN" xid --json >"$tmp/out" 2>"$tmp/err"
         check "GHOSTVRAM_SIM without DIR/kmsg: no events" '(.events | length) == 0' "$tmp/out"
