@@ -107,8 +107,8 @@ int xid_parser_feed(struct xid_parser *p, const struct kmsg_record *rec, struct 
 int xid_parser_flush(struct xid_parser *p, struct xid_list *out);
 void xid_parser_free(struct xid_parser *p);
 
-/* Parse a whole saved log held in memory (the same decoding as --kmsg FILE). Returns 0 or a
- * negative errno; *ret_overruns-like counters are not applicable. */
+/* Parse a whole saved log held in memory (the same decoding as --kmsg FILE), appending to out.
+ * Returns 0 or a negative errno (-ENOMEM). */
 int xid_parse_log(const char *buf, size_t len, const struct kmsg_time_opts *t, const char *source,
                   struct xid_list *out);
 
@@ -256,6 +256,7 @@ int xid_source_open(const struct xid_source_opts *o, bool follow, struct kmsg_re
 int xid_read_all(struct kmsg_reader *rd, const char *source, struct xid_list *out);
 
 /* xid_source_open + xid_read_all + close, for callers that want the events of the default log
- * (scan). The counters of the reader come back in the last three arguments (may be NULL). */
+ * (scan). info and ret_overruns (EPIPE count of /dev/kmsg) may be NULL. On an error err holds
+ * one line and out is left as it was (events read before a read error stay in it). */
 int xid_collect(const struct xid_source_opts *o, struct xid_list *out, struct xid_source_info *info,
                 char *err, size_t errlen, unsigned long *ret_overruns);
