@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "model/facts.h"
@@ -34,6 +35,9 @@ static void scan_usage(FILE *f)
                 "  --confirm DURATION   wait this long before the confirming sample (default 2s; 0 = one\n"
                 "                       sample, nothing confirmed by time)\n"
                 "  --noise-floor MIB    minimum ghost in MiB (default 64; 1%% of the GPU if larger)\n"
+                "  --kmsg FILE          read NVRM/Xid kernel events from a saved log (dmesg, journalctl -k,\n"
+                "                       syslog; - for stdin) instead of /dev/kmsg\n"
+                "  --no-kernel          do not read the kernel log\n"
                 CLI_COMMON_HELP
                 "  -h, --help           this help\n\n"
                 "Verdicts (the first finding of a GPU; docs/verdicts.md explains each):\n"
@@ -47,17 +51,31 @@ static void scan_usage(FILE *f)
                 "3 some GPU (or the driver) could not be inspected.\n");
 }
 
-static int collect(const struct cli_common *c, const char *bundle_sub, const char *save_sub, struct facts **ret)
+struct scan_opts {
+        const char *kmsg;       /* --kmsg FILE */
+        bool no_kernel;         /* --no-kernel */
+};
+
+static int collect(const struct cli_common *c, const struct scan_opts *so, const char *bundle_sub,
+                   const char *save_sub, struct facts **ret)
 {
-        struct facts_opts fo = { .simulated = c->simulated };
+        struct facts_opts fo = { .simulated = c->simulated, .read_kernel = !so->no_kernel };
         cli_common_gpu_opts(c, &fo.gpu);
         cli_common_host_opts(c, &fo.host);
-        static char gpu_dir[4096], proc_dir[4096], save_dir[4096];
+        fo.kernel.kmsg_path = so->kmsg;
+        fo.kernel.sim_dir = c->simulated ? c->sim_dir : NULL;
+        fo.kernel.proc_root = c->proc_root;
+        static char gpu_dir[4096], proc_dir[4096], save_dir[4096], kmsg_path[4096];
         if (c->from_bundle && bundle_sub) {
                 snprintf(gpu_dir, sizeof(gpu_dir), "%s/%s", c->from_bundle, bundle_sub);
                 snprintf(proc_dir, sizeof(proc_dir), "%s/%s/proc", c->from_bundle, bundle_sub);
+                snprintf(kmsg_path, sizeof(kmsg_path), "%s/%s/kmsg", c->from_bundle, bundle_sub);
                 fo.gpu.bundle_dir = gpu_dir;
                 fo.host.proc_root = proc_dir;
+                /* the kernel lines the bundle recorded (none: nothing was recorded) */
+                fo.read_kernel = !so->no_kernel && access(kmsg_path, R_OK) == 0;
+                fo.kernel.kmsg_path = kmsg_path;
+                fo.kernel.this_boot = true;
         }
         if (c->save_bundle) {
                 if (save_sub)
@@ -77,6 +95,8 @@ int cmd_scan(int argc, char **argv)
                 { "gpu", required_argument, NULL, 'g' },
                 { "confirm", required_argument, NULL, 'C' },
                 { "noise-floor", required_argument, NULL, 'F' },
+                { "kmsg", required_argument, NULL, 'K' },
+                { "no-kernel", no_argument, NULL, 'N' },
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
@@ -85,6 +105,7 @@ int cmd_scan(int argc, char **argv)
         struct ledger_opts lo;
         ledger_opts_default(&lo);
         int only_gpu = -1;
+        struct scan_opts so = { 0 };
         uint64_t confirm_ms = 2000;
         int opt;
         optind = 1;
@@ -107,6 +128,12 @@ int cmd_scan(int argc, char **argv)
                                 cli_error("scan", "--confirm: '%s' is not a duration up to 10m (e.g. 2s, 500ms, 0)", optarg);
                                 return EXIT_USAGE;
                         }
+                        continue;
+                case 'K':
+                        so.kmsg = optarg;
+                        continue;
+                case 'N':
+                        so.no_kernel = true;
                         continue;
                 case 'F':
                         if (parse_u64(optarg, &v) < 0 || v > (1u << 24)) {
@@ -135,7 +162,7 @@ int cmd_scan(int argc, char **argv)
 
         struct facts *first = NULL, *second = NULL;
         struct scan_result *res = NULL;
-        int r = collect(&c, c.from_bundle ? "." : NULL, NULL, &first);
+        int r = collect(&c, &so, c.from_bundle ? "." : NULL, NULL, &first);
         if (r < 0) {
                 cli_error("scan", "cannot read %s: %s", c.proc_root, strerror(-r));
                 return EXIT_INCOMPLETE;
@@ -165,7 +192,7 @@ int cmd_scan(int argc, char **argv)
         if (confirm) {
                 scan_result_free(res);
                 res = NULL;
-                r = collect(&c, "confirm", "confirm", &second);
+                r = collect(&c, &so, "confirm", "confirm", &second);
                 if (r == 0) {
                         lo.two_samples = true;
                         r = ledger_build(second, first, &lo, &res);

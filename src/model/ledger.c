@@ -364,6 +364,95 @@ static void find_stuck(const struct facts *now, const struct facts *before, cons
         }
 }
 
+/* ---- the kernel's side ---------------------------------------------------------------- */
+
+/* Is a later than b in the log? seq within one source, else monotonic, else wall time. */
+static bool event_after(const struct xid_event *a, const struct xid_event *b)
+{
+        if (a->seq_known && b->seq_known)
+                return a->seq > b->seq;
+        if (a->monotonic_known && b->monotonic_known)
+                return a->monotonic > b->monotonic;
+        if (a->time_known && b->time_known)
+                return a->time > b->time;
+        return true; /* cannot tell: do not call it history */
+}
+
+/* The latest "loading NVIDIA ... Kernel Module" line, or NULL. */
+static const struct xid_event *driver_load(const struct facts *f)
+{
+        const struct xid_event *load = NULL;
+        for (size_t i = 0; i < f->kernel.n; i++)
+                if (f->kernel.ev[i].kind == XID_KIND_DRIVER_LOAD && (!load || event_after(&f->kernel.ev[i], load)))
+                        load = &f->kernel.ev[i];
+        return load;
+}
+
+static bool event_on_gpu(const struct facts *f, const struct xid_event *e, const struct gpu_info *g)
+{
+        if (e->kind == XID_KIND_SXID)
+                return false;
+        if (f->kernel_this_host && e->gpu_index >= 0)
+                return (unsigned)e->gpu_index == g->index;
+        return e->pci_bus_id[0] && g->pci_bus_id[0] && strcmp(e->pci_bus_id, g->pci_bus_id) == 0;
+}
+
+static void event_when(const struct xid_event *e, char *out, size_t n)
+{
+        if (!e->time_known || xid_format_rfc3339(e->time, out, n) < 0)
+                snprintf(out, n, "%s", e->monotonic_known ? "(boot-relative time)" : "(time unknown)");
+}
+
+/* The latest Xid 79 / fallen-off-the-bus of GPU g since the driver's load, or NULL. */
+static const struct xid_event *lost_event(const struct facts *f, const struct gpu_info *g, bool *ret_old)
+{
+        const struct xid_event *load = driver_load(f), *lost = NULL;
+        *ret_old = false;
+        for (size_t i = 0; i < f->kernel.n; i++) {
+                const struct xid_event *e = &f->kernel.ev[i];
+                if (e->xid != 79 || !event_on_gpu(f, e, g))
+                        continue;
+                if (load && !event_after(e, load)) {
+                        *ret_old = true; /* before the current driver load: history */
+                        continue;
+                }
+                lost = e;
+        }
+        return lost;
+}
+
+/* Kernel events as evidence: Xid 45 for a dead owner confirms its death, an Xid naming a dead
+ * owner tells what it was, Xid 119/120 and GSP timeouts support a stuck task. */
+static void kernel_evidence(const struct facts *f, const struct gpu_ledger *l, const struct gpu_info *g,
+                            struct finding *main_fd, struct finding *stuck)
+{
+        const struct xid_event *load = driver_load(f);
+        for (size_t i = 0; i < f->kernel.n; i++) {
+                const struct xid_event *e = &f->kernel.ev[i];
+                if (!event_on_gpu(f, e, g) || (load && !event_after(e, load)))
+                        continue;
+                char when[40];
+                event_when(e, when, sizeof(when));
+                bool dead_owner = false;
+                for (size_t k = 0; e->pid_known && k < l->n_owners; k++)
+                        dead_owner |= l->owners[k].pid == e->pid && l->owners[k].cls == OWNER_STALE;
+                if (dead_owner && main_fd && e->xid == 45)
+                        evidence(main_fd, "kernel: Xid 45 at %s for PID %u%s%s%s: the driver tore its channels down (it was killed)",
+                                 when, e->pid, e->process_name[0] ? " (" : "", e->process_name, e->process_name[0] ? ")" : "");
+                else if (dead_owner && main_fd && e->xid != XID_NONE)
+                        evidence(main_fd, "kernel: Xid %d at %s named the dead owner PID %u%s%s%s", e->xid, when, e->pid,
+                                 e->process_name[0] ? " (" : "", e->process_name, e->process_name[0] ? ")" : "");
+                bool hang = e->xid == 119 || e->xid == 120 || e->kind == XID_KIND_GSP_ERROR || e->kind == XID_KIND_RC_WATCHDOG;
+                if (hang && stuck) {
+                        evidence(stuck, "kernel: %s at %s%s", e->xid != XID_NONE ? "a GSP/driver timeout (Xid)" : "a GSP error", when,
+                                 e->xid == 119 && e->pid_known ? "; its pid= is whoever made the timed-out call, not necessarily the stuck task" : "");
+                        if (stuck->confidence == CONF_LOW)
+                                stuck->confidence = CONF_MEDIUM;
+                        stuck = NULL; /* one line is enough */
+                }
+        }
+}
+
 /* ---- the account ------------------------------------------------------------------------ */
 
 /* Split used into the four kinds. Sets ghost_evidence. */
@@ -454,11 +543,19 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
         snprintf(bus, sizeof(bus), "%s", g->pci_bus_id[0] ? g->pci_bus_id : "");
         struct finding *fd = NULL;
 
-        if (g->status == GPU_LOST) {
-                fd = add_finding(l, "gpu-lost", CONF_HIGH, l->used);
-                headline(fd, "GPU is lost: the driver cannot reach it (fallen off the bus?)");
+        bool old_lost;
+        const struct xid_event *lost = lost_event(now, g, &old_lost);
+        /* Xid 79 means lost only if it came after the driver's load and NVML does not answer normally */
+        if (g->status == GPU_LOST || (lost && g->status != GPU_OK)) {
+                fd = add_finding(l, "gpu-lost", g->status == GPU_LOST ? CONF_HIGH : CONF_MEDIUM, l->used);
+                headline(fd, "GPU is lost: the driver cannot reach it (fallen off the bus)");
                 evidence(fd, "NVML: %s", g->status_message[0] ? g->status_message : "GPU_IS_LOST");
-                next_step(fd, "drain the node and reboot it; a GPU reset does not bring back a lost GPU. Check `ghostvram xid` for Xid 79");
+                if (lost) {
+                        char when[40];
+                        event_when(lost, when, sizeof(when));
+                        evidence(fd, "kernel: Xid 79 (GPU has fallen off the bus) at %s, after the driver's load", when);
+                }
+                next_step(fd, "drain the node and reboot it; a GPU reset does not bring back a lost GPU (`ghostvram xid explain 79`)");
                 return;
         }
         if (!l->inspected) {
@@ -578,6 +675,16 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                 evidence(rf, "this driver has only the v1 memory query, whose used figure includes the driver's reservation");
                 next_step(rf, "nothing to do; a driver of the R510 series or later reports the reservation apart");
         }
+        /* findings may have moved (realloc) since `stuck` was taken: look them up again */
+        struct finding *main_fd = NULL;
+        stuck = NULL;
+        for (size_t k = 0; k < l->n_findings; k++) {
+                if (strcmp(l->findings[k].code, "stuck-in-driver") == 0)
+                        stuck = &l->findings[k];
+                else if (!main_fd)
+                        main_fd = &l->findings[k];
+        }
+        kernel_evidence(now, l, g, main_fd, stuck);
         /* nothing found but (maybe) a one-sample suspect: the GPU is fine; the sort puts ok first */
         if (l->n_findings == 0 || (stuck && l->n_findings == 1 && stuck->confidence == CONF_LOW)) {
                 struct finding *ok = add_finding(l, "ok", CONF_HIGH, 0);
@@ -585,6 +692,8 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                          l->ghost ? " (a residue below the noise floor or not seen twice is not a ghost)" : "");
                 next_step(ok, "nothing to do");
         }
+        if (old_lost)
+                evidence(&l->findings[l->n_findings - 1], "kernel: an Xid 79 for this GPU predates the current driver load: history; NVML answers now");
 }
 
 /* Order of importance of verdicts: the first finding of a GPU is its verdict. */
