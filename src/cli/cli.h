@@ -74,6 +74,11 @@ void cli_sim_banner(FILE *f, const struct cli_common *c);
 struct json_t;
 int cli_print_json(struct json_t *doc);
 
+/* The sources of a scan from the common options (cmd_scan.c): what scan reads, confirming
+ * sample 2 s later; callers adjust the fields they have options for. */
+struct scan_once_opts;
+void cli_scan_once_opts(const struct cli_common *c, struct scan_once_opts *o);
+
 int cmd_snapshot(int argc, char **argv);
 int cmd_scan(int argc, char **argv);
 int cmd_demo(int argc, char **argv);

@@ -89,6 +89,8 @@ struct gpu_opts {
         const char *nvml_lib;   /* NULL: libnvidia-ml.so.1, then libnvidia-ml.so */
         unsigned timeout_ms;    /* deadline per driver call (default 5000) */
         const char *bundle_dir; /* read from a bundle instead of the driver */
+        bool memory_only;       /* only memory figures (no names, PCI, modes, processes): cheap
+                                 * enough to sample every few tens of milliseconds */
 };
 
 /* The backend table. */

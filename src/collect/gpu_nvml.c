@@ -148,6 +148,7 @@ struct nv_ctx {
         struct deadline_runner runner;
         unsigned timeout_ms;
         unsigned timeouts;      /* calls that missed the deadline */
+        bool memory_only;       /* gpu_opts.memory_only */
 };
 
 /* Run job; returns 0 when the call returned (its status in j->ret), -ETIMEDOUT when the
@@ -381,7 +382,7 @@ static void nv_collect_gpu(struct nv_ctx *c, const char *driver_version, unsigne
                 return;
         }
 
-        if (c->lib.name) {
+        if (!c->memory_only && c->lib.name) {
                 j = nv_job_new(OP_NAME, dev);
                 ret = nv_simple(c, g, j, "name");
                 if (NV_TIMED_OUT(ret))
@@ -391,7 +392,7 @@ static void nv_collect_gpu(struct nv_ctx *c, const char *driver_version, unsigne
                 nv_note(c, g, "name", ret);
                 nv_job_free(j);
         }
-        if (c->lib.uuid) {
+        if (!c->memory_only && c->lib.uuid) {
                 j = nv_job_new(OP_UUID, dev);
                 ret = nv_simple(c, g, j, "uuid");
                 if (NV_TIMED_OUT(ret))
@@ -401,7 +402,7 @@ static void nv_collect_gpu(struct nv_ctx *c, const char *driver_version, unsigne
                 nv_note(c, g, "uuid", ret);
                 nv_job_free(j);
         }
-        if (c->lib.minor) {
+        if (!c->memory_only && c->lib.minor) {
                 j = nv_job_new(OP_MINOR, dev);
                 ret = nv_simple(c, g, j, "minor");
                 if (NV_TIMED_OUT(ret))
@@ -414,7 +415,7 @@ static void nv_collect_gpu(struct nv_ctx *c, const char *driver_version, unsigne
                 nv_job_free(j);
         }
         void *pci_fn = c->lib.pci_v3 ? (void *)c->lib.pci_v3 : c->lib.pci_v2 ? (void *)c->lib.pci_v2 : (void *)c->lib.pci_v1;
-        if (pci_fn) {
+        if (!c->memory_only && pci_fn) {
                 j = nv_job_new(OP_PCI, dev);
                 if (j)
                         j->fn = pci_fn;
@@ -474,7 +475,7 @@ static void nv_collect_gpu(struct nv_ctx *c, const char *driver_version, unsigne
         if (g->status == GPU_LOST)
                 goto lost;
 
-        if (c->lib.persistence) {
+        if (!c->memory_only && c->lib.persistence) {
                 j = nv_job_new(OP_PERSISTENCE, dev);
                 ret = nv_simple(c, g, j, "persistence");
                 if (NV_TIMED_OUT(ret))
@@ -484,7 +485,7 @@ static void nv_collect_gpu(struct nv_ctx *c, const char *driver_version, unsigne
                 nv_note(c, g, "persistence", ret);
                 nv_job_free(j);
         }
-        if (c->lib.mig_mode) {
+        if (!c->memory_only && c->lib.mig_mode) {
                 j = nv_job_new(OP_MIG, dev);
                 ret = nv_simple(c, g, j, "mig");
                 if (NV_TIMED_OUT(ret))
@@ -499,6 +500,8 @@ static void nv_collect_gpu(struct nv_ctx *c, const char *driver_version, unsigne
         }
         if (g->status == GPU_LOST)
                 goto lost;
+        if (c->memory_only)
+                return;
         if (nv_query_procs(c, driver_version, dev, g) == -ETIMEDOUT)
                 goto timeout;
         if (g->status == GPU_LOST)
@@ -568,6 +571,7 @@ static int nvml_collect(const struct gpu_opts *o, struct gpu_report **ret)
         rep->sample_time = (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
         snprintf(rep->backend, sizeof(rep->backend), "nvml");
         c->timeout_ms = o->timeout_ms ? o->timeout_ms : 5000;
+        c->memory_only = o->memory_only;
         bool initialised = false;
 
         if (nv_open(o, rep, &c->lib) < 0) {
