@@ -1,0 +1,650 @@
+/* reclaim_plan: the targets of `ghostvram reclaim`. Pure; the rules are in reclaim_plan.h and
+ * docs/reclaim.md. */
+#include "act/reclaim_plan.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COMM_LEN 15 /* TASK_COMM_LEN - 1 */
+
+const char *const reclaim_builtin_protected[] = {
+        "nvidia-persistenced",          /* the persistence daemon */
+        "nvidia-cuda-mps-control",      /* MPS control daemon */
+        "nvidia-cuda-mps-server",       /* MPS server (holds its clients' memory) */
+        "Xorg", "X", "Xwayland",        /* display servers */
+        "gnome-shell", "kwin_wayland", "kwin_x11", "mutter", "sway", "weston",
+        "nv-hostengine",                /* DCGM host engine */
+        "dcgm-exporter",
+        "nv-fabricmanager",             /* fabric manager (NVSwitch systems) */
+        "nvidia-fabricmanager",
+        "nvidia-device-plugin",         /* Kubernetes device plugins */
+        "k8s-device-plugin",
+        "nvidia-gpu-device-plugin",
+        "gpu-feature-discovery",
+        "nvidia-mig-manager",
+        "ghostvram",                    /* another ghostvram (serve, watch) */
+        NULL,
+};
+
+static const char *const rule_names[RECLAIM_RULE_COUNT] = {
+        [RECLAIM_TARGET] = "target",
+        [RECLAIM_NOT_ATTRIBUTED] = "not-attributed",
+        [RECLAIM_GHOST_UNCONFIRMED] = "ghost-unconfirmed",
+        [RECLAIM_CANDIDATE] = "candidate-only",
+        [RECLAIM_OTHER_GPU] = "other-gpu",
+        [RECLAIM_NO_UVM] = "no-uvm",
+        [RECLAIM_NVML_LISTED] = "nvml-listed",
+        [RECLAIM_SHARES_SESSION] = "shares-session",
+        [RECLAIM_SHARES_JOB] = "shares-job",
+        [RECLAIM_NS_INIT] = "namespace-init",
+        [RECLAIM_PID1] = "pid-1",
+        [RECLAIM_KTHREAD] = "kernel-thread",
+        [RECLAIM_SELF] = "ghostvram-itself",
+        [RECLAIM_ANCESTOR] = "ghostvram-ancestor",
+        [RECLAIM_PROTECTED_NAME] = "protected-name",
+        [RECLAIM_POLICY_COMM] = "policy-comm",
+        [RECLAIM_POLICY_CGROUP] = "policy-cgroup",
+        [RECLAIM_POLICY_UNIT] = "policy-unit",
+        [RECLAIM_DEAD] = "dead",
+        [RECLAIM_NO_SUCH_PROCESS] = "no-such-process",
+};
+
+const char *reclaim_rule_name(enum reclaim_rule r)
+{
+        return (unsigned)r < RECLAIM_RULE_COUNT && rule_names[r] ? rule_names[r] : "unknown";
+}
+
+/* ---- the site policy ------------------------------------------------------------------------ */
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+        if (!err || !errlen)
+                return;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+}
+
+static bool is_space(char c)
+{
+        return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
+
+int reclaim_policy_parse(const char *buf, size_t len, const char *source, struct reclaim_policy *p,
+                         char *err, size_t errlen)
+{
+        static const struct { const char *word; enum reclaim_policy_kind kind; } words[] = {
+                { "comm", RECLAIM_POLICY_KIND_COMM },
+                { "cgroup", RECLAIM_POLICY_KIND_CGROUP },
+                { "unit", RECLAIM_POLICY_KIND_UNIT },
+        };
+        const char *src = source ? source : "policy";
+        size_t pos = 0;
+        unsigned lineno = 0;
+        snprintf(p->source, sizeof(p->source), "%s", src);
+        while (pos < len) {
+                const char *line = buf + pos;
+                const char *nl = memchr(line, '\n', len - pos);
+                size_t ll = nl ? (size_t)(nl - line) : len - pos;
+                pos += ll + (nl ? 1 : 0);
+                lineno++;
+                /* a comment: '#' at the start or after whitespace */
+                for (size_t i = 0; i < ll; i++)
+                        if (line[i] == '#' && (i == 0 || is_space(line[i - 1]))) {
+                                ll = i;
+                                break;
+                        }
+                while (ll && is_space(line[ll - 1]))
+                        ll--;
+                size_t s = 0;
+                while (s < ll && is_space(line[s]))
+                        s++;
+                if (s == ll)
+                        continue;
+                for (size_t i = s; i < ll; i++)
+                        if ((unsigned char)line[i] < 0x20 && line[i] != '\t') {
+                                set_err(err, errlen, "%s:%u: control character in the line", src, lineno);
+                                return -EINVAL;
+                        }
+                size_t w = s;
+                while (w < ll && !is_space(line[w]))
+                        w++;
+                size_t wl = w - s;
+                int kind = -1;
+                for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+                        if (strlen(words[i].word) == wl && memcmp(line + s, words[i].word, wl) == 0)
+                                kind = (int)words[i].kind;
+                if (kind < 0) {
+                        set_err(err, errlen, "%s:%u: unknown keyword '%.*s' (expected comm, cgroup or unit)", src,
+                                lineno, (int)(wl > 40 ? 40 : wl), line + s);
+                        return -EINVAL;
+                }
+                while (w < ll && is_space(line[w]))
+                        w++;
+                size_t vl = ll - w;
+                const char *v = line + w;
+                if (vl == 0) {
+                        set_err(err, errlen, "%s:%u: '%.*s' needs a value", src, lineno, (int)wl, line + s);
+                        return -EINVAL;
+                }
+                if (vl >= RECLAIM_POLICY_VALUE_MAX) {
+                        set_err(err, errlen, "%s:%u: value longer than %d characters", src, lineno,
+                                RECLAIM_POLICY_VALUE_MAX - 1);
+                        return -EINVAL;
+                }
+                if (kind == RECLAIM_POLICY_KIND_CGROUP && v[0] != '/') {
+                        set_err(err, errlen, "%s:%u: cgroup '%.*s' must be a path from the cgroup root, starting with '/'",
+                                src, lineno, (int)vl, v);
+                        return -EINVAL;
+                }
+                if ((kind == RECLAIM_POLICY_KIND_UNIT || kind == RECLAIM_POLICY_KIND_COMM) &&
+                    memchr(v, '/', vl)) {
+                        set_err(err, errlen, "%s:%u: '%.*s' is a name, not a path (no '/')", src, lineno, (int)vl, v);
+                        return -EINVAL;
+                }
+                if (kind == RECLAIM_POLICY_KIND_UNIT && (!memchr(v, '.', vl) || memchr(v, ' ', vl))) {
+                        set_err(err, errlen, "%s:%u: unit '%.*s' must be a full unit name such as nvidia-dcgm.service",
+                                src, lineno, (int)vl, v);
+                        return -EINVAL;
+                }
+                if (p->n >= RECLAIM_POLICY_MAX_ENTRIES) {
+                        set_err(err, errlen, "%s:%u: more than %d entries", src, lineno, RECLAIM_POLICY_MAX_ENTRIES);
+                        return -E2BIG;
+                }
+                struct reclaim_policy_entry *n = realloc(p->entries, (p->n + 1) * sizeof(*n));
+                if (!n) {
+                        set_err(err, errlen, "out of memory");
+                        return -ENOMEM;
+                }
+                p->entries = n;
+                struct reclaim_policy_entry *e = &p->entries[p->n++];
+                memset(e, 0, sizeof(*e));
+                e->kind = (enum reclaim_policy_kind)kind;
+                memcpy(e->value, v, vl);
+                e->line = lineno;
+        }
+        return 0;
+}
+
+void reclaim_policy_free(struct reclaim_policy *p)
+{
+        if (!p)
+                return;
+        free(p->entries);
+        p->entries = NULL;
+        p->n = 0;
+}
+
+/* ---- matching -------------------------------------------------------------------------------- */
+
+bool reclaim_name_matches(const char *comm, const char *cmdline, const char *name)
+{
+        if (!name || !*name)
+                return false;
+        if (comm) {
+                size_t nl = strlen(name);
+                size_t cl = strlen(comm);
+                /* the kernel keeps the first 15 characters of the executable name */
+                if (nl > COMM_LEN ? cl == COMM_LEN && strncmp(comm, name, COMM_LEN) == 0 : strcmp(comm, name) == 0)
+                        return true;
+        }
+        if (cmdline && *cmdline) {
+                /* argv[0] as joined by the reader (arguments separated by spaces) */
+                size_t a0 = strcspn(cmdline, " ");
+                const char *base = cmdline;
+                for (size_t i = 0; i < a0; i++)
+                        if (cmdline[i] == '/')
+                                base = cmdline + i + 1;
+                size_t bl = (size_t)(cmdline + a0 - base);
+                if (bl == strlen(name) && strncmp(base, name, bl) == 0)
+                        return true;
+        }
+        return false;
+}
+
+/* Is path `cg` the cgroup `prefix` or below it? */
+static bool cgroup_under(const char *cg, const char *prefix)
+{
+        if (!cg || !prefix)
+                return false;
+        size_t pl = strlen(prefix);
+        while (pl > 1 && prefix[pl - 1] == '/')
+                pl--;
+        if (pl == 1 && prefix[0] == '/')
+                return true;
+        return strncmp(cg, prefix, pl) == 0 && (cg[pl] == '\0' || cg[pl] == '/');
+}
+
+/* Is unit one of the components of the process's cgroup path (or its unit)? */
+static bool in_unit(const struct host_proc *p, const char *unit)
+{
+        if (p->systemd_unit[0] && strcmp(p->systemd_unit, unit) == 0)
+                return true;
+        const char *cg = p->cgroup;
+        size_t ul = strlen(unit);
+        while (cg && *cg) {
+                while (*cg == '/')
+                        cg++;
+                size_t n = strcspn(cg, "/");
+                if (n == ul && strncmp(cg, unit, ul) == 0)
+                        return true;
+                cg += n;
+        }
+        return false;
+}
+
+static void whyf(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void whyf(char *why, size_t n, const char *fmt, ...)
+{
+        if (!why || !n)
+                return;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, n, fmt, ap);
+        va_end(ap);
+}
+
+/* The rules no option overrides. */
+static enum reclaim_rule hard_protection(const struct host_proc *p, const struct reclaim_plan_opts *o, char *why,
+                                         size_t n)
+{
+        if (p->pid == 1) {
+                whyf(why, n, "PID 1 (init) is never signalled");
+                return RECLAIM_PID1;
+        }
+        if (p->kernel_thread) {
+                whyf(why, n, "a kernel thread");
+                return RECLAIM_KTHREAD;
+        }
+        if (p->pid == o->self_pid) {
+                whyf(why, n, "ghostvram itself");
+                return RECLAIM_SELF;
+        }
+        for (size_t i = 0; i < o->n_ancestors; i++)
+                if (o->ancestors[i] == p->pid) {
+                        whyf(why, n, "an ancestor of this ghostvram (its shell, sudo, a scheduler)");
+                        return RECLAIM_ANCESTOR;
+                }
+        return RECLAIM_TARGET;
+}
+
+/* Names and the site policy. */
+static enum reclaim_rule soft_protection(const struct host_proc *p, const struct reclaim_plan_opts *o, char *why,
+                                         size_t n)
+{
+        for (size_t i = 0; reclaim_builtin_protected[i]; i++)
+                if (reclaim_name_matches(p->comm, p->cmdline, reclaim_builtin_protected[i])) {
+                        whyf(why, n, "protected: %s (a GPU daemon, display server, device plugin or ghostvram)",
+                             reclaim_builtin_protected[i]);
+                        return RECLAIM_PROTECTED_NAME;
+                }
+        const struct reclaim_policy *pol = o->policy;
+        for (size_t i = 0; pol && i < pol->n; i++) {
+                const struct reclaim_policy_entry *e = &pol->entries[i];
+                switch (e->kind) {
+                case RECLAIM_POLICY_KIND_COMM:
+                        if (reclaim_name_matches(p->comm, p->cmdline, e->value)) {
+                                whyf(why, n, "protected by %s:%u (comm %s)", pol->source, e->line, e->value);
+                                return RECLAIM_POLICY_COMM;
+                        }
+                        break;
+                case RECLAIM_POLICY_KIND_CGROUP:
+                        if (cgroup_under(p->cgroup, e->value)) {
+                                whyf(why, n, "protected by %s:%u (cgroup %s)", pol->source, e->line, e->value);
+                                return RECLAIM_POLICY_CGROUP;
+                        }
+                        break;
+                case RECLAIM_POLICY_KIND_UNIT:
+                        if (in_unit(p, e->value)) {
+                                whyf(why, n, "protected by %s:%u (unit %s)", pol->source, e->line, e->value);
+                                return RECLAIM_POLICY_UNIT;
+                        }
+                        break;
+                }
+        }
+        return RECLAIM_TARGET;
+}
+
+enum reclaim_rule reclaim_protection(const struct host_proc *p, const struct reclaim_plan_opts *o, char *why,
+                                     size_t whylen)
+{
+        enum reclaim_rule r = hard_protection(p, o, why, whylen);
+        return r != RECLAIM_TARGET ? r : soft_protection(p, o, why, whylen);
+}
+
+/* ---- the plan --------------------------------------------------------------------------------- */
+
+static bool listed_anywhere(const struct facts *f, pid_t pid, unsigned *ret_gpu)
+{
+        for (size_t g = 0; f->gpu && g < f->gpu->n_gpus; g++)
+                for (size_t i = 0; i < f->gpu->gpus[g].n_procs; i++)
+                        if ((pid_t)f->gpu->gpus[g].procs[i].pid == pid) {
+                                *ret_gpu = f->gpu->gpus[g].index;
+                                return true;
+                        }
+        return false;
+}
+
+/* Do a and b belong to the same job (pod, Slurm job, container, cgroup other than the root)?
+ * A job that `self` belongs to as well is the environment ghostvram runs in (a CI container, a
+ * login scope), not a job: it ties nothing. */
+static bool same_job(const struct host_proc *a, const struct host_proc *b, const struct host_proc *self,
+                     const char **ret_what)
+{
+        struct { const char *what, *a, *b, *self; } keys[] = {
+                { "pod", a->k8s_pod_uid, b->k8s_pod_uid, self ? self->k8s_pod_uid : NULL },
+                { "Slurm job", a->slurm_job, b->slurm_job, self ? self->slurm_job : NULL },
+                { "container", a->container_id, b->container_id, self ? self->container_id : NULL },
+                { "cgroup", a->cgroup, b->cgroup, self ? self->cgroup : NULL },
+        };
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+                if (!keys[i].a || !keys[i].b || !keys[i].a[0] || strcmp(keys[i].a, "/") == 0 ||
+                    strcmp(keys[i].a, keys[i].b) != 0)
+                        continue;
+                if (keys[i].self && strcmp(keys[i].self, keys[i].a) == 0)
+                        continue;
+                *ret_what = keys[i].what;
+                return true;
+        }
+        return false;
+}
+
+/* A live listed owner that shares the holder's session or job; 0 if none. */
+static enum reclaim_rule shares_with_live_owner(const struct scan_result *r, const struct reclaim_plan_opts *o,
+                                                const struct host_proc *h, char *why, size_t n)
+{
+        const struct facts *f = r->facts;
+        for (size_t g = 0; g < r->n_gpus; g++) {
+                const struct gpu_ledger *l = &r->gpus[g];
+                for (size_t k = 0; k < l->n_owners; k++) {
+                        if (l->owners[k].cls != OWNER_LIVE)
+                                continue;
+                        const struct pid_fact *pf = facts_pid(f, l->owners[k].pid);
+                        if (!pf || !pf->present)
+                                continue;
+                        const struct host_proc *ow = &pf->proc;
+                        if (h->sid > 0 && ow->sid == h->sid) {
+                                whyf(why, n, "shares session %d with PID %d, a live owner on GPU %u", (int)h->sid,
+                                     (int)ow->pid, l->index);
+                                return RECLAIM_SHARES_SESSION;
+                        }
+                        const char *what = NULL;
+                        /* a job that ghostvram itself runs in is the environment, not a job */
+                        if (same_job(h, ow, o->self_proc, &what)) {
+                                whyf(why, n, "same %s as PID %d, a live owner on GPU %u", what, (int)ow->pid, l->index);
+                                return RECLAIM_SHARES_JOB;
+                        }
+                }
+        }
+        return RECLAIM_TARGET;
+}
+
+static int add_skip(struct reclaim_plan *p, const struct host_proc *h, pid_t pid, int gpu, enum reclaim_rule rule,
+                    const char *reason)
+{
+        for (size_t i = 0; i < p->n_skipped; i++)
+                if (p->skipped[i].pid == pid)
+                        return 0;
+        struct reclaim_skip *n = realloc(p->skipped, (p->n_skipped + 1) * sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        p->skipped = n;
+        struct reclaim_skip *s = &p->skipped[p->n_skipped++];
+        memset(s, 0, sizeof(*s));
+        s->pid = pid;
+        snprintf(s->comm, sizeof(s->comm), "%s", h && h->comm ? h->comm : "");
+        s->gpu = gpu;
+        s->rule = rule;
+        snprintf(s->reason, sizeof(s->reason), "%s", reason);
+        return 0;
+}
+
+static int add_target(struct reclaim_plan *p, const struct host_proc *h, int gpu, const struct attribution *a,
+                      bool explicit_pid, const char *warning)
+{
+        struct reclaim_target *n = realloc(p->targets, (p->n_targets + 1) * sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        p->targets = n;
+        struct reclaim_target *t = &p->targets[p->n_targets++];
+        memset(t, 0, sizeof(*t));
+        t->pid = h->pid;
+        t->start_ticks = h->start_ticks;
+        t->uid = h->uid;
+        t->state = h->state;
+        snprintf(t->comm, sizeof(t->comm), "%s", h->comm ? h->comm : "");
+        t->gpu = gpu;
+        t->explicit_pid = explicit_pid;
+        if (a) {
+                t->link = a->link;
+                t->to_pid = a->to_pid;
+                snprintf(t->why, sizeof(t->why), "%s", a->text);
+        } else {
+                snprintf(t->why, sizeof(t->why), "named by --pid");
+        }
+        if (warning && *warning)
+                snprintf(t->warning, sizeof(t->warning), "%s", warning);
+        else if (h->state == 'D')
+                snprintf(t->warning, sizeof(t->warning),
+                         "in D state: a queued SIGKILL takes effect only when its driver call returns");
+        for (size_t g = 0; gpu >= 0 && g < p->n_gpus; g++)
+                if (p->gpus[g].index == (unsigned)gpu)
+                        p->gpus[g].n_targets++;
+        return 0;
+}
+
+static const struct gpu_ledger *ledger_of(const struct scan_result *r, unsigned index)
+{
+        for (size_t g = 0; g < r->n_gpus; g++)
+                if (r->gpus[g].index == index)
+                        return &r->gpus[g];
+        return NULL;
+}
+
+/* The best attribution of holder hi: a non-candidate one on a selected GPU with a confirmed
+ * ghost if there is one, else the first. Returns NULL if none. */
+static const struct attribution *best_attribution(const struct scan_result *r, size_t hi, int only_gpu,
+                                                  unsigned *ret_gpu)
+{
+        const struct attribution *best = NULL;
+        int best_score = -1;
+        for (size_t g = 0; g < r->n_gpus; g++) {
+                const struct gpu_ledger *l = &r->gpus[g];
+                for (size_t a = 0; a < l->n_attr; a++) {
+                        if (l->attr[a].holder != hi)
+                                continue;
+                        int score = (only_gpu < 0 || (unsigned)only_gpu == l->index) * 4 + l->ghost_confirmed * 2 +
+                                    !l->attr[a].candidate;
+                        if (score > best_score) {
+                                best = &l->attr[a];
+                                best_score = score;
+                                *ret_gpu = l->index;
+                        }
+                }
+        }
+        return best;
+}
+
+static int plan_default(const struct scan_result *r, const struct reclaim_plan_opts *o, struct reclaim_plan *p)
+{
+        const struct facts *f = r->facts;
+        const struct host_report *h = f->host;
+        char why[200];
+        for (size_t i = 0; h && i < h->n_holders; i++) {
+                const struct host_proc *hp = &h->holders[i];
+                unsigned gpu = 0, lgpu = 0;
+                const struct attribution *a = best_attribution(r, i, o->only_gpu, &gpu);
+                bool uvm = host_proc_holds(hp, "nvidia-uvm");
+                bool listed = listed_anywhere(f, hp->pid, &lgpu);
+                int r_ = 0;
+                if (!a) {
+                        /* only CUDA processes are worth a line: monitors are not candidates at all */
+                        if (!uvm)
+                                continue;
+                        if (listed) {
+                                whyf(why, sizeof(why), "NVML lists it on GPU %u: an owner, not an orphan", lgpu);
+                                r_ = add_skip(p, hp, hp->pid, (int)lgpu, RECLAIM_NVML_LISTED, why);
+                        } else {
+                                r_ = add_skip(p, hp, hp->pid, -1, RECLAIM_NOT_ATTRIBUTED,
+                                              "holds nvidia-uvm, but no link ties it to a dead owner's ghost");
+                        }
+                        if (r_ < 0)
+                                return r_;
+                        continue;
+                }
+                const struct gpu_ledger *l = ledger_of(r, gpu);
+                enum reclaim_rule rule = reclaim_protection(hp, o, why, sizeof(why));
+                if (rule == RECLAIM_TARGET && hp->n_nspid > 1 && hp->nspid[hp->n_nspid - 1] == 1) {
+                        rule = RECLAIM_NS_INIT;
+                        whyf(why, sizeof(why), "PID 1 of its own PID namespace (a container's init)");
+                }
+                if (rule == RECLAIM_TARGET && (hp->state == 'Z' || hp->state == 'X' || hp->exiting)) {
+                        rule = RECLAIM_DEAD;
+                        whyf(why, sizeof(why), "already dead (%s)", hp->exiting ? "exiting" : "zombie");
+                }
+                if (rule == RECLAIM_TARGET && o->only_gpu >= 0 && gpu != (unsigned)o->only_gpu) {
+                        rule = RECLAIM_OTHER_GPU;
+                        whyf(why, sizeof(why), "attributed to GPU %u; --gpu %d selects another", gpu, o->only_gpu);
+                }
+                if (rule == RECLAIM_TARGET && (!l || !l->ghost_confirmed)) {
+                        rule = RECLAIM_GHOST_UNCONFIRMED;
+                        whyf(why, sizeof(why), "GPU %u's ghost is not confirmed (below the noise floor or seen once)", gpu);
+                }
+                if (rule == RECLAIM_TARGET && a->candidate) {
+                        rule = RECLAIM_CANDIDATE;
+                        whyf(why, sizeof(why), "only a candidate: several GPUs have a ghost and nothing says which is its");
+                }
+                if (rule == RECLAIM_TARGET && !uvm) {
+                        rule = RECLAIM_NO_UVM;
+                        whyf(why, sizeof(why), "holds no nvidia-uvm: not a CUDA process (a monitor?)");
+                }
+                if (rule == RECLAIM_TARGET && listed) {
+                        rule = RECLAIM_NVML_LISTED;
+                        whyf(why, sizeof(why), "NVML lists it on GPU %u: an owner, not an orphan", lgpu);
+                }
+                if (rule == RECLAIM_TARGET)
+                        rule = shares_with_live_owner(r, o, hp, why, sizeof(why));
+                r_ = rule == RECLAIM_TARGET ? add_target(p, hp, (int)gpu, a, false, NULL)
+                                            : add_skip(p, hp, hp->pid, (int)gpu, rule, why);
+                if (r_ < 0)
+                        return r_;
+        }
+        return 0;
+}
+
+static int plan_explicit(const struct scan_result *r, const struct reclaim_plan_opts *o, struct reclaim_plan *p)
+{
+        const struct host_report *h = r->facts->host;
+        char why[200];
+        for (size_t e = 0; e < o->n_explicit; e++) {
+                pid_t pid = o->explicit_pids[e];
+                bool dup = false;
+                for (size_t t = 0; t < p->n_targets; t++)
+                        dup |= p->targets[t].pid == pid;
+                if (dup)
+                        continue;
+                const struct host_proc *hp = NULL;
+                size_t hi = 0;
+                for (size_t i = 0; h && i < h->n_holders && !hp; i++)
+                        if (h->holders[i].pid == pid) {
+                                hp = &h->holders[i];
+                                hi = i;
+                        }
+                bool holder = hp != NULL;
+                for (size_t i = 0; i < o->n_extra && !hp; i++)
+                        if (o->extra[i].pid == pid)
+                                hp = &o->extra[i];
+                int r_;
+                if (!hp) {
+                        /* refused by number even without facts */
+                        struct host_proc bare;
+                        memset(&bare, 0, sizeof(bare));
+                        bare.pid = pid;
+                        enum reclaim_rule rule = hard_protection(&bare, o, why, sizeof(why));
+                        if (rule == RECLAIM_TARGET) {
+                                rule = RECLAIM_NO_SUCH_PROCESS;
+                                whyf(why, sizeof(why), "no process %d here", (int)pid);
+                        }
+                        r_ = add_skip(p, NULL, pid, -1, rule, why);
+                        if (r_ < 0)
+                                return r_;
+                        continue;
+                }
+                enum reclaim_rule rule = hard_protection(hp, o, why, sizeof(why));
+                if (rule == RECLAIM_TARGET && (hp->state == 'Z' || hp->state == 'X' || hp->exiting)) {
+                        rule = RECLAIM_DEAD;
+                        whyf(why, sizeof(why), "already dead (%s)", hp->exiting ? "exiting" : "zombie");
+                }
+                if (rule != RECLAIM_TARGET) {
+                        r_ = add_skip(p, hp, pid, -1, rule, why);
+                        if (r_ < 0)
+                                return r_;
+                        continue;
+                }
+                /* named on purpose: the soft protections become warnings */
+                char warn[200] = "";
+                char soft[160];
+                if (soft_protection(hp, o, soft, sizeof(soft)) != RECLAIM_TARGET)
+                        whyf(warn, sizeof(warn), "%s; signalled because --pid names it", soft);
+                else if (hp->n_nspid > 1 && hp->nspid[hp->n_nspid - 1] == 1)
+                        whyf(warn, sizeof(warn), "PID 1 of its own PID namespace: ending it ends that container");
+                unsigned gpu = 0;
+                const struct attribution *a = holder ? best_attribution(r, hi, o->only_gpu, &gpu) : NULL;
+                r_ = add_target(p, hp, a ? (int)gpu : -1, a, true, warn);
+                if (r_ < 0)
+                        return r_;
+        }
+        return 0;
+}
+
+int reclaim_plan_build(const struct scan_result *r, const struct reclaim_plan_opts *o, struct reclaim_plan **ret)
+{
+        struct reclaim_plan *p = calloc(1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        int e = 0;
+        p->explicit_mode = o->n_explicit > 0;
+        p->gpus = calloc(r->n_gpus ? r->n_gpus : 1, sizeof(*p->gpus));
+        if (!p->gpus) {
+                e = -ENOMEM;
+                goto fail;
+        }
+        for (size_t g = 0; g < r->n_gpus; g++) {
+                const struct gpu_ledger *l = &r->gpus[g];
+                if (o->only_gpu >= 0 && l->index != (unsigned)o->only_gpu)
+                        continue;
+                struct reclaim_gpu *pg = &p->gpus[p->n_gpus++];
+                pg->index = l->index;
+                pg->inspected = l->inspected;
+                pg->used = l->used;
+                pg->ghost = l->ghost;
+                pg->noise_floor = l->noise_floor;
+                pg->ghost_confirmed = l->ghost_confirmed;
+                if (r->facts->gpu && g < r->facts->gpu->n_gpus)
+                        snprintf(pg->pci_bus_id, sizeof(pg->pci_bus_id), "%s", r->facts->gpu->gpus[g].pci_bus_id);
+                p->any_confirmed_ghost |= l->ghost_confirmed;
+        }
+        e = p->explicit_mode ? plan_explicit(r, o, p) : plan_default(r, o, p);
+        if (e < 0)
+                goto fail;
+        *ret = p;
+        return 0;
+fail:
+        reclaim_plan_free(p);
+        return e;
+}
+
+void reclaim_plan_free(struct reclaim_plan *p)
+{
+        if (!p)
+                return;
+        free(p->targets);
+        free(p->skipped);
+        free(p->gpus);
+        free(p);
+}
