@@ -84,3 +84,4 @@ int cmd_scan(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_xid(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
+int cmd_reclaim(int argc, char **argv);

@@ -13,6 +13,7 @@ static const struct command {
         { "scan", cmd_scan, "account for every byte each GPU reports used; name who holds the ghost" },
         { "snapshot", cmd_snapshot, "the raw facts: what NVML says and every holder of a device node" },
         { "xid", cmd_xid, "NVRM/Xid kernel events, explained and tied to GPUs and processes" },
+        { "reclaim", cmd_reclaim, "end the orphaned holders of a ghost safely; measure the memory coming back" },
         { "demo", cmd_demo, "the ghost-memory story end to end on a temporary simulated host" },
         { "sim", cmd_sim, "the simulated driver: init a host, run jobs, set knobs (tests, learning)" },
 };

@@ -858,3 +858,13 @@ void scan_result_free(struct scan_result *r)
         free(r->gpus);
         free(r);
 }
+
+const struct xid_event *ledger_lost_event(const struct facts *f, unsigned gpu_index)
+{
+        for (size_t i = 0; f->gpu && i < f->gpu->n_gpus; i++)
+                if (f->gpu->gpus[i].index == gpu_index) {
+                        bool old;
+                        return lost_event(f, &f->gpu->gpus[i], &old);
+                }
+        return NULL;
+}

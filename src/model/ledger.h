@@ -108,6 +108,10 @@ void scan_result_free(struct scan_result *r);
 /* The ghost of GPU `index` in a sample without confirmation (used to decide on a 2nd sample). */
 bool ledger_needs_confirmation(const struct scan_result *r);
 
+/* The latest Xid 79 (fallen off the bus) of GPU gpu_index in f's kernel events that came after
+ * the current driver's load, or NULL: what makes a GPU reset pointless (a reboot is needed). */
+const struct xid_event *ledger_lost_event(const struct facts *f, unsigned gpu_index);
+
 const char *confidence_name(enum confidence c);
 const char *link_name(enum link_kind k);
 /* Every verdict code, for documentation and the exporter's verdict series. */

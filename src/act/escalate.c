@@ -1,0 +1,368 @@
+#define _GNU_SOURCE 1 /* pipe2 */
+/* escalate: GPU reset and nvidia_uvm reload, with their checks. See escalate.h. */
+#include "act/escalate.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "act/reclaim_plan.h"
+#include "collect/xid.h"
+#include "config.h"
+#include "util/deadline.h"
+#include "util/fileio.h"
+#include "util/parse.h"
+
+#if GV_HAVE_LIBKMOD
+#include <libkmod.h>
+#endif
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+
+static void line(char (*lines)[ESC_LINE], size_t *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void line(char (*lines)[ESC_LINE], size_t *n, const char *fmt, ...)
+{
+        if (*n >= ESC_MAX_LINES)
+                return;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(lines[*n], ESC_LINE, fmt, ap);
+        va_end(ap);
+        /* the same advice twice helps nobody */
+        for (size_t i = 0; i < *n; i++)
+                if (strcmp(lines[i], lines[*n]) == 0)
+                        return;
+        (*n)++;
+}
+
+#define REFUSE(out, ...)                                       \
+        do {                                                   \
+                (out)->refuse = true;                          \
+                line((out)->reasons, &(out)->n_reasons, __VA_ARGS__); \
+        } while (0)
+#define FIX(out, ...) line((out)->fixes, &(out)->n_fixes, __VA_ARGS__)
+#define WARN(out, ...) line((out)->warnings, &(out)->n_warnings, __VA_ARGS__)
+
+/* How to stop a process that holds a GPU, by what it is. */
+static void stop_advice(struct escalate_report *out, const struct host_proc *h)
+{
+        const char *c = h->comm ? h->comm : "";
+        const char *cmd = h->cmdline ? h->cmdline : "";
+        if (reclaim_name_matches(c, cmd, "nvidia-persistenced"))
+                FIX(out, "stop the persistence daemon: `systemctl stop nvidia-persistenced` (and `nvidia-smi -pm 0`)");
+        else if (reclaim_name_matches(c, cmd, "nvidia-cuda-mps-control") ||
+                 reclaim_name_matches(c, cmd, "nvidia-cuda-mps-server"))
+                FIX(out, "stop MPS: `echo quit | nvidia-cuda-mps-control`");
+        else if (reclaim_name_matches(c, cmd, "ghostvram"))
+                FIX(out, "stop the running ghostvram (PID %d; `systemctl stop ghostvram` if it is `ghostvram serve`)",
+                    (int)h->pid);
+        else if (reclaim_name_matches(c, cmd, "nv-hostengine") || reclaim_name_matches(c, cmd, "dcgm-exporter"))
+                FIX(out, "stop DCGM: `systemctl stop nvidia-dcgm` (and the exporter)");
+        else if (reclaim_name_matches(c, cmd, "nv-fabricmanager") || reclaim_name_matches(c, cmd, "nvidia-fabricmanager"))
+                FIX(out, "stop the fabric manager: `systemctl stop nvidia-fabricmanager` (NVSwitch systems: reset every GPU together)");
+        else if (reclaim_name_matches(c, cmd, "Xorg") || reclaim_name_matches(c, cmd, "Xwayland") ||
+                 reclaim_name_matches(c, cmd, "gnome-shell") || reclaim_name_matches(c, cmd, "X"))
+                FIX(out, "stop the display server: `systemctl stop display-manager`");
+        else if (reclaim_name_matches(c, cmd, "nvidia-device-plugin") || reclaim_name_matches(c, cmd, "k8s-device-plugin"))
+                FIX(out, "drain the node (`kubectl drain NODE`) so the device plugin and the pods stop using the GPU");
+        else
+                FIX(out, "end PID %d (%s): stop its job, or `ghostvram reclaim --pid %d --yes`", (int)h->pid, c,
+                    (int)h->pid);
+}
+
+static const struct gpu_info *gpu_of(const struct scan_result *r, unsigned index, const struct gpu_ledger **ret_l)
+{
+        for (size_t i = 0; i < r->n_gpus && r->facts->gpu && i < r->facts->gpu->n_gpus; i++)
+                if (r->facts->gpu->gpus[i].index == index) {
+                        *ret_l = &r->gpus[i];
+                        return &r->facts->gpu->gpus[i];
+                }
+        return NULL;
+}
+
+/* Hopper (H100, H200, H800, GH200) and later reset one GPU at a time even on NVLink. */
+static bool hopper_or_later(const char *name)
+{
+        static const char *const marks[] = { "H100", "H200", "H800", "H20", "GH200", "B100", "B200", "GB200", "B300",
+                                             "GB300", "RTX PRO 6000 Blackwell" };
+        for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
+                if (name && strstr(name, marks[i]))
+                        return true;
+        return false;
+}
+
+int escalate_reset_check(const struct scan_result *r, const struct escalate_reset_opts *o,
+                         struct escalate_report *out)
+{
+        memset(out, 0, sizeof(*out));
+        const struct gpu_ledger *l = NULL;
+        const struct gpu_info *g = gpu_of(r, o->gpu, &l);
+        if (!g) {
+                REFUSE(out, "GPU %u is not on this host (%zu GPU%s)", o->gpu, r->n_gpus, r->n_gpus == 1 ? "" : "s");
+                return 0;
+        }
+        const char *bus = g->pci_bus_id[0] ? g->pci_bus_id : "?";
+        snprintf(out->command, sizeof(out->command), "nvidia-smi --gpu-reset -i %s", bus);
+
+        const struct xid_event *lost = ledger_lost_event(r->facts, o->gpu);
+        if (g->status == GPU_LOST || lost) {
+                REFUSE(out, "GPU %u %s: a reset does not bring back a GPU that fell off the bus", o->gpu,
+                       lost ? "had an Xid 79 since the driver loaded" : "is lost (NVML: GPU_IS_LOST)");
+                FIX(out, "drain the node and reboot it (`ghostvram xid explain 79`)");
+        }
+        if (g->mig_mode == 1 && !o->force) {
+                REFUSE(out, "MIG is enabled on GPU %u: a reset destroys every GPU and compute instance, other tenants' too",
+                       o->gpu);
+                FIX(out, "stop the work in every MIG instance of GPU %u, then add --force", o->gpu);
+        } else if (g->mig_mode == 1) {
+                WARN(out, "MIG is enabled: the reset destroys every GPU and compute instance of GPU %u (--force)", o->gpu);
+        }
+        /* whoever holds the GPU's node, or is listed on it */
+        char node[32];
+        snprintf(node, sizeof(node), "nvidia%u", g->minor_known ? g->minor : g->index);
+        const struct host_report *h = r->facts->host;
+        for (size_t i = 0; h && i < h->n_holders; i++) {
+                const struct host_proc *hp = &h->holders[i];
+                if (hp->pid == o->self_pid || !host_proc_holds(hp, node))
+                        continue;
+                REFUSE(out, "PID %d (%s) holds /dev/%s", (int)hp->pid, hp->comm ? hp->comm : "?", node);
+                stop_advice(out, hp);
+        }
+        for (size_t k = 0; l && k < l->n_owners; k++) {
+                const struct owner *ow = &l->owners[k];
+                if (ow->cls != OWNER_LIVE && ow->cls != OWNER_FOREIGN)
+                        continue;
+                if (h && host_report_find(h, (pid_t)ow->pid))
+                        continue; /* named above */
+                REFUSE(out, "NVML lists PID %u on GPU %u (%s)", ow->pid, o->gpu, ow->why);
+                FIX(out, "end PID %u's job first", ow->pid);
+        }
+        if (g->persistence == 1) {
+                REFUSE(out, "persistence mode is on for GPU %u: the driver keeps the GPU open", o->gpu);
+                FIX(out, "turn it off: `nvidia-smi -pm 0 -i %s` (and `systemctl stop nvidia-persistenced` if the daemon runs)",
+                    bus);
+        }
+        if (!hopper_or_later(g->name))
+                WARN(out, "on NVLink systems before Hopper (e.g. A100/V100 HGX) GPUs must be reset together with their "
+                          "NVLink peers: stop them all and run `nvidia-smi --gpu-reset` without -i");
+        WARN(out, "ghostvram releases its own NVML session before the reset");
+        if (!o->root && !o->simulated) {
+                REFUSE(out, "a GPU reset needs root");
+                FIX(out, "run it as root: `sudo ghostvram reclaim --reset-gpu --gpu %u --yes`", o->gpu);
+        }
+        if (o->simulated && !out->refuse) {
+                REFUSE(out, "simulated host: `%s` is not run (GHOSTVRAM_SIM resets nothing)", out->command);
+                FIX(out, "on a real host every check above passed: the reset would run");
+        }
+        return 0;
+}
+
+int escalate_uvm_check(const struct scan_result *r, const struct escalate_uvm_opts *o,
+                       const struct escalate_uvm_state *st, struct escalate_report *out)
+{
+        memset(out, 0, sizeof(*out));
+        snprintf(out->command, sizeof(out->command), "modprobe -r nvidia_uvm && modprobe nvidia_uvm (through libkmod)");
+        if (o->simulated) {
+                REFUSE(out, "simulated host: there is no nvidia_uvm module to reload (GHOSTVRAM_SIM)");
+        } else {
+                if (!st->have_kmod) {
+                        REFUSE(out, "this ghostvram was built without libkmod");
+                        FIX(out, "rebuild with libkmod-dev installed, or run `modprobe -r nvidia_uvm && modprobe nvidia_uvm`");
+                }
+                if (!st->module_loaded)
+                        REFUSE(out, "nvidia_uvm is not loaded: there is nothing to reload");
+                else if (st->refcnt > 0)
+                        REFUSE(out, "nvidia_uvm is in use (reference count %ld)", st->refcnt);
+        }
+        const struct host_report *h = r->facts->host;
+        size_t holders = 0;
+        for (size_t i = 0; h && i < h->n_holders; i++) {
+                const struct host_proc *hp = &h->holders[i];
+                if (hp->pid == o->self_pid || !host_proc_holds(hp, "nvidia-uvm"))
+                        continue;
+                if (holders++ < 8)
+                        REFUSE(out, "PID %d (%s) holds nvidia-uvm", (int)hp->pid, hp->comm ? hp->comm : "?");
+        }
+        if (holders > 8)
+                REFUSE(out, "... and %zu more processes hold nvidia-uvm", holders - 8);
+        if (holders)
+                FIX(out, "every CUDA process holds nvidia-uvm: end them first (`ghostvram reclaim --yes`, or stop the jobs)");
+        if (!o->force) {
+                REFUSE(out, "--force is required: a reload cuts off every CUDA process and container on this host");
+                FIX(out, "add --force once nothing uses CUDA on this host");
+        }
+        if (!o->root && !o->simulated) {
+                REFUSE(out, "reloading a kernel module needs root");
+                FIX(out, "run it as root");
+        }
+        WARN(out, "the nvidia-uvm device's major number may change on reload (now %u): containers started with the "
+                  "old one lose access to /dev/nvidia-uvm until they restart",
+             st->major);
+        return 0;
+}
+
+int escalate_uvm_state_read(const char *sys_root, const char *proc_root, struct escalate_uvm_state *ret)
+{
+        memset(ret, 0, sizeof(*ret));
+        ret->refcnt = -1;
+#if GV_HAVE_LIBKMOD
+        ret->have_kmod = true;
+#endif
+        char p[PATH_MAX];
+        struct stat st;
+        snprintf(p, sizeof(p), "%s/module/nvidia_uvm", sys_root ? sys_root : "/sys");
+        ret->module_loaded = stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+        snprintf(p, sizeof(p), "%s/module/nvidia_uvm/refcnt", sys_root ? sys_root : "/sys");
+        char *buf = NULL;
+        size_t len = 0;
+        if (read_file_at(AT_FDCWD, p, 64, &buf, &len) == 0) {
+                buf[strcspn(buf, "\n")] = '\0';
+                uint64_t v;
+                if (parse_u64(buf, &v) == 0 && v < LONG_MAX)
+                        ret->refcnt = (long)v;
+                free(buf);
+        }
+        snprintf(p, sizeof(p), "%s/devices", proc_root ? proc_root : "/proc");
+        if (read_file_at(AT_FDCWD, p, 1 << 16, &buf, &len) == 0) {
+                char *save = NULL;
+                for (char *ln = strtok_r(buf, "\n", &save); ln; ln = strtok_r(NULL, "\n", &save)) {
+                        unsigned maj;
+                        char name[64];
+                        if (sscanf(ln, " %u %63s", &maj, name) == 2 && strcmp(name, "nvidia-uvm") == 0)
+                                ret->major = maj;
+                }
+                free(buf);
+        }
+        return 0;
+}
+
+int escalate_uvm_reload(char *err, size_t errlen)
+{
+#if GV_HAVE_LIBKMOD
+        struct kmod_ctx *ctx = kmod_new(NULL, NULL);
+        struct kmod_module *mod = NULL;
+        int r;
+        if (!ctx) {
+                snprintf(err, errlen, "libkmod: cannot start");
+                return -ENOMEM;
+        }
+        r = kmod_module_new_from_name(ctx, "nvidia_uvm", &mod);
+        if (r < 0) {
+                snprintf(err, errlen, "libkmod: nvidia_uvm: %s", strerror(-r));
+                goto out;
+        }
+        r = kmod_module_remove_module(mod, 0);
+        if (r < 0) {
+                snprintf(err, errlen, "unloading nvidia_uvm failed: %s", strerror(-r));
+                goto out;
+        }
+        r = kmod_module_probe_insert_module(mod, 0, NULL, NULL, NULL, NULL);
+        if (r < 0)
+                snprintf(err, errlen, "loading nvidia_uvm again failed: %s (run `modprobe nvidia_uvm`)", strerror(-r));
+out:
+        kmod_module_unref(mod);
+        kmod_unref(ctx);
+        return r < 0 ? r : 0;
+#else
+        snprintf(err, errlen, "built without libkmod");
+        return -ENOTSUP;
+#endif
+}
+
+int escalate_find_program(const char *name, char *out, size_t outlen)
+{
+        const char *path = getenv("PATH");
+        if (!path || !*path)
+                path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+        while (*path) {
+                size_t n = strcspn(path, ":");
+                if (n > 0 && n < PATH_MAX) {
+                        int w = snprintf(out, outlen, "%.*s/%s", (int)n, path, name);
+                        if (w > 0 && (size_t)w < outlen && access(out, X_OK) == 0)
+                                return 0;
+                }
+                path += n;
+                if (*path == ':')
+                        path++;
+        }
+        return -ENOENT;
+}
+
+int escalate_run(char *const argv[], unsigned timeout_ms, struct buf *out, int *ret_status)
+{
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        pid_t pid = fork();
+        if (pid < 0) {
+                int e = -errno;
+                close(p[0]);
+                close(p[1]);
+                return e;
+        }
+        if (pid == 0) {
+                int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                if (nul < 0 || dup2(nul, 0) < 0 || dup2(p[1], 1) < 0 || dup2(p[1], 2) < 0)
+                        _exit(126);
+                execv(argv[0], argv);
+                _exit(127);
+        }
+        close(p[1]);
+        int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        unsigned long long deadline = monotonic_ms() + timeout_ms;
+        bool timed_out = false;
+        for (;;) {
+                long long left = (long long)(deadline - monotonic_ms());
+                if (left <= 0) {
+                        timed_out = true;
+                        break;
+                }
+                struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+                int r = poll(&pfd, 1, (int)left);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r <= 0) {
+                        timed_out = r == 0;
+                        break;
+                }
+                char chunk[512];
+                ssize_t got = read(p[0], chunk, sizeof(chunk));
+                if (got < 0 && errno == EINTR)
+                        continue;
+                if (got <= 0)
+                        break;
+                if (out)
+                        (void)buf_append(out, chunk, (size_t)got);
+        }
+        close(p[0]);
+        if (timed_out && pidfd >= 0)
+                syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0); /* our own child */
+        if (pidfd >= 0)
+                close(pidfd);
+        int st = 0;
+        if (timed_out && pidfd < 0) {
+                (void)waitpid(pid, &st, WNOHANG); /* no way to end it safely: do not wait */
+                return -ETIMEDOUT;
+        }
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+                ;
+        if (timed_out)
+                return -ETIMEDOUT;
+        *ret_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+        return 0;
+}

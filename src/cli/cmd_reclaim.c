@@ -1,0 +1,1033 @@
+#define _GNU_SOURCE 1
+/* reclaim: end the orphaned holders of a ghost safely and measure the memory coming back; or end
+ * a finished job's whole cgroup; or, as last resorts, reset a GPU or reload nvidia_uvm. The
+ * planning is act/reclaim_plan (pure), the acting act/reclaim_act, the escalations
+ * act/escalate; this file wires options, the lock, syslog and the output. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "act/escalate.h"
+#include "act/reclaim_act.h"
+#include "act/reclaim_plan.h"
+#include "cli/cli.h"
+#include "model/scan_run.h"
+#include "render/reclaim_render.h"
+#include "util/buf.h"
+#include "util/deadline.h"
+#include "util/escape.h"
+#include "util/fileio.h"
+#include "util/parse.h"
+
+#define RC_MAX_PIDS 64
+#define RC_MAX_ANCESTORS 64
+#define DEFAULT_POLICY "/etc/ghostvram/protected"
+#define SAMPLE_MS 50
+
+static void reclaim_usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: ghostvram reclaim [--gpu N] [--pid P...] [--cgroup PATH] [--yes] [--signal TERM]\n"
+                "                         [--grace 5s] [--timeout 60s] [--json]\n"
+                "       ghostvram reclaim --reset-gpu --gpu N [--force] [--yes]\n"
+                "       ghostvram reclaim --reload-uvm --force [--yes]\n\n"
+                "Free ghost GPU memory by ending the processes that really hold it — forked workers of\n"
+                "a killed job that kept its /dev/nvidia* descriptors or mappings — and measure how long\n"
+                "the memory takes to come back. It plans from a fresh scan (two samples, as `scan`).\n"
+                "Without --yes it prints the plan and changes nothing.\n\n"
+                "A process is a default target only if ALL of these hold:\n"
+                "  - scan ties it, through a link to a dead owner, to a GPU with a confirmed ghost\n"
+                "    (not merely a candidate when several GPUs have one);\n"
+                "  - it holds or maps nvidia-uvm (a CUDA process, not a monitor);\n"
+                "  - NVML lists it on no GPU, and no live listed owner shares its session or job;\n"
+                "  - it is not PID 1 of any PID namespace, a kernel thread, ghostvram or one of its\n"
+                "    ancestors, a GPU daemon (persistence daemon, MPS, DCGM, fabric manager, device\n"
+                "    plugins), a display server, or protected by the site policy.\n"
+                "Every target is opened with pidfd_open and its start time re-checked before any\n"
+                "signal: a PID that was reused is never signalled. Signals go through the pidfd only.\n\n"
+                "Options:\n"
+                "  --gpu N              only the ghost of GPU N\n"
+                "  --pid P[,P...]       exactly these processes instead of the default targets (never\n"
+                "                       PID 1, kernel threads, ghostvram or its ancestors); repeatable\n"
+                "  --cgroup PATH        end a finished job's whole cgroup (Slurm epilog, deleted pod)\n"
+                "                       with cgroup.kill, or SIGKILL to each member through a pidfd;\n"
+                "                       refused while a live NVML-listed owner is inside\n"
+                "  -y, --yes            act (without it: a dry run; a terminal is asked to confirm)\n"
+                "  -n, --dry-run        never act, never ask\n"
+                "  --signal SIG         first signal: TERM (default), INT, HUP, QUIT, USR1, USR2, KILL\n"
+                "  --grace DURATION     then SIGKILL (default 5s)\n"
+                "  --timeout DURATION   stop waiting for the processes and the memory (default 60s)\n"
+                "  --policy FILE        site policy of protected processes (default " DEFAULT_POLICY ";\n"
+                "                       lines: comm NAME | cgroup PREFIX | unit NAME, '#' comments)\n"
+                "  --reset-gpu          last resort: `nvidia-smi --gpu-reset -i BUS` of --gpu N, refused\n"
+                "                       while anything holds the GPU, after an Xid 79, on MIG without\n"
+                "                       --force; never run on a simulated host\n"
+                "  --reload-uvm         last resort: unload and load nvidia_uvm (libkmod); needs --force\n"
+                "                       and nobody holding nvidia-uvm\n"
+                "  --force              allow --reset-gpu on a MIG GPU; required by --reload-uvm\n"
+                "  --confirm DURATION   delay before the scan's confirming sample (default 2s)\n"
+                "  --noise-floor MIB    minimum ghost in MiB (default 64; 1%% of the GPU if larger)\n"
+                "  --call-timeout DUR   deadline for each driver call (default 5s)\n"
+                "  --json               machine-readable output (schema_version inside)\n"
+                "  -v, --verbose        also list CUDA processes that are not tied to any ghost\n"
+                "  --nvml-lib PATH, --proc DIR, --dev-prefix PREFIX, --from-bundle DIR (plan only)\n"
+                "  -h, --help           this help\n\n"
+                "Examples:\n"
+                "  sudo ghostvram reclaim                      # the plan: who would get SIGTERM, why\n"
+                "  sudo ghostvram reclaim --yes                # do it; memory before/after, time taken\n"
+                "  sudo ghostvram reclaim --gpu 1 --pid 31301 --pid 31302 --yes --grace 2s\n"
+                "  sudo ghostvram reclaim --cgroup /slurm/uid_1000/job_42 --yes   # Slurm epilog\n"
+                "  sudo ghostvram reclaim --reset-gpu --gpu 3  # what a reset would need\n\n"
+                "Every action goes to syslog (LOG_AUTHPRIV) and the JSON. One reclaim at a time per host\n"
+                "(a lock in /run/ghostvram). docs/reclaim.md has the rules, the policy file and the checks.\n\n"
+                "Exit status: 0 memory recovered (or a dry run with a plan, or nothing to reclaim);\n"
+                "1 partial (a process did not end, memory did not come back, or a ghost no process\n"
+                "can be ended for); 2 usage error; 3 cannot act (not root for others' processes, no\n"
+                "pidfd support, another reclaim running, a refused escalation or cgroup).\n");
+}
+
+struct rc_opts {
+        struct cli_common c;
+        int only_gpu;
+        pid_t pids[RC_MAX_PIDS];
+        size_t n_pids;
+        const char *cgroup;
+        bool yes, dry_run, force, reset_gpu, reload_uvm;
+        int signal;
+        uint64_t grace_ms, timeout_ms, confirm_ms;
+        uint64_t floor_mib;
+        bool floor_set;
+        const char *policy;
+};
+
+/* ---- small pieces ------------------------------------------------------------------------------ */
+
+static void note(struct reclaim_report *rep, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(struct reclaim_report *rep, const char *fmt, ...)
+{
+        if (rep->n_notes >= RECLAIM_MAX_NOTES)
+                return;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(rep->notes[rep->n_notes++], sizeof(rep->notes[0]), fmt, ap);
+        va_end(ap);
+}
+
+static void summary(struct reclaim_report *rep, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void summary(struct reclaim_report *rep, int status, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(rep->summary, sizeof(rep->summary), fmt, ap);
+        va_end(ap);
+        rep->exit_status = status;
+}
+
+static void out_report(const struct rc_opts *o, const struct reclaim_report *rep)
+{
+        if (o->c.json) {
+                cli_print_json(reclaim_json(rep));
+                return;
+        }
+        cli_sim_banner(stdout, &o->c);
+        reclaim_text(stdout, rep, o->c.verbose);
+        fflush(stdout);
+}
+
+/* Hostile text made safe for a log line. */
+static void esc_copy(char *out, size_t n, const char *s)
+{
+        struct buf b = BUF_INIT(1024);
+        if (s && esc_terminal(&b, s, strlen(s)) == 0)
+                snprintf(out, n, "%s", buf_str(&b));
+        else
+                snprintf(out, n, "?");
+        buf_free(&b);
+}
+
+static void rc_syslog(void *ctx, const struct reclaim_action *a, enum reclaim_event ev)
+{
+        (void)ctx;
+        char comm[96];
+        esc_copy(comm, sizeof(comm), a->comm);
+        if (ev == RECLAIM_EV_SIGNAL) {
+                const char *nm = reclaim_signal_name(a->signals[a->n_signals - 1]);
+                syslog(LOG_NOTICE, "reclaim: SIG%s to PID %d (%s) through its pidfd", nm ? nm : "?", (int)a->pid, comm);
+        } else {
+                char detail[200];
+                esc_copy(detail, sizeof(detail), a->detail);
+                syslog(LOG_NOTICE, "reclaim: PID %d (%s): %s after %.2f s%s%s%s", (int)a->pid, comm,
+                       reclaim_result_name(a->result), a->seconds, a->detail[0] ? " (" : "", a->detail[0] ? detail : "",
+                       a->detail[0] ? ")" : "");
+        }
+}
+
+/* GHOSTVRAM_TEST_PAUSE=STAGE:FILE (tests only): at STAGE ("plan": before any pidfd is opened;
+ * "open": after the re-checks, before the first signal) create FILE.ready and wait (60 s at
+ * most) for FILE.go. It lets a test end a target or reuse its PID at an exact point. */
+static void test_pause(void *ctx, const char *stage)
+{
+        (void)ctx;
+        const char *spec = getenv("GHOSTVRAM_TEST_PAUSE");
+        if (!spec)
+                return;
+        size_t sl = strcspn(spec, ":");
+        if (spec[sl] != ':' || sl != strlen(stage) || strncmp(spec, stage, sl) != 0)
+                return;
+        char ready[PATH_MAX], go[PATH_MAX];
+        if (snprintf(ready, sizeof(ready), "%s.ready", spec + sl + 1) >= (int)sizeof(ready) ||
+            snprintf(go, sizeof(go), "%s.go", spec + sl + 1) >= (int)sizeof(go))
+                return;
+        char pid[24];
+        int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+        if (write_file_atomic(ready, pid, (size_t)n) < 0)
+                return;
+        for (int i = 0; i < 6000 && access(go, F_OK) != 0; i++) {
+                struct timespec ts = { 0, 10 * 1000000L };
+                nanosleep(&ts, NULL);
+        }
+}
+
+static void sleep_ms(unsigned ms)
+{
+        struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+}
+
+/* Memory sampling while acting: the first call is the "before" sample. */
+struct sampler {
+        struct gpu_opts go;
+        struct recovery_gpu *g;
+        size_t n;
+        bool have_before;
+        uint64_t t0;            /* monotonic ms of the first signal */
+        uint64_t last;
+};
+
+static void sampler_tick(void *ctx, uint64_t t_ms)
+{
+        struct sampler *s = ctx;
+        if (!s->have_before) {
+                recovery_sample(&s->go, s->g, s->n, -1);
+                s->have_before = true;
+                s->t0 = monotonic_ms();
+                s->last = 0;
+                return;
+        }
+        if (t_ms && t_ms - s->last < SAMPLE_MS - 10)
+                return;
+        s->last = t_ms;
+        recovery_sample(&s->go, s->g, s->n, (double)t_ms / 1000.0);
+}
+
+/* Keep sampling until every GPU has its memory back or the timeout (from the first signal). */
+static void sampler_finish(struct sampler *s, uint64_t timeout_ms)
+{
+        if (!s->have_before)
+                sampler_tick(s, 0);
+        bool any_after = false;
+        for (size_t i = 0; i < s->n; i++)
+                any_after |= s->g[i].samples > 0;
+        while (!recovery_all_done(s->g, s->n) && monotonic_ms() - s->t0 < timeout_ms) {
+                sleep_ms(SAMPLE_MS);
+                recovery_sample(&s->go, s->g, s->n, (double)(monotonic_ms() - s->t0) / 1000.0);
+                any_after = true;
+        }
+        if (!any_after)
+                recovery_sample(&s->go, s->g, s->n, (double)(monotonic_ms() - s->t0) / 1000.0);
+}
+
+static void sampler_init(struct sampler *s, const struct rc_opts *o, struct recovery_gpu *g, size_t n)
+{
+        memset(s, 0, sizeof(*s));
+        cli_common_gpu_opts(&o->c, &s->go);
+        s->go.memory_only = true;
+        s->go.timeout_ms = o->c.timeout_ms < 1000 ? o->c.timeout_ms : 1000; /* a short deadline per call */
+        s->g = g;
+        s->n = n;
+}
+
+/* ghostvram's ancestors: parent, its parent, ... (in our PID namespace). */
+static size_t ancestors_of_self(const struct host_opts *ho, pid_t *out, size_t max)
+{
+        size_t n = 0;
+        pid_t p = getppid();
+        while (p > 0 && n < max) {
+                out[n++] = p;
+                if (p == 1)
+                        break;
+                struct host_proc hp;
+                memset(&hp, 0, sizeof(hp));
+                if (host_proc_lookup(ho, p, &hp) < 0)
+                        break;
+                pid_t pp = hp.ppid;
+                host_proc_clear(&hp);
+                if (pp == p)
+                        break;
+                p = pp;
+        }
+        return n;
+}
+
+static int load_policy(const struct rc_opts *o, struct reclaim_policy *pol)
+{
+        const char *path = o->policy ? o->policy : DEFAULT_POLICY;
+        char *buf = NULL;
+        size_t len = 0;
+        int r = read_file_at(AT_FDCWD, path, 1 << 20, &buf, &len);
+        if (r == -ENOENT && !o->policy)
+                return 0; /* no site policy: the built-in names only */
+        if (r < 0) {
+                cli_error("reclaim", "--policy %s: %s", path, strerror(-r));
+                return -1;
+        }
+        char err[320];
+        r = reclaim_policy_parse(buf, len, path, pol, err, sizeof(err));
+        free(buf);
+        if (r < 0) {
+                cli_error("reclaim", "%s", err);
+                return -1;
+        }
+        return 0;
+}
+
+static int parse_pids(struct rc_opts *o, const char *arg)
+{
+        char tmp[512];
+        if (snprintf(tmp, sizeof(tmp), "%s", arg) >= (int)sizeof(tmp))
+                return -1;
+        char *save = NULL;
+        for (char *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                unsigned v;
+                if (parse_uint_range(t, 1, INT_MAX, &v) < 0 || o->n_pids >= RC_MAX_PIDS)
+                        return -1;
+                o->pids[o->n_pids++] = (pid_t)v;
+        }
+        return 0;
+}
+
+/* Ask on a terminal (never when stdin or stdout is not one). */
+static bool confirm_on_tty(const char *question)
+{
+        if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
+                return false;
+        printf("\n%s [y/N] ", question);
+        fflush(stdout);
+        char line[16];
+        if (!fgets(line, sizeof(line), stdin))
+                return false;
+        return line[0] == 'y' || line[0] == 'Y';
+}
+
+static const struct owner *live_owner(const struct scan_result *r, pid_t pid, unsigned *ret_gpu)
+{
+        for (size_t g = 0; g < r->n_gpus; g++)
+                for (size_t k = 0; k < r->gpus[g].n_owners; k++)
+                        if (r->gpus[g].owners[k].cls == OWNER_LIVE && (pid_t)r->gpus[g].owners[k].pid == pid) {
+                                *ret_gpu = r->gpus[g].index;
+                                return &r->gpus[g].owners[k];
+                        }
+        return NULL;
+}
+
+/* The GPUs to watch: those --gpu selects; memory expected back where a target holds the ghost. */
+static struct recovery_gpu *watch_list(const struct scan_result *res, int only_gpu, const pid_t *pids, size_t n_pids,
+                                       size_t *ret_n)
+{
+        struct recovery_gpu *g = calloc(res->n_gpus ? res->n_gpus : 1, sizeof(*g));
+        size_t n = 0;
+        if (!g)
+                return NULL;
+        for (size_t i = 0; i < res->n_gpus; i++) {
+                const struct gpu_ledger *l = &res->gpus[i];
+                if (only_gpu >= 0 && l->index != (unsigned)only_gpu)
+                        continue;
+                bool held = false;
+                for (size_t a = 0; a < l->n_attr && l->ghost_confirmed; a++)
+                        for (size_t k = 0; k < n_pids; k++)
+                                held |= res->facts->host->holders[l->attr[a].holder].pid == pids[k];
+                recovery_init(&g[n], l->index, held ? l->ghost : 0, l->noise_floor);
+                if (l->inspected) {
+                        g[n].before = l->used;
+                        g[n].before_known = true;
+                }
+                n++;
+        }
+        *ret_n = n;
+        return g;
+}
+
+/* ---- the modes ----------------------------------------------------------------------------------- */
+
+struct rc_ctx {
+        struct rc_opts *o;
+        struct scan_once *scan;
+        const struct scan_result *res;
+        struct reclaim_plan_opts po;
+        struct host_proc self;
+        pid_t anc[RC_MAX_ANCESTORS];
+        struct reclaim_policy policy;
+        struct reclaim_sys sys;
+        bool acting;
+        int lock_fd;
+};
+
+static int take_lock(struct rc_ctx *x, struct reclaim_report *rep)
+{
+        char path[PATH_MAX];
+        pid_t holder = 0;
+        int fd = reclaim_lock(x->o->c.simulated ? x->o->c.sim_dir : NULL, path, sizeof(path), &holder);
+        if (fd == -EWOULDBLOCK) {
+                note(rep, "another reclaim is running%s%d (lock %s); one reclaim at a time per host",
+                     holder ? " as PID " : "", holder ? (int)holder : 0, path);
+                summary(rep, EXIT_INCOMPLETE, "Cannot act: another reclaim is running.");
+                return -1;
+        }
+        if (fd < 0) {
+                note(rep, "cannot take the reclaim lock %s: %s", path, strerror(-fd));
+                summary(rep, EXIT_INCOMPLETE, "Cannot act: no lock.");
+                return -1;
+        }
+        x->lock_fd = fd;
+        return 0;
+}
+
+static int mode_processes(struct rc_ctx *x, struct reclaim_report *rep)
+{
+        struct rc_opts *o = x->o;
+        const struct scan_result *res = x->res;
+        struct host_opts ho;
+        cli_common_host_opts(&o->c, &ho);
+        ho.save_dir = NULL;
+        /* facts of explicit PIDs that hold no node */
+        struct host_proc extra[RC_MAX_PIDS];
+        size_t n_extra = 0;
+        for (size_t i = 0; i < o->n_pids; i++) {
+                if (res->facts->host && host_report_find(res->facts->host, o->pids[i]))
+                        continue;
+                memset(&extra[n_extra], 0, sizeof(extra[0]));
+                if (host_proc_lookup(&ho, o->pids[i], &extra[n_extra]) == 0)
+                        n_extra++;
+        }
+        x->po.explicit_pids = o->pids;
+        x->po.n_explicit = o->n_pids;
+        x->po.extra = extra;
+        x->po.n_extra = n_extra;
+        struct reclaim_plan *plan = NULL;
+        struct reclaim_action *acts = NULL;
+        struct recovery_gpu *rec = NULL;
+        size_t n_acts = 0, n_rec = 0;
+        int status = EXIT_INCOMPLETE;
+        if (reclaim_plan_build(res, &x->po, &plan) < 0) {
+                cli_error("reclaim", "out of memory");
+                goto out;
+        }
+        rep->plan = plan;
+
+        /* --pid never names PID 1, a kernel thread, ghostvram or an ancestor: refuse it all */
+        bool hard = false;
+        for (size_t i = 0; plan->explicit_mode && i < plan->n_skipped; i++) {
+                const struct reclaim_skip *s = &plan->skipped[i];
+                if (s->rule == RECLAIM_PID1 || s->rule == RECLAIM_KTHREAD || s->rule == RECLAIM_SELF ||
+                    s->rule == RECLAIM_ANCESTOR) {
+                        note(rep, "refused: --pid %d is %s", (int)s->pid, s->reason);
+                        hard = true;
+                }
+        }
+        if (hard) {
+                summary(rep, EXIT_INCOMPLETE, "Nothing was signalled: --pid names a process reclaim never signals.");
+                goto done;
+        }
+        /* not root: only our own processes */
+        uid_t euid = geteuid();
+        bool foreign = false;
+        for (size_t i = 0; euid != 0 && i < plan->n_targets; i++)
+                if (plan->targets[i].uid != euid) {
+                        note(rep, "PID %d belongs to uid %u: only root may signal other users' processes",
+                             (int)plan->targets[i].pid, (unsigned)plan->targets[i].uid);
+                        foreign = true;
+                }
+        if (plan->n_targets == 0) {
+                if (plan->any_confirmed_ghost && !plan->explicit_mode) {
+                        summary(rep, EXIT_FINDING,
+                                "A confirmed ghost, but no process reclaim may end for it (see why above). Check "
+                                "`ghostvram scan`; the last resorts are --reset-gpu and --reload-uvm.");
+                } else {
+                        summary(rep, EXIT_OK, "Nothing to reclaim: %s.",
+                                plan->explicit_mode ? "none of the named processes is here" : "no confirmed ghost held by a process");
+                }
+                goto done;
+        }
+        if (!x->acting && !o->dry_run && !o->c.json && !o->c.from_bundle && !foreign && isatty(STDIN_FILENO) &&
+            isatty(STDOUT_FILENO)) {
+                reclaim_text(stdout, rep, o->c.verbose);
+                rep->n_notes = 0;
+                char q[128];
+                snprintf(q, sizeof(q), "Send SIG%s to these %zu process%s now?", reclaim_signal_name(o->signal),
+                         plan->n_targets, plan->n_targets == 1 ? "" : "es");
+                if (confirm_on_tty(q)) {
+                        x->acting = true;
+                        rep->dry_run = false;
+                        if (take_lock(x, rep) < 0)
+                                goto done;
+                } else {
+                        summary(rep, EXIT_OK, "Nothing done.");
+                        printf("%s\n", rep->summary);
+                        status = EXIT_OK;
+                        goto out;
+                }
+        }
+        if (foreign) {
+                summary(rep, EXIT_INCOMPLETE, "Cannot act: run as root (sudo ghostvram reclaim).");
+                goto done;
+        }
+        if (!x->acting) {
+                summary(rep, EXIT_OK, "Dry run: %zu process%s would get SIG%s (SIGKILL after %.3g s). Run again with --yes.",
+                        plan->n_targets, plan->n_targets == 1 ? "" : "es", reclaim_signal_name(o->signal),
+                        (double)o->grace_ms / 1000.0);
+                goto done;
+        }
+
+        /* act */
+        pid_t tp[RC_MAX_PIDS * 4];
+        size_t ntp = 0;
+        for (size_t i = 0; i < plan->n_targets && ntp < sizeof(tp) / sizeof(tp[0]); i++)
+                tp[ntp++] = plan->targets[i].pid;
+        rec = watch_list(res, o->only_gpu, tp, ntp, &n_rec);
+        if (!rec)
+                goto out;
+        for (size_t i = 0; i < n_rec; i++)
+                rec[i].before_known = false; /* measured again right before the first signal */
+        struct sampler sm;
+        sampler_init(&sm, o, rec, n_rec);
+        syslog(LOG_NOTICE, "reclaim: uid %u acts on %zu process%s (SIG%s, grace %.3g s)", (unsigned)euid,
+               plan->n_targets, plan->n_targets == 1 ? "" : "es", reclaim_signal_name(o->signal),
+               (double)o->grace_ms / 1000.0);
+        struct reclaim_act_opts ao = {
+                .sys = &x->sys, .signal = o->signal, .grace_ms = (unsigned)o->grace_ms,
+                .timeout_ms = (unsigned)o->timeout_ms, .poll_ms = SAMPLE_MS, .log = rc_syslog,
+                .pause = test_pause, .tick = sampler_tick, .tick_ctx = &sm,
+        };
+        int r = reclaim_act_run(plan, &ao, &acts, &n_acts);
+        if (r == -ENOSYS) {
+                note(rep, "this kernel has no pidfd_open (Linux 5.3+): reclaim never signals by bare PID");
+                summary(rep, EXIT_INCOMPLETE, "Cannot act: no pidfd support.");
+                goto done;
+        }
+        if (r < 0) {
+                cli_error("reclaim", "%s", strerror(-r));
+                goto out;
+        }
+        sampler_finish(&sm, o->timeout_ms);
+        rep->actions = acts;
+        rep->n_actions = n_acts;
+        rep->rec = rec;
+        rep->n_rec = n_rec;
+        size_t ended = 0, denied = 0;
+        for (size_t i = 0; i < n_acts; i++) {
+                ended += reclaim_result_ended(acts[i].result);
+                denied += acts[i].result == RECLAIM_RES_NOT_PERMITTED;
+        }
+        for (size_t i = 0; i < n_rec; i++)
+                if (rec[i].expected)
+                        syslog(LOG_NOTICE, "reclaim: GPU %u: %llu MiB -> %llu MiB, %s", rec[i].index,
+                               (unsigned long long)(rec[i].before >> 20), (unsigned long long)(rec[i].after >> 20),
+                               rec[i].recovered ? "recovered" : "not recovered by the timeout");
+        bool back = recovery_all_done(rec, n_rec);
+        if (denied == n_acts && n_acts)
+                summary(rep, EXIT_INCOMPLETE, "Cannot act: not permitted to signal these processes (run as root).");
+        else if (ended == n_acts && back)
+                summary(rep, EXIT_OK, "Memory recovered: %zu process%s ended.", ended, ended == 1 ? "" : "es");
+        else if (ended == n_acts)
+                summary(rep, EXIT_FINDING, "Partial: every process ended, but the memory did not come back within %.3g s.",
+                        (double)o->timeout_ms / 1000.0);
+        else
+                summary(rep, EXIT_FINDING, "Partial: %zu of %zu process%s ended%s.", ended, n_acts, n_acts == 1 ? "" : "es",
+                        back ? "" : "; memory not fully back");
+done:
+        out_report(o, rep);
+        status = rep->exit_status;
+out:
+        for (size_t i = 0; i < n_extra; i++)
+                host_proc_clear(&extra[i]);
+        rep->plan = NULL;
+        rep->actions = NULL;
+        rep->rec = NULL;
+        reclaim_plan_free(plan);
+        free(acts);
+        free(rec);
+        return status;
+}
+
+static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
+{
+        struct rc_opts *o = x->o;
+        const struct scan_result *res = x->res;
+        struct reclaim_cgroup_info ci;
+        memset(&ci, 0, sizeof(ci));
+        rep->cgroup = &ci;
+        int status = EXIT_INCOMPLETE;
+        pid_t *pids = NULL;
+        size_t np = 0;
+        struct recovery_gpu *rec = NULL;
+        struct reclaim_action *acts = NULL;
+        size_t n_rec = 0;
+        int r = reclaim_cgroup_resolve("/proc", o->cgroup, ci.dir, sizeof(ci.dir), ci.path, sizeof(ci.path));
+        if (r < 0) {
+                rep->cgroup = NULL;
+                if (r == -ENOTSUP)
+                        summary(rep, EXIT_INCOMPLETE, "Cannot act: no cgroup v2 hierarchy is mounted here (--cgroup needs cgroup2).");
+                else if (r == -EINVAL)
+                        summary(rep, EXIT_USAGE, "--cgroup %s: refused: the root cgroup, or a path with '..'", o->cgroup);
+                else
+                        summary(rep, EXIT_USAGE, "--cgroup %s: no such cgroup (%s)", o->cgroup, strerror(-r));
+                goto done;
+        }
+        r = reclaim_cgroup_pids(ci.dir, &pids, &np);
+        if (r < 0) {
+                summary(rep, EXIT_INCOMPLETE, "Cannot read %s/cgroup.procs: %s", ci.dir, strerror(-r));
+                goto done;
+        }
+        ci.n_pids = np;
+        /* refuse while a live owner or a protected process is inside */
+        struct host_opts ho;
+        cli_common_host_opts(&o->c, &ho);
+        ho.save_dir = NULL;
+        bool refuse = false;
+        for (size_t i = 0; i < np; i++) {
+                unsigned gpu = 0;
+                const struct owner *ow = live_owner(res, pids[i], &gpu);
+                struct host_proc hp;
+                memset(&hp, 0, sizeof(hp));
+                bool known = host_proc_lookup(&ho, pids[i], &hp) == 0;
+                char comm[96];
+                esc_copy(comm, sizeof(comm), known ? hp.comm : "?");
+                if (ow) {
+                        note(rep, "PID %d (%s) in %s is a live owner on GPU %u (%llu MiB): the job is not finished", (int)pids[i],
+                             comm, ci.path, gpu, (unsigned long long)(ow->used_bytes >> 20));
+                        refuse = true;
+                }
+                char why[200];
+                if (!known)
+                        hp.pid = pids[i];
+                if (reclaim_protection(&hp, &x->po, why, sizeof(why)) != RECLAIM_TARGET) {
+                        note(rep, "PID %d (%s) in %s: %s", (int)pids[i], comm, ci.path, why);
+                        refuse = true;
+                }
+                host_proc_clear(&hp);
+        }
+        rec = watch_list(res, o->only_gpu, pids, np, &n_rec);
+        if (!rec)
+                goto out;
+        rep->rec = rec;
+        rep->n_rec = n_rec;
+        if (refuse) {
+                rep->rec = NULL;
+                summary(rep, EXIT_INCOMPLETE, "Refused: nothing in %s was signalled. End the live job's owner first, or let "
+                                              "the job finish.", ci.path);
+                goto done;
+        }
+        if (np == 0) {
+                rep->rec = NULL;
+                summary(rep, EXIT_OK, "Nothing to reclaim: %s holds no process.", ci.path);
+                goto done;
+        }
+        if (!x->acting) {
+                rep->rec = NULL;
+                for (size_t i = 0; i < np && i < 10; i++)
+                        note(rep, "would end PID %d", (int)pids[i]);
+                summary(rep, EXIT_OK, "Dry run: %zu process%s in %s would be ended (cgroup.kill). Run again with --yes.", np,
+                        np == 1 ? "" : "es", ci.path);
+                goto done;
+        }
+        for (size_t i = 0; i < n_rec; i++)
+                rec[i].before_known = false;
+        struct sampler sm;
+        sampler_init(&sm, o, rec, n_rec);
+        syslog(LOG_NOTICE, "reclaim: uid %u ends cgroup %s (%zu processes)", (unsigned)geteuid(), ci.path, np);
+        test_pause(NULL, "open");
+        r = reclaim_cgroup_kill(ci.dir, ci.path, &x->sys, (unsigned)o->timeout_ms, sampler_tick, &sm, &ci.res);
+        if (r < 0) {
+                summary(rep, EXIT_INCOMPLETE, "Cannot act on %s: %s", ci.path, strerror(-r));
+                goto done;
+        }
+        ci.acted = true;
+        sampler_finish(&sm, o->timeout_ms);
+        acts = calloc(np, sizeof(*acts));
+        if (!acts)
+                goto out;
+        for (size_t i = 0; i < np; i++) {
+                struct reclaim_action *a = &acts[i];
+                a->pid = pids[i];
+                a->gpu = -1;
+                a->signals[a->n_signals++] = SIGKILL;
+                uint64_t st;
+                char state = '?';
+                bool there = x->sys.read_stat(x->sys.ctx, pids[i], &st, &state) == 0 && state != 'Z' && state != 'X';
+                /* still listed by the cgroup? (the PID may be someone else's by now) */
+                pid_t *now = NULL;
+                size_t nn = 0;
+                bool member = false;
+                if (there && reclaim_cgroup_pids(ci.dir, &now, &nn) == 0)
+                        for (size_t k = 0; k < nn; k++)
+                                member |= now[k] == pids[i];
+                free(now);
+                a->result = !member ? RECLAIM_RES_KILLED : state == 'D' ? RECLAIM_RES_STUCK_IN_D : RECLAIM_RES_SURVIVED;
+                a->state = state;
+                a->seconds = ci.res.seconds;
+                syslog(LOG_NOTICE, "reclaim: cgroup %s: PID %d %s", ci.path, (int)a->pid, reclaim_result_name(a->result));
+        }
+        rep->actions = acts;
+        rep->n_actions = np;
+        bool back = recovery_all_done(rec, n_rec);
+        if (ci.res.remaining == 0 && back)
+                summary(rep, EXIT_OK, "Memory recovered: cgroup %s is empty.", ci.path);
+        else
+                summary(rep, EXIT_FINDING, "Partial: %zu process%s left in %s%s.", ci.res.remaining,
+                        ci.res.remaining == 1 ? "" : "es", ci.path, back ? "" : "; memory not fully back");
+done:
+        out_report(o, rep);
+        status = rep->exit_status;
+out:
+        rep->cgroup = NULL;
+        rep->rec = NULL;
+        rep->actions = NULL;
+        free(pids);
+        free(rec);
+        free(acts);
+        return status;
+}
+
+static int mode_escalate(struct rc_ctx *x, struct reclaim_report *rep)
+{
+        struct rc_opts *o = x->o;
+        const struct scan_result *res = x->res;
+        struct escalate_report esc;
+        struct buf output = BUF_INIT(16384);
+        struct recovery_gpu *rec = NULL;
+        size_t n_rec = 0;
+        int status = EXIT_INCOMPLETE;
+        bool root = geteuid() == 0;
+        if (o->reset_gpu) {
+                struct escalate_reset_opts eo = { .gpu = (unsigned)o->only_gpu, .force = o->force,
+                                                  .simulated = o->c.simulated, .root = root, .self_pid = getpid() };
+                escalate_reset_check(res, &eo, &esc);
+        } else {
+                struct escalate_uvm_state st;
+                escalate_uvm_state_read("/sys", "/proc", &st);
+                struct escalate_uvm_opts eo = { .force = o->force, .simulated = o->c.simulated, .root = root,
+                                                .self_pid = getpid() };
+                escalate_uvm_check(res, &eo, &st, &esc);
+        }
+        rep->esc = &esc;
+        for (size_t i = 0; i < esc.n_reasons; i++)
+                syslog(LOG_NOTICE, "reclaim: %s refused: %s", rep->mode, esc.reasons[i]);
+        if (esc.refuse) {
+                summary(rep, EXIT_INCOMPLETE, "Refused: %s was not done (see why above).", rep->mode);
+                goto done;
+        }
+        if (!x->acting) {
+                summary(rep, EXIT_OK, "Dry run: every check passed; with --yes it runs: %s", esc.command);
+                goto done;
+        }
+        pid_t none = 0;
+        rec = watch_list(res, o->reset_gpu ? o->only_gpu : -1, &none, 0, &n_rec);
+        if (!rec)
+                goto out;
+        for (size_t i = 0; i < n_rec; i++) {
+                const struct gpu_ledger *l = NULL;
+                for (size_t g = 0; g < res->n_gpus; g++)
+                        if (res->gpus[g].index == rec[i].index)
+                                l = &res->gpus[g];
+                if (l && l->ghost_confirmed)
+                        recovery_init(&rec[i], rec[i].index, l->ghost, l->noise_floor);
+        }
+        struct sampler sm;
+        sampler_init(&sm, o, rec, n_rec);
+        sampler_tick(&sm, 0); /* before; NVML is shut down again after each sample */
+        int cs = 0;
+        char err[256] = "";
+        if (o->reset_gpu) {
+                char smi[PATH_MAX];
+                if (escalate_find_program("nvidia-smi", smi, sizeof(smi)) < 0) {
+                        summary(rep, EXIT_INCOMPLETE, "Cannot act: nvidia-smi is not on PATH.");
+                        goto done;
+                }
+                const char *bus = strrchr(esc.command, ' ') + 1;
+                char *argv[] = { smi, (char *)"--gpu-reset", (char *)"-i", (char *)bus, NULL };
+                syslog(LOG_NOTICE, "reclaim: running %s", esc.command);
+                int r = escalate_run(argv, (unsigned)o->timeout_ms, &output, &cs);
+                rep->esc_ran = r == 0;
+                rep->esc_status = cs;
+                rep->esc_output = buf_str(&output);
+                if (r < 0)
+                        snprintf(err, sizeof(err), "%s", r == -ETIMEDOUT ? "the reset did not finish in time" : strerror(-r));
+        } else {
+                syslog(LOG_NOTICE, "reclaim: reloading nvidia_uvm");
+                int r = escalate_uvm_reload(err, sizeof(err));
+                rep->esc_ran = true;
+                rep->esc_status = r < 0 ? 1 : 0;
+                cs = rep->esc_status;
+        }
+        syslog(LOG_NOTICE, "reclaim: %s exit status %d%s%s", rep->mode, cs, err[0] ? ": " : "", err);
+        sampler_finish(&sm, o->timeout_ms);
+        rep->rec = rec;
+        rep->n_rec = n_rec;
+        if (err[0])
+                note(rep, "%s", err);
+        if (rep->esc_ran && cs == 0 && recovery_all_done(rec, n_rec))
+                summary(rep, EXIT_OK, "Done: %s; memory recovered.", rep->mode);
+        else
+                summary(rep, EXIT_FINDING, "Partial: %s %s.", rep->mode,
+                        rep->esc_ran && cs == 0 ? "ran, but the memory did not come back" : "failed");
+done:
+        out_report(o, rep);
+        status = rep->exit_status;
+out:
+        rep->esc = NULL;
+        rep->rec = NULL;
+        buf_free(&output);
+        free(rec);
+        return status;
+}
+
+/* ---- the command ------------------------------------------------------------------------------------ */
+
+static int parse_args(int argc, char **argv, struct rc_opts *o)
+{
+        static const struct option opts[] = {
+                { "gpu", required_argument, NULL, 'g' },
+                { "pid", required_argument, NULL, 'p' },
+                { "cgroup", required_argument, NULL, 'c' },
+                { "yes", no_argument, NULL, 'y' },
+                { "dry-run", no_argument, NULL, 'n' },
+                { "signal", required_argument, NULL, 's' },
+                { "grace", required_argument, NULL, 'G' },
+                { "timeout", required_argument, NULL, 'T' },
+                { "policy", required_argument, NULL, 'P' },
+                { "reset-gpu", no_argument, NULL, 'R' },
+                { "reload-uvm", no_argument, NULL, 'U' },
+                { "force", no_argument, NULL, 'f' },
+                { "confirm", required_argument, NULL, 'C' },
+                { "noise-floor", required_argument, NULL, 'F' },
+                { "call-timeout", required_argument, NULL, CLI_OPT_BASE + 3 },
+                { "nvml-lib", required_argument, NULL, CLI_OPT_BASE + 0 },
+                { "proc", required_argument, NULL, CLI_OPT_BASE + 1 },
+                { "dev-prefix", required_argument, NULL, CLI_OPT_BASE + 2 },
+                { "json", no_argument, NULL, CLI_OPT_BASE + 4 },
+                { "from-bundle", required_argument, NULL, CLI_OPT_BASE + 6 },
+                { "verbose", no_argument, NULL, 'v' },
+                { "help", no_argument, NULL, 'h' },
+                { 0 },
+        };
+        const char *cmd = "reclaim";
+        int opt;
+        optind = 1;
+        while ((opt = getopt_long(argc, argv, "hvyn", opts, NULL)) != -1) {
+                unsigned u;
+                uint64_t v;
+                switch (opt) {
+                case 'h':
+                        reclaim_usage(stdout);
+                        return 1;
+                case 'g':
+                        if (parse_uint_range(optarg, 0, 1023, &u) < 0) {
+                                cli_error(cmd, "--gpu: '%s' is not a GPU index (0, 1, ...)", optarg);
+                                return -1;
+                        }
+                        o->only_gpu = (int)u;
+                        continue;
+                case 'p':
+                        if (parse_pids(o, optarg) < 0) {
+                                cli_error(cmd, "--pid: '%s' is not a PID or a comma-separated list of PIDs (at most %d)",
+                                          optarg, RC_MAX_PIDS);
+                                return -1;
+                        }
+                        continue;
+                case 'c': o->cgroup = optarg; continue;
+                case 'y': o->yes = true; continue;
+                case 'n': o->dry_run = true; continue;
+                case 's':
+                        if (reclaim_signal_parse(optarg, &o->signal) < 0) {
+                                cli_error(cmd, "--signal: '%s' is not one of TERM, INT, HUP, QUIT, USR1, USR2, KILL", optarg);
+                                return -1;
+                        }
+                        continue;
+                case 'G':
+                        if (parse_duration_ms(optarg, &o->grace_ms) < 0 || o->grace_ms > 3600 * 1000) {
+                                cli_error(cmd, "--grace: '%s' is not a duration up to 1h (e.g. 5s, 500ms)", optarg);
+                                return -1;
+                        }
+                        continue;
+                case 'T':
+                        if (parse_duration_ms(optarg, &o->timeout_ms) < 0 || o->timeout_ms == 0 ||
+                            o->timeout_ms > 3600 * 1000) {
+                                cli_error(cmd, "--timeout: '%s' is not a duration between 1ms and 1h (e.g. 60s)", optarg);
+                                return -1;
+                        }
+                        continue;
+                case 'P': o->policy = optarg; continue;
+                case 'R': o->reset_gpu = true; continue;
+                case 'U': o->reload_uvm = true; continue;
+                case 'f': o->force = true; continue;
+                case 'C':
+                        if (parse_duration_ms(optarg, &o->confirm_ms) < 0 || o->confirm_ms > 600000) {
+                                cli_error(cmd, "--confirm: '%s' is not a duration up to 10m (e.g. 2s, 500ms, 0)", optarg);
+                                return -1;
+                        }
+                        continue;
+                case 'F':
+                        if (parse_u64(optarg, &v) < 0 || v > (1u << 24)) {
+                                cli_error(cmd, "--noise-floor: '%s' is not a number of MiB", optarg);
+                                return -1;
+                        }
+                        o->floor_mib = v;
+                        o->floor_set = true;
+                        continue;
+                default:
+                        break;
+                }
+                int r = cli_common_option(&o->c, opt, optarg, cmd);
+                if (r < 0)
+                        return -1;
+                if (r == 0) {
+                        reclaim_usage(stderr);
+                        return -1;
+                }
+        }
+        if (optind < argc) {
+                cli_error(cmd, "unexpected argument '%s' (see --help)", argv[optind]);
+                return -1;
+        }
+        if (o->grace_ms >= o->timeout_ms && o->signal != SIGKILL) {
+                cli_error(cmd, "--grace must be shorter than --timeout");
+                return -1;
+        }
+        if (o->cgroup && o->n_pids) {
+                cli_error(cmd, "--cgroup and --pid cannot be used together");
+                return -1;
+        }
+        if (o->reset_gpu + o->reload_uvm > 1 || ((o->reset_gpu || o->reload_uvm) && (o->cgroup || o->n_pids))) {
+                cli_error(cmd, "--reset-gpu, --reload-uvm, --cgroup and --pid are separate modes: use one");
+                return -1;
+        }
+        if (o->reset_gpu && o->only_gpu < 0) {
+                cli_error(cmd, "--reset-gpu needs --gpu N (the GPU to reset)");
+                return -1;
+        }
+        if (o->yes && o->dry_run) {
+                cli_error(cmd, "--yes and --dry-run contradict each other");
+                return -1;
+        }
+        return 0;
+}
+
+int cmd_reclaim(int argc, char **argv)
+{
+        struct rc_opts o;
+        memset(&o, 0, sizeof(o));
+        cli_common_init(&o.c);
+        o.only_gpu = -1;
+        o.signal = SIGTERM;
+        o.grace_ms = 5000;
+        o.timeout_ms = 60000;
+        o.confirm_ms = 2000;
+        int r = parse_args(argc, argv, &o);
+        if (r != 0)
+                return r > 0 ? EXIT_OK : EXIT_USAGE;
+        if (cli_common_finish(&o.c, "reclaim") < 0)
+                return EXIT_USAGE;
+
+        struct rc_ctx x;
+        memset(&x, 0, sizeof(x));
+        x.o = &o;
+        x.lock_fd = -1;
+        struct reclaim_report rep;
+        memset(&rep, 0, sizeof(rep));
+        rep.mode = o.cgroup ? "cgroup" : o.reset_gpu ? "reset-gpu" : o.reload_uvm ? "reload-uvm" : "processes";
+        rep.simulated = o.c.simulated;
+        rep.signal = o.cgroup ? SIGKILL : o.signal;
+        rep.grace_ms = (unsigned)o.grace_ms;
+        rep.timeout_ms = (unsigned)o.timeout_ms;
+        int status = EXIT_INCOMPLETE;
+        if (load_policy(&o, &x.policy) < 0)
+                return EXIT_USAGE;
+        x.acting = o.yes && !o.dry_run && !o.c.from_bundle;
+        rep.dry_run = !x.acting;
+        if (o.yes && o.c.from_bundle)
+                note(&rep, "a recorded bundle is never acted on: this is the plan only");
+        reclaim_sys_real(&x.sys, "/proc");
+        openlog("ghostvram", LOG_PID, LOG_AUTHPRIV);
+        if (x.acting) {
+                if (reclaim_pidfd_supported(&x.sys) < 0) {
+                        note(&rep, "this kernel has no pidfd_open (Linux 5.3+): reclaim never signals by bare PID");
+                        summary(&rep, EXIT_INCOMPLETE, "Cannot act: no pidfd support.");
+                        out_report(&o, &rep);
+                        status = EXIT_INCOMPLETE;
+                        goto out;
+                }
+                if (take_lock(&x, &rep) < 0) {
+                        out_report(&o, &rep);
+                        status = EXIT_INCOMPLETE;
+                        goto out;
+                }
+        }
+
+        struct scan_once_opts so;
+        cli_scan_once_opts(&o.c, &so);
+        so.confirm_ms = o.confirm_ms;
+        if (o.floor_set)
+                so.ledger.floor_min_bytes = o.floor_mib << 20;
+        r = scan_once_run(&so, &x.scan);
+        if (r < 0) {
+                cli_error("reclaim", "cannot scan (%s): %s", o.c.proc_root, strerror(-r));
+                goto out;
+        }
+        x.res = x.scan->res;
+        const struct gpu_report *gr = x.res->facts->gpu;
+        if (!gr->driver_present && !o.c.from_bundle && !o.cgroup) {
+                cli_error("reclaim", "%s", gr->error[0] ? gr->error : "no NVIDIA driver");
+                goto out;
+        }
+        if (o.only_gpu >= 0 && gr->driver_present && (size_t)o.only_gpu >= gr->n_gpus) {
+                cli_error("reclaim", "--gpu %d: this host has %zu GPU%s", o.only_gpu, gr->n_gpus, gr->n_gpus == 1 ? "" : "s");
+                status = EXIT_USAGE;
+                goto out;
+        }
+        struct host_opts ho;
+        cli_common_host_opts(&o.c, &ho);
+        ho.save_dir = NULL;
+        memset(&x.self, 0, sizeof(x.self));
+        bool have_self = host_proc_lookup(&ho, getpid(), &x.self) == 0;
+        x.po.policy = &x.policy;
+        x.po.self_pid = getpid();
+        x.po.ancestors = x.anc;
+        x.po.n_ancestors = ancestors_of_self(&ho, x.anc, RC_MAX_ANCESTORS);
+        x.po.self_proc = have_self ? &x.self : NULL;
+        x.po.only_gpu = o.only_gpu;
+
+        if (o.cgroup)
+                status = mode_cgroup(&x, &rep);
+        else if (o.reset_gpu || o.reload_uvm)
+                status = mode_escalate(&x, &rep);
+        else
+                status = mode_processes(&x, &rep);
+        host_proc_clear(&x.self);
+out:
+        scan_once_free(x.scan);
+        reclaim_policy_free(&x.policy);
+        if (x.lock_fd >= 0)
+                close(x.lock_fd);
+        closelog();
+        return status;
+}

@@ -1,0 +1,379 @@
+#include "render/reclaim_render.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <strings.h>
+
+#include "render/json_util.h"
+#include "util/buf.h"
+#include "util/escape.h"
+#include "util/parse.h"
+
+#define MIB (1024.0 * 1024.0)
+
+static const struct { int sig; const char *name; } signals[] = {
+        { SIGHUP, "HUP" }, { SIGINT, "INT" }, { SIGQUIT, "QUIT" }, { SIGUSR1, "USR1" },
+        { SIGUSR2, "USR2" }, { SIGTERM, "TERM" }, { SIGKILL, "KILL" },
+};
+
+const char *reclaim_signal_name(int sig)
+{
+        for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++)
+                if (signals[i].sig == sig)
+                        return signals[i].name;
+        return NULL;
+}
+
+int reclaim_signal_parse(const char *s, int *ret)
+{
+        if (!s)
+                return -EINVAL;
+        const char *n = strncasecmp(s, "SIG", 3) == 0 ? s + 3 : s;
+        for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++)
+                if (strcasecmp(n, signals[i].name) == 0) {
+                        *ret = signals[i].sig;
+                        return 0;
+                }
+        unsigned v;
+        if (parse_uint_range(s, 1, 64, &v) == 0 && reclaim_signal_name((int)v)) {
+                *ret = (int)v;
+                return 0;
+        }
+        return -EINVAL;
+}
+
+/* ---- JSON ----------------------------------------------------------------------------------------- */
+
+static json_t *strings(const char (*lines)[ESC_LINE], size_t n)
+{
+        json_t *a = json_array();
+        for (size_t i = 0; i < n; i++)
+                json_array_append_new(a, json_text(lines[i]));
+        return a;
+}
+
+static json_t *plan_json(const struct reclaim_plan *p)
+{
+        json_t *o = json_object();
+        json_t *ts = json_array(), *ss = json_array();
+        for (size_t i = 0; p && i < p->n_targets; i++) {
+                const struct reclaim_target *t = &p->targets[i];
+                json_t *j = json_object();
+                json_set(j, "pid", json_integer(t->pid));
+                json_set(j, "comm", json_text(t->comm));
+                json_set(j, "gpu", t->gpu >= 0 ? json_integer(t->gpu) : json_null());
+                json_set(j, "link", t->link != LINK_NONE ? json_string(link_name(t->link)) : json_null());
+                json_set(j, "to_pid", t->to_pid ? json_integer(t->to_pid) : json_null());
+                json_set(j, "explicit", json_boolean(t->explicit_pid));
+                json_set(j, "state", json_stringn(&t->state, t->state ? 1 : 0));
+                json_set(j, "uid", json_integer(t->uid));
+                json_set(j, "start_ticks", json_integer((json_int_t)t->start_ticks));
+                json_set(j, "why", json_text(t->why));
+                json_set(j, "warning", t->warning[0] ? json_text(t->warning) : json_null());
+                json_array_append_new(ts, j);
+        }
+        for (size_t i = 0; p && i < p->n_skipped; i++) {
+                const struct reclaim_skip *s = &p->skipped[i];
+                json_t *j = json_object();
+                json_set(j, "pid", json_integer(s->pid));
+                json_set(j, "comm", json_text(s->comm));
+                json_set(j, "gpu", s->gpu >= 0 ? json_integer(s->gpu) : json_null());
+                json_set(j, "rule", json_string(reclaim_rule_name(s->rule)));
+                json_set(j, "reason", json_text(s->reason));
+                json_array_append_new(ss, j);
+        }
+        json_set(o, "targets", ts);
+        json_set(o, "skipped", ss);
+        return o;
+}
+
+static const struct recovery_gpu *rec_of(const struct reclaim_report *r, unsigned index)
+{
+        for (size_t i = 0; r->rec && i < r->n_rec; i++)
+                if (r->rec[i].index == index)
+                        return &r->rec[i];
+        return NULL;
+}
+
+static json_t *gpus_json(const struct reclaim_report *r)
+{
+        json_t *a = json_array();
+        const struct reclaim_plan *p = r->plan;
+        size_t n = p ? p->n_gpus : r->n_rec;
+        for (size_t i = 0; i < n; i++) {
+                unsigned index = p ? p->gpus[i].index : r->rec[i].index;
+                const struct recovery_gpu *g = rec_of(r, index);
+                json_t *j = json_object();
+                json_set(j, "index", json_integer(index));
+                if (p) {
+                        json_set(j, "pci_bus_id", json_text(p->gpus[i].pci_bus_id));
+                        json_set(j, "ghost_bytes", json_integer((json_int_t)p->gpus[i].ghost));
+                        json_set(j, "ghost_confirmed", json_boolean(p->gpus[i].ghost_confirmed));
+                }
+                json_set(j, "expected_bytes", g ? json_integer((json_int_t)g->expected) : json_null());
+                if (g && g->before_known)
+                        json_set(j, "before_bytes", json_integer((json_int_t)g->before));
+                else if (p && p->gpus[i].inspected)
+                        json_set(j, "before_bytes", json_integer((json_int_t)p->gpus[i].used));
+                else
+                        json_set(j, "before_bytes", json_null());
+                json_set(j, "after_bytes", g && g->after_known ? json_integer((json_int_t)g->after) : json_null());
+                json_set(j, "freed_bytes", g && g->after_known && g->before_known
+                                                   ? json_integer((json_int_t)(g->before > g->after ? g->before - g->after : 0))
+                                                   : json_null());
+                json_set(j, "recovered", g ? json_boolean(g->expected > 0 ? g->recovered : true) : json_null());
+                json_set(j, "recovery_seconds", g && g->recovered ? json_real(g->recovery_s) : json_null());
+                json_array_append_new(a, j);
+        }
+        return a;
+}
+
+static json_t *actions_json(const struct reclaim_report *r)
+{
+        json_t *a = json_array();
+        for (size_t i = 0; i < r->n_actions; i++) {
+                const struct reclaim_action *x = &r->actions[i];
+                json_t *j = json_object();
+                json_set(j, "pid", json_integer(x->pid));
+                json_set(j, "comm", json_text(x->comm));
+                json_set(j, "gpu", x->gpu >= 0 ? json_integer(x->gpu) : json_null());
+                const char *last = x->n_signals ? reclaim_signal_name(x->signals[x->n_signals - 1]) : NULL;
+                json_set(j, "signal", last ? json_string(last) : json_null());
+                json_t *sigs = json_array();
+                for (unsigned k = 0; k < x->n_signals; k++) {
+                        const char *nm = reclaim_signal_name(x->signals[k]);
+                        json_array_append_new(sigs, nm ? json_string(nm) : json_integer(x->signals[k]));
+                }
+                json_set(j, "signals", sigs);
+                json_set(j, "result", json_string(reclaim_result_name(x->result)));
+                json_set(j, "seconds", json_real(x->seconds));
+                json_set(j, "detail", x->detail[0] ? json_text(x->detail) : json_null());
+                json_array_append_new(a, j);
+        }
+        return a;
+}
+
+json_t *reclaim_json(const struct reclaim_report *r)
+{
+        json_t *o = json_object();
+        json_set(o, "schema_version", json_integer(RECLAIM_SCHEMA_VERSION));
+        json_set(o, "command", json_string("reclaim"));
+        json_set(o, "mode", json_string(r->mode));
+        json_set(o, "dry_run", json_boolean(r->dry_run));
+        json_set(o, "simulated", json_boolean(r->simulated));
+        const char *sn = reclaim_signal_name(r->signal);
+        json_set(o, "signal", sn ? json_string(sn) : json_null());
+        json_set(o, "grace_seconds", json_real(r->grace_ms / 1000.0));
+        json_set(o, "timeout_seconds", json_real(r->timeout_ms / 1000.0));
+        json_set(o, "plan", r->plan ? plan_json(r->plan) : json_null());
+        json_set(o, "gpus", gpus_json(r));
+        json_set(o, "actions", actions_json(r));
+        if (r->cgroup) {
+                json_t *c = json_object();
+                json_set(c, "path", json_text(r->cgroup->path));
+                json_set(c, "directory", json_text(r->cgroup->dir));
+                json_set(c, "pids", json_integer((json_int_t)r->cgroup->n_pids));
+                json_set(c, "method", r->cgroup->acted ? json_string(r->cgroup->res.used_kill_file ? "cgroup.kill" : "pidfd")
+                                                       : json_null());
+                json_set(c, "rounds", json_integer(r->cgroup->res.rounds));
+                json_set(c, "remaining", r->cgroup->acted ? json_integer((json_int_t)r->cgroup->res.remaining) : json_null());
+                json_set(c, "seconds", r->cgroup->acted ? json_real(r->cgroup->res.seconds) : json_null());
+                json_set(o, "cgroup", c);
+        } else {
+                json_set(o, "cgroup", json_null());
+        }
+        if (r->esc) {
+                json_t *e = json_object();
+                json_set(e, "kind", json_string(r->mode));
+                json_set(e, "refused", json_boolean(r->esc->refuse));
+                json_set(e, "reasons", strings(r->esc->reasons, r->esc->n_reasons));
+                json_set(e, "fixes", strings(r->esc->fixes, r->esc->n_fixes));
+                json_set(e, "warnings", strings(r->esc->warnings, r->esc->n_warnings));
+                json_set(e, "command", json_text(r->esc->command));
+                json_set(e, "ran", json_boolean(r->esc_ran));
+                json_set(e, "exit_status", r->esc_ran ? json_integer(r->esc_status) : json_null());
+                json_set(e, "output", r->esc_output ? json_text(r->esc_output) : json_null());
+                json_set(o, "escalation", e);
+        } else {
+                json_set(o, "escalation", json_null());
+        }
+        json_t *notes = json_array();
+        for (size_t i = 0; i < r->n_notes; i++)
+                json_array_append_new(notes, json_text(r->notes[i]));
+        json_set(o, "notes", notes);
+        json_set(o, "summary", json_text(r->summary));
+        json_set(o, "exit_status", json_integer(r->exit_status));
+        return o;
+}
+
+/* ---- text ----------------------------------------------------------------------------------------- */
+
+static void put_esc(FILE *out, const char *s)
+{
+        struct buf b = BUF_INIT(4096);
+        if (s && esc_terminal(&b, s, strlen(s)) == 0)
+                fputs(buf_str(&b), out);
+        buf_free(&b);
+}
+
+static double mib(uint64_t b)
+{
+        return (double)b / MIB;
+}
+
+static void text_plan(FILE *out, const struct reclaim_report *r, bool verbose)
+{
+        const struct reclaim_plan *p = r->plan;
+        for (size_t g = 0; g < p->n_gpus; g++) {
+                const struct reclaim_gpu *pg = &p->gpus[g];
+                if (!pg->n_targets && !pg->ghost_confirmed && !verbose)
+                        continue;
+                fprintf(out, "  GPU %u  %s  used %.0f MiB, ghost %.0f MiB%s\n", pg->index, pg->pci_bus_id, mib(pg->used),
+                        mib(pg->ghost), pg->ghost_confirmed ? " (confirmed)" : "");
+                for (size_t i = 0; i < p->n_targets; i++) {
+                        const struct reclaim_target *t = &p->targets[i];
+                        if (t->gpu != (int)pg->index)
+                                continue;
+                        fprintf(out, "    PID %-7d ", (int)t->pid);
+                        put_esc(out, t->comm);
+                        fprintf(out, " (state %c): ", t->state ? t->state : '?');
+                        put_esc(out, t->why);
+                        fputc('\n', out);
+                        if (t->warning[0]) {
+                                fprintf(out, "      warning: ");
+                                put_esc(out, t->warning);
+                                fputc('\n', out);
+                        }
+                }
+        }
+        bool header = false;
+        for (size_t i = 0; i < p->n_targets; i++) {
+                const struct reclaim_target *t = &p->targets[i];
+                if (t->gpu >= 0)
+                        continue;
+                if (!header) {
+                        fprintf(out, "  named by --pid, tied to no GPU:\n");
+                        header = true;
+                }
+                fprintf(out, "    PID %-7d state %c  comm ", (int)t->pid, t->state ? t->state : '?');
+                put_esc(out, t->comm);
+                fputc('\n', out);
+                if (t->warning[0]) {
+                        fprintf(out, "      warning: ");
+                        put_esc(out, t->warning);
+                        fputc('\n', out);
+                }
+        }
+        if (p->n_skipped)
+                fprintf(out, "  left alone:\n");
+        for (size_t i = 0; i < p->n_skipped; i++) {
+                const struct reclaim_skip *s = &p->skipped[i];
+                if (!verbose && s->rule == RECLAIM_NOT_ATTRIBUTED)
+                        continue;
+                fprintf(out, "    PID %-7d %-18s ", (int)s->pid, reclaim_rule_name(s->rule));
+                put_esc(out, s->comm);
+                fprintf(out, ": ");
+                put_esc(out, s->reason);
+                fputc('\n', out);
+        }
+}
+
+void reclaim_text(FILE *out, const struct reclaim_report *r, bool verbose)
+{
+        const char *sn = reclaim_signal_name(r->signal);
+        if (r->plan && !r->cgroup) {
+                fprintf(out, "%s:\n", r->dry_run ? "Plan (dry run: nothing is signalled without --yes)" : "Plan");
+                if (!r->plan->n_targets)
+                        fprintf(out, "  no process to signal\n");
+                text_plan(out, r, verbose);
+        }
+        if (r->cgroup) {
+                fprintf(out, "cgroup %s (%s): %zu process%s\n", r->cgroup->path, r->cgroup->dir, r->cgroup->n_pids,
+                        r->cgroup->n_pids == 1 ? "" : "es");
+                if (r->cgroup->acted)
+                        fprintf(out, "  ended with %s%s; %zu left after %.2f s\n",
+                                r->cgroup->res.used_kill_file ? "cgroup.kill" : "SIGKILL through pidfds",
+                                r->cgroup->res.used_kill_file ? "" : " (cgroup.kill is not available)", r->cgroup->res.remaining,
+                                r->cgroup->res.seconds);
+        }
+        if (r->esc) {
+                fprintf(out, "%s %s:\n", r->mode, r->esc->refuse ? "refused" : r->esc_ran ? "done" : "checks passed");
+                for (size_t i = 0; i < r->esc->n_reasons; i++) {
+                        fprintf(out, "  ✗ ");
+                        put_esc(out, r->esc->reasons[i]);
+                        fputc('\n', out);
+                }
+                for (size_t i = 0; i < r->esc->n_fixes; i++) {
+                        fprintf(out, "  → ");
+                        put_esc(out, r->esc->fixes[i]);
+                        fputc('\n', out);
+                }
+                for (size_t i = 0; i < r->esc->n_warnings; i++) {
+                        fprintf(out, "  ! ");
+                        put_esc(out, r->esc->warnings[i]);
+                        fputc('\n', out);
+                }
+                if (r->esc->command[0])
+                        fprintf(out, "  command: %s%s\n", r->esc->command, r->esc_ran ? "" : " (not run)");
+                if (r->esc_ran) {
+                        fprintf(out, "  exit status %d\n", r->esc_status);
+                        if (r->esc_output && *r->esc_output) {
+                                fprintf(out, "  output: ");
+                                put_esc(out, r->esc_output);
+                                fputc('\n', out);
+                        }
+                }
+        }
+        if (r->n_actions) {
+                fprintf(out, "\nActions (signals through pidfds; SIG%s, then SIGKILL after %.3g s):\n", sn ? sn : "?",
+                        r->grace_ms / 1000.0);
+                for (size_t i = 0; i < r->n_actions; i++) {
+                        const struct reclaim_action *a = &r->actions[i];
+                        char sigs[32] = "";
+                        size_t l = 0;
+                        for (unsigned k = 0; k < a->n_signals; k++) {
+                                const char *nm = reclaim_signal_name(a->signals[k]);
+                                int w = snprintf(sigs + l, sizeof(sigs) - l, "%s%s", k ? "," : "", nm ? nm : "?");
+                                if (w > 0 && (size_t)w < sizeof(sigs) - l)
+                                        l += (size_t)w;
+                        }
+                        fprintf(out, "  PID %-7d %-18s after %6.2f s  signals %-9s ", (int)a->pid,
+                                reclaim_result_name(a->result), a->seconds, a->n_signals ? sigs : "none");
+                        put_esc(out, a->comm);
+                        if (a->detail[0]) {
+                                fprintf(out, "  (");
+                                put_esc(out, a->detail);
+                                fprintf(out, ")");
+                        }
+                        fputc('\n', out);
+                }
+        }
+        if (r->rec && r->n_rec) {
+                fprintf(out, "\nMemory (NVML used, sampled every 50 ms):\n");
+                for (size_t i = 0; i < r->n_rec; i++) {
+                        const struct recovery_gpu *g = &r->rec[i];
+                        if (!g->before_known && !g->after_known)
+                                continue;
+                        uint64_t freed = g->before > g->after ? g->before - g->after : 0;
+                        if (!g->expected && !freed && !verbose)
+                                continue;
+                        fprintf(out, "  GPU %u  %.0f MiB → %.0f MiB  freed %.0f MiB", g->index, mib(g->before), mib(g->after),
+                                mib(freed));
+                        if (g->expected && g->recovered)
+                                fprintf(out, "  back in %.3f s\n", g->recovery_s);
+                        else if (g->expected)
+                                fprintf(out, "  NOT back within %.3g s (expected %.0f MiB)\n", r->timeout_ms / 1000.0,
+                                        mib(g->expected));
+                        else
+                                fputc('\n', out);
+                }
+        }
+        for (size_t i = 0; i < r->n_notes; i++) {
+                fprintf(out, "%s", i == 0 ? "\n" : "");
+                put_esc(out, r->notes[i]);
+                fputc('\n', out);
+        }
+        if (r->summary[0])
+                fprintf(out, "\n%s\n", r->summary);
+}

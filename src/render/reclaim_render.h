@@ -1,0 +1,52 @@
+/* reclaim rendering: the plan, what was done to each process, and what came back, as JSON
+ * (schema_version 1, docs/reclaim.md) and as text for people. */
+#pragma once
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "act/escalate.h"
+#include "act/reclaim_act.h"
+#include "act/reclaim_plan.h"
+
+#define RECLAIM_SCHEMA_VERSION 1
+#define RECLAIM_MAX_NOTES 16
+
+struct reclaim_cgroup_info {
+        char path[512];                 /* the cgroup path (from the cgroup2 root) */
+        char dir[1024];                 /* its directory */
+        size_t n_pids;
+        bool acted;
+        struct reclaim_cgroup_result res;
+};
+
+struct reclaim_report {
+        const char *mode;               /* "processes", "cgroup", "reset-gpu", "reload-uvm" */
+        bool dry_run;
+        bool simulated;
+        int signal;
+        unsigned grace_ms, timeout_ms;
+        const struct reclaim_plan *plan;        /* may be NULL (escalations) */
+        const struct reclaim_action *actions;
+        size_t n_actions;
+        const struct recovery_gpu *rec;         /* per GPU, after acting (NULL in a dry run) */
+        size_t n_rec;
+        const struct reclaim_cgroup_info *cgroup;
+        const struct escalate_report *esc;
+        bool esc_ran;
+        int esc_status;                 /* the command's exit status when it ran */
+        const char *esc_output;
+        char notes[RECLAIM_MAX_NOTES][320];     /* refusals, hints */
+        size_t n_notes;
+        char summary[320];
+        int exit_status;
+};
+
+/* "TERM", "KILL", ... for the signals reclaim accepts; NULL for others. */
+const char *reclaim_signal_name(int sig);
+/* Parse "TERM", "SIGTERM", "sigterm" or a number into a signal reclaim accepts (HUP, INT, QUIT,
+ * USR1, USR2, TERM, KILL). Returns 0 or -EINVAL. */
+int reclaim_signal_parse(const char *s, int *ret);
+
+json_t *reclaim_json(const struct reclaim_report *r);
+void reclaim_text(FILE *out, const struct reclaim_report *r, bool verbose);
