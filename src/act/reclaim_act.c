@@ -683,6 +683,8 @@ int reclaim_cgroup_kill(const char *fs, const char *rel, const struct reclaim_sy
         int n = snprintf(path, sizeof(path), "%s/cgroup.kill", fs);
         if (n < 0 || (size_t)n >= sizeof(path))
                 return -ENAMETOOLONG;
+        if (tick)
+                tick(tick_ctx, 0); /* the "before" sample */
         int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd >= 0) {
                 ret->used_kill_file = write(fd, "1", 1) == 1;
@@ -690,8 +692,6 @@ int reclaim_cgroup_kill(const char *fs, const char *rel, const struct reclaim_sy
         }
         if (!ret->used_kill_file && reclaim_pidfd_supported(s) < 0)
                 return -ENOSYS;
-        if (tick)
-                tick(tick_ctx, 0);
         for (;;) {
                 pid_t *pids = NULL;
                 size_t np = 0;

@@ -599,6 +599,9 @@ static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
                 goto done;
         }
         ci.n_pids = np;
+        acts = calloc(np ? np : 1, sizeof(*acts));
+        if (!acts)
+                goto out;
         /* refuse while a live owner or a protected process is inside */
         struct host_opts ho;
         cli_common_host_opts(&o->c, &ho);
@@ -612,6 +615,7 @@ static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
                 bool known = host_proc_lookup(&ho, pids[i], &hp) == 0;
                 char comm[96];
                 esc_copy(comm, sizeof(comm), known ? hp.comm : "?");
+                snprintf(acts[i].comm, sizeof(acts[i].comm), "%s", known && hp.comm ? hp.comm : "");
                 if (ow) {
                         note(rep, "PID %d (%s) in %s is a live owner on GPU %u (%llu MiB): the job is not finished", (int)pids[i],
                              comm, ci.path, gpu, (unsigned long long)(ow->used_bytes >> 20));
@@ -632,18 +636,15 @@ static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
         rep->rec = rec;
         rep->n_rec = n_rec;
         if (refuse) {
-                rep->rec = NULL;
                 summary(rep, EXIT_INCOMPLETE, "Refused: nothing in %s was signalled. End the live job's owner first, or let "
                                               "the job finish.", ci.path);
                 goto done;
         }
         if (np == 0) {
-                rep->rec = NULL;
                 summary(rep, EXIT_OK, "Nothing to reclaim: %s holds no process.", ci.path);
                 goto done;
         }
         if (!x->acting) {
-                rep->rec = NULL;
                 for (size_t i = 0; i < np && i < 10; i++)
                         note(rep, "would end PID %d", (int)pids[i]);
                 summary(rep, EXIT_OK, "Dry run: %zu process%s in %s would be ended (cgroup.kill). Run again with --yes.", np,
@@ -663,9 +664,6 @@ static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
         }
         ci.acted = true;
         sampler_finish(&sm, o->timeout_ms);
-        acts = calloc(np, sizeof(*acts));
-        if (!acts)
-                goto out;
         for (size_t i = 0; i < np; i++) {
                 struct reclaim_action *a = &acts[i];
                 a->pid = pids[i];

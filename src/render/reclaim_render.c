@@ -353,8 +353,8 @@ void reclaim_text(FILE *out, const struct reclaim_report *r, bool verbose)
                 fprintf(out, "\nMemory (NVML used, sampled every 50 ms):\n");
                 for (size_t i = 0; i < r->n_rec; i++) {
                         const struct recovery_gpu *g = &r->rec[i];
-                        if (!g->before_known && !g->after_known)
-                                continue;
+                        if (!g->after_known)
+                                continue; /* a dry run: nothing measured */
                         uint64_t freed = g->before > g->after ? g->before - g->after : 0;
                         if (!g->expected && !freed && !verbose)
                                 continue;

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# reclaim --cgroup on a cgroup made for the test under the cgroup2 mount: refused (nothing
+# signalled) while a live NVML-listed owner is inside; a finished job's cgroup is ended
+# (cgroup.kill where the kernel has it) and the memory comes back.
+. "$(dirname "$0")/lib.sh"
+
+CG2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+[ -n "$CG2" ] || skip "no cgroup2 mount here"
+BASE="$CG2/gv-test.$$.$RANDOM"
+mkdir "$BASE" 2>/dev/null || skip "cannot create a cgroup under $CG2 (not writable here)"
+cleanup_cg() {
+        local d
+        for d in "$BASE"/*/ "$BASE"; do
+                [ -d "$d" ] || continue
+                [ -e "$d/cgroup.kill" ] && echo 1 >"$d/cgroup.kill" 2>/dev/null
+                for _ in $(seq 100); do rmdir "$d" 2>/dev/null && break; sleep 0.02; done
+        done
+}
+trap 'cleanup_cg; gv_cleanup' EXIT
+mkdir "$BASE/job_live" "$BASE/job_done"
+# moving a process needs write access to the common ancestor's cgroup.procs
+ORIG=$(awk -F: '$1 == "0" { print $3 }' /proc/self/cgroup)
+echo $$ >"$BASE/job_live/cgroup.procs" 2>/dev/null && echo $$ >"$CG2$ORIG/cgroup.procs" ||
+        skip "cannot move processes between cgroups here"
+REL="/${BASE#"$CG2"/}"
+
+into() { # CGROUP PID...
+        local cg=$1 p
+        shift
+        for p in "$@"; do echo "$p" >"$BASE/$cg/cgroup.procs"; done
+}
+reclaim_rc() { set +e; R=$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" reclaim --confirm 300ms --json "$@"); RC=$?; set -e; }
+
+sim_new --gpus 2 --memory 16384 --reserved 512
+note "a live job in its cgroup: refused, naming the owner"
+sim_run --gpu 0 --mib 1024 --workers 2
+LIVE=("$OWNER" "${WORKERS[@]}")
+into job_live "${LIVE[@]}"
+reclaim_rc --cgroup "$REL/job_live" --yes
+assert_eq "$RC" 3 "refused"
+jq -r '.notes[]' <<<"$R" | grep -q "PID $OWNER (gv-simcuda) in $REL/job_live is a live owner on GPU 0" ||
+        fail "the owner is named: $(jq -c .notes <<<"$R")"
+assert_eq "$(jq -r '.actions | length' <<<"$R")" 0 "no action"
+for p in "${LIVE[@]}"; do is_dead "$p" && fail "PID $p was signalled"; done
+[ -n "$(cat "$BASE/job_live/cgroup.procs")" ] || fail "the cgroup was emptied"
+
+note "a finished job's cgroup: dry run, then ended; the memory comes back"
+sim_run --gpu 1 --mib 2048 --workers 3
+DONE=("${WORKERS[@]}")
+into job_done "$OWNER" "${DONE[@]}"
+kill_wait "$OWNER"
+reclaim_rc --cgroup "$BASE/job_done"
+assert_eq "$RC" 0 "dry run"
+assert_eq "$(jq -r .cgroup.pids <<<"$R")" 3 "three processes"
+for p in "${DONE[@]}"; do is_dead "$p" && fail "dry run ended $p"; done
+reclaim_rc --cgroup "$REL/job_done" --yes --timeout 10s
+assert_eq "$RC" 0 "ended"
+assert_eq "$(jq -r .cgroup.path <<<"$R")" "$REL/job_done" "cgroup path"
+method=$(jq -r .cgroup.method <<<"$R")
+[ -e "$BASE/job_done/cgroup.kill" ] && assert_eq "$method" cgroup.kill "method" || assert_eq "$method" pidfd "method"
+assert_eq "$(jq -r .cgroup.remaining <<<"$R")" 0 "nothing left"
+assert_eq "$(jq -r '[.actions[].result] | unique | join(",")' <<<"$R")" killed "results"
+for p in "${DONE[@]}"; do is_dead "$p" || fail "PID $p survived"; done
+assert_eq "$(jq -r '.gpus[] | select(.index == 1) | .freed_bytes' <<<"$R")" $((2048 * MIB)) "freed"
+jq -e '.gpus[] | select(.index == 1) | .recovery_seconds | type == "number"' <<<"$R" >/dev/null || fail "recovery time"
+assert_eq "$(used 1)" 0 "GPU 1 free"
+for p in "${LIVE[@]}"; do is_dead "$p" && fail "the live job ($p) was touched"; done
+
+note "refusals: the root cgroup, a cgroup that does not exist, ghostvram's own cgroup"
+reclaim_rc --cgroup / --yes
+assert_eq "$RC" 2 "root cgroup"
+reclaim_rc --cgroup "$REL/nope" --yes
+assert_eq "$RC" 2 "missing cgroup"
+mkdir "$BASE/mine"
+set +e
+R=$(sh -c "echo \$\$ >'$BASE/mine/cgroup.procs'; exec env GHOSTVRAM_SIM='$SIM' '$GV_BIN' reclaim --confirm 300ms --json --yes --cgroup '$REL/mine'")
+RC=$?
+set -e
+assert_eq "$RC" 3 "ghostvram's own cgroup"
+jq -r '.notes[]' <<<"$R" | grep -q "ghostvram itself" || fail "self refusal: $(jq -c .notes <<<"$R")"
+echo "PASS"
