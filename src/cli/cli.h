@@ -74,6 +74,12 @@ void cli_sim_banner(FILE *f, const struct cli_common *c);
 struct json_t;
 int cli_print_json(struct json_t *doc);
 
+/* Run this ghostvram again with args (args[0] is the name) and capture its standard output
+ * (capped by out's cap; out may be NULL: the output is not redirected). Returns the exit
+ * status (128+N for signal N) or a negative errno. */
+struct buf;
+int cli_run_self(const char *const args[], struct buf *out);
+
 /* The sources of a scan from the common options (cmd_scan.c): what scan reads, confirming
  * sample 2 s later; callers adjust the fields they have options for. */
 struct scan_once_opts;
@@ -85,3 +91,4 @@ int cmd_demo(int argc, char **argv);
 int cmd_xid(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_reclaim(int argc, char **argv);
+int cmd_experiment(int argc, char **argv);

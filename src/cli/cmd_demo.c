@@ -27,56 +27,6 @@ struct demo_proc {
         int pidfd;
 };
 
-static int self_exe(char *out, size_t n)
-{
-        ssize_t len = readlink("/proc/self/exe", out, n - 1);
-        if (len < 0)
-                return -errno;
-        out[len] = '\0';
-        return 0;
-}
-
-/* Run `ghostvram ARGS...` and capture its standard output (capped). Returns the exit status or
- * a negative errno. */
-static int run_self(const char *const args[], struct buf *out)
-{
-        char exe[4096];
-        int r = self_exe(exe, sizeof(exe));
-        if (r < 0)
-                return r;
-        int p[2] = { -1, -1 };
-        fflush(stdout);
-        if (out && pipe2(p, O_CLOEXEC) < 0)
-                return -errno;
-        pid_t pid = fork();
-        if (pid < 0) {
-                if (out) {
-                        close(p[0]);
-                        close(p[1]);
-                }
-                return -errno;
-        }
-        if (pid == 0) {
-                if (out)
-                        dup2(p[1], STDOUT_FILENO);
-                execv(exe, (char *const *)args);
-                _exit(127);
-        }
-        if (out) {
-                close(p[1]);
-                char chunk[512];
-                ssize_t n;
-                while ((n = read(p[0], chunk, sizeof(chunk))) > 0 || (n < 0 && errno == EINTR))
-                        if (n > 0)
-                                buf_append(out, chunk, (size_t)n);
-                close(p[0]);
-        }
-        int st;
-        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-                ;
-        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-}
-
 static int demo_pidfd_open(pid_t pid)
 {
         return (int)syscall(SYS_pidfd_open, pid, 0);
@@ -201,13 +151,13 @@ int cmd_demo(int argc, char **argv)
         printf("ghostvram demo — on a temporary SIMULATED host in %s (not a real GPU)\n", dir);
         step(1, "a training job allocates GPU memory and forks data-loader workers");
         const char *const init_args[] = { "ghostvram", "sim", "init", dir, "--gpus", "2", NULL };
-        if (run_self(init_args, NULL) != 0) {
+        if (cli_run_self(init_args, NULL) != 0) {
                 cli_error("demo", "could not create the simulated host");
                 goto out;
         }
         struct buf out = BUF_INIT(4096);
         const char *const run_args[] = { "ghostvram", "sim", "run", dir, "--gpu", "0", "--mib", mibs, "--workers", wks, NULL };
-        int r = run_self(run_args, &out);
+        int r = cli_run_self(run_args, &out);
         if (r != 0) {
                 cli_error("demo", "could not start the simulated job");
                 buf_free(&out);
@@ -256,7 +206,7 @@ int cmd_demo(int argc, char **argv)
         fflush(stdout);
         const char *const scan_args[] = { "ghostvram", "scan", "--confirm", "1s", NULL };
         setenv("GHOSTVRAM_SIM", dir, 1);
-        int sr = run_self(scan_args, NULL);
+        int sr = cli_run_self(scan_args, NULL);
         status = sr == 1 ? EXIT_OK : EXIT_INCOMPLETE; /* the demo succeeds when scan finds the ghost */
         if (sr != 1)
                 cli_error("demo", "scan did not report the ghost (exit %d)", sr);

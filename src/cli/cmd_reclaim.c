@@ -224,27 +224,24 @@ static void sampler_tick(void *ctx, uint64_t t_ms)
                 s->last = 0;
                 return;
         }
-        if (t_ms && t_ms - s->last < SAMPLE_MS - 10)
+        if (t_ms - s->last < SAMPLE_MS - 10)
                 return;
         s->last = t_ms;
         recovery_sample(&s->go, s->g, s->n, (double)t_ms / 1000.0);
 }
 
-/* Keep sampling until every GPU has its memory back or the timeout (from the first signal). */
+/* Keep sampling until every GPU has its memory back or the timeout (from the first signal);
+ * the first sample right away: the processes have just ended. */
 static void sampler_finish(struct sampler *s, uint64_t timeout_ms)
 {
         if (!s->have_before)
                 sampler_tick(s, 0);
-        bool any_after = false;
-        for (size_t i = 0; i < s->n; i++)
-                any_after |= s->g[i].samples > 0;
-        while (!recovery_all_done(s->g, s->n) && monotonic_ms() - s->t0 < timeout_ms) {
+        for (;;) {
+                recovery_sample(&s->go, s->g, s->n, (double)(monotonic_ms() - s->t0) / 1000.0);
+                if (recovery_all_done(s->g, s->n) || monotonic_ms() - s->t0 >= timeout_ms)
+                        break;
                 sleep_ms(SAMPLE_MS);
-                recovery_sample(&s->go, s->g, s->n, (double)(monotonic_ms() - s->t0) / 1000.0);
-                any_after = true;
         }
-        if (!any_after)
-                recovery_sample(&s->go, s->g, s->n, (double)(monotonic_ms() - s->t0) / 1000.0);
 }
 
 static void sampler_init(struct sampler *s, const struct rc_opts *o, struct recovery_gpu *g, size_t n)

@@ -1,14 +1,18 @@
+#define _GNU_SOURCE 1 /* pipe2 */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "cli/cli.h"
 #include "simstate.h"
+#include "util/buf.h"
 #include "util/parse.h"
 
 void cli_common_init(struct cli_common *c)
@@ -132,4 +136,45 @@ int cli_print_json(json_t *doc)
         json_decref(doc);
         fputc('\n', stdout);
         return r < 0 ? -EIO : 0;
+}
+
+int cli_run_self(const char *const args[], struct buf *out)
+{
+        char exe[4096];
+        ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        if (len < 0)
+                return -errno;
+        exe[len] = '\0';
+        int p[2] = { -1, -1 };
+        fflush(stdout);
+        if (out && pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        pid_t pid = fork();
+        if (pid < 0) {
+                int e = -errno;
+                if (out) {
+                        close(p[0]);
+                        close(p[1]);
+                }
+                return e;
+        }
+        if (pid == 0) {
+                if (out)
+                        dup2(p[1], STDOUT_FILENO);
+                execv(exe, (char *const *)args);
+                _exit(127);
+        }
+        if (out) {
+                close(p[1]);
+                char chunk[512];
+                ssize_t n;
+                while ((n = read(p[0], chunk, sizeof(chunk))) > 0 || (n < 0 && errno == EINTR))
+                        if (n > 0)
+                                buf_append(out, chunk, (size_t)n);
+                close(p[0]);
+        }
+        int st;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+                ;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }

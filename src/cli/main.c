@@ -14,6 +14,7 @@ static const struct command {
         { "snapshot", cmd_snapshot, "the raw facts: what NVML says and every holder of a device node" },
         { "xid", cmd_xid, "NVRM/Xid kernel events, explained and tied to GPUs and processes" },
         { "reclaim", cmd_reclaim, "end the orphaned holders of a ghost safely; measure the memory coming back" },
+        { "experiment", cmd_experiment, "reproduce the ghost on purpose: residual memory and recovery time, measured" },
         { "demo", cmd_demo, "the ghost-memory story end to end on a temporary simulated host" },
         { "sim", cmd_sim, "the simulated driver: init a host, run jobs, set knobs (tests, learning)" },
 };

@@ -1,0 +1,715 @@
+#define _GNU_SOURCE 1 /* pipe2 */
+/* experiment: reproduce the incident on purpose and measure it. A job allocates GPU memory and
+ * forks workers; it is killed; the memory is sampled — what stays, for how long, what the
+ * kernel logged — and, with --reclaim, the same after `ghostvram reclaim --yes`. Every process
+ * it starts is stopped at the end. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "act/experiment.h"
+#include "act/reclaim_act.h"
+#include "cli/cli.h"
+#include "render/json_util.h"
+#include "render/reclaim_render.h"
+#include "util/buf.h"
+#include "util/deadline.h"
+#include "util/parse.h"
+
+#define EXP_MAX_WORKERS 64
+#define EXP_MAX_REPEAT 100
+#define EXP_MAX_SAMPLES 20000
+#define SAMPLE_MS 50
+#define MIB (1024ull * 1024ull)
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop(int sig)
+{
+        (void)sig;
+        stop_requested = 1;
+}
+
+static void experiment_usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: ghostvram experiment [--gpu N] [--mib M] [--workers K] [--signal KILL] [--reclaim]\n"
+                "                            [--repeat R] [--timeout 10s] [--json]\n\n"
+                "Reproduce the ghost on purpose and measure it. A job allocates M MiB on GPU N and forks\n"
+                "K workers (which inherit its /dev/nvidia* descriptors and mappings, like data-loader\n"
+                "workers); the job is killed with the signal; then NVML's used memory is sampled every\n"
+                "50 ms: the residual MiB, how long it takes to come back (or that it does not within\n"
+                "--timeout), and the kernel's NVIDIA events meanwhile (Xid 45 is what a kill of a\n"
+                "process with GPU work logs: shown apart from real errors). With --reclaim, the same\n"
+                "after `ghostvram reclaim --yes --gpu N`. Prints a before/after table; with --repeat\n"
+                "the median and the spread; --json has every raw sample.\n\n"
+                "On a real host the job is a child of ghostvram using the CUDA driver API (libcuda.so.1,\n"
+                "loaded at run time; run as root for --reclaim). Under GHOSTVRAM_SIM it is the simulated\n"
+                "application (`ghostvram sim run`). Every process it starts is stopped at the end.\n\n"
+                "Options:\n"
+                "  --gpu N             the GPU (NVML index; default 0)\n"
+                "  --mib M             the job's allocation (default 1024)\n"
+                "  --workers K         forked workers, 0-%d (default 2)\n"
+                "  --signal SIG        how the job is killed: KILL (default), TERM, INT, ...\n"
+                "  --reclaim           then run `ghostvram reclaim --yes` and measure again\n"
+                "  --repeat R          runs, 1-%d (default 1)\n"
+                "  --timeout DURATION  how long to wait for the memory each time (default 10s)\n"
+                "  --confirm DURATION  reclaim's confirming-sample delay (default 2s)\n"
+                "  --nvml-lib PATH     load this NVML library\n"
+                "  --json              machine-readable output with the samples (schema_version inside)\n"
+                "  -h, --help          this help\n\n"
+                "Example:\n"
+                "  ghostvram sim init /tmp/gpu && GHOSTVRAM_SIM=/tmp/gpu ghostvram experiment --reclaim --repeat 3\n\n"
+                "Exit status: 0 measured (with --reclaim: the memory came back every time); 1 with\n"
+                "--reclaim, memory still held after reclaim in some run; 2 usage error; 3 cannot run\n"
+                "(no NVIDIA driver and no GHOSTVRAM_SIM, or the job could not start).\n",
+                EXP_MAX_WORKERS, EXP_MAX_REPEAT);
+}
+
+struct exp_opts {
+        struct cli_common c;
+        unsigned gpu, workers, repeat;
+        uint64_t mib;
+        int signal;
+        bool reclaim;
+        uint64_t timeout_ms, confirm_ms;
+};
+
+/* One observation phase: used memory sampled until it is back at the baseline or the timeout. */
+struct phase {
+        bool measured;
+        uint64_t residual;
+        bool recovered;
+        double recovery_s;
+        json_t *samples;        /* [[seconds, used_bytes], ...] */
+};
+
+struct exp_run {
+        pid_t owner;
+        pid_t workers[EXP_MAX_WORKERS];
+        unsigned n_workers;
+        bool owner_is_child;
+        int pidfds[EXP_MAX_WORKERS + 1];
+        unsigned n_pidfds;
+        uint64_t baseline, allocated;
+        struct phase after_kill, after_reclaim;
+        struct exp_kernel kernel;
+        json_t *kernel_events;
+        bool kernel_read;
+        int reclaim_status;
+        json_t *reclaim_doc;
+        bool reclaimed;
+};
+
+/* ---- pieces ------------------------------------------------------------------------------------- */
+
+static void sleep_ms(unsigned ms)
+{
+        struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+        nanosleep(&ts, NULL);
+}
+
+static int used_now(const struct gpu_opts *go, unsigned gpu, uint64_t *ret)
+{
+        struct gpu_report *rep = NULL;
+        int r = gpu_collect(go, &rep);
+        if (r < 0)
+                return r;
+        r = -ENODEV;
+        for (size_t i = 0; i < rep->n_gpus; i++)
+                if (rep->gpus[i].index == gpu && rep->gpus[i].memory_known) {
+                        *ret = rep->gpus[i].used_bytes;
+                        r = 0;
+                }
+        gpu_report_free(rep);
+        return r;
+}
+
+/* Sample from t0 (monotonic ms) until used <= baseline + tolerance, or the timeout. */
+static void observe(const struct gpu_opts *go, unsigned gpu, uint64_t baseline, uint64_t tol, uint64_t t0,
+                    uint64_t timeout_ms, struct phase *ph)
+{
+        ph->measured = true;
+        ph->samples = json_array();
+        for (unsigned n = 0; n < EXP_MAX_SAMPLES && !stop_requested; n++) {
+                uint64_t used;
+                double t = (double)(monotonic_ms() - t0) / 1000.0;
+                if (used_now(go, gpu, &used) == 0) {
+                        ph->residual = used > baseline ? used - baseline : 0;
+                        json_t *s = json_array();
+                        json_array_append_new(s, json_real(t));
+                        json_array_append_new(s, json_integer((json_int_t)used));
+                        json_array_append_new(ph->samples, s);
+                        if (ph->residual <= tol) {
+                                ph->recovered = true;
+                                ph->recovery_s = t;
+                                return;
+                        }
+                }
+                if (monotonic_ms() - t0 >= timeout_ms)
+                        return;
+                sleep_ms(SAMPLE_MS);
+        }
+}
+
+static int parse_job_lines(char *text, struct exp_run *run, char *err, size_t errlen)
+{
+        char *save = NULL;
+        bool ready = false;
+        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                unsigned pid;
+                if (strncmp(line, "owner ", 6) == 0 && parse_uint_range(line + 6, 1, 0x7fffffff, &pid) == 0)
+                        run->owner = (pid_t)pid;
+                else if (strncmp(line, "worker ", 7) == 0 && parse_uint_range(line + 7, 1, 0x7fffffff, &pid) == 0 &&
+                         run->n_workers < EXP_MAX_WORKERS)
+                        run->workers[run->n_workers++] = (pid_t)pid;
+                else if (strcmp(line, "ready") == 0)
+                        ready = true;
+                else if (strncmp(line, "error ", 6) == 0)
+                        snprintf(err, errlen, "%s", line + 6);
+        }
+        return run->owner > 0 && (ready || !err[0]) ? 0 : -EIO;
+}
+
+/* Start the job: the simulated application, or a CUDA child on a real host. */
+static int start_job(const struct exp_opts *o, struct exp_run *run, char *err, size_t errlen)
+{
+        char gpu_s[16], mib_s[32], wk_s[16];
+        snprintf(gpu_s, sizeof(gpu_s), "%u", o->gpu);
+        snprintf(mib_s, sizeof(mib_s), "%llu", (unsigned long long)o->mib);
+        snprintf(wk_s, sizeof(wk_s), "%u", o->workers);
+        if (o->c.simulated) {
+                struct buf out = BUF_INIT(1 << 16);
+                const char *const args[] = { "ghostvram", "sim", "run", o->c.sim_dir, "--gpu", gpu_s, "--mib", mib_s,
+                                             "--workers", wk_s, NULL };
+                int r = cli_run_self(args, &out);
+                if (r != 0) {
+                        snprintf(err, errlen, "the simulated job did not start (ghostvram sim run exit %d; see %s/jobs.log)",
+                                 r, o->c.sim_dir);
+                        buf_free(&out);
+                        return -EIO;
+                }
+                r = out.data ? parse_job_lines(out.data, run, err, errlen) : -EIO;
+                buf_free(&out);
+                return r;
+        }
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid < 0) {
+                int e = -errno;
+                close(p[0]);
+                close(p[1]);
+                return e;
+        }
+        if (pid == 0) {
+                close(p[0]);
+                cuda_job_main(o->gpu, o->mib, o->workers, p[1]);
+        }
+        close(p[1]);
+        run->owner_is_child = true;
+        struct buf out = BUF_INIT(1 << 16);
+        unsigned long long deadline = monotonic_ms() + 120000; /* cuInit can take a while */
+        for (;;) {
+                long long left = (long long)(deadline - monotonic_ms());
+                struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+                if (left <= 0 || stop_requested)
+                        break;
+                int pr = poll(&pfd, 1, (int)left);
+                if (pr < 0 && errno == EINTR)
+                        continue;
+                if (pr <= 0)
+                        break;
+                char chunk[512];
+                ssize_t got = read(p[0], chunk, sizeof(chunk));
+                if (got < 0 && errno == EINTR)
+                        continue;
+                if (got <= 0)
+                        break;
+                (void)buf_append(&out, chunk, (size_t)got);
+        }
+        close(p[0]);
+        int r = out.data ? parse_job_lines(out.data, run, err, errlen) : -EIO;
+        buf_free(&out);
+        if (r < 0 && !err[0])
+                snprintf(err, errlen, "the CUDA job did not report within 120 s");
+        if (run->owner <= 0)
+                run->owner = pid; /* so that it is stopped */
+        return r;
+}
+
+static void open_pidfds(const struct reclaim_sys *s, struct exp_run *run)
+{
+        int fd = s->pidfd_open(s->ctx, run->owner);
+        run->pidfds[run->n_pidfds++] = fd;
+        for (unsigned i = 0; i < run->n_workers; i++)
+                run->pidfds[run->n_pidfds++] = s->pidfd_open(s->ctx, run->workers[i]);
+}
+
+/* Stop every process of the run (through pidfds) and reap the one that is our child. */
+static void stop_job(const struct reclaim_sys *s, struct exp_run *run)
+{
+        for (unsigned i = 0; i < run->n_pidfds; i++)
+                if (run->pidfds[i] >= 0)
+                        s->send_signal(s->ctx, run->pidfds[i], SIGKILL);
+        for (unsigned i = 0; i < run->n_pidfds; i++) {
+                if (run->pidfds[i] < 0)
+                        continue;
+                bool gone = false;
+                s->wait_exit(s->ctx, &run->pidfds[i], 1, &gone, 2000);
+                s->close_fd(s->ctx, run->pidfds[i]);
+                run->pidfds[i] = -1;
+        }
+        if (run->owner_is_child && run->owner > 0)
+                while (waitpid(run->owner, NULL, 0) < 0 && errno == EINTR)
+                        ;
+        run->owner_is_child = false;
+}
+
+static void read_kernel(const struct exp_opts *o, struct xid_list *out, bool *ret_ok)
+{
+        struct xid_source_opts ko = { .sim_dir = o->c.simulated ? o->c.sim_dir : NULL, .proc_root = "/proc" };
+        char err[200];
+        *ret_ok = xid_collect(&ko, out, NULL, err, sizeof(err), NULL) == 0;
+}
+
+/* `ghostvram reclaim --yes --gpu N` as a separate process; its JSON kept. */
+static int run_reclaim(const struct exp_opts *o, struct exp_run *run)
+{
+        char gpu_s[16], confirm_s[32], timeout_s[32], grace_s[32];
+        snprintf(gpu_s, sizeof(gpu_s), "%u", o->gpu);
+        snprintf(grace_s, sizeof(grace_s), "%llums", (unsigned long long)(o->timeout_ms > 4000 ? 2000 : o->timeout_ms / 2));
+        snprintf(confirm_s, sizeof(confirm_s), "%llums", (unsigned long long)o->confirm_ms);
+        snprintf(timeout_s, sizeof(timeout_s), "%llums", (unsigned long long)o->timeout_ms);
+        const char *args[20] = { "ghostvram", "reclaim", "--yes", "--json", "--gpu", gpu_s, "--confirm", confirm_s,
+                                 "--grace", grace_s, "--timeout", timeout_s };
+        size_t n = 12;
+        if (o->c.nvml_lib && !o->c.simulated) {
+                args[n++] = "--nvml-lib";
+                args[n++] = o->c.nvml_lib;
+        }
+        args[n] = NULL;
+        struct buf out = BUF_INIT(8 << 20);
+        run->reclaim_status = cli_run_self(args, &out);
+        run->reclaimed = true;
+        json_error_t e;
+        run->reclaim_doc = out.data ? json_loads(out.data, 0, &e) : NULL;
+        buf_free(&out);
+        return run->reclaim_status;
+}
+
+/* ---- output ------------------------------------------------------------------------------------- */
+
+static json_t *phase_json(const struct phase *ph)
+{
+        if (!ph->measured)
+                return json_null();
+        json_t *o = json_object();
+        json_set(o, "residual_bytes", json_integer((json_int_t)ph->residual));
+        json_set(o, "recovered", json_boolean(ph->recovered));
+        json_set(o, "recovery_seconds", ph->recovered ? json_real(ph->recovery_s) : json_null());
+        json_set(o, "samples", json_incref(ph->samples));
+        return o;
+}
+
+static json_t *stats_json(const struct exp_stats *s)
+{
+        if (!s->n)
+                return json_null();
+        json_t *o = json_object();
+        json_set(o, "median", json_real(s->median));
+        json_set(o, "min", json_real(s->min));
+        json_set(o, "max", json_real(s->max));
+        json_set(o, "n", json_integer((json_int_t)s->n));
+        return o;
+}
+
+struct exp_summary {
+        struct exp_stats residual_mib, recovery_s;
+        size_t recovered, runs;
+        unsigned xid45, errors;
+};
+
+static void summarise(const struct exp_run *runs, size_t n, bool reclaim, struct exp_summary *ret)
+{
+        memset(ret, 0, sizeof(*ret));
+        double res[EXP_MAX_REPEAT], rec[EXP_MAX_REPEAT];
+        size_t nr = 0, nc = 0;
+        for (size_t i = 0; i < n; i++) {
+                const struct phase *ph = reclaim ? &runs[i].after_reclaim : &runs[i].after_kill;
+                if (!ph->measured)
+                        continue;
+                res[nr++] = (double)ph->residual / (double)MIB;
+                if (ph->recovered)
+                        rec[nc++] = ph->recovery_s;
+                ret->xid45 += runs[i].kernel.xid45;
+                ret->errors += runs[i].kernel.errors;
+        }
+        exp_stats_of(res, nr, &ret->residual_mib);
+        exp_stats_of(rec, nc, &ret->recovery_s);
+        ret->recovered = nc;
+        ret->runs = nr;
+}
+
+/* "median [min–max]" (or the median alone) with `decimals` digits and a unit. */
+static void stats_text(char *out, size_t n, const struct exp_stats *s, int decimals, const char *unit, bool spread)
+{
+        if (spread)
+                snprintf(out, n, "%.*f [%.*f–%.*f]%s", decimals, s->median, decimals, s->min, decimals, s->max, unit);
+        else
+                snprintf(out, n, "%.*f%s", decimals, s->median, unit);
+}
+
+static void table(const struct exp_opts *o, const struct exp_run *runs, size_t n)
+{
+        struct exp_summary k, r;
+        summarise(runs, n, false, &k);
+        summarise(runs, n, true, &r);
+        const char *sn = reclaim_signal_name(o->signal);
+        printf("ghostvram experiment: GPU %u, a job of %llu MiB with %u worker%s, killed with SIG%s; %zu run%s%s\n\n",
+               o->gpu, (unsigned long long)o->mib, o->workers, o->workers == 1 ? "" : "s", sn ? sn : "?", n,
+               n == 1 ? "" : "s", n > 1 ? " (median [min–max])" : "");
+        printf("  %-26s %-22s %-28s %s\n", "", "residual MiB", "memory back after", "kernel");
+        char res[128], rec[128], kern[64], label[40];
+        snprintf(label, sizeof(label), "after kill -%s", sn ? sn : "?");
+        stats_text(res, sizeof(res), &k.residual_mib, 0, "", n > 1);
+        if (k.recovered == k.runs && k.runs)
+                stats_text(rec, sizeof(rec), &k.recovery_s, 3, " s", n > 1);
+        else if (k.recovered)
+                snprintf(rec, sizeof(rec), "%zu of %zu runs", k.recovered, k.runs);
+        else
+                snprintf(rec, sizeof(rec), "— (not within %.3g s)", (double)o->timeout_ms / 1000.0);
+        snprintf(kern, sizeof(kern), "Xid 45: %u, errors: %u", k.xid45, k.errors);
+        printf("  %-26s %-22s %-28s %s\n", label, res, rec, kern);
+        if (o->reclaim) {
+                stats_text(res, sizeof(res), &r.residual_mib, 0, "", n > 1);
+                if (r.recovered == r.runs && r.runs)
+                        stats_text(rec, sizeof(rec), &r.recovery_s, 3, " s", n > 1);
+                else if (r.recovered)
+                        snprintf(rec, sizeof(rec), "%zu of %zu runs", r.recovered, r.runs);
+                else
+                        snprintf(rec, sizeof(rec), "— (not within %.3g s)", (double)o->timeout_ms / 1000.0);
+                printf("  %-26s %-22s %-28s\n", "after ghostvram reclaim", res, rec);
+        }
+        bool any_kernel = false;
+        for (size_t i = 0; i < n; i++)
+                any_kernel |= runs[i].kernel_read;
+        printf("\n  residual: used memory above the baseline before the job; 'memory back after' counts from\n"
+               "  the kill (the reclaim row: from reclaim's first signal, its own measurement).\n");
+        if (!any_kernel)
+                printf("  kernel: the kernel log could not be read (not root?); no events counted.\n");
+        else
+                printf("  kernel: Xid 45 is what killing a process with GPU work logs; errors are every other Xid\n"
+                       "  or driver error logged during the run.\n");
+}
+
+static json_t *experiment_json(const struct exp_opts *o, const struct exp_run *runs, size_t n)
+{
+        json_t *doc = json_object();
+        json_set(doc, "schema_version", json_integer(1));
+        json_set(doc, "command", json_string("experiment"));
+        json_set(doc, "simulated", json_boolean(o->c.simulated));
+        json_set(doc, "gpu", json_integer(o->gpu));
+        json_set(doc, "mib", json_integer((json_int_t)o->mib));
+        json_set(doc, "workers", json_integer(o->workers));
+        const char *sn = reclaim_signal_name(o->signal);
+        json_set(doc, "signal", sn ? json_string(sn) : json_null());
+        json_set(doc, "reclaim", json_boolean(o->reclaim));
+        json_set(doc, "repeat", json_integer(o->repeat));
+        json_set(doc, "timeout_seconds", json_real((double)o->timeout_ms / 1000.0));
+        json_t *ra = json_array();
+        for (size_t i = 0; i < n; i++) {
+                const struct exp_run *r = &runs[i];
+                json_t *j = json_object();
+                json_set(j, "run", json_integer((json_int_t)i + 1));
+                json_set(j, "owner", json_integer(r->owner));
+                json_t *w = json_array();
+                for (unsigned k = 0; k < r->n_workers; k++)
+                        json_array_append_new(w, json_integer(r->workers[k]));
+                json_set(j, "workers", w);
+                json_set(j, "baseline_bytes", json_integer((json_int_t)r->baseline));
+                json_set(j, "allocated_bytes", json_integer((json_int_t)r->allocated));
+                json_set(j, "after_kill", phase_json(&r->after_kill));
+                json_t *kj = json_object();
+                json_set(kj, "read", json_boolean(r->kernel_read));
+                json_set(kj, "xid45", json_integer(r->kernel.xid45));
+                json_set(kj, "errors", json_integer(r->kernel.errors));
+                json_set(kj, "events", r->kernel_events ? json_incref(r->kernel_events) : json_array());
+                json_set(j, "kernel", kj);
+                if (r->reclaimed) {
+                        json_t *rj = phase_json(&r->after_reclaim);
+                        json_set(rj, "reclaim_exit_status", json_integer(r->reclaim_status));
+                        json_t *g = NULL, *gs = r->reclaim_doc ? json_object_get(r->reclaim_doc, "gpus") : NULL;
+                        size_t gi;
+                        json_t *gv;
+                        json_array_foreach(gs, gi, gv)
+                                if (json_integer_value(json_object_get(gv, "index")) == (json_int_t)o->gpu)
+                                        g = gv;
+                        json_t *rs = g ? json_object_get(g, "recovery_seconds") : NULL;
+                        json_set(rj, "reclaim_recovery_seconds", rs ? json_incref(rs) : json_null());
+                        json_t *acts = r->reclaim_doc ? json_object_get(r->reclaim_doc, "actions") : NULL;
+                        json_set(rj, "reclaim_actions", acts ? json_incref(acts) : json_array());
+                        json_set(j, "after_reclaim", rj);
+                } else {
+                        json_set(j, "after_reclaim", json_null());
+                }
+                json_array_append_new(ra, j);
+        }
+        json_set(doc, "runs", ra);
+        json_t *sum = json_object();
+        for (int phase = 0; phase < (o->reclaim ? 2 : 1); phase++) {
+                struct exp_summary s;
+                summarise(runs, n, phase == 1, &s);
+                json_t *p = json_object();
+                json_set(p, "residual_mib", stats_json(&s.residual_mib));
+                json_set(p, "recovery_seconds", stats_json(&s.recovery_s));
+                json_set(p, "recovered_runs", json_integer((json_int_t)s.recovered));
+                json_set(p, "runs", json_integer((json_int_t)s.runs));
+                if (phase == 0) {
+                        json_set(p, "xid45", json_integer(s.xid45));
+                        json_set(p, "kernel_errors", json_integer(s.errors));
+                }
+                json_set(sum, phase ? "after_reclaim" : "after_kill", p);
+        }
+        json_set(doc, "summary", sum);
+        return doc;
+}
+
+/* ---- the command ---------------------------------------------------------------------------------- */
+
+static int one_run(const struct exp_opts *o, const struct reclaim_sys *s, const struct gpu_opts *go, struct exp_run *run,
+                   char *err, size_t errlen)
+{
+        uint64_t tol = (o->mib * MIB) / 10;
+        if (used_now(go, o->gpu, &run->baseline) < 0) {
+                snprintf(err, errlen, "GPU %u: no memory figures from the driver", o->gpu);
+                return -ENODEV;
+        }
+        int r = start_job(o, run, err, errlen);
+        if (run->owner > 0)
+                open_pidfds(s, run);
+        if (r < 0)
+                return r;
+        /* the allocation shows */
+        uint64_t used = run->baseline;
+        for (int i = 0; i < 200 && !stop_requested; i++) {
+                if (used_now(go, o->gpu, &used) == 0 && used >= run->baseline + o->mib * MIB - tol)
+                        break;
+                sleep_ms(SAMPLE_MS);
+        }
+        run->allocated = used > run->baseline ? used - run->baseline : 0;
+        struct xid_list kb = { 0 }, ka = { 0 };
+        bool kb_ok = false, ka_ok = false;
+        read_kernel(o, &kb, &kb_ok);
+
+        /* kill the job's owner, as a scheduler or the OOM killer would */
+        uint64_t t0 = monotonic_ms();
+        if (run->pidfds[0] >= 0 && s->send_signal(s->ctx, run->pidfds[0], o->signal) == 0) {
+                bool gone = false;
+                s->wait_exit(s->ctx, &run->pidfds[0], 1, &gone, 5000);
+                if (run->owner_is_child && gone) {
+                        while (waitpid(run->owner, NULL, 0) < 0 && errno == EINTR)
+                                ;
+                        run->owner_is_child = false;
+                }
+        }
+        observe(go, o->gpu, run->baseline, tol, t0, o->timeout_ms, &run->after_kill);
+        read_kernel(o, &ka, &ka_ok);
+        run->kernel_read = kb_ok && ka_ok;
+        if (run->kernel_read) {
+                exp_kernel_delta(&kb, &ka, &run->kernel);
+                run->kernel_events = json_array();
+                for (size_t i = 0; i < run->kernel.n_new && i < 50; i++)
+                        json_array_append_new(run->kernel_events, xid_event_to_json(&run->kernel.first_new[i]));
+        }
+        xid_list_free(&kb);
+        xid_list_free(&ka);
+        if (o->reclaim && !stop_requested) {
+                run_reclaim(o, run);
+                observe(go, o->gpu, run->baseline, tol, monotonic_ms(), o->timeout_ms, &run->after_reclaim);
+                /* the reclaim's own measurement is the recovery time: it starts at its first signal */
+                json_t *gs = run->reclaim_doc ? json_object_get(run->reclaim_doc, "gpus") : NULL;
+                size_t gi;
+                json_t *gv;
+                json_array_foreach(gs, gi, gv) {
+                        json_t *rs = json_object_get(gv, "recovery_seconds");
+                        if (json_integer_value(json_object_get(gv, "index")) == (json_int_t)o->gpu && json_is_number(rs) &&
+                            run->after_reclaim.recovered)
+                                run->after_reclaim.recovery_s = json_number_value(rs);
+                }
+        }
+        return 0;
+}
+
+int cmd_experiment(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                { "gpu", required_argument, NULL, 'g' },     { "mib", required_argument, NULL, 'm' },
+                { "workers", required_argument, NULL, 'w' }, { "signal", required_argument, NULL, 's' },
+                { "reclaim", no_argument, NULL, 'r' },        { "repeat", required_argument, NULL, 'R' },
+                { "timeout", required_argument, NULL, 'T' }, { "confirm", required_argument, NULL, 'C' },
+                { "nvml-lib", required_argument, NULL, CLI_OPT_BASE + 0 },
+                { "json", no_argument, NULL, CLI_OPT_BASE + 4 },
+                { "help", no_argument, NULL, 'h' },          { 0 },
+        };
+        struct exp_opts o;
+        memset(&o, 0, sizeof(o));
+        cli_common_init(&o.c);
+        o.mib = 1024;
+        o.workers = 2;
+        o.repeat = 1;
+        o.signal = SIGKILL;
+        o.timeout_ms = 10000;
+        o.confirm_ms = 2000;
+        const char *cmd = "experiment";
+        int opt;
+        optind = 1;
+        while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+                switch (opt) {
+                case 'h': experiment_usage(stdout); return EXIT_OK;
+                case 'g':
+                        if (parse_uint_range(optarg, 0, 1023, &o.gpu) < 0) {
+                                cli_error(cmd, "--gpu: '%s' is not a GPU index", optarg);
+                                return EXIT_USAGE;
+                        }
+                        continue;
+                case 'm':
+                        if (parse_size_mib(optarg, &o.mib) < 0 || o.mib == 0 || o.mib > (1u << 24)) {
+                                cli_error(cmd, "--mib: '%s' is not a size from 1 MiB to 16 TiB", optarg);
+                                return EXIT_USAGE;
+                        }
+                        continue;
+                case 'w':
+                        if (parse_uint_range(optarg, 0, EXP_MAX_WORKERS, &o.workers) < 0) {
+                                cli_error(cmd, "--workers: '%s' is not a number from 0 to %d", optarg, EXP_MAX_WORKERS);
+                                return EXIT_USAGE;
+                        }
+                        continue;
+                case 's':
+                        if (reclaim_signal_parse(optarg, &o.signal) < 0) {
+                                cli_error(cmd, "--signal: '%s' is not one of KILL, TERM, INT, HUP, QUIT, USR1, USR2", optarg);
+                                return EXIT_USAGE;
+                        }
+                        continue;
+                case 'r': o.reclaim = true; continue;
+                case 'R':
+                        if (parse_uint_range(optarg, 1, EXP_MAX_REPEAT, &o.repeat) < 0) {
+                                cli_error(cmd, "--repeat: '%s' is not a number from 1 to %d", optarg, EXP_MAX_REPEAT);
+                                return EXIT_USAGE;
+                        }
+                        continue;
+                case 'T':
+                        if (parse_duration_ms(optarg, &o.timeout_ms) < 0 || o.timeout_ms == 0 || o.timeout_ms > 3600000) {
+                                cli_error(cmd, "--timeout: '%s' is not a duration between 1ms and 1h", optarg);
+                                return EXIT_USAGE;
+                        }
+                        continue;
+                case 'C':
+                        if (parse_duration_ms(optarg, &o.confirm_ms) < 0 || o.confirm_ms > 600000) {
+                                cli_error(cmd, "--confirm: '%s' is not a duration up to 10m", optarg);
+                                return EXIT_USAGE;
+                        }
+                        continue;
+                default:
+                        break;
+                }
+                int r = cli_common_option(&o.c, opt, optarg, cmd);
+                if (r <= 0) {
+                        if (r == 0)
+                                experiment_usage(stderr);
+                        return EXIT_USAGE;
+                }
+        }
+        if (optind < argc) {
+                cli_error(cmd, "unexpected argument '%s' (see --help)", argv[optind]);
+                return EXIT_USAGE;
+        }
+        if (cli_common_finish(&o.c, cmd) < 0)
+                return EXIT_USAGE;
+
+        struct gpu_opts go;
+        cli_common_gpu_opts(&o.c, &go);
+        go.memory_only = true;
+        go.timeout_ms = 2000;
+        struct gpu_report *probe = NULL;
+        if (gpu_collect(&go, &probe) < 0 || !probe->driver_present) {
+                cli_error(cmd, "%s: the experiment needs an NVIDIA GPU, or a simulated host: "
+                               "`ghostvram sim init /tmp/gpu && GHOSTVRAM_SIM=/tmp/gpu ghostvram experiment`",
+                          probe && probe->error[0] ? probe->error : "no NVIDIA driver on this host");
+                gpu_report_free(probe);
+                return EXIT_INCOMPLETE;
+        }
+        if (o.gpu >= probe->n_gpus) {
+                cli_error(cmd, "--gpu %u: this host has %zu GPU%s", o.gpu, probe->n_gpus, probe->n_gpus == 1 ? "" : "s");
+                gpu_report_free(probe);
+                return EXIT_USAGE;
+        }
+        gpu_report_free(probe);
+
+        struct sigaction sa = { .sa_handler = on_stop };
+        sigemptyset(&sa.sa_mask);
+        struct sigaction old_int, old_term;
+        sigaction(SIGINT, &sa, &old_int);
+        sigaction(SIGTERM, &sa, &old_term);
+        struct reclaim_sys sys;
+        reclaim_sys_real(&sys, "/proc");
+        struct exp_run *runs = calloc(o.repeat, sizeof(*runs));
+        if (!runs)
+                return EXIT_INCOMPLETE;
+        int status = EXIT_OK;
+        size_t done = 0;
+        char err[320] = "";
+        for (unsigned i = 0; i < o.repeat && !stop_requested; i++) {
+                struct exp_run *run = &runs[i];
+                for (unsigned k = 0; k < EXP_MAX_WORKERS + 1; k++)
+                        run->pidfds[k] = -1;
+                if (!o.c.json)
+                        fprintf(stderr, "run %u/%u ...\n", i + 1, o.repeat);
+                int r = one_run(&o, &sys, &go, run, err, sizeof(err));
+                stop_job(&sys, run);
+                if (r < 0) {
+                        cli_error(cmd, "%s", err[0] ? err : strerror(-r));
+                        status = EXIT_INCOMPLETE;
+                        break;
+                }
+                done++;
+                if (o.reclaim && !run->after_reclaim.recovered)
+                        status = EXIT_FINDING;
+                /* let the memory come back before the next run */
+                struct phase settle = { 0 };
+                observe(&go, o.gpu, run->baseline, (o.mib * MIB) / 10, monotonic_ms(), o.timeout_ms, &settle);
+                json_decref(settle.samples);
+        }
+        if (stop_requested && status == EXIT_OK)
+                status = EXIT_INCOMPLETE;
+        if (done) {
+                if (o.c.json)
+                        cli_print_json(experiment_json(&o, runs, done));
+                else {
+                        cli_sim_banner(stdout, &o.c);
+                        table(&o, runs, done);
+                }
+        }
+        for (size_t i = 0; i < o.repeat; i++) {
+                json_decref(runs[i].after_kill.samples);
+                json_decref(runs[i].after_reclaim.samples);
+                json_decref(runs[i].kernel_events);
+                json_decref(runs[i].reclaim_doc);
+        }
+        free(runs);
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        return status;
+}
