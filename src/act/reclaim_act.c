@@ -404,7 +404,7 @@ bool recovery_all_done(const struct recovery_gpu *g, size_t n)
         return true;
 }
 
-int recovery_sample(const struct gpu_opts *o, struct recovery_gpu *g, size_t n, double t)
+int recovery_sample(const struct gpu_opts *o, struct recovery_gpu *g, size_t n, uint64_t t0_ms)
 {
         struct gpu_opts mo = *o;
         mo.memory_only = true;
@@ -413,6 +413,7 @@ int recovery_sample(const struct gpu_opts *o, struct recovery_gpu *g, size_t n, 
         if (r < 0)
                 return r;
         int seen = 0;
+        double t = t0_ms ? (double)(monotonic_ms() - t0_ms) / 1000.0 : -1;
         for (size_t i = 0; i < n; i++)
                 for (size_t k = 0; k < rep->n_gpus; k++)
                         if (rep->gpus[k].index == g[i].index && rep->gpus[k].memory_known) {

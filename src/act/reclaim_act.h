@@ -130,8 +130,10 @@ void recovery_observe(struct recovery_gpu *g, uint64_t used, double t);
 bool recovery_all_done(const struct recovery_gpu *g, size_t n);
 
 /* Sample used memory of the GPUs (memory-only NVML query, gpu_opts.timeout_ms per call) and
- * observe it at time t. Returns 0, or -ENODEV when the driver gave no figures. */
-int recovery_sample(const struct gpu_opts *o, struct recovery_gpu *g, size_t n, double t);
+ * observe it: as the "before" sample when t0_ms is 0, else at the time the answer came
+ * (monotonic ms since t0_ms: the memory was back by then at the latest). Returns 0, or
+ * -ENODEV when the driver gave no figures. */
+int recovery_sample(const struct gpu_opts *o, struct recovery_gpu *g, size_t n, uint64_t t0_ms);
 
 /* ---- one reclaim at a time -------------------------------------------------------------------- */
 

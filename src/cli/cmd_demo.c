@@ -100,7 +100,9 @@ static void demo_usage(FILE *f)
                    "     workers (default 2), which inherit its /dev/nvidia* descriptors and mappings;\n"
                    "  2. the job is killed with kill -9;\n"
                    "  3. nvidia-smi's view: the memory is still used, the owner's PID does not exist;\n"
-                   "  4. ghostvram scan finds the ghost and names the workers with their link.\n"
+                   "  4. ghostvram scan finds the ghost and names the workers with their link;\n"
+                   "  5. ghostvram reclaim --yes ends them through pidfds (after re-checking each one's\n"
+                   "     start time) and reports the memory back and the time it took.\n"
                    "Every process the demo starts is stopped at the end and the host removed\n"
                    "(--keep leaves it for exploring with GHOSTVRAM_SIM=DIR).\n");
 }
@@ -207,9 +209,22 @@ int cmd_demo(int argc, char **argv)
         const char *const scan_args[] = { "ghostvram", "scan", "--confirm", "1s", NULL };
         setenv("GHOSTVRAM_SIM", dir, 1);
         int sr = cli_run_self(scan_args, NULL);
-        status = sr == 1 ? EXIT_OK : EXIT_INCOMPLETE; /* the demo succeeds when scan finds the ghost */
-        if (sr != 1)
+        if (sr != 1) {
                 cli_error("demo", "scan did not report the ghost (exit %d)", sr);
+                goto out;
+        }
+
+        step(5, "ghostvram reclaim ends them safely, and the memory comes back");
+        printf("  $ sudo ghostvram reclaim --yes\n\n");
+        fflush(stdout);
+        const char *const reclaim_args[] = { "ghostvram", "reclaim", "--yes", "--confirm", "1s", NULL };
+        int rr = cli_run_self(reclaim_args, NULL);
+        printf("\n");
+        smi_view(dir);
+        /* the demo succeeds when scan found the ghost and reclaim got the memory back */
+        status = rr == 0 ? EXIT_OK : EXIT_INCOMPLETE;
+        if (rr != 0)
+                cli_error("demo", "reclaim did not get the memory back (exit %d)", rr);
 
 out:
         fflush(stdout);

@@ -218,16 +218,16 @@ static void sampler_tick(void *ctx, uint64_t t_ms)
 {
         struct sampler *s = ctx;
         if (!s->have_before) {
-                recovery_sample(&s->go, s->g, s->n, -1);
+                recovery_sample(&s->go, s->g, s->n, 0);
                 s->have_before = true;
-                s->t0 = monotonic_ms();
+                s->t0 = monotonic_ms(); /* the first signal follows */
                 s->last = 0;
                 return;
         }
         if (t_ms - s->last < SAMPLE_MS - 10)
                 return;
         s->last = t_ms;
-        recovery_sample(&s->go, s->g, s->n, (double)t_ms / 1000.0);
+        recovery_sample(&s->go, s->g, s->n, s->t0);
 }
 
 /* Keep sampling until every GPU has its memory back or the timeout (from the first signal);
@@ -237,7 +237,7 @@ static void sampler_finish(struct sampler *s, uint64_t timeout_ms)
         if (!s->have_before)
                 sampler_tick(s, 0);
         for (;;) {
-                recovery_sample(&s->go, s->g, s->n, (double)(monotonic_ms() - s->t0) / 1000.0);
+                recovery_sample(&s->go, s->g, s->n, s->t0);
                 if (recovery_all_done(s->g, s->n) || monotonic_ms() - s->t0 >= timeout_ms)
                         break;
                 sleep_ms(SAMPLE_MS);

@@ -338,7 +338,7 @@ void reclaim_text(FILE *out, const struct reclaim_report *r, bool verbose)
                                 if (w > 0 && (size_t)w < sizeof(sigs) - l)
                                         l += (size_t)w;
                         }
-                        fprintf(out, "  PID %-7d %-18s after %6.2f s  signals %-9s ", (int)a->pid,
+                        fprintf(out, "  PID %-7d %-18s after %7.3f s  signals %-9s ", (int)a->pid,
                                 reclaim_result_name(a->result), a->seconds, a->n_signals ? sigs : "none");
                         put_esc(out, a->comm);
                         if (a->detail[0]) {
