@@ -71,5 +71,5 @@ GHOSTVRAM_SIM="$SIM" "$GV_BIN" experiment --workers 99 >/dev/null 2>&1; assert_e
 GHOSTVRAM_SIM="$SIM" "$GV_BIN" experiment --gpu 5 >/dev/null 2>&1; assert_eq $? 2 "bad --gpu"
 GHOSTVRAM_SIM="$SIM" "$GV_BIN" experiment --mib 99999999 >/dev/null 2>&1; assert_eq $? 2 "bad --mib"
 set -e
-"$GV_BIN" experiment --help | grep -q "Reproduce the ghost on purpose" || fail "help"
+grep -q "Reproduce the ghost on purpose" <<<"$("$GV_BIN" experiment --help)" || fail "help"
 echo "PASS"

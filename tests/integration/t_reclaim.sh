@@ -76,7 +76,7 @@ note "nothing left: exit 0, nothing to reclaim"
 reclaim_rc --yes
 assert_eq "$RC" 0 "exit with nothing to reclaim"
 assert_eq "$(jq -r '.plan.targets | length' <<<"$R")" 0 "no targets"
-jq -r .summary <<<"$R" | grep -q "Nothing to reclaim" || fail "summary: $(jq -r .summary <<<"$R")"
+grep -q "Nothing to reclaim" <<<"$(jq -r .summary <<<"$R")" || fail "summary: $(jq -r .summary <<<"$R")"
 
 note "text output of a real reclaim, mapping-only workers, --gpu"
 sim_run --gpu 1 --mib 512 --workers 1 --close-fds-in-workers
@@ -101,16 +101,16 @@ assert_eq "$(result_of "$OTHER")" terminated "explicit target"
 is_dead "$OTHER" || fail "explicit target alive"
 reclaim_rc --yes --pid 1
 assert_eq "$RC" 3 "--pid 1 refused"
-jq -r '.notes[]' <<<"$R" | grep -q "refused: --pid 1 is PID 1" || fail "PID 1 refusal: $(jq -c .notes <<<"$R")"
+grep -q "refused: --pid 1 is PID 1" <<<"$(jq -r '.notes[]' <<<"$R")" || fail "PID 1 refusal: $(jq -c .notes <<<"$R")"
 if [ $$ != 1 ]; then # the test's shell (PID 1 inside a new PID namespace)
         reclaim_rc --yes --pid $$
         assert_eq "$RC" 3 "--pid of an ancestor refused"
-        jq -r '.notes[]' <<<"$R" | grep -q "an ancestor of this ghostvram" || fail "ancestor refusal: $(jq -c .notes <<<"$R")"
+        grep -q "an ancestor of this ghostvram" <<<"$(jq -r '.notes[]' <<<"$R")" || fail "ancestor refusal: $(jq -c .notes <<<"$R")"
 fi
 # the subshell running ghostvram: its parent (or itself, if bash execs it)
 set +e; R=$(reclaim --json --yes --pid "$BASHPID"); RC=$?; set -e
 assert_eq "$RC" 3 "--pid of ghostvram's own subshell refused"
-jq -r '.notes[]' <<<"$R" | grep -qE "an ancestor of this ghostvram|ghostvram itself" || fail "self refusal: $(jq -c .notes <<<"$R")"
+grep -qE "an ancestor of this ghostvram|ghostvram itself" <<<"$(jq -r '.notes[]' <<<"$R")" || fail "self refusal: $(jq -c .notes <<<"$R")"
 for p in "${HEALTHY[@]}" "$MON"; do alive "$p" || fail "PID $p was touched"; done
 
 note "a site policy protects the dead job's workers"
@@ -136,5 +136,5 @@ reclaim --reset-gpu >/dev/null 2>&1; assert_eq $? 2 "--reset-gpu without --gpu"
 reclaim --yes --dry-run >/dev/null 2>&1; assert_eq $? 2 "--yes with --dry-run"
 reclaim --gpu 9 >/dev/null 2>&1; assert_eq $? 2 "--gpu beyond the GPUs"
 set -e
-"$GV_BIN" reclaim --help | grep -q "A process is a default target only if ALL of these hold" || fail "help"
+grep -q "A process is a default target only if ALL of these hold" <<<"$("$GV_BIN" reclaim --help)" || fail "help"
 echo "PASS"

@@ -38,7 +38,7 @@ LIVE=("$OWNER" "${WORKERS[@]}")
 into job_live "${LIVE[@]}"
 reclaim_rc --cgroup "$REL/job_live" --yes
 assert_eq "$RC" 3 "refused"
-jq -r '.notes[]' <<<"$R" | grep -q "PID $OWNER (gv-simcuda) in $REL/job_live is a live owner on GPU 0" ||
+grep -q "PID $OWNER (gv-simcuda) in $REL/job_live is a live owner on GPU 0" <<<"$(jq -r '.notes[]' <<<"$R")" ||
         fail "the owner is named: $(jq -c .notes <<<"$R")"
 assert_eq "$(jq -r '.actions | length' <<<"$R")" 0 "no action"
 for p in "${LIVE[@]}"; do is_dead "$p" && fail "PID $p was signalled"; done
@@ -77,5 +77,5 @@ R=$(sh -c "echo \$\$ >'$BASE/mine/cgroup.procs'; exec env GHOSTVRAM_SIM='$SIM' '
 RC=$?
 set -e
 assert_eq "$RC" 3 "ghostvram's own cgroup"
-jq -r '.notes[]' <<<"$R" | grep -q "ghostvram itself" || fail "self refusal: $(jq -c .notes <<<"$R")"
+grep -q "ghostvram itself" <<<"$(jq -r '.notes[]' <<<"$R")" || fail "self refusal: $(jq -c .notes <<<"$R")"
 echo "PASS"

@@ -8,8 +8,8 @@
 esc_rc() { set +e; R=$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" reclaim --confirm 0 --json "$@"); RC=$?; set -e; }
 reasons() { jq -r '.escalation.reasons[]' <<<"$R"; }
 fixes() { jq -r '.escalation.fixes[]' <<<"$R"; }
-has_reason() { reasons | grep -q -- "$1" || fail "no reason matching '$1' in: $(jq -c .escalation.reasons <<<"$R")"; }
-no_reason() { reasons | grep -q -- "$1" && fail "unexpected reason '$1'"; return 0; }
+has_reason() { grep -q -- "$1" <<<"$(reasons)" || fail "no reason matching '$1' in: $(jq -c .escalation.reasons <<<"$R")"; }
+no_reason() { grep -q -- "$1" <<<"$(reasons)" && fail "unexpected reason '$1'"; return 0; }
 
 sim_new --gpus 2 --memory 16384 --reserved 512
 BUS1=$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" snapshot --json | jq -r '.gpus[1].pci_bus_id')
@@ -26,11 +26,11 @@ assert_eq "$(jq -r .escalation.ran <<<"$R")" false "nothing ran"
 has_reason "PID $OWNER (gv-simcuda) holds /dev/nvidia1"
 has_reason "PID ${WORKERS[0]} (gv-simcuda) holds /dev/nvidia1"
 has_reason "persistence mode is on for GPU 1"
-fixes | grep -q "nvidia-smi -pm 0 -i $BUS1" || fail "persistence fix: $(jq -c .escalation.fixes <<<"$R")"
-fixes | grep -q "systemctl stop nvidia-persistenced" || fail "persistenced fix"
-fixes | grep -q "ghostvram reclaim --pid $OWNER" || fail "how to end the holder"
+grep -q "nvidia-smi -pm 0 -i $BUS1" <<<"$(fixes)" || fail "persistence fix: $(jq -c .escalation.fixes <<<"$R")"
+grep -q "systemctl stop nvidia-persistenced" <<<"$(fixes)" || fail "persistenced fix"
+grep -q "ghostvram reclaim --pid $OWNER" <<<"$(fixes)" || fail "how to end the holder"
 assert_eq "$(jq -r .escalation.command <<<"$R")" "nvidia-smi --gpu-reset -i $BUS1" "the command it would run"
-jq -r '.escalation.warnings[]' <<<"$R" | grep -q "NVLink peers" && fail "H100 (simulated) needs no NVLink warning"
+grep -q "NVLink peers" <<<"$(jq -r '.escalation.warnings[]' <<<"$R")" && fail "H100 (simulated) needs no NVLink warning"
 for p in "${JOB[@]}"; do is_dead "$p" && fail "a refused reset touched $p"; done
 
 note "GPU 0 is not held: only persistence mode, then MIG without --force"
@@ -48,7 +48,7 @@ esc_rc --reset-gpu --gpu 0 --force --yes
 assert_eq "$RC" 3 "simulated host"
 has_reason "simulated host: \`nvidia-smi --gpu-reset -i"
 no_reason "MIG"
-jq -r '.escalation.warnings[]' <<<"$R" | grep -q "destroys every GPU and compute instance" || fail "MIG warning"
+grep -q "destroys every GPU and compute instance" <<<"$(jq -r '.escalation.warnings[]' <<<"$R")" || fail "MIG warning"
 note "dry run of the same: the checks and the refusal, without --yes"
 esc_rc --reset-gpu --gpu 0 --force
 assert_eq "$RC" 3 "dry run refused as well"
@@ -63,7 +63,7 @@ printf '%s\n%s\n' \
 esc_rc --reset-gpu --gpu 0 --yes
 assert_eq "$RC" 3 "refused after Xid 79"
 has_reason "GPU 0 had an Xid 79 since the driver loaded: a reset does not bring back a GPU that fell off the bus"
-fixes | grep -q "reboot" || fail "reboot advice"
+grep -q "reboot" <<<"$(fixes)" || fail "reboot advice"
 rm -f "$SIM/kmsg"
 
 note "--reload-uvm: simulated host, holders of nvidia-uvm, no --force"
@@ -73,7 +73,7 @@ assert_eq "$(jq -r .mode <<<"$R")" reload-uvm "mode"
 has_reason "simulated host: there is no nvidia_uvm module to reload"
 has_reason "PID $OWNER (gv-simcuda) holds nvidia-uvm"
 has_reason "--force is required"
-jq -r '.escalation.warnings[]' <<<"$R" | grep -q "major number may change" || fail "major number warning"
+grep -q "major number may change" <<<"$(jq -r '.escalation.warnings[]' <<<"$R")" || fail "major number warning"
 kill_wait "${JOB[@]}"
 esc_rc --reload-uvm --force --yes
 assert_eq "$RC" 3 "still refused on a simulated host"

@@ -87,7 +87,7 @@ kill_wait "$OWNER"
 reclaim_paused plan --yes
 set +e; R2=$(reclaim --json --yes); RC2=$?; set -e
 assert_eq "$RC2" 3 "second reclaim"
-jq -r '.notes[]' <<<"$R2" | grep -q "another reclaim is running as PID $BG" || fail "lock message: $(jq -c .notes <<<"$R2")"
+grep -q "another reclaim is running as PID $BG" <<<"$(jq -r '.notes[]' <<<"$R2")" || fail "lock message: $(jq -c .notes <<<"$R2")"
 alive=1; is_dead "${WORKERS[0]}" && alive=0
 assert_eq "$alive" 1 "the second reclaim did nothing"
 set +e; reclaim --dry-run >/dev/null; assert_eq $? 0 "a dry run needs no lock"; set -e
@@ -142,7 +142,7 @@ else
         R=$(cat "$P.out")
         assert_eq "$(result_of "$w1")" pid-reused "result for the reused PID"
         assert_eq "$(signals_of "$w1")" "" "no signal to the reused PID"
-        jq -r ".actions[] | select(.pid == $w1) | .detail" <<<"$R" | grep -q "another process" || fail "detail"
+        grep -q "another process" <<<"$(jq -r ".actions[] | select(.pid == $w1) | .detail" <<<"$R")" || fail "detail"
         assert_eq "$(awk '/^alive/ {print $2}' <<<"$out")" yes "the unrelated process lives"
         assert_eq "$(result_of "$(awk '/^w2/ {print $2}' <<<"$out")")" terminated "the other worker"
         assert_eq "$(awk '/^rc/ {print $2}' <<<"$out")" 0 "exit status"
