@@ -955,8 +955,10 @@ int cmd_reclaim(int argc, char **argv)
         rep.grace_ms = (unsigned)o.grace_ms;
         rep.timeout_ms = (unsigned)o.timeout_ms;
         int status = EXIT_INCOMPLETE;
-        if (load_policy(&o, &x.policy) < 0)
+        if (load_policy(&o, &x.policy) < 0) {
+                reclaim_policy_free(&x.policy);
                 return EXIT_USAGE;
+        }
         x.acting = o.yes && !o.dry_run && !o.c.from_bundle;
         rep.dry_run = !x.acting;
         if (o.yes && o.c.from_bundle)
