@@ -348,7 +348,7 @@ int sampler_cycle(struct sampler *s, struct sample *ret)
         if (!o->facts.gpu.bundle_dir && gpu_nvml_stuck_calls() > 0) {
                 /* calling again would leave one more thread stuck in the driver */
                 ret->errors = SCAN_ERR_GPU;
-                snprintf(ret->why, sizeof(ret->why), "the driver has not returned from an earlier call yet");
+                snprintf(ret->why, sizeof(ret->why), "the NVIDIA driver has not returned from an earlier call yet (it hangs)");
                 goto finish;
         }
         r = gpu_collect(&o->facts.gpu, &gpu);
