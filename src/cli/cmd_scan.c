@@ -35,6 +35,9 @@ static void scan_usage(FILE *f)
                 "  --confirm DURATION   wait this long before the confirming sample (default 2s; 0 = one\n"
                 "                       sample, nothing confirmed by time)\n"
                 "  --noise-floor MIB    minimum ghost in MiB (default 64; 1%% of the GPU if larger)\n"
+                "  --kmsg FILE          read NVRM/Xid kernel events from a saved log (dmesg, journalctl -k,\n"
+                "                       syslog; - for stdin) instead of /dev/kmsg\n"
+                "  --no-kernel          do not read the kernel log\n"
                 "  --textfile DIR       also write DIR/ghostvram.prom for node_exporter's textfile\n"
                 "                       collector (atomically; docs/metrics.md lists the metrics)\n"
                 CLI_COMMON_HELP
@@ -61,6 +64,9 @@ void cli_scan_once_opts(const struct cli_common *c, struct scan_once_opts *o)
         o->confirm_ms = 2000;
         o->from_bundle = c->from_bundle;
         o->save_bundle = c->save_bundle;
+        o->facts.read_kernel = true;
+        o->facts.kernel.sim_dir = c->simulated ? c->sim_dir : NULL;
+        o->facts.kernel.proc_root = c->proc_root;
 }
 
 int cmd_scan(int argc, char **argv)
@@ -70,6 +76,8 @@ int cmd_scan(int argc, char **argv)
                 { "gpu", required_argument, NULL, 'g' },
                 { "confirm", required_argument, NULL, 'C' },
                 { "noise-floor", required_argument, NULL, 'F' },
+                { "kmsg", required_argument, NULL, 'K' },
+                { "no-kernel", no_argument, NULL, 'N' },
                 { "textfile", required_argument, NULL, 'T' },
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
@@ -80,7 +88,8 @@ int cmd_scan(int argc, char **argv)
         ledger_opts_default(&lo);
         int only_gpu = -1;
         uint64_t confirm_ms = 2000;
-        const char *textfile = NULL;
+        const char *textfile = NULL, *kmsg = NULL;
+        bool no_kernel = false;
         int opt;
         optind = 1;
         while ((opt = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
@@ -105,6 +114,12 @@ int cmd_scan(int argc, char **argv)
                         continue;
                 case 'T':
                         textfile = optarg;
+                        continue;
+                case 'K':
+                        kmsg = optarg;
+                        continue;
+                case 'N':
+                        no_kernel = true;
                         continue;
                 case 'F':
                         if (parse_u64(optarg, &v) < 0 || v > (1u << 24)) {
@@ -134,6 +149,8 @@ int cmd_scan(int argc, char **argv)
         cli_scan_once_opts(&c, &so);
         so.ledger.floor_min_bytes = lo.floor_min_bytes;
         so.confirm_ms = confirm_ms;
+        so.facts.read_kernel = !no_kernel;
+        so.facts.kernel.kmsg_path = kmsg;
         struct scan_once *run = NULL;
         int r = scan_once_run(&so, &run);
         if (r < 0) {

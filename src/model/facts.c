@@ -1,10 +1,12 @@
 #include "model/facts.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "collect/gpu_json.h"
+#include "util/fileio.h"
 
 void facts_proc_copy(struct host_proc *dst, const struct host_proc *src)
 {
@@ -84,6 +86,47 @@ bool facts_pid_alive(const struct facts *f, pid_t pid)
         return false;
 }
 
+/* A bundle keeps the NVIDIA lines of the kernel log as they were read, as a saved log that
+ * --from-bundle reads back (DIR/kmsg). */
+static int save_kernel(const struct facts *f, const char *dir)
+{
+        struct buf b = BUF_INIT(0);
+        for (size_t i = 0; i < f->kernel.n; i++) {
+                const char *raw = f->kernel.ev[i].raw;
+                if (!raw || !*raw)
+                        continue;
+                if (buf_puts(&b, raw) < 0 || buf_putc(&b, '\n') < 0) {
+                        buf_free(&b);
+                        return -ENOMEM;
+                }
+        }
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/kmsg", dir);
+        int r = write_file_atomic(path, buf_str(&b), b.len);
+        buf_free(&b);
+        return r;
+}
+
+static void read_kernel(struct facts *f, const struct facts_opts *o)
+{
+        struct xid_source_info info;
+        memset(&info, 0, sizeof(info));
+        char err[200] = "";
+        int r = xid_collect(&o->kernel, &f->kernel, &info, err, sizeof(err), &f->kernel_overruns);
+        if (r < 0) {
+                /* scan goes on without the kernel's side, and says so */
+                snprintf(f->kernel_error, sizeof(f->kernel_error), "kernel log not read: %s",
+                         err[0] ? err : strerror(-r));
+                return;
+        }
+        f->kernel_error[0] = '\0';
+        f->kernel_read = !info.no_log;
+        f->kernel_this_host = info.this_host;
+        snprintf(f->kernel_source, sizeof(f->kernel_source), "%s", kmsg_source_name(info.source));
+        if (info.this_host)
+                xid_map_gpus(f->kernel.ev, f->kernel.n, f->gpu);
+}
+
 int facts_collect(const struct facts_opts *o, struct facts **ret)
 {
         struct gpu_report *gpu = NULL;
@@ -122,6 +165,11 @@ int facts_collect_from(const struct facts_opts *o, struct gpu_report *gpu, struc
                                 goto fail;
                 }
         }
+        if (o->read_kernel) {
+                read_kernel(f, o);
+                if (o->save_bundle && f->kernel_read && (r = save_kernel(f, o->save_bundle)) < 0)
+                        goto fail;
+        }
         for (size_t i = 0; f->host && i < f->host->n_holders; i++) {
                 const struct host_proc *h = &f->host->holders[i];
                 r = facts_add_leader(f, &o->host, h->pgid);
@@ -147,5 +195,6 @@ void facts_free(struct facts *f)
                 host_proc_clear(&f->pids[i].proc);
         free(f->pids);
         free(f->leaders);
+        xid_list_free(&f->kernel);
         free(f);
 }

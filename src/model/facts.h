@@ -8,6 +8,7 @@
 
 #include "collect/gpu.h"
 #include "collect/host.h"
+#include "collect/xid.h"
 
 /* What this host knows of a PID that NVML lists. */
 struct pid_fact {
@@ -31,6 +32,12 @@ struct facts {
         size_t n_pids;
         struct pid_presence *leaders;
         size_t n_leaders;
+        struct xid_list kernel;         /* NVIDIA kernel events (empty if not read) */
+        bool kernel_read;               /* a kernel log was read */
+        bool kernel_this_host;          /* its GPU indexes apply to this sample */
+        char kernel_source[64];         /* "kmsg", "file", ... */
+        char kernel_error[256];         /* why the kernel log could not be read ("" if it was) */
+        unsigned long kernel_overruns;
         bool simulated;
         bool from_bundle;
 };
@@ -41,6 +48,8 @@ struct facts_opts {
         const char *save_bundle;        /* record what was read into this directory */
         bool simulated;
         bool skip_host;                 /* NVML only (e.g. nothing unexplained) */
+        bool read_kernel;               /* also read the kernel log (kernel below) */
+        struct xid_source_opts kernel;
 };
 
 /* Collect one sample: GPU first (its shutdown closes our own device nodes), then the /proc walk,

@@ -180,13 +180,11 @@ static void classify_owner(const struct facts *f, const struct gpu_proc *p, stru
         } else if (f->gpu->pid_mode == GPU_PID_HOST) {
                 o->cls = OWNER_FOREIGN;
                 snprintf(o->why, sizeof(o->why), "not in this PID namespace (the driver lists host PIDs)");
-        } else if (f->gpu->pid_mode == GPU_PID_TRANSLATED) {
-                /* the driver translated it into our namespace, yet it is not here */
-                o->cls = OWNER_STALE;
-                snprintf(o->why, sizeof(o->why), "no such process (translated into this namespace)");
         } else {
+                /* outside the initial namespace an absent PID may be dead or out of sight; it
+                 * becomes stale only if its process group or session is still here (below) */
                 o->cls = OWNER_UNKNOWN;
-                snprintf(o->why, sizeof(o->why), "not visible here");
+                snprintf(o->why, sizeof(o->why), "no such process in this PID namespace");
         }
 }
 
@@ -231,9 +229,10 @@ static int attribute_linked(const struct facts *f, const struct ledger_opts *o, 
         if (!h)
                 return 0;
         for (size_t k = 0; k < l->n_owners; k++) {
-                const struct owner *ow = &l->owners[k];
-                if (ow->cls != OWNER_STALE)
+                struct owner *ow = &l->owners[k];
+                if (ow->cls != OWNER_STALE && ow->cls != OWNER_UNKNOWN)
                         continue;
+                size_t before = l->n_attr;
                 pid_t dead = (pid_t)ow->pid;
                 const struct pid_fact *pf = facts_pid(f, ow->pid);
                 /* a reused PID belongs to someone else: only group/session links by number hold */
@@ -261,6 +260,11 @@ static int attribute_linked(const struct facts *f, const struct ledger_opts *o, 
                         }
                         if (r < 0)
                                 return r;
+                }
+                if (ow->cls == OWNER_UNKNOWN && l->n_attr > before) {
+                        /* its process group or session is here and it is not: it is dead */
+                        ow->cls = OWNER_STALE;
+                        snprintf(ow->why, sizeof(ow->why), "no such process; its process group is still here");
                 }
         }
         return 0;
@@ -303,6 +307,14 @@ static int attribute_hidden(const struct facts *f, const struct ledger_opts *o, 
 
 /* ---- stuck tasks ------------------------------------------------------------------------ */
 
+static const struct host_proc *unverified_find(const struct host_report *h, pid_t pid)
+{
+        for (size_t i = 0; h && i < h->n_unverified; i++)
+                if (h->unverified[i].pid == pid)
+                        return &h->unverified[i];
+        return NULL;
+}
+
 static bool wchan_in_nvidia(const char *w)
 {
         return w && (strstr(w, "nv") || strstr(w, "uvm") || strstr(w, "os_") || strstr(w, "rm_"));
@@ -325,12 +337,25 @@ static void find_stuck(const struct facts *now, const struct facts *before, cons
                 if (hp->state == 'D')
                         cand[n++] = hp->pid;
         }
+        /* tasks in D whose maps could not be read (they may map a device): in a dead owner's
+         * process group or session */
+        for (size_t u = 0; now->host && u < now->host->n_unverified && n < 64; u++) {
+                const struct host_proc *up = &now->host->unverified[u];
+                for (size_t k = 0; up->state == 'D' && k < l->n_owners; k++)
+                        if (l->owners[k].cls == OWNER_STALE &&
+                            (up->pgid == (pid_t)l->owners[k].pid || up->sid == (pid_t)l->owners[k].pid)) {
+                                cand[n++] = up->pid;
+                                break;
+                        }
+        }
         for (size_t i = 0; i < n; i++) {
                 pid_t pid = cand[i];
                 const struct host_proc *hp = now->host ? host_report_find(now->host, pid) : NULL;
                 const struct pid_fact *pf = facts_pid(now, (uint32_t)pid);
                 if (!hp && pf)
                         hp = &pf->proc;
+                if (!hp)
+                        hp = unverified_find(now->host, pid);
                 if (!hp)
                         continue;
                 bool twice = false;
@@ -339,6 +364,8 @@ static void find_stuck(const struct facts *now, const struct facts *before, cons
                         const struct pid_fact *bf = facts_pid(before, (uint32_t)pid);
                         if (!bp && bf && bf->present)
                                 bp = &bf->proc;
+                        if (!bp)
+                                bp = unverified_find(before->host, pid);
                         twice = bp && bp->state == 'D' && bp->start_ticks == hp->start_ticks;
                 }
                 bool nv = wchan_in_nvidia(hp->wchan);
@@ -357,6 +384,95 @@ static void find_stuck(const struct facts *now, const struct facts *before, cons
                          hp->wchan[0] ? ", waiting in " : "", hp->wchan[0] ? hp->wchan : "");
                 if (hp->wchan[0] && !nv)
                         evidence(fd, "its wait (%s) is not visibly inside the nvidia modules", hp->wchan);
+        }
+}
+
+/* ---- the kernel's side ---------------------------------------------------------------- */
+
+/* Is a later than b in the log? seq within one source, else monotonic, else wall time. */
+static bool event_after(const struct xid_event *a, const struct xid_event *b)
+{
+        if (a->seq_known && b->seq_known)
+                return a->seq > b->seq;
+        if (a->monotonic_known && b->monotonic_known)
+                return a->monotonic > b->monotonic;
+        if (a->time_known && b->time_known)
+                return a->time > b->time;
+        return true; /* cannot tell: do not call it history */
+}
+
+/* The latest "loading NVIDIA ... Kernel Module" line, or NULL. */
+static const struct xid_event *driver_load(const struct facts *f)
+{
+        const struct xid_event *load = NULL;
+        for (size_t i = 0; i < f->kernel.n; i++)
+                if (f->kernel.ev[i].kind == XID_KIND_DRIVER_LOAD && (!load || event_after(&f->kernel.ev[i], load)))
+                        load = &f->kernel.ev[i];
+        return load;
+}
+
+static bool event_on_gpu(const struct facts *f, const struct xid_event *e, const struct gpu_info *g)
+{
+        if (e->kind == XID_KIND_SXID)
+                return false;
+        if (f->kernel_this_host && e->gpu_index >= 0)
+                return (unsigned)e->gpu_index == g->index;
+        return e->pci_bus_id[0] && g->pci_bus_id[0] && strcmp(e->pci_bus_id, g->pci_bus_id) == 0;
+}
+
+static void event_when(const struct xid_event *e, char *out, size_t n)
+{
+        if (!e->time_known || xid_format_rfc3339(e->time, out, n) < 0)
+                snprintf(out, n, "%s", e->monotonic_known ? "(boot-relative time)" : "(time unknown)");
+}
+
+/* The latest Xid 79 / fallen-off-the-bus of GPU g since the driver's load, or NULL. */
+static const struct xid_event *lost_event(const struct facts *f, const struct gpu_info *g, bool *ret_old)
+{
+        const struct xid_event *load = driver_load(f), *lost = NULL;
+        *ret_old = false;
+        for (size_t i = 0; i < f->kernel.n; i++) {
+                const struct xid_event *e = &f->kernel.ev[i];
+                if (e->xid != 79 || !event_on_gpu(f, e, g))
+                        continue;
+                if (load && !event_after(e, load)) {
+                        *ret_old = true; /* before the current driver load: history */
+                        continue;
+                }
+                lost = e;
+        }
+        return lost;
+}
+
+/* Kernel events as evidence: Xid 45 for a dead owner confirms its death, an Xid naming a dead
+ * owner tells what it was, Xid 119/120 and GSP timeouts support a stuck task. */
+static void kernel_evidence(const struct facts *f, const struct gpu_ledger *l, const struct gpu_info *g,
+                            struct finding *main_fd, struct finding *stuck)
+{
+        const struct xid_event *load = driver_load(f);
+        for (size_t i = 0; i < f->kernel.n; i++) {
+                const struct xid_event *e = &f->kernel.ev[i];
+                if (!event_on_gpu(f, e, g) || (load && !event_after(e, load)))
+                        continue;
+                char when[40];
+                event_when(e, when, sizeof(when));
+                bool dead_owner = false;
+                for (size_t k = 0; e->pid_known && k < l->n_owners; k++)
+                        dead_owner |= l->owners[k].pid == e->pid && l->owners[k].cls == OWNER_STALE;
+                if (dead_owner && main_fd && e->xid == 45)
+                        evidence(main_fd, "kernel: Xid 45 at %s for PID %u%s%s%s: the driver tore its channels down (it was killed)",
+                                 when, e->pid, e->process_name[0] ? " (" : "", e->process_name, e->process_name[0] ? ")" : "");
+                else if (dead_owner && main_fd && e->xid != XID_NONE)
+                        evidence(main_fd, "kernel: Xid %d at %s named the dead owner PID %u%s%s%s", e->xid, when, e->pid,
+                                 e->process_name[0] ? " (" : "", e->process_name, e->process_name[0] ? ")" : "");
+                bool hang = e->xid == 119 || e->xid == 120 || e->kind == XID_KIND_GSP_ERROR || e->kind == XID_KIND_RC_WATCHDOG;
+                if (hang && stuck) {
+                        evidence(stuck, "kernel: %s at %s%s", e->xid != XID_NONE ? "a GSP/driver timeout (Xid)" : "a GSP error", when,
+                                 e->xid == 119 && e->pid_known ? "; its pid= is whoever made the timed-out call, not necessarily the stuck task" : "");
+                        if (stuck->confidence == CONF_LOW)
+                                stuck->confidence = CONF_MEDIUM;
+                        stuck = NULL; /* one line is enough */
+                }
         }
 }
 
@@ -450,11 +566,19 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
         snprintf(bus, sizeof(bus), "%s", g->pci_bus_id[0] ? g->pci_bus_id : "");
         struct finding *fd = NULL;
 
-        if (g->status == GPU_LOST) {
-                fd = add_finding(l, "gpu-lost", CONF_HIGH, l->used);
-                headline(fd, "GPU is lost: the driver cannot reach it (fallen off the bus?)");
+        bool old_lost;
+        const struct xid_event *lost = lost_event(now, g, &old_lost);
+        /* Xid 79 means lost only if it came after the driver's load and NVML does not answer normally */
+        if (g->status == GPU_LOST || (lost && g->status != GPU_OK)) {
+                fd = add_finding(l, "gpu-lost", g->status == GPU_LOST ? CONF_HIGH : CONF_MEDIUM, l->used);
+                headline(fd, "GPU is lost: the driver cannot reach it (fallen off the bus)");
                 evidence(fd, "NVML: %s", g->status_message[0] ? g->status_message : "GPU_IS_LOST");
-                next_step(fd, "drain the node and reboot it; a GPU reset does not bring back a lost GPU. Check `ghostvram xid` for Xid 79");
+                if (lost) {
+                        char when[40];
+                        event_when(lost, when, sizeof(when));
+                        evidence(fd, "kernel: Xid 79 (GPU has fallen off the bus) at %s, after the driver's load", when);
+                }
+                next_step(fd, "drain the node and reboot it; a GPU reset does not bring back a lost GPU (`ghostvram xid explain 79`)");
                 return;
         }
         if (!l->inspected) {
@@ -544,7 +668,8 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                 }
         }
 
-        if (!initial && now->gpu->pid_mode != GPU_PID_HOST && no_live && l->unattributed + l->ghost > l->noise_floor) {
+        if (!initial && now->gpu->pid_mode != GPU_PID_HOST && no_live && l->unattributed + l->ghost > l->noise_floor &&
+            l->unexplained_steady && !l->ghost_confirmed) {
                 struct finding *iv = add_finding(l, "invisible-here", CONF_MEDIUM, l->unattributed);
                 headline(iv, "%llu MiB used by processes this PID namespace cannot see", mib(l->unattributed + l->ghost));
                 evidence(iv, "not in the initial PID namespace, and the driver drops owners that are not visible here");
@@ -573,6 +698,16 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                 evidence(rf, "this driver has only the v1 memory query, whose used figure includes the driver's reservation");
                 next_step(rf, "nothing to do; a driver of the R510 series or later reports the reservation apart");
         }
+        /* findings may have moved (realloc) since `stuck` was taken: look them up again */
+        struct finding *main_fd = NULL;
+        stuck = NULL;
+        for (size_t k = 0; k < l->n_findings; k++) {
+                if (strcmp(l->findings[k].code, "stuck-in-driver") == 0)
+                        stuck = &l->findings[k];
+                else if (!main_fd)
+                        main_fd = &l->findings[k];
+        }
+        kernel_evidence(now, l, g, main_fd, stuck);
         /* nothing found but (maybe) a one-sample suspect: the GPU is fine; the sort puts ok first */
         if (l->n_findings == 0 || (stuck && l->n_findings == 1 && stuck->confidence == CONF_LOW)) {
                 struct finding *ok = add_finding(l, "ok", CONF_HIGH, 0);
@@ -580,6 +715,8 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                          l->ghost ? " (a residue below the noise floor or not seen twice is not a ghost)" : "");
                 next_step(ok, "nothing to do");
         }
+        if (old_lost)
+                evidence(&l->findings[l->n_findings - 1], "kernel: an Xid 79 for this GPU predates the current driver load: history; NVML answers now");
 }
 
 /* Order of importance of verdicts: the first finding of a GPU is its verdict. */
@@ -614,6 +751,14 @@ static uint64_t ghost_of(const struct scan_result *r, unsigned index)
         return 0;
 }
 
+static uint64_t unexplained_of(const struct scan_result *r, unsigned index)
+{
+        for (size_t i = 0; r && i < r->n_gpus; i++)
+                if (r->gpus[i].index == index)
+                        return r->gpus[i].ghost + r->gpus[i].unattributed;
+        return 0;
+}
+
 int ledger_build(const struct facts *now, const struct facts *before, const struct ledger_opts *o,
                  struct scan_result **ret)
 {
@@ -636,7 +781,6 @@ int ledger_build(const struct facts *now, const struct facts *before, const stru
                         goto nomem;
         }
 
-        unsigned n_ghost_gpus = 0;
         for (size_t i = 0; i < res->n_gpus; i++) {
                 const struct gpu_info *g = &now->gpu->gpus[i];
                 struct gpu_ledger *l = &res->gpus[i];
@@ -658,11 +802,13 @@ int ledger_build(const struct facts *now, const struct facts *before, const stru
                 if (!l->inspected)
                         continue;
                 account(now, l, &l->no_live_owner);
-                if (l->ghost_evidence && l->ghost > l->noise_floor) {
-                        /* confirmed only if the earlier sample showed it too */
-                        l->ghost_confirmed = !o->two_samples || ghost_of(prev, l->index) > l->noise_floor;
-                        n_ghost_gpus++;
-                }
+        }
+        /* GPUs whose unexplained bytes may belong to a hidden dead owner: a ghost already, or
+         * nothing alive and no dead owner listed (the driver may hide dead owners) */
+        unsigned n_ghost_gpus = 0;
+        for (size_t i = 0; i < res->n_gpus; i++) {
+                struct gpu_ledger *l = &res->gpus[i];
+                n_ghost_gpus += l->inspected && l->ghost + (l->no_live_owner ? l->unattributed : 0) > l->noise_floor;
         }
         for (size_t i = 0; i < res->n_gpus; i++) {
                 struct gpu_ledger *l = &res->gpus[i];
@@ -670,13 +816,25 @@ int ledger_build(const struct facts *now, const struct facts *before, const stru
                         continue;
                 if (attribute_linked(now, o, l) < 0)
                         goto nomem;
+                account(now, l, &l->no_live_owner); /* owners may have become stale */
                 bool stale_listed = false;
                 for (size_t k = 0; k < l->n_owners; k++)
                         stale_listed |= l->owners[k].cls == OWNER_STALE;
-                /* the hidden-owner rule applies where the ghost has no listed dead owner */
-                if (l->ghost_evidence && l->ghost > l->noise_floor && !stale_listed &&
-                    attribute_hidden(now, o, l, n_ghost_gpus) < 0)
-                        goto nomem;
+                /* the hidden-owner rule applies where no dead owner is listed and nothing alive
+                 * explains the bytes; the orphans it finds are evidence of a dead owner */
+                if (!stale_listed && l->no_live_owner && l->ghost + l->unattributed > l->noise_floor) {
+                        if (attribute_hidden(now, o, l, n_ghost_gpus) < 0)
+                                goto nomem;
+                        if (l->n_attr && !l->ghost_evidence) {
+                                l->ghost_evidence = true;
+                                l->ghost += l->unattributed;
+                                l->unattributed = 0;
+                        }
+                }
+                /* confirmed only if the earlier sample showed it too */
+                if (l->ghost_evidence && l->ghost > l->noise_floor)
+                        l->ghost_confirmed = !o->two_samples || ghost_of(prev, l->index) > l->noise_floor;
+                l->unexplained_steady = !o->two_samples || unexplained_of(prev, l->index) > l->noise_floor;
         }
         for (size_t i = 0; i < res->n_gpus; i++) {
                 struct gpu_ledger *l = &res->gpus[i];
@@ -700,6 +858,9 @@ bool ledger_needs_confirmation(const struct scan_result *r)
         for (size_t i = 0; i < r->n_gpus; i++) {
                 const struct gpu_ledger *l = &r->gpus[i];
                 if (l->ghost_evidence && l->ghost > l->noise_floor)
+                        return true;
+                /* unexplained with nothing alive: a teardown in progress looks like this too */
+                if (l->no_live_owner && l->ghost + l->unattributed > l->noise_floor)
                         return true;
                 for (size_t k = 0; k < l->n_findings; k++)
                         if (strcmp(l->findings[k].code, "stuck-in-driver") == 0)

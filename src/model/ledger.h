@@ -72,6 +72,7 @@ struct gpu_ledger {
         bool ghost_evidence;    /* a dead owner is evident */
         bool no_live_owner;     /* no NVML-listed owner is alive (here or in another namespace) */
         bool ghost_confirmed;   /* ghost above the floor in both samples */
+        bool unexplained_steady; /* unexplained bytes above the floor in both samples */
         struct owner *owners;
         size_t n_owners;
         struct attribution *attr;

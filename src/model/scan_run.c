@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "util/deadline.h"
 
@@ -34,7 +35,7 @@ static int collect_sample(const struct scan_once_opts *o, const char *bundle_sub
                           struct facts **ret)
 {
         struct facts_opts fo = o->facts;
-        char gpu_dir[4096], proc_dir[4096], save_dir[4096];
+        char gpu_dir[4096], proc_dir[4096], save_dir[4096], kmsg_path[4096];
         int n;
         if (o->from_bundle) {
                 n = snprintf(gpu_dir, sizeof(gpu_dir), "%s/%s", o->from_bundle, bundle_sub);
@@ -45,6 +46,13 @@ static int collect_sample(const struct scan_once_opts *o, const char *bundle_sub
                         return -ENAMETOOLONG;
                 fo.gpu.bundle_dir = gpu_dir;
                 fo.host.proc_root = proc_dir;
+                /* the kernel lines the bundle recorded (none: nothing was recorded) */
+                n = snprintf(kmsg_path, sizeof(kmsg_path), "%s/%s/kmsg", o->from_bundle, bundle_sub);
+                if (n < 0 || (size_t)n >= sizeof(kmsg_path))
+                        return -ENAMETOOLONG;
+                fo.read_kernel = o->facts.read_kernel && access(kmsg_path, R_OK) == 0;
+                fo.kernel.kmsg_path = kmsg_path;
+                fo.kernel.this_boot = true;
         }
         if (o->save_bundle) {
                 n = save_sub ? snprintf(save_dir, sizeof(save_dir), "%s/%s", o->save_bundle, save_sub)

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "collect/gpu_json.h"
+#include "collect/xid.h"
 #include "config.h"
 #include "render/json_util.h"
 #include "render/proc_render.h"
@@ -87,6 +88,37 @@ static json_t *process_json(const struct facts *f, const struct gpu_ledger *l, c
 
 static bool shown(const struct scan_result *r, const struct gpu_ledger *l);
 
+#define GPU_KERNEL_EVENTS_MAX 20
+
+/* The latest NVIDIA kernel events of one GPU (at most GPU_KERNEL_EVENTS_MAX, oldest first). */
+static size_t gpu_kernel_events(const struct facts *f, const struct gpu_info *g, const struct xid_event **out)
+{
+        size_t n = 0;
+        for (size_t i = f->kernel.n; i-- > 0 && n < GPU_KERNEL_EVENTS_MAX;) {
+                const struct xid_event *e = &f->kernel.ev[i];
+                bool mine = f->kernel_this_host && e->gpu_index >= 0 ? (unsigned)e->gpu_index == g->index
+                                                                      : e->pci_bus_id[0] && !strcmp(e->pci_bus_id, g->pci_bus_id);
+                if (mine && e->kind != XID_KIND_SXID && e->kind != XID_KIND_OTHER && e->kind != XID_KIND_GPU_UUID)
+                        out[n++] = e;
+        }
+        for (size_t i = 0; i < n / 2; i++) {
+                const struct xid_event *t = out[i];
+                out[i] = out[n - 1 - i];
+                out[n - 1 - i] = t;
+        }
+        return n;
+}
+
+static json_t *gpu_kernel_events_json(const struct facts *f, const struct gpu_info *g)
+{
+        const struct xid_event *ev[GPU_KERNEL_EVENTS_MAX];
+        size_t n = gpu_kernel_events(f, g, ev);
+        json_t *a = json_array();
+        for (size_t i = 0; i < n; i++)
+                json_array_append_new(a, xid_event_to_json(ev[i]));
+        return a;
+}
+
 json_t *scan_json(const struct scan_result *r, bool with_cmdline)
 {
         const struct facts *f = r->facts;
@@ -126,16 +158,24 @@ json_t *scan_json(const struct scan_result *r, bool with_cmdline)
                                 json_array_append_new(pa, process_json(f, l, NULL, hp, &l->attr[a], with_cmdline));
                 }
                 json_set(g, "processes", pa);
+                json_set(g, "kernel_events", gpu_kernel_events_json(f, &f->gpu->gpus[i]));
         }
+        json_t *kj = json_object();
+        json_set(kj, "read", json_boolean(f->kernel_read));
+        json_set(kj, "source", f->kernel_read ? json_text(f->kernel_source) : json_null());
+        json_set(kj, "error", f->kernel_error[0] ? json_text(f->kernel_error) : json_null());
+        json_set(kj, "overruns", json_integer((json_int_t)f->kernel_overruns));
+        json_set(kj, "events", json_integer((json_int_t)f->kernel.n));
+        json_set(doc, "kernel", kj);
         for (size_t i = r->n_gpus; i-- > 0;)
                 if (!shown(r, &r->gpus[i]))
                         json_array_remove(gs, i);
         json_set(doc, "full_visibility", json_boolean(r->full_visibility));
         json_set(doc, "exit_status", json_integer(scan_exit_status(r)));
         if (!with_cmdline) {
-                size_t k;
+                size_t hi;
                 json_t *h;
-                json_array_foreach(json_object_get(doc, "holders"), k, h)
+                json_array_foreach(json_object_get(doc, "holders"), hi, h)
                         json_object_set_new(h, "cmdline", json_null());
         }
         return doc;
@@ -269,6 +309,32 @@ void scan_text(FILE *out, const struct scan_result *r, bool color, bool verbose)
                         fprintf(out, "  held by:\n");
                         for (size_t a = 0; a < l->n_attr; a++)
                                 text_holder_line(out, &f->host->holders[l->attr[a].holder], l->attr[a].text, color);
+                }
+                const struct xid_event *ev[GPU_KERNEL_EVENTS_MAX];
+                size_t nev = gpu_kernel_events(f, g, ev);
+                size_t first = nev > 3 && !verbose ? nev - 3 : 0;
+                if (nev)
+                        fprintf(out, "  kernel: %zu recent NVIDIA event%s%s\n", nev, nev == 1 ? "" : "s",
+                                first ? " (the last 3; --verbose for more, `ghostvram xid --gpu N` for all)" : "");
+                for (size_t k = first; k < nev; k++) {
+                        struct xid_assessment as;
+                        xid_event_assess(ev[k], &as);
+                        char when[40] = "";
+                        if (ev[k]->time_known)
+                                xid_format_rfc3339(ev[k]->time, when, sizeof(when));
+                        fprintf(out, "    %s ", when[0] ? when : "(time unknown)");
+                        if (ev[k]->xid != XID_NONE)
+                                fprintf(out, "Xid %d ", ev[k]->xid);
+                        put_esc(out, as.title ? as.title : xid_kind_name(ev[k]->kind));
+                        if (ev[k]->pid_known) {
+                                fprintf(out, " (pid %u", ev[k]->pid);
+                                if (ev[k]->process_name[0]) {
+                                        fputc(' ', out);
+                                        put_esc(out, ev[k]->process_name);
+                                }
+                                fputc(')', out);
+                        }
+                        fputc('\n', out);
                 }
                 for (size_t k = 0; k < l->n_findings; k++) {
                         const struct finding *fd = &l->findings[k];

@@ -50,6 +50,8 @@ json_t *facts_limits_json(const struct facts *f)
                 json_array_append_new(a, json_text(f->host->limits[i]));
         if (!f->host)
                 json_array_append_new(a, json_string("device holders were not read"));
+        if (f->kernel_error[0])
+                json_array_append_new(a, json_text(f->kernel_error));
         return a;
 }
 
@@ -135,12 +137,17 @@ void text_memory_line(FILE *out, const struct gpu_info *g)
 void text_limits(FILE *out, const struct facts *f)
 {
         size_t n = f->host ? f->host->n_limits : 0;
-        if (!n)
+        if (!n && !f->kernel_error[0])
                 return;
         fprintf(out, "\nLimits of this result:\n");
         for (size_t i = 0; i < n; i++) {
                 fputs("  - ", out);
                 put_escaped(out, f->host->limits[i]);
+                fputc('\n', out);
+        }
+        if (f->kernel_error[0]) {
+                fputs("  - ", out);
+                put_escaped(out, f->kernel_error);
                 fputc('\n', out);
         }
 }

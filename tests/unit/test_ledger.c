@@ -232,6 +232,29 @@ static void test_stuck_in_driver(void **state)
         facts_destroy(f);
 }
 
+static void test_stuck_unverified(void **state)
+{
+        (void)state;
+        /* the killed owner's last worker is in D with no descriptor: its maps were not read */
+        struct facts *f = facts_new(1, true, 0);
+        gpu_used(f, 0, 2 * GIB);
+        nvml_proc(f, 0, 31300, 2 * GIB);
+        f->host->unverified = calloc(1, sizeof(struct host_proc));
+        f->host->unverified[0] = proc(31301, 1, 31300, 31000, 'D', "pt_data_worker");
+        snprintf(f->host->unverified[0].wchan, sizeof(f->host->unverified[0].wchan), "os_acquire_mutex");
+        f->host->n_unverified = 1;
+        finish(f, NULL, 0);
+        struct scan_result *r = build(f, f);
+        assert_string_equal(verdict(r, 0), "stuck-in-driver");
+        assert_int_equal(r->gpus[0].findings[0].pids[0], 31301);
+        assert_int_equal(r->gpus[0].findings[0].confidence, CONF_HIGH);
+        scan_result_free(r);
+        free(f->host->unverified[0].comm);
+        free(f->host->unverified[0].cmdline);
+        free(f->host->unverified);
+        facts_destroy(f);
+}
+
 static void test_gpu_lost_and_legacy(void **state)
 {
         (void)state;
@@ -310,6 +333,7 @@ int main(void)
                 cmocka_unit_test(test_free_delay_not_confirmed),
                 cmocka_unit_test(test_noise_floor),
                 cmocka_unit_test(test_stuck_in_driver),
+                cmocka_unit_test(test_stuck_unverified),
                 cmocka_unit_test(test_gpu_lost_and_legacy),
                 cmocka_unit_test(test_invisible_here),
                 cmocka_unit_test(test_zombie_owner_children),
