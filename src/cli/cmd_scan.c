@@ -2,12 +2,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
 #include "model/facts.h"
 #include "model/ledger.h"
+#include "model/scan_run.h"
+#include "render/metrics.h"
 #include "render/scan_render.h"
 #include "util/parse.h"
 
@@ -38,6 +38,8 @@ static void scan_usage(FILE *f)
                 "  --kmsg FILE          read NVRM/Xid kernel events from a saved log (dmesg, journalctl -k,\n"
                 "                       syslog; - for stdin) instead of /dev/kmsg\n"
                 "  --no-kernel          do not read the kernel log\n"
+                "  --textfile DIR       also write DIR/ghostvram.prom for node_exporter's textfile\n"
+                "                       collector (atomically; docs/metrics.md lists the metrics)\n"
                 CLI_COMMON_HELP
                 "  -h, --help           this help\n\n"
                 "Verdicts (the first finding of a GPU; docs/verdicts.md explains each):\n"
@@ -51,41 +53,20 @@ static void scan_usage(FILE *f)
                 "3 some GPU (or the driver) could not be inspected.\n");
 }
 
-struct scan_opts {
-        const char *kmsg;       /* --kmsg FILE */
-        bool no_kernel;         /* --no-kernel */
-};
-
-static int collect(const struct cli_common *c, const struct scan_opts *so, const char *bundle_sub,
-                   const char *save_sub, struct facts **ret)
+/* The sources of a scan from the common options. */
+void cli_scan_once_opts(const struct cli_common *c, struct scan_once_opts *o)
 {
-        struct facts_opts fo = { .simulated = c->simulated, .read_kernel = !so->no_kernel };
-        cli_common_gpu_opts(c, &fo.gpu);
-        cli_common_host_opts(c, &fo.host);
-        fo.kernel.kmsg_path = so->kmsg;
-        fo.kernel.sim_dir = c->simulated ? c->sim_dir : NULL;
-        fo.kernel.proc_root = c->proc_root;
-        static char gpu_dir[4096], proc_dir[4096], save_dir[4096], kmsg_path[4096];
-        if (c->from_bundle && bundle_sub) {
-                snprintf(gpu_dir, sizeof(gpu_dir), "%s/%s", c->from_bundle, bundle_sub);
-                snprintf(proc_dir, sizeof(proc_dir), "%s/%s/proc", c->from_bundle, bundle_sub);
-                snprintf(kmsg_path, sizeof(kmsg_path), "%s/%s/kmsg", c->from_bundle, bundle_sub);
-                fo.gpu.bundle_dir = gpu_dir;
-                fo.host.proc_root = proc_dir;
-                /* the kernel lines the bundle recorded (none: nothing was recorded) */
-                fo.read_kernel = !so->no_kernel && access(kmsg_path, R_OK) == 0;
-                fo.kernel.kmsg_path = kmsg_path;
-                fo.kernel.this_boot = true;
-        }
-        if (c->save_bundle) {
-                if (save_sub)
-                        snprintf(save_dir, sizeof(save_dir), "%s/%s", c->save_bundle, save_sub);
-                else
-                        snprintf(save_dir, sizeof(save_dir), "%s", c->save_bundle);
-                fo.save_bundle = save_dir;
-                fo.host.save_dir = save_dir;
-        }
-        return facts_collect(&fo, ret);
+        memset(o, 0, sizeof(*o));
+        o->facts.simulated = c->simulated;
+        cli_common_gpu_opts(c, &o->facts.gpu);
+        cli_common_host_opts(c, &o->facts.host);
+        ledger_opts_default(&o->ledger);
+        o->confirm_ms = 2000;
+        o->from_bundle = c->from_bundle;
+        o->save_bundle = c->save_bundle;
+        o->facts.read_kernel = true;
+        o->facts.kernel.sim_dir = c->simulated ? c->sim_dir : NULL;
+        o->facts.kernel.proc_root = c->proc_root;
 }
 
 int cmd_scan(int argc, char **argv)
@@ -97,6 +78,7 @@ int cmd_scan(int argc, char **argv)
                 { "noise-floor", required_argument, NULL, 'F' },
                 { "kmsg", required_argument, NULL, 'K' },
                 { "no-kernel", no_argument, NULL, 'N' },
+                { "textfile", required_argument, NULL, 'T' },
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
@@ -105,8 +87,9 @@ int cmd_scan(int argc, char **argv)
         struct ledger_opts lo;
         ledger_opts_default(&lo);
         int only_gpu = -1;
-        struct scan_opts so = { 0 };
         uint64_t confirm_ms = 2000;
+        const char *textfile = NULL, *kmsg = NULL;
+        bool no_kernel = false;
         int opt;
         optind = 1;
         while ((opt = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
@@ -129,11 +112,14 @@ int cmd_scan(int argc, char **argv)
                                 return EXIT_USAGE;
                         }
                         continue;
+                case 'T':
+                        textfile = optarg;
+                        continue;
                 case 'K':
-                        so.kmsg = optarg;
+                        kmsg = optarg;
                         continue;
                 case 'N':
-                        so.no_kernel = true;
+                        no_kernel = true;
                         continue;
                 case 'F':
                         if (parse_u64(optarg, &v) < 0 || v > (1u << 24)) {
@@ -159,50 +145,24 @@ int cmd_scan(int argc, char **argv)
         }
         if (cli_common_finish(&c, "scan") < 0)
                 return EXIT_USAGE;
-
-        struct facts *first = NULL, *second = NULL;
-        struct scan_result *res = NULL;
-        int r = collect(&c, &so, c.from_bundle ? "." : NULL, NULL, &first);
+        struct scan_once_opts so;
+        cli_scan_once_opts(&c, &so);
+        so.ledger.floor_min_bytes = lo.floor_min_bytes;
+        so.confirm_ms = confirm_ms;
+        so.facts.read_kernel = !no_kernel;
+        so.facts.kernel.kmsg_path = kmsg;
+        struct scan_once *run = NULL;
+        int r = scan_once_run(&so, &run);
         if (r < 0) {
                 cli_error("scan", "cannot read %s: %s", c.proc_root, strerror(-r));
                 return EXIT_INCOMPLETE;
         }
-        if (first->gpu->driver_present && only_gpu >= 0 && (size_t)only_gpu >= first->gpu->n_gpus) {
-                cli_error("scan", "--gpu %d: this host has %zu GPU%s", only_gpu, first->gpu->n_gpus,
-                          first->gpu->n_gpus == 1 ? "" : "s");
-                facts_free(first);
+        struct scan_result *res = run->res;
+        if (res->facts->gpu->driver_present && only_gpu >= 0 && (size_t)only_gpu >= res->facts->gpu->n_gpus) {
+                cli_error("scan", "--gpu %d: this host has %zu GPU%s", only_gpu, res->facts->gpu->n_gpus,
+                          res->facts->gpu->n_gpus == 1 ? "" : "s");
+                scan_once_free(run);
                 return EXIT_USAGE;
-        }
-        r = ledger_build(first, NULL, &lo, &res);
-        /* a ghost or a stuck task must be seen twice: the driver frees memory with a delay */
-        bool confirm = r == 0 && ledger_needs_confirmation(res);
-        if (confirm && c.from_bundle) {
-                char p[4096];
-                snprintf(p, sizeof(p), "%s/confirm/nvml.json", c.from_bundle);
-                FILE *t = fopen(p, "r");
-                confirm = t != NULL;
-                if (t)
-                        fclose(t);
-        } else if (confirm && confirm_ms) {
-                struct timespec ts = { .tv_sec = (time_t)(confirm_ms / 1000), .tv_nsec = (long)(confirm_ms % 1000) * 1000000L };
-                nanosleep(&ts, NULL);
-        } else {
-                confirm = false;
-        }
-        if (confirm) {
-                scan_result_free(res);
-                res = NULL;
-                r = collect(&c, &so, "confirm", "confirm", &second);
-                if (r == 0) {
-                        lo.two_samples = true;
-                        r = ledger_build(second, first, &lo, &res);
-                }
-        }
-        if (r < 0) {
-                cli_error("scan", "%s", strerror(-r));
-                facts_free(first);
-                facts_free(second);
-                return EXIT_INCOMPLETE;
         }
         res->only_gpu = only_gpu;
         int status = scan_exit_status(res);
@@ -212,8 +172,15 @@ int cmd_scan(int argc, char **argv)
                 cli_sim_banner(stdout, &c);
                 scan_text(stdout, res, cli_use_color(stdout), c.verbose);
         }
-        scan_result_free(res);
-        facts_free(first);
-        facts_free(second);
+        if (textfile) {
+                struct metrics_input mi = { .res = res, .scan_duration_s = run->duration_s,
+                                            .last_scan_time = res->facts->gpu->sample_time };
+                r = metrics_write_textfile(textfile, &mi);
+                if (r < 0) {
+                        cli_error("scan", "--textfile %s: cannot write ghostvram.prom: %s", textfile, strerror(-r));
+                        status = EXIT_INCOMPLETE;
+                }
+        }
+        scan_once_free(run);
         return status;
 }
