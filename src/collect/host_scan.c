@@ -91,7 +91,8 @@ struct pid_scan {
         struct host_proc p;
         pid_t pid;
         int dfd;
-        uid_t owner;                    /* owner of /proc/PID (its effective uid) */
+        uid_t owner;                    /* owner of /proc/PID (its effective uid), once known */
+        bool owner_known;
         unsigned forced;                /* skipped bits recorded in a bundle */
         enum host_role bundle_role;
         bool locked;                    /* a blocking read missed its deadline: skip the others */
@@ -560,8 +561,14 @@ static void add_node(struct host_ctx *c, struct pid_scan *s, const char *name, u
         }
 }
 
-static void note_denied(const struct host_ctx *c, const struct pid_scan *s, unsigned *other, unsigned *own)
+static void note_denied(const struct host_ctx *c, struct pid_scan *s, unsigned *other, unsigned *own)
 {
+        if (!s->owner_known) {
+                /* only needed here: an fstat per process would cost a syscall each */
+                struct stat st;
+                s->owner = fstat(s->dfd, &st) == 0 ? st.st_uid : (uid_t)-1;
+                s->owner_known = true;
+        }
         if (c->r->euid != 0 && s->owner != c->r->euid)
                 (*other)++;
         else
@@ -863,7 +870,6 @@ static int inspect_pid(struct host_ctx *c, pid_t pid, const char *dirname, bool 
                        enum pid_class *ret_class)
 {
         struct pid_scan s;
-        struct stat dst;
         enum pid_class cls = PID_NONE;
         int e, r = -ESRCH;
         memset(&s, 0, sizeof(s));
@@ -879,7 +885,6 @@ static int inspect_pid(struct host_ctx *c, pid_t pid, const char *dirname, bool 
                 }
                 goto out;
         }
-        s.owner = fstat(s.dfd, &dst) == 0 ? dst.st_uid : (uid_t)-1;
         if (c->bundle) {
                 const struct host_bundle_proc *bp = host_bundle_proc(c->bundle, pid);
                 if (bp) {
