@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <grp.h>
 #include <pwd.h>
 #include <setjmp.h>
@@ -497,7 +498,8 @@ static void test_fifo_wait_budget(void **state)
 }
 
 /* Permission denied, for real: the tests run as root, so a child drops to nobody and scans a
- * copy whose 100/fd is mode 000 (an fd table of another user's process). Checks are done in
+ * copy whose 100/fd is mode 000 (an fd table of another user's process), whose 111 is mode 000
+ * (hidepid=noaccess) and whose self/mountinfo declares hidepid=invisible. Checks are done in
  * the child; its exit status says which one failed. */
 static int eacces_child(const char *tree)
 {
@@ -520,7 +522,20 @@ static int eacces_child(const char *tree)
                 return 15;
         if (r->euid != 65534)
                 return 16;
+        /* a /proc/PID that cannot be opened at all (hidepid=noaccess does that) */
+        if (!th_has_limit(r, "1 process could not be inspected at all (permission denied)") ||
+            host_report_find(r, 111))
+                return 17;
+        /* the tree's self/mountinfo says it is a proc mount with hidepid=invisible */
+        char want[600];
+        snprintf(want, sizeof(want), "%s is mounted with hidepid=invisible: processes of other users are not "
+                 "listed (not root)", tree);
+        if (!th_has_limit(r, want))
+                return 18;
         host_report_free(r);
+        struct host_proc p111;
+        if (host_proc_lookup(&o, 111, &p111) != -EACCES)
+                return 19;
         return 0;
 }
 
@@ -534,6 +549,14 @@ static void test_permission_denied(void **state)
         th_copy_fixture("proc-basic", tmp, tree);
         snprintf(fd, sizeof(fd), "%s/100/fd", tree);
         assert_int_equal(chmod(fd, 0), 0);
+        snprintf(fd, sizeof(fd), "%s/111", tree);
+        assert_int_equal(chmod(fd, 0), 0);
+        char real[PATH_MAX], mi[PATH_MAX + 128];
+        assert_non_null(realpath(tree, real));
+        int n = snprintf(mi, sizeof(mi), "25 1 0:23 / %s rw,nosuid,nodev,noexec,relatime shared:13 - proc proc "
+                         "rw,hidepid=invisible\n", real);
+        snprintf(fd, sizeof(fd), "%s/self/mountinfo", tree);
+        assert_int_equal(write_file_atomic(fd, mi, (size_t)n), 0);
         pid_t pid = fork();
         assert_true(pid >= 0);
         if (pid == 0)
