@@ -49,6 +49,7 @@ struct host_proc {
         char state;             /* R S D Z T t X I ... ; '?' unknown */
         bool exiting;           /* PF_EXITING in stat flags */
         bool kernel_thread;     /* PF_KTHREAD */
+        unsigned num_threads;   /* stat field 20 */
         uint64_t start_ticks;   /* stat field 22, clock ticks since boot */
         double start_time;      /* epoch seconds (btime + ticks / CLK_TCK) */
         char wchan[64];

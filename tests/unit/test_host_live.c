@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <spawn.h>
@@ -83,7 +84,14 @@ static void wait_forever(void)
                 pause();
 }
 
-enum role { R_FD, R_MAP, R_BOTH, R_NOTHING, R_EXEC_CLOEXEC, R_EXEC_INHERIT, R_FORKED };
+static void *idle_thread(void *arg)
+{
+        (void)arg;
+        wait_forever();
+        return NULL;
+}
+
+enum role { R_FD, R_MAP, R_BOTH, R_NOTHING, R_EXEC_CLOEXEC, R_EXEC_INHERIT, R_FORKED, R_ZOMBIE_LEADER };
 
 static pid_t spawn(struct live *l, enum role role)
 {
@@ -117,6 +125,17 @@ static pid_t spawn(struct live *l, enum role role)
                 signal_ready(l);
                 execlp("sleep", "sleep", "1000", (char *)NULL);
                 _exit(93);
+        case R_ZOMBIE_LEADER: {
+                /* the main thread exits, a second thread keeps the process (and its fd table
+                 * and address space) alive: the leader shows as a zombie */
+                hold(l->ctl, O_CLOEXEC);
+                map_only(l->gpu);
+                pthread_t t;
+                if (pthread_create(&t, NULL, idle_thread, NULL) != 0)
+                        _exit(94);
+                signal_ready(l);
+                pthread_exit(NULL);
+        }
         case R_FORKED: {
                 /* the data-loader story: the owner forks a worker, then is killed; the worker
                  * keeps the inherited descriptor and mapping */
@@ -366,6 +385,39 @@ static void test_live_bundle(void **state)
         host_report_free(r);
 }
 
+static void test_zombie_leader(void **state)
+{
+        struct live *l = *state;
+        pid_t z = spawn(l, R_ZOMBIE_LEADER);
+        wait_ready(l, 1);
+        /* wait until the leader is a zombie */
+        char path[64], *data = NULL;
+        size_t len;
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)z);
+        for (int i = 0; i < 500; i++) {
+                free(data);
+                data = NULL;
+                if (read_file_at(AT_FDCWD, path, 4096, &data, &len) == 0 && strstr(data, ") Z "))
+                        break;
+                usleep(10 * 1000);
+        }
+        assert_non_null(data);
+        assert_non_null(strstr(data, ") Z "));
+        free(data);
+        /* read_env: its environ gives ESRCH (no address space), which is not "vanished" */
+        struct host_opts o = { .dev_prefix = l->prefix, .timeout_ms = 2000, .read_env = true };
+        struct host_report *r;
+        assert_int_equal(host_scan(&o, &r), 0);
+        const struct host_proc *p = host_report_find(r, z);
+        assert_non_null(p);
+        assert_int_equal(p->state, 'Z');
+        assert_int_equal(p->num_threads, 2);
+        assert_int_equal(p->n_nodes, 2);
+        assert_int_equal(th_via(p, "nvidiactl"), FD);
+        assert_int_equal(th_via(p, "nvidia0"), MM);
+        host_report_free(r);
+}
+
 /* Without root: other users' fd tables and maps are out of sight, and the report says so. */
 static int nobody_child(void)
 {
@@ -440,6 +492,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_differential_fuser, live_setup, live_teardown),
                 cmocka_unit_test_setup_teardown(test_live_bundle, live_setup, live_teardown),
+                cmocka_unit_test_setup_teardown(test_zombie_leader, live_setup, live_teardown),
                 cmocka_unit_test(test_not_root),
                 cmocka_unit_test(test_churn),
         };
