@@ -402,8 +402,9 @@ static int copy_opt(char *dst, size_t dstlen, const char *v, const char *def)
         return 0;
 }
 
-/* Open proc_root and learn the machine facts (into r). */
-static int ctx_init(struct host_ctx *c, const struct host_opts *o, struct host_report *r)
+/* Open proc_root and learn the machine facts (into r); for_walk: also what only the walk's
+ * limits need. */
+static int ctx_init(struct host_ctx *c, const struct host_opts *o, struct host_report *r, bool for_walk)
 {
         memset(c, 0, sizeof(*c));
         c->proc_fd = -1;
@@ -471,7 +472,8 @@ static int ctx_init(struct host_ctx *c, const struct host_opts *o, struct host_r
         r->euid = geteuid();
         r->clk_tck = sysconf(_SC_CLK_TCK);
         collect_devnodes(c);
-        detect_hidepid(c);
+        if (for_walk)
+                detect_hidepid(c);
         return 0;
 }
 
@@ -1059,7 +1061,7 @@ int host_scan(const struct host_opts *o, struct host_report **ret)
         struct host_report *r = calloc(1, sizeof(*r));
         if (!r)
                 return -ENOMEM;
-        e = ctx_init(&c, o, r);
+        e = ctx_init(&c, o, r, true);
         if (e < 0)
                 goto out;
         d = host_opendirat(c.proc_fd, ".");
@@ -1112,7 +1114,7 @@ int host_proc_lookup(const struct host_opts *o, pid_t pid, struct host_proc *ret
         struct host_ctx c;
         struct host_report facts;
         memset(&facts, 0, sizeof(facts));
-        int e = ctx_init(&c, o, &facts);
+        int e = ctx_init(&c, o, &facts, false);
         if (e < 0)
                 goto out;
         if (pid <= 0) {
