@@ -92,13 +92,9 @@ static int subdir(int dfd, const char *name)
 /* Empty a directory of plain entries (an earlier save's fd links). */
 static void clear_dir(int dfd)
 {
-        int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-        if (!d) {
-                if (fd >= 0)
-                        close(fd);
+        DIR *d = host_opendirat(dfd, ".");
+        if (!d)
                 return;
-        }
         struct dirent *e;
         while ((e = readdir(d)))
                 if (e->d_name[0] != '.')
