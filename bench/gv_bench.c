@@ -161,6 +161,8 @@ static void start_tree(unsigned n, unsigned fds, unsigned map_every, char files[
         if (spawner < 0)
                 die("fork");
         if (spawner == 0) {
+                if (n_files == 0)
+                        _exit(1);
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
                 setpgid(0, 0);
                 close(p[0]);
