@@ -353,6 +353,9 @@ int main(int argc, char **argv)
         }
         signal(SIGINT, on_signal);
         signal(SIGTERM, on_signal);
+        /* orphaned tree members come back to us: cleanup() reaps every one of them, so the
+         * next measurement does not overlap their teardown */
+        prctl(PR_SET_CHILD_SUBREAPER, 1);
 
         snprintf(g_tmp, sizeof(g_tmp), "/tmp/gvbenchXXXXXX");
         if (!mkdtemp(g_tmp))
