@@ -161,6 +161,8 @@ static void start_tree(unsigned n, unsigned fds, unsigned map_every, char files[
         if (spawner < 0)
                 die("fork");
         if (spawner == 0) {
+                if (n_files == 0)
+                        _exit(1);
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
                 setpgid(0, 0);
                 close(p[0]);
@@ -351,6 +353,9 @@ int main(int argc, char **argv)
         }
         signal(SIGINT, on_signal);
         signal(SIGTERM, on_signal);
+        /* orphaned tree members come back to us: cleanup() reaps every one of them, so the
+         * next measurement does not overlap their teardown */
+        prctl(PR_SET_CHILD_SUBREAPER, 1);
 
         snprintf(g_tmp, sizeof(g_tmp), "/tmp/gvbenchXXXXXX");
         if (!mkdtemp(g_tmp))

@@ -2,6 +2,7 @@
  * host_scan.c, host_bundle.c, host_report.c) and its tests. Not part of the interface. */
 #pragma once
 #include <dirent.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -78,6 +79,12 @@ int host_majors_name(const struct host_majors *m, unsigned major, unsigned minor
 int host_parse_environ(const char *buf, size_t len, struct host_proc *p, struct buf *saved);
 /* Strip a " (deleted)" suffix: returns the new length and sets *deleted. */
 size_t host_strip_deleted(const char *s, size_t len, bool *deleted);
+
+/* -errno of the call that just failed, never 0 (a failure must not read as success). */
+static inline int host_neg_errno(void)
+{
+        return errno > 0 ? -errno : -EIO;
+}
 
 /* --- report helpers (host_report.c) -------------------------------------------------------- */
 

@@ -130,7 +130,7 @@ static int read_all(int fd, size_t max, bool truncate, char **data, size_t *len,
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
-                        return -errno;
+                        return host_neg_errno();
                 }
                 if (k == 0)
                         break;
@@ -153,9 +153,9 @@ static int read_small(int dfd, const char *name, size_t max, char **ret, size_t 
 {
         int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
-                return -errno;
+                return host_neg_errno();
         char *data = NULL;
-        size_t len, alloc = 0;
+        size_t len = 0, alloc = 0;
         int r = read_all(fd, max, false, &data, &len, &alloc);
         close(fd);
         if (r < 0) {
@@ -183,7 +183,7 @@ static int read_job_run(void *arg)
         struct read_job *j = arg;
         int fd = openat(j->dfd, j->name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
-                return -errno;
+                return host_neg_errno();
         int r = read_all(fd, j->max, j->truncate, &j->data, &j->len, &j->alloc);
         close(fd);
         return r;
@@ -210,7 +210,7 @@ static int read_blocking(struct host_ctx *c, int dfd, const char *name, size_t m
                 return -ENOMEM;
         j->dfd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
         if (j->dfd < 0) {
-                int e = -errno;
+                int e = host_neg_errno();
                 free(j);
                 return e;
         }
@@ -259,12 +259,12 @@ static int read_link_or_file(int dfd, const char *name, char *out, size_t outlen
                 return 0;
         }
         if (errno != EINVAL)
-                return -errno;
-        char *data;
-        size_t len;
+                return host_neg_errno();
+        char *data = NULL;
+        size_t len = 0;
         int r = read_small(dfd, name, HOST_CAP_SMALL, &data, &len);
-        if (r < 0)
-                return r;
+        if (r < 0 || !data)
+                return r < 0 ? r : -EIO;
         while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == '\0'))
                 len--;
         if (len >= outlen) {
@@ -351,8 +351,8 @@ static void collect_devnodes(struct host_ctx *c)
 static void detect_hidepid(struct host_ctx *c)
 {
         char real[PATH_MAX];
-        char *mi;
-        size_t len;
+        char *mi = NULL;
+        size_t len = 0;
         if (!realpath(c->proc_root, real) || read_small(c->proc_fd, "self/mountinfo", 1u << 20, &mi, &len) < 0)
                 return;
         char *save = NULL;
@@ -427,13 +427,13 @@ static int ctx_init(struct host_ctx *c, const struct host_opts *o, struct host_r
 
         c->proc_fd = open(c->proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (c->proc_fd < 0)
-                return -errno;
+                return host_neg_errno();
         e = host_bundle_load(c->proc_root, &c->bundle);
         if (e < 0)
                 return e;
 
-        char *data;
-        size_t len;
+        char *data = NULL;
+        size_t len = 0;
         if (read_small(c->proc_fd, "devices", HOST_CAP_DEVICES, &data, &len) == 0) {
                 c->have_majors = host_parse_devices(data, len, &c->majors) == 0;
                 c->devices = data;
@@ -583,7 +583,7 @@ static void scan_fds(struct host_ctx *c, struct pid_scan *s)
         }
         int fdd = openat(s->dfd, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fdd < 0) {
-                int e = -errno;
+                int e = host_neg_errno();
                 if (is_gone(e))
                         return;         /* no table (any more), or a fixture without descriptors */
                 s->p.skipped |= HOST_SKIP_FDS;
@@ -665,8 +665,8 @@ static void scan_maps(struct host_ctx *c, struct pid_scan *s, char state)
                 c->n_maps_dstate++;
                 return;
         }
-        char *data;
-        size_t len;
+        char *data = NULL;
+        size_t len = 0;
         int e = read_blocking(c, s->dfd, "maps", HOST_CAP_MAPS, &data, &len);
         if (e < 0) {
                 /* ESRCH: no address space (an exiting task that released it, still holding
@@ -722,7 +722,7 @@ static void scan_live_thread(struct host_ctx *c, struct pid_scan *s)
                 if (thr < 0)
                         continue;
                 char *st = NULL;
-                size_t sl;
+                size_t sl = 0;
                 struct host_proc t;
                 memset(&t, 0, sizeof(t));
                 bool live = read_small(thr, "stat", HOST_CAP_STAT, &st, &sl) == 0 &&
@@ -753,13 +753,13 @@ static void read_text_files(struct host_ctx *c, struct pid_scan *s)
                 s->p.skipped |= HOST_SKIP_CMDLINE | env_bit;
                 return;
         }
-        char *data;
-        size_t len;
+        char *data = NULL;
+        size_t len = 0;
         if (s->forced & HOST_SKIP_CMDLINE) {
                 s->p.skipped |= HOST_SKIP_CMDLINE;
         } else {
                 int e = read_blocking(c, s->dfd, "cmdline", HOST_CAP_CMDLINE, &data, &len);
-                if (e == 0) {
+                if (e == 0 && data) {
                         s->p.cmdline = cmdline_join(data, len);
                         if (c->save_dir && (s->cmdline = malloc(len + 1)) != NULL) {
                                 memcpy(s->cmdline, data, len + 1);
@@ -796,8 +796,8 @@ static void read_text_files(struct host_ctx *c, struct pid_scan *s)
 
 static void collect_facts(struct host_ctx *c, struct pid_scan *s)
 {
-        char *data;
-        size_t len;
+        char *data = NULL;
+        size_t len = 0;
         /* with stat, the one file that says whether the process is still there */
         int e = read_small(s->dfd, "status", HOST_CAP_STATUS, &s->status, &s->status_len);
         if (is_gone(e)) {
@@ -1066,7 +1066,7 @@ int host_scan(const struct host_opts *o, struct host_report **ret)
                 goto out;
         d = host_opendirat(c.proc_fd, ".");
         if (!d) {
-                e = -errno;
+                e = host_neg_errno();
                 goto out;
         }
         while ((de = readdir(d))) {

@@ -296,7 +296,7 @@ static void test_differential_fuser(void **state)
         assert_int_equal(host_scan(&o, &r), 0);
         assert_int_equal(r->self_pid, getpid());
 
-        struct pair ours[64], theirs[64];
+        struct pair ours[64] = { { 0 } }, theirs[64] = { { 0 } };
         size_t n_ours = 0, n_theirs = 0;
         for (size_t i = 0; i < r->n_holders; i++)
                 for (unsigned k = 0; k < r->holders[i].n_nodes && n_ours < 64; k++) {
