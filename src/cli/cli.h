@@ -2,6 +2,7 @@
  * exporting `int cmd_NAME(int argc, char **argv)` that returns the process exit status. */
 #pragma once
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "collect/gpu.h"
@@ -80,15 +81,27 @@ int cli_print_json(struct json_t *doc);
 struct buf;
 int cli_run_self(const char *const args[], struct buf *out);
 
-/* The sources of a scan from the common options (cmd_scan.c): what scan reads, confirming
- * sample 2 s later; callers adjust the fields they have options for. */
+/* The sources, ledger defaults and bundles of one scan from the common options (confirm 2s). */
 struct scan_once_opts;
 void cli_scan_once_opts(const struct cli_common *c, struct scan_once_opts *o);
+
+/* Block SIGINT and SIGTERM in this thread and the threads it starts; cli_wait_signal then
+ * sleeps until a deadline or one of them. The long-running commands (watch, serve) stop
+ * cleanly that way: the current sample finishes, then they exit 0. */
+void cli_block_stop_signals(void);
+/* Sleep ms (or forever with ms == UINT64_MAX); false when SIGINT/SIGTERM arrived (it stays
+ * remembered: later calls return false at once). */
+bool cli_wait_signal(void *unused, uint64_t ms);
+/* Has a stop signal arrived? */
+bool cli_stop_requested(void);
 
 int cmd_snapshot(int argc, char **argv);
 int cmd_scan(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_xid(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_watch(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 int cmd_reclaim(int argc, char **argv);
 int cmd_experiment(int argc, char **argv);

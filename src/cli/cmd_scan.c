@@ -2,12 +2,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
 #include "model/facts.h"
 #include "model/ledger.h"
 #include "model/scan_run.h"
+#include "render/metrics.h"
 #include "render/scan_render.h"
 #include "util/parse.h"
 
@@ -38,6 +38,8 @@ static void scan_usage(FILE *f)
                 "  --kmsg FILE          read NVRM/Xid kernel events from a saved log (dmesg, journalctl -k,\n"
                 "                       syslog; - for stdin) instead of /dev/kmsg\n"
                 "  --no-kernel          do not read the kernel log\n"
+                "  --textfile DIR       also write DIR/ghostvram.prom for node_exporter's textfile\n"
+                "                       collector (atomically; docs/metrics.md lists the metrics)\n"
                 CLI_COMMON_HELP
                 "  -h, --help           this help\n\n"
                 "Verdicts (the first finding of a GPU; docs/verdicts.md explains each):\n"
@@ -51,22 +53,20 @@ static void scan_usage(FILE *f)
                 "3 some GPU (or the driver) could not be inspected.\n");
 }
 
-/* The sources of a scan from the common options: GPU, /proc and the kernel log of this host
- * (GHOSTVRAM_SIM: the simulated host's), bundles as the options say; a confirming sample 2 s
- * later. */
+/* The sources of a scan from the common options. */
 void cli_scan_once_opts(const struct cli_common *c, struct scan_once_opts *o)
 {
         memset(o, 0, sizeof(*o));
         o->facts.simulated = c->simulated;
         cli_common_gpu_opts(c, &o->facts.gpu);
         cli_common_host_opts(c, &o->facts.host);
-        o->facts.read_kernel = true;
-        o->facts.kernel.sim_dir = c->simulated ? c->sim_dir : NULL;
-        o->facts.kernel.proc_root = c->proc_root;
         ledger_opts_default(&o->ledger);
         o->confirm_ms = 2000;
         o->from_bundle = c->from_bundle;
         o->save_bundle = c->save_bundle;
+        o->facts.read_kernel = true;
+        o->facts.kernel.sim_dir = c->simulated ? c->sim_dir : NULL;
+        o->facts.kernel.proc_root = c->proc_root;
 }
 
 int cmd_scan(int argc, char **argv)
@@ -78,6 +78,7 @@ int cmd_scan(int argc, char **argv)
                 { "noise-floor", required_argument, NULL, 'F' },
                 { "kmsg", required_argument, NULL, 'K' },
                 { "no-kernel", no_argument, NULL, 'N' },
+                { "textfile", required_argument, NULL, 'T' },
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
@@ -86,9 +87,9 @@ int cmd_scan(int argc, char **argv)
         struct ledger_opts lo;
         ledger_opts_default(&lo);
         int only_gpu = -1;
-        const char *kmsg = NULL;
-        bool no_kernel = false;
         uint64_t confirm_ms = 2000;
+        const char *textfile = NULL, *kmsg = NULL;
+        bool no_kernel = false;
         int opt;
         optind = 1;
         while ((opt = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
@@ -110,6 +111,9 @@ int cmd_scan(int argc, char **argv)
                                 cli_error("scan", "--confirm: '%s' is not a duration up to 10m (e.g. 2s, 500ms, 0)", optarg);
                                 return EXIT_USAGE;
                         }
+                        continue;
+                case 'T':
+                        textfile = optarg;
                         continue;
                 case 'K':
                         kmsg = optarg;
@@ -141,7 +145,6 @@ int cmd_scan(int argc, char **argv)
         }
         if (cli_common_finish(&c, "scan") < 0)
                 return EXIT_USAGE;
-
         struct scan_once_opts so;
         cli_scan_once_opts(&c, &so);
         so.ledger.floor_min_bytes = lo.floor_min_bytes;
@@ -168,6 +171,15 @@ int cmd_scan(int argc, char **argv)
         } else {
                 cli_sim_banner(stdout, &c);
                 scan_text(stdout, res, cli_use_color(stdout), c.verbose);
+        }
+        if (textfile) {
+                struct metrics_input mi = { .res = res, .scan_duration_s = run->duration_s,
+                                            .last_scan_time = res->facts->gpu->sample_time };
+                r = metrics_write_textfile(textfile, &mi);
+                if (r < 0) {
+                        cli_error("scan", "--textfile %s: cannot write ghostvram.prom: %s", textfile, strerror(-r));
+                        status = EXIT_INCOMPLETE;
+                }
         }
         scan_once_free(run);
         return status;

@@ -15,6 +15,7 @@
 
 #include "cli/cli.h"
 #include "collect/kernel.h"
+#include "collect/gpu_events.h"
 #include "collect/xid.h"
 #include "util/escape.h"
 #include "util/parse.h"
@@ -263,7 +264,14 @@ struct xid_follow_source {
         int (*read)(void *ctx, struct xid_list *out);   /* append what is ready; 0 or -errno */
         void *ctx;
 };
-static const struct xid_follow_source *const xid_follow_sources[] = { NULL };
+static int nvml_events_read(void *ctx, struct xid_list *out)
+{
+        return gpu_events_read(ctx, out);
+}
+
+/* The extra sources of this run (filled when following: live NVML events). */
+static struct xid_follow_source xid_follow_nvml = { .label = "nvml", .poll_fd = NULL, .read = nvml_events_read };
+static const struct xid_follow_source *xid_follow_sources[2] = { NULL, NULL };
 
 /* Collect from the extra sources into batch (ordered by time with what is there). */
 static int follow_merge_sources(struct xid_list *batch)
@@ -512,9 +520,31 @@ static int run_follow(struct xid_run *x, struct kmsg_reader *rd)
         int mr = map_events(x, NULL, 0);
         if (mr < 0)
                 return mr == -ENOENT ? EXIT_USAGE : EXIT_INCOMPLETE;
+        /* this host's log: also listen to NVML's critical-error events, on their own thread */
+        struct gpu_events *nv = NULL;
+        char nverr[256] = "";
+        if (!x->kmsg_path) {
+                struct gpu_opts go;
+                cli_common_gpu_opts(&x->c, &go);
+                if (gpu_events_open(&go, &nv, nverr, sizeof(nverr)) == 0) {
+                        xid_follow_nvml.ctx = nv;
+                        xid_follow_sources[0] = &xid_follow_nvml;
+                }
+        }
         if (!x->view.json) {
                 cli_sim_banner(stdout, &x->c);
-                printf("Following %s (Ctrl-C stops).\n\n", x->path_shown);
+                printf("Following %s", x->path_shown);
+                if (nv)
+                        printf(" and NVML critical-error events of %u GPU%s", gpu_events_gpus(nv),
+                               gpu_events_gpus(nv) == 1 ? "" : "s");
+                printf(" (Ctrl-C stops).\n");
+                if (!nv && nverr[0]) {
+                        struct buf b = BUF_INIT(0);
+                        esc_terminal(&b, nverr, strlen(nverr));
+                        printf("(%s)\n", buf_str(&b));
+                        buf_free(&b);
+                }
+                printf("\n");
                 fflush(stdout);
         }
         struct xid_parser ps;
@@ -561,6 +591,8 @@ static int run_follow(struct xid_run *x, struct kmsg_reader *rd)
         }
         xid_parser_free(&ps);
         xid_list_free(&batch);
+        xid_follow_sources[0] = NULL;
+        gpu_events_close(nv);
         return status;
 }
 

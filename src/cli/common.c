@@ -1,11 +1,14 @@
 #define _GNU_SOURCE 1 /* pipe2 */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -13,6 +16,7 @@
 #include "cli/cli.h"
 #include "simstate.h"
 #include "util/buf.h"
+#include "util/deadline.h"
 #include "util/parse.h"
 
 void cli_common_init(struct cli_common *c)
@@ -177,4 +181,55 @@ int cli_run_self(const char *const args[], struct buf *out)
         while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
                 ;
         return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+static bool stop_seen;
+
+void cli_block_stop_signals(void)
+{
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGINT);
+        sigaddset(&set, SIGTERM);
+        pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+bool cli_wait_signal(void *unused, uint64_t ms)
+{
+        (void)unused;
+        if (stop_seen)
+                return false;
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGINT);
+        sigaddset(&set, SIGTERM);
+        unsigned long long until = monotonic_ms() + (ms == UINT64_MAX ? 0 : ms);
+        for (;;) {
+                int sig;
+                if (ms == UINT64_MAX) {
+                        sig = sigwaitinfo(&set, NULL);
+                } else {
+                        unsigned long long now = monotonic_ms();
+                        unsigned long long left = until > now ? until - now : 0; /* 0: poll once */
+                        struct timespec ts = { .tv_sec = (time_t)(left / 1000), .tv_nsec = (long)(left % 1000) * 1000000L };
+                        sig = sigtimedwait(&set, NULL, &ts);
+                        if (sig < 0 && errno == EAGAIN)
+                                return true;
+                }
+                if (sig == SIGINT || sig == SIGTERM) {
+                        stop_seen = true;
+                        return false;
+                }
+                /* EINTR (another signal): keep waiting */
+        }
+}
+
+bool cli_stop_requested(void)
+{
+        if (stop_seen)
+                return true;
+        sigset_t pend;
+        if (sigpending(&pend) == 0 && (sigismember(&pend, SIGINT) == 1 || sigismember(&pend, SIGTERM) == 1))
+                return !cli_wait_signal(NULL, 0);
+        return false;
 }

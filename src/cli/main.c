@@ -12,6 +12,9 @@ static const struct command {
 } commands[] = {
         { "scan", cmd_scan, "account for every byte each GPU reports used; name who holds the ghost" },
         { "snapshot", cmd_snapshot, "the raw facts: what NVML says and every holder of a device node" },
+        { "check", cmd_check, "a monitoring plugin (Nagios/Icinga): one status line, exit 0/1/2/3" },
+        { "watch", cmd_watch, "sample continuously; print changes, alert on a lasting ghost, run a hook" },
+        { "serve", cmd_serve, "Prometheus exporter: /metrics, /healthz, /api/v1/scan (read-only)" },
         { "xid", cmd_xid, "NVRM/Xid kernel events, explained and tied to GPUs and processes" },
         { "reclaim", cmd_reclaim, "end the orphaned holders of a ghost safely; measure the memory coming back" },
         { "experiment", cmd_experiment, "reproduce the ghost on purpose: residual memory and recovery time, measured" },

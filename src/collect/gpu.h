@@ -81,6 +81,7 @@ struct gpu_report {
         enum gpu_pid_mode pid_mode;
         char error[256];        /* why the driver is absent or unusable */
         double sample_time;     /* wall clock (epoch seconds) of the sample */
+        bool timed_out;         /* some driver call missed its deadline (the driver hangs) */
         struct gpu_info *gpus;
         size_t n_gpus;
 };
@@ -104,6 +105,11 @@ struct gpu_backend {
 
 extern const struct gpu_backend gpu_backend_nvml;
 extern const struct gpu_backend gpu_backend_bundle;
+
+/* Driver calls that missed their deadline and have not returned yet, in this process. While
+ * this is not 0 the driver still hangs: a continuous command waits instead of leaving one more
+ * thread stuck in it each cycle. */
+int gpu_nvml_stuck_calls(void);
 
 /* Collect with the backend the options ask for. */
 int gpu_collect(const struct gpu_opts *o, struct gpu_report **ret);

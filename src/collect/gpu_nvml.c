@@ -4,6 +4,7 @@
  * ABI facts and their sources: docs/nvml-abi.md (and src/collect/nvml_abi.h). */
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,13 +155,32 @@ struct nv_ctx {
 /* Run job; returns 0 when the call returned (its status in j->ret), -ETIMEDOUT when the
  * driver did not answer (the job now belongs to the worker: do not touch it), or another
  * negative errno (the job is still ours). */
+/* Abandoned calls still inside the driver (may go below 0 for a moment: a call can return
+ * between being abandoned and being counted). */
+static atomic_int nv_stuck_calls;
+
+int gpu_nvml_stuck_calls(void)
+{
+        int n = atomic_load(&nv_stuck_calls);
+        return n > 0 ? n : 0;
+}
+
+/* The worker frees an abandoned job when (if ever) the driver call returns. */
+static void nv_job_free_abandoned(void *p)
+{
+        atomic_fetch_sub(&nv_stuck_calls, 1);
+        nv_job_free(p);
+}
+
 static int nv_call(struct nv_ctx *c, struct nv_job *j)
 {
         int res;
         j->lib = &c->lib;
-        int r = deadline_run(&c->runner, nv_job_run, j, nv_job_free, c->timeout_ms, &res);
-        if (r == -ETIMEDOUT)
+        int r = deadline_run(&c->runner, nv_job_run, j, nv_job_free_abandoned, c->timeout_ms, &res);
+        if (r == -ETIMEDOUT) {
                 c->timeouts++;
+                atomic_fetch_add(&nv_stuck_calls, 1);
+        }
         return r;
 }
 
@@ -668,6 +688,8 @@ static int nvml_collect(const struct gpu_opts *o, struct gpu_report **ret)
         }
 
 out:
+        if (rep)
+                rep->timed_out = c->timeouts > 0;
         if (initialised && !c->timeouts) {
                 j = nv_job_new(OP_SHUTDOWN, NULL);
                 if (j && nv_call(c, j) == 0)

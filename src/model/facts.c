@@ -8,7 +8,7 @@
 #include "collect/gpu_json.h"
 #include "util/fileio.h"
 
-static void host_proc_copy(struct host_proc *dst, const struct host_proc *src)
+void facts_proc_copy(struct host_proc *dst, const struct host_proc *src)
 {
         *dst = *src;
         dst->comm = src->comm ? strdup(src->comm) : NULL;
@@ -41,7 +41,7 @@ static int facts_add_pid(struct facts *f, const struct host_opts *ho, uint32_t p
         if (h) {
                 pf->present = true;
                 pf->holder = true;
-                host_proc_copy(&pf->proc, h);
+                facts_proc_copy(&pf->proc, h);
                 return 0;
         }
         if (!f->host || pid > (uint32_t)0x7fffffff)
@@ -129,14 +129,24 @@ static void read_kernel(struct facts *f, const struct facts_opts *o)
 
 int facts_collect(const struct facts_opts *o, struct facts **ret)
 {
+        struct gpu_report *gpu = NULL;
+        int r = gpu_collect(&o->gpu, &gpu);
+        if (r < 0)
+                return r;
+        return facts_collect_from(o, gpu, ret);
+}
+
+int facts_collect_from(const struct facts_opts *o, struct gpu_report *gpu, struct facts **ret)
+{
         struct facts *f = calloc(1, sizeof(*f));
-        if (!f)
+        int r;
+        if (!f) {
+                gpu_report_free(gpu);
                 return -ENOMEM;
+        }
         f->simulated = o->simulated;
         f->from_bundle = o->gpu.bundle_dir != NULL;
-        int r = gpu_collect(&o->gpu, &f->gpu);
-        if (r < 0)
-                goto fail;
+        f->gpu = gpu;
         if (o->save_bundle) {
                 r = gpu_report_save_bundle(f->gpu, o->save_bundle);
                 if (r < 0)

@@ -56,11 +56,18 @@ struct facts_opts {
  * then the NVML PIDs. Returns 0 (errors of the sources are inside the report) or -ENOMEM / the
  * host walk's error when proc_root cannot be read at all. */
 int facts_collect(const struct facts_opts *o, struct facts **ret);
+/* The same around a GPU report already collected with o->gpu (taken over, also on error): the
+ * continuous commands look at NVML first and walk /proc only when they need to. */
+int facts_collect_from(const struct facts_opts *o, struct gpu_report *gpu, struct facts **ret);
 void facts_free(struct facts *f);
 
 /* Is pid alive (present and not a zombie) in this sample? Looks at holders, NVML PIDs and
  * leaders; unknown PIDs count as absent. */
 bool facts_pid_alive(const struct facts *f, pid_t pid);
+
+/* A deep copy of a process's facts (its strings duplicated; free with host_proc_clear). A
+ * string that cannot be duplicated is left NULL, as an unread one is. */
+void facts_proc_copy(struct host_proc *dst, const struct host_proc *src);
 
 /* The fact for an NVML PID, or NULL. */
 const struct pid_fact *facts_pid(const struct facts *f, uint32_t pid);

@@ -307,6 +307,14 @@ static int attribute_hidden(const struct facts *f, const struct ledger_opts *o, 
 
 /* ---- stuck tasks ------------------------------------------------------------------------ */
 
+static const struct host_proc *unverified_find(const struct host_report *h, pid_t pid)
+{
+        for (size_t i = 0; h && i < h->n_unverified; i++)
+                if (h->unverified[i].pid == pid)
+                        return &h->unverified[i];
+        return NULL;
+}
+
 static bool wchan_in_nvidia(const char *w)
 {
         return w && (strstr(w, "nv") || strstr(w, "uvm") || strstr(w, "os_") || strstr(w, "rm_"));
@@ -329,12 +337,25 @@ static void find_stuck(const struct facts *now, const struct facts *before, cons
                 if (hp->state == 'D')
                         cand[n++] = hp->pid;
         }
+        /* tasks in D whose maps could not be read (they may map a device): in a dead owner's
+         * process group or session */
+        for (size_t u = 0; now->host && u < now->host->n_unverified && n < 64; u++) {
+                const struct host_proc *up = &now->host->unverified[u];
+                for (size_t k = 0; up->state == 'D' && k < l->n_owners; k++)
+                        if (l->owners[k].cls == OWNER_STALE &&
+                            (up->pgid == (pid_t)l->owners[k].pid || up->sid == (pid_t)l->owners[k].pid)) {
+                                cand[n++] = up->pid;
+                                break;
+                        }
+        }
         for (size_t i = 0; i < n; i++) {
                 pid_t pid = cand[i];
                 const struct host_proc *hp = now->host ? host_report_find(now->host, pid) : NULL;
                 const struct pid_fact *pf = facts_pid(now, (uint32_t)pid);
                 if (!hp && pf)
                         hp = &pf->proc;
+                if (!hp)
+                        hp = unverified_find(now->host, pid);
                 if (!hp)
                         continue;
                 bool twice = false;
@@ -343,6 +364,8 @@ static void find_stuck(const struct facts *now, const struct facts *before, cons
                         const struct pid_fact *bf = facts_pid(before, (uint32_t)pid);
                         if (!bp && bf && bf->present)
                                 bp = &bf->proc;
+                        if (!bp)
+                                bp = unverified_find(before->host, pid);
                         twice = bp && bp->state == 'D' && bp->start_ticks == hp->start_ticks;
                 }
                 bool nv = wchan_in_nvidia(hp->wchan);
@@ -591,8 +614,7 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                 struct { char s[256]; size_t len; } pl = { "", 0 };
                 for (size_t a = 0; a < l->n_attr; a++) {
                         const struct host_proc *hp = &h->holders[l->attr[a].holder];
-                        finding_pid(fd, hp->pid);
-                        evidence(fd, "PID %d: %s", (int)hp->pid, l->attr[a].text);
+                        finding_pid(fd, hp->pid); /* the links are in the processes, with each holder */
                         int w = snprintf(pl.s + pl.len, sizeof(pl.s) - pl.len, " %d", (int)hp->pid);
                         if (w > 0 && (size_t)w < sizeof(pl.s) - pl.len)
                                 pl.len += (size_t)w;

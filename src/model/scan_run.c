@@ -4,10 +4,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "util/deadline.h"
+
+#define MIB (1024ull * 1024ull)
 
 static bool default_wait(void *ctx, uint64_t ms)
 {
@@ -17,6 +20,15 @@ static bool default_wait(void *ctx, uint64_t ms)
                 ;
         return true;
 }
+
+static double wall_now(void)
+{
+        struct timeval tv;
+        gettimeofday(&tv, NULL);
+        return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+/* ---- one scan ---------------------------------------------------------------------------- */
 
 /* One sample; bundle_sub/save_sub name the bundle's subdirectory ("." / NULL: the top). */
 static int collect_sample(const struct scan_once_opts *o, const char *bundle_sub, const char *save_sub,
@@ -32,12 +44,12 @@ static int collect_sample(const struct scan_once_opts *o, const char *bundle_sub
                 n = snprintf(proc_dir, sizeof(proc_dir), "%s/%s/proc", o->from_bundle, bundle_sub);
                 if (n < 0 || (size_t)n >= sizeof(proc_dir))
                         return -ENAMETOOLONG;
-                n = snprintf(kmsg_path, sizeof(kmsg_path), "%s/%s/kmsg", o->from_bundle, bundle_sub);
-                if (n < 0 || (size_t)n >= sizeof(kmsg_path))
-                        return -ENAMETOOLONG;
                 fo.gpu.bundle_dir = gpu_dir;
                 fo.host.proc_root = proc_dir;
                 /* the kernel lines the bundle recorded (none: nothing was recorded) */
+                n = snprintf(kmsg_path, sizeof(kmsg_path), "%s/%s/kmsg", o->from_bundle, bundle_sub);
+                if (n < 0 || (size_t)n >= sizeof(kmsg_path))
+                        return -ENAMETOOLONG;
                 fo.read_kernel = o->facts.read_kernel && access(kmsg_path, R_OK) == 0;
                 fo.kernel.kmsg_path = kmsg_path;
                 fo.kernel.this_boot = true;
@@ -58,7 +70,12 @@ static bool bundle_has_confirm(const char *dir)
 {
         char p[4096];
         int n = snprintf(p, sizeof(p), "%s/confirm/nvml.json", dir);
-        return n > 0 && (size_t)n < sizeof(p) && access(p, R_OK) == 0;
+        if (n < 0 || (size_t)n >= sizeof(p))
+                return false;
+        FILE *t = fopen(p, "r");
+        if (t)
+                fclose(t);
+        return t != NULL;
 }
 
 int scan_once_run(const struct scan_once_opts *o, struct scan_once **ret)
@@ -77,10 +94,12 @@ int scan_once_run(const struct scan_once_opts *o, struct scan_once **ret)
                 goto fail;
         /* a ghost or a stuck task must be seen twice: the driver frees memory with a delay */
         bool confirm = ledger_needs_confirmation(s->res);
-        if (o->from_bundle)
-                confirm = confirm && bundle_has_confirm(o->from_bundle);
+        if (confirm && o->from_bundle)
+                confirm = bundle_has_confirm(o->from_bundle);
+        else if (confirm && o->confirm_ms)
+                confirm = true;
         else
-                confirm = confirm && o->confirm_ms > 0;
+                confirm = false;
         if (!confirm)
                 goto done;
         if (!o->from_bundle && !(o->wait ? o->wait : default_wait)(o->wait_ctx, o->confirm_ms)) {
@@ -113,4 +132,303 @@ void scan_once_free(struct scan_once *s)
         facts_free(s->first);
         facts_free(s->second);
         free(s);
+}
+
+/* ---- the sampler's decisions ---------------------------------------------------------------- */
+
+static bool holds_ctl_or_uvm(const struct host_proc *p)
+{
+        return host_proc_holds(p, "nvidiactl") || host_proc_holds(p, "nvidia-uvm");
+}
+
+static bool state_live(char st)
+{
+        return st != 'Z' && st != 'X' && st != 'D';
+}
+
+bool sampler_need_full(const struct gpu_report *gpu, const struct facts *full, const struct scan_result *last,
+                       const struct ledger_opts *lo, unsigned cycles_since_full, unsigned full_every,
+                       char *why, size_t whylen)
+{
+        if (!full || !full->host) {
+                snprintf(why, whylen, "no earlier /proc walk");
+                return true;
+        }
+        if (!gpu->driver_present)
+                return false;   /* nothing to explain without a driver */
+        if (gpu->n_gpus != full->gpu->n_gpus) {
+                snprintf(why, whylen, "the number of GPUs changed");
+                return true;
+        }
+        if (last && ledger_needs_confirmation(last)) {
+                snprintf(why, whylen, "a ghost or a stuck task to follow");
+                return true;
+        }
+        if (full_every && cycles_since_full + 1 >= full_every) {
+                snprintf(why, whylen, "periodic walk (every %u cycles)", full_every);
+                return true;
+        }
+        for (size_t i = 0; i < gpu->n_gpus; i++) {
+                const struct gpu_info *g = &gpu->gpus[i];
+                if (!g->memory_known || g->status != GPU_OK)
+                        continue;       /* the ledger cannot use /proc for it anyway */
+                uint64_t charged = 0;
+                for (size_t k = 0; k < g->n_procs; k++) {
+                        const struct gpu_proc *p = &g->procs[k];
+                        if (!p->used_known) {
+                                snprintf(why, whylen, "GPU %u: NVML gives no bytes for PID %u", g->index, p->pid);
+                                return true;
+                        }
+                        charged += p->used_bytes;
+                        const struct pid_fact *pf = facts_pid(full, p->pid);
+                        if (!pf || !pf->present || !pf->holder || !state_live(pf->proc.state) ||
+                            pf->proc.exiting || !holds_ctl_or_uvm(&pf->proc)) {
+                                snprintf(why, whylen, "GPU %u: PID %u was not a live holder in the last walk",
+                                         g->index, p->pid);
+                                return true;
+                        }
+                }
+                uint64_t permille = g->total_bytes / 1000 * lo->floor_permille;
+                uint64_t floor = permille > lo->floor_min_bytes ? permille : lo->floor_min_bytes;
+                uint64_t unexplained = g->used_bytes > charged ? g->used_bytes - charged : 0;
+                if (unexplained > floor) {
+                        snprintf(why, whylen, "GPU %u: %llu MiB not charged to a listed PID", g->index,
+                                 (unsigned long long)(unexplained / MIB));
+                        return true;
+                }
+        }
+        return false;
+}
+
+bool sampler_same_live_owner(const struct host_proc *then, const struct host_proc *now)
+{
+        return state_live(now->state) && !now->exiting && now->start_ticks == then->start_ticks;
+}
+
+/* ---- the sampler ------------------------------------------------------------------------------ */
+
+struct sampler {
+        struct sampler_opts o;
+        struct facts *last;             /* the latest sample; res is built on it */
+        struct facts *full;             /* the latest sample with a walk (may be last) */
+        struct scan_result *res;
+        unsigned since_full;
+};
+
+int sampler_new(const struct sampler_opts *o, struct sampler **ret)
+{
+        struct sampler *s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->o = *o;
+        if (!s->o.full_every)
+                s->o.full_every = 40;
+        *ret = s;
+        return 0;
+}
+
+void sampler_free(struct sampler *s)
+{
+        if (!s)
+                return;
+        scan_result_free(s->res);
+        if (s->full != s->last)
+                facts_free(s->full);
+        facts_free(s->last);
+        free(s);
+}
+
+static int push(void **arr, size_t *n, size_t size)
+{
+        void *p = realloc(*arr, (*n + 1) * size);
+        if (!p)
+                return -ENOMEM;
+        *arr = p;
+        memset((char *)p + *n * size, 0, size);
+        (*n)++;
+        return 0;
+}
+
+/* The facts of a cycle without a walk: NVML's report, and a fresh look at every listed PID,
+ * which must still be the live holder the last walk saw. Returns 0 (gpu taken over), 1 when a
+ * PID changed (why says which; gpu stays with the caller), or -ENOMEM. */
+static int light_facts(struct sampler *s, struct gpu_report *gpu, char *why, size_t whylen, struct facts **ret)
+{
+        const struct host_report *fh = s->full->host;
+        struct facts *f = calloc(1, sizeof(*f));
+        struct host_report *h = calloc(1, sizeof(*h));
+        int r = -ENOMEM;
+        if (!f || !h)
+                goto fail;
+        f->host = h;
+        f->simulated = s->o.facts.simulated;
+        h->self_pidns_ino = fh->self_pidns_ino;
+        h->initial_pidns = fh->initial_pidns;
+        h->euid = fh->euid;
+        h->btime = fh->btime;
+        h->clk_tck = fh->clk_tck;
+        h->sample_time = wall_now();
+        memcpy(h->nvidia_majors, fh->nvidia_majors, sizeof(h->nvidia_majors));
+        h->n_nvidia_majors = fh->n_nvidia_majors;
+        for (size_t i = 0; i < fh->n_limits; i++) {
+                char *l = strdup(fh->limits[i]);
+                if (!l || push((void **)&h->limits, &h->n_limits, sizeof(char *)) < 0) {
+                        free(l);
+                        goto fail;
+                }
+                h->limits[h->n_limits - 1] = l;
+        }
+        for (size_t g = 0; g < gpu->n_gpus; g++)
+                for (size_t k = 0; k < gpu->gpus[g].n_procs; k++) {
+                        uint32_t pid = gpu->gpus[g].procs[k].pid;
+                        if (facts_pid(f, pid))
+                                continue;
+                        const struct pid_fact *then = facts_pid(s->full, pid);
+                        struct host_proc p;
+                        memset(&p, 0, sizeof(p));
+                        if (!then || pid > 0x7fffffffu || host_proc_lookup(&s->o.facts.host, (pid_t)pid, &p) < 0) {
+                                snprintf(why, whylen, "listed PID %u is gone", pid);
+                                r = 1;
+                                goto fail;
+                        }
+                        if (!sampler_same_live_owner(&then->proc, &p)) {
+                                snprintf(why, whylen, "listed PID %u changed (state %c%s)", pid, p.state,
+                                         p.start_ticks != then->proc.start_ticks ? ", PID reused" :
+                                         p.exiting ? ", exiting" : "");
+                                host_proc_clear(&p);
+                                r = 1;
+                                goto fail;
+                        }
+                        if (p.n_nodes == 0) {
+                                memcpy(p.nodes, then->proc.nodes, sizeof(p.nodes));
+                                p.n_nodes = then->proc.n_nodes;
+                        }
+                        if (push((void **)&h->holders, &h->n_holders, sizeof(*h->holders)) < 0 ||
+                            push((void **)&f->pids, &f->n_pids, sizeof(*f->pids)) < 0) {
+                                host_proc_clear(&p);
+                                goto fail;
+                        }
+                        h->holders[h->n_holders - 1] = p;
+                        struct pid_fact *pf = &f->pids[f->n_pids - 1];
+                        pf->pid = pid;
+                        pf->present = pf->holder = true;
+                        facts_proc_copy(&pf->proc, &p);
+                        h->procs_scanned++;
+                }
+        f->gpu = gpu;
+        *ret = f;
+        return 0;
+fail:
+        facts_free(f);          /* f->gpu is NULL here: the report stays with the caller */
+        if (!f)
+                host_report_free(h);
+        return r;
+}
+
+/* Forget the older samples once `now` is the latest (and, if walked, the latest walk). */
+static void keep_latest(struct sampler *s, struct facts *now, bool walked)
+{
+        struct facts *old_last = s->last, *old_full = s->full;
+        s->last = now;
+        if (walked) {
+                s->full = now;
+                s->since_full = 0;
+        } else {
+                s->since_full++;
+        }
+        if (old_last && old_last != s->full)
+                facts_free(old_last);
+        if (old_full && old_full != s->full && old_full != old_last)
+                facts_free(old_full);
+}
+
+int sampler_cycle(struct sampler *s, struct sample *ret)
+{
+        double t0 = monotonic_s();
+        memset(ret, 0, sizeof(*ret));
+        const struct sampler_opts *o = &s->o;
+        scan_wait_fn wait = o->wait ? o->wait : default_wait;
+        struct gpu_report *gpu = NULL;
+        struct facts *now = NULL, *second = NULL;
+        struct scan_result *res = NULL;
+        int r;
+
+        if (!o->facts.gpu.bundle_dir && gpu_nvml_stuck_calls() > 0) {
+                /* calling again would leave one more thread stuck in the driver */
+                ret->errors = SCAN_ERR_GPU;
+                snprintf(ret->why, sizeof(ret->why), "the NVIDIA driver has not returned from an earlier call yet (it hangs)");
+                goto finish;
+        }
+        r = gpu_collect(&o->facts.gpu, &gpu);
+        if (r < 0)
+                return r;
+        bool walk = !o->light || sampler_need_full(gpu, s->full, s->res, &o->ledger, s->since_full,
+                                                   o->full_every, ret->why, sizeof(ret->why));
+        if (!walk) {
+                r = light_facts(s, gpu, ret->why, sizeof(ret->why), &now);
+                if (r < 0) {
+                        gpu_report_free(gpu);
+                        return r;
+                }
+                walk = r == 1;
+        }
+        if (walk) {
+                r = facts_collect_from(&o->facts, gpu, &now);   /* takes gpu */
+                gpu = NULL;
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0) {
+                        ret->errors = SCAN_ERR_HOST;
+                        snprintf(ret->why, sizeof(ret->why), "cannot read %s: %s", o->facts.host.proc_root,
+                                 strerror(-r));
+                        goto finish;
+                }
+        } else {
+                snprintf(ret->why, sizeof(ret->why), "nothing unexplained: re-checked the listed PIDs");
+        }
+        struct ledger_opts lo = o->ledger;
+        /* the previous cycle confirms; the first one has none: a sample confirm_ms later does */
+        lo.two_samples = s->last != NULL || o->confirm_ms > 0;
+        r = ledger_build(now, s->last, &lo, &res);
+        if (r < 0)
+                goto fail;
+        if (!s->last && o->confirm_ms && ledger_needs_confirmation(res)) {
+                if (!wait(o->wait_ctx, o->confirm_ms)) {
+                        r = -EINTR;
+                        goto fail;
+                }
+                r = facts_collect(&o->facts, &second);
+                if (r == 0) {
+                        struct scan_result *res2 = NULL;
+                        r = ledger_build(second, now, &lo, &res2);
+                        if (r < 0)
+                                goto fail;
+                        scan_result_free(res);
+                        res = res2;
+                        facts_free(now);
+                        now = second;
+                        second = NULL;
+                        walk = true;
+                } else if (r == -ENOMEM) {
+                        goto fail;
+                }
+                /* a walk that failed now keeps the first sample's (unconfirmed) result */
+        }
+        scan_result_free(s->res);
+        s->res = res;
+        keep_latest(s, now, walk);
+        ret->res = res;
+        ret->full = walk;
+        if (!now->gpu->driver_present || now->gpu->timed_out)
+                ret->errors |= SCAN_ERR_GPU;
+        ret->published = !now->gpu->timed_out;
+finish:
+        ret->finished = wall_now();
+        ret->duration_s = monotonic_s() - t0;
+        return 0;
+fail:
+        scan_result_free(res);
+        facts_free(now);
+        facts_free(second);
+        return r;
 }

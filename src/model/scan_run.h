@@ -1,9 +1,24 @@
-/* scan_run: how a scan is taken, shared by the commands that need one (scan, reclaim).
+/* scan_run: how a scan is taken, shared by the commands.
  *
- * scan_once: a sample, and when it shows a ghost or a stuck task, a confirming sample
- * `confirm_ms` later (the driver frees memory with a delay while a job tears down). Bundles
- * are read and written the same way (DIR/ for the first sample, DIR/confirm/ for the second);
- * the kernel lines a bundle recorded (DIR/kmsg) are read back with it.
+ * scan_once: one scan as `ghostvram scan` and `ghostvram check` take it: a sample, and when
+ * it shows a ghost or a stuck task, a confirming sample `confirm_ms` later (the driver frees
+ * memory with a delay while a job tears down). Bundles are read and written the same way
+ * (DIR/ for the first sample, DIR/confirm/ for the second).
+ *
+ * sampler: the continuous form for `watch` and `serve`. Each cycle takes a sample and builds
+ * the ledger with the previous cycle's sample as the confirming one, so a ghost is confirmed
+ * when two consecutive cycles see it. With `light`, a cycle looks at NVML first and walks
+ * /proc only when it has to (docs/metrics.md, "What serve does each cycle"):
+ *
+ *   full walk when  - there is no earlier walk, or the GPU count changed;
+ *                   - the previous result has a ghost or a stuck task to follow;
+ *                   - some GPU's used memory is not charged to listed PIDs beyond the noise
+ *                     floor, or NVML gives no per-process bytes;
+ *                   - a listed PID was not a live holder in the last walk, or its re-check
+ *                     shows it gone, a zombie, exiting, in D state or reused (start time);
+ *                   - `full_every` cycles passed since the last walk.
+ *   otherwise       the listed PIDs are re-checked one by one in /proc (their stale-owner
+ *                   test) and the ledger is built from NVML plus those re-checks.
  *
  * Nothing here prints. */
 #pragma once
@@ -18,7 +33,7 @@
 typedef bool (*scan_wait_fn)(void *ctx, uint64_t ms);
 
 struct scan_once_opts {
-        struct facts_opts facts;        /* the sources (GPU, /proc, kernel log) */
+        struct facts_opts facts;        /* the sources (GPU, /proc) */
         struct ledger_opts ledger;
         uint64_t confirm_ms;            /* delay before the confirming sample; 0: one sample */
         const char *from_bundle;        /* read DIR/ and DIR/confirm/ instead of this host */
@@ -34,7 +49,51 @@ struct scan_once {
 };
 
 /* Take one scan. Returns 0 and *ret (free with scan_once_free), -EINTR when wait asked to stop,
- * -ENOMEM, -ENAMETOOLONG for bundle paths, or the /proc walk's error when the proc root cannot
- * be read at all. */
+ * -ENOMEM, or the /proc walk's error when the proc root cannot be read at all. */
 int scan_once_run(const struct scan_once_opts *o, struct scan_once **ret);
 void scan_once_free(struct scan_once *s);
+
+/* ---- the continuous sampler --------------------------------------------------------------- */
+
+enum scan_error_bits {
+        SCAN_ERR_GPU = 1 << 0,          /* the driver is absent or did not answer in time */
+        SCAN_ERR_HOST = 1 << 1,         /* the /proc walk failed */
+};
+
+struct sampler_opts {
+        struct facts_opts facts;
+        struct ledger_opts ledger;
+        uint64_t confirm_ms;            /* first cycle only: delay before a confirming sample */
+        bool light;                     /* allow NVML-only cycles (see above) */
+        unsigned full_every;            /* with light: a walk at least every N cycles (0: 40) */
+        scan_wait_fn wait;
+        void *wait_ctx;
+};
+
+struct sample {
+        const struct scan_result *res;  /* NULL when the cycle produced nothing; owned by the
+                                         * sampler, valid until the next cycle */
+        bool full;                      /* this cycle walked /proc */
+        bool published;                 /* a complete result: the driver answered every call */
+        char why[160];                  /* why it walked, or why there is no result */
+        unsigned errors;                /* enum scan_error_bits */
+        double finished;                /* epoch seconds */
+        double duration_s;
+};
+
+struct sampler;
+
+int sampler_new(const struct sampler_opts *o, struct sampler **ret);
+/* One cycle. Returns 0 and fills *ret (also when the cycle found errors: see ret->errors and
+ * ret->res), -EINTR when wait asked to stop, or -ENOMEM. */
+int sampler_cycle(struct sampler *s, struct sample *ret);
+void sampler_free(struct sampler *s);
+
+/* The sampler's decisions, without I/O (for tests). Why the cycle with the new NVML sample
+ * `gpu` needs a /proc walk, written into why (returns true), or false when re-checking the
+ * listed PIDs is enough. `full` is the last sample with a walk, `last` the latest result. */
+bool sampler_need_full(const struct gpu_report *gpu, const struct facts *full, const struct scan_result *last,
+                       const struct ledger_opts *lo, unsigned cycles_since_full, unsigned full_every,
+                       char *why, size_t whylen);
+/* Is `now` (a fresh look at a listed PID) still the live owner `then` seen by the walk? */
+bool sampler_same_live_owner(const struct host_proc *then, const struct host_proc *now);

@@ -23,6 +23,17 @@ unsigned long long monotonic_ms(void)
         return (unsigned long long)ts.tv_sec * 1000ull + (unsigned long long)ts.tv_nsec / 1000000ull;
 }
 
+void monotonic_after_ms(unsigned long long ms, struct timespec *ret)
+{
+        clock_gettime(CLOCK_MONOTONIC, ret);
+        ret->tv_sec += (time_t)(ms / 1000);
+        ret->tv_nsec += (long)(ms % 1000) * 1000000L;
+        if (ret->tv_nsec >= 1000000000L) {
+                ret->tv_sec++;
+                ret->tv_nsec -= 1000000000L;
+        }
+}
+
 double monotonic_s(void)
 {
         struct timespec ts;
@@ -113,14 +124,10 @@ int deadline_run(struct deadline_runner *r, deadline_fn fn, void *arg, void (*fr
                         return e;
         }
         struct deadline_worker *w = r->w;
+        if (!w)
+                return -ENOMEM; /* not reached: worker_new sets it on success */
         struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += timeout_ms / 1000;
-        until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000L;
-        }
+        monotonic_after_ms(timeout_ms, &until);
 
         pthread_mutex_lock(&w->m);
         w->fn = fn;

@@ -26,6 +26,11 @@ int deadline_run(struct deadline_runner *r, deadline_fn fn, void *arg, void (*fr
 /* Stop the current worker if it is idle. An abandoned worker is left alone. */
 void deadline_runner_done(struct deadline_runner *r);
 
+/* The CLOCK_MONOTONIC time ms milliseconds from now, for pthread_cond_timedwait on a
+ * condition variable that uses the monotonic clock. */
+struct timespec;
+void monotonic_after_ms(unsigned long long ms, struct timespec *ret);
+
 /* Monotonic milliseconds, for measuring. */
 unsigned long long monotonic_ms(void);
 double monotonic_s(void);

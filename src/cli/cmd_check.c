@@ -1,0 +1,219 @@
+/* check: a monitoring plugin (Nagios, Icinga, Naemon, Sensu, Zabbix agent's system.run) by the
+ * Monitoring Plugins Development Guidelines: one status line with performance data, exit
+ * 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN. The whole scan runs under the -t deadline, so a hung
+ * driver gives UNKNOWN in time instead of a hung check. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "model/scan_run.h"
+#include "render/check_render.h"
+#include "util/deadline.h"
+#include "util/parse.h"
+
+#define CHECK_DEFAULT_WARN "0"
+#define CHECK_DEFAULT_CRIT "1024"
+#define CHECK_DEFAULT_TIMEOUT_MS 10000
+
+static void check_usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: ghostvram check [-w RANGE] [-c RANGE] [-t SECONDS] [--gpu N] [OPTIONS]\n\n"
+                "A monitoring plugin (Nagios, Icinga, Naemon, Sensu): scans like 'ghostvram scan' and\n"
+                "prints one status line with performance data:\n\n"
+                "  GHOSTVRAM WARNING - GPU 1: 2048 MiB ghost (orphaned-holders, PIDs 31301 31302); 7 GPUs ok | 'gpu0_ghost'=0B;0;1073741824;0;85899345920 ...\n\n"
+                "then one line per GPU that is not OK with the next step. The thresholds are ranges on the\n"
+                "confirmed ghost of each GPU in MiB (a ghost above the noise floor in two samples; below\n"
+                "it, or seen once, it is 0):\n\n"
+                "  10       alert if < 0 or > 10        10:20    alert if < 10 or > 20\n"
+                "  10:      alert if < 10               @10:20   alert if 10 <= value <= 20\n"
+                "  ~:10     alert if > 10\n\n"
+                "Options:\n"
+                "  -w, --warning RANGE  WARNING range in MiB (default " CHECK_DEFAULT_WARN ": any confirmed ghost)\n"
+                "  -c, --critical RANGE CRITICAL range in MiB (default " CHECK_DEFAULT_CRIT ": a ghost above 1 GiB)\n"
+                "  -t, --timeout SECONDS\n"
+                "                       UNKNOWN if the scan has not finished by then (default 10; also\n"
+                "                       500ms, 1m); each driver call gets at most 5 s of it. Here this\n"
+                "                       replaces the per-call --timeout below.\n"
+                "  --gpu N              only GPU N counts\n"
+                "  --confirm DURATION   wait this long before the confirming sample (default 2s; 0 = one\n"
+                "                       sample)\n"
+                "  --noise-floor MIB    minimum ghost in MiB (default 64; 1%% of the GPU if larger)\n"
+                CLI_COMMON_HELP
+                "  -h, --help           this help\n\n"
+                "States: CRITICAL when a GPU is lost or its ghost is in the critical range; WARNING when\n"
+                "it is in the warning range or a task is stuck in the driver; UNKNOWN when the scan did\n"
+                "not finish within -t, there is no driver, a GPU could not be inspected, or the options\n"
+                "are wrong; else OK. The worst GPU decides (CRITICAL > WARNING > UNKNOWN > OK).\n\n"
+                "Examples:\n"
+                "  ghostvram check                       # WARNING on any ghost, CRITICAL above 1 GiB\n"
+                "  ghostvram check -w 512 -c 4096 -t 20\n"
+                "  ghostvram check --gpu 3\n\n"
+                "Exit status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (also for a usage error).\n");
+}
+
+struct check_job {
+        struct scan_once_opts o;
+        struct scan_once *run;
+        int r;
+};
+
+static int check_job_run(void *arg)
+{
+        struct check_job *j = arg;
+        j->r = scan_once_run(&j->o, &j->run);
+        return j->r;
+}
+
+/* Called by an abandoned worker when (if ever) the scan returns after the deadline. */
+static void check_job_free(void *arg)
+{
+        struct check_job *j = arg;
+        if (!j)
+                return;
+        scan_once_free(j->run);
+        free(j);
+}
+
+static int unknown(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int unknown(const char *fmt, ...)
+{
+        char why[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, sizeof(why), fmt, ap);
+        va_end(ap);
+        struct buf b = BUF_INIT(4096);
+        check_render_unknown(&b, why);
+        fputs(buf_str(&b), stdout);
+        buf_free(&b);
+        return PLUGIN_UNKNOWN;
+}
+
+int cmd_check(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                CLI_COMMON_LONGOPTS,
+                { "warning", required_argument, NULL, 'w' },
+                { "critical", required_argument, NULL, 'c' },
+                { "gpu", required_argument, NULL, 'g' },
+                { "confirm", required_argument, NULL, 'C' },
+                { "noise-floor", required_argument, NULL, 'F' },
+                { "help", no_argument, NULL, 'h' },
+                { 0 },
+        };
+        struct cli_common c;
+        cli_common_init(&c);
+        struct check_thresholds t = { .have_warn = true, .have_crit = true };
+        range_parse(CHECK_DEFAULT_WARN, &t.warn);
+        range_parse(CHECK_DEFAULT_CRIT, &t.crit);
+        uint64_t timeout_ms = CHECK_DEFAULT_TIMEOUT_MS, confirm_ms = 2000, floor_mib = 64;
+        int only_gpu = -1;
+        int opt;
+        optind = 1;
+        while ((opt = getopt_long(argc, argv, "hvw:c:t:", opts, NULL)) != -1) {
+                unsigned u;
+                switch (opt) {
+                case 'h':
+                        check_usage(stdout);
+                        return PLUGIN_OK;
+                case 'w':
+                case 'c':
+                        if (range_parse(optarg, opt == 'w' ? &t.warn : &t.crit) < 0)
+                                return unknown("invalid range '%s' (e.g. 10, 10:, ~:10, 10:20, @10:20)", optarg);
+                        continue;
+                case 't':
+                case CLI_OPT_BASE + 3:  /* --timeout: the plugin's timeout, as plugins spell it */
+                        if (parse_duration_ms(optarg, &timeout_ms) < 0 || timeout_ms == 0 || timeout_ms > 3600 * 1000)
+                                return unknown("-t: '%s' is not a number of seconds up to 3600", optarg);
+                        continue;
+                case 'g':
+                        if (parse_uint_range(optarg, 0, 1023, &u) < 0)
+                                return unknown("--gpu: '%s' is not a GPU index", optarg);
+                        only_gpu = (int)u;
+                        continue;
+                case 'C':
+                        if (parse_duration_ms(optarg, &confirm_ms) < 0 || confirm_ms > 600000)
+                                return unknown("--confirm: '%s' is not a duration up to 10m", optarg);
+                        continue;
+                case 'F':
+                        if (parse_u64(optarg, &floor_mib) < 0 || floor_mib > (1u << 24))
+                                return unknown("--noise-floor: '%s' is not a number of MiB", optarg);
+                        continue;
+                default:
+                        break;
+                }
+                int r = cli_common_option(&c, opt, optarg, "check");
+                if (r <= 0) {
+                        if (r == 0)
+                                check_usage(stderr);
+                        return unknown("%s", "invalid option (see ghostvram check --help)");
+                }
+        }
+        if (optind < argc)
+                return unknown("unexpected argument '%s' (see --help)", argv[optind]);
+        if (c.json)
+                return unknown("%s", "check prints a plugin status line; use 'ghostvram scan --json' for JSON");
+        if (cli_common_finish(&c, "check") < 0)
+                return unknown("%s", "invalid option (see the message above)");
+
+        struct check_job *j = calloc(1, sizeof(*j));
+        if (!j)
+                return unknown("%s", "out of memory");
+        cli_scan_once_opts(&c, &j->o);
+        j->o.confirm_ms = confirm_ms;
+        j->o.ledger.floor_min_bytes = floor_mib << 20;
+        /* a single driver call may not use up the whole budget */
+        if (j->o.facts.gpu.timeout_ms > timeout_ms)
+                j->o.facts.gpu.timeout_ms = (unsigned)timeout_ms;
+        if (j->o.facts.host.timeout_ms > timeout_ms)
+                j->o.facts.host.timeout_ms = (unsigned)timeout_ms;
+
+        struct deadline_runner runner = { 0 };
+        int res = 0;
+        int r = deadline_run(&runner, check_job_run, j, check_job_free, (unsigned)timeout_ms, &res);
+        if (r == -ETIMEDOUT) {
+                char why[200];
+                snprintf(why, sizeof(why), "no result within %.3g s: the NVIDIA driver or /proc did not answer (a hung driver? see 'ghostvram xid')",
+                         (double)timeout_ms / 1000.0);
+                unknown("%s", why);
+                fflush(stdout);
+                /* the scan's worker is still inside the driver: leave without waiting for it */
+                _exit(PLUGIN_UNKNOWN);
+        }
+        deadline_runner_done(&runner);
+        if (r < 0) {
+                check_job_free(j);
+                return unknown("cannot run the scan: %s", strerror(-r));
+        }
+        if (j->r < 0) {
+                int e = j->r;
+                check_job_free(j);
+                return unknown("cannot scan: %s", strerror(-e));
+        }
+        struct scan_result *sr = j->run->res;
+        if (sr->facts->gpu->driver_present && only_gpu >= 0 && (size_t)only_gpu >= sr->facts->gpu->n_gpus) {
+                char why[96];
+                snprintf(why, sizeof(why), "--gpu %d: this host has %zu GPU%s", only_gpu, sr->facts->gpu->n_gpus,
+                         sr->facts->gpu->n_gpus == 1 ? "" : "s");
+                check_job_free(j);
+                return unknown("%s", why);
+        }
+        sr->only_gpu = only_gpu;
+        struct buf out = BUF_INIT(1u << 20);
+        enum plugin_state st = PLUGIN_UNKNOWN;
+        if (check_render(&out, sr, &t, &st) < 0) {
+                buf_free(&out);
+                check_job_free(j);
+                return unknown("%s", "output too large");
+        }
+        fputs(buf_str(&out), stdout);
+        buf_free(&out);
+        check_job_free(j);
+        return st;
+}

@@ -1,0 +1,181 @@
+/* serve: a Prometheus exporter. Collection runs on its own thread on its own schedule; HTTP
+ * answers from what the last collection rendered (serve/exporter.h, serve/http.h). */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "model/scan_run.h"
+#include "serve/exporter.h"
+#include "serve/http.h"
+#include "util/parse.h"
+
+static void serve_usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: ghostvram serve [--listen ADDR:PORT] [--interval DURATION] [--expose-cmdline] [OPTIONS]\n\n"
+                "A Prometheus exporter. A collection thread scans every --interval; each scrape gets the\n"
+                "latest result at once, so a hung driver makes the data age (ghostvram_data_age_seconds,\n"
+                "/healthz) instead of hanging a scrape. Read-only: only GET and HEAD.\n\n"
+                "  GET /metrics        Prometheus text format 0.0.4; OpenMetrics 1.0.0 when the Accept\n"
+                "                      header asks for application/openmetrics-text (docs/metrics.md)\n"
+                "  GET /healthz        200 while the data is fresh, 503 once older than --stale-after\n"
+                "  GET /api/v1/scan    the latest scan as JSON (command lines only with --expose-cmdline)\n\n"
+                "Each collection reads NVML and re-checks the PIDs it lists in /proc; the full /proc walk\n"
+                "runs only when some memory is unexplained, a listed PID changed, a ghost is being\n"
+                "followed, or every 40th cycle (docs/metrics.md, \"What serve does each cycle\").\n\n"
+                "Options:\n"
+                "  --listen ADDR:PORT   where to listen (default 127.0.0.1:9835; [::1]:9835 for IPv6;\n"
+                "                       0.0.0.0:9835 for every interface; port 0 picks a free one)\n"
+                "  --interval DURATION  time between collections (default 15s; 1s to 1h)\n"
+                "  --stale-after DURATION\n"
+                "                       /healthz answers 503 when the data is older (default 4 intervals,\n"
+                "                       at least 60s)\n"
+                "  --expose-cmdline     include command lines in /api/v1/scan (they can carry secrets)\n"
+                "  --max-connections N  concurrent connections (default 64; more wait in the backlog)\n"
+                "  --noise-floor MIB    minimum ghost in MiB (default 64; 1%% of the GPU if larger)\n"
+                CLI_COMMON_HELP
+                "  -h, --help           this help\n\n"
+                "Stop with SIGINT or SIGTERM: the collection in progress finishes, then it exits 0.\n\n"
+                "Examples:\n"
+                "  sudo ghostvram serve\n"
+                "  ghostvram serve --listen '[::1]:9835' --interval 30s\n"
+                "  curl -s localhost:9835/metrics | grep ghostvram_gpu_memory_used_bytes\n\n"
+                "Exit status: 0 stopped by a signal; 2 usage error; 3 could not listen or start.\n");
+}
+
+int cmd_serve(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                CLI_COMMON_LONGOPTS,
+                { "listen", required_argument, NULL, 'l' },
+                { "interval", required_argument, NULL, 'i' },
+                { "stale-after", required_argument, NULL, 's' },
+                { "expose-cmdline", no_argument, NULL, 'x' },
+                { "max-connections", required_argument, NULL, 'm' },
+                { "noise-floor", required_argument, NULL, 'F' },
+                { "help", no_argument, NULL, 'h' },
+                { 0 },
+        };
+        struct cli_common c;
+        cli_common_init(&c);
+        const char *listen = "127.0.0.1:9835";
+        uint64_t interval_ms = 15000, stale_ms = 0, floor_mib = 64;
+        unsigned max_conns = 64;
+        bool expose = false;
+        int opt;
+        optind = 1;
+        while ((opt = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
+                switch (opt) {
+                case 'h':
+                        serve_usage(stdout);
+                        return EXIT_OK;
+                case 'l':
+                        listen = optarg;
+                        continue;
+                case 'i':
+                        if (parse_duration_ms(optarg, &interval_ms) < 0 || interval_ms < 1000 || interval_ms > 3600000) {
+                                cli_error("serve", "--interval: '%s' is not a duration from 1s to 1h", optarg);
+                                return EXIT_USAGE;
+                        }
+                        continue;
+                case 's':
+                        if (parse_duration_ms(optarg, &stale_ms) < 0 || stale_ms < 1000) {
+                                cli_error("serve", "--stale-after: '%s' is not a duration of at least 1s", optarg);
+                                return EXIT_USAGE;
+                        }
+                        continue;
+                case 'x':
+                        expose = true;
+                        continue;
+                case 'm':
+                        if (parse_uint_range(optarg, 1, 4096, &max_conns) < 0) {
+                                cli_error("serve", "--max-connections: '%s' is not a number from 1 to 4096", optarg);
+                                return EXIT_USAGE;
+                        }
+                        continue;
+                case 'F':
+                        if (parse_u64(optarg, &floor_mib) < 0 || floor_mib > (1u << 24)) {
+                                cli_error("serve", "--noise-floor: '%s' is not a number of MiB", optarg);
+                                return EXIT_USAGE;
+                        }
+                        continue;
+                default:
+                        break;
+                }
+                int r = cli_common_option(&c, opt, optarg, "serve");
+                if (r < 0)
+                        return EXIT_USAGE;
+                if (r == 0) {
+                        serve_usage(stderr);
+                        return EXIT_USAGE;
+                }
+        }
+        if (optind < argc) {
+                cli_error("serve", "unexpected argument '%s' (see --help)", argv[optind]);
+                return EXIT_USAGE;
+        }
+        if (c.save_bundle || c.from_bundle) {
+                cli_error("serve", "--save-bundle and --from-bundle are for scan and snapshot");
+                return EXIT_USAGE;
+        }
+        if (cli_common_finish(&c, "serve") < 0)
+                return EXIT_USAGE;
+        struct sockaddr_storage ss;
+        socklen_t sslen;
+        if (http_parse_listen(listen, &ss, &sslen) < 0) {
+                cli_error("serve", "--listen: '%s' is not ADDR:PORT (e.g. 127.0.0.1:9835, [::1]:9835)", listen);
+                return EXIT_USAGE;
+        }
+
+        struct exporter_opts eo;
+        memset(&eo, 0, sizeof(eo));
+        struct scan_once_opts so;
+        cli_scan_once_opts(&c, &so);
+        eo.sampler.facts = so.facts;
+        eo.sampler.ledger = so.ledger;
+        eo.sampler.ledger.floor_min_bytes = floor_mib << 20;
+        eo.sampler.confirm_ms = 2000;
+        eo.sampler.light = true;
+        eo.interval_ms = interval_ms;
+        double stale = stale_ms ? (double)stale_ms / 1000.0 : 4.0 * (double)interval_ms / 1000.0;
+        eo.stale_after_s = stale_ms || stale >= 60 ? stale : 60;
+        eo.expose_cmdline = expose;
+
+        /* only this thread takes SIGINT/SIGTERM; the threads started below inherit the mask */
+        cli_block_stop_signals();
+        signal(SIGPIPE, SIG_IGN);
+        struct exporter *e = NULL;
+        int r = exporter_start(&eo, &e);
+        if (r < 0) {
+                cli_error("serve", "cannot start the collection thread: %s", strerror(-r));
+                return EXIT_INCOMPLETE;
+        }
+        struct http_opts ho = { .listen = listen, .max_connections = max_conns };
+        struct http_server *hs = NULL;
+        r = http_server_start(&ho, e, &hs);
+        if (r < 0) {
+                cli_error("serve", "cannot listen on %s: %s", listen, strerror(-r));
+                exporter_stop(e);
+                return EXIT_INCOMPLETE;
+        }
+        char shown[128];
+        if (ss.ss_family == AF_INET6)
+                snprintf(shown, sizeof(shown), "[%.*s]:%u", (int)(strrchr(listen, ']') - listen - 1), listen + 1,
+                         http_server_port(hs));
+        else
+                snprintf(shown, sizeof(shown), "%.*s:%u", (int)(strrchr(listen, ':') - listen), listen,
+                         http_server_port(hs));
+        printf("ghostvram serve: listening on http://%s/metrics (collection every %.3g s%s)\n", shown,
+               (double)interval_ms / 1000.0, c.simulated ? ", SIMULATED HOST" : "");
+        fflush(stdout);
+        cli_wait_signal(NULL, UINT64_MAX);
+        printf("ghostvram serve: stopping\n");
+        fflush(stdout);
+        http_server_stop(hs);
+        exporter_stop(e);
+        return EXIT_OK;
+}

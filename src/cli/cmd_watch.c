@@ -1,0 +1,477 @@
+/* watch: sample continuously, print a line when a GPU's verdict or ghost changes, raise an
+ * alert when a confirmed ghost stays above a threshold for a while (and say when it clears),
+ * and run a hook with the finding in its environment. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli/cli.h"
+#include "model/scan_run.h"
+#include "render/metrics.h"
+#include "util/deadline.h"
+#include "util/parse.h"
+
+#define MIB (1024ull * 1024ull)
+#define WATCH_MAX_GPUS 1024
+
+static void watch_usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: ghostvram watch [--interval 2s] [--threshold MIB] [--for DURATION] [--exec CMD]\n"
+                "                       [--textfile DIR] [--gpu N] [OPTIONS]\n\n"
+                "Sample every --interval and print a line when a GPU's verdict or ghost changes. When a\n"
+                "GPU's confirmed ghost (above the noise floor in two consecutive samples) stays above\n"
+                "--threshold for --for, print an ALERT line and run --exec; print a CLEAR line (and run\n"
+                "--exec again) when it drops back.\n\n"
+                "Options:\n"
+                "  --interval DURATION  time between samples (default 2s; 200ms to 1h)\n"
+                "  --threshold MIB      alert above this confirmed ghost in MiB (default 0: any)\n"
+                "  --for DURATION       ...held this long (default 30s; 0 = at once)\n"
+                "  --exec CMD           run '/bin/sh -c CMD' on each alert and clear, with the finding in\n"
+                "                       its environment (below); its output goes to ours; it is stopped\n"
+                "                       (SIGTERM, then SIGKILL) after --exec-timeout\n"
+                "  --exec-timeout DURATION\n"
+                "                       default 30s\n"
+                "  --textfile DIR       write DIR/ghostvram.prom after each sample (node_exporter)\n"
+                "  --gpu N              watch only GPU N\n"
+                "  --count N            stop after N samples (default: until SIGINT/SIGTERM)\n"
+                "  --reclaim            not available yet: freeing memory will go through the plan of\n"
+                "                       'ghostvram reclaim', which is not built yet\n"
+                "  --noise-floor MIB    minimum ghost in MiB (default 64; 1%% of the GPU if larger)\n"
+                CLI_COMMON_HELP
+                "  -h, --help           this help\n\n"
+                "With --json each line is a JSON object (event: state, alert, clear, error).\n\n"
+                "Hook environment: GHOSTVRAM_EVENT (alert or clear), GHOSTVRAM_GPU, GHOSTVRAM_UUID,\n"
+                "GHOSTVRAM_PCI_BUS_ID, GHOSTVRAM_VERDICT, GHOSTVRAM_GHOST_BYTES, GHOSTVRAM_PIDS (space\n"
+                "separated), GHOSTVRAM_THRESHOLD_BYTES, GHOSTVRAM_SINCE (Unix time the ghost went above\n"
+                "the threshold), GHOSTVRAM_SUMMARY, GHOSTVRAM_NEXT_STEP.\n\n"
+                "Examples:\n"
+                "  sudo ghostvram watch --threshold 1024 --for 2m --exec 'logger -t ghostvram \"$GHOSTVRAM_SUMMARY\"'\n"
+                "  ghostvram watch --interval 10s --textfile /var/lib/node_exporter/textfile_collector\n\n"
+                "Stop with SIGINT or SIGTERM: the sample in progress finishes, then it exits 0.\n"
+                "Exit status: 0 stopped; 2 usage error; 3 could not start.\n");
+}
+
+struct gpu_watch {
+        bool seen;
+        char verdict[24];
+        unsigned long long ghost_mib;
+        double above_since;     /* wall time the confirmed ghost went above the threshold; 0 if not */
+        bool alerting;
+};
+
+struct watch {
+        struct cli_common c;
+        uint64_t interval_ms, for_ms, exec_timeout_ms, threshold_bytes, count;
+        const char *exec;
+        const char *textfile;
+        int only_gpu;
+        struct gpu_watch gpus[WATCH_MAX_GPUS];
+        bool error_shown;
+        struct metrics_counters counters;
+};
+
+static double wall_now(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void stamp(char *out, size_t n, double t)
+{
+        time_t s = (time_t)t;
+        struct tm tm;
+        gmtime_r(&s, &tm);
+        strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static const char *verdict_of(const struct gpu_ledger *l)
+{
+        return l->n_findings ? l->findings[0].code : "unknown";
+}
+
+static uint64_t confirmed_ghost(const struct gpu_ledger *l)
+{
+        return l->inspected && l->ghost_confirmed ? l->ghost : 0;
+}
+
+static void pids_text(const struct gpu_ledger *l, char *out, size_t n)
+{
+        out[0] = '\0';
+        size_t len = 0;
+        const struct finding *fd = l->n_findings ? &l->findings[0] : NULL;
+        for (size_t i = 0; fd && i < fd->n_pids; i++) {
+                int w = snprintf(out + len, n - len, "%s%d", len ? " " : "", (int)fd->pids[i]);
+                if (w < 0 || (size_t)w >= n - len)
+                        break;
+                len += (size_t)w;
+        }
+}
+
+/* One output line: text, or a JSON object with --json. */
+static void emit(const struct watch *w, const char *event, const struct gpu_info *g, const struct gpu_ledger *l,
+                 const char *text)
+{
+        char ts[32];
+        stamp(ts, sizeof(ts), wall_now());
+        if (w->c.json) {
+                json_t *o = json_object();
+                json_object_set_new(o, "time", json_string(ts));
+                json_object_set_new(o, "event", json_string(event));
+                if (g && l) {
+                        char pids[256];
+                        pids_text(l, pids, sizeof(pids));
+                        json_object_set_new(o, "gpu", json_integer(g->index));
+                        json_object_set_new(o, "uuid", json_string(g->uuid));
+                        json_object_set_new(o, "verdict", json_string(verdict_of(l)));
+                        json_object_set_new(o, "ghost_bytes", json_integer((json_int_t)l->ghost));
+                        json_object_set_new(o, "ghost_confirmed", json_boolean(l->ghost_confirmed));
+                        json_object_set_new(o, "pids", json_string(pids));
+                }
+                json_object_set_new(o, "message", json_string(text));
+                json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+                json_decref(o);
+                fputc('\n', stdout);
+        } else {
+                printf("%s %s\n", ts, text);
+        }
+        fflush(stdout);
+}
+
+static void set_env(const char *name, const char *value)
+{
+        setenv(name, value ? value : "", 1);
+}
+
+/* Run the hook and wait for it at most exec_timeout_ms; its output goes to ours. */
+static void run_hook(const struct watch *w, const char *event, const struct gpu_info *g, const struct gpu_ledger *l,
+                     double since)
+{
+        if (!w->exec)
+                return;
+        char num[64], pids[1024];
+        fflush(stdout);
+        fflush(stderr);
+        pid_t pid = fork();
+        if (pid < 0) {
+                cli_error("watch", "--exec: cannot fork: %s", strerror(errno));
+                return;
+        }
+        if (pid == 0) {
+                sigset_t none;
+                sigemptyset(&none);
+                sigprocmask(SIG_SETMASK, &none, NULL);
+                signal(SIGPIPE, SIG_DFL);
+                setpgid(0, 0); /* its own group: a timeout stops the hook and its children */
+                int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                if (devnull >= 0) {
+                        dup2(devnull, STDIN_FILENO);
+                        close(devnull);
+                }
+                const struct finding *fd = l->n_findings ? &l->findings[0] : NULL;
+                set_env("GHOSTVRAM_EVENT", event);
+                snprintf(num, sizeof(num), "%u", g->index);
+                set_env("GHOSTVRAM_GPU", num);
+                set_env("GHOSTVRAM_UUID", g->uuid);
+                set_env("GHOSTVRAM_PCI_BUS_ID", g->pci_bus_id);
+                set_env("GHOSTVRAM_VERDICT", verdict_of(l));
+                snprintf(num, sizeof(num), "%llu", (unsigned long long)confirmed_ghost(l));
+                set_env("GHOSTVRAM_GHOST_BYTES", num);
+                pids_text(l, pids, sizeof(pids));
+                set_env("GHOSTVRAM_PIDS", pids);
+                snprintf(num, sizeof(num), "%llu", (unsigned long long)w->threshold_bytes);
+                set_env("GHOSTVRAM_THRESHOLD_BYTES", num);
+                snprintf(num, sizeof(num), "%.0f", since);
+                set_env("GHOSTVRAM_SINCE", num);
+                set_env("GHOSTVRAM_SUMMARY", fd ? fd->summary : "");
+                set_env("GHOSTVRAM_NEXT_STEP", fd ? fd->next_step : "");
+                execl("/bin/sh", "sh", "-c", w->exec, (char *)NULL);
+                _exit(127);
+        }
+        setpgid(pid, pid);
+        unsigned long long deadline = monotonic_ms() + w->exec_timeout_ms;
+        int status = 0;
+        bool killed = false;
+        for (;;) {
+                pid_t r = waitpid(pid, &status, WNOHANG);
+                if (r == pid || (r < 0 && errno != EINTR))
+                        break;
+                unsigned long long now = monotonic_ms();
+                if (now >= deadline && !killed) {
+                        cli_error("watch", "--exec: the hook ran longer than %.3g s; stopping it",
+                                  (double)w->exec_timeout_ms / 1000.0);
+                        kill(-pid, SIGTERM);
+                        killed = true;
+                        deadline = now + 2000;
+                } else if (now >= deadline) {
+                        kill(-pid, SIGKILL);
+                        deadline = now + 60000;
+                }
+                struct timespec ts = { .tv_sec = 0, .tv_nsec = 20 * 1000000L };
+                nanosleep(&ts, NULL);
+        }
+        if (!killed && WIFEXITED(status) && WEXITSTATUS(status) != 0)
+                cli_error("watch", "--exec: the hook exited with status %d", WEXITSTATUS(status));
+}
+
+/* Compare a sample with what was printed before; alert and clear. */
+static void watch_sample(struct watch *w, const struct scan_result *r)
+{
+        const struct gpu_report *gr = r->facts->gpu;
+        double now = wall_now();
+        char line[640], pids[256];
+        for (size_t i = 0; i < r->n_gpus && i < WATCH_MAX_GPUS; i++) {
+                const struct gpu_ledger *l = &r->gpus[i];
+                const struct gpu_info *g = &gr->gpus[i];
+                if (w->only_gpu >= 0 && (unsigned)w->only_gpu != l->index)
+                        continue;
+                struct gpu_watch *s = &w->gpus[l->index < WATCH_MAX_GPUS ? l->index : 0];
+                const char *v = verdict_of(l);
+                unsigned long long mib = (unsigned long long)((l->ghost + MIB / 2) / MIB);
+                pids_text(l, pids, sizeof(pids));
+                if (!s->seen || strcmp(s->verdict, v) != 0 || s->ghost_mib != mib) {
+                        if (s->seen)
+                                snprintf(line, sizeof(line), "GPU %u %s, ghost %llu MiB%s (was %s, %llu MiB)%s%s",
+                                         l->index, v, mib, l->ghost_confirmed ? "" : l->ghost ? " unconfirmed" : "",
+                                         s->verdict, s->ghost_mib, pids[0] ? " PIDs " : "", pids);
+                        else
+                                snprintf(line, sizeof(line), "GPU %u %s, ghost %llu MiB%s%s%s", l->index, v, mib,
+                                         l->ghost_confirmed ? "" : l->ghost ? " unconfirmed" : "",
+                                         pids[0] ? " PIDs " : "", pids);
+                        emit(w, "state", g, l, line);
+                        s->seen = true;
+                        snprintf(s->verdict, sizeof(s->verdict), "%s", v);
+                        s->ghost_mib = mib;
+                }
+                uint64_t ghost = confirmed_ghost(l);
+                if (ghost > w->threshold_bytes) {
+                        if (s->above_since == 0)
+                                s->above_since = now;
+                        if (!s->alerting && (now - s->above_since) * 1000.0 >= (double)w->for_ms) {
+                                s->alerting = true;
+                                snprintf(line, sizeof(line), "ALERT GPU %u: %llu MiB ghost above %llu MiB for %.0f s (%s%s%s)",
+                                         l->index, (unsigned long long)(ghost / MIB),
+                                         (unsigned long long)(w->threshold_bytes / MIB), now - s->above_since, v,
+                                         pids[0] ? ", PIDs " : "", pids);
+                                emit(w, "alert", g, l, line);
+                                run_hook(w, "alert", g, l, s->above_since);
+                        }
+                } else {
+                        if (s->alerting) {
+                                snprintf(line, sizeof(line), "CLEAR GPU %u: ghost %llu MiB, not above %llu MiB any more (%s)",
+                                         l->index, (unsigned long long)(ghost / MIB),
+                                         (unsigned long long)(w->threshold_bytes / MIB), v);
+                                emit(w, "clear", g, l, line);
+                                run_hook(w, "clear", g, l, s->above_since);
+                        }
+                        s->alerting = false;
+                        s->above_since = 0;
+                }
+        }
+}
+
+/* Refuses for now; the single place where healing will plug in. */
+static int watch_reclaim_unavailable(void)
+{
+        cli_error("watch", "--reclaim is not available yet: freeing memory must go through the plan of "
+                           "'ghostvram reclaim' (which re-checks each process before signalling it), and that "
+                           "command is not built yet. Use --exec to run your own action meanwhile.");
+        return EXIT_USAGE;
+}
+
+int cmd_watch(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                CLI_COMMON_LONGOPTS,
+                { "interval", required_argument, NULL, 'i' },
+                { "threshold", required_argument, NULL, 'T' },
+                { "for", required_argument, NULL, 'f' },
+                { "exec", required_argument, NULL, 'e' },
+                { "exec-timeout", required_argument, NULL, 'E' },
+                { "textfile", required_argument, NULL, 't' },
+                { "gpu", required_argument, NULL, 'g' },
+                { "count", required_argument, NULL, 'n' },
+                { "reclaim", no_argument, NULL, 'R' },
+                { "noise-floor", required_argument, NULL, 'F' },
+                { "help", no_argument, NULL, 'h' },
+                { 0 },
+        };
+        static struct watch w;
+        memset(&w, 0, sizeof(w));
+        cli_common_init(&w.c);
+        w.interval_ms = 2000;
+        w.for_ms = 30000;
+        w.exec_timeout_ms = 30000;
+        w.only_gpu = -1;
+        uint64_t floor_mib = 64, v;
+        bool reclaim = false;
+        int opt;
+        optind = 1;
+        while ((opt = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
+                unsigned u;
+                switch (opt) {
+                case 'h':
+                        watch_usage(stdout);
+                        return EXIT_OK;
+                case 'i':
+                        if (parse_duration_ms(optarg, &w.interval_ms) < 0 || w.interval_ms < 200 || w.interval_ms > 3600000) {
+                                cli_error("watch", "--interval: '%s' is not a duration from 200ms to 1h", optarg);
+                                return EXIT_USAGE;
+                        }
+                        continue;
+                case 'T':
+                        if (parse_u64(optarg, &v) < 0 || v > (1ull << 30)) {
+                                cli_error("watch", "--threshold: '%s' is not a number of MiB", optarg);
+                                return EXIT_USAGE;
+                        }
+                        w.threshold_bytes = v * MIB;
+                        continue;
+                case 'f':
+                        if (parse_duration_ms(optarg, &w.for_ms) < 0 || w.for_ms > 7 * 86400000ull) {
+                                cli_error("watch", "--for: '%s' is not a duration up to 7d", optarg);
+                                return EXIT_USAGE;
+                        }
+                        continue;
+                case 'e':
+                        w.exec = optarg;
+                        continue;
+                case 'E':
+                        if (parse_duration_ms(optarg, &w.exec_timeout_ms) < 0 || w.exec_timeout_ms == 0 ||
+                            w.exec_timeout_ms > 3600000) {
+                                cli_error("watch", "--exec-timeout: '%s' is not a duration up to 1h", optarg);
+                                return EXIT_USAGE;
+                        }
+                        continue;
+                case 't':
+                        w.textfile = optarg;
+                        continue;
+                case 'g':
+                        if (parse_uint_range(optarg, 0, WATCH_MAX_GPUS - 1, &u) < 0) {
+                                cli_error("watch", "--gpu: '%s' is not a GPU index", optarg);
+                                return EXIT_USAGE;
+                        }
+                        w.only_gpu = (int)u;
+                        continue;
+                case 'n':
+                        if (parse_u64(optarg, &w.count) < 0 || w.count == 0) {
+                                cli_error("watch", "--count: '%s' is not a positive number", optarg);
+                                return EXIT_USAGE;
+                        }
+                        continue;
+                case 'R':
+                        reclaim = true;
+                        continue;
+                case 'F':
+                        if (parse_u64(optarg, &floor_mib) < 0 || floor_mib > (1u << 24)) {
+                                cli_error("watch", "--noise-floor: '%s' is not a number of MiB", optarg);
+                                return EXIT_USAGE;
+                        }
+                        continue;
+                default:
+                        break;
+                }
+                int r = cli_common_option(&w.c, opt, optarg, "watch");
+                if (r < 0)
+                        return EXIT_USAGE;
+                if (r == 0) {
+                        watch_usage(stderr);
+                        return EXIT_USAGE;
+                }
+        }
+        if (optind < argc) {
+                cli_error("watch", "unexpected argument '%s' (see --help)", argv[optind]);
+                return EXIT_USAGE;
+        }
+        if (reclaim)
+                return watch_reclaim_unavailable();
+        if (w.c.save_bundle || w.c.from_bundle) {
+                cli_error("watch", "--save-bundle and --from-bundle are for scan and snapshot");
+                return EXIT_USAGE;
+        }
+        if (cli_common_finish(&w.c, "watch") < 0)
+                return EXIT_USAGE;
+
+        struct scan_once_opts so;
+        cli_scan_once_opts(&w.c, &so);
+        /* the first sample is confirmed by a second one an interval later, as every later one is */
+        struct sampler_opts sp = { .facts = so.facts, .ledger = so.ledger, .confirm_ms = w.interval_ms,
+                                   .light = true, .wait = cli_wait_signal };
+        sp.ledger.floor_min_bytes = floor_mib << 20;
+        struct sampler *smp = NULL;
+        if (sampler_new(&sp, &smp) < 0) {
+                cli_error("watch", "out of memory");
+                return EXIT_INCOMPLETE;
+        }
+        cli_block_stop_signals();
+        signal(SIGPIPE, SIG_IGN);
+        if (!w.c.json) {
+                if (w.c.simulated)
+                        cli_sim_banner(stdout, &w.c);
+                printf("watching every %.3g s; alert when a confirmed ghost stays above %llu MiB for %.3g s%s\n",
+                       (double)w.interval_ms / 1000.0, (unsigned long long)(w.threshold_bytes / MIB),
+                       (double)w.for_ms / 1000.0, w.exec ? " (then run --exec)" : "");
+                fflush(stdout);
+        }
+        int status = EXIT_OK;
+        for (uint64_t n = 0; !w.count || n < w.count; n++) {
+                unsigned long long t0 = monotonic_ms();
+                struct sample s;
+                int r = sampler_cycle(smp, &s);
+                if (r == -EINTR)
+                        break;
+                if (r < 0) {
+                        cli_error("watch", "%s", strerror(-r));
+                        status = EXIT_INCOMPLETE;
+                        break;
+                }
+                if (s.res) {
+                        if (s.full)
+                                w.counters.scans_full++;
+                        else
+                                w.counters.scans_light++;
+                }
+                if (s.errors & SCAN_ERR_GPU)
+                        w.counters.scan_errors[METRICS_SRC_GPU]++;
+                if (s.errors & SCAN_ERR_HOST)
+                        w.counters.scan_errors[METRICS_SRC_HOST]++;
+                if (s.errors && !w.error_shown) {
+                        const struct gpu_report *g = s.res ? s.res->facts->gpu : NULL;
+                        char line[300];
+                        snprintf(line, sizeof(line), "scan error: %s",
+                                 g && g->timed_out ? "the NVIDIA driver did not answer in time"
+                                 : g && !g->driver_present ? (g->error[0] ? g->error : "no NVIDIA driver")
+                                                           : s.why);
+                        emit(&w, "error", NULL, NULL, line);
+                } else if (!s.errors && w.error_shown) {
+                        emit(&w, "error", NULL, NULL, "scan error cleared");
+                }
+                w.error_shown = s.errors != 0;
+                if (s.res && s.published) {
+                        watch_sample(&w, s.res);
+                        if (w.textfile) {
+                                struct metrics_input mi = { .res = s.res, .counters = &w.counters,
+                                                            .scan_duration_s = s.duration_s, .last_scan_time = s.finished };
+                                r = metrics_write_textfile(w.textfile, &mi);
+                                if (r < 0)
+                                        cli_error("watch", "--textfile %s: %s", w.textfile, strerror(-r));
+                        }
+                }
+                if (w.count && n + 1 >= w.count)
+                        break;
+                unsigned long long spent = monotonic_ms() - t0;
+                if (!cli_wait_signal(NULL, spent < w.interval_ms ? w.interval_ms - spent : 0))
+                        break;
+        }
+        sampler_free(smp);
+        return status;
+}

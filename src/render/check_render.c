@@ -1,0 +1,216 @@
+#include "render/check_render.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define MIB (1024.0 * 1024.0)
+
+const char *plugin_state_name(enum plugin_state s)
+{
+        switch (s) {
+        case PLUGIN_OK: return "OK";
+        case PLUGIN_WARNING: return "WARNING";
+        case PLUGIN_CRITICAL: return "CRITICAL";
+        default: return "UNKNOWN";
+        }
+}
+
+static int state_rank(enum plugin_state s)
+{
+        switch (s) {
+        case PLUGIN_OK: return 0;
+        case PLUGIN_UNKNOWN: return 1;
+        case PLUGIN_WARNING: return 2;
+        default: return 3;
+        }
+}
+
+enum plugin_state plugin_state_worse(enum plugin_state a, enum plugin_state b)
+{
+        return state_rank(a) >= state_rank(b) ? a : b;
+}
+
+double check_ghost_mib(const struct gpu_ledger *l)
+{
+        return l->inspected && l->ghost_confirmed ? (double)l->ghost / MIB : 0.0;
+}
+
+static const char *verdict_of(const struct gpu_ledger *l)
+{
+        return l->n_findings ? l->findings[0].code : "unknown";
+}
+
+enum plugin_state check_gpu_state(const struct gpu_ledger *l, const struct check_thresholds *t)
+{
+        if (strcmp(verdict_of(l), "gpu-lost") == 0)
+                return PLUGIN_CRITICAL;
+        if (!l->inspected)
+                return PLUGIN_UNKNOWN;
+        double v = check_ghost_mib(l);
+        if (t->have_crit && range_alert(&t->crit, v))
+                return PLUGIN_CRITICAL;
+        if (t->have_warn && range_alert(&t->warn, v))
+                return PLUGIN_WARNING;
+        if (strcmp(verdict_of(l), "stuck-in-driver") == 0)
+                return PLUGIN_WARNING;
+        return PLUGIN_OK;
+}
+
+/* Text from the driver or the ledger in the plugin's output: one line, no '|' (it starts the
+ * performance data), no control characters, bounded. */
+static int put_plain(struct buf *out, const char *s, size_t max)
+{
+        int r = 0;
+        for (size_t i = 0; s[i] && i < max && r == 0; i++) {
+                unsigned char c = (unsigned char)s[i];
+                if (c == '|')
+                        r = buf_puts(out, "\xc2\xa6");  /* U+00A6 BROKEN BAR: reads like a pipe */
+                else if (c < 0x20 || c == 0x7f)
+                        r = buf_putc(out, ' ');
+                else
+                        r = buf_putc(out, (char)c);
+        }
+        return r;
+}
+
+static bool counted(const struct scan_result *r, const struct gpu_ledger *l)
+{
+        return r->only_gpu < 0 || (unsigned)r->only_gpu == l->index;
+}
+
+static int gpu_summary(struct buf *out, const struct scan_result *r, const struct gpu_ledger *l,
+                       enum plugin_state st)
+{
+        const struct gpu_info *g = &r->facts->gpu->gpus[l - r->gpus];
+        const char *v = verdict_of(l);
+        int e = buf_printf(out, "GPU %u: ", l->index);
+        if (strcmp(v, "gpu-lost") == 0)
+                return e ? e : buf_puts(out, "lost (the driver cannot reach it)");
+        if (!l->inspected) {
+                e = e ? e : buf_puts(out, "not inspected (");
+                e = e ? e : put_plain(out, g->status_message[0] ? g->status_message : "no memory figures", 120);
+                return e ? e : buf_putc(out, ')');
+        }
+        if (st == PLUGIN_OK && !l->ghost_confirmed)
+                return e ? e : buf_printf(out, "%s", v);
+        e = e ? e : buf_printf(out, "%.0f MiB ghost (%s", check_ghost_mib(l), v);
+        const struct finding *fd = l->n_findings ? &l->findings[0] : NULL;
+        for (size_t i = 0; fd && i < fd->n_pids && i < 8 && !e; i++)
+                e = buf_printf(out, "%s%d", i ? " " : ", PIDs ", (int)fd->pids[i]);
+        if (fd && fd->n_pids > 8 && !e)
+                e = buf_printf(out, " +%zu", fd->n_pids - 8);
+        return e ? e : buf_putc(out, ')');
+}
+
+static int perf_range(struct buf *out, const struct range *rg, bool have)
+{
+        char s[96] = "";
+        if (have && range_format(rg, MIB, s, sizeof(s)) < 0)
+                return -ENOSPC;
+        return buf_puts(out, s);
+}
+
+static int perfdata(struct buf *out, const struct scan_result *r, const struct check_thresholds *t)
+{
+        int e = 0;
+        bool first = true;
+        for (size_t i = 0; i < r->n_gpus && !e; i++) {
+                const struct gpu_ledger *l = &r->gpus[i];
+                if (!counted(r, l) || !l->inspected)
+                        continue;
+                unsigned long long tot = (unsigned long long)l->total;
+                unsigned long long ghost = l->ghost_confirmed ? (unsigned long long)l->ghost : 0;
+                e = buf_printf(out, "%s'gpu%u_ghost'=%lluB;", first ? "" : " ", l->index, ghost);
+                first = false;
+                e = e ? e : perf_range(out, &t->warn, t->have_warn);
+                e = e ? e : buf_putc(out, ';');
+                e = e ? e : perf_range(out, &t->crit, t->have_crit);
+                e = e ? e : buf_printf(out, ";0;%llu", tot);
+                const struct { const char *name; uint64_t v; bool show; } parts[] = {
+                        { "used", l->used, true },
+                        { "listed", l->listed, true },
+                        { "foreign", l->foreign, true },
+                        { "unattributed", l->unattributed, true },
+                        { "reserved", l->reserved, l->reserved_known },
+                };
+                for (size_t k = 0; k < sizeof(parts) / sizeof(parts[0]) && !e; k++)
+                        if (parts[k].show)
+                                e = buf_printf(out, " 'gpu%u_%s'=%lluB;;;0;%llu", l->index, parts[k].name,
+                                               (unsigned long long)parts[k].v, tot);
+        }
+        return e;
+}
+
+int check_render(struct buf *out, const struct scan_result *r, const struct check_thresholds *t,
+                 enum plugin_state *ret_state)
+{
+        const struct gpu_report *gr = r->facts->gpu;
+        if (!gr->driver_present) {
+                *ret_state = PLUGIN_UNKNOWN;
+                return check_render_unknown(out, gr->error[0] ? gr->error : "no NVIDIA driver");
+        }
+        enum plugin_state st = PLUGIN_OK;
+        size_t n_counted = 0, n_ok = 0;
+        for (size_t i = 0; i < r->n_gpus; i++) {
+                if (!counted(r, &r->gpus[i]))
+                        continue;
+                n_counted++;
+                enum plugin_state s = check_gpu_state(&r->gpus[i], t);
+                n_ok += s == PLUGIN_OK;
+                st = plugin_state_worse(st, s);
+        }
+        if (n_counted == 0) {
+                *ret_state = PLUGIN_UNKNOWN;
+                return check_render_unknown(out, r->only_gpu >= 0 ? "no such GPU" : "no GPU found");
+        }
+        int e = buf_printf(out, "GHOSTVRAM %s - ", plugin_state_name(st));
+        /* the GPUs that are not OK, worst first, then how many are OK */
+        static const enum plugin_state order[] = { PLUGIN_CRITICAL, PLUGIN_WARNING, PLUGIN_UNKNOWN };
+        bool any = false;
+        for (size_t o = 0; o < 3 && !e; o++)
+                for (size_t i = 0; i < r->n_gpus && !e; i++) {
+                        const struct gpu_ledger *l = &r->gpus[i];
+                        enum plugin_state s = check_gpu_state(l, t);
+                        if (!counted(r, l) || s != order[o])
+                                continue;
+                        e = any ? buf_puts(out, "; ") : 0;
+                        e = e ? e : gpu_summary(out, r, l, s);
+                        any = true;
+                }
+        if (!e && n_ok) {
+                if (r->only_gpu >= 0) {
+                        for (size_t i = 0; i < r->n_gpus && !e; i++)
+                                if (counted(r, &r->gpus[i]))
+                                        e = gpu_summary(out, r, &r->gpus[i], PLUGIN_OK);
+                } else {
+                        e = buf_printf(out, "%s%zu GPU%s ok", any ? "; " : "", n_ok, n_ok == 1 ? "" : "s");
+                }
+        }
+        e = e ? e : buf_puts(out, " | ");
+        e = e ? e : perfdata(out, r, t);
+        e = e ? e : buf_putc(out, '\n');
+        /* long output: what to do on each GPU that is not OK */
+        for (size_t i = 0; i < r->n_gpus && !e; i++) {
+                const struct gpu_ledger *l = &r->gpus[i];
+                if (!counted(r, l) || check_gpu_state(l, t) == PLUGIN_OK || !l->n_findings)
+                        continue;
+                const struct finding *fd = &l->findings[0];
+                e = buf_printf(out, "GPU %u %s: ", l->index, fd->code);
+                e = e ? e : put_plain(out, fd->summary, sizeof(fd->summary));
+                if (fd->next_step[0] && !e) {
+                        e = buf_puts(out, ". Next: ");
+                        e = e ? e : put_plain(out, fd->next_step, sizeof(fd->next_step));
+                }
+                e = e ? e : buf_putc(out, '\n');
+        }
+        if (!e)
+                *ret_state = st;
+        return e;
+}
+
+int check_render_unknown(struct buf *out, const char *why)
+{
+        int e = buf_puts(out, "GHOSTVRAM UNKNOWN - ");
+        e = e ? e : put_plain(out, why, 240);
+        return e ? e : buf_putc(out, '\n');
+}

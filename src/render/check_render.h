@@ -1,0 +1,47 @@
+/* check_render: the scan as a monitoring plugin's output (Monitoring Plugins Development
+ * Guidelines, https://www.monitoring-plugins.org/doc/guidelines.html): one status line
+ *
+ *   GHOSTVRAM CRITICAL - GPU 1: 2048 MiB ghost (orphaned-holders, PIDs 31301 31302); 1 GPU ok | perfdata
+ *
+ * then, for each GPU that is not OK, a long-output line with the next step. Performance data
+ * is in bytes ('B'), one set per GPU: 'gpuN_ghost'=VALUE;WARN;CRIT;0;TOTAL and the other parts
+ * of the ledger. Thresholds are ranges (util/range.h) on the confirmed ghost in MiB. */
+#pragma once
+#include <stdbool.h>
+
+#include "model/ledger.h"
+#include "util/buf.h"
+#include "util/range.h"
+
+enum plugin_state {
+        PLUGIN_OK = 0,
+        PLUGIN_WARNING = 1,
+        PLUGIN_CRITICAL = 2,
+        PLUGIN_UNKNOWN = 3,
+};
+
+struct check_thresholds {
+        struct range warn, crit;
+        bool have_warn, have_crit;
+};
+
+const char *plugin_state_name(enum plugin_state s);
+/* The worse of two states: CRITICAL > WARNING > UNKNOWN > OK. */
+enum plugin_state plugin_state_worse(enum plugin_state a, enum plugin_state b);
+
+/* The ghost a threshold is compared with, in MiB: the ledger's ghost if it is confirmed
+ * (above the noise floor in two samples), else 0. */
+double check_ghost_mib(const struct gpu_ledger *l);
+
+/* State of one GPU: CRITICAL if lost or the critical range alerts, WARNING if the warning range
+ * alerts or a task is stuck in the driver, UNKNOWN if it could not be inspected, else OK. */
+enum plugin_state check_gpu_state(const struct gpu_ledger *l, const struct check_thresholds *t);
+
+/* Append the whole plugin output (status line with performance data, long output) to out and
+ * return the state through *ret_state. Only r->only_gpu counts when it is set. Returns 0 or a
+ * negative errno of the buffer. */
+int check_render(struct buf *out, const struct scan_result *r, const struct check_thresholds *t,
+                 enum plugin_state *ret_state);
+
+/* The UNKNOWN output when no result came (timeout, no driver): "GHOSTVRAM UNKNOWN - why". */
+int check_render_unknown(struct buf *out, const char *why);

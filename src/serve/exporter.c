@@ -1,0 +1,306 @@
+#include "serve/exporter.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "render/scan_render.h"
+#include "util/buf.h"
+#include "util/deadline.h"
+
+#define BODY_CAP (16u << 20)    /* far above 1024 GPUs with 64 holders each */
+
+struct exporter {
+        struct exporter_opts o;
+        pthread_t thread;
+        pthread_mutex_t m;
+        pthread_cond_t c;               /* monotonic clock; signalled on stop */
+        bool stop;
+        struct exporter_bodies *cur;    /* guarded by m */
+        struct sampler *sampler;
+        /* the collection thread's own */
+        struct metrics_counters counters;
+        struct exporter_published pub;
+};
+
+/* ---- bodies --------------------------------------------------------------------------------- */
+
+void exporter_bodies_put(struct exporter_bodies *b)
+{
+        if (!b || atomic_fetch_sub(&b->refs, 1) != 1)
+                return;
+        free(b->metrics[0]);
+        free(b->metrics[1]);
+        free(b->scan_json);
+        free(b);
+}
+
+struct exporter_bodies *exporter_bodies_get(struct exporter *e)
+{
+        pthread_mutex_lock(&e->m);
+        struct exporter_bodies *b = e->cur;
+        atomic_fetch_add(&b->refs, 1);
+        pthread_mutex_unlock(&e->m);
+        return b;
+}
+
+double exporter_stale_after(const struct exporter *e)
+{
+        return e->o.stale_after_s;
+}
+
+void exporter_published_clear(struct exporter_published *p)
+{
+        free(p->gpus[0]);
+        free(p->gpus[1]);
+        free(p->scan_json);
+        memset(p, 0, sizeof(*p));
+}
+
+int exporter_publish(struct exporter_published *p, const struct scan_result *res, double duration_s,
+                     double finished, double data_mono, bool expose_cmdline, const char *walk)
+{
+        struct buf g[2] = { BUF_INIT(BODY_CAP), BUF_INIT(BODY_CAP) };
+        char *json = NULL;
+        int e = 0;
+        for (int f = 0; f < 2 && !e; f++)
+                e = metrics_render_gpus(&g[f], res, 0, (enum metrics_format)f);
+        if (!e) {
+                json_t *doc = scan_json(res, expose_cmdline);
+                if (doc) {
+                        json_object_set_new(doc, "walk", json_string(walk));
+                        json_object_set_new(doc, "scan_duration_seconds", json_real(duration_s));
+                        json = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+                        json_decref(doc);
+                }
+                e = json ? 0 : -ENOMEM;
+        }
+        if (e) {
+                buf_free(&g[0]);
+                buf_free(&g[1]);
+                free(json);
+                return e;
+        }
+        exporter_published_clear(p);
+        p->have = true;
+        for (int f = 0; f < 2; f++) {
+                p->gpus_len[f] = g[f].len;
+                p->gpus[f] = buf_steal(&g[f]);
+        }
+        p->scan_json = json;
+        p->scan_json_len = strlen(json);
+        p->duration_s = duration_s;
+        p->finished = finished;
+        p->data_mono = data_mono;
+        return 0;
+}
+
+struct exporter_bodies *exporter_compose(const struct exporter_published *p, const struct metrics_counters *c,
+                                         const char *status)
+{
+        struct exporter_bodies *b = calloc(1, sizeof(*b));
+        if (!b)
+                return NULL;
+        atomic_init(&b->refs, 1);
+        int e = 0;
+        for (int f = 0; f < 2 && !e; f++) {
+                struct buf m = BUF_INIT(BODY_CAP);
+                e = metrics_render_build(&m, (enum metrics_format)f);
+                if (!e && p->have)
+                        e = buf_append(&m, p->gpus[f], p->gpus_len[f]);
+                if (!e)
+                        e = metrics_render_status(&m, p->have, p->duration_s, p->finished, c, (enum metrics_format)f);
+                b->metrics_len[f] = m.len;
+                b->metrics[f] = e ? NULL : buf_steal(&m);
+                buf_free(&m);
+                if (!e && !b->metrics[f])
+                        e = -ENOMEM;
+        }
+        if (!e && p->have) {
+                b->scan_json = malloc(p->scan_json_len + 2);
+                if (b->scan_json) {
+                        memcpy(b->scan_json, p->scan_json, p->scan_json_len);
+                        b->scan_json[p->scan_json_len] = '\n';
+                        b->scan_json[p->scan_json_len + 1] = '\0';
+                        b->scan_json_len = p->scan_json_len + 1;
+                } else {
+                        e = -ENOMEM;
+                }
+        }
+        if (e) {
+                exporter_bodies_put(b);
+                return NULL;
+        }
+        b->have_data = p->have;
+        b->data_mono = p->data_mono;
+        snprintf(b->status, sizeof(b->status), "%s", status ? status : "");
+        return b;
+}
+
+int exporter_metrics_body(const struct exporter_bodies *b, enum metrics_format fmt, double now_mono,
+                          char **ret, size_t *ret_len)
+{
+        struct buf tail = BUF_INIT(4096);
+        int e = metrics_render_tail(&tail, b->have_data, now_mono - b->data_mono, fmt);
+        if (e) {
+                buf_free(&tail);
+                return e;
+        }
+        size_t n = b->metrics_len[fmt] + tail.len;
+        char *s = malloc(n + 1);
+        if (!s) {
+                buf_free(&tail);
+                return -ENOMEM;
+        }
+        memcpy(s, b->metrics[fmt], b->metrics_len[fmt]);
+        memcpy(s + b->metrics_len[fmt], buf_str(&tail), tail.len);
+        s[n] = '\0';
+        buf_free(&tail);
+        *ret = s;
+        *ret_len = n;
+        return 0;
+}
+
+/* ---- the collection thread ----------------------------------------------------------------- */
+
+/* Sleep until ms passed or stop; false on stop. */
+static bool exporter_wait(void *ctx, uint64_t ms)
+{
+        struct exporter *e = ctx;
+        struct timespec until;
+        monotonic_after_ms(ms, &until);
+        pthread_mutex_lock(&e->m);
+        int r = 0;
+        while (!e->stop && r != ETIMEDOUT)
+                r = pthread_cond_timedwait(&e->c, &e->m, &until);
+        bool go_on = !e->stop;
+        pthread_mutex_unlock(&e->m);
+        return go_on;
+}
+
+/* Hook for the kernel-log reader (src/collect/kernel.h, not on this branch yet): read the NVRM
+ * Xid records that arrived since the last cycle (from /dev/kmsg, starting at its end when serve
+ * starts, so history is never replayed into increase()) and count each with
+ * metrics_count_xid(&e->counters, xid, 1); a read error counts METRICS_SRC_KERNEL. */
+static void exporter_read_kernel(struct exporter *e)
+{
+        (void)e;
+}
+
+static void exporter_swap(struct exporter *e, struct exporter_bodies *b)
+{
+        pthread_mutex_lock(&e->m);
+        struct exporter_bodies *old = e->cur;
+        e->cur = b;
+        pthread_mutex_unlock(&e->m);
+        exporter_bodies_put(old);
+}
+
+static void status_of(const struct sample *s, char *out, size_t outlen)
+{
+        out[0] = '\0';
+        if (!s->errors)
+                return;
+        const struct gpu_report *g = s->res ? s->res->facts->gpu : NULL;
+        if (g && g->timed_out)
+                snprintf(out, outlen, "the NVIDIA driver did not answer in time");
+        else if (g && !g->driver_present)
+                snprintf(out, outlen, "no NVIDIA driver: %.150s", g->error[0] ? g->error : "not available");
+        else
+                snprintf(out, outlen, "%s", s->why);
+}
+
+static void *exporter_main(void *arg)
+{
+        struct exporter *e = arg;
+        for (;;) {
+                unsigned long long t0 = monotonic_ms();
+                struct sample smp;
+                char status[200];
+                int r = sampler_cycle(e->sampler, &smp);
+                if (r == -EINTR)
+                        break;
+                if (r < 0) {
+                        snprintf(status, sizeof(status), "collection failed: %s", strerror(-r));
+                } else {
+                        if (smp.res && smp.full)
+                                e->counters.scans_full++;
+                        else if (smp.res)
+                                e->counters.scans_light++;
+                        if (smp.errors & SCAN_ERR_GPU)
+                                e->counters.scan_errors[METRICS_SRC_GPU]++;
+                        if (smp.errors & SCAN_ERR_HOST)
+                                e->counters.scan_errors[METRICS_SRC_HOST]++;
+                        if (smp.published && smp.res)
+                                exporter_publish(&e->pub, smp.res, smp.duration_s, smp.finished, monotonic_s(),
+                                                 e->o.expose_cmdline, smp.full ? "full" : "light");
+                        status_of(&smp, status, sizeof(status));
+                }
+                exporter_read_kernel(e);
+                struct exporter_bodies *b = exporter_compose(&e->pub, &e->counters, status);
+                if (b)
+                        exporter_swap(e, b);
+                unsigned long long spent = monotonic_ms() - t0;
+                uint64_t left = spent < e->o.interval_ms ? e->o.interval_ms - spent : 0;
+                if (!exporter_wait(e, left))
+                        break;
+        }
+        return NULL;
+}
+
+int exporter_start(const struct exporter_opts *o, struct exporter **ret)
+{
+        struct exporter *e = calloc(1, sizeof(*e));
+        if (!e)
+                return -ENOMEM;
+        e->o = *o;
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&e->c, &ca);
+        pthread_condattr_destroy(&ca);
+        pthread_mutex_init(&e->m, NULL);
+        struct sampler_opts so = o->sampler;
+        so.wait = exporter_wait;
+        so.wait_ctx = e;
+        int r = sampler_new(&so, &e->sampler);
+        if (r == 0) {
+                e->cur = exporter_compose(&e->pub, &e->counters, "starting: the first collection is running");
+                r = e->cur ? 0 : -ENOMEM;
+        }
+        if (r == 0) {
+                r = -pthread_create(&e->thread, NULL, exporter_main, e);
+                if (r == 0) {
+                        *ret = e;
+                        return 0;
+                }
+        }
+        exporter_bodies_put(e->cur);
+        sampler_free(e->sampler);
+        pthread_cond_destroy(&e->c);
+        pthread_mutex_destroy(&e->m);
+        free(e);
+        return r;
+}
+
+void exporter_stop(struct exporter *e)
+{
+        if (!e)
+                return;
+        pthread_mutex_lock(&e->m);
+        e->stop = true;
+        pthread_cond_broadcast(&e->c);
+        pthread_mutex_unlock(&e->m);
+        pthread_join(e->thread, NULL);
+        sampler_free(e->sampler);
+        exporter_published_clear(&e->pub);
+        exporter_bodies_put(e->cur);
+        pthread_cond_destroy(&e->c);
+        pthread_mutex_destroy(&e->m);
+        free(e);
+}

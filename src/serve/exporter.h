@@ -1,0 +1,71 @@
+/* exporter: the collecting side of `ghostvram serve`. A thread takes a sample every interval
+ * (model/scan_run.h's sampler: NVML first, the /proc walk only when something is unexplained)
+ * and renders every body a scrape can ask for right after it: the metrics in both formats and
+ * the scan JSON. A scrape takes a reference to the latest bodies under a mutex and never waits
+ * for a collection; a hung driver only makes the data age. */
+#pragma once
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/scan_run.h"
+#include "render/metrics.h"
+
+struct exporter_opts {
+        struct sampler_opts sampler;
+        uint64_t interval_ms;           /* between the starts of two collections */
+        double stale_after_s;           /* /healthz answers 503 when the data is older */
+        bool expose_cmdline;            /* command lines in /api/v1/scan (they can carry secrets) */
+};
+
+/* What a scrape serves: immutable once published, reference-counted. */
+struct exporter_bodies {
+        atomic_uint refs;
+        char *metrics[2];               /* by enum metrics_format, without the scrape-time tail */
+        size_t metrics_len[2];
+        char *scan_json;                /* NULL until the first complete scan */
+        size_t scan_json_len;
+        bool have_data;                 /* a complete scan was published */
+        double data_mono;               /* monotonic seconds when it finished */
+        char status[200];               /* the latest collection's problem, "" if none */
+};
+
+struct exporter;
+
+/* Start the collection thread. Returns 0, -ENOMEM or a pthread error. */
+int exporter_start(const struct exporter_opts *o, struct exporter **ret);
+/* Stop: wake the thread, let it finish the collection it is in, join it, free everything.
+ * Bodies still referenced by scrapes stay valid until their last reference goes. */
+void exporter_stop(struct exporter *e);
+
+/* The latest bodies, with a reference the caller drops with exporter_bodies_put. Never NULL
+ * after exporter_start (the first bodies exist before the first collection ends). */
+struct exporter_bodies *exporter_bodies_get(struct exporter *e);
+void exporter_bodies_put(struct exporter_bodies *b);
+/* The staleness limit of /healthz. */
+double exporter_stale_after(const struct exporter *e);
+
+/* The latest complete scan, rendered once: its GPU series in both formats and its JSON. */
+struct exporter_published {
+        bool have;
+        char *gpus[2];                  /* by enum metrics_format */
+        size_t gpus_len[2];
+        char *scan_json;
+        size_t scan_json_len;
+        double duration_s, finished, data_mono;
+};
+
+/* Render a complete scan into p (replacing what was there). walk is "full" or "light". Returns
+ * 0, -ENOMEM or -E2BIG (p unchanged then). */
+int exporter_publish(struct exporter_published *p, const struct scan_result *res, double duration_s,
+                     double finished, double data_mono, bool expose_cmdline, const char *walk);
+void exporter_published_clear(struct exporter_published *p);
+/* Bodies from the latest complete scan and the current counters, with one reference; NULL on
+ * ENOMEM. status: the latest collection's problem ("" or NULL if none). */
+struct exporter_bodies *exporter_compose(const struct exporter_published *p, const struct metrics_counters *c,
+                                         const char *status);
+/* The scrape's /metrics body: the bodies' metrics plus the data age and, for OpenMetrics,
+ * "# EOF". A malloc'd string in *ret (length *ret_len); 0 or -ENOMEM. */
+int exporter_metrics_body(const struct exporter_bodies *b, enum metrics_format fmt, double now_mono,
+                          char **ret, size_t *ret_len);

@@ -1,0 +1,248 @@
+#include "serve/http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <microhttpd.h>
+
+#include "render/metrics.h"
+#include "util/deadline.h"
+#include "util/parse.h"
+
+struct http_server {
+        struct MHD_Daemon *d;
+        struct exporter *e;
+        uint16_t port;
+};
+
+int http_parse_listen(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len)
+{
+        char host[64];
+        const char *port;
+        struct sockaddr_storage ss;
+        memset(&ss, 0, sizeof(ss));
+        if (!s || !*s)
+                return -EINVAL;
+        if (s[0] == '[') {
+                const char *close = strchr(s, ']');
+                if (!close || close[1] != ':' || (size_t)(close - s - 1) >= sizeof(host))
+                        return -EINVAL;
+                memcpy(host, s + 1, (size_t)(close - s - 1));
+                host[close - s - 1] = '\0';
+                port = close + 2;
+        } else {
+                const char *colon = strrchr(s, ':');
+                if (!colon || (size_t)(colon - s) >= sizeof(host) || strchr(s, ':') != colon)
+                        return -EINVAL;
+                memcpy(host, s, (size_t)(colon - s));
+                host[colon - s] = '\0';
+                port = colon + 1;
+        }
+        unsigned p;
+        if (parse_uint_range(port, 0, 65535, &p) < 0 || !*port)
+                return -EINVAL;
+        struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
+        struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
+        if (s[0] != '[' && inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+                v4->sin_family = AF_INET;
+                v4->sin_port = htons((uint16_t)p);
+                *ret_len = sizeof(*v4);
+        } else if (s[0] == '[' && inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+                v6->sin6_family = AF_INET6;
+                v6->sin6_port = htons((uint16_t)p);
+                *ret_len = sizeof(*v6);
+        } else {
+                return -EINVAL;
+        }
+        *ret = ss;
+        return 0;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, char *body, size_t len,
+                             const char *allow)
+{
+        /* body is malloc'd and given to the response (freed when it has been sent) */
+        struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback(len, body, free);
+        if (!r) {
+                free(body);
+                return MHD_NO;
+        }
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+        MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+        if (allow)
+                MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+        enum MHD_Result ok = MHD_queue_response(c, status, r);
+        MHD_destroy_response(r);
+        return ok;
+}
+
+static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, const char *allow, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, const char *allow, const char *fmt, ...)
+{
+        char tmp[512];
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                return MHD_NO;
+        if ((size_t)n >= sizeof(tmp))
+                n = (int)sizeof(tmp) - 1;
+        char *body = malloc((size_t)n + 1);
+        if (!body)
+                return MHD_NO;
+        memcpy(body, tmp, (size_t)n + 1);
+        return reply(c, status, "text/plain; charset=utf-8", body, (size_t)n, allow);
+}
+
+static enum MHD_Result serve_metrics(struct http_server *s, struct MHD_Connection *c)
+{
+        const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+        enum metrics_format fmt = metrics_accept_openmetrics(accept) ? METRICS_OPENMETRICS : METRICS_TEXT_004;
+        struct exporter_bodies *b = exporter_bodies_get(s->e);
+        char *body = NULL;
+        size_t len = 0;
+        int r = exporter_metrics_body(b, fmt, monotonic_s(), &body, &len);
+        exporter_bodies_put(b);
+        if (r < 0)
+                return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory\n");
+        return reply(c, MHD_HTTP_OK,
+                     fmt == METRICS_OPENMETRICS ? metrics_content_type_openmetrics : metrics_content_type_004,
+                     body, len, NULL);
+}
+
+static enum MHD_Result serve_healthz(struct http_server *s, struct MHD_Connection *c)
+{
+        struct exporter_bodies *b = exporter_bodies_get(s->e);
+        double age = monotonic_s() - b->data_mono;
+        double limit = exporter_stale_after(s->e);
+        enum MHD_Result r;
+        if (!b->have_data)
+                r = reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "no data yet: %s\n",
+                               b->status[0] ? b->status : "the first collection has not finished");
+        else if (age > limit)
+                r = reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "stale: data is %.1f s old (limit %.0f s)%s%s\n",
+                               age, limit, b->status[0] ? ": " : "", b->status);
+        else
+                r = reply_text(c, MHD_HTTP_OK, NULL, "ok: data is %.1f s old%s%s\n", age,
+                               b->status[0] ? "; latest collection: " : "", b->status);
+        exporter_bodies_put(b);
+        return r;
+}
+
+static enum MHD_Result serve_scan(struct http_server *s, struct MHD_Connection *c)
+{
+        struct exporter_bodies *b = exporter_bodies_get(s->e);
+        enum MHD_Result r;
+        char *body = b->scan_json ? malloc(b->scan_json_len + 1) : NULL;
+        if (!b->scan_json) {
+                r = reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "no data yet: %s\n",
+                               b->status[0] ? b->status : "the first collection has not finished");
+        } else if (!body) {
+                r = reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory\n");
+        } else {
+                memcpy(body, b->scan_json, b->scan_json_len + 1);
+                r = reply(c, MHD_HTTP_OK, "application/json", body, b->scan_json_len, NULL);
+        }
+        exporter_bodies_put(b);
+        return r;
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                               const char *version, const char *upload_data, size_t *upload_data_size,
+                               void **req_cls)
+{
+        static int seen;
+        struct http_server *s = cls;
+        (void)version;
+        (void)upload_data;
+        if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+                /* at once, without reading a body: the connection closes after the answer */
+                return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "GET, HEAD",
+                                  "ghostvram serve is read-only: only GET and HEAD\n");
+        if (!*req_cls) {
+                /* the headers are in; answering on the next call keeps the connection alive */
+                *req_cls = &seen;
+                return MHD_YES;
+        }
+        if (*upload_data_size) {
+                *upload_data_size = 0;  /* a GET with a body: ignore the body */
+                return MHD_YES;
+        }
+        if (strcmp(url, "/metrics") == 0)
+                return serve_metrics(s, c);
+        if (strcmp(url, "/healthz") == 0)
+                return serve_healthz(s, c);
+        if (strcmp(url, "/api/v1/scan") == 0)
+                return serve_scan(s, c);
+        if (strcmp(url, "/") == 0)
+                return reply_text(c, MHD_HTTP_OK, NULL,
+                                  "ghostvram exporter\n\n/metrics       Prometheus metrics (docs/metrics.md)\n"
+                                  "/healthz       200 while the data is fresh\n/api/v1/scan   the latest scan as JSON\n");
+        return reply_text(c, MHD_HTTP_NOT_FOUND, NULL, "not found: try /metrics, /healthz, /api/v1/scan\n");
+}
+
+/* libmicrohttpd's own messages (a client sending garbage) are not ours to print. */
+static void quiet_log(void *cls, const char *fmt, va_list ap)
+{
+        (void)cls;
+        (void)fmt;
+        (void)ap;
+}
+
+int http_server_start(const struct http_opts *o, struct exporter *e, struct http_server **ret)
+{
+        struct sockaddr_storage ss;
+        socklen_t sslen;
+        if (http_parse_listen(o->listen, &ss, &sslen) < 0)
+                return -EINVAL;
+        struct http_server *s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->e = e;
+        unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+        if (ss.ss_family == AF_INET6)
+                flags |= MHD_USE_IPv6;
+        unsigned max = o->max_connections ? o->max_connections : 64;
+        unsigned timeout = o->timeout_s ? o->timeout_s : 10;
+        size_t mem = o->memory_limit ? o->memory_limit : 32 * 1024;
+        errno = 0;
+        s->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, s,
+                                MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                                MHD_OPTION_CONNECTION_LIMIT, max,
+                                MHD_OPTION_CONNECTION_TIMEOUT, timeout,
+                                MHD_OPTION_CONNECTION_MEMORY_LIMIT, mem,
+                                MHD_OPTION_LISTEN_BACKLOG_SIZE, 128u,
+                                MHD_OPTION_STRICT_FOR_CLIENT, 1,
+                                MHD_OPTION_EXTERNAL_LOGGER, quiet_log, NULL,
+                                MHD_OPTION_END);
+        if (!s->d) {
+                int err = errno ? errno : EIO;
+                free(s);
+                return -err;
+        }
+        const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+        s->port = info ? info->port : 0;
+        *ret = s;
+        return 0;
+}
+
+uint16_t http_server_port(const struct http_server *s)
+{
+        return s->port;
+}
+
+void http_server_stop(struct http_server *s)
+{
+        if (!s)
+                return;
+        MHD_stop_daemon(s->d);
+        free(s);
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# A real Prometheus server (Debian package prometheus) scrapes `ghostvram serve` on the
+# simulated driver over loopback, with the project's alert rules loaded: the ghost series of a
+# killed job appears in its query API with the ledger's value, the holder with a hostile name
+# arrives intact (escaped and repaired), the scrape is healthy, the rules load. Bounded waits;
+# exits 77 when Prometheus is not installed or cannot run here.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/serve_lib.sh"
+
+command -v prometheus >/dev/null || skip "prometheus is not installed (Debian package prometheus)"
+: "${GV_SRC:?GV_SRC must name the source tree}"
+
+sim_new --gpus 2 --memory 16384 --reserved 512
+sim_run_named $'q"uo\\te\xfe' --gpu 1 --mib 1024 --workers 1
+kill_wait "$OWNER"
+serve_start --interval 1s
+
+PPORT=$(free_port)
+cat >"$GV_TMP/prometheus.yml" <<YML
+global:
+  scrape_interval: 1s
+  scrape_timeout: 900ms
+  evaluation_interval: 1s
+rule_files:
+  - $GV_SRC/deploy/prometheus/ghostvram-rules.yml
+scrape_configs:
+  - job_name: ghostvram
+    static_configs:
+      - targets: ["127.0.0.1:$PORT"]
+YML
+prometheus --config.file="$GV_TMP/prometheus.yml" --storage.tsdb.path="$GV_TMP/tsdb" \
+        --web.listen-address="127.0.0.1:$PPORT" --log.level=warn >"$GV_TMP/prometheus.log" 2>&1 &
+PROM=$!
+track "$PROM"
+API="http://127.0.0.1:$PPORT/api/v1"
+if ! wait_until 60 curl -fsS "http://127.0.0.1:$PPORT/-/ready" -o /dev/null; then
+        kill -0 "$PROM" 2>/dev/null || skip "prometheus cannot run here: $(tail -3 "$GV_TMP/prometheus.log")"
+        fail "prometheus never became ready: $(tail -5 "$GV_TMP/prometheus.log")"
+fi
+
+query() { curl -fsS --max-time 5 -G "$API/query" --data-urlencode "query=$1"; }
+
+note "the ghost series appears in Prometheus with the ledger's value"
+has_ghost() { [ "$(query 'ghostvram_gpu_memory_used_bytes{kind="ghost",gpu="1"} > 0' | jq -r '.data.result[0].value[1]')" = $((1024 * MIB)) ]; }
+wait_until 60 has_ghost || fail "no ghost series in Prometheus: $(query 'ghostvram_gpu_memory_used_bytes' | head -c 2000)"
+r=$(query 'ghostvram_gpu_memory_used_bytes{kind="ghost",gpu="1"}')
+assert_eq "$(jq -r '.data.result | length' <<<"$r")" 1 "one ghost series for GPU 1"
+assert_eq "$(jq -r '.data.result[0].metric.pci_bus_id' <<<"$r")" "00000000:43:00.0" "pci_bus_id label"
+jq -e '.data.result[0].metric.uuid | startswith("GPU-")' <<<"$r" >/dev/null || fail "uuid label"
+assert_eq "$(query 'up{job="ghostvram"}' | jq -r '.data.result[0].value[1]')" 1 "up"
+wait_until 30 bash -c "[ \"\$(curl -fsS -G '$API/query' --data-urlencode 'query=ghostvram_gpu_verdict{gpu=\"1\",verdict=\"orphaned-holders\"}' | jq -r '.data.result[0].value[1]')\" = 1 ]" \
+        || fail "verdict series"
+
+note "the holder with a hostile name arrives escaped and repaired"
+r=$(query 'ghostvram_holder_info{gpu="1"}')
+assert_eq "$(jq -r '.data.result | length' <<<"$r")" 1 "one holder"
+assert_eq "$(jq -r '.data.result[0].metric.pid' <<<"$r")" "${WORKERS[0]}" "holder pid"
+assert_eq "$(jq -r '.data.result[0].metric.comm' <<<"$r")" $'q"uo\\te\xef\xbf\xbd' "holder comm (U+FFFD for the invalid byte)"
+assert_eq "$(jq -r '.data.result[0].metric.attribution' <<<"$r")" process-group "attribution"
+query '{__name__=~"ghostvram_.*"}' | grep -q hunter2 && fail "a command line reached Prometheus"
+
+note "the scrape is healthy and the rules are loaded"
+t=$(curl -fsS "$API/targets")
+assert_eq "$(jq -r '.data.activeTargets[0].health' <<<"$t")" up "target health ($(jq -r '.data.activeTargets[0].lastError' <<<"$t"))"
+rules=$(curl -fsS "$API/rules")
+assert_eq "$(jq -r '[.data.groups[].rules[]] | length' <<<"$rules")" 8 "rules loaded"
+assert_eq "$(jq -r '[.data.groups[].rules[] | select(.health != "ok")] | length' <<<"$rules")" 0 "rules healthy"
+assert_eq "$(query 'count(ghostvram_scan_errors_total)' | jq -r '.data.result[0].value[1]')" 3 "error counters of every source"
+echo "PASS"

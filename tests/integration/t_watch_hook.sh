@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# ghostvram watch: a hook that runs too long is stopped (with its children) and watch goes on;
+# --reclaim refuses until 'ghostvram reclaim' exists; usage errors; SIGINT stops it (exit 0);
+# --json lines; a hung driver is reported once, never hangs the loop.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/serve_lib.sh"
+
+sim_new --gpus 1 --memory 16384 --reserved 512
+
+note "--reclaim refuses with a clear message"
+rc=0
+msg=$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" watch --reclaim 2>&1) || rc=$?
+assert_eq "$rc" 2 "--reclaim exit status"
+grep -q "ghostvram reclaim" <<<"$msg" || fail "--reclaim message: $msg"
+
+note "usage errors"
+for bad in "--interval 10ms" "--interval x" "--for -1s" "--threshold abc" "--exec-timeout 0" "--count 0" "--gpu -1" "extra"; do
+        rc=0
+        # shellcheck disable=SC2086
+        GHOSTVRAM_SIM="$SIM" "$GV_BIN" watch $bad >/dev/null 2>&1 || rc=$?
+        assert_eq "$rc" 2 "watch $bad"
+done
+
+note "a hook that runs too long is stopped with its children; watch carries on"
+sim_run --gpu 0 --mib 1024 --workers 1
+kill_wait "$OWNER"
+LOG="$GV_TMP/watch.log"
+GHOSTVRAM_SIM="$SIM" "$GV_BIN" watch --interval 300ms --for 0 --exec-timeout 1s \
+        --exec "echo \$\$ > '$GV_TMP/hook.pid'; sleep 300 & echo \$! > '$GV_TMP/child.pid'; wait" >"$LOG" 2>&1 &
+WATCH=$!
+track "$WATCH"
+wait_until 20 grep -q "ALERT GPU 0: 1024 MiB ghost" "$LOG" || fail "no alert: $(cat "$LOG")"
+wait_until 20 grep -q "the hook ran longer than 1 s; stopping it" "$LOG" || fail "the hook was not stopped: $(cat "$LOG")"
+hook=$(cat "$GV_TMP/hook.pid")
+child=$(cat "$GV_TMP/child.pid")
+track "$hook" "$child"
+wait_until 10 is_dead "$child" || fail "the hook's child survived"
+is_dead "$hook" || fail "the hook survived"
+kill_wait "${WORKERS[@]}"
+wait_until 20 grep -q "CLEAR GPU 0" "$LOG" || fail "watch did not carry on after the hook: $(cat "$LOG")"
+
+note "SIGINT stops it cleanly"
+stop_within 15 "$WATCH" INT
+
+note "--json and --count: one object a line"
+out=$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" watch --json --count 2 --interval 200ms)
+assert_eq "$(jq -sc 'map(.event)' <<<"$out")" '["state"]' "events of an idle GPU"
+assert_eq "$(jq -r '.verdict' <<<"$out")" ok "verdict in JSON"
+assert_eq "$(jq -r '.ghost_bytes' <<<"$out")" 0 "ghost bytes in JSON"
+
+note "a hung driver: reported once, the loop keeps its pace and stops on SIGTERM"
+"$GV_BIN" sim set "$SIM" hang=any
+LOG2="$GV_TMP/watch2.log"
+GHOSTVRAM_SIM="$SIM" "$GV_BIN" watch --interval 300ms --timeout 500ms >"$LOG2" 2>&1 &
+W2=$!
+track "$W2"
+wait_until 20 grep -q "scan error: the NVIDIA driver did not answer in time" "$LOG2" || fail "no error line: $(cat "$LOG2")"
+sleep 2
+[ "$(grep -c "scan error" "$LOG2")" -eq 1 ] || fail "the error is printed once: $(cat "$LOG2")"
+stop_within 10 "$W2" TERM
+echo "PASS"

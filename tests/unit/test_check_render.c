@@ -1,0 +1,193 @@
+/* Unit tests for render/check_render: the plugin's state per GPU, the status line, the
+ * performance data and the long output, on hand-built scans. */
+#include "facts_builder.h"
+
+#include "render/check_render.h"
+
+static struct check_thresholds thresholds(const char *w, const char *c)
+{
+        struct check_thresholds t = { .have_warn = w != NULL, .have_crit = c != NULL };
+        if (w)
+                assert_int_equal(range_parse(w, &t.warn), 0);
+        if (c)
+                assert_int_equal(range_parse(c, &t.crit), 0);
+        return t;
+}
+
+/* Render and return the output (static buffer) and the state. */
+static const char *render(const struct scan_result *r, const struct check_thresholds *t, enum plugin_state *st)
+{
+        static char out[8192];
+        struct buf b = BUF_INIT(0);
+        assert_int_equal(check_render(&b, r, t, st), 0);
+        snprintf(out, sizeof(out), "%s", buf_str(&b));
+        buf_free(&b);
+        return out;
+}
+
+/* GPU 1 of 2 holds a confirmed 2 GiB ghost of a killed job. */
+static struct facts *two_gpus_ghost_on_1(void)
+{
+        struct facts *f = killed_job(2, 1, true);
+        finish(f, NULL, 0);
+        return f;
+}
+
+static void test_states_and_line(void **state)
+{
+        (void)state;
+        struct facts *f = two_gpus_ghost_on_1();
+        struct scan_result *r = build(f, f);
+        enum plugin_state st;
+
+        struct check_thresholds t = thresholds("0", "1024");
+        const char *out = render(r, &t, &st);
+        assert_int_equal(st, PLUGIN_CRITICAL);
+        assert_int_equal(check_gpu_state(&r->gpus[0], &t), PLUGIN_OK);
+        assert_int_equal(check_gpu_state(&r->gpus[1], &t), PLUGIN_CRITICAL);
+        assert_true(check_ghost_mib(&r->gpus[1]) == 2048.0);
+        const char *line1 = "GHOSTVRAM CRITICAL - GPU 1: 2048 MiB ghost (orphaned-holders, PIDs 31300 31301 31302); 1 GPU ok | ";
+        assert_memory_equal(out, line1, strlen(line1));
+        /* performance data: per GPU, bytes, thresholds converted from MiB */
+        assert_non_null(strstr(out, "| 'gpu0_ghost'=0B;0;1073741824;0;85899345920 'gpu0_used'=0B;;;0;85899345920 "
+                                    "'gpu0_listed'=0B;;;0;85899345920 'gpu0_foreign'=0B;;;0;85899345920 "
+                                    "'gpu0_unattributed'=0B;;;0;85899345920 'gpu0_reserved'=536870912B;;;0;85899345920 "
+                                    "'gpu1_ghost'=2147483648B;0;1073741824;0;85899345920 'gpu1_used'=2147483648B;;;0;85899345920"));
+        /* the status line ends with the perfdata; the long output names the next step */
+        const char *nl = strchr(out, '\n');
+        assert_non_null(nl);
+        assert_non_null(strstr(nl, "\nGPU 1 orphaned-holders: 2048 MiB ghost held by 2 orphaned processes of a dead job. Next: end the orphaned processes"));
+        assert_null(strchr(nl, '|'));   /* a '|' in long output would start performance data */
+        assert_null(strstr(nl, "GPU 0 "));
+
+        t = thresholds("0", "4096");
+        render(r, &t, &st);
+        assert_int_equal(st, PLUGIN_WARNING);
+        out = render(r, &t, &st);
+        assert_memory_equal(out, "GHOSTVRAM WARNING - GPU 1: 2048 MiB", 35);
+
+        t = thresholds("4096", "8192");
+        out = render(r, &t, &st);
+        assert_int_equal(st, PLUGIN_OK);
+        assert_memory_equal(out, "GHOSTVRAM OK - 2 GPUs ok | ", 27);
+
+        /* inside ranges: alert when the ghost is between 1 and 3 GiB */
+        t = thresholds("@1:1023", "@1024:3072");
+        render(r, &t, &st);
+        assert_int_equal(st, PLUGIN_CRITICAL);
+        t = thresholds("@1024:3072", "@4096:");
+        render(r, &t, &st);
+        assert_int_equal(st, PLUGIN_WARNING);
+        assert_int_equal(check_gpu_state(&r->gpus[0], &t), PLUGIN_OK);
+
+        /* no thresholds: a ghost alone is OK, and the perfdata has empty warn/crit */
+        t = thresholds(NULL, NULL);
+        out = render(r, &t, &st);
+        assert_int_equal(st, PLUGIN_OK);
+        assert_non_null(strstr(out, "'gpu1_ghost'=2147483648B;;;0;85899345920"));
+
+        /* --gpu 0: only GPU 0 counts */
+        r->only_gpu = 0;
+        t = thresholds("0", "1024");
+        out = render(r, &t, &st);
+        assert_int_equal(st, PLUGIN_OK);
+        assert_memory_equal(out, "GHOSTVRAM OK - GPU 0: ok | 'gpu0_ghost'=0B;", 41);
+        assert_null(strstr(out, "gpu1_"));
+        r->only_gpu = 7;
+        out = render(r, &t, &st);
+        assert_int_equal(st, PLUGIN_UNKNOWN);
+        assert_string_equal(out, "GHOSTVRAM UNKNOWN - no such GPU\n");
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
+static void test_unconfirmed_is_ok(void **state)
+{
+        (void)state;
+        struct facts *f = two_gpus_ghost_on_1();
+        struct facts *before = facts_new(2, true, 0); /* the earlier sample had no ghost */
+        struct scan_result *r = build(f, before);
+        assert_false(r->gpus[1].ghost_confirmed);
+        struct check_thresholds t = thresholds("0", "1024");
+        enum plugin_state st;
+        const char *out = render(r, &t, &st);
+        assert_int_equal(st, PLUGIN_OK);
+        assert_non_null(strstr(out, "'gpu1_ghost'=0B;0;1073741824;0;85899345920"));
+        scan_result_free(r);
+        facts_destroy(f);
+        facts_destroy(before);
+}
+
+static void test_lost_unknown_and_hostile_text(void **state)
+{
+        (void)state;
+        struct facts *f = facts_new(3, true, 0);
+        f->gpu->gpus[1].status = GPU_LOST;
+        f->gpu->gpus[1].memory_known = false;
+        f->gpu->gpus[2].status = GPU_TIMEOUT;
+        f->gpu->gpus[2].memory_known = false;
+        snprintf(f->gpu->gpus[2].status_message, sizeof(f->gpu->gpus[2].status_message),
+                 "driver said a|b\nnext line\x1b[31m");
+        struct scan_result *r = build(f, NULL);
+        struct check_thresholds t = thresholds("0", "1024");
+        enum plugin_state st;
+        const char *out = render(r, &t, &st);
+        assert_int_equal(st, PLUGIN_CRITICAL);
+        assert_int_equal(check_gpu_state(&r->gpus[1], &t), PLUGIN_CRITICAL);
+        assert_int_equal(check_gpu_state(&r->gpus[2], &t), PLUGIN_UNKNOWN);
+        const char *want = "GHOSTVRAM CRITICAL - GPU 1: lost (the driver cannot reach it); "
+                           "GPU 2: not inspected (driver said a\xc2\xa6" "b next line [31m); 1 GPU ok | 'gpu0_ghost'=0B;";
+        assert_memory_equal(out, want, strlen(want));
+        /* the first line carries no raw control character and only one '|' */
+        const char *nl = strchr(out, '\n');
+        size_t pipes = 0;
+        for (const char *p = out; p < nl; p++) {
+                assert_true((unsigned char)*p >= 0x20);
+                pipes += *p == '|';
+        }
+        assert_int_equal(pipes, 1);
+        scan_result_free(r);
+
+        /* only the unknown GPU: UNKNOWN */
+        r = build(f, NULL);
+        r->only_gpu = 2;
+        render(r, &t, &st);
+        assert_int_equal(st, PLUGIN_UNKNOWN);
+        scan_result_free(r);
+
+        /* no driver */
+        f->gpu->driver_present = false;
+        snprintf(f->gpu->error, sizeof(f->gpu->error), "no NVIDIA driver on this host");
+        r = build(f, NULL);
+        out = render(r, &t, &st);
+        assert_int_equal(st, PLUGIN_UNKNOWN);
+        assert_string_equal(out, "GHOSTVRAM UNKNOWN - no NVIDIA driver on this host\n");
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
+static void test_worse(void **state)
+{
+        (void)state;
+        assert_int_equal(plugin_state_worse(PLUGIN_OK, PLUGIN_UNKNOWN), PLUGIN_UNKNOWN);
+        assert_int_equal(plugin_state_worse(PLUGIN_UNKNOWN, PLUGIN_WARNING), PLUGIN_WARNING);
+        assert_int_equal(plugin_state_worse(PLUGIN_CRITICAL, PLUGIN_UNKNOWN), PLUGIN_CRITICAL);
+        assert_int_equal(plugin_state_worse(PLUGIN_WARNING, PLUGIN_CRITICAL), PLUGIN_CRITICAL);
+        assert_int_equal(plugin_state_worse(PLUGIN_OK, PLUGIN_OK), PLUGIN_OK);
+        assert_string_equal(plugin_state_name(PLUGIN_WARNING), "WARNING");
+        struct buf b = BUF_INIT(0);
+        assert_int_equal(check_render_unknown(&b, "no result within 10 s | hung"), 0);
+        assert_string_equal(buf_str(&b), "GHOSTVRAM UNKNOWN - no result within 10 s \xc2\xa6 hung\n");
+        buf_free(&b);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_states_and_line),
+                cmocka_unit_test(test_unconfirmed_is_ok),
+                cmocka_unit_test(test_lost_unknown_and_hostile_text),
+                cmocka_unit_test(test_worse),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
