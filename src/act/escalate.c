@@ -1,4 +1,4 @@
-#define _GNU_SOURCE 1 /* pipe2 */
+#define _GNU_SOURCE 1
 /* escalate: GPU reset and nvidia_uvm reload, with their checks. See escalate.h. */
 #include "act/escalate.h"
 
@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,16 +21,11 @@
 #include "util/deadline.h"
 #include "util/fileio.h"
 #include "util/parse.h"
+#include "util/pidfd.h"
+#include "util/spawn.h"
 
 #if GV_HAVE_LIBKMOD
 #include <libkmod.h>
-#endif
-
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
 #endif
 
 static void line(char (*lines)[ESC_LINE], size_t *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -306,15 +300,10 @@ int escalate_find_program(const char *name, char *out, size_t outlen)
 int escalate_run(char *const argv[], unsigned timeout_ms, struct buf *out, int *ret_status)
 {
         int p[2];
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return -errno;
-        pid_t pid = fork();
-        if (pid < 0) {
-                int e = -errno;
-                close(p[0]);
-                close(p[1]);
-                return e;
-        }
+        pid_t pid;
+        int fr = fork_pipe(p, &pid);
+        if (fr < 0)
+                return fr;
         if (pid == 0) {
                 int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
                 if (nul < 0 || dup2(nul, 0) < 0 || dup2(p[1], 1) < 0 || dup2(p[1], 2) < 0)
@@ -322,36 +311,17 @@ int escalate_run(char *const argv[], unsigned timeout_ms, struct buf *out, int *
                 execv(argv[0], argv);
                 _exit(127);
         }
-        close(p[1]);
-        int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        int pidfd = pidfd_open_fd(pid);
         unsigned long long deadline = monotonic_ms() + timeout_ms;
-        bool timed_out = false;
-        for (;;) {
-                long long left = (long long)(deadline - monotonic_ms());
-                if (left <= 0) {
-                        timed_out = true;
-                        break;
-                }
-                struct pollfd pfd = { .fd = p[0], .events = POLLIN };
-                int r = poll(&pfd, 1, (int)left);
-                if (r < 0 && errno == EINTR)
-                        continue;
-                if (r <= 0) {
-                        timed_out = r == 0;
-                        break;
-                }
-                char chunk[512];
-                ssize_t got = read(p[0], chunk, sizeof(chunk));
-                if (got < 0 && errno == EINTR)
-                        continue;
-                if (got <= 0)
-                        break;
-                if (out)
-                        (void)buf_append(out, chunk, (size_t)got);
-        }
+        struct buf sink = BUF_INIT(1 << 16);
+        int r;
+        while ((r = fd_read_deadline(p[0], out ? out : &sink, deadline)) == -EINTR)
+                ;
+        buf_free(&sink);
+        bool timed_out = r == -ETIMEDOUT;
         close(p[0]);
         if (timed_out && pidfd >= 0)
-                syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0); /* our own child */
+                pidfd_signal(pidfd, SIGKILL); /* our own child */
         if (pidfd >= 0)
                 close(pidfd);
         int st = 0;

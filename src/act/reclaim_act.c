@@ -14,20 +14,13 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "util/deadline.h"
 #include "util/fileio.h"
 #include "util/parse.h"
-
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
+#include "util/pidfd.h"
 
 #define MAX_CGROUP_PIDS (1u << 20)
 #define MAX_CGROUP_DEPTH 32
@@ -62,8 +55,7 @@ bool reclaim_result_ended(enum reclaim_result r)
 static int real_pidfd_open(void *ctx, pid_t pid)
 {
         (void)ctx;
-        long fd = syscall(SYS_pidfd_open, pid, 0);
-        return fd < 0 ? -errno : (int)fd;
+        return pidfd_open_fd(pid);
 }
 
 static int real_read_stat(void *ctx, pid_t pid, uint64_t *ret_start, char *ret_state)
@@ -93,7 +85,7 @@ static int real_read_stat(void *ctx, pid_t pid, uint64_t *ret_start, char *ret_s
 static int real_send_signal(void *ctx, int pidfd, int sig)
 {
         (void)ctx;
-        return syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0 ? -errno : 0;
+        return pidfd_signal(pidfd, sig);
 }
 
 static int real_wait_exit(void *ctx, const int *pidfds, size_t n, bool *exited, unsigned timeout_ms)

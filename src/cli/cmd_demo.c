@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,6 +17,7 @@
 #include "render/proc_render.h"
 #include "util/buf.h"
 #include "util/parse.h"
+#include "util/pidfd.h"
 
 #define DEMO_MAX_PROCS 8
 
@@ -27,16 +27,11 @@ struct demo_proc {
         int pidfd;
 };
 
-static int demo_pidfd_open(pid_t pid)
-{
-        return (int)syscall(SYS_pidfd_open, pid, 0);
-}
-
 static int demo_signal(const struct demo_proc *p, int sig)
 {
         if (p->pidfd >= 0)
-                return (int)syscall(SYS_pidfd_send_signal, p->pidfd, sig, NULL, 0);
-        return -1; /* never signal by a bare PID: it may have been reused */
+                return pidfd_signal(p->pidfd, sig);
+        return -EBADF; /* never signal by a bare PID: it may have been reused */
 }
 
 static void pause_s(double s)
@@ -178,7 +173,7 @@ int cmd_demo(int argc, char **argv)
                 struct demo_proc *p = &procs[n_procs++];
                 snprintf(p->role, sizeof(p->role), "%s", role);
                 p->pid = pid;
-                p->pidfd = demo_pidfd_open(pid);
+                p->pidfd = pidfd_open_fd(pid);
         }
         buf_free(&out);
         if (n_procs == 0 || strcmp(procs[0].role, "owner") != 0) {
@@ -194,8 +189,9 @@ int cmd_demo(int argc, char **argv)
 
         step(2, "the job is killed with kill -9");
         printf("  $ kill -9 %d\n", (int)procs[0].pid);
-        if (demo_signal(&procs[0], SIGKILL) < 0) {
-                cli_error("demo", "could not signal the simulated job: %s", strerror(errno));
+        int sr_ = demo_signal(&procs[0], SIGKILL);
+        if (sr_ < 0) {
+                cli_error("demo", "could not signal the simulated job: %s", strerror(-sr_));
                 goto out;
         }
         for (int i = 0; i < 50 && kill(procs[0].pid, 0) == 0; i++)

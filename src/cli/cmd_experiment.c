@@ -1,10 +1,8 @@
-#define _GNU_SOURCE 1 /* pipe2 */
 /* experiment: reproduce the incident on purpose and measure it. A job allocates GPU memory and
  * forks workers; it is killed; the memory is sampled — what stays, for how long, what the
  * kernel logged — and, with --reclaim, the same after `ghostvram reclaim --yes`. Every process
  * it starts is stopped at the end. */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
@@ -24,7 +22,9 @@
 #include "render/reclaim_render.h"
 #include "util/buf.h"
 #include "util/deadline.h"
+#include "util/fileio.h"
 #include "util/parse.h"
+#include "util/spawn.h"
 
 #define EXP_MAX_WORKERS 64
 #define EXP_MAX_REPEAT 100
@@ -204,42 +204,17 @@ static int start_job(const struct exp_opts *o, struct exp_run *run, char *err, s
                 return r;
         }
         int p[2];
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return -errno;
-        fflush(stdout);
-        pid_t pid = fork();
-        if (pid < 0) {
-                int e = -errno;
-                close(p[0]);
-                close(p[1]);
-                return e;
-        }
-        if (pid == 0) {
-                close(p[0]);
+        pid_t pid;
+        int fr = fork_pipe(p, &pid);
+        if (fr < 0)
+                return fr;
+        if (pid == 0)
                 cuda_job_main(o->gpu, o->mib, o->workers, p[1]);
-        }
-        close(p[1]);
         run->owner_is_child = true;
         struct buf out = BUF_INIT(1 << 16);
         unsigned long long deadline = monotonic_ms() + 120000; /* cuInit can take a while */
-        for (;;) {
-                long long left = (long long)(deadline - monotonic_ms());
-                struct pollfd pfd = { .fd = p[0], .events = POLLIN };
-                if (left <= 0 || stop_requested)
-                        break;
-                int pr = poll(&pfd, 1, (int)left);
-                if (pr < 0 && errno == EINTR)
-                        continue;
-                if (pr <= 0)
-                        break;
-                char chunk[512];
-                ssize_t got = read(p[0], chunk, sizeof(chunk));
-                if (got < 0 && errno == EINTR)
-                        continue;
-                if (got <= 0)
-                        break;
-                (void)buf_append(&out, chunk, (size_t)got);
-        }
+        while (fd_read_deadline(p[0], &out, deadline) == -EINTR && !stop_requested)
+                ;
         close(p[0]);
         int r = out.data ? parse_job_lines(out.data, run, err, errlen) : -EIO;
         buf_free(&out);
@@ -372,6 +347,20 @@ static void stats_text(char *out, size_t n, const struct exp_stats *s, int decim
                 snprintf(out, n, "%.*f%s", decimals, s->median, unit);
 }
 
+static void table_row(const struct exp_opts *o, const char *label, const struct exp_summary *s, bool spread,
+                      const char *kernel)
+{
+        char res[128], rec[128];
+        stats_text(res, sizeof(res), &s->residual_mib, 0, "", spread);
+        if (s->recovered == s->runs && s->runs)
+                stats_text(rec, sizeof(rec), &s->recovery_s, 3, " s", spread);
+        else if (s->recovered)
+                snprintf(rec, sizeof(rec), "%zu of %zu runs", s->recovered, s->runs);
+        else
+                snprintf(rec, sizeof(rec), "— (not within %.3g s)", (double)o->timeout_ms / 1000.0);
+        printf("  %-26s %-22s %-28s %s\n", label, res, rec, kernel);
+}
+
 static void table(const struct exp_opts *o, const struct exp_run *runs, size_t n)
 {
         struct exp_summary k, r;
@@ -382,27 +371,12 @@ static void table(const struct exp_opts *o, const struct exp_run *runs, size_t n
                o->gpu, (unsigned long long)o->mib, o->workers, o->workers == 1 ? "" : "s", sn ? sn : "?", n,
                n == 1 ? "" : "s", n > 1 ? " (median [min–max])" : "");
         printf("  %-26s %-22s %-28s %s\n", "", "residual MiB", "memory back after", "kernel");
-        char res[128], rec[128], kern[64], label[40];
+        char kern[64], label[40];
         snprintf(label, sizeof(label), "after kill -%s", sn ? sn : "?");
-        stats_text(res, sizeof(res), &k.residual_mib, 0, "", n > 1);
-        if (k.recovered == k.runs && k.runs)
-                stats_text(rec, sizeof(rec), &k.recovery_s, 3, " s", n > 1);
-        else if (k.recovered)
-                snprintf(rec, sizeof(rec), "%zu of %zu runs", k.recovered, k.runs);
-        else
-                snprintf(rec, sizeof(rec), "— (not within %.3g s)", (double)o->timeout_ms / 1000.0);
         snprintf(kern, sizeof(kern), "Xid 45: %u, errors: %u", k.xid45, k.errors);
-        printf("  %-26s %-22s %-28s %s\n", label, res, rec, kern);
-        if (o->reclaim) {
-                stats_text(res, sizeof(res), &r.residual_mib, 0, "", n > 1);
-                if (r.recovered == r.runs && r.runs)
-                        stats_text(rec, sizeof(rec), &r.recovery_s, 3, " s", n > 1);
-                else if (r.recovered)
-                        snprintf(rec, sizeof(rec), "%zu of %zu runs", r.recovered, r.runs);
-                else
-                        snprintf(rec, sizeof(rec), "— (not within %.3g s)", (double)o->timeout_ms / 1000.0);
-                printf("  %-26s %-22s %-28s\n", "after ghostvram reclaim", res, rec);
-        }
+        table_row(o, label, &k, n > 1, kern);
+        if (o->reclaim)
+                table_row(o, "after ghostvram reclaim", &r, n > 1, "");
         bool any_kernel = false;
         for (size_t i = 0; i < n; i++)
                 any_kernel |= runs[i].kernel_read;

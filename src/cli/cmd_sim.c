@@ -16,6 +16,7 @@
 #include "simstate.h"
 #include "util/buf.h"
 #include "util/parse.h"
+#include "util/spawn.h"
 
 #define SIM_RUN_TIMEOUT_MS 30000
 
@@ -159,15 +160,10 @@ static int sim_run_spawn(const char *app, const char *dir, char **args, int *ret
         char log[PATH_MAX];
         if (snprintf(log, sizeof(log), "%s/jobs.log", dir) >= (int)sizeof(log))
                 return -ENAMETOOLONG;
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return -errno;
-        pid_t pid = fork();
-        if (pid < 0) {
-                int e = -errno;
-                close(p[0]);
-                close(p[1]);
-                return e;
-        }
+        pid_t pid;
+        int r = fork_pipe(p, &pid);
+        if (r < 0)
+                return r;
         if (pid == 0) {
                 /* detach: own session and process group, stdio away from the caller's pipes */
                 setsid();
@@ -181,7 +177,6 @@ static int sim_run_spawn(const char *app, const char *dir, char **args, int *ret
                 dprintf(3, "error cannot run %s: %s\n", app, strerror(errno));
                 _exit(127);
         }
-        close(p[1]);
         *ret_fd = p[0];
         *ret_pid = pid;
         return 0;

@@ -1,6 +1,4 @@
-#define _GNU_SOURCE 1 /* pipe2 */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -18,6 +16,7 @@
 #include "util/buf.h"
 #include "util/deadline.h"
 #include "util/parse.h"
+#include "util/spawn.h"
 
 void cli_common_init(struct cli_common *c)
 {
@@ -149,34 +148,23 @@ int cli_run_self(const char *const args[], struct buf *out)
         if (len < 0)
                 return -errno;
         exe[len] = '\0';
-        int p[2] = { -1, -1 };
-        fflush(stdout);
-        if (out && pipe2(p, O_CLOEXEC) < 0)
-                return -errno;
-        pid_t pid = fork();
-        if (pid < 0) {
-                int e = -errno;
-                if (out) {
-                        close(p[0]);
-                        close(p[1]);
-                }
-                return e;
-        }
+        int p[2];
+        pid_t pid;
+        int r = fork_pipe(p, &pid);
+        if (r < 0)
+                return r;
         if (pid == 0) {
                 if (out)
                         dup2(p[1], STDOUT_FILENO);
                 execv(exe, (char *const *)args);
                 _exit(127);
         }
-        if (out) {
-                close(p[1]);
-                char chunk[512];
-                ssize_t n;
-                while ((n = read(p[0], chunk, sizeof(chunk))) > 0 || (n < 0 && errno == EINTR))
-                        if (n > 0)
-                                buf_append(out, chunk, (size_t)n);
-                close(p[0]);
-        }
+        char chunk[512];
+        ssize_t n;
+        while ((n = read(p[0], chunk, sizeof(chunk))) > 0 || (n < 0 && errno == EINTR))
+                if (n > 0 && out)
+                        buf_append(out, chunk, (size_t)n);
+        close(p[0]);
         int st;
         while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
                 ;

@@ -2,11 +2,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "util/buf.h"
 
 int read_file_at(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len)
 {
@@ -114,4 +119,30 @@ int mkdir_p(const char *path)
         if (mkdir(p, 0755) < 0 && errno != EEXIST)
                 return -errno;
         return 0;
+}
+
+int fd_read_deadline(int fd, struct buf *out, unsigned long long deadline_ms)
+{
+        for (;;) {
+                /* the clock of monotonic_ms() (util/deadline.h, not linked into the simulator) */
+                struct timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                unsigned long long now = (unsigned long long)ts.tv_sec * 1000ull + (unsigned long long)ts.tv_nsec / 1000000ull;
+                if (now >= deadline_ms)
+                        return -ETIMEDOUT;
+                unsigned long long left = deadline_ms - now;
+                struct pollfd pfd = { .fd = fd, .events = POLLIN };
+                int r = poll(&pfd, 1, left > INT_MAX ? INT_MAX : (int)left);
+                if (r < 0)
+                        return -errno;
+                if (r == 0)
+                        return -ETIMEDOUT;
+                char chunk[4096];
+                ssize_t got = read(fd, chunk, sizeof(chunk));
+                if (got < 0)
+                        return -errno;
+                if (got == 0)
+                        return 0;
+                (void)buf_append(out, chunk, (size_t)got);
+        }
 }

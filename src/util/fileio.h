@@ -15,3 +15,10 @@ int write_file_atomic(const char *path, const void *data, size_t len);
 
 /* mkdir -p with mode 0755. */
 int mkdir_p(const char *path);
+
+/* Read fd until end of file into out (capped by out's cap; what does not fit is read and
+ * dropped), waiting at most until deadline_ms (monotonic_ms() clock). Returns 0 at end of
+ * file, -ETIMEDOUT at the deadline, -EINTR when a signal interrupted the wait (call again to
+ * go on; what was read stays in out), or another negative errno. */
+struct buf;
+int fd_read_deadline(int fd, struct buf *out, unsigned long long deadline_ms);

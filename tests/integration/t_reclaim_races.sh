@@ -59,27 +59,24 @@ for w in "${WORKERS[@]}"; do
 done
 assert_eq "$(used 1)" 0 "memory back"
 
+# A killed job with two workers; reclaim stopped at STAGE while the first worker is killed:
+# its result is RESULT, the other one ends on SIGTERM.
+first_worker_dies_at() { # STAGE RESULT
+        sim_run --gpu 1 --mib 1024 --workers 2
+        kill_wait "$OWNER"
+        reclaim_paused "$1" --yes --grace 2s --timeout 10s
+        kill_wait "${WORKERS[0]}"
+        reclaim_resume
+        assert_eq "$RC" 0 "exit"
+        assert_eq "$(result_of "${WORKERS[0]}")" "$2" "the worker that died at stage $1"
+        assert_eq "$(signals_of "${WORKERS[0]}")" "" "no signal to it"
+        assert_eq "$(result_of "${WORKERS[1]}")" terminated "the other one"
+        assert_eq "$(used 1)" 0 "memory back"
+}
 note "a worker that ends by itself after the check, before the signal: exited"
-sim_run --gpu 1 --mib 1024 --workers 2
-kill_wait "$OWNER"
-reclaim_paused open --yes --grace 2s --timeout 10s
-kill_wait "${WORKERS[0]}"
-reclaim_resume
-assert_eq "$RC" 0 "exit"
-assert_eq "$(result_of "${WORKERS[0]}")" exited "ended by itself"
-assert_eq "$(signals_of "${WORKERS[0]}")" "" "no signal to it"
-assert_eq "$(result_of "${WORKERS[1]}")" terminated "the other one"
-assert_eq "$(used 1)" 0 "memory back"
-
+first_worker_dies_at open exited
 note "a worker gone before reclaim opens it: gone-before-signal"
-sim_run --gpu 1 --mib 1024 --workers 2
-kill_wait "$OWNER"
-reclaim_paused plan --yes --grace 2s --timeout 10s
-kill_wait "${WORKERS[0]}"
-reclaim_resume
-assert_eq "$RC" 0 "exit"
-assert_eq "$(result_of "${WORKERS[0]}")" gone-before-signal "gone before"
-assert_eq "$(result_of "${WORKERS[1]}")" terminated "the other one"
+first_worker_dies_at plan gone-before-signal
 
 note "one reclaim at a time: a second one exits 3"
 sim_run --gpu 1 --mib 1024 --workers 1

@@ -1,0 +1,10 @@
+/* spawn: fork with a pipe from the child to the parent, the start of every "run it and read
+ * what it says" (nvidia-smi, a job reporting its PIDs, ghostvram running itself). */
+#pragma once
+#include <sys/types.h>
+
+/* Create a close-on-exec pipe and fork. In the parent: *ret_pid is the child, fds[0] the read
+ * end (the write end is closed). In the child: *ret_pid is 0, fds[1] the write end (the read
+ * end is closed; it is close-on-exec: dup2 it where an exec'd program must see it). Returns 0
+ * or a negative errno (nothing forked, nothing left open). */
+int fork_pipe(int fds[2], pid_t *ret_pid);
