@@ -50,6 +50,7 @@ static const char *const rule_names[RECLAIM_RULE_COUNT] = {
         [RECLAIM_POLICY_UNIT] = "policy-unit",
         [RECLAIM_DEAD] = "dead",
         [RECLAIM_NO_SUCH_PROCESS] = "no-such-process",
+        [RECLAIM_NVML_BLIND] = "nvml-unknown",
 };
 
 const char *reclaim_rule_name(enum reclaim_rule r)
@@ -475,6 +476,10 @@ static int plan_default(const struct scan_result *r, const struct reclaim_plan_o
         const struct facts *f = r->facts;
         const struct host_report *h = f->host;
         char why[200];
+        int blind = -1;
+        for (size_t g = 0; f->gpu && g < f->gpu->n_gpus && blind < 0; g++)
+                if (!f->gpu->gpus[g].procs_known)
+                        blind = (int)f->gpu->gpus[g].index;
         for (size_t i = 0; h && i < h->n_holders; i++) {
                 const struct host_proc *hp = &h->holders[i];
                 unsigned gpu = 0, lgpu = 0;
@@ -522,6 +527,11 @@ static int plan_default(const struct scan_result *r, const struct reclaim_plan_o
                 if (rule == RECLAIM_TARGET && !uvm) {
                         rule = RECLAIM_NO_UVM;
                         whyf(why, sizeof(why), "holds no nvidia-uvm: not a CUDA process (a monitor?)");
+                }
+                if (rule == RECLAIM_TARGET && blind >= 0) {
+                        rule = RECLAIM_NVML_BLIND;
+                        whyf(why, sizeof(why), "GPU %d gave no process list: whether NVML lists it (an owner) cannot be checked",
+                             blind);
                 }
                 if (rule == RECLAIM_TARGET && listed) {
                         rule = RECLAIM_NVML_LISTED;

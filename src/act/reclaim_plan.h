@@ -7,7 +7,7 @@
  *     (and that --gpu selects); a candidate of the hidden-owner rule with several ghost GPUs
  *     is not enough;
  *   - it holds or maps nvidia-uvm (every CUDA process does; monitors do not);
- *   - NVML lists it on no GPU;
+ *   - NVML lists it on no GPU (every GPU gave its process list);
  *   - no live NVML-listed owner shares its session or its job (cgroup, pod, Slurm job,
  *     container) — a cgroup/job that ghostvram itself runs in is the environment, not a job;
  *   - it is not PID 1 of its own namespace (innermost NSpid) nor of ours;
@@ -46,6 +46,7 @@ enum reclaim_rule {
         RECLAIM_POLICY_UNIT,            /* site policy: unit NAME */
         RECLAIM_DEAD,                   /* a zombie, or exiting: nothing to signal */
         RECLAIM_NO_SUCH_PROCESS,        /* --pid names no process here */
+        RECLAIM_NVML_BLIND,             /* a GPU gave no process list: "listed nowhere" cannot be checked */
         RECLAIM_RULE_COUNT
 };
 

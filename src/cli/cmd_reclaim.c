@@ -599,6 +599,14 @@ static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
         acts = calloc(np ? np : 1, sizeof(*acts));
         if (!acts)
                 goto out;
+        /* no process list from the driver: a live owner inside could not be seen */
+        bool blind = false;
+        for (size_t g = 0; g < res->facts->gpu->n_gpus; g++)
+                if (!res->facts->gpu->gpus[g].procs_known) {
+                        note(rep, "GPU %u: NVML gave no process list, so a live owner in %s could not be ruled out",
+                             res->facts->gpu->gpus[g].index, ci.path);
+                        blind = true;
+                }
         /* refuse while a live owner or a protected process is inside */
         struct host_opts ho;
         cli_common_host_opts(&o->c, &ho);
@@ -627,6 +635,7 @@ static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
                 }
                 host_proc_clear(&hp);
         }
+        refuse |= blind;
         rec = watch_list(res, o->only_gpu, pids, np, &n_rec);
         if (!rec)
                 goto out;
@@ -992,7 +1001,7 @@ int cmd_reclaim(int argc, char **argv)
         }
         x.res = x.scan->res;
         const struct gpu_report *gr = x.res->facts->gpu;
-        if (!gr->driver_present && !o.c.from_bundle && !o.cgroup) {
+        if (!gr->driver_present && !o.c.from_bundle) {
                 cli_error("reclaim", "%s", gr->error[0] ? gr->error : "no NVIDIA driver");
                 goto out;
         }

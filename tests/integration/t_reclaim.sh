@@ -121,6 +121,13 @@ reclaim_rc --yes --policy "$GV_TMP/policy"
 assert_eq "$RC" 1 "a ghost no process may be ended for"
 assert_eq "$(jq -r ".plan.skipped[] | select(.pid == ${WORKERS[0]}) | .rule" <<<"$R")" policy-comm "policy rule"
 alive "${WORKERS[0]}" || fail "protected worker was signalled"
+note "a GPU without a process list: no default target can be checked"
+"$GV_BIN" sim set "$SIM" notsup=0:processes >/dev/null
+reclaim_rc --yes
+assert_eq "$RC" 1 "nothing may be ended"
+assert_eq "$(jq -r ".plan.skipped[] | select(.pid == ${WORKERS[0]}) | .rule" <<<"$R")" nvml-unknown "blind rule"
+alive "${WORKERS[0]}" || fail "signalled without GPU 0's process list"
+"$GV_BIN" sim set "$SIM" notsup=none >/dev/null
 printf 'comm ok\nbogus line\n' >"$GV_TMP/bad"
 set +e
 err=$(reclaim --policy "$GV_TMP/bad" 2>&1 >/dev/null); rc=$?

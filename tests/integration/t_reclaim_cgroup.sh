@@ -49,6 +49,12 @@ sim_run --gpu 1 --mib 2048 --workers 3
 DONE=("${WORKERS[@]}")
 into job_done "$OWNER" "${DONE[@]}"
 kill_wait "$OWNER"
+"$GV_BIN" sim set "$SIM" notsup=1:processes >/dev/null
+reclaim_rc --cgroup "$REL/job_done" --yes
+assert_eq "$RC" 3 "refused without a process list"
+grep -q "GPU 1: NVML gave no process list" <<<"$(jq -r '.notes[]' <<<"$R")" || fail "blind refusal: $(jq -c .notes <<<"$R")"
+for p in "${DONE[@]}"; do is_dead "$p" && fail "a blind reclaim ended $p"; done
+"$GV_BIN" sim set "$SIM" notsup=none >/dev/null
 reclaim_rc --cgroup "$BASE/job_done"
 assert_eq "$RC" 0 "dry run"
 assert_eq "$(jq -r .cgroup.pids <<<"$R")" 3 "three processes"

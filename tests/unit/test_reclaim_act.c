@@ -606,6 +606,86 @@ static void test_cgroup_resolve_and_pids(void **state)
         assert_int_equal(system(cmd), 0);
 }
 
+/* Without cgroup.kill: SIGKILL through a pidfd to each member, checked to still be in the cgroup
+ * (its /proc/PID/cgroup, here a fake /proc), round after round until cgroup.procs is empty. */
+struct cg_tick {
+        pid_t member;
+        char procs[700];
+};
+
+static void cg_tick(void *ctx, uint64_t t_ms)
+{
+        (void)t_ms;
+        struct cg_tick *c = ctx;
+        int st;
+        if (c->member > 0 && waitpid(c->member, &st, WNOHANG) == c->member) {
+                /* the kernel would drop it from cgroup.procs: do what it does */
+                assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+                c->member = -1;
+                put(c->procs, "");
+        }
+}
+
+static void test_cgroup_kill_fallback(void **state)
+{
+        (void)state;
+        struct reclaim_sys probe;
+        reclaim_sys_real(&probe, "/proc");
+        if (reclaim_pidfd_supported(&probe) < 0)
+                skip();
+        char root[] = "/tmp/gv-cgk-XXXXXX";
+        assert_non_null(mkdtemp(root));
+        pid_t member = fork();
+        if (member == 0) {
+                pause();
+                _exit(0);
+        }
+        pid_t stranger = fork(); /* listed by cgroup.procs, but its /proc says elsewhere: a reused PID */
+        if (stranger == 0) {
+                pause();
+                _exit(0);
+        }
+        char fs[100], p[200], proc[100];
+        snprintf(fs, sizeof(fs), "%s/job_9", root);
+        mkdir(fs, 0755);
+        snprintf(proc, sizeof(proc), "%s/proc", root);
+        mkdir(proc, 0755);
+        struct cg_tick c = { .member = member };
+        snprintf(c.procs, sizeof(c.procs), "%s/cgroup.procs", fs);
+        char list[64];
+        snprintf(list, sizeof(list), "%d\n", (int)member);
+        put(c.procs, list);
+        snprintf(p, sizeof(p), "%s/%d", proc, (int)member);
+        mkdir(p, 0755);
+        snprintf(p, sizeof(p), "%s/%d/cgroup", proc, (int)member);
+        put(p, "1:name=systemd:/\n0::/job_9\n");
+        snprintf(p, sizeof(p), "%s/%d", proc, (int)stranger);
+        mkdir(p, 0755);
+        snprintf(p, sizeof(p), "%s/%d/cgroup", proc, (int)stranger);
+        put(p, "0::/job_90\n"); /* a prefix of the name, not the cgroup */
+        snprintf(p, sizeof(p), "%s/job_9/sub", root);
+        mkdir(p, 0755);
+        snprintf(p, sizeof(p), "%s/job_9/sub/cgroup.procs", root);
+        snprintf(list, sizeof(list), "%d\n", (int)stranger);
+        put(p, list);
+
+        struct reclaim_sys s;
+        reclaim_sys_real(&s, proc);
+        struct reclaim_cgroup_result res;
+        assert_int_equal(reclaim_cgroup_kill(fs, "/job_9", &s, 1500, cg_tick, &c, &res), 0);
+        assert_false(res.used_kill_file);
+        assert_true(res.rounds >= 1);
+        assert_int_equal(c.member, -1);         /* killed with SIGKILL and reaped */
+        assert_int_equal(kill(stranger, 0), 0); /* never signalled */
+        assert_int_equal(res.remaining, 1);     /* it stays listed: the timeout ended the wait */
+        assert_true(res.seconds >= 1.5 && res.seconds < 3);
+        kill(stranger, SIGKILL);
+        waitpid(stranger, NULL, 0);
+        char cmd[700];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+        assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -622,6 +702,7 @@ int main(void)
                 cmocka_unit_test(test_recovery),
                 cmocka_unit_test(test_lock),
                 cmocka_unit_test(test_cgroup_resolve_and_pids),
+                cmocka_unit_test(test_cgroup_kill_fallback),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -119,6 +119,7 @@ static struct world *world_new(void)
         w->host.initial_pidns = true;
         for (unsigned g = 0; g < 2; g++) {
                 w->gpus[g].index = g;
+                w->gpus[g].procs_known = true;
                 snprintf(w->gpus[g].pci_bus_id, sizeof(w->gpus[g].pci_bus_id), "0000:%02x:00.0", 0x1b + g);
                 w->led[g].index = g;
                 w->led[g].inspected = true;
@@ -285,6 +286,18 @@ static void test_nvml_listed(void **state)
         w->gpus[0].procs[0] = (struct gpu_proc){ .pid = W1, .used_bytes = GIB, .used_known = true };
         w->gpus[0].n_procs = 1;
         assert_w1_skipped(w, RECLAIM_NVML_LISTED, "GPU 0");
+        world_free(w);
+}
+
+static void test_nvml_blind(void **state)
+{
+        (void)state;
+        struct world *w = world_new();
+        w->gpus[0].procs_known = false; /* NOT_SUPPORTED, or it did not answer */
+        const struct reclaim_plan *p = plan(w);
+        assert_int_equal(p->n_targets, 0);
+        assert_string_equal(reclaim_rule_name(skipped(p, W1)->rule), "nvml-unknown");
+        assert_non_null(strstr(skipped(p, W1)->reason, "GPU 0 gave no process list"));
         world_free(w);
 }
 
@@ -633,6 +646,7 @@ int main(void)
                 cmocka_unit_test(test_ghost_unconfirmed),
                 cmocka_unit_test(test_no_uvm),
                 cmocka_unit_test(test_nvml_listed),
+                cmocka_unit_test(test_nvml_blind),
                 cmocka_unit_test(test_shares_session_with_live_owner),
                 cmocka_unit_test(test_shares_job_cgroup_with_live_owner),
                 cmocka_unit_test(test_namespace_init),
