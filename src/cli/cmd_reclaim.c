@@ -495,16 +495,15 @@ static int mode_processes(struct rc_ctx *x, struct reclaim_report *rep)
                 goto done;
         }
 
-        /* act */
-        pid_t tp[RC_MAX_PIDS * 4];
-        size_t ntp = 0;
-        for (size_t i = 0; i < plan->n_targets && ntp < sizeof(tp) / sizeof(tp[0]); i++)
-                tp[ntp++] = plan->targets[i].pid;
-        rec = watch_list(res, o->only_gpu, tp, ntp, &n_rec);
+        /* act: every selected GPU is watched; those whose ghost the targets hold expect it back */
+        rec = calloc(plan->n_gpus ? plan->n_gpus : 1, sizeof(*rec));
         if (!rec)
                 goto out;
-        for (size_t i = 0; i < n_rec; i++)
-                rec[i].before_known = false; /* measured again right before the first signal */
+        n_rec = plan->n_gpus;
+        for (size_t i = 0; i < n_rec; i++) {
+                const struct reclaim_gpu *pg = &plan->gpus[i];
+                recovery_init(&rec[i], pg->index, pg->n_targets && pg->ghost_confirmed ? pg->ghost : 0, pg->noise_floor);
+        }
         struct sampler sm;
         sampler_init(&sm, o, rec, n_rec);
         syslog(LOG_NOTICE, "reclaim: uid %u acts on %zu process%s (SIG%s, grace %.3g s)", (unsigned)euid,
