@@ -183,15 +183,6 @@ static bool exporter_wait(void *ctx, uint64_t ms)
         return go_on;
 }
 
-/* Hook for the kernel-log reader (src/collect/kernel.h, not on this branch yet): read the NVRM
- * Xid records that arrived since the last cycle (from /dev/kmsg, starting at its end when serve
- * starts, so history is never replayed into increase()) and count each with
- * metrics_count_xid(&e->counters, xid, 1); a read error counts METRICS_SRC_KERNEL. */
-static void exporter_read_kernel(struct exporter *e)
-{
-        (void)e;
-}
-
 static void exporter_swap(struct exporter *e, struct exporter_bodies *b)
 {
         pthread_mutex_lock(&e->m);
@@ -204,6 +195,10 @@ static void exporter_swap(struct exporter *e, struct exporter_bodies *b)
 static void status_of(const struct sample *s, char *out, size_t outlen)
 {
         out[0] = '\0';
+        if (s->errors == SCAN_ERR_KERNEL) {
+                snprintf(out, outlen, "%s", s->kernel_error);
+                return;
+        }
         if (!s->errors)
                 return;
         const struct gpu_report *g = s->res ? s->res->facts->gpu : NULL;
@@ -236,12 +231,17 @@ static void *exporter_main(void *arg)
                                 e->counters.scan_errors[METRICS_SRC_GPU]++;
                         if (smp.errors & SCAN_ERR_HOST)
                                 e->counters.scan_errors[METRICS_SRC_HOST]++;
+                        if (smp.errors & SCAN_ERR_KERNEL)
+                                e->counters.scan_errors[METRICS_SRC_KERNEL]++;
+                        /* Xid events that arrived since the last cycle: never the history */
+                        for (size_t i = 0; i < smp.n_new_events; i++)
+                                if (smp.new_events[i].xid != XID_NONE)
+                                        metrics_count_xid(&e->counters, (unsigned)smp.new_events[i].xid, 1);
                         if (smp.published && smp.res)
                                 exporter_publish(&e->pub, smp.res, smp.duration_s, smp.finished, monotonic_s(),
                                                  e->o.expose_cmdline, smp.full ? "full" : "light");
                         status_of(&smp, status, sizeof(status));
                 }
-                exporter_read_kernel(e);
                 struct exporter_bodies *b = exporter_compose(&e->pub, &e->counters, status);
                 if (b)
                         exporter_swap(e, b);
