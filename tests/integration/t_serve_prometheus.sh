@@ -78,4 +78,14 @@ rules=$(curl -fsS "$API/rules")
 assert_eq "$(jq -r '[.data.groups[].rules[]] | length' <<<"$rules")" 8 "rules loaded"
 assert_eq "$(jq -r '[.data.groups[].rules[] | select(.health != "ok")] | length' <<<"$rules")" 0 "rules healthy"
 assert_eq "$(query 'count(ghostvram_scan_errors_total)' | jq -r '.data.result[0].value[1]')" 3 "error counters of every source"
+note "every query of the Grafana dashboard runs on this server"
+while IFS= read -r expr; do
+        q=${expr//\$instance/.*}
+        q=${q//\$gpu/.*}
+        q=${q//\$__rate_interval/1m}
+        st=$(curl -sS --max-time 5 -G "$API/query" --data-urlencode "query=$q" | jq -r '.status')
+        assert_eq "$st" success "dashboard query: $expr"
+done < <(jq -r '.panels[].targets[].expr' "$GV_SRC/deploy/grafana/ghostvram-dashboard.json")
+r=$(query 'sum(ghostvram_gpu_memory_used_bytes{kind="ghost", instance=~".*", gpu=~".*"} and on (instance, gpu) ghostvram_gpu_ghost_confirmed == 1) or vector(0)')
+assert_eq "$(jq -r '.data.result[0].value[1]' <<<"$r")" $((1024 * MIB)) "the dashboard's confirmed-ghost stat"
 echo "PASS"
