@@ -19,11 +19,11 @@ test-deps:
 
 build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS) >/dev/null
-	cmake --build $(BUILD) -j $(JOBS)
+	cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
 
 build-asan: deps
 	cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DGV_SANITIZE=ON $(CMAKE_ARGS) >/dev/null
-	cmake --build $(BUILD_ASAN) -j $(JOBS)
+	cmake --build $(BUILD_ASAN) -j $(JOBS) -- --no-print-directory
 
 # The main job on this host; on a host without an NVIDIA driver, the same on a simulated one.
 run: build

@@ -119,25 +119,25 @@ static void smi_view(const char *simdir)
         if (facts_collect(&fo, &f) < 0)
                 return;
         printf("  $ nvidia-smi          (what it would print for the simulated GPUs)\n");
-        printf("  | GPU  Name                         Memory-Usage        |\n");
+        printf("  | GPU  Name                                 Memory-Usage           |\n");
         for (size_t i = 0; i < f->gpu->n_gpus; i++) {
                 const struct gpu_info *g = &f->gpu->gpus[i];
-                printf("  | %3u  %-28.28s %6llu MiB / %6llu MiB |\n", g->index, g->name,
+                printf("  | %3u  %-36.36s %6llu MiB / %6llu MiB |\n", g->index, g->name,
                        (unsigned long long)(g->used_bytes >> 20), (unsigned long long)(g->total_bytes >> 20));
         }
-        printf("  | Processes:  GPU   PID        Process name        GPU Memory |\n");
+        printf("  | Processes:  GPU   PID        Process name                GPU Memory |\n");
         size_t shown = 0;
         for (size_t i = 0; i < f->gpu->n_gpus; i++)
                 for (size_t k = 0; k < f->gpu->gpus[i].n_procs; k++) {
                         const struct gpu_proc *p = &f->gpu->gpus[i].procs[k];
                         const struct pid_fact *pf = facts_pid(f, p->pid);
                         const char *name = pf && pf->present && pf->proc.comm ? pf->proc.comm : "No such process";
-                        printf("  |             %3zu   %-10u %-19.19s %6llu MiB |\n", i, p->pid, name,
+                        printf("  |             %3zu   %-10u %-27.27s %6llu MiB |\n", i, p->pid, name,
                                (unsigned long long)(p->used_bytes >> 20));
                         shown++;
                 }
         if (!shown)
-                printf("  |  No running processes found                                |\n");
+                printf("  |  No running processes found                                        |\n");
         facts_free(f);
 }
 
@@ -201,11 +201,13 @@ int cmd_demo(int argc, char **argv)
         printf("ghostvram demo — on a temporary SIMULATED host in %s (not a real GPU)\n", dir);
         step(1, "a training job allocates GPU memory and forks data-loader workers");
         const char *const init_args[] = { "ghostvram", "sim", "init", dir, "--gpus", "2", NULL };
-        if (run_self(init_args, NULL) != 0) {
+        struct buf out = BUF_INIT(4096);
+        if (run_self(init_args, &out) != 0) {
                 cli_error("demo", "could not create the simulated host");
+                buf_free(&out);
                 goto out;
         }
-        struct buf out = BUF_INIT(4096);
+        buf_reset(&out);
         const char *const run_args[] = { "ghostvram", "sim", "run", dir, "--gpu", "0", "--mib", mibs, "--workers", wks, NULL };
         int r = run_self(run_args, &out);
         if (r != 0) {

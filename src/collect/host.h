@@ -1,7 +1,14 @@
 /* host: one walk over /proc that finds every process holding an NVIDIA device node, by open
  * descriptor and by memory mapping, with the facts needed to explain it. Pure data out; the
  * reader never prints. Roots are parameters (proc root, device prefix) so tests point them at
- * fixture trees without special cases. */
+ * fixture trees without special cases.
+ *
+ * Matching: a descriptor whose link target starts with dev_prefix, or (fstatat, only for
+ * targets under /dev/ not matched by path) is one of the host's nodes under the prefix (same
+ * inode or device number) or a character device of a driver /proc/devices names nvidia*
+ * (nodes made inside containers); a maps line whose path starts with dev_prefix, or whose
+ * (device, inode) is that of a host node under the prefix. Nodes are named by the path after
+ * the prefix's directory ("nvidia-uvm", "nvidia-caps/nvidia-cap1") or by major/minor. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -19,9 +26,9 @@ enum host_via {
 
 /* What could not be read for one process (bits). */
 enum host_skipped {
-        HOST_SKIP_MAPS = 1 << 0,        /* D state, deadline, or permission */
-        HOST_SKIP_CMDLINE = 1 << 1,
-        HOST_SKIP_ENVIRON = 1 << 2,
+        HOST_SKIP_MAPS = 1 << 0,        /* D state, missed deadline, or permission */
+        HOST_SKIP_CMDLINE = 1 << 1,     /* D state, or a read of this task missed its deadline */
+        HOST_SKIP_ENVIRON = 1 << 2,     /* the same, or permission (only with read_env) */
         HOST_SKIP_FDS = 1 << 3,         /* fd/ not readable (another user's, no ptrace rights) */
         HOST_SKIP_CGROUP = 1 << 4,
 };
@@ -42,12 +49,13 @@ struct host_proc {
         char state;             /* R S D Z T t X I ... ; '?' unknown */
         bool exiting;           /* PF_EXITING in stat flags */
         bool kernel_thread;     /* PF_KTHREAD */
+        unsigned num_threads;   /* stat field 20 */
         uint64_t start_ticks;   /* stat field 22, clock ticks since boot */
         double start_time;      /* epoch seconds (btime + ticks / CLK_TCK) */
         char wchan[64];
         uid_t uid;
         char user[64];          /* from the passwd database, else the number */
-        char *comm;             /* raw (hostile) text */
+        char *comm;             /* raw (hostile) text; the kernel's comm holds no NUL */
         char *cmdline;          /* joined with spaces; NULL if not read */
         pid_t nspid[HOST_MAX_NSPID]; /* NSpid chain, outermost (this /proc's namespace) first */
         unsigned n_nspid;
@@ -90,19 +98,32 @@ struct host_opts {
         const char *proc_root;          /* default "/proc" */
         const char *dev_prefix;         /* default "/dev/nvidia" */
         unsigned timeout_ms;            /* deadline for a read that may block (default 2000) */
-        const char *save_dir;           /* if set, copy every file read into save_dir/proc/... */
+        /* If set, record a bundle: the /proc files used for holders, unverified processes and
+         * lookups go to save_dir/proc/PID/ (environ: allow-listed variables only; maps: the
+         * matched lines, paths rewritten to /dev/NODE; fd/N: links to /dev/NODE for matched
+         * descriptors only), with save_dir/proc/stat (btime), save_dir/proc/devices and
+         * save_dir/host.json (machine facts, limits, per process: role, skipped bits, user).
+         * When proc_root is such a save_dir/proc (host.json one level up), it is read back and
+         * the report is the one that was saved (use dev_prefix "/dev/nvidia"). */
+        const char *save_dir;
         bool read_env;                  /* read the allow-listed environment variables */
 };
 
 /* The environment variables ghostvram reads, nothing else from the environment. */
 extern const char *const host_env_allowlist[];
 
-/* Walk proc_root. Returns 0 and a report (free with host_report_free), or a negative errno if
- * proc_root cannot be read at all. Vanishing processes are skipped silently. */
+/* Walk proc_root. Returns 0 and a report (free with host_report_free; holders and unverified
+ * sorted by pid), or a negative errno if proc_root cannot be read at all (-EBADMSG: a bundle
+ * whose host.json is damaged). Vanishing processes are skipped silently; what could not be
+ * seen is in limits[], never an error. maps, cmdline and environ are read on a worker under
+ * timeout_ms (never for D-state tasks); once four timeouts' worth of waiting is lost, further
+ * blocking reads get 50 ms, so the walk ends in bounded time. */
 int host_scan(const struct host_opts *o, struct host_report **ret);
 void host_report_free(struct host_report *r);
 
-/* Facts for one PID (for NVML-listed PIDs): 0, -ESRCH if there is no such process here. */
+/* Facts for one PID (for NVML-listed PIDs), nodes included: 0, -ESRCH if there is no such
+ * process here, -EACCES if its /proc entry cannot be read (hidepid). *ret is written only on
+ * success; clear it with host_proc_clear. With save_dir, what it read is saved too. */
 int host_proc_lookup(const struct host_opts *o, pid_t pid, struct host_proc *ret);
 void host_proc_clear(struct host_proc *p);
 
@@ -113,12 +134,14 @@ bool host_proc_holds(const struct host_proc *p, const char *name);
 /* The value of allow-listed environment variable `name` in p, or NULL. */
 const char *host_proc_env(const struct host_proc *p, const char *name);
 
-/* Parsers without I/O, for tests and fuzzing. Each returns 0 or -EINVAL. */
+/* Parsers without I/O, for tests and fuzzing. Each reads only buf[0..len), writes p only on
+ * success and returns 0, -EINVAL, or -ENOMEM (the strings it allocates). */
 int host_parse_stat(const char *buf, size_t len, struct host_proc *p);
 int host_parse_status(const char *buf, size_t len, struct host_proc *p);
 /* cgroup file content -> cgroup path, container runtime/id, pod uid, slurm job, unit. */
 int host_parse_cgroup(const char *buf, size_t len, struct host_proc *p);
-/* One line of /proc/PID/maps: the path after the inode, or NULL if none. */
+/* One line of /proc/PID/maps: the path after the inode (" (deleted)" included; it may hold
+ * spaces), or NULL if none or the line is malformed. */
 const char *host_maps_line_path(const char *line, size_t len, size_t *ret_pathlen);
 /* Node name for a path under dev_prefix ("/dev/nvidia-uvm" -> "nvidia-uvm"), or -EINVAL. */
 int host_node_name(const char *path, const char *dev_prefix, char *out, size_t outlen);

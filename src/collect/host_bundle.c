@@ -40,13 +40,13 @@ static int write_at(int dfd, const char *name, const char *data, size_t len)
 {
         int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (fd < 0)
-                return -errno;
+                return host_neg_errno();
         while (len > 0) {
                 ssize_t w = write(fd, data, len);
                 if (w < 0) {
                         if (errno == EINTR)
                                 continue;
-                        int e = -errno;
+                        int e = host_neg_errno();
                         close(fd);
                         return e;
                 }
@@ -61,7 +61,7 @@ static int put_file(int dfd, const char *name, const char *data, size_t len)
 {
         if (!data) {
                 if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
-                        return -errno;
+                        return host_neg_errno();
                 return 0;
         }
         return write_at(dfd, name, data, len);
@@ -84,7 +84,7 @@ static int open_dir_p(const char *save_dir, const char *sub)
 static int subdir(int dfd, const char *name)
 {
         if (mkdirat(dfd, name, 0755) < 0 && errno != EEXIST)
-                return -errno;
+                return host_neg_errno();
         int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         return fd < 0 ? -errno : fd;
 }
@@ -92,13 +92,9 @@ static int subdir(int dfd, const char *name)
 /* Empty a directory of plain entries (an earlier save's fd links). */
 static void clear_dir(int dfd)
 {
-        int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-        if (!d) {
-                if (fd >= 0)
-                        close(fd);
+        DIR *d = host_opendirat(dfd, ".");
+        if (!d)
                 return;
-        }
         struct dirent *e;
         while ((e = readdir(d)))
                 if (e->d_name[0] != '.')
@@ -120,7 +116,7 @@ static int save_fds(int pdfd, const struct host_save_proc *s)
                 if (n < 0 || (size_t)n >= sizeof(target))
                         continue;
                 if (symlinkat(target, fdd, name) < 0 && errno != EEXIST)
-                        r = -errno;
+                        r = host_neg_errno();
         }
         close(fdd);
         return r;
@@ -309,7 +305,7 @@ static int get_u64(json_t *root, const char *key, uint64_t max, uint64_t *ret)
 
 static int parse_bundle(json_t *root, struct host_bundle_in *b)
 {
-        uint64_t v;
+        uint64_t v = 0;
         int r = get_u64(root, "self_pidns_ino", UINT64_MAX >> 1, &b->self_pidns_ino);
         b->initial_pidns = json_is_true(json_object_get(root, "initial_pidns"));
         r |= get_u64(root, "self_pid", INT32_MAX, &v);

@@ -1,6 +1,8 @@
 /* host_internal: pieces of the host reader shared by its source files (host_parse.c,
  * host_scan.c, host_bundle.c, host_report.c) and its tests. Not part of the interface. */
 #pragma once
+#include <dirent.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -78,6 +80,12 @@ int host_parse_environ(const char *buf, size_t len, struct host_proc *p, struct 
 /* Strip a " (deleted)" suffix: returns the new length and sets *deleted. */
 size_t host_strip_deleted(const char *s, size_t len, bool *deleted);
 
+/* -errno of the call that just failed, never 0 (a failure must not read as success). */
+static inline int host_neg_errno(void)
+{
+        return errno > 0 ? -errno : -EIO;
+}
+
 /* --- report helpers (host_report.c) -------------------------------------------------------- */
 
 /* Add node `name` with `via` bits to p (merging with an entry of the same name). Returns 0, or
@@ -90,6 +98,9 @@ int host_report_add_limit(struct host_report *r, const char *s);
 /* Make room for one more element in a growable array *arr of *alloc elements of size elem,
  * holding n. Returns 0 or -ENOMEM (the array is unchanged). */
 int host_grow(void *arr, size_t *alloc, size_t n, size_t elem);
+/* opendir of name relative to dfd (AT_FDCWD for a path; "." for dfd itself, with its own
+ * position). NULL and errno set on failure. The DIR's fd is dirfd(d). */
+DIR *host_opendirat(int dfd, const char *name);
 /* Append *p to an array (moving ownership of its strings). */
 int host_procs_append(struct host_proc **arr, size_t *n, size_t *alloc, struct host_proc *p);
 void host_procs_sort(struct host_proc *arr, size_t n);

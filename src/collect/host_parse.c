@@ -73,6 +73,7 @@ enum {
         STAT_PGRP = 2,
         STAT_SESSION = 3,
         STAT_FLAGS = 6,
+        STAT_NUM_THREADS = 17,
         STAT_STARTTIME = 19,
         STAT_MIN_FIELDS = 20,
 };
@@ -121,10 +122,11 @@ int host_parse_stat(const char *buf, size_t len, struct host_proc *p)
                 return -EINVAL;
 
         pid_t ppid, pgid, sid;
-        uint64_t flags, start;
+        uint64_t flags, start, threads;
         if (tok_pid(f[STAT_PPID], fl[STAT_PPID], &ppid) < 0 || tok_pid(f[STAT_PGRP], fl[STAT_PGRP], &pgid) < 0 ||
             tok_pid(f[STAT_SESSION], fl[STAT_SESSION], &sid) < 0 ||
             tok_u64(f[STAT_FLAGS], fl[STAT_FLAGS], &flags) < 0 ||
+            tok_u64(f[STAT_NUM_THREADS], fl[STAT_NUM_THREADS], &threads) < 0 || threads > UINT32_MAX ||
             tok_u64(f[STAT_STARTTIME], fl[STAT_STARTTIME], &start) < 0)
                 return -EINVAL;
 
@@ -144,6 +146,7 @@ int host_parse_stat(const char *buf, size_t len, struct host_proc *p)
         p->sid = sid;
         p->exiting = (flags & HOST_PF_EXITING) != 0;
         p->kernel_thread = (flags & HOST_PF_KTHREAD) != 0;
+        p->num_threads = (unsigned)threads;
         p->start_ticks = start;
         return 0;
 }

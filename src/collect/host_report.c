@@ -1,7 +1,10 @@
 /* host_report: ownership and look-ups on the host reader's results. */
 #include "collect/host_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,6 +104,20 @@ int host_report_add_limit(struct host_report *r, const char *s)
         l[r->n_limits++] = copy;
         r->limits = l;
         return 0;
+}
+
+DIR *host_opendirat(int dfd, const char *name)
+{
+        int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return NULL;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                int e = errno;
+                close(fd);
+                errno = e;
+        }
+        return d;
 }
 
 int host_grow(void *arr, size_t *alloc, size_t n, size_t elem)

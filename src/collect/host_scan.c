@@ -91,7 +91,8 @@ struct pid_scan {
         struct host_proc p;
         pid_t pid;
         int dfd;
-        uid_t owner;                    /* owner of /proc/PID (its effective uid) */
+        uid_t owner;                    /* owner of /proc/PID (its effective uid), once known */
+        bool owner_known;
         unsigned forced;                /* skipped bits recorded in a bundle */
         enum host_role bundle_role;
         bool locked;                    /* a blocking read missed its deadline: skip the others */
@@ -129,7 +130,7 @@ static int read_all(int fd, size_t max, bool truncate, char **data, size_t *len,
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
-                        return -errno;
+                        return host_neg_errno();
                 }
                 if (k == 0)
                         break;
@@ -152,9 +153,9 @@ static int read_small(int dfd, const char *name, size_t max, char **ret, size_t 
 {
         int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
-                return -errno;
+                return host_neg_errno();
         char *data = NULL;
-        size_t len, alloc = 0;
+        size_t len = 0, alloc = 0;
         int r = read_all(fd, max, false, &data, &len, &alloc);
         close(fd);
         if (r < 0) {
@@ -182,7 +183,7 @@ static int read_job_run(void *arg)
         struct read_job *j = arg;
         int fd = openat(j->dfd, j->name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
-                return -errno;
+                return host_neg_errno();
         int r = read_all(fd, j->max, j->truncate, &j->data, &j->len, &j->alloc);
         close(fd);
         return r;
@@ -209,7 +210,7 @@ static int read_blocking(struct host_ctx *c, int dfd, const char *name, size_t m
                 return -ENOMEM;
         j->dfd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
         if (j->dfd < 0) {
-                int e = -errno;
+                int e = host_neg_errno();
                 free(j);
                 return e;
         }
@@ -258,12 +259,12 @@ static int read_link_or_file(int dfd, const char *name, char *out, size_t outlen
                 return 0;
         }
         if (errno != EINVAL)
-                return -errno;
-        char *data;
-        size_t len;
+                return host_neg_errno();
+        char *data = NULL;
+        size_t len = 0;
         int r = read_small(dfd, name, HOST_CAP_SMALL, &data, &len);
-        if (r < 0)
-                return r;
+        if (r < 0 || !data)
+                return r < 0 ? r : -EIO;
         while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == '\0'))
                 len--;
         if (len >= outlen) {
@@ -296,14 +297,10 @@ static void collect_devnodes(struct host_ctx *c)
                 snprintf(dir, sizeof(dir), ".");
         else
                 snprintf(dir, sizeof(dir), "%.*s", (int)dl, c->dev_prefix);
-        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
+        DIR *d = host_opendirat(AT_FDCWD, dir);
+        if (!d)
                 return;
-        DIR *d = fdopendir(dfd);
-        if (!d) {
-                close(dfd);
-                return;
-        }
+        int dfd = dirfd(d);
         struct dirent *e;
         size_t bl = strlen(base);
         while ((e = readdir(d)) && c->n_nodes < HOST_MAX_HOST_NODES) {
@@ -313,13 +310,10 @@ static void collect_devnodes(struct host_ctx *c)
                 if (fstatat(dfd, e->d_name, &st, 0) < 0)
                         continue;
                 if (S_ISDIR(st.st_mode)) {
-                        int sfd = openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                        DIR *sd = sfd >= 0 ? fdopendir(sfd) : NULL;
-                        if (!sd) {
-                                if (sfd >= 0)
-                                        close(sfd);
+                        DIR *sd = host_opendirat(dfd, e->d_name);
+                        if (!sd)
                                 continue;
-                        }
+                        int sfd = dirfd(sd);
                         struct dirent *se;
                         while ((se = readdir(sd)) && c->n_nodes < HOST_MAX_HOST_NODES) {
                                 struct stat sst;
@@ -357,8 +351,8 @@ static void collect_devnodes(struct host_ctx *c)
 static void detect_hidepid(struct host_ctx *c)
 {
         char real[PATH_MAX];
-        char *mi;
-        size_t len;
+        char *mi = NULL;
+        size_t len = 0;
         if (!realpath(c->proc_root, real) || read_small(c->proc_fd, "self/mountinfo", 1u << 20, &mi, &len) < 0)
                 return;
         char *save = NULL;
@@ -408,8 +402,9 @@ static int copy_opt(char *dst, size_t dstlen, const char *v, const char *def)
         return 0;
 }
 
-/* Open proc_root and learn the machine facts (into r). */
-static int ctx_init(struct host_ctx *c, const struct host_opts *o, struct host_report *r)
+/* Open proc_root and learn the machine facts (into r); for_walk: also what only the walk's
+ * limits need. */
+static int ctx_init(struct host_ctx *c, const struct host_opts *o, struct host_report *r, bool for_walk)
 {
         memset(c, 0, sizeof(*c));
         c->proc_fd = -1;
@@ -432,13 +427,13 @@ static int ctx_init(struct host_ctx *c, const struct host_opts *o, struct host_r
 
         c->proc_fd = open(c->proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (c->proc_fd < 0)
-                return -errno;
+                return host_neg_errno();
         e = host_bundle_load(c->proc_root, &c->bundle);
         if (e < 0)
                 return e;
 
-        char *data;
-        size_t len;
+        char *data = NULL;
+        size_t len = 0;
         if (read_small(c->proc_fd, "devices", HOST_CAP_DEVICES, &data, &len) == 0) {
                 c->have_majors = host_parse_devices(data, len, &c->majors) == 0;
                 c->devices = data;
@@ -477,7 +472,8 @@ static int ctx_init(struct host_ctx *c, const struct host_opts *o, struct host_r
         r->euid = geteuid();
         r->clk_tck = sysconf(_SC_CLK_TCK);
         collect_devnodes(c);
-        detect_hidepid(c);
+        if (for_walk)
+                detect_hidepid(c);
         return 0;
 }
 
@@ -560,8 +556,14 @@ static void add_node(struct host_ctx *c, struct pid_scan *s, const char *name, u
         }
 }
 
-static void note_denied(const struct host_ctx *c, const struct pid_scan *s, unsigned *other, unsigned *own)
+static void note_denied(const struct host_ctx *c, struct pid_scan *s, unsigned *other, unsigned *own)
 {
+        if (!s->owner_known) {
+                /* only needed here: an fstat per process would cost a syscall each */
+                struct stat st;
+                s->owner = fstat(s->dfd, &st) == 0 ? st.st_uid : (uid_t)-1;
+                s->owner_known = true;
+        }
         if (c->r->euid != 0 && s->owner != c->r->euid)
                 (*other)++;
         else
@@ -581,11 +583,9 @@ static void scan_fds(struct host_ctx *c, struct pid_scan *s)
         }
         int fdd = openat(s->dfd, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fdd < 0) {
-                int e = -errno;
-                if (e == -ESRCH)
-                        s->vanished = true;
+                int e = host_neg_errno();
                 if (is_gone(e))
-                        return;         /* gone, or (fixtures) a process without descriptors */
+                        return;         /* no table (any more), or a fixture without descriptors */
                 s->p.skipped |= HOST_SKIP_FDS;
                 if (e == -EACCES || e == -EPERM) {
                         note_denied(c, s, &c->n_fd_denied_other, &c->n_fd_denied_own);
@@ -650,26 +650,27 @@ static void save_maps_line(struct host_ctx *c, const char *line, const struct ho
                 c->smaps.len = 0;       /* the cap: save nothing rather than half */
 }
 
-static void scan_maps(struct host_ctx *c, struct pid_scan *s)
+/* state: of the task whose maps are read (a thread's, for a zombie leader) */
+static void scan_maps(struct host_ctx *c, struct pid_scan *s, char state)
 {
         if (s->forced & HOST_SKIP_MAPS) {
                 s->p.skipped |= HOST_SKIP_MAPS;
                 s->unverifiable = true;
                 return;
         }
-        if (s->p.state == 'D') {
+        if (state == 'D') {
                 /* reading maps would wait for the mmap lock of a task stuck in the kernel */
                 s->p.skipped |= HOST_SKIP_MAPS;
                 s->unverifiable = true;
                 c->n_maps_dstate++;
                 return;
         }
-        char *data;
-        size_t len;
+        char *data = NULL;
+        size_t len = 0;
         int e = read_blocking(c, s->dfd, "maps", HOST_CAP_MAPS, &data, &len);
         if (e < 0) {
-                if (e == -ESRCH)
-                        s->vanished = true;
+                /* ESRCH: no address space (an exiting task that released it, still holding
+                 * descriptors), not a vanished process: only stat and status decide that */
                 if (is_gone(e))
                         return;
                 s->p.skipped |= HOST_SKIP_MAPS;
@@ -702,16 +703,47 @@ static void scan_maps(struct host_ctx *c, struct pid_scan *s)
         }
 }
 
-/* --- facts --------------------------------------------------------------------------------- */
-
-/* A file the bundle may lack on purpose: ENOENT is "not there", not "vanished". */
-static int read_fact(struct pid_scan *s, const char *name, size_t max, char **ret, size_t *ret_len)
+/* A zombie thread-group leader (its main thread called pthread_exit) whose other threads
+ * still run: its own fd/ and maps are empty, but a live thread's task/TID/ shows the shared
+ * descriptor table and address space. Reads them through the first live thread. */
+static void scan_live_thread(struct host_ctx *c, struct pid_scan *s)
 {
-        int e = read_small(s->dfd, name, max, ret, ret_len);
-        if (e == -ESRCH)
-                s->vanished = true;
-        return e;
+        DIR *d = host_opendirat(s->dfd, "task");
+        if (!d)
+                return;
+        int tfd = dirfd(d);
+        struct dirent *e;
+        while ((e = readdir(d))) {
+                unsigned tid;
+                if (e->d_name[0] < '1' || e->d_name[0] > '9' || parse_uint_range(e->d_name, 1, INT32_MAX, &tid) < 0 ||
+                    (pid_t)tid == s->pid)
+                        continue;
+                int thr = openat(tfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (thr < 0)
+                        continue;
+                char *st = NULL;
+                size_t sl = 0;
+                struct host_proc t;
+                memset(&t, 0, sizeof(t));
+                bool live = read_small(thr, "stat", HOST_CAP_STAT, &st, &sl) == 0 &&
+                            host_parse_stat(st, sl, &t) == 0 && t.state != 'Z' && t.state != 'X';
+                if (live) {
+                        int leader = s->dfd;
+                        s->dfd = thr;
+                        scan_fds(c, s);
+                        scan_maps(c, s, t.state);
+                        s->dfd = leader;
+                }
+                free(st);
+                host_proc_clear(&t);
+                close(thr);
+                if (live)
+                        break;
+        }
+        closedir(d);
 }
+
+/* --- facts --------------------------------------------------------------------------------- */
 
 static void read_text_files(struct host_ctx *c, struct pid_scan *s)
 {
@@ -721,13 +753,13 @@ static void read_text_files(struct host_ctx *c, struct pid_scan *s)
                 s->p.skipped |= HOST_SKIP_CMDLINE | env_bit;
                 return;
         }
-        char *data;
-        size_t len;
+        char *data = NULL;
+        size_t len = 0;
         if (s->forced & HOST_SKIP_CMDLINE) {
                 s->p.skipped |= HOST_SKIP_CMDLINE;
         } else {
                 int e = read_blocking(c, s->dfd, "cmdline", HOST_CAP_CMDLINE, &data, &len);
-                if (e == 0) {
+                if (e == 0 && data) {
                         s->p.cmdline = cmdline_join(data, len);
                         if (c->save_dir && (s->cmdline = malloc(len + 1)) != NULL) {
                                 memcpy(s->cmdline, data, len + 1);
@@ -737,9 +769,6 @@ static void read_text_files(struct host_ctx *c, struct pid_scan *s)
                         s->locked = true;
                         c->n_text_timeout++;
                         s->p.skipped |= HOST_SKIP_CMDLINE | env_bit;
-                        return;
-                } else if (e == -ESRCH) {
-                        s->vanished = true;
                         return;
                 } else {
                         s->p.skipped |= HOST_SKIP_CMDLINE;
@@ -759,34 +788,35 @@ static void read_text_files(struct host_ctx *c, struct pid_scan *s)
                 s->locked = true;
                 c->n_text_timeout++;
                 s->p.skipped |= HOST_SKIP_ENVIRON;
-        } else if (e == -ESRCH) {
-                s->vanished = true;
-        } else if (e != -ENOENT) {
+        } else if (!is_gone(e)) {
                 s->p.skipped |= HOST_SKIP_ENVIRON;  /* another user's, without ptrace rights */
         }
+        /* ESRCH: no address space (a zombie leader, an exiting task): no variables */
 }
 
 static void collect_facts(struct host_ctx *c, struct pid_scan *s)
 {
-        char *data;
-        size_t len;
-        if (read_fact(s, "status", HOST_CAP_STATUS, &s->status, &s->status_len) == 0) {
-                if (host_parse_status(s->status, s->status_len, &s->p) == 0)
-                        user_name(c, s, s->p.uid, s->p.user, sizeof(s->p.user));
-        } else if (s->vanished) {
+        char *data = NULL;
+        size_t len = 0;
+        /* with stat, the one file that says whether the process is still there */
+        int e = read_small(s->dfd, "status", HOST_CAP_STATUS, &s->status, &s->status_len);
+        if (is_gone(e)) {
+                s->vanished = true;
                 return;
         }
+        if (e == 0 && host_parse_status(s->status, s->status_len, &s->p) == 0)
+                user_name(c, s, s->p.uid, s->p.user, sizeof(s->p.user));
         if (!s->p.user[0]) {
                 s->p.uid = (uid_t)-1;
                 snprintf(s->p.user, sizeof(s->p.user), "?");
         }
-        int e = (s->forced & HOST_SKIP_CGROUP) ? -EPERM :
-                read_fact(s, "cgroup", HOST_CAP_CGROUP, &s->cgroup, &s->cgroup_len);
+        e = (s->forced & HOST_SKIP_CGROUP) ? -EPERM :
+            read_small(s->dfd, "cgroup", HOST_CAP_CGROUP, &s->cgroup, &s->cgroup_len);
         if (e == 0)
                 host_parse_cgroup(s->cgroup, s->cgroup_len, &s->p);
         else if (e != -ENOENT)
                 s->p.skipped |= HOST_SKIP_CGROUP;
-        if (read_fact(s, "wchan", HOST_CAP_SMALL, &s->wchan, &s->wchan_len) == 0) {
+        if (read_small(s->dfd, "wchan", HOST_CAP_SMALL, &s->wchan, &s->wchan_len) == 0) {
                 len = s->wchan_len;
                 data = s->wchan;
                 while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == '\0'))
@@ -863,7 +893,6 @@ static int inspect_pid(struct host_ctx *c, pid_t pid, const char *dirname, bool 
                        enum pid_class *ret_class)
 {
         struct pid_scan s;
-        struct stat dst;
         enum pid_class cls = PID_NONE;
         int e, r = -ESRCH;
         memset(&s, 0, sizeof(s));
@@ -879,7 +908,6 @@ static int inspect_pid(struct host_ctx *c, pid_t pid, const char *dirname, bool 
                 }
                 goto out;
         }
-        s.owner = fstat(s.dfd, &dst) == 0 ? dst.st_uid : (uid_t)-1;
         if (c->bundle) {
                 const struct host_bundle_proc *bp = host_bundle_proc(c->bundle, pid);
                 if (bp) {
@@ -897,10 +925,14 @@ static int inspect_pid(struct host_ctx *c, pid_t pid, const char *dirname, bool 
                 goto out;
         s.p.pid = pid;
 
-        /* kernel threads have no descriptors; zombies have released theirs and their memory */
-        if (!s.p.kernel_thread && s.p.state != 'Z' && s.p.state != 'X') {
+        /* kernel threads have no descriptors; zombies have released theirs and their memory,
+         * unless other threads of a zombie leader still run (a bundle keeps what they held at
+         * the PID's level) */
+        if (!s.p.kernel_thread && ((s.p.state != 'Z' && s.p.state != 'X') || c->bundle)) {
                 scan_fds(c, &s);
-                scan_maps(c, &s);
+                scan_maps(c, &s, s.p.state);
+        } else if (!s.p.kernel_thread && s.p.num_threads > 1) {
+                scan_live_thread(c, &s);
         }
         if (s.vanished)
                 goto out;
@@ -1025,19 +1057,16 @@ int host_scan(const struct host_opts *o, struct host_report **ret)
         size_t holders_alloc = 0, unverified_alloc = 0;
         DIR *d = NULL;
         struct dirent *de;
-        int e, wfd;
+        int e;
         struct host_report *r = calloc(1, sizeof(*r));
         if (!r)
                 return -ENOMEM;
-        e = ctx_init(&c, o, r);
+        e = ctx_init(&c, o, r, true);
         if (e < 0)
                 goto out;
-        wfd = fcntl(c.proc_fd, F_DUPFD_CLOEXEC, 3);
-        d = wfd >= 0 ? fdopendir(wfd) : NULL;
+        d = host_opendirat(c.proc_fd, ".");
         if (!d) {
-                e = -errno;
-                if (wfd >= 0)
-                        close(wfd);
+                e = host_neg_errno();
                 goto out;
         }
         while ((de = readdir(d))) {
@@ -1085,7 +1114,7 @@ int host_proc_lookup(const struct host_opts *o, pid_t pid, struct host_proc *ret
         struct host_ctx c;
         struct host_report facts;
         memset(&facts, 0, sizeof(facts));
-        int e = ctx_init(&c, o, &facts);
+        int e = ctx_init(&c, o, &facts, false);
         if (e < 0)
                 goto out;
         if (pid <= 0) {

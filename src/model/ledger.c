@@ -614,8 +614,7 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                 struct { char s[256]; size_t len; } pl = { "", 0 };
                 for (size_t a = 0; a < l->n_attr; a++) {
                         const struct host_proc *hp = &h->holders[l->attr[a].holder];
-                        finding_pid(fd, hp->pid);
-                        evidence(fd, "PID %d: %s", (int)hp->pid, l->attr[a].text);
+                        finding_pid(fd, hp->pid); /* the links are in the processes, with each holder */
                         int w = snprintf(pl.s + pl.len, sizeof(pl.s) - pl.len, " %d", (int)hp->pid);
                         if (w > 0 && (size_t)w < sizeof(pl.s) - pl.len)
                                 pl.len += (size_t)w;

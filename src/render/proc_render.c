@@ -81,16 +81,35 @@ json_t *host_proc_json(const struct host_proc *p, bool with_cmdline)
         return o;
 }
 
+/* nvidiactl and nvidia-uvm first (what makes a CUDA process), then the rest by name */
+static int node_rank(const char *name)
+{
+        return !strcmp(name, "nvidiactl") ? 0 : !strcmp(name, "nvidia-uvm") ? 1 : 2;
+}
+
 void host_proc_nodes_text(struct buf *out, const struct host_proc *p)
 {
-        for (unsigned i = 0; i < p->n_nodes && i < HOST_MAX_NODES; i++) {
-                const struct host_node *n = &p->nodes[i];
+        unsigned n = p->n_nodes < HOST_MAX_NODES ? p->n_nodes : HOST_MAX_NODES;
+        const struct host_node *order[HOST_MAX_NODES];
+        for (unsigned i = 0; i < n; i++) {
+                unsigned j = i;
+                const struct host_node *x = &p->nodes[i];
+                while (j > 0 && (node_rank(order[j - 1]->name) > node_rank(x->name) ||
+                                 (node_rank(order[j - 1]->name) == node_rank(x->name) &&
+                                  strcmp(order[j - 1]->name, x->name) > 0))) {
+                        order[j] = order[j - 1];
+                        j--;
+                }
+                order[j] = x;
+        }
+        for (unsigned i = 0; i < n; i++) {
+                const struct host_node *nd = order[i];
                 if (i)
                         buf_putc(out, ' ');
-                esc_terminal(out, n->name, strlen(n->name));
-                buf_printf(out, "(%s%s%s)", n->via & HOST_VIA_FD ? "fd" : "",
-                           (n->via & HOST_VIA_FD) && (n->via & HOST_VIA_MMAP) ? "," : "",
-                           n->via & HOST_VIA_MMAP ? "mmap" : "");
+                esc_terminal(out, nd->name, strlen(nd->name));
+                buf_printf(out, "(%s%s%s)", nd->via & HOST_VIA_FD ? "fd" : "",
+                           (nd->via & HOST_VIA_FD) && (nd->via & HOST_VIA_MMAP) ? "," : "",
+                           nd->via & HOST_VIA_MMAP ? "mmap" : "");
         }
 }
 

@@ -124,6 +124,8 @@ int deadline_run(struct deadline_runner *r, deadline_fn fn, void *arg, void (*fr
                         return e;
         }
         struct deadline_worker *w = r->w;
+        if (!w)
+                return -ENOMEM; /* not reached: worker_new sets it on success */
         struct timespec until;
         monotonic_after_ms(timeout_ms, &until);
 

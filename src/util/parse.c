@@ -111,48 +111,45 @@ static int parse_scaled(const char *s, double *ret_val, const char **ret_unit)
         return 0;
 }
 
-int parse_duration_ms(const char *s, uint64_t *ret_ms)
+struct unit {
+        const char *name;
+        double scale;
+};
+
+/* A number with one of the units (the empty name for none), scaled and checked against max. */
+static int parse_with_units(const char *s, const struct unit *units, size_t n, double max, uint64_t *ret)
 {
-        static const struct { const char *unit; double ms; } units[] = {
-                { "", 1000 }, { "ms", 1 }, { "s", 1000 }, { "sec", 1000 }, { "m", 60000 },
-                { "min", 60000 }, { "h", 3600000 }, { "d", 86400000 },
-        };
         double v;
         const char *u;
         int r = parse_scaled(s, &v, &u);
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-                if (strcmp(u, units[i].unit) == 0) {
-                        double ms = v * units[i].ms;
-                        if (ms > 1e15)
+        for (size_t i = 0; i < n; i++) {
+                if (strcmp(u, units[i].name) == 0) {
+                        double x = v * units[i].scale;
+                        if (x > max)
                                 return -ERANGE;
-                        *ret_ms = (uint64_t)llround(ms);
+                        *ret = (uint64_t)llround(x);
                         return 0;
                 }
         }
         return -EINVAL;
 }
 
+int parse_duration_ms(const char *s, uint64_t *ret_ms)
+{
+        static const struct unit units[] = {
+                { "", 1000 }, { "ms", 1 }, { "s", 1000 }, { "sec", 1000 }, { "m", 60000 },
+                { "min", 60000 }, { "h", 3600000 }, { "d", 86400000 },
+        };
+        return parse_with_units(s, units, sizeof(units) / sizeof(units[0]), 1e15, ret_ms);
+}
+
 int parse_size_mib(const char *s, uint64_t *ret_mib)
 {
-        static const struct { const char *unit; double mib; } units[] = {
+        static const struct unit units[] = {
                 { "", 1 }, { "M", 1 }, { "MiB", 1 }, { "G", 1024 }, { "GiB", 1024 },
                 { "T", 1048576 }, { "TiB", 1048576 },
         };
-        double v;
-        const char *u;
-        int r = parse_scaled(s, &v, &u);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-                if (strcmp(u, units[i].unit) == 0) {
-                        double m = v * units[i].mib;
-                        if (m > 1e12)
-                                return -ERANGE;
-                        *ret_mib = (uint64_t)llround(m);
-                        return 0;
-                }
-        }
-        return -EINVAL;
+        return parse_with_units(s, units, sizeof(units) / sizeof(units[0]), 1e12, ret_mib);
 }

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <grp.h>
 #include <pwd.h>
 #include <setjmp.h>
@@ -61,13 +62,13 @@ static void test_basic_sets(void **state)
 {
         (void)state;
         struct host_report *r = scan_basic();
-        static const pid_t holders[] = { 100, 101, 102, 105, 106, 107, 108, 109, 110, 112 };
+        static const pid_t holders[] = { 100, 101, 102, 105, 106, 107, 108, 109, 110, 112, 113 };
         assert_int_equal(r->n_holders, sizeof(holders) / sizeof(holders[0]));
         for (size_t i = 0; i < r->n_holders; i++)
                 assert_int_equal(r->holders[i].pid, holders[i]);
         assert_int_equal(r->n_unverified, 1);
         assert_int_equal(r->unverified[0].pid, 103);
-        assert_int_equal(r->procs_scanned, 16);
+        assert_int_equal(r->procs_scanned, 17);
         assert_int_equal(r->self_pidns_ino, 4026531836u);
         assert_true(r->initial_pidns);
         assert_int_equal(r->self_pid, 0);
@@ -246,9 +247,27 @@ static void test_exiting_and_cgroupfs_docker(void **state)
         assert_string_equal(p->cgroup, "/docker/9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a0");
         assert_string_equal(p->container_runtime, "docker");
         assert_string_equal(p->container_id, "9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a0");
-        /* no other process of the tree is exiting */
+        /* no other running process of the tree is exiting (113 is a zombie leader) */
         for (size_t i = 0; i < r->n_holders; i++)
-                assert_int_equal(r->holders[i].exiting, r->holders[i].pid == 105);
+                assert_int_equal(r->holders[i].exiting, r->holders[i].pid == 105 || r->holders[i].pid == 113);
+        host_report_free(r);
+}
+
+/* The main thread exited (pthread_exit), other threads run: the leader is a zombie with empty
+ * fd/ and maps, and what the process holds shows through a live thread's task/TID/. */
+static void test_zombie_leader_with_threads(void **state)
+{
+        (void)state;
+        struct host_report *r = scan_basic();
+        const struct host_proc *p = host_report_find(r, 113);
+        assert_non_null(p);
+        assert_int_equal(p->state, 'Z');
+        assert_true(p->exiting);
+        assert_int_equal(p->num_threads, 3);
+        static const char *const names[] = { "nvidia-uvm", "nvidia0", NULL };
+        static const unsigned via[] = { MM, FD };
+        th_assert_nodes(p, names, via);
+        assert_int_equal(p->skipped, 0);
         host_report_free(r);
 }
 
@@ -481,7 +500,7 @@ static void test_fifo_wait_budget(void **state)
         assert_true(took < 3.3);
         assert_true(th_has_limit(r, "reading the memory maps of 11 processes did not finish"));
         /* holders by descriptor are still found; the rest cannot be verified */
-        static const pid_t holders[] = { 100, 102, 105, 107, 108, 109, 110, 112 };
+        static const pid_t holders[] = { 100, 102, 105, 107, 108, 109, 110, 112, 113 };
         assert_int_equal(r->n_holders, sizeof(holders) / sizeof(holders[0]));
         for (size_t i = 0; i < r->n_holders; i++)
                 assert_int_equal(r->holders[i].pid, holders[i]);
@@ -497,7 +516,8 @@ static void test_fifo_wait_budget(void **state)
 }
 
 /* Permission denied, for real: the tests run as root, so a child drops to nobody and scans a
- * copy whose 100/fd is mode 000 (an fd table of another user's process). Checks are done in
+ * copy whose 100/fd is mode 000 (an fd table of another user's process), whose 111 is mode 000
+ * (hidepid=noaccess) and whose self/mountinfo declares hidepid=invisible. Checks are done in
  * the child; its exit status says which one failed. */
 static int eacces_child(const char *tree)
 {
@@ -520,7 +540,20 @@ static int eacces_child(const char *tree)
                 return 15;
         if (r->euid != 65534)
                 return 16;
+        /* a /proc/PID that cannot be opened at all (hidepid=noaccess does that) */
+        if (!th_has_limit(r, "1 process could not be inspected at all (permission denied)") ||
+            host_report_find(r, 111))
+                return 17;
+        /* the tree's self/mountinfo says it is a proc mount with hidepid=invisible */
+        char want[600];
+        snprintf(want, sizeof(want), "%s is mounted with hidepid=invisible: processes of other users are not "
+                 "listed (not root)", tree);
+        if (!th_has_limit(r, want))
+                return 18;
         host_report_free(r);
+        struct host_proc p111;
+        if (host_proc_lookup(&o, 111, &p111) != -EACCES)
+                return 19;
         return 0;
 }
 
@@ -534,6 +567,14 @@ static void test_permission_denied(void **state)
         th_copy_fixture("proc-basic", tmp, tree);
         snprintf(fd, sizeof(fd), "%s/100/fd", tree);
         assert_int_equal(chmod(fd, 0), 0);
+        snprintf(fd, sizeof(fd), "%s/111", tree);
+        assert_int_equal(chmod(fd, 0), 0);
+        char real[PATH_MAX], mi[PATH_MAX + 128];
+        assert_non_null(realpath(tree, real));
+        int n = snprintf(mi, sizeof(mi), "25 1 0:23 / %s rw,nosuid,nodev,noexec,relatime shared:13 - proc proc "
+                         "rw,hidepid=invisible\n", real);
+        snprintf(fd, sizeof(fd), "%s/self/mountinfo", tree);
+        assert_int_equal(write_file_atomic(fd, mi, (size_t)n), 0);
         pid_t pid = fork();
         assert_true(pid >= 0);
         if (pid == 0)
@@ -689,6 +730,7 @@ int main(void)
                 cmocka_unit_test(test_dstate),
                 cmocka_unit_test(test_nonholders_and_lookup),
                 cmocka_unit_test(test_exiting_and_cgroupfs_docker),
+                cmocka_unit_test(test_zombie_leader_with_threads),
                 cmocka_unit_test(test_other_pidns_podman),
                 cmocka_unit_test(test_hostile_strings),
                 cmocka_unit_test(test_slurm_k8s_env),

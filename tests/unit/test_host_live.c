@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <spawn.h>
@@ -83,7 +84,14 @@ static void wait_forever(void)
                 pause();
 }
 
-enum role { R_FD, R_MAP, R_BOTH, R_NOTHING, R_EXEC_CLOEXEC, R_EXEC_INHERIT, R_FORKED };
+static void *idle_thread(void *arg)
+{
+        (void)arg;
+        wait_forever();
+        return NULL;
+}
+
+enum role { R_FD, R_MAP, R_BOTH, R_NOTHING, R_EXEC_CLOEXEC, R_EXEC_INHERIT, R_FORKED, R_ZOMBIE_LEADER };
 
 static pid_t spawn(struct live *l, enum role role)
 {
@@ -117,6 +125,17 @@ static pid_t spawn(struct live *l, enum role role)
                 signal_ready(l);
                 execlp("sleep", "sleep", "1000", (char *)NULL);
                 _exit(93);
+        case R_ZOMBIE_LEADER: {
+                /* the main thread exits, a second thread keeps the process (and its fd table
+                 * and address space) alive: the leader shows as a zombie */
+                hold(l->ctl, O_CLOEXEC);
+                map_only(l->gpu);
+                pthread_t t;
+                if (pthread_create(&t, NULL, idle_thread, NULL) != 0)
+                        _exit(94);
+                signal_ready(l);
+                pthread_exit(NULL);
+        }
         case R_FORKED: {
                 /* the data-loader story: the owner forks a worker, then is killed; the worker
                  * keeps the inherited descriptor and mapping */
@@ -163,9 +182,10 @@ static void wait_comm(pid_t pid, const char *comm)
         fail_msg("pid %d never became %s", (int)pid, comm);
 }
 
-static void live_setup(struct live *l)
+static int live_setup(void **state)
 {
-        memset(l, 0, sizeof(*l));
+        struct live *l = calloc(1, sizeof(*l));
+        assert_non_null(l);
         th_tmpdir(l->tmp);
         char dev[128];
         snprintf(dev, sizeof(dev), "%s/dev", l->tmp);
@@ -178,18 +198,29 @@ static void live_setup(struct live *l)
         assert_int_equal(pipe2(l->ready, O_CLOEXEC), 0);
         /* orphaned workers come back to us, so that they can be reaped */
         assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+        *state = l;
+        return 0;
 }
 
-static void live_teardown(struct live *l)
+/* Runs after a failed test too (cmocka calls it): kill every job started, reap without
+ * blocking, for at most a few seconds. */
+static int live_teardown(void **state)
 {
+        struct live *l = *state;
         for (unsigned i = 0; i < l->n_kids; i++)
                 kill(-l->kids[i], SIGKILL);
-        /* reap our children and the orphans that came to us */
-        while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
-                ;
+        for (int i = 0; i < 500; i++) {
+                pid_t w = waitpid(-1, NULL, WNOHANG);
+                if (w < 0 && errno == ECHILD)
+                        break;
+                if (w <= 0)
+                        usleep(10 * 1000);
+        }
         close(l->ready[0]);
         close(l->ready[1]);
         th_rmrf(l->tmp);
+        free(l);
+        return 0;
 }
 
 struct pair {
@@ -242,32 +273,30 @@ static bool have_fuser(void)
 
 static void test_differential_fuser(void **state)
 {
-        (void)state;
         if (!have_fuser())
                 skip();
-        struct live l;
-        live_setup(&l);
-        pid_t a = spawn(&l, R_FD);
-        pid_t b = spawn(&l, R_MAP);
-        pid_t c = spawn(&l, R_BOTH);
-        pid_t d = spawn(&l, R_NOTHING);
-        pid_t e1 = spawn(&l, R_EXEC_CLOEXEC);
-        pid_t e2 = spawn(&l, R_EXEC_INHERIT);
-        pid_t g = spawn(&l, R_FORKED);
+        struct live *l = *state;
+        pid_t a = spawn(l, R_FD);
+        pid_t b = spawn(l, R_MAP);
+        pid_t c = spawn(l, R_BOTH);
+        pid_t d = spawn(l, R_NOTHING);
+        pid_t e1 = spawn(l, R_EXEC_CLOEXEC);
+        pid_t e2 = spawn(l, R_EXEC_INHERIT);
+        pid_t g = spawn(l, R_FORKED);
         /* 4 plain children, 2 exec'd ones (once, before exec), the forking owner and its worker */
-        wait_ready(&l, 8);
+        wait_ready(l, 8);
         wait_comm(e1, "sleep");
         wait_comm(e2, "sleep");
         /* kill the owner; its worker lives on with what it inherited */
         assert_int_equal(kill(g, SIGKILL), 0);
         assert_int_equal(waitpid(g, NULL, 0), g);
 
-        struct host_opts o = { .dev_prefix = l.prefix, .timeout_ms = 2000 };
+        struct host_opts o = { .dev_prefix = l->prefix, .timeout_ms = 2000 };
         struct host_report *r;
         assert_int_equal(host_scan(&o, &r), 0);
         assert_int_equal(r->self_pid, getpid());
 
-        struct pair ours[64], theirs[64];
+        struct pair ours[64] = { { 0 } }, theirs[64] = { { 0 } };
         size_t n_ours = 0, n_theirs = 0;
         for (size_t i = 0; i < r->n_holders; i++)
                 for (unsigned k = 0; k < r->holders[i].n_nodes && n_ours < 64; k++) {
@@ -278,7 +307,7 @@ static void test_differential_fuser(void **state)
         static const char *const names[] = { "nvidiactl", "nvidia0" };
         for (size_t f = 0; f < 2; f++) {
                 pid_t pids[64];
-                unsigned n = fuser_pids(f == 0 ? l.ctl : l.gpu, pids, 64);
+                unsigned n = fuser_pids(f == 0 ? l->ctl : l->gpu, pids, 64);
                 for (unsigned k = 0; k < n && n_theirs < 64; k++) {
                         theirs[n_theirs].pid = pids[k];
                         snprintf(theirs[n_theirs].name, sizeof(theirs[0].name), "%s", names[f]);
@@ -332,22 +361,19 @@ static void test_differential_fuser(void **state)
                 assert_int_equal(p->nspid[0], p->pid);
         }
         host_report_free(r);
-        live_teardown(&l);
 }
 
 /* A bundle of a live scan (nodes under a temporary prefix) read back with /dev/nvidia. */
 static void test_live_bundle(void **state)
 {
-        (void)state;
-        struct live l;
-        live_setup(&l);
-        spawn(&l, R_FD);
-        spawn(&l, R_MAP);
-        spawn(&l, R_BOTH);
-        wait_ready(&l, 3);
+        struct live *l = *state;
+        spawn(l, R_FD);
+        spawn(l, R_MAP);
+        spawn(l, R_BOTH);
+        wait_ready(l, 3);
         char save[128], bproc[256];
-        snprintf(save, sizeof(save), "%s/bundle", l.tmp);
-        struct host_opts o = { .dev_prefix = l.prefix, .save_dir = save, .read_env = true, .timeout_ms = 2000 };
+        snprintf(save, sizeof(save), "%s/bundle", l->tmp);
+        struct host_opts o = { .dev_prefix = l->prefix, .save_dir = save, .read_env = true, .timeout_ms = 2000 };
         struct host_report *r, *b;
         assert_int_equal(host_scan(&o, &r), 0);
         assert_int_equal(r->n_holders, 3);
@@ -357,7 +383,39 @@ static void test_live_bundle(void **state)
         th_assert_same_report(r, b);
         host_report_free(b);
         host_report_free(r);
-        live_teardown(&l);
+}
+
+static void test_zombie_leader(void **state)
+{
+        struct live *l = *state;
+        pid_t z = spawn(l, R_ZOMBIE_LEADER);
+        wait_ready(l, 1);
+        /* wait until the leader is a zombie */
+        char path[64], *data = NULL;
+        size_t len;
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)z);
+        for (int i = 0; i < 500; i++) {
+                free(data);
+                data = NULL;
+                if (read_file_at(AT_FDCWD, path, 4096, &data, &len) == 0 && strstr(data, ") Z "))
+                        break;
+                usleep(10 * 1000);
+        }
+        assert_non_null(data);
+        assert_non_null(strstr(data, ") Z "));
+        free(data);
+        /* read_env: its environ gives ESRCH (no address space), which is not "vanished" */
+        struct host_opts o = { .dev_prefix = l->prefix, .timeout_ms = 2000, .read_env = true };
+        struct host_report *r;
+        assert_int_equal(host_scan(&o, &r), 0);
+        const struct host_proc *p = host_report_find(r, z);
+        assert_non_null(p);
+        assert_int_equal(p->state, 'Z');
+        assert_int_equal(p->num_threads, 2);
+        assert_int_equal(p->n_nodes, 2);
+        assert_int_equal(th_via(p, "nvidiactl"), FD);
+        assert_int_equal(th_via(p, "nvidia0"), MM);
+        host_report_free(r);
 }
 
 /* Without root: other users' fd tables and maps are out of sight, and the report says so. */
@@ -432,8 +490,9 @@ static void test_churn(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_differential_fuser),
-                cmocka_unit_test(test_live_bundle),
+                cmocka_unit_test_setup_teardown(test_differential_fuser, live_setup, live_teardown),
+                cmocka_unit_test_setup_teardown(test_live_bundle, live_setup, live_teardown),
+                cmocka_unit_test_setup_teardown(test_zombie_leader, live_setup, live_teardown),
                 cmocka_unit_test(test_not_root),
                 cmocka_unit_test(test_churn),
         };

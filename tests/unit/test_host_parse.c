@@ -33,6 +33,7 @@ static void test_stat_plain(void **state)
         assert_false(p.exiting);
         assert_false(p.kernel_thread);
         assert_int_equal(p.start_ticks, 987654);
+        assert_int_equal(p.num_threads, 3);
         host_proc_clear(&p);
 }
 
