@@ -142,28 +142,17 @@ struct exporter_bodies *exporter_compose(const struct exporter_published *p, con
         return b;
 }
 
-int exporter_metrics_body(const struct exporter_bodies *b, enum metrics_format fmt, double now_mono,
-                          char **ret, size_t *ret_len)
+int exporter_metrics_tail(const struct exporter_bodies *b, enum metrics_format fmt, double now_mono, char *out,
+                          size_t outlen, size_t *ret_len)
 {
-        struct buf tail = BUF_INIT(4096);
-        int e = metrics_render_tail(&tail, b->have_data, now_mono - b->data_mono, fmt);
-        if (e) {
-                buf_free(&tail);
-                return e;
+        struct buf tail = BUF_INIT(outlen ? outlen - 1 : 0);
+        int e = outlen ? metrics_render_tail(&tail, b->have_data, now_mono - b->data_mono, fmt) : -E2BIG;
+        if (!e) {
+                memcpy(out, buf_str(&tail), tail.len + 1);
+                *ret_len = tail.len;
         }
-        size_t n = b->metrics_len[fmt] + tail.len;
-        char *s = malloc(n + 1);
-        if (!s) {
-                buf_free(&tail);
-                return -ENOMEM;
-        }
-        memcpy(s, b->metrics[fmt], b->metrics_len[fmt]);
-        memcpy(s + b->metrics_len[fmt], buf_str(&tail), tail.len);
-        s[n] = '\0';
         buf_free(&tail);
-        *ret = s;
-        *ret_len = n;
-        return 0;
+        return e;
 }
 
 /* ---- the collection thread ----------------------------------------------------------------- */
