@@ -16,7 +16,8 @@
 static void serve_usage(FILE *f)
 {
         fprintf(f,
-                "Usage: ghostvram serve [--listen ADDR:PORT] [--interval DURATION] [--expose-cmdline] [OPTIONS]\n\n"
+                "Usage: ghostvram serve [--listen ADDR:PORT] [--interval DURATION] [--expose-cmdline]\n"
+                "                       [OPTIONS]\n\n"
                 "A Prometheus exporter. A collection thread scans every --interval; each scrape gets the\n"
                 "latest result at once, so a hung driver makes the data age (ghostvram_data_age_seconds,\n"
                 "/healthz) instead of hanging a scrape. Read-only: only GET and HEAD.\n\n"

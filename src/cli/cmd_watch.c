@@ -57,7 +57,8 @@ static void watch_usage(FILE *f)
                 "separated), GHOSTVRAM_THRESHOLD_BYTES, GHOSTVRAM_SINCE (Unix time the ghost went above\n"
                 "the threshold), GHOSTVRAM_SUMMARY, GHOSTVRAM_NEXT_STEP.\n\n"
                 "Examples:\n"
-                "  sudo ghostvram watch --threshold 1024 --for 2m --exec 'logger -t ghostvram \"$GHOSTVRAM_SUMMARY\"'\n"
+                "  sudo ghostvram watch --threshold 1024 --for 2m \\\n"
+                "       --exec 'logger -t ghostvram \"$GHOSTVRAM_SUMMARY\"'\n"
                 "  ghostvram watch --interval 10s --textfile /var/lib/node_exporter/textfile_collector\n\n"
                 "Stop with SIGINT or SIGTERM: the sample in progress finishes, then it exits 0.\n"
                 "Exit status: 0 stopped; 2 usage error; 3 could not start.\n");
