@@ -26,7 +26,8 @@ static void check_usage(FILE *f)
                 "Usage: ghostvram check [-w RANGE] [-c RANGE] [-t SECONDS] [--gpu N] [OPTIONS]\n\n"
                 "A monitoring plugin (Nagios, Icinga, Naemon, Sensu): scans like 'ghostvram scan' and\n"
                 "prints one status line with performance data:\n\n"
-                "  GHOSTVRAM WARNING - GPU 1: 2048 MiB ghost (orphaned-holders, PIDs 31301 31302); 7 GPUs ok | 'gpu0_ghost'=0B;0;1073741824;0;85899345920 ...\n\n"
+                "  GHOSTVRAM WARNING - GPU 1: 2048 MiB ghost (orphaned-holders, PIDs 31301 31302);\n"
+                "  7 GPUs ok | 'gpu0_ghost'=0B;0;1073741824;0;85899345920 ...   (one line)\n\n"
                 "then one line per GPU that is not OK with the next step. The thresholds are ranges on the\n"
                 "confirmed ghost of each GPU in MiB (a ghost above the noise floor in two samples; below\n"
                 "it, or seen once, it is 0):\n\n"
@@ -38,12 +39,14 @@ static void check_usage(FILE *f)
                 "  -c, --critical RANGE CRITICAL range in MiB (default " CHECK_DEFAULT_CRIT ": a ghost above 1 GiB)\n"
                 "  -t, --timeout SECONDS\n"
                 "                       UNKNOWN if the scan has not finished by then (default 10; also\n"
-                "                       500ms, 1m); each driver call gets at most 5 s of it. Here this\n"
+                "                       500ms, 1m); each driver call gets at most half of it. Here this\n"
                 "                       replaces the per-call --timeout below.\n"
                 "  --gpu N              only GPU N counts\n"
                 "  --confirm DURATION   wait this long before the confirming sample (default 2s; 0 = one\n"
                 "                       sample)\n"
                 "  --noise-floor MIB    minimum ghost in MiB (default 64; 1%% of the GPU if larger)\n"
+                "  --no-kernel          do not read the kernel log (it turns a silent GPU with Xid 79\n"
+                "                       into gpu-lost; /dev/kmsg needs root or CAP_SYSLOG)\n"
                 CLI_COMMON_HELP
                 "  -h, --help           this help\n\n"
                 "States: CRITICAL when a GPU is lost or its ghost is in the critical range; WARNING when\n"
@@ -104,6 +107,7 @@ int cmd_check(int argc, char **argv)
                 { "gpu", required_argument, NULL, 'g' },
                 { "confirm", required_argument, NULL, 'C' },
                 { "noise-floor", required_argument, NULL, 'F' },
+                { "no-kernel", no_argument, NULL, 'N' },
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
@@ -114,6 +118,7 @@ int cmd_check(int argc, char **argv)
         range_parse(CHECK_DEFAULT_CRIT, &t.crit);
         uint64_t timeout_ms = CHECK_DEFAULT_TIMEOUT_MS, confirm_ms = 2000, floor_mib = 64;
         int only_gpu = -1;
+        bool no_kernel = false;
         int opt;
         optind = 1;
         while ((opt = getopt_long(argc, argv, "hvw:c:t:", opts, NULL)) != -1) {
@@ -145,6 +150,9 @@ int cmd_check(int argc, char **argv)
                         if (parse_u64(optarg, &floor_mib) < 0 || floor_mib > (1u << 24))
                                 return unknown("--noise-floor: '%s' is not a number of MiB", optarg);
                         continue;
+                case 'N':
+                        no_kernel = true;
+                        continue;
                 default:
                         break;
                 }
@@ -167,12 +175,14 @@ int cmd_check(int argc, char **argv)
                 return unknown("%s", "out of memory");
         cli_scan_once_opts(&c, &j->o);
         j->o.confirm_ms = confirm_ms;
+        j->o.facts.read_kernel = !no_kernel;
         j->o.ledger.floor_min_bytes = floor_mib << 20;
-        /* a single driver call may not use up the whole budget */
-        if (j->o.facts.gpu.timeout_ms > timeout_ms)
-                j->o.facts.gpu.timeout_ms = (unsigned)timeout_ms;
-        if (j->o.facts.host.timeout_ms > timeout_ms)
-                j->o.facts.host.timeout_ms = (unsigned)timeout_ms;
+        /* a single driver call gets at most half the budget: a hung driver then shows as the
+         * driver's own "did not answer" before the whole check gives up */
+        if (j->o.facts.gpu.timeout_ms > timeout_ms / 2)
+                j->o.facts.gpu.timeout_ms = (unsigned)(timeout_ms / 2 ? timeout_ms / 2 : 1);
+        if (j->o.facts.host.timeout_ms > timeout_ms / 2)
+                j->o.facts.host.timeout_ms = (unsigned)(timeout_ms / 2 ? timeout_ms / 2 : 1);
 
         struct deadline_runner runner = { 0 };
         int res = 0;

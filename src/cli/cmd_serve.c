@@ -16,7 +16,8 @@
 static void serve_usage(FILE *f)
 {
         fprintf(f,
-                "Usage: ghostvram serve [--listen ADDR:PORT] [--interval DURATION] [--expose-cmdline] [OPTIONS]\n\n"
+                "Usage: ghostvram serve [--listen ADDR:PORT] [--interval DURATION] [--expose-cmdline]\n"
+                "                       [OPTIONS]\n\n"
                 "A Prometheus exporter. A collection thread scans every --interval; each scrape gets the\n"
                 "latest result at once, so a hung driver makes the data age (ghostvram_data_age_seconds,\n"
                 "/healthz) instead of hanging a scrape. Read-only: only GET and HEAD.\n\n"
@@ -26,7 +27,8 @@ static void serve_usage(FILE *f)
                 "  GET /api/v1/scan    the latest scan as JSON (command lines only with --expose-cmdline)\n\n"
                 "Each collection reads NVML and re-checks the PIDs it lists in /proc; the full /proc walk\n"
                 "runs only when some memory is unexplained, a listed PID changed, a ghost is being\n"
-                "followed, or every 40th cycle (docs/metrics.md, \"What serve does each cycle\").\n\n"
+                "followed, or every 40th cycle (docs/metrics.md, \"What serve does each cycle\"). The kernel\n"
+                "log is followed from the start: ghostvram_xid_events_total counts only new Xid events.\n\n"
                 "Options:\n"
                 "  --listen ADDR:PORT   where to listen (default 127.0.0.1:9835; [::1]:9835 for IPv6;\n"
                 "                       0.0.0.0:9835 for every interface; port 0 picks a free one)\n"
@@ -37,6 +39,8 @@ static void serve_usage(FILE *f)
                 "  --expose-cmdline     include command lines in /api/v1/scan (they can carry secrets)\n"
                 "  --max-connections N  concurrent connections (default 64; more wait in the backlog)\n"
                 "  --noise-floor MIB    minimum ghost in MiB (default 64; 1%% of the GPU if larger)\n"
+                "  --no-kernel          do not follow the kernel log (no Xid counts; /dev/kmsg needs root\n"
+                "                       or CAP_SYSLOG)\n"
                 CLI_COMMON_HELP
                 "  -h, --help           this help\n\n"
                 "Stop with SIGINT or SIGTERM: the collection in progress finishes, then it exits 0.\n\n"
@@ -57,6 +61,7 @@ int cmd_serve(int argc, char **argv)
                 { "expose-cmdline", no_argument, NULL, 'x' },
                 { "max-connections", required_argument, NULL, 'm' },
                 { "noise-floor", required_argument, NULL, 'F' },
+                { "no-kernel", no_argument, NULL, 'N' },
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
@@ -65,7 +70,7 @@ int cmd_serve(int argc, char **argv)
         const char *listen = "127.0.0.1:9835";
         uint64_t interval_ms = 15000, stale_ms = 0, floor_mib = 64;
         unsigned max_conns = 64;
-        bool expose = false;
+        bool expose = false, no_kernel = false;
         int opt;
         optind = 1;
         while ((opt = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
@@ -90,6 +95,9 @@ int cmd_serve(int argc, char **argv)
                         continue;
                 case 'x':
                         expose = true;
+                        continue;
+                case 'N':
+                        no_kernel = true;
                         continue;
                 case 'm':
                         if (parse_uint_range(optarg, 1, 4096, &max_conns) < 0) {
@@ -136,6 +144,7 @@ int cmd_serve(int argc, char **argv)
         struct scan_once_opts so;
         cli_scan_once_opts(&c, &so);
         eo.sampler.facts = so.facts;
+        eo.sampler.facts.read_kernel = !no_kernel;
         eo.sampler.ledger = so.ledger;
         eo.sampler.ledger.floor_min_bytes = floor_mib << 20;
         eo.sampler.confirm_ms = 2000;

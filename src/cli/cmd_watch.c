@@ -47,15 +47,18 @@ static void watch_usage(FILE *f)
                 "  --reclaim            not available yet: freeing memory will go through the plan of\n"
                 "                       'ghostvram reclaim', which is not built yet\n"
                 "  --noise-floor MIB    minimum ghost in MiB (default 64; 1%% of the GPU if larger)\n"
+                "  --no-kernel          do not follow the kernel log (new Xid events are printed as they\n"
+                "                       come; /dev/kmsg needs root or CAP_SYSLOG)\n"
                 CLI_COMMON_HELP
                 "  -h, --help           this help\n\n"
-                "With --json each line is a JSON object (event: state, alert, clear, error).\n\n"
+                "With --json each line is a JSON object (event: state, alert, clear, xid, error).\n\n"
                 "Hook environment: GHOSTVRAM_EVENT (alert or clear), GHOSTVRAM_GPU, GHOSTVRAM_UUID,\n"
                 "GHOSTVRAM_PCI_BUS_ID, GHOSTVRAM_VERDICT, GHOSTVRAM_GHOST_BYTES, GHOSTVRAM_PIDS (space\n"
                 "separated), GHOSTVRAM_THRESHOLD_BYTES, GHOSTVRAM_SINCE (Unix time the ghost went above\n"
                 "the threshold), GHOSTVRAM_SUMMARY, GHOSTVRAM_NEXT_STEP.\n\n"
                 "Examples:\n"
-                "  sudo ghostvram watch --threshold 1024 --for 2m --exec 'logger -t ghostvram \"$GHOSTVRAM_SUMMARY\"'\n"
+                "  sudo ghostvram watch --threshold 1024 --for 2m \\\n"
+                "       --exec 'logger -t ghostvram \"$GHOSTVRAM_SUMMARY\"'\n"
                 "  ghostvram watch --interval 10s --textfile /var/lib/node_exporter/textfile_collector\n\n"
                 "Stop with SIGINT or SIGTERM: the sample in progress finishes, then it exits 0.\n"
                 "Exit status: 0 stopped; 2 usage error; 3 could not start.\n");
@@ -280,6 +283,22 @@ static void watch_sample(struct watch *w, const struct scan_result *r)
         }
 }
 
+/* A new NVIDIA kernel event (never the history from before watch started). */
+static void watch_xid(const struct watch *w, const struct xid_event *e)
+{
+        if (e->xid == XID_NONE || (w->only_gpu >= 0 && e->gpu_index >= 0 && e->gpu_index != w->only_gpu))
+                return;
+        struct xid_assessment a;
+        xid_event_assess(e, &a);
+        char gpu[48] = "";
+        if (e->gpu_index >= 0)
+                snprintf(gpu, sizeof(gpu), " on GPU %d", e->gpu_index);
+        char line[400];
+        snprintf(line, sizeof(line), "Xid %d%s (%s): %s; see 'ghostvram xid explain %d'", e->xid, gpu,
+                 e->pci_bus_id[0] ? e->pci_bus_id : "PCI bus unknown", a.title ? a.title : "", e->xid);
+        emit(w, "xid", NULL, NULL, line);
+}
+
 /* Refuses for now; the single place where healing will plug in. */
 static int watch_reclaim_unavailable(void)
 {
@@ -303,6 +322,7 @@ int cmd_watch(int argc, char **argv)
                 { "count", required_argument, NULL, 'n' },
                 { "reclaim", no_argument, NULL, 'R' },
                 { "noise-floor", required_argument, NULL, 'F' },
+                { "no-kernel", no_argument, NULL, 'N' },
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
@@ -314,7 +334,7 @@ int cmd_watch(int argc, char **argv)
         w.exec_timeout_ms = 30000;
         w.only_gpu = -1;
         uint64_t floor_mib = 64, v;
-        bool reclaim = false;
+        bool reclaim = false, no_kernel = false;
         int opt;
         optind = 1;
         while ((opt = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
@@ -371,6 +391,9 @@ int cmd_watch(int argc, char **argv)
                 case 'R':
                         reclaim = true;
                         continue;
+                case 'N':
+                        no_kernel = true;
+                        continue;
                 case 'F':
                         if (parse_u64(optarg, &floor_mib) < 0 || floor_mib > (1u << 24)) {
                                 cli_error("watch", "--noise-floor: '%s' is not a number of MiB", optarg);
@@ -407,6 +430,7 @@ int cmd_watch(int argc, char **argv)
         struct sampler_opts sp = { .facts = so.facts, .ledger = so.ledger, .confirm_ms = w.interval_ms,
                                    .light = true, .wait = cli_wait_signal };
         sp.ledger.floor_min_bytes = floor_mib << 20;
+        sp.facts.read_kernel = !no_kernel;
         struct sampler *smp = NULL;
         if (sampler_new(&sp, &smp) < 0) {
                 cli_error("watch", "out of memory");
@@ -434,6 +458,8 @@ int cmd_watch(int argc, char **argv)
                         status = EXIT_INCOMPLETE;
                         break;
                 }
+                for (size_t i = 0; i < s.n_new_events; i++)
+                        watch_xid(&w, &s.new_events[i]);
                 if (s.res) {
                         if (s.full)
                                 w.counters.scans_full++;

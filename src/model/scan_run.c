@@ -207,13 +207,105 @@ bool sampler_same_live_owner(const struct host_proc *then, const struct host_pro
 
 /* ---- the sampler ------------------------------------------------------------------------------ */
 
+/* The kernel log, followed: history read once, then what arrives. */
+struct kernel_follow {
+        bool open;
+        struct kmsg_reader rd;
+        struct xid_parser ps;
+        struct xid_source_info info;
+        struct xid_list history;        /* everything before this cycle (capped) */
+        struct xid_list fresh;          /* what this cycle read */
+        char error[256];
+};
+
 struct sampler {
         struct sampler_opts o;
         struct facts *last;             /* the latest sample; res is built on it */
         struct facts *full;             /* the latest sample with a walk (may be last) */
         struct scan_result *res;
         unsigned since_full;
+        struct kernel_follow k;
 };
+
+/* Read every record there is now (following: -EAGAIN is the end for now) into out. */
+static int kernel_read_new(struct kernel_follow *k, struct xid_list *out)
+{
+        struct kmsg_record rec;
+        int r;
+        while ((r = kmsg_reader_next(&k->rd, &rec)) > 0)
+                if ((r = xid_parser_feed(&k->ps, &rec, out)) < 0)
+                        return r;
+        if (r == 0 || r == -EAGAIN)
+                return xid_parser_flush(&k->ps, out);
+        return r;
+}
+
+static void kernel_read_error(struct kernel_follow *k, int r)
+{
+        snprintf(k->error, sizeof(k->error), "reading %.160s: %s", k->info.path, strerror(-r));
+}
+
+static void kernel_open(struct kernel_follow *k, const struct xid_source_opts *o)
+{
+        k->history.max = k->fresh.max = SAMPLER_KERNEL_MAX;
+        char err[200] = "";
+        int r = xid_source_open(o, true, &k->rd, &k->info, err, sizeof(err));
+        if (r < 0) {
+                snprintf(k->error, sizeof(k->error), "kernel log not read: %s", err[0] ? err : strerror(-r));
+                return;
+        }
+        if (k->info.no_log)
+                return;
+        k->open = true;
+        xid_parser_init(&k->ps, kmsg_source_name(k->info.source));
+        r = kernel_read_new(k, &k->history);
+        if (r < 0)
+                kernel_read_error(k, r);
+}
+
+/* Move last cycle's events into the history and read the new ones. */
+static int kernel_cycle(struct kernel_follow *k)
+{
+        int r = 0;
+        for (size_t i = 0; i < k->fresh.n; i++) {
+                if (r == 0)
+                        r = xid_list_push(&k->history, &k->fresh.ev[i]); /* frees it on failure */
+                else
+                        xid_event_free(&k->fresh.ev[i]);
+        }
+        k->fresh.n = 0;
+        if (r < 0 || !k->open)
+                return r;
+        r = kernel_read_new(k, &k->fresh);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                kernel_read_error(k, r);
+        else
+                k->error[0] = '\0';
+        return 0;
+}
+
+/* Give a sample every event known (its own copies), as facts_collect's read_kernel would. */
+static int kernel_inject(const struct kernel_follow *k, struct facts *f)
+{
+        const struct xid_list *lists[2] = { &k->history, &k->fresh };
+        f->kernel.max = SAMPLER_KERNEL_MAX;
+        for (size_t l = 0; l < 2; l++)
+                for (size_t i = 0; i < lists[l]->n; i++) {
+                        struct xid_event e;
+                        if (xid_event_copy(&e, &lists[l]->ev[i]) < 0 || xid_list_push(&f->kernel, &e) < 0)
+                                return -ENOMEM;
+                }
+        f->kernel_read = k->open;
+        f->kernel_this_host = k->info.this_host;
+        f->kernel_overruns = k->rd.overruns;
+        snprintf(f->kernel_source, sizeof(f->kernel_source), "%s", k->open ? kmsg_source_name(k->info.source) : "");
+        snprintf(f->kernel_error, sizeof(f->kernel_error), "%s", k->error);
+        if (k->info.this_host)
+                xid_map_gpus(f->kernel.ev, f->kernel.n, f->gpu);
+        return 0;
+}
 
 int sampler_new(const struct sampler_opts *o, struct sampler **ret)
 {
@@ -223,6 +315,11 @@ int sampler_new(const struct sampler_opts *o, struct sampler **ret)
         s->o = *o;
         if (!s->o.full_every)
                 s->o.full_every = 40;
+        s->k.rd.fd = -1;
+        if (o->facts.read_kernel)
+                kernel_open(&s->k, &o->facts.kernel);
+        /* the samples themselves never read the log whole: the follower gives them its events */
+        s->o.facts.read_kernel = false;
         *ret = s;
         return 0;
 }
@@ -235,6 +332,11 @@ void sampler_free(struct sampler *s)
         if (s->full != s->last)
                 facts_free(s->full);
         facts_free(s->last);
+        if (s->k.open)
+                xid_parser_free(&s->k.ps);
+        kmsg_reader_close(&s->k.rd);
+        xid_list_free(&s->k.history);
+        xid_list_free(&s->k.fresh);
         free(s);
 }
 
@@ -353,6 +455,13 @@ int sampler_cycle(struct sampler *s, struct sample *ret)
         struct scan_result *res = NULL;
         int r;
 
+        /* the kernel log first: its events matter most while the driver hangs (Xid 79) */
+        if (kernel_cycle(&s->k) < 0)
+                return -ENOMEM;
+        if (s->k.info.this_host && s->last)     /* GPU indexes as the latest sample knew them */
+                xid_map_gpus(s->k.fresh.ev, s->k.fresh.n, s->last->gpu);
+        ret->new_events = s->k.fresh.ev;
+        ret->n_new_events = s->k.fresh.n;
         if (!o->facts.gpu.bundle_dir && gpu_nvml_stuck_calls() > 0) {
                 /* calling again would leave one more thread stuck in the driver */
                 ret->errors = SCAN_ERR_GPU;
@@ -362,6 +471,8 @@ int sampler_cycle(struct sampler *s, struct sample *ret)
         r = gpu_collect(&o->facts.gpu, &gpu);
         if (r < 0)
                 return r;
+        if (s->k.info.this_host)
+                xid_map_gpus(s->k.fresh.ev, s->k.fresh.n, gpu);
         bool walk = !o->light || sampler_need_full(gpu, s->full, s->res, &o->ledger, s->since_full,
                                                    o->full_every, ret->why, sizeof(ret->why));
         if (!walk) {
@@ -386,6 +497,9 @@ int sampler_cycle(struct sampler *s, struct sample *ret)
         } else {
                 snprintf(ret->why, sizeof(ret->why), "nothing unexplained: re-checked the listed PIDs");
         }
+        r = kernel_inject(&s->k, now);
+        if (r < 0)
+                goto fail;
         struct ledger_opts lo = o->ledger;
         /* the previous cycle confirms; the first one has none: a sample confirm_ms later does */
         lo.two_samples = s->last != NULL || o->confirm_ms > 0;
@@ -398,6 +512,8 @@ int sampler_cycle(struct sampler *s, struct sample *ret)
                         goto fail;
                 }
                 r = facts_collect(&o->facts, &second);
+                if (r == 0)
+                        r = kernel_inject(&s->k, second);
                 if (r == 0) {
                         struct scan_result *res2 = NULL;
                         r = ledger_build(second, now, &lo, &res2);
@@ -423,6 +539,9 @@ int sampler_cycle(struct sampler *s, struct sample *ret)
                 ret->errors |= SCAN_ERR_GPU;
         ret->published = !now->gpu->timed_out;
 finish:
+        if (s->k.error[0])
+                ret->errors |= SCAN_ERR_KERNEL;
+        ret->kernel_error = s->k.error;
         ret->finished = wall_now();
         ret->duration_s = monotonic_s() - t0;
         return 0;

@@ -20,6 +20,11 @@
  *   otherwise       the listed PIDs are re-checked one by one in /proc (their stale-owner
  *                   test) and the ledger is built from NVML plus those re-checks.
  *
+ * With facts.read_kernel the sampler follows the kernel log instead of reading it whole each
+ * cycle: it reads what is there when it starts (history, which the ledger needs: an Xid 79
+ * after the driver load), then only what arrived since; each sample's facts get every event
+ * (history capped at SAMPLER_KERNEL_MAX) and the sample names the new ones.
+ *
  * Nothing here prints. */
 #pragma once
 #include <stdbool.h>
@@ -58,10 +63,13 @@ void scan_once_free(struct scan_once *s);
 enum scan_error_bits {
         SCAN_ERR_GPU = 1 << 0,          /* the driver is absent or did not answer in time */
         SCAN_ERR_HOST = 1 << 1,         /* the /proc walk failed */
+        SCAN_ERR_KERNEL = 1 << 2,       /* the kernel log could not be read */
 };
 
+#define SAMPLER_KERNEL_MAX 4096         /* kernel events kept (the oldest quarter goes first) */
+
 struct sampler_opts {
-        struct facts_opts facts;
+        struct facts_opts facts;        /* read_kernel: follow the log facts.kernel names */
         struct ledger_opts ledger;
         uint64_t confirm_ms;            /* first cycle only: delay before a confirming sample */
         bool light;                     /* allow NVML-only cycles (see above) */
@@ -77,12 +85,19 @@ struct sample {
         bool published;                 /* a complete result: the driver answered every call */
         char why[160];                  /* why it walked, or why there is no result */
         unsigned errors;                /* enum scan_error_bits */
+        const struct xid_event *new_events;     /* kernel events that arrived since the last cycle
+                                                 * (never the history before the sampler started) */
+        size_t n_new_events;
+        const char *kernel_error;       /* why the kernel log is not read, or "" */
         double finished;                /* epoch seconds */
         double duration_s;
 };
 
 struct sampler;
 
+/* Create a sampler; with facts.read_kernel it opens the kernel log and reads its history now
+ * (a log that cannot be opened is reported by every cycle, SCAN_ERR_KERNEL). Returns 0 or
+ * -ENOMEM. */
 int sampler_new(const struct sampler_opts *o, struct sampler **ret);
 /* One cycle. Returns 0 and fills *ret (also when the cycle found errors: see ret->errors and
  * ret->res), -EINTR when wait asked to stop, or -ENOMEM. */

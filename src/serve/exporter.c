@@ -142,28 +142,17 @@ struct exporter_bodies *exporter_compose(const struct exporter_published *p, con
         return b;
 }
 
-int exporter_metrics_body(const struct exporter_bodies *b, enum metrics_format fmt, double now_mono,
-                          char **ret, size_t *ret_len)
+int exporter_metrics_tail(const struct exporter_bodies *b, enum metrics_format fmt, double now_mono, char *out,
+                          size_t outlen, size_t *ret_len)
 {
-        struct buf tail = BUF_INIT(4096);
-        int e = metrics_render_tail(&tail, b->have_data, now_mono - b->data_mono, fmt);
-        if (e) {
-                buf_free(&tail);
-                return e;
+        struct buf tail = BUF_INIT(outlen ? outlen - 1 : 0);
+        int e = outlen ? metrics_render_tail(&tail, b->have_data, now_mono - b->data_mono, fmt) : -E2BIG;
+        if (!e) {
+                memcpy(out, buf_str(&tail), tail.len + 1);
+                *ret_len = tail.len;
         }
-        size_t n = b->metrics_len[fmt] + tail.len;
-        char *s = malloc(n + 1);
-        if (!s) {
-                buf_free(&tail);
-                return -ENOMEM;
-        }
-        memcpy(s, b->metrics[fmt], b->metrics_len[fmt]);
-        memcpy(s + b->metrics_len[fmt], buf_str(&tail), tail.len);
-        s[n] = '\0';
         buf_free(&tail);
-        *ret = s;
-        *ret_len = n;
-        return 0;
+        return e;
 }
 
 /* ---- the collection thread ----------------------------------------------------------------- */
@@ -183,15 +172,6 @@ static bool exporter_wait(void *ctx, uint64_t ms)
         return go_on;
 }
 
-/* Hook for the kernel-log reader (src/collect/kernel.h, not on this branch yet): read the NVRM
- * Xid records that arrived since the last cycle (from /dev/kmsg, starting at its end when serve
- * starts, so history is never replayed into increase()) and count each with
- * metrics_count_xid(&e->counters, xid, 1); a read error counts METRICS_SRC_KERNEL. */
-static void exporter_read_kernel(struct exporter *e)
-{
-        (void)e;
-}
-
 static void exporter_swap(struct exporter *e, struct exporter_bodies *b)
 {
         pthread_mutex_lock(&e->m);
@@ -204,6 +184,10 @@ static void exporter_swap(struct exporter *e, struct exporter_bodies *b)
 static void status_of(const struct sample *s, char *out, size_t outlen)
 {
         out[0] = '\0';
+        if (s->errors == SCAN_ERR_KERNEL) {
+                snprintf(out, outlen, "%s", s->kernel_error);
+                return;
+        }
         if (!s->errors)
                 return;
         const struct gpu_report *g = s->res ? s->res->facts->gpu : NULL;
@@ -236,12 +220,17 @@ static void *exporter_main(void *arg)
                                 e->counters.scan_errors[METRICS_SRC_GPU]++;
                         if (smp.errors & SCAN_ERR_HOST)
                                 e->counters.scan_errors[METRICS_SRC_HOST]++;
+                        if (smp.errors & SCAN_ERR_KERNEL)
+                                e->counters.scan_errors[METRICS_SRC_KERNEL]++;
+                        /* Xid events that arrived since the last cycle: never the history */
+                        for (size_t i = 0; i < smp.n_new_events; i++)
+                                if (smp.new_events[i].xid != XID_NONE)
+                                        metrics_count_xid(&e->counters, (unsigned)smp.new_events[i].xid, 1);
                         if (smp.published && smp.res)
                                 exporter_publish(&e->pub, smp.res, smp.duration_s, smp.finished, monotonic_s(),
                                                  e->o.expose_cmdline, smp.full ? "full" : "light");
                         status_of(&smp, status, sizeof(status));
                 }
-                exporter_read_kernel(e);
                 struct exporter_bodies *b = exporter_compose(&e->pub, &e->counters, status);
                 if (b)
                         exporter_swap(e, b);

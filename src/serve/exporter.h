@@ -65,7 +65,10 @@ void exporter_published_clear(struct exporter_published *p);
  * ENOMEM. status: the latest collection's problem ("" or NULL if none). */
 struct exporter_bodies *exporter_compose(const struct exporter_published *p, const struct metrics_counters *c,
                                          const char *status);
-/* The scrape's /metrics body: the bodies' metrics plus the data age and, for OpenMetrics,
- * "# EOF". A malloc'd string in *ret (length *ret_len); 0 or -ENOMEM. */
-int exporter_metrics_body(const struct exporter_bodies *b, enum metrics_format fmt, double now_mono,
-                          char **ret, size_t *ret_len);
+/* The scrape-time end of a /metrics body: the data age and, for OpenMetrics, "# EOF". A scrape
+ * sends the bodies' metrics[fmt] followed by this (no copy of the big part). Writes at most
+ * outlen bytes into out (EXPORTER_TAIL_MAX is enough) and the length into *ret_len; 0, or
+ * -E2BIG if outlen is too small. */
+#define EXPORTER_TAIL_MAX 512
+int exporter_metrics_tail(const struct exporter_bodies *b, enum metrics_format fmt, double now_mono, char *out,
+                          size_t outlen, size_t *ret_len);

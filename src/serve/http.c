@@ -63,6 +63,20 @@ int http_parse_listen(const char *s, struct sockaddr_storage *ret, socklen_t *re
         return 0;
 }
 
+/* Queue response r (then dropped: the connection keeps it) with the common headers. */
+static enum MHD_Result queue(struct MHD_Connection *c, unsigned status, const char *type, struct MHD_Response *r,
+                             const char *allow)
+{
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+        MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+        if (allow)
+                MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+        enum MHD_Result ok = MHD_queue_response(c, status, r);
+        MHD_destroy_response(r);
+        return ok;
+}
+
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, char *body, size_t len,
                              const char *allow)
 {
@@ -72,14 +86,7 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
                 free(body);
                 return MHD_NO;
         }
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-        MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-        if (allow)
-                MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
-        enum MHD_Result ok = MHD_queue_response(c, status, r);
-        MHD_destroy_response(r);
-        return ok;
+        return queue(c, status, type, r, allow);
 }
 
 static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, const char *allow, const char *fmt, ...)
@@ -102,20 +109,43 @@ static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, con
         return reply(c, status, "text/plain; charset=utf-8", body, (size_t)n, allow);
 }
 
+/* A /metrics answer in flight: the published bodies (referenced, not copied) and its own tail. */
+struct metrics_answer {
+        struct exporter_bodies *b;
+        size_t tail_len;
+        char tail[EXPORTER_TAIL_MAX];
+};
+
+static void metrics_answer_free(void *cls)
+{
+        struct metrics_answer *a = cls;
+        exporter_bodies_put(a->b);
+        free(a);
+}
+
 static enum MHD_Result serve_metrics(struct http_server *s, struct MHD_Connection *c)
 {
         const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
         enum metrics_format fmt = metrics_accept_openmetrics(accept) ? METRICS_OPENMETRICS : METRICS_TEXT_004;
-        struct exporter_bodies *b = exporter_bodies_get(s->e);
-        char *body = NULL;
-        size_t len = 0;
-        int r = exporter_metrics_body(b, fmt, monotonic_s(), &body, &len);
-        exporter_bodies_put(b);
-        if (r < 0)
+        struct metrics_answer *a = malloc(sizeof(*a));
+        if (!a)
                 return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory\n");
-        return reply(c, MHD_HTTP_OK,
-                     fmt == METRICS_OPENMETRICS ? metrics_content_type_openmetrics : metrics_content_type_004,
-                     body, len, NULL);
+        a->b = exporter_bodies_get(s->e);
+        if (exporter_metrics_tail(a->b, fmt, monotonic_s(), a->tail, sizeof(a->tail), &a->tail_len) < 0) {
+                metrics_answer_free(a);
+                return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory\n");
+        }
+        const struct MHD_IoVec iov[2] = {
+                { .iov_base = a->b->metrics[fmt], .iov_len = a->b->metrics_len[fmt] },
+                { .iov_base = a->tail, .iov_len = a->tail_len },
+        };
+        struct MHD_Response *r = MHD_create_response_from_iovec(iov, 2, metrics_answer_free, a);
+        if (!r) {
+                metrics_answer_free(a);
+                return MHD_NO;
+        }
+        return queue(c, MHD_HTTP_OK, fmt == METRICS_OPENMETRICS ? metrics_content_type_openmetrics : metrics_content_type_004,
+                     r, NULL);
 }
 
 static enum MHD_Result serve_healthz(struct http_server *s, struct MHD_Connection *c)
@@ -221,6 +251,7 @@ int http_server_start(const struct http_opts *o, struct exporter *e, struct http
                                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, mem,
                                 MHD_OPTION_LISTEN_BACKLOG_SIZE, 128u,
                                 MHD_OPTION_STRICT_FOR_CLIENT, 1,
+                                MHD_OPTION_THREAD_POOL_SIZE, 2u,
                                 MHD_OPTION_EXTERNAL_LOGGER, quiet_log, NULL,
                                 MHD_OPTION_END);
         if (!s->d) {

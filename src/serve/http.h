@@ -1,6 +1,6 @@
-/* http: the read-only HTTP side of `ghostvram serve`, on libmicrohttpd. One internal polling
- * thread (epoll/poll, no thread per connection) answers from the exporter's pre-rendered
- * bodies, so no request waits for a collection:
+/* http: the read-only HTTP side of `ghostvram serve`, on libmicrohttpd. Two polling threads
+ * (epoll, no thread per connection) answer from the exporter's pre-rendered bodies, so no
+ * request waits for a collection; /metrics sends the published buffer without copying it:
  *
  *   GET /metrics        Prometheus text 0.0.4, or OpenMetrics 1.0.0 when Accept asks for it
  *   GET /healthz        200 while the data is fresh, 503 when older than the limit or absent

@@ -38,16 +38,22 @@ serve_start() {
 # serve_stop: SIGTERM, then it must exit 0 within 15 s.
 serve_stop() { stop_within 15 "$SERVE_PID" TERM; }
 
-scrape() { curl -gfsS --max-time 5 "$URL/metrics" "$@"; }
+# scrape [CURL-ARGS]: the body of /metrics (a failed scrape fails the test, with a message)
+scrape() { curl -gfsS --max-time 10 "$URL/metrics" "$@" || fail "scrape of $URL/metrics failed (curl $?)"; }
 
 # metric SELECTOR: the value of the first sample line that starts with SELECTOR ("" if none).
-metric() { scrape | awk -v s="$1" 'index($0, s) == 1 { print $NF; exit }'
+metric() {
+        local body
+        body=$(scrape) || exit 1
+        awk -v s="$1" 'index($0, s) == 1 && v == "" { v = $NF } END { print v }' <<<"$body"
 }
 
 # The value of the ghost kind of GPU $1.
 ghost_of() {
-        scrape | awk -v g="gpu=\"$1\"" 'index($0, "ghostvram_gpu_memory_used_bytes{") == 1 && index($0, g) &&
-                                         index($0, "kind=\"ghost\"") && v == "" { v = $NF } END { print v }'
+        local body
+        body=$(scrape) || exit 1
+        awk -v g="gpu=\"$1\"" 'index($0, "ghostvram_gpu_memory_used_bytes{") == 1 && index($0, g) &&
+                                         index($0, "kind=\"ghost\"") && v == "" { v = $NF } END { print v }' <<<"$body"
 }
 
 # free_port: a loopback TCP port nobody listens on (for programs that cannot take port 0).

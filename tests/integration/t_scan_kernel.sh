@@ -19,7 +19,7 @@ printf '%s\n%s\n' "$LOAD" "$XID79" > "$SIM/kmsg"
 "$GV_BIN" sim set "$SIM" hang=1:nvmlDeviceGetMemoryInfo_v2 >/dev/null
 scan_rc --timeout 1s
 assert_eq "$(verdict 1)" gpu-lost "verdict with Xid 79 and a silent GPU"
-evidence 1 | grep -q "Xid 79" || fail "the Xid 79 is named as evidence"
+grep -q "Xid 79" <<<"$(evidence 1)" || fail "the Xid 79 is named as evidence"
 assert_eq "$(verdict 0)" ok "GPU 0 untouched"
 assert_eq "$RC" 3 "exit status"
 "$GV_BIN" sim set "$SIM" hang=none >/dev/null
@@ -37,7 +37,7 @@ note "an Xid 79 from before the driver's load is history while NVML answers"
 printf '%s\n%s\n' "${XID79/3,200,/3,50,}" "$LOAD" > "$SIM/kmsg"
 scan_rc
 assert_eq "$(verdict 1)" ok "old Xid 79"
-evidence 1 | grep -q "predates the current driver load" || fail "the old Xid 79 is mentioned as history"
+grep -q "predates the current driver load" <<<"$(evidence 1)" || fail "the old Xid 79 is mentioned as history"
 
 note "Xid 45 naming the killed owner confirms its death"
 sim_run --gpu 0 --mib 1024 --workers 1
@@ -45,7 +45,7 @@ kill_wait "$OWNER"
 printf '%s\n3,300,95000000,-;NVRM: Xid (PCI:0000:1b:00): 45, pid=%s, name=python, Ch 00000010\n' "$LOAD" "$OWNER" > "$SIM/kmsg"
 scan_rc
 assert_eq "$(verdict 0)" orphaned-holders "killed job"
-evidence 0 | grep -q "Xid 45 .* for PID $OWNER (python): the driver tore its channels down" || fail "Xid 45 evidence"
+grep -q "Xid 45 .* for PID $OWNER (python): the driver tore its channels down" <<<"$(evidence 0)" || fail "Xid 45 evidence"
 
 note "a bundle keeps the kernel lines it used"
 set +e
@@ -55,11 +55,11 @@ set -e
 set +e
 S=$("$GV_BIN" scan --json --from-bundle "$GV_TMP/b")
 set -e
-evidence 0 | grep -q "Xid 45 .* for PID $OWNER" || fail "Xid 45 evidence from the bundle"
+grep -q "Xid 45 .* for PID $OWNER" <<<"$(evidence 0)" || fail "Xid 45 evidence from the bundle"
 kill_wait "${WORKERS[@]}"
 
 note "a kernel log that cannot be read is a limit, not a failure"
 scan_rc --kmsg "$GV_TMP/does-not-exist"
 assert_eq "$(jq -r '.gpus | length' <<<"$S")" 2 "scan went on"
-jq -r '.limits[]' <<<"$S" | grep -qi "kernel" || fail "the unread kernel log is named in the limits"
+grep -qi "kernel" <<<"$(jq -r '.limits[]' <<<"$S")" || fail "the unread kernel log is named in the limits"
 echo "PASS"

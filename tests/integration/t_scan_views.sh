@@ -20,8 +20,8 @@ assert_eq "$RC" 0 "exit status inside the namespace"
 assert_eq "$(jq -r '.host.initial_pidns' <<<"$S")" false "not the initial namespace"
 assert_eq "$(jq -r '.gpus[0].verdict' <<<"$S")" invisible-here "verdict inside the namespace"
 assert_eq "$(jq -r '.gpus[0].nvml_processes | length' <<<"$S")" 0 "the translating driver drops the owner"
-codes "$S" 0 | grep -q driver-leak && fail "invisible owners must never make a driver leak"
-jq -r '.gpus[0].findings[0].next_step' <<<"$S" | grep -q "on the host" || fail "next step says: run on the host"
+grep -q driver-leak <<<"$(codes "$S" 0)" && fail "invisible owners must never make a driver leak"
+grep -q "on the host" <<<"$(jq -r '.gpus[0].findings[0].next_step' <<<"$S")" || fail "next step says: run on the host"
 
 note "the same with a host-PID driver (R470): the listed PID is foreign"
 "$GV_BIN" sim set "$SIM" driver=470.42.01 >/dev/null
@@ -90,7 +90,7 @@ set +e
 S=$("$GV_BIN" scan --json --from-bundle "$L")
 set -e
 assert_eq "$(jq -r '.full_visibility' <<<"$S")" false "not root"
-codes "$S" 1 | grep -q driver-leak && fail "partial visibility must never make a driver leak"
+grep -q driver-leak <<<"$(codes "$S" 1)" && fail "partial visibility must never make a driver leak"
 assert_eq "$(jq -r '.gpus[1].verdict' <<<"$S")" unknown "partial visibility verdict"
 
 note "hostile process names stay escaped in the text output"

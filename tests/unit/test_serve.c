@@ -39,6 +39,19 @@ static void test_parse_listen(void **state)
                         fail_msg("'%s' accepted", bad[i]);
 }
 
+/* The body a scrape sends: the published metrics, then the tail. */
+static char *metrics_body(const struct exporter_bodies *b, enum metrics_format fmt, double now)
+{
+        char tail[EXPORTER_TAIL_MAX];
+        size_t n;
+        assert_int_equal(exporter_metrics_tail(b, fmt, now, tail, sizeof(tail), &n), 0);
+        assert_int_equal(strlen(tail), n);
+        struct buf out = BUF_INIT(0);
+        assert_int_equal(buf_append(&out, b->metrics[fmt], b->metrics_len[fmt]), 0);
+        assert_int_equal(buf_append(&out, tail, n), 0);
+        return buf_steal(&out);
+}
+
 static void test_bodies(void **state)
 {
         (void)state;
@@ -52,14 +65,15 @@ static void test_bodies(void **state)
 
         /* before any scan: no data age, no JSON */
         struct exporter_bodies *b = exporter_compose(&p, &c, "starting");
-        char *body;
-        size_t len;
-        assert_int_equal(exporter_metrics_body(b, METRICS_TEXT_004, 100.0, &body, &len), 0);
+        char *body = metrics_body(b, METRICS_TEXT_004, 100.0);
         assert_null(strstr(body, "ghostvram_data_age_seconds"));
         assert_null(strstr(body, "ghostvram_gpu_"));
         assert_non_null(strstr(body, "ghostvram_scans_total{mode=\"full\"} 1\n"));
-        assert_int_equal(len, strlen(body));
         free(body);
+        /* a tail buffer too small is an error, not a cut */
+        char tiny[4]; /* "# EOF\n" does not fit */
+        size_t len;
+        assert_int_equal(exporter_metrics_tail(b, METRICS_OPENMETRICS, 100.0, tiny, sizeof(tiny), &len), -E2BIG);
         assert_null(b->scan_json);
         assert_false(b->have_data);
         assert_string_equal(b->status, "starting");
@@ -68,13 +82,14 @@ static void test_bodies(void **state)
         assert_int_equal(exporter_publish(&p, r, 0.25, 1700000000.0, 50.0, false, "full"), 0);
         b = exporter_compose(&p, &c, NULL);
         assert_true(b->have_data);
-        assert_int_equal(exporter_metrics_body(b, METRICS_TEXT_004, 57.5, &body, &len), 0);
+        body = metrics_body(b, METRICS_TEXT_004, 57.5);
         assert_non_null(strstr(body, "\nghostvram_data_age_seconds 7.500\n"));
         assert_non_null(strstr(body, "kind=\"ghost\"} 2147483648\n"));
         assert_non_null(strstr(body, "\nghostvram_scan_duration_seconds 0.250000\n"));
         assert_null(strstr(body, "# EOF"));
         free(body);
-        assert_int_equal(exporter_metrics_body(b, METRICS_OPENMETRICS, 60.0, &body, &len), 0);
+        body = metrics_body(b, METRICS_OPENMETRICS, 60.0);
+        len = strlen(body);
         assert_true(len > 6 && strcmp(body + len - 6, "# EOF\n") == 0);
         assert_non_null(strstr(body, "\nghostvram_data_age_seconds 10.000\n# EOF\n"));
         free(body);
