@@ -89,15 +89,18 @@ static void smi_view(const char *simdir)
 static void demo_usage(FILE *f)
 {
         fprintf(f, "Usage: ghostvram demo [--mib M] [--workers K] [--keep]\n\n"
-                   "The ghost-memory story end to end on a temporary simulated host (nothing on this\n"
-                   "machine's GPUs is touched):\n"
-                   "  1. a training job allocates M MiB (default 2048) on GPU 0 and forks K data-loader\n"
-                   "     workers (default 2), which inherit its /dev/nvidia* descriptors and mappings;\n"
+                   "The ghost-memory story end to end on a temporary simulated host (nothing\n"
+                   "on this machine's GPUs is touched):\n"
+                   "  1. a training job allocates M MiB (default 2048) on GPU 0 and forks K\n"
+                   "     data-loader workers (default 2), which inherit its /dev/nvidia*\n"
+                   "     descriptors and mappings;\n"
                    "  2. the job is killed with kill -9;\n"
-                   "  3. nvidia-smi's view: the memory is still used, the owner's PID does not exist;\n"
+                   "  3. nvidia-smi's view: the memory is still used, the owner's PID does not\n"
+                   "     exist;\n"
                    "  4. ghostvram scan finds the ghost and names the workers with their link;\n"
-                   "  5. ghostvram reclaim --yes ends them through pidfds (after re-checking each one's\n"
-                   "     start time) and reports the memory back and the time it took.\n"
+                   "  5. ghostvram reclaim --yes ends them through pidfds (after re-checking\n"
+                   "     each one's start time) and reports the memory back and the time it\n"
+                   "     took.\n"
                    "Every process the demo starts is stopped at the end and the host removed\n"
                    "(--keep leaves it for exploring with GHOSTVRAM_SIM=DIR).\n");
 }

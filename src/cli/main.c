@@ -16,8 +16,8 @@ static const struct command {
         { "watch", cmd_watch, "sample continuously; print changes, alert on a lasting ghost, run a hook" },
         { "serve", cmd_serve, "Prometheus exporter: /metrics, /healthz, /api/v1/scan (read-only)" },
         { "xid", cmd_xid, "NVRM/Xid kernel events, explained and tied to GPUs and processes" },
-        { "reclaim", cmd_reclaim, "end the orphaned holders of a ghost safely; measure the memory coming back" },
-        { "experiment", cmd_experiment, "reproduce the ghost on purpose: residual memory and recovery time, measured" },
+        { "reclaim", cmd_reclaim, "end a ghost's orphaned holders safely; time the memory coming back" },
+        { "experiment", cmd_experiment, "reproduce the ghost on purpose; measure residual and recovery time" },
         { "demo", cmd_demo, "the ghost-memory story end to end on a temporary simulated host" },
         { "sim", cmd_sim, "the simulated driver: init a host, run jobs, set knobs (tests, learning)" },
 };
