@@ -60,8 +60,9 @@ const char *reclaim_rule_name(enum reclaim_rule r)
 
 /* ---- the site policy ------------------------------------------------------------------------ */
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
+/* A sentence into a caller's buffer (an error, a reason); NULL or empty buffers are fine. */
+static void whyf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void whyf(char *err, size_t errlen, const char *fmt, ...)
 {
         if (!err || !errlen)
                 return;
@@ -109,7 +110,7 @@ int reclaim_policy_parse(const char *buf, size_t len, const char *source, struct
                         continue;
                 for (size_t i = s; i < ll; i++)
                         if ((unsigned char)line[i] < 0x20 && line[i] != '\t') {
-                                set_err(err, errlen, "%s:%u: control character in the line", src, lineno);
+                                whyf(err, errlen, "%s:%u: control character in the line", src, lineno);
                                 return -EINVAL;
                         }
                 size_t w = s;
@@ -121,7 +122,7 @@ int reclaim_policy_parse(const char *buf, size_t len, const char *source, struct
                         if (strlen(words[i].word) == wl && memcmp(line + s, words[i].word, wl) == 0)
                                 kind = (int)words[i].kind;
                 if (kind < 0) {
-                        set_err(err, errlen, "%s:%u: unknown keyword '%.*s' (expected comm, cgroup or unit)", src,
+                        whyf(err, errlen, "%s:%u: unknown keyword '%.*s' (expected comm, cgroup or unit)", src,
                                 lineno, (int)(wl > 40 ? 40 : wl), line + s);
                         return -EINVAL;
                 }
@@ -130,36 +131,36 @@ int reclaim_policy_parse(const char *buf, size_t len, const char *source, struct
                 size_t vl = ll - w;
                 const char *v = line + w;
                 if (vl == 0) {
-                        set_err(err, errlen, "%s:%u: '%.*s' needs a value", src, lineno, (int)wl, line + s);
+                        whyf(err, errlen, "%s:%u: '%.*s' needs a value", src, lineno, (int)wl, line + s);
                         return -EINVAL;
                 }
                 if (vl >= RECLAIM_POLICY_VALUE_MAX) {
-                        set_err(err, errlen, "%s:%u: value longer than %d characters", src, lineno,
+                        whyf(err, errlen, "%s:%u: value longer than %d characters", src, lineno,
                                 RECLAIM_POLICY_VALUE_MAX - 1);
                         return -EINVAL;
                 }
                 if (kind == RECLAIM_POLICY_KIND_CGROUP && v[0] != '/') {
-                        set_err(err, errlen, "%s:%u: cgroup '%.*s' must be a path from the cgroup root, starting with '/'",
+                        whyf(err, errlen, "%s:%u: cgroup '%.*s' must be a path from the cgroup root, starting with '/'",
                                 src, lineno, (int)vl, v);
                         return -EINVAL;
                 }
                 if ((kind == RECLAIM_POLICY_KIND_UNIT || kind == RECLAIM_POLICY_KIND_COMM) &&
                     memchr(v, '/', vl)) {
-                        set_err(err, errlen, "%s:%u: '%.*s' is a name, not a path (no '/')", src, lineno, (int)vl, v);
+                        whyf(err, errlen, "%s:%u: '%.*s' is a name, not a path (no '/')", src, lineno, (int)vl, v);
                         return -EINVAL;
                 }
                 if (kind == RECLAIM_POLICY_KIND_UNIT && (!memchr(v, '.', vl) || memchr(v, ' ', vl))) {
-                        set_err(err, errlen, "%s:%u: unit '%.*s' must be a full unit name such as nvidia-dcgm.service",
+                        whyf(err, errlen, "%s:%u: unit '%.*s' must be a full unit name such as nvidia-dcgm.service",
                                 src, lineno, (int)vl, v);
                         return -EINVAL;
                 }
                 if (p->n >= RECLAIM_POLICY_MAX_ENTRIES) {
-                        set_err(err, errlen, "%s:%u: more than %d entries", src, lineno, RECLAIM_POLICY_MAX_ENTRIES);
+                        whyf(err, errlen, "%s:%u: more than %d entries", src, lineno, RECLAIM_POLICY_MAX_ENTRIES);
                         return -E2BIG;
                 }
                 struct reclaim_policy_entry *n = realloc(p->entries, (p->n + 1) * sizeof(*n));
                 if (!n) {
-                        set_err(err, errlen, "out of memory");
+                        whyf(err, errlen, "out of memory");
                         return -ENOMEM;
                 }
                 p->entries = n;
@@ -239,16 +240,6 @@ static bool in_unit(const struct host_proc *p, const char *unit)
         return false;
 }
 
-static void whyf(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void whyf(char *why, size_t n, const char *fmt, ...)
-{
-        if (!why || !n)
-                return;
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, n, fmt, ap);
-        va_end(ap);
-}
 
 /* The rules no option overrides. */
 static enum reclaim_rule hard_protection(const struct host_proc *p, const struct reclaim_plan_opts *o, char *why,
