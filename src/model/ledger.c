@@ -619,8 +619,8 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                         if (w > 0 && (size_t)w < sizeof(pl.s) - pl.len)
                                 pl.len += (size_t)w;
                 }
-                next_step(fd, "end the orphaned processes, then check: `kill -TERM%s && sleep 5 && ghostvram scan --gpu %u` (the memory returns when the last one exits)",
-                          pl.s, l->index);
+                next_step(fd, "free it safely (each process re-checked, signalled through a pidfd, the memory measured): `sudo ghostvram reclaim --gpu %u` shows the plan, add --yes to act (by hand: kill -TERM%s)",
+                          l->index, pl.s);
         } else if (l->ghost_confirmed) {
                 /* a daemon that keeps a dead client's memory? */
                 for (size_t i = 0; h && i < h->n_holders; i++) {

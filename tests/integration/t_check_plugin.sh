@@ -31,7 +31,7 @@ kill_wait "$OWNER"
 check
 expect 2 "GHOSTVRAM CRITICAL - GPU 1: 2048 MiB ghost (orphaned-holders, PIDs $OWNER ${WORKERS[0]} ${WORKERS[1]}); 1 GPU ok | " "default thresholds"
 grep -q "'gpu1_ghost'=2147483648B;0;1073741824;0;17179869184 'gpu1_used'=2147483648B" <<<"$OUT" || fail "ghost perfdata: $OUT"
-grep -q "^GPU 1 orphaned-holders: .*Next: end the orphaned processes, then check: \`kill -TERM ${WORKERS[0]} ${WORKERS[1]}" <<<"$OUT" || fail "long output: $OUT"
+grep -q "^GPU 1 orphaned-holders: .*Next: free it safely .*ghostvram reclaim --gpu 1\` .*kill -TERM ${WORKERS[0]} ${WORKERS[1]}" <<<"$OUT" || fail "long output: $OUT"
 [ "$(head -1 <<<"$OUT" | tr -cd '|' | wc -c)" -eq 1 ] || fail "one '|' on the status line"
 
 note "each range form on GPU 1's 2048 MiB ghost (--gpu 1: GPU 0's 0 MiB would alert on some)"

@@ -32,7 +32,7 @@ assert_eq "$(attributed 1)" "$(sorted "${WORKERS[@]}")" "attributed"
 assert_eq "$(link 1 "${WORKERS[0]}")" process-group "link"
 assert_eq "$(verdict 0)" ok "GPU 0 untouched"
 assert_eq "$(jq -r '.gpus[1].findings[0].confidence' <<<"$S")" high "confidence"
-grep -q "kill -TERM" <<<"$(jq -r '.gpus[1].findings[0].next_step' <<<"$S")" || fail "next step"
+grep -q "ghostvram reclaim --gpu 1" <<<"$(jq -r '.gpus[1].findings[0].next_step' <<<"$S")" || fail "next step"
 sums
 text=$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" scan --confirm 300ms || true)
 grep -q "worker of dead PID $OWNER, same process group" <<<"$text" || fail "text names the link"

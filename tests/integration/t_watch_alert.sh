@@ -46,7 +46,7 @@ assert_eq "$(env_of alert GHOSTVRAM_PIDS)" "$OWNER ${WORKERS[0]} ${WORKERS[1]}" 
 assert_eq "$(env_of alert GHOSTVRAM_THRESHOLD_BYTES)" $((512 * MIB)) "hook: threshold"
 assert_eq "$(env_of alert GHOSTVRAM_PCI_BUS_ID)" "0000:1b:00.0" "hook: PCI bus id"
 grep -q "^GHOSTVRAM_UUID=GPU-" "$GV_TMP/alert.env" || fail "hook: UUID"
-grep -q "^GHOSTVRAM_NEXT_STEP=end the orphaned processes, then check: \`kill -TERM ${WORKERS[0]} ${WORKERS[1]}" "$GV_TMP/alert.env" \
+grep -q "^GHOSTVRAM_NEXT_STEP=free it safely .*ghostvram reclaim --gpu 0\` .*kill -TERM ${WORKERS[0]} ${WORKERS[1]}" "$GV_TMP/alert.env" \
         || fail "hook: next step"
 since=$(env_of alert GHOSTVRAM_SINCE)
 [ "$since" -le "$(date +%s)" ] && [ "$since" -gt $(( $(date +%s) - 60 )) ] || fail "hook: since $since"

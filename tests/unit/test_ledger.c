@@ -29,6 +29,7 @@ static void test_orphaned_holders(void **state)
         assert_int_equal(r->gpus[0].attr[0].link, LINK_PGID);
         assert_int_equal(r->gpus[0].findings[0].confidence, CONF_HIGH);
         assert_non_null(strstr(r->gpus[0].attr[0].text, "dead PID 31300, same process group"));
+        assert_non_null(strstr(r->gpus[0].findings[0].next_step, "ghostvram reclaim --gpu 0"));
         assert_non_null(strstr(r->gpus[0].findings[0].next_step, "kill -TERM 31301 31302"));
         assert_true(r->any_confirmed_ghost);
         assert_sums(r);
