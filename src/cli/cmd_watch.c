@@ -23,6 +23,8 @@
 #define MIB (1024ull * 1024ull)
 #define WATCH_MAX_GPUS 1024
 
+#define WATCH_RECLAIMS_PER_HOUR 6
+
 static void watch_usage(FILE *f)
 {
         fprintf(f,
@@ -44,8 +46,12 @@ static void watch_usage(FILE *f)
                 "  --textfile DIR       write DIR/ghostvram.prom after each sample (node_exporter)\n"
                 "  --gpu N              watch only GPU N\n"
                 "  --count N            stop after N samples (default: until SIGINT/SIGTERM)\n"
-                "  --reclaim            not available yet: freeing memory will go through the plan of\n"
-                "                       'ghostvram reclaim', which is not built yet\n"
+                "  --reclaim            heal: while an alert stands, run 'ghostvram reclaim --gpu N --yes'\n"
+                "                       (every safety rule of reclaim applies: a fresh two-sample scan,\n"
+                "                       only linked orphans, pidfds, re-checked start times)\n"
+                "  --reclaim-every DURATION\n"
+                "                       at most one reclaim per GPU this often (default 10m), and at\n"
+                "                       most %d per hour in all\n"
                 "  --noise-floor MIB    minimum ghost in MiB (default 64; 1%% of the GPU if larger)\n"
                 "  --no-kernel          do not follow the kernel log (new Xid events are printed as they\n"
                 "                       come; /dev/kmsg needs root or CAP_SYSLOG)\n"
@@ -57,11 +63,12 @@ static void watch_usage(FILE *f)
                 "separated), GHOSTVRAM_THRESHOLD_BYTES, GHOSTVRAM_SINCE (Unix time the ghost went above\n"
                 "the threshold), GHOSTVRAM_SUMMARY, GHOSTVRAM_NEXT_STEP.\n\n"
                 "Examples:\n"
+                "  sudo ghostvram watch --threshold 1024 --for 2m --reclaim\n"
                 "  sudo ghostvram watch --threshold 1024 --for 2m \\\n"
                 "       --exec 'logger -t ghostvram \"$GHOSTVRAM_SUMMARY\"'\n"
                 "  ghostvram watch --interval 10s --textfile /var/lib/node_exporter/textfile_collector\n\n"
                 "Stop with SIGINT or SIGTERM: the sample in progress finishes, then it exits 0.\n"
-                "Exit status: 0 stopped; 2 usage error; 3 could not start.\n");
+                "Exit status: 0 stopped; 2 usage error; 3 could not start.\n", WATCH_RECLAIMS_PER_HOUR);
 }
 
 struct gpu_watch {
@@ -74,6 +81,11 @@ struct gpu_watch {
 
 struct watch {
         struct cli_common c;
+        bool reclaim;
+        uint64_t reclaim_every_ms;
+        double last_reclaim[WATCH_MAX_GPUS];    /* wall time of the last attempt per GPU */
+        double reclaim_times[WATCH_RECLAIMS_PER_HOUR]; /* the last attempts, for the hourly cap */
+        size_t n_reclaim_times;
         uint64_t interval_ms, for_ms, exec_timeout_ms, threshold_bytes, count;
         const char *exec;
         const char *textfile;
@@ -227,6 +239,70 @@ static void run_hook(const struct watch *w, const char *event, const struct gpu_
                 cli_error("watch", "--exec: the hook exited with status %d", WEXITSTATUS(status));
 }
 
+/* May another reclaim run now? At most one per GPU per --reclaim-every, and at most
+ * WATCH_RECLAIMS_PER_HOUR in any hour: a heal that does not heal must not become a loop. */
+static bool reclaim_allowed(const struct watch *w, unsigned gpu, double now)
+{
+        if (w->last_reclaim[gpu] > 0 && (now - w->last_reclaim[gpu]) * 1000.0 < (double)w->reclaim_every_ms)
+                return false;
+        size_t recent = 0;
+        for (size_t i = 0; i < w->n_reclaim_times; i++)
+                recent += now - w->reclaim_times[i] < 3600.0;
+        return recent < WATCH_RECLAIMS_PER_HOUR;
+}
+
+/* Heal GPU `gpu` by running ghostvram reclaim (a fresh plan with all of its safety rules). */
+static void watch_reclaim(struct watch *w, const struct gpu_info *g, const struct gpu_ledger *l, double now)
+{
+        char gpu[16];
+        snprintf(gpu, sizeof(gpu), "%u", l->index);
+        const char *args[16] = { "ghostvram", "reclaim", "--gpu", gpu, "--yes", "--json" };
+        size_t n = 6;
+        if (strcmp(w->c.proc_root, "/proc") != 0) {
+                args[n++] = "--proc";
+                args[n++] = w->c.proc_root;
+        }
+        if (!w->c.simulated && w->c.nvml_lib) {
+                args[n++] = "--nvml-lib";
+                args[n++] = w->c.nvml_lib;
+        }
+        args[n] = NULL;
+        w->last_reclaim[l->index] = now;
+        if (w->n_reclaim_times == WATCH_RECLAIMS_PER_HOUR) {
+                memmove(w->reclaim_times, w->reclaim_times + 1, sizeof(w->reclaim_times[0]) * (WATCH_RECLAIMS_PER_HOUR - 1));
+                w->n_reclaim_times--;
+        }
+        w->reclaim_times[w->n_reclaim_times++] = now;
+
+        struct buf out = BUF_INIT(1 << 20);
+        int rc = cli_run_self(args, &out);
+        json_error_t err;
+        json_t *doc = out.len ? json_loadb(out.data, out.len, 0, &err) : NULL;
+        buf_free(&out);
+        uint64_t freed = 0;
+        double secs = -1;
+        size_t k;
+        json_t *gj;
+        json_array_foreach(json_object_get(doc, "gpus"), k, gj) {
+                if (json_integer_value(json_object_get(gj, "index")) != (json_int_t)l->index)
+                        continue;
+                json_t *fb = json_object_get(gj, "freed_bytes");
+                json_t *rs = json_object_get(gj, "recovery_seconds");
+                freed = json_is_integer(fb) && json_integer_value(fb) > 0 ? (uint64_t)json_integer_value(fb) : 0;
+                secs = json_is_number(rs) ? json_number_value(rs) : -1;
+        }
+        json_decref(doc);
+        char line[300];
+        if (rc == 0 && freed)
+                snprintf(line, sizeof(line), "RECLAIM GPU %u: %llu MiB freed in %.3f s", l->index,
+                         (unsigned long long)(freed / MIB), secs);
+        else
+                snprintf(line, sizeof(line), "RECLAIM GPU %u: reclaim exited %d, %llu MiB freed%s", l->index, rc,
+                         (unsigned long long)(freed / MIB),
+                         rc == 3 ? " (it could not act: see 'ghostvram reclaim --gpu N')" : "");
+        emit(w, "reclaim", g, l, line);
+}
+
 /* Compare a sample with what was printed before; alert and clear. */
 static void watch_sample(struct watch *w, const struct scan_result *r)
 {
@@ -269,6 +345,8 @@ static void watch_sample(struct watch *w, const struct scan_result *r)
                                 emit(w, "alert", g, l, line);
                                 run_hook(w, "alert", g, l, s->above_since);
                         }
+                        if (s->alerting && w->reclaim && l->index < WATCH_MAX_GPUS && reclaim_allowed(w, l->index, now))
+                                watch_reclaim(w, g, l, now);
                 } else {
                         if (s->alerting) {
                                 snprintf(line, sizeof(line), "CLEAR GPU %u: ghost %llu MiB, not above %llu MiB any more (%s)",
@@ -299,15 +377,6 @@ static void watch_xid(const struct watch *w, const struct xid_event *e)
         emit(w, "xid", NULL, NULL, line);
 }
 
-/* Refuses for now; the single place where healing will plug in. */
-static int watch_reclaim_unavailable(void)
-{
-        cli_error("watch", "--reclaim is not available yet: freeing memory must go through the plan of "
-                           "'ghostvram reclaim' (which re-checks each process before signalling it), and that "
-                           "command is not built yet. Use --exec to run your own action meanwhile.");
-        return EXIT_USAGE;
-}
-
 int cmd_watch(int argc, char **argv)
 {
         static const struct option opts[] = {
@@ -321,6 +390,7 @@ int cmd_watch(int argc, char **argv)
                 { "gpu", required_argument, NULL, 'g' },
                 { "count", required_argument, NULL, 'n' },
                 { "reclaim", no_argument, NULL, 'R' },
+                { "reclaim-every", required_argument, NULL, 'r' },
                 { "noise-floor", required_argument, NULL, 'F' },
                 { "no-kernel", no_argument, NULL, 'N' },
                 { "help", no_argument, NULL, 'h' },
@@ -330,6 +400,7 @@ int cmd_watch(int argc, char **argv)
         memset(&w, 0, sizeof(w));
         cli_common_init(&w.c);
         w.interval_ms = 2000;
+        w.reclaim_every_ms = 600000;
         w.for_ms = 30000;
         w.exec_timeout_ms = 30000;
         w.only_gpu = -1;
@@ -388,6 +459,12 @@ int cmd_watch(int argc, char **argv)
                                 return EXIT_USAGE;
                         }
                         continue;
+                case 'r':
+                        if (parse_duration_ms(optarg, &w.reclaim_every_ms) < 0 || w.reclaim_every_ms < 1000) {
+                                cli_error("watch", "--reclaim-every: '%s' is not a duration of at least 1s", optarg);
+                                return EXIT_USAGE;
+                        }
+                        continue;
                 case 'R':
                         reclaim = true;
                         continue;
@@ -415,8 +492,7 @@ int cmd_watch(int argc, char **argv)
                 cli_error("watch", "unexpected argument '%s' (see --help)", argv[optind]);
                 return EXIT_USAGE;
         }
-        if (reclaim)
-                return watch_reclaim_unavailable();
+        w.reclaim = reclaim;
         if (w.c.save_bundle || w.c.from_bundle) {
                 cli_error("watch", "--save-bundle and --from-bundle are for scan and snapshot");
                 return EXIT_USAGE;
