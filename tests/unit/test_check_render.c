@@ -56,7 +56,7 @@ static void test_states_and_line(void **state)
         /* the status line ends with the perfdata; the long output names the next step */
         const char *nl = strchr(out, '\n');
         assert_non_null(nl);
-        assert_non_null(strstr(nl, "\nGPU 1 orphaned-holders: 2048 MiB ghost held by 2 orphaned processes of a dead job. Next: end the orphaned processes"));
+        assert_non_null(strstr(nl, "\nGPU 1 orphaned-holders: 2048 MiB ghost held by 2 orphaned processes of a dead job. Next: free it safely"));
         assert_null(strchr(nl, '|'));   /* a '|' in long output would start performance data */
         assert_null(strstr(nl, "GPU 0 "));
 
