@@ -1,6 +1,7 @@
 #define _GNU_SOURCE 1
 /* escalate: GPU reset and nvidia_uvm reload, with their checks. See escalate.h. */
 #include "act/escalate.h"
+#include "model/daemons.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,28 +56,15 @@ static void line(char (*lines)[ESC_LINE], size_t *n, const char *fmt, ...)
 /* How to stop a process that holds a GPU, by what it is. */
 static void stop_advice(struct escalate_report *out, const struct host_proc *h)
 {
-        const char *c = h->comm ? h->comm : "";
-        const char *cmd = h->cmdline ? h->cmdline : "";
-        if (reclaim_name_matches(c, cmd, "nvidia-persistenced"))
-                FIX(out, "stop the persistence daemon: `systemctl stop nvidia-persistenced` (and `nvidia-smi -pm 0`)");
-        else if (reclaim_name_matches(c, cmd, "nvidia-cuda-mps-control") ||
-                 reclaim_name_matches(c, cmd, "nvidia-cuda-mps-server"))
-                FIX(out, "stop MPS: `echo quit | nvidia-cuda-mps-control`");
-        else if (reclaim_name_matches(c, cmd, "ghostvram"))
+        const struct gpu_daemon *d = gpu_daemon_of(h);
+        if (d && strcmp(d->kind, "ghostvram") == 0)
                 FIX(out, "stop the running ghostvram (PID %d; `systemctl stop ghostvram` if it is `ghostvram serve`)",
                     (int)h->pid);
-        else if (reclaim_name_matches(c, cmd, "nv-hostengine") || reclaim_name_matches(c, cmd, "dcgm-exporter"))
-                FIX(out, "stop DCGM: `systemctl stop nvidia-dcgm` (and the exporter)");
-        else if (reclaim_name_matches(c, cmd, "nv-fabricmanager") || reclaim_name_matches(c, cmd, "nvidia-fabricmanager"))
-                FIX(out, "stop the fabric manager: `systemctl stop nvidia-fabricmanager` (NVSwitch systems: reset every GPU together)");
-        else if (reclaim_name_matches(c, cmd, "Xorg") || reclaim_name_matches(c, cmd, "Xwayland") ||
-                 reclaim_name_matches(c, cmd, "gnome-shell") || reclaim_name_matches(c, cmd, "X"))
-                FIX(out, "stop the display server: `systemctl stop display-manager`");
-        else if (reclaim_name_matches(c, cmd, "nvidia-device-plugin") || reclaim_name_matches(c, cmd, "k8s-device-plugin"))
-                FIX(out, "drain the node (`kubectl drain NODE`) so the device plugin and the pods stop using the GPU");
+        else if (d)
+                FIX(out, "%s", d->stop);
         else
-                FIX(out, "end PID %d (%s): stop its job, or `ghostvram reclaim --pid %d --yes`", (int)h->pid, c,
-                    (int)h->pid);
+                FIX(out, "end PID %d (%s): stop its job, or `ghostvram reclaim --pid %d --yes`", (int)h->pid,
+                    h->comm ? h->comm : "", (int)h->pid);
 }
 
 static const struct gpu_info *gpu_of(const struct scan_result *r, unsigned index, const struct gpu_ledger **ret_l)

@@ -1,6 +1,7 @@
 /* reclaim_plan: the targets of `ghostvram reclaim`. Pure; the rules are in reclaim_plan.h and
  * docs/reclaim.md. */
 #include "act/reclaim_plan.h"
+#include "model/daemons.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -8,26 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define COMM_LEN 15 /* TASK_COMM_LEN - 1 */
 
-const char *const reclaim_builtin_protected[] = {
-        "nvidia-persistenced",          /* the persistence daemon */
-        "nvidia-cuda-mps-control",      /* MPS control daemon */
-        "nvidia-cuda-mps-server",       /* MPS server (holds its clients' memory) */
-        "Xorg", "X", "Xwayland",        /* display servers */
-        "gnome-shell", "kwin_wayland", "kwin_x11", "mutter", "sway", "weston",
-        "nv-hostengine",                /* DCGM host engine */
-        "dcgm-exporter",
-        "nv-fabricmanager",             /* fabric manager (NVSwitch systems) */
-        "nvidia-fabricmanager",
-        "nvidia-device-plugin",         /* Kubernetes device plugins */
-        "k8s-device-plugin",
-        "nvidia-gpu-device-plugin",
-        "gpu-feature-discovery",
-        "nvidia-mig-manager",
-        "ghostvram",                    /* another ghostvram (serve, watch) */
-        NULL,
-};
+
 
 static const char *const rule_names[RECLAIM_RULE_COUNT] = {
         [RECLAIM_TARGET] = "target",
@@ -184,31 +167,6 @@ void reclaim_policy_free(struct reclaim_policy *p)
 
 /* ---- matching -------------------------------------------------------------------------------- */
 
-bool reclaim_name_matches(const char *comm, const char *cmdline, const char *name)
-{
-        if (!name || !*name)
-                return false;
-        if (comm) {
-                size_t nl = strlen(name);
-                size_t cl = strlen(comm);
-                /* the kernel keeps the first 15 characters of the executable name */
-                if (nl > COMM_LEN ? cl == COMM_LEN && strncmp(comm, name, COMM_LEN) == 0 : strcmp(comm, name) == 0)
-                        return true;
-        }
-        if (cmdline && *cmdline) {
-                /* argv[0] as joined by the reader (arguments separated by spaces) */
-                size_t a0 = strcspn(cmdline, " ");
-                const char *base = cmdline;
-                for (size_t i = 0; i < a0; i++)
-                        if (cmdline[i] == '/')
-                                base = cmdline + i + 1;
-                size_t bl = (size_t)(cmdline + a0 - base);
-                if (bl == strlen(name) && strncmp(base, name, bl) == 0)
-                        return true;
-        }
-        return false;
-}
-
 /* Is path `cg` the cgroup `prefix` or below it? */
 static bool cgroup_under(const char *cg, const char *prefix)
 {
@@ -269,10 +227,10 @@ static enum reclaim_rule hard_protection(const struct host_proc *p, const struct
 static enum reclaim_rule soft_protection(const struct host_proc *p, const struct reclaim_plan_opts *o, char *why,
                                          size_t n)
 {
-        for (size_t i = 0; reclaim_builtin_protected[i]; i++)
-                if (reclaim_name_matches(p->comm, p->cmdline, reclaim_builtin_protected[i])) {
+        for (size_t i = 0; gpu_daemons[i].name; i++)
+                if (proc_name_matches(p->comm, p->cmdline, gpu_daemons[i].name)) {
                         whyf(why, n, "protected: %s (a GPU daemon, display server, device plugin or ghostvram)",
-                             reclaim_builtin_protected[i]);
+                             gpu_daemons[i].name);
                         return RECLAIM_PROTECTED_NAME;
                 }
         const struct reclaim_policy *pol = o->policy;
@@ -280,7 +238,7 @@ static enum reclaim_rule soft_protection(const struct host_proc *p, const struct
                 const struct reclaim_policy_entry *e = &pol->entries[i];
                 switch (e->kind) {
                 case RECLAIM_POLICY_KIND_COMM:
-                        if (reclaim_name_matches(p->comm, p->cmdline, e->value)) {
+                        if (proc_name_matches(p->comm, p->cmdline, e->value)) {
                                 whyf(why, n, "protected by %s:%u (comm %s)", pol->source, e->line, e->value);
                                 return RECLAIM_POLICY_COMM;
                         }

@@ -12,7 +12,7 @@
  *     container) — a cgroup/job that ghostvram itself runs in is the environment, not a job;
  *   - it is not PID 1 of its own namespace (innermost NSpid) nor of ours;
  *   - it is not protected: a kernel thread, ghostvram itself or one of its ancestors, a
- *     GPU daemon or display server (reclaim_builtin_protected), or a site policy entry.
+ *     GPU daemon or display server (gpu_daemons in model/daemons.h), or a site policy entry.
  * An explicit --pid replaces the default targets; it may name anything except PID 1, a kernel
  * thread, ghostvram itself or an ancestor (and a process that is gone or a zombie). */
 #pragma once
@@ -83,9 +83,6 @@ int reclaim_policy_parse(const char *buf, size_t len, const char *source, struct
                          char *err, size_t errlen);
 void reclaim_policy_free(struct reclaim_policy *p);
 
-/* The built-in protected names (NULL-terminated): GPU daemons, display servers, device
- * plugins, ghostvram. */
-extern const char *const reclaim_builtin_protected[];
 
 /* ---- the plan ------------------------------------------------------------------------------- */
 
@@ -153,6 +150,3 @@ void reclaim_plan_free(struct reclaim_plan *p);
  * by the plan and by --cgroup (which refuses a cgroup holding such a process). */
 enum reclaim_rule reclaim_protection(const struct host_proc *p, const struct reclaim_plan_opts *o, char *why,
                                      size_t whylen);
-/* Does comm (or argv[0]'s base name in cmdline) match name? comm is the kernel's 15-character
- * cut of the executable name. */
-bool reclaim_name_matches(const char *comm, const char *cmdline, const char *name);

@@ -1,6 +1,7 @@
 /* ledger: the per-GPU account and its findings. Pure: reads two samples of facts, no I/O.
  * Every rule here is written down in docs/verdicts.md. */
 #include "model/ledger.h"
+#include "model/daemons.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -49,28 +50,6 @@ void ledger_opts_default(struct ledger_opts *o)
 static bool proc_holds_ctl_or_uvm(const struct host_proc *p)
 {
         return host_proc_holds(p, "nvidiactl") || host_proc_holds(p, "nvidia-uvm");
-}
-
-/* Names of processes that hold device nodes for a living (the daemon-holder finding). */
-static const char *daemon_kind(const struct host_proc *p)
-{
-        static const struct { const char *comm; const char *what; } daemons[] = {
-                { "nvidia-cuda-mps", "MPS" }, /* -server and -control (comm is cut at 15 chars) */
-                { "nvidia-persiste", "persistence daemon" },
-                { "Xorg", "display server" }, { "X", "display server" }, { "Xwayland", "display server" },
-                { "gnome-shell", "display server" }, { "kwin_wayland", "display server" },
-                { "nv-hostengine", "DCGM host engine" }, { "nv-fabricmanage", "fabric manager" },
-                { "nvidia-fabricma", "fabric manager" },
-        };
-        if (!p->comm)
-                return NULL;
-        for (size_t i = 0; i < sizeof(daemons) / sizeof(daemons[0]); i++) {
-                size_t n = strlen(daemons[i].comm);
-                bool prefix = daemons[i].comm[n - 1] != 'X' && n >= 8;
-                if (prefix ? strncmp(p->comm, daemons[i].comm, n) == 0 : strcmp(p->comm, daemons[i].comm) == 0)
-                        return daemons[i].what;
-        }
-        return NULL;
 }
 
 static bool same_job(const struct host_proc *a, const struct host_proc *b)
@@ -215,7 +194,7 @@ static int add_attr(struct gpu_ledger *l, size_t holder, enum link_kind k, pid_t
  * not a kernel thread. */
 static bool attributable(const struct facts *f, const struct ledger_opts *o, const struct host_proc *h)
 {
-        if (h->pid == o->self_pid || h->kernel_thread || daemon_kind(h))
+        if (h->pid == o->self_pid || h->kernel_thread || gpu_daemon_of(h))
                 return false;
         const struct pid_fact *pf = facts_pid(f, (uint32_t)h->pid);
         if (pf && pf->present && pf->proc.state != 'Z' && !pf->proc.exiting)
@@ -624,8 +603,8 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
         } else if (l->ghost_confirmed) {
                 /* a daemon that keeps a dead client's memory? */
                 for (size_t i = 0; h && i < h->n_holders; i++) {
-                        const char *what = daemon_kind(&h->holders[i]);
-                        if (!what)
+                        const struct gpu_daemon *d = gpu_daemon_of(&h->holders[i]);
+                        if (!d || strcmp(d->kind, "ghostvram") == 0)
                                 continue;
                         if (!fd) {
                                 fd = add_finding(l, "daemon-holder", CONF_LOW, l->ghost);
@@ -634,11 +613,9 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                         }
                         finding_pid(fd, h->holders[i].pid);
                         evidence(fd, "PID %d (%s) is a %s holding device nodes; it can keep a dead client's memory",
-                                 (int)h->holders[i].pid, h->holders[i].comm ? h->holders[i].comm : "?", what);
-                        if (strcmp(what, "MPS") == 0)
-                                next_step(fd, "restart MPS when its clients are gone: `echo quit | nvidia-cuda-mps-control`, then `ghostvram scan --gpu %u`", l->index);
-                        else if (!fd->next_step[0])
-                                next_step(fd, "restart the %s when convenient, then `ghostvram scan --gpu %u`", what, l->index);
+                                 (int)h->holders[i].pid, h->holders[i].comm ? h->holders[i].comm : "?", d->kind);
+                        if (!fd->next_step[0] || strcmp(d->kind, "MPS") == 0)
+                                next_step(fd, "%s; then `ghostvram scan --gpu %u`", d->stop, l->index);
                 }
                 bool stale = false;
                 for (size_t k = 0; k < l->n_owners; k++)

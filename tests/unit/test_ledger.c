@@ -300,6 +300,40 @@ static void test_invisible_here(void **state)
         facts_destroy(f);
 }
 
+static void test_daemon_holder(void **state)
+{
+        (void)state;
+        /* a dead MPS client: its memory stays with the MPS server, which is no orphan */
+        struct facts *f = facts_new(1, true, 0);
+        gpu_used(f, 0, 2 * GIB);
+        nvml_proc(f, 0, 31300, 2 * GIB);
+        struct host_proc mps = proc(900, 1, 900, 900, 'S', "nvidia-cuda-mps");
+        free(mps.cmdline);
+        mps.cmdline = strdup("/usr/bin/nvidia-cuda-mps-server");
+        cuda_nodes(&mps, 1);
+        holder(f, mps);
+        /* the persistence daemon holds nodes too, by its 15-character comm */
+        struct host_proc pd = proc(800, 1, 800, 800, 'S', "nvidia-persiste");
+        node(&pd, "nvidiactl");
+        node(&pd, "nvidia0");
+        holder(f, pd);
+        finish(f, NULL, 0);
+        struct scan_result *r = build(f, f);
+        assert_string_equal(verdict(r, 0), "daemon-holder");
+        assert_int_equal(r->gpus[0].n_attr, 0); /* daemons are never attributed */
+        const struct finding *fd = &r->gpus[0].findings[0];
+        assert_int_equal(fd->confidence, CONF_LOW);
+        assert_non_null(strstr(fd->next_step, "echo quit | nvidia-cuda-mps-control"));
+        bool mps_seen = false, pd_seen = false;
+        for (size_t i = 0; i < fd->n_evidence; i++) {
+                mps_seen |= strstr(fd->evidence[i], "PID 900") && strstr(fd->evidence[i], "MPS");
+                pd_seen |= strstr(fd->evidence[i], "PID 800") && strstr(fd->evidence[i], "persistence daemon");
+        }
+        assert_true(mps_seen && pd_seen);
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
 static void test_zombie_owner_children(void **state)
 {
         (void)state;
@@ -337,6 +371,7 @@ int main(void)
                 cmocka_unit_test(test_stuck_unverified),
                 cmocka_unit_test(test_gpu_lost_and_legacy),
                 cmocka_unit_test(test_invisible_here),
+                cmocka_unit_test(test_daemon_holder),
                 cmocka_unit_test(test_zombie_owner_children),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

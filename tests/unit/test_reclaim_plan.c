@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "act/reclaim_plan.h"
+#include "model/daemons.h"
 
 #define MIB (1024ull * 1024ull)
 #define GIB (1024ull * MIB)
@@ -388,8 +389,8 @@ static void test_pid1_kthread_self_ancestor(void **state)
 static void test_each_protected_name(void **state)
 {
         (void)state;
-        for (size_t i = 0; reclaim_builtin_protected[i]; i++) {
-                const char *name = reclaim_builtin_protected[i];
+        for (size_t i = 0; gpu_daemons[i].name; i++) {
+                const char *name = gpu_daemons[i].name;
                 char comm[16];
                 snprintf(comm, sizeof(comm), "%s", name); /* what the kernel keeps: 15 characters */
                 /* by comm */
@@ -412,15 +413,15 @@ static void test_each_protected_name(void **state)
 static void test_name_matching(void **state)
 {
         (void)state;
-        assert_true(reclaim_name_matches("nvidia-persiste", NULL, "nvidia-persistenced"));
-        assert_false(reclaim_name_matches("nvidia-persis", NULL, "nvidia-persistenced"));
-        assert_true(reclaim_name_matches("X", NULL, "X"));
-        assert_false(reclaim_name_matches("Xfoo", NULL, "X"));
-        assert_false(reclaim_name_matches("python", "python train.py", "X"));
-        assert_true(reclaim_name_matches("python", "/opt/bin/Xorg :0", "Xorg"));
-        assert_false(reclaim_name_matches("python", "/opt/Xorg/python :0", "Xorg"));
-        assert_false(reclaim_name_matches(NULL, NULL, "Xorg"));
-        assert_false(reclaim_name_matches("Xorg", NULL, ""));
+        assert_true(proc_name_matches("nvidia-persiste", NULL, "nvidia-persistenced"));
+        assert_false(proc_name_matches("nvidia-persis", NULL, "nvidia-persistenced"));
+        assert_true(proc_name_matches("X", NULL, "X"));
+        assert_false(proc_name_matches("Xfoo", NULL, "X"));
+        assert_false(proc_name_matches("python", "python train.py", "X"));
+        assert_true(proc_name_matches("python", "/opt/bin/Xorg :0", "Xorg"));
+        assert_false(proc_name_matches("python", "/opt/Xorg/python :0", "Xorg"));
+        assert_false(proc_name_matches(NULL, NULL, "Xorg"));
+        assert_false(proc_name_matches("Xorg", NULL, ""));
 }
 
 static void policy(struct world *w, const char *text)
