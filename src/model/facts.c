@@ -72,6 +72,20 @@ static int facts_add_leader(struct facts *f, const struct host_opts *ho, pid_t p
         return 0;
 }
 
+void facts_take_kernel(struct facts *dst, struct facts *src)
+{
+        xid_list_free(&dst->kernel);
+        dst->kernel = src->kernel;
+        memset(&src->kernel, 0, sizeof(src->kernel));
+        dst->kernel_read = src->kernel_read;
+        dst->kernel_this_host = src->kernel_this_host;
+        dst->kernel_overruns = src->kernel_overruns;
+        memcpy(dst->kernel_source, src->kernel_source, sizeof(dst->kernel_source));
+        memcpy(dst->kernel_error, src->kernel_error, sizeof(dst->kernel_error));
+        if (dst->kernel_this_host)
+                xid_map_gpus(dst->kernel.ev, dst->kernel.n, dst->gpu);
+}
+
 bool facts_pid_alive(const struct facts *f, pid_t pid)
 {
         const struct host_proc *h = f->host ? host_report_find(f->host, pid) : NULL;

@@ -61,6 +61,10 @@ int facts_collect(const struct facts_opts *o, struct facts **ret);
 int facts_collect_from(const struct facts_opts *o, struct gpu_report *gpu, struct facts **ret);
 void facts_free(struct facts *f);
 
+/* Move src's kernel events (and what is known of its kernel log) into dst, which read none:
+ * a confirming sample a few seconds later does not read and parse the whole log again. */
+void facts_take_kernel(struct facts *dst, struct facts *src);
+
 /* Is pid alive (present and not a zombie) in this sample? Looks at holders, NVML PIDs and
  * leaders; unknown PIDs count as absent. */
 bool facts_pid_alive(const struct facts *f, pid_t pid);

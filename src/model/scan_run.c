@@ -30,11 +30,13 @@ static double wall_now(void)
 
 /* ---- one scan ---------------------------------------------------------------------------- */
 
-/* One sample; bundle_sub/save_sub name the bundle's subdirectory ("." / NULL: the top). */
+/* One sample; bundle_sub/save_sub name the bundle's subdirectory ("." / NULL: the top);
+ * with_kernel false leaves the kernel log to the caller. */
 static int collect_sample(const struct scan_once_opts *o, const char *bundle_sub, const char *save_sub,
-                          struct facts **ret)
+                          bool with_kernel, struct facts **ret)
 {
         struct facts_opts fo = o->facts;
+        fo.read_kernel = fo.read_kernel && with_kernel;
         char gpu_dir[4096], proc_dir[4096], save_dir[4096], kmsg_path[4096];
         int n;
         if (o->from_bundle) {
@@ -50,7 +52,7 @@ static int collect_sample(const struct scan_once_opts *o, const char *bundle_sub
                 n = snprintf(kmsg_path, sizeof(kmsg_path), "%s/%s/kmsg", o->from_bundle, bundle_sub);
                 if (n < 0 || (size_t)n >= sizeof(kmsg_path))
                         return -ENAMETOOLONG;
-                fo.read_kernel = o->facts.read_kernel && access(kmsg_path, R_OK) == 0;
+                fo.read_kernel = fo.read_kernel && access(kmsg_path, R_OK) == 0;
                 fo.kernel.kmsg_path = kmsg_path;
                 fo.kernel.this_boot = true;
         }
@@ -86,7 +88,7 @@ int scan_once_run(const struct scan_once_opts *o, struct scan_once **ret)
                 return -ENOMEM;
         struct ledger_opts lo = o->ledger;
         lo.two_samples = false;
-        int r = collect_sample(o, ".", NULL, &s->first);
+        int r = collect_sample(o, ".", NULL, true, &s->first);
         if (r < 0)
                 goto fail;
         r = ledger_build(s->first, NULL, &lo, &s->res);
@@ -106,9 +108,11 @@ int scan_once_run(const struct scan_once_opts *o, struct scan_once **ret)
                 r = -EINTR;
                 goto fail;
         }
-        r = collect_sample(o, "confirm", "confirm", &s->second);
+        /* the kernel log was read with the first sample: the second takes its events */
+        r = collect_sample(o, "confirm", "confirm", false, &s->second);
         if (r < 0)
                 goto fail;
+        facts_take_kernel(s->second, s->first);
         scan_result_free(s->res);
         s->res = NULL;
         lo.two_samples = true;

@@ -52,6 +52,8 @@ set +e
 GHOSTVRAM_SIM="$SIM" "$GV_BIN" scan --json --confirm 300ms --save-bundle "$GV_TMP/b" >/dev/null
 set -e
 [ -s "$GV_TMP/b/kmsg" ] || fail "no kernel lines in the bundle"
+[ -d "$GV_TMP/b/confirm" ] || fail "no confirming sample in the bundle"
+[ -e "$GV_TMP/b/confirm/kmsg" ] && fail "the kernel log is read (and kept) once, with the first sample"
 set +e
 S=$("$GV_BIN" scan --json --from-bundle "$GV_TMP/b")
 set -e
