@@ -9,7 +9,12 @@
  * Compile-time switches: SIM_VARIANT (name), SIM_V3_STRIDE (0: no _v3 symbols, 24, 32),
  * SIM_HAVE_V2API (the _v2 init/count/handle/PCI calls, InitWithFlags, PCI _v3, MIG mode,
  * EventSetWait_v2; absent in the legacy set), SIM_HAVE_PROCS_V2, SIM_HAVE_MPS,
- * SIM_HAVE_MEMORY_V2, SIM_HAVE_CONFCOMPUTE, SIM_HAVE_DETAIL_LIST. */
+ * SIM_HAVE_MEMORY_V2, SIM_HAVE_CONFCOMPUTE, SIM_HAVE_DETAIL_LIST; SIM_UNLOADABLE (tests only:
+ * built without -z nodelete, and a hung call wakes every 10 ms, so a dlclose under it crashes).
+ *
+ * Where NVIDIA's own library was observed (scripts/fetch-nvidia-userspace, the oracle tests),
+ * the stand-in does what it does: the NVML version answers before init; init is checked
+ * before arguments; nvmlShutdown without init succeeds; the error strings are its strings. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -24,6 +29,10 @@
 
 #ifndef SIM_VARIANT
 #error "SIM_VARIANT must name the driver variant"
+#endif
+
+#ifndef SIM_UNLOADABLE
+#define SIM_UNLOADABLE 0
 #endif
 
 #define SIM_API __attribute__((visibility("default")))
@@ -59,14 +68,29 @@ static const struct sim_variant *sim_var;
 /* A wedged driver: the call never comes back (until the process is killed). */
 static void __attribute__((noreturn)) sim_hang(void)
 {
+#if SIM_UNLOADABLE
+        /* return into this library's code often: if a caller unloads it, this thread crashes */
+        for (;;) {
+                struct timespec ts = { 0, 10 * 1000000L };
+                nanosleep(&ts, NULL);
+        }
+#else
         for (;;)
                 sleep(3600);
+#endif
 }
 
 static nvmlReturn_t sim_leave(nvmlReturn_t r)
 {
         pthread_mutex_unlock(&sim_mu);
         return r;
+}
+
+/* A NULL output argument: the real library checks init first (observed on 535.261.03). */
+static nvmlReturn_t sim_bad_arg(void)
+{
+        pthread_mutex_lock(&sim_mu);
+        return sim_leave(sim_refs ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_UNINITIALIZED);
 }
 
 /* Start a call that names no GPU: takes sim_mu (kept on NVML_SUCCESS). */
@@ -101,7 +125,7 @@ static nvmlReturn_t sim_dev_enter(const char *fn, nvmlDevice_t dev, unsigned que
                 pthread_mutex_unlock(&sim_mu);
                 sim_hang();
         }
-        if (sim_k.gpu[gpu].lost)
+        if (sim_k.gpu[gpu].lost || sim_k.gpu[gpu].lost_handle)
                 return sim_leave(NVML_ERROR_GPU_IS_LOST);
         if (query & sim_k.gpu[gpu].notsup)
                 return sim_leave(NVML_ERROR_NOT_SUPPORTED);
@@ -170,16 +194,23 @@ SIM_API nvmlReturn_t nvmlInit_v2(void)
 {
         return sim_init("nvmlInit_v2");
 }
+#endif
 
+/* Every driver since 418 exports it (pynvml's nvmlInit calls it), the legacy set included. */
 SIM_API nvmlReturn_t nvmlInitWithFlags(unsigned int flags)
 {
         (void)flags; /* NO_GPUS / NO_ATTACH change nothing in the simulator */
         return sim_init("nvmlInitWithFlags");
 }
-#endif
 
 SIM_API nvmlReturn_t nvmlShutdown(void)
 {
+        /* without init (or after a failed one) the real library returns success */
+        pthread_mutex_lock(&sim_mu);
+        unsigned refs = sim_refs;
+        pthread_mutex_unlock(&sim_mu);
+        if (!refs)
+                return NVML_SUCCESS;
         nvmlReturn_t r = sim_enter("nvmlShutdown");
         if (r)
                 return r;
@@ -215,7 +246,14 @@ SIM_API const char *nvmlErrorString(nvmlReturn_t result)
                 { NVML_ERROR_LIB_RM_VERSION_MISMATCH, "Driver/library version mismatch" },
                 { NVML_ERROR_IN_USE, "In use by another client" },
                 { NVML_ERROR_MEMORY, "Insufficient Memory" },
+                /* 21-27 as the real 535.261.03 library words them; 28 and up "Unknown Error" */
+                { NVML_ERROR_NO_DATA, "No data" },
+                { 22, "vGPU ECC not supported" },
+                { 23, "Insufficient Resources" },
+                { 24, "Invalid Frequency" },
                 { NVML_ERROR_ARGUMENT_VERSION_MISMATCH, "Argument version mismatch" },
+                { 26, "Requested functionality has been deprecated" },
+                { 27, "System is not in ready state" },
         };
         for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
                 if (strings[i].code == result)
@@ -225,24 +263,26 @@ SIM_API const char *nvmlErrorString(nvmlReturn_t result)
 
 /* ---- system ------------------------------------------------------------------------------ */
 
-static nvmlReturn_t sim_system_string(const char *fn, char *out, unsigned length, int which)
-{
-        if (!out)
-                return NVML_ERROR_INVALID_ARGUMENT;
-        nvmlReturn_t r = sim_enter(fn);
-        if (r)
-                return r;
-        return sim_leave(sim_copy_string(out, length, which ? sim_var->nvml_version : sim_var->driver_version));
-}
-
 SIM_API nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length)
 {
-        return sim_system_string("nvmlSystemGetDriverVersion", version, length, 0);
+        if (!version)
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_enter("nvmlSystemGetDriverVersion");
+        if (r)
+                return r;
+        return sim_leave(sim_copy_string(version, length, sim_var->driver_version));
 }
 
+/* The library's own version: the real one answers before init and after a failed init (a
+ * client can tell "library present, driver not loaded" that way). */
 SIM_API nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length)
 {
-        return sim_system_string("nvmlSystemGetNVMLVersion", version, length, 1);
+        const struct sim_variant *var = sim_variant_find(SIM_VARIANT);
+        if (!version)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        if (!var)
+                return NVML_ERROR_UNKNOWN;
+        return sim_copy_string(version, length, var->nvml_version);
 }
 
 /* ---- devices ------------------------------------------------------------------------------- */
@@ -250,7 +290,7 @@ SIM_API nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length
 static nvmlReturn_t sim_count(const char *fn, unsigned int *count)
 {
         if (!count)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return sim_bad_arg();
         nvmlReturn_t r = sim_enter(fn);
         if (r)
                 return r;
@@ -261,7 +301,7 @@ static nvmlReturn_t sim_count(const char *fn, unsigned int *count)
 static nvmlReturn_t sim_handle(const char *fn, unsigned int index, nvmlDevice_t *device)
 {
         if (!device)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return sim_bad_arg();
         nvmlReturn_t r = sim_enter(fn);
         if (r)
                 return r;
@@ -271,6 +311,9 @@ static nvmlReturn_t sim_handle(const char *fn, unsigned int index, nvmlDevice_t 
                 pthread_mutex_unlock(&sim_mu);
                 sim_hang();
         }
+        /* after Xid 79 the real driver often cannot even give the handle (gpu_lost_handle) */
+        if (sim_k.gpu[index].lost_handle)
+                return sim_leave(NVML_ERROR_GPU_IS_LOST);
         *device = &sim_devs[index];
         return sim_leave(NVML_SUCCESS);
 }
@@ -301,7 +344,7 @@ SIM_API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned
 {
         unsigned gpu;
         if (!name)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return sim_bad_arg();
         nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetName", device, 0, &gpu);
         if (r)
                 return r;
@@ -312,7 +355,7 @@ SIM_API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned
 {
         unsigned gpu;
         if (!uuid)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return sim_bad_arg();
         nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetUUID", device, 0, &gpu);
         if (r)
                 return r;
@@ -323,7 +366,7 @@ SIM_API nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int 
 {
         unsigned gpu;
         if (!minorNumber)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return sim_bad_arg();
         nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetMinorNumber", device, SIM_Q_MINOR, &gpu);
         if (r)
                 return r;
@@ -338,7 +381,7 @@ static nvmlReturn_t sim_pci(const char *fn, nvmlDevice_t device, nvmlPciInfo_t *
 {
         unsigned gpu;
         if (!pci)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return sim_bad_arg();
         nvmlReturn_t r = sim_dev_enter(fn, device, SIM_Q_PCI, &gpu);
         if (r)
                 return r;
@@ -391,7 +434,7 @@ SIM_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *
         unsigned gpu;
         uint64_t total, reserved, used;
         if (!memory)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return sim_bad_arg();
         nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetMemoryInfo", device, SIM_Q_MEMORY, &gpu);
         if (r)
                 return r;
@@ -411,7 +454,7 @@ SIM_API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_
         unsigned gpu;
         uint64_t total, reserved, used;
         if (!memory)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return sim_bad_arg();
         nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetMemoryInfo_v2", device, SIM_Q_MEMORY_V2, &gpu);
         if (r)
                 return r;
@@ -434,7 +477,7 @@ SIM_API nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, unsigned 
 {
         unsigned gpu;
         if (!mode)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return sim_bad_arg();
         nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetPersistenceMode", device, SIM_Q_PERSISTENCE, &gpu);
         if (r)
                 return r;
@@ -447,7 +490,7 @@ SIM_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *cur
 {
         unsigned gpu;
         if (!currentMode || !pendingMode)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return sim_bad_arg();
         nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetMigMode", device, SIM_Q_MIG, &gpu);
         if (r)
                 return r;
@@ -496,11 +539,15 @@ static nvmlReturn_t sim_count_check(unsigned gpu, size_t n, unsigned *count, con
         return infos ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT;
 }
 
+/* What a real driver may leave in the 4 padding bytes after `pid`: nothing defines them, so
+ * a client that reads a record at the wrong stride gets huge numbers, as on real hosts. */
+#define SIM_PADDING_BYTE 0xA5
+
 /* Write one record of `stride` bytes: 16 (v1), 24 (v2 and _v3 mostly), 32 (535.43-535.86). */
 static void sim_record(unsigned char *dst, size_t stride, const struct sim_proc *p)
 {
         nvmlProcessDetail_v1_t d;
-        memset(&d, 0, sizeof(d));
+        memset(&d, SIM_PADDING_BYTE, sizeof(d));
         d.pid = p->pid;
         d.usedGpuMemory = p->bytes;
         d.gpuInstanceId = NVML_INSTANCE_ID_INVALID; /* not in a MIG instance */
@@ -514,7 +561,7 @@ static nvmlReturn_t sim_procs_call(const char *fn, nvmlDevice_t device, unsigned
 {
         unsigned gpu;
         if (!count)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return sim_bad_arg();
         nvmlReturn_t r = sim_dev_enter(fn, device, SIM_Q_PROCESSES, &gpu);
         if (r)
                 return r;
@@ -560,7 +607,7 @@ SIM_API nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t device, 
 {
         unsigned gpu;
         if (!plist)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return sim_bad_arg();
         nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetRunningProcessDetailList", device, SIM_Q_PROCESSES, &gpu);
         if (r)
                 return r;
@@ -589,7 +636,7 @@ SIM_API nvmlReturn_t nvmlDeviceGetConfComputeMemSizeInfo(nvmlDevice_t device, si
 {
         unsigned gpu;
         if (!info)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return sim_bad_arg();
         nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetConfComputeMemSizeInfo", device, 0, &gpu);
         if (r)
                 return r;
@@ -602,7 +649,7 @@ SIM_API nvmlReturn_t nvmlDeviceGetConfComputeMemSizeInfo(nvmlDevice_t device, si
 SIM_API nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set)
 {
         if (!set)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return sim_bad_arg();
         nvmlReturn_t r = sim_enter("nvmlEventSetCreate");
         if (r)
                 return r;
@@ -614,13 +661,17 @@ SIM_API nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long
 {
         unsigned gpu;
         if (!set)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return sim_bad_arg();
         nvmlReturn_t r = sim_dev_enter("nvmlDeviceRegisterEvents", device, SIM_Q_EVENTS, &gpu);
         if (r)
                 return r;
-        /* only Xid critical errors are simulated; the set stays usable for them */
-        set->types[gpu] |= eventTypes & NVML_EVENT_TYPE_XID_CRITICAL_ERROR;
-        return sim_leave(eventTypes & ~NVML_EVENT_TYPE_XID_CRITICAL_ERROR ? NVML_ERROR_NOT_SUPPORTED : NVML_SUCCESS);
+        /* only Xid critical errors are simulated. nvml.h: "If NOT_SUPPORTED is returned, none of
+         * the requested event types are registered" - so a mask with any other bit registers
+         * nothing, not even its Xid bit. */
+        if (eventTypes & ~NVML_EVENT_TYPE_XID_CRITICAL_ERROR)
+                return sim_leave(NVML_ERROR_NOT_SUPPORTED);
+        set->types[gpu] |= eventTypes;
+        return sim_leave(NVML_SUCCESS);
 }
 
 /* Poll the knobs for a pending xid_event of a registered GPU; deliver it once. */
@@ -628,7 +679,7 @@ static nvmlReturn_t sim_event_wait(const char *fn, nvmlEventSet_t set, nvmlEvent
                                    size_t size)
 {
         if (!set || !data)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return sim_bad_arg();
         uint64_t start = sim_now_ms();
         for (;;) {
                 nvmlReturn_t r = sim_enter(fn);
@@ -679,7 +730,7 @@ SIM_API nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t *data,
 SIM_API nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set)
 {
         if (!set)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return sim_bad_arg();
         nvmlReturn_t r = sim_enter("nvmlEventSetFree");
         if (r)
                 return r;

@@ -82,6 +82,9 @@ static const struct knob_def knob_defs[] = {
           "that NVML call (or any) never returns: a wedged driver" },
         { "gpu_lost", K_BOOL, true, false, 0, NULL, "on|off",
           "per-device calls return NVML_ERROR_GPU_IS_LOST (15)" },
+        { "gpu_lost_handle", K_BOOL, true, false, 0, NULL, "on|off",
+          "gpu_lost, and getting the handle fails with 15 too\n"
+          "(as on many hosts after Xid 79)" },
         { "notsup", K_NOTSUP, true, false, 0, NULL, "LIST|none",
           "these queries return NOT_SUPPORTED (3), comma-separated:\n"
           "memory, memory_v2, processes, persistence, mig, pci,\n"
@@ -262,6 +265,8 @@ static void knob_apply_one(struct sim_knobs *k, unsigned g, const struct knob_as
                 snprintf(gk->hang, sizeof(gk->hang), "%s", strcmp(v, "none") ? v : "");
         } else if (!strcmp(a->def->key, "gpu_lost") && parse_bool(v, &b) == 0) {
                 gk->lost = b;
+        } else if (!strcmp(a->def->key, "gpu_lost_handle") && parse_bool(v, &b) == 0) {
+                gk->lost_handle = b;
         } else if (!strcmp(a->def->key, "notsup")) {
                 (void)parse_notsup(v, &gk->notsup);
         } else if (!strcmp(a->def->key, "uncharged_mib") && parse_u64(v, &u) == 0) {

@@ -99,6 +99,7 @@ enum sim_query {
 
 struct sim_gpu_knobs {
         bool lost;
+        bool lost_handle;               /* getting the handle fails too (implies lost) */
         unsigned notsup;                /* enum sim_query bits */
         char hang[SIM_HANG_LEN];        /* NVML function name, "any", or "" */
         uint64_t uncharged_mib;

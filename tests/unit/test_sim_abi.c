@@ -223,7 +223,7 @@ static void test_symbols_per_variant(void **state)
         } table[] = {
                 { "nvmlInit", { 1, 1, 1, 1, 1 } },
                 { "nvmlInit_v2", { 1, 1, 1, 1, 0 } },
-                { "nvmlInitWithFlags", { 1, 1, 1, 1, 0 } },
+                { "nvmlInitWithFlags", { 1, 1, 1, 1, 1 } }, /* every driver since 418 */
                 { "nvmlShutdown", { 1, 1, 1, 1, 1 } },
                 { "nvmlErrorString", { 1, 1, 1, 1, 1 } },
                 { "nvmlSystemGetDriverVersion", { 1, 1, 1, 1, 1 } },
@@ -296,10 +296,26 @@ static void test_versions_and_mismatch(void **state)
         nvmlErrorString_fn es = (nvmlErrorString_fn)dlsym(h, "nvmlErrorString");
         nvmlDeviceGetCount_fn count = (nvmlDeviceGetCount_fn)dlsym(h, "nvmlDeviceGetCount_v2");
         nvmlShutdown_fn shutdown = (nvmlShutdown_fn)dlsym(h, "nvmlShutdown");
+        nvmlSystemGetString_fn nvml_version = (nvmlSystemGetString_fn)dlsym(h, "nvmlSystemGetNVMLVersion");
         unsigned n_gpus = 0;
+        char buf[NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE];
+        /* before init, as NVIDIA's 535.261.03 library does: init is checked before arguments,
+         * shutdown succeeds, the library's own version answers */
         assert_int_equal(count(&n_gpus), NVML_ERROR_UNINITIALIZED);
-        assert_int_equal(shutdown(), NVML_ERROR_UNINITIALIZED);
+        assert_int_equal(count(NULL), NVML_ERROR_UNINITIALIZED);
+        assert_int_equal(shutdown(), NVML_SUCCESS);
+        assert_int_equal(nvml_version(buf, sizeof(buf)), NVML_SUCCESS);
+        assert_string_equal(buf, "12.560.35.03");
+        assert_int_equal(nvml_version(buf, 4), NVML_ERROR_INSUFFICIENT_SIZE);
+        assert_int_equal(nvml_version(NULL, sizeof(buf)), NVML_ERROR_INVALID_ARGUMENT);
         assert_int_equal(init(), NVML_ERROR_LIB_RM_VERSION_MISMATCH);
+        /* and after a failed init */
+        assert_int_equal(count(NULL), NVML_ERROR_UNINITIALIZED);
+        assert_int_equal(shutdown(), NVML_SUCCESS);
+        assert_int_equal(nvml_version(buf, sizeof(buf)), NVML_SUCCESS);
+        assert_string_equal(es(NVML_ERROR_NO_DATA), "No data");
+        assert_string_equal(es(27), "System is not in ready state");
+        assert_string_equal(es(28), "Unknown Error");
         assert_string_equal(es(NVML_ERROR_LIB_RM_VERSION_MISMATCH), "Driver/library version mismatch");
         assert_string_equal(es(NVML_ERROR_GPU_IS_LOST), "GPU is lost");
         /* no simulated host: no driver */
@@ -430,6 +446,9 @@ static void check_records(struct nv *n, const char *sym, size_t stride, pid_t a,
         }
         if (stride == 32)
                 assert_int_equal(rec_u64(buf, 24), 0); /* usedGpuCcProtectedMemory */
+        /* the padding after pid is not zeroed, as a real driver need not */
+        assert_int_equal(rec_u32(buf, 4), 0xA5A5A5A5u);
+        assert_int_equal(rec_u32(buf, stride + 4), 0xA5A5A5A5u);
         assert_int_equal(buf[2 * stride], 0xEE);       /* nothing written past the last record */
 }
 
@@ -558,7 +577,21 @@ static void test_gpu_lost_and_notsup(void **state)
                               &count, NULL),
                          NVML_ERROR_NOT_SUPPORTED);
         assert_int_equal(mem_v2(&n, 0, nvmlMemory_v2, &m), NVML_SUCCESS);
-        set_knobs("gpu_lost=off", NULL);
+        /* gpu_lost keeps handles valid; gpu_lost_handle makes the lookup fail too */
+        nvmlDevice_t h = NULL;
+        assert_int_equal(CALL(&n, nvmlDeviceGetHandleByIndex_fn, "nvmlDeviceGetHandleByIndex_v2", 1, &h), NVML_SUCCESS);
+        assert_ptr_equal(h, n.dev[1]);
+        set_knobs("gpu_lost=1:on", "gpu_lost_handle=1:on", "notsup=persistence,memory_v2", "notsup=0:processes", NULL);
+        h = NULL;
+        assert_int_equal(CALL(&n, nvmlDeviceGetHandleByIndex_fn, "nvmlDeviceGetHandleByIndex_v2", 1, &h),
+                         NVML_ERROR_GPU_IS_LOST);
+        assert_null(h);
+        assert_int_equal(CALL(&n, nvmlDeviceGetHandleByIndex_fn, "nvmlDeviceGetHandleByIndex_v2", 0, &h), NVML_SUCCESS);
+        assert_int_equal(CALL(&n, nvmlDeviceGetCount_fn, "nvmlDeviceGetCount_v2", &count), NVML_SUCCESS);
+        assert_int_equal(count, 2); /* still counted */
+        set_knobs("gpu_lost=off", NULL); /* gpu_lost_handle implies gpu_lost */
+        assert_int_equal(mem_v2(&n, 1, nvmlMemory_v2, &m), NVML_ERROR_GPU_IS_LOST);
+        set_knobs("gpu_lost_handle=default", NULL);
         assert_int_equal(mem_v2(&n, 1, nvmlMemory_v2, &m), NVML_ERROR_NOT_SUPPORTED);
         assert_int_equal(CALL(&n, nvmlDeviceGetUInt_fn, "nvmlDeviceGetPersistenceMode", n.dev[1], &mode),
                          NVML_ERROR_NOT_SUPPORTED);
@@ -651,9 +684,15 @@ static void test_events(void **state)
         /* before 450: 24-byte event data */
         nv_open(&n, "440.33.01");
         assert_int_equal(CALL(&n, nvmlEventSetCreate_fn, "nvmlEventSetCreate", &set), NVML_SUCCESS);
+        /* single-bit ECC is not simulated: NOT_SUPPORTED, and nvml.h says none of the requested
+         * types is then registered - the Xid bit neither */
         assert_int_equal(CALL(&n, nvmlDeviceRegisterEvents_fn, "nvmlDeviceRegisterEvents", n.dev[0],
                               NVML_EVENT_TYPE_XID_CRITICAL_ERROR | 0x1ull, set),
-                         NVML_ERROR_NOT_SUPPORTED); /* single-bit ECC is not simulated */
+                         NVML_ERROR_NOT_SUPPORTED);
+        assert_int_equal(CALL(&n, nvmlEventSetWait_fn, "nvmlEventSetWait", set, &d, 100), NVML_ERROR_TIMEOUT);
+        assert_int_equal(CALL(&n, nvmlDeviceRegisterEvents_fn, "nvmlDeviceRegisterEvents", n.dev[0],
+                              NVML_EVENT_TYPE_XID_CRITICAL_ERROR, set),
+                         NVML_SUCCESS);
         memset(&d, 0x5A, sizeof(d));
         assert_int_equal(CALL(&n, nvmlEventSetWait_fn, "nvmlEventSetWait", set, &d, 2000), NVML_SUCCESS);
         assert_int_equal(d.eventData, 48);
