@@ -14,3 +14,22 @@ oracle_fetch() {
 oracle_version() {
         awk -v p="$1" -v s="$2" '$1 == p && $2 == s { print $3 }' "$NV/manifest"
 }
+
+# Run "$@" with a private /dev in a new mount namespace: NVIDIA's real library, run as root,
+# creates /dev/nvidiactl when it is missing (observed: char 195:255), and the host's /dev must
+# stay as it is. The private /dev has null, zero, full, random, urandom, tty and the fd links.
+in_private_dev() {
+        unshare -m --propagation private bash -c '
+set -e
+real=$(mktemp -d /tmp/gv-realdev.XXXXXX)
+mount --bind /dev "$real"
+mount -t tmpfs -o mode=755 gv-dev /dev
+for n in null zero full random urandom tty; do touch "/dev/$n"; mount --bind "$real/$n" "/dev/$n"; done
+ln -s /proc/self/fd /dev/fd
+ln -s /proc/self/fd/0 /dev/stdin
+ln -s /proc/self/fd/1 /dev/stdout
+ln -s /proc/self/fd/2 /dev/stderr
+umount "$real"
+rmdir "$real"
+"$@"' in_private_dev "$@"
+}
