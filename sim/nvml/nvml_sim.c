@@ -644,6 +644,128 @@ SIM_API nvmlReturn_t nvmlDeviceGetConfComputeMemSizeInfo(nvmlDevice_t device, si
 }
 #endif
 
+/* ---- telemetry: what monitors such as nvtop need before they show a GPU -------------------------
+ * nvtop 3.0.1 resolves these and reports "No GPU to monitor" when one is missing; it checks
+ * every return code. The values are those of an idle H100 SXM (no fan: NOT_SUPPORTED, as
+ * there). Nothing in the simulator computes: utilization stays 0, which is what a GPU whose
+ * memory is held by sleeping workers of a killed job shows. */
+
+/* nvmlUtilization_t: two unsigned ints, percent over the last sample period */
+typedef struct {
+        unsigned int gpu;
+        unsigned int memory;
+} sim_utilization_t;
+
+/* nvmlClockType_t: graphics 0, SM 1, memory 2, video 3 */
+static const unsigned sim_clock_mhz[4] = { 345, 345, 2619, 765 };
+static const unsigned sim_max_clock_mhz[4] = { 1980, 1980, 2619, 1755 };
+
+/* One unsigned value of a device, or NOT_SUPPORTED when value is NULL. */
+static nvmlReturn_t sim_dev_uint(const char *fn, nvmlDevice_t device, unsigned int *out, const unsigned *value)
+{
+        unsigned gpu;
+        if (!out)
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_dev_enter(fn, device, 0, &gpu);
+        if (r)
+                return r;
+        if (!value)
+                return sim_leave(NVML_ERROR_NOT_SUPPORTED);
+        *out = *value;
+        return sim_leave(NVML_SUCCESS);
+}
+
+#define SIM_UINT_FN(name, value)                                                                  \
+        SIM_API nvmlReturn_t name(nvmlDevice_t device, unsigned int *out)                         \
+        {                                                                                         \
+                static const unsigned v = value;                                                  \
+                return sim_dev_uint(#name, device, out, &v);                                      \
+        }
+
+SIM_UINT_FN(nvmlDeviceGetCurrPcieLinkGeneration, 5)
+SIM_UINT_FN(nvmlDeviceGetMaxPcieLinkGeneration, 5)
+SIM_UINT_FN(nvmlDeviceGetCurrPcieLinkWidth, 16)
+SIM_UINT_FN(nvmlDeviceGetMaxPcieLinkWidth, 16)
+SIM_UINT_FN(nvmlDeviceGetPowerUsage, 71000)           /* mW */
+SIM_UINT_FN(nvmlDeviceGetEnforcedPowerLimit, 700000)  /* mW */
+
+SIM_API nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t device, unsigned int *speed)
+{
+        return sim_dev_uint("nvmlDeviceGetFanSpeed", device, speed, NULL); /* SXM boards have no fan */
+}
+
+static nvmlReturn_t sim_clock(const char *fn, nvmlDevice_t device, unsigned type, unsigned *clock, const unsigned *table)
+{
+        return sim_dev_uint(fn, device, clock, type < 4 ? &table[type] : NULL);
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, unsigned int type, unsigned int *clock)
+{
+        return sim_clock("nvmlDeviceGetClockInfo", device, type, clock, sim_clock_mhz);
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, unsigned int type, unsigned int *clock)
+{
+        return sim_clock("nvmlDeviceGetMaxClockInfo", device, type, clock, sim_max_clock_mhz);
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, unsigned int sensorType, unsigned int *temp)
+{
+        static const unsigned gpu_c = 33;
+        return sim_dev_uint("nvmlDeviceGetTemperature", device, temp, sensorType == 0 ? &gpu_c : NULL);
+}
+
+/* nvmlTemperatureThresholds_t: shutdown 0, slowdown 1, memory max 2, GPU max 3 */
+SIM_API nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device, unsigned int thresholdType,
+                                                      unsigned int *temp)
+{
+        static const unsigned c[4] = { 92, 89, 95, 87 };
+        return sim_dev_uint("nvmlDeviceGetTemperatureThreshold", device, temp, thresholdType < 4 ? &c[thresholdType] : NULL);
+}
+
+/* nvmlPcieUtilCounter_t: TX 0, RX 1; KB/s */
+SIM_API nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, unsigned int counter, unsigned int *value)
+{
+        static const unsigned idle = 0;
+        return sim_dev_uint("nvmlDeviceGetPcieThroughput", device, value, counter < 2 ? &idle : NULL);
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, sim_utilization_t *utilization)
+{
+        unsigned gpu;
+        if (!utilization)
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetUtilizationRates", device, 0, &gpu);
+        if (r)
+                return r;
+        utilization->gpu = 0;
+        utilization->memory = 0;
+        return sim_leave(NVML_SUCCESS);
+}
+
+static nvmlReturn_t sim_codec(const char *fn, nvmlDevice_t device, unsigned *utilization, unsigned *period_us)
+{
+        static const unsigned idle = 0;
+        if (!period_us)
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_dev_uint(fn, device, utilization, &idle);
+        if (r == NVML_SUCCESS)
+                *period_us = 167000;
+        return r;
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t device, unsigned int *utilization,
+                                                    unsigned int *samplingPeriodUs)
+{
+        return sim_codec("nvmlDeviceGetEncoderUtilization", device, utilization, samplingPeriodUs);
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device, unsigned int *utilization,
+                                                    unsigned int *samplingPeriodUs)
+{
+        return sim_codec("nvmlDeviceGetDecoderUtilization", device, utilization, samplingPeriodUs);
+}
+
 /* ---- events --------------------------------------------------------------------------------- */
 
 SIM_API nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set)
