@@ -33,3 +33,15 @@ umount "$real"
 rmdir "$real"
 "$@"' in_private_dev "$@"
 }
+
+# NVIDIA's programs (python3, nvtop, nvidia-smi) are not built with the sanitizers; to load a
+# stand-in that is (the ASan build tree), the sanitizer runtime must come first. Sets
+# FOREIGN_ENV: the environment assignments to run them with (none in an ordinary build).
+# Their own leaks are not ours, and a SIGSEGV must stay a signal (nvml_unload.py).
+oracle_foreign_env() {
+        local lib=$GV_BUILD/sim/current/libnvidia-ml.so.1 rt
+        FOREIGN_ENV=()
+        rt=$(ldd "$lib" | awk '/lib(asan|ubsan)\.so/ { printf "%s%s", sep, $3; sep = ":" }')
+        [ -n "$rt" ] || return 0
+        FOREIGN_ENV=("LD_PRELOAD=$rt" "ASAN_OPTIONS=detect_leaks=0:handle_segv=0:halt_on_error=1")
+}

@@ -6,6 +6,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/oracle_lib.sh"
 oracle_fetch
+oracle_foreign_env
 command -v tmux >/dev/null || fail "tmux is missing (Debian package tmux)"
 SOCK=gv-nvtop-$$
 trap 'rc=$?; tmux -L "$SOCK" kill-server 2>/dev/null; (exit $rc); gv_cleanup' EXIT
@@ -19,7 +20,7 @@ b=$OWNER
 # nvtop in a 200x30 tmux window, no plots (-p), refreshing every 0.2 s
 nvtop_start() { # SESSION
         tmux -L "$SOCK" new-session -d -s "$1" -x 200 -y 30 \
-                "env GHOSTVRAM_SIM=$SIM LD_LIBRARY_PATH=$GV_BUILD/sim/current TERM=xterm $NV/nvtop -p -d 2 2>&1; sleep 60"
+                "env ${FOREIGN_ENV[*]} GHOSTVRAM_SIM=$SIM LD_LIBRARY_PATH=$GV_BUILD/sim/current TERM=xterm $NV/nvtop -p -d 2 2>&1; sleep 60"
 }
 screen() { tmux -L "$SOCK" capture-pane -p -t "$1"; }
 # Wait until the screen of session $1 matches the extended regex $2 (10 s)

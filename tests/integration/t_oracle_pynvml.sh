@@ -8,6 +8,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/oracle_lib.sh"
 oracle_fetch
+oracle_foreign_env
 PY=/usr/bin/python3 # the system python, as Debian's python3-pynvml is used
 [ -x "$PY" ] || fail "$PY is missing (Debian package python3)"
 ORACLE=$GV_SRC/tests/oracle
@@ -41,7 +42,7 @@ check() {
         local d=$GV_TMP/$1.$2
         mkdir -p "$d"
         truth >"$d/truth.json"
-        GHOSTVRAM_SIM=$SIM LD_LIBRARY_PATH=$GV_BUILD/sim/$1 PYTHONPATH=$NV/pynvml \
+        env "${FOREIGN_ENV[@]}" GHOSTVRAM_SIM="$SIM" LD_LIBRARY_PATH="$GV_BUILD/sim/$1" PYTHONPATH="$NV/pynvml" \
                 "$PY" "$ORACLE/pynvml_read.py" >"$d/pynvml.json" || fail "$1/$2: pynvml_read.py crashed"
         GHOSTVRAM_SIM=$SIM "$GV_BIN" snapshot --json >"$d/snapshot.json" || true
         jq -e .gpus "$d/snapshot.json" >/dev/null || fail "$1/$2: ghostvram snapshot --json gave no GPUs"

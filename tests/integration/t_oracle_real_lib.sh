@@ -14,6 +14,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/oracle_lib.sh"
 oracle_fetch
+oracle_foreign_env
 PY=/usr/bin/python3
 [ -x "$PY" ] || fail "$PY is missing (Debian package python3)"
 ORACLE=$GV_SRC/tests/oracle
@@ -39,7 +40,7 @@ if [ "$(id -u)" = 0 ]; then
 fi
 # Without $GHOSTVRAM_SIM a stand-in is a library on a host without the module: same answers
 for v in current 535.54.03 535.98 470.42.01 440.33.01; do
-        env -u GHOSTVRAM_SIM "$PY" "$ORACLE/nvml_nodriver.py" "$GV_BUILD/sim/$v/libnvidia-ml.so.1" >"$GV_TMP/$v.json" ||
+        env -u GHOSTVRAM_SIM "${FOREIGN_ENV[@]}" "$PY" "$ORACLE/nvml_nodriver.py" "$GV_BUILD/sim/$v/libnvidia-ml.so.1" >"$GV_TMP/$v.json" ||
                 fail "the probe failed on the $v stand-in"
         # only the library's own version differs
         filter='del(.before_init.nvml_version[1], .after_failed_init.nvml_version[1])'
@@ -111,7 +112,7 @@ fi
 note "3. nvidia-smi $(oracle_version nvidia-smi bookworm)"
 sim_new --gpus 2
 rc=0
-out=$(GHOSTVRAM_SIM=$SIM LD_LIBRARY_PATH=$GV_BUILD/sim/current timeout 30 "$NV/nvidia-smi" 2>&1) || rc=$?
+out=$(env "${FOREIGN_ENV[@]}" GHOSTVRAM_SIM="$SIM" LD_LIBRARY_PATH="$GV_BUILD/sim/current" timeout 30 "$NV/nvidia-smi" 2>&1) || rc=$?
 printf '$ nvidia-smi   [stand-in]\n%s\n(exit %d)\n' "$out" "$rc"
 # it needs NVIDIA's private export table (nvmlInternalGetExportTable): not emulated
 assert_eq "$rc" 255 "nvidia-smi on the stand-in"
@@ -129,9 +130,9 @@ UNL=$GV_BUILD/sim-unloadable/current/libnvidia-ml.so.1
 "$GV_BIN" sim set "$SIM" hang=nvmlDeviceGetCount_v2 >/dev/null
 echo "(a segmentation fault is expected next)"
 rc=0
-GHOSTVRAM_SIM=$SIM timeout 20 "$PY" "$ORACLE/nvml_unload.py" "$UNL" >/dev/null 2>&1 || rc=$?
+env "${FOREIGN_ENV[@]}" GHOSTVRAM_SIM="$SIM" timeout 20 "$PY" "$ORACLE/nvml_unload.py" "$UNL" >/dev/null 2>&1 || rc=$?
 assert_eq "$rc" 139 "dlclose under a stuck call on the unloadable stand-in (SIGSEGV)"
-out=$(GHOSTVRAM_SIM=$SIM timeout 20 "$PY" "$ORACLE/nvml_unload.py" "$GV_BUILD/sim/current/libnvidia-ml.so.1") ||
+out=$(env "${FOREIGN_ENV[@]}" GHOSTVRAM_SIM="$SIM" timeout 20 "$PY" "$ORACLE/nvml_unload.py" "$GV_BUILD/sim/current/libnvidia-ml.so.1") ||
         fail "the -z nodelete stand-in did not survive a dlclose under a stuck call"
 assert_eq "$out" alive "the -z nodelete stand-in under a dlclose"
 # ghostvram abandons stuck calls and must never unload the library under them
