@@ -7,7 +7,7 @@
  * The model, each rule and its source: docs/simulator.md.
  *
  * Compile-time switches: SIM_VARIANT (name), SIM_V3_STRIDE (0: no _v3 symbols, 24, 32),
- * SIM_HAVE_V2API (the _v2 init/count/handle/PCI calls, InitWithFlags, PCI _v3, MIG mode,
+ * SIM_HAVE_V2API (the _v2 init/count/handle/PCI calls, PCI _v3, MIG mode,
  * EventSetWait_v2; absent in the legacy set), SIM_HAVE_PROCS_V2, SIM_HAVE_MPS,
  * SIM_HAVE_MEMORY_V2, SIM_HAVE_CONFCOMPUTE, SIM_HAVE_DETAIL_LIST; SIM_UNLOADABLE (tests only:
  * built without -z nodelete, and a hung call wakes every 10 ms, so a dlclose under it crashes).
@@ -205,13 +205,9 @@ SIM_API nvmlReturn_t nvmlInitWithFlags(unsigned int flags)
 
 SIM_API nvmlReturn_t nvmlShutdown(void)
 {
-        /* without init (or after a failed one) the real library returns success */
-        pthread_mutex_lock(&sim_mu);
-        unsigned refs = sim_refs;
-        pthread_mutex_unlock(&sim_mu);
-        if (!refs)
-                return NVML_SUCCESS;
         nvmlReturn_t r = sim_enter("nvmlShutdown");
+        if (r == NVML_ERROR_UNINITIALIZED)
+                return NVML_SUCCESS; /* without init, or after a failed one, as the real library */
         if (r)
                 return r;
         if (--sim_refs == 0)
