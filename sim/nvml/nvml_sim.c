@@ -728,15 +728,12 @@ SIM_API nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, unsigned i
 
 SIM_API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, sim_utilization_t *utilization)
 {
-        unsigned gpu;
-        if (!utilization)
-                return sim_bad_arg();
-        nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetUtilizationRates", device, 0, &gpu);
-        if (r)
-                return r;
-        utilization->gpu = 0;
-        utilization->memory = 0;
-        return sim_leave(NVML_SUCCESS);
+        static const unsigned idle = 0;
+        nvmlReturn_t r = sim_dev_uint("nvmlDeviceGetUtilizationRates", device, utilization ? &utilization->gpu : NULL,
+                                      &idle);
+        if (r == NVML_SUCCESS)
+                utilization->memory = 0;
+        return r;
 }
 
 static nvmlReturn_t sim_codec(const char *fn, nvmlDevice_t device, unsigned *utilization, unsigned *period_us)
