@@ -3,7 +3,7 @@
 # this machine, and CI's:
 #  1. what it answers before init, at init and after the failed init, and its error strings,
 #     equal what every stand-in variant answers without a simulated host (only the version
-#     string differs);
+#     string differs); every name a stand-in exports, it exports;
 #  2. every ghostvram command on it, through --nvml-lib and through the default loader: the
 #     exit codes, no crash, no hang (the messages are printed for docs/simulator.md, and not
 #     asserted: their wording is the edges issue's);
@@ -51,6 +51,18 @@ for v in current 535.54.03 535.98 470.42.01 440.33.01; do
                 fail "$v: no NVML version before init"
 done
 note "every stand-in variant answers as NVIDIA's library does"
+
+# every name a stand-in exports is a name NVIDIA's library exports (535.261.03 has all of them)
+syms() { nm -D --defined-only "$1" | awk '{ sub(/@.*/, "", $3); print $3 }' | sort -u; }
+syms "$REAL" >"$GV_TMP/real.syms"
+[ "$(wc -l <"$GV_TMP/real.syms")" -gt 200 ] || fail "nm found too few symbols in the real library"
+for v in current 535.54.03 535.98 470.42.01 440.33.01; do
+        extra=$(syms "$GV_BUILD/sim/$v/libnvidia-ml.so.1" | comm -23 - "$GV_TMP/real.syms")
+        [ -z "$extra" ] || fail "the $v stand-in exports names NVIDIA's library does not: $extra"
+done
+assert_eq "$(syms "$GV_BUILD/sim/current/libnvidia-ml.so.1" | wc -l)" \
+        "$(syms "$GV_BUILD/sim/current/libnvidia-ml.so.1" | comm -12 - "$GV_TMP/real.syms" | wc -l)" \
+        "the current stand-in's exports found in NVIDIA's library"
 
 note "2. ghostvram on the real library (messages recorded, exit codes asserted)"
 kmsg=$GV_FIXTURES/kmsg/dmesg.txt
