@@ -180,7 +180,6 @@ static void __attribute__((unused)) missing(const char *what)
                 check("sizeof(" #T "." #f ")", sizeof(((T *)0)->f), sizeof(((nv_##T *)0)->f));    \
         } while (0)
 
-
 /* the project's fn typedef `fn` is SIG(), and NVIDIA's `sym` is SIG(nv_) */
 #define PROTO(fn, sym, SIG)                                                                      \
         do {                                                                                      \
@@ -321,8 +320,13 @@ int main(void)
         PROTO(nvmlDeviceGetProcesses_fn, nvmlDeviceGetMPSComputeRunningProcesses, SIG_PROCS1);
 #if NV_HAVE_DETAIL
         PROTO(nvmlDeviceGetRunningProcessDetailList_fn, nvmlDeviceGetRunningProcessDetailList, SIG_DETAIL);
-        /* only probed for presence by the stride rule (docs/nvml-abi.md): PROBE(nvmlDeviceGetConfComputeMemSizeInfo) */
-        check("nvmlDeviceGetConfComputeMemSizeInfo is declared", sizeof(&nvmlDeviceGetConfComputeMemSizeInfo) > 0, 1);
+        /* only probed for presence by the stride rule (docs/nvml-abi.md): declared, never called */
+        check("nvmlDeviceGetConfComputeMemSizeInfo takes (nvmlDevice_t, nvmlConfComputeMemSizeInfo_t *)",
+              __builtin_types_compatible_p(__typeof__(&nvmlDeviceGetConfComputeMemSizeInfo),
+                                           nv_nvmlReturn_t (*)(nv_nvmlDevice_t, nvmlConfComputeMemSizeInfo_t *)),
+              1);
+        /* the stand-in's sim_conf_compute_mem_t: two unsigned long long */
+        check("sizeof(nvmlConfComputeMemSizeInfo_t)", 2 * sizeof(unsigned long long), sizeof(nvmlConfComputeMemSizeInfo_t));
 #else
         missing("nvmlDeviceGetRunningProcessDetailList, nvmlDeviceGetConfComputeMemSizeInfo");
 #endif
