@@ -309,11 +309,13 @@ static int attribute_linked(const struct scan_result *res, const struct ledger_o
                 return 0;
         for (size_t k = 0; k < l->n_owners; k++) {
                 struct owner *ow = &l->owners[k];
-                if (ow->cls != OWNER_STALE && ow->cls != OWNER_UNKNOWN)
+                const struct pid_fact *pf = facts_pid(f, ow->pid);
+                /* an absent "foreign" PID of a host-PID driver whose group is here is ours, dead */
+                bool absent_foreign = ow->cls == OWNER_FOREIGN && !(pf && pf->present);
+                if (ow->cls != OWNER_STALE && ow->cls != OWNER_UNKNOWN && !absent_foreign)
                         continue;
                 size_t before = l->n_attr;
                 pid_t dead = (pid_t)ow->pid;
-                const struct pid_fact *pf = facts_pid(f, ow->pid);
                 /* a reused PID belongs to someone else: only group/session links by number hold */
                 bool owner_facts = pf && pf->present && (pf->proc.state == 'Z' || pf->proc.exiting);
                 for (size_t i = 0; i < h->n_holders; i++) {
@@ -358,10 +360,19 @@ static int attribute_linked(const struct scan_result *res, const struct ledger_o
                         a->tie = tie;
                         a->tie_pid = live;
                 }
-                if (ow->cls == OWNER_UNKNOWN && l->n_attr > before) {
+                if (ow->cls != OWNER_STALE && l->n_attr > before) {
                         /* its process group or session is here and it is not: it is dead */
                         ow->cls = OWNER_STALE;
                         snprintf(ow->why, sizeof(ow->why), "no such process; its process group is still here");
+                }
+                /* processes we cannot inspect (another user's) in its group or session */
+                ow->out_of_sight = 0;
+                bool gone = !(pf && pf->present) || owner_facts;
+                for (size_t i = 0; gone && i < h->n_opaque; i++)
+                        ow->out_of_sight += h->opaque[i].pgid == dead || h->opaque[i].sid == dead;
+                if (ow->cls != OWNER_STALE && ow->out_of_sight) {
+                        ow->cls = OWNER_STALE;
+                        snprintf(ow->why, sizeof(ow->why), "no such process; its process group is still here, out of sight");
                 }
         }
         return 0;
@@ -978,7 +989,7 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                                  l->freed_bytes < MIB ? " (less than 1 MiB: a slow teardown)" : "");
                 for (size_t k = 0; k < l->n_owners; k++) {
                         const struct pid_fact *pf = facts_pid(now, l->owners[k].pid);
-                        if (pf && pf->present && pf->proc.exiting)
+                        if (pf && pf->present && pf->proc.exiting && !strchr("DZX", pf->proc.state))
                                 evidence(fd, "the owner PID %u is exiting: the driver is tearing its context down", l->owners[k].pid);
                 }
                 evidence(fd, "no process holds it: not a ghost while it keeps falling");
@@ -1012,6 +1023,10 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                                          vis == VIS_NOT_ROOT ? "to this user" : vis == VIS_NOT_INITIAL ? "in this PID namespace" : "(partial visibility)");
                         stale_evidence(fd, l);
                         evidence(fd, "no visible process holds /dev/nvidia%u with a link to the dead owner", g->minor);
+                        for (size_t k = 0; k < l->n_owners; k++)
+                                if (l->owners[k].cls == OWNER_STALE && l->owners[k].out_of_sight)
+                                        evidence(fd, "%u process%s in dead PID %u's process group or session cannot be inspected by this user: likely the holders",
+                                                 l->owners[k].out_of_sight, l->owners[k].out_of_sight == 1 ? "" : "es", l->owners[k].pid);
                         partial_evidence(fd, vis);
                         if (vis == VIS_FULL) {
                                 reset_blockers(fd, now, l, g, o);
@@ -1180,8 +1195,9 @@ int ledger_build(const struct facts *now, const struct facts *before, const stru
                 bool exiting = false;
                 for (size_t k = 0; k < l->n_owners; k++) {
                         const struct pid_fact *pf = facts_pid(now, l->owners[k].pid);
+                        /* exiting, not yet a zombie (which holds no file) and not stuck (D) */
                         exiting |= l->owners[k].cls == OWNER_STALE && pf && pf->present && pf->proc.exiting &&
-                                   pf->proc.state != 'D';
+                                   !strchr("DZX", pf->proc.state);
                 }
                 /* memory no process holds that keeps falling, or an owner visibly exiting: a
                  * teardown in progress, not a ghost */

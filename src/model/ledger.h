@@ -86,6 +86,7 @@ struct owner {
         bool used_known;
         enum owner_class cls;
         char why[160];          /* "no such process", "zombie", "PID reused by ..." */
+        unsigned out_of_sight;  /* processes in its group or session whose files we cannot read */
 };
 
 struct gpu_ledger {
@@ -130,6 +131,13 @@ struct scan_result {
 };
 
 void ledger_opts_default(struct ledger_opts *o);
+
+/* Could the GPU be judged: its memory known and its process list given? A GPU without a
+ * process list is `unknown` (exit 3, UNKNOWN), whatever its memory says. */
+static inline bool ledger_judged(const struct gpu_ledger *l)
+{
+        return l->inspected && l->procs_known;
+}
 
 /* The strongest tie of process p to a live NVML-listed owner of any GPU of r (jobs.h). env is
  * ghostvram's own process (the environment, which ties nothing); NULL: r's facts' own. */
