@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/facts.h"
+#include "collect/sample.h"
 #include "model/jobs.h"
 
 enum confidence { CONF_LOW = 0, CONF_MEDIUM, CONF_HIGH };

@@ -1,4 +1,6 @@
-#include "model/facts.h"
+/* sample: one sample of the raw facts, collected through the backends (the GPU driver or a
+ * bundle, the /proc walk, the kernel log); the model judges it without any I/O. */
+#include "collect/sample.h"
 
 #include <errno.h>
 #include <stdio.h>
