@@ -393,7 +393,8 @@ static void sim_status_ctx(const struct sim_ctx_view *v)
         const struct sim_ctx *c = &v->ctx;
         printf("  context %u: %llu MiB, ", c->id, (unsigned long long)(c->bytes >> 20));
         if (v->state == SIM_CTX_RELEASING) {
-                printf("released, freed in %.1f s\n", (double)v->free_in_ms / 1000.0);
+                printf("released, %llu MiB left, freed in %.1f s\n", (unsigned long long)(v->charged_bytes >> 20),
+                       (double)v->free_in_ms / 1000.0);
                 return;
         }
         printf("alive, owner ");
@@ -469,7 +470,7 @@ static void sim_status_print(const char *dir, const struct sim_client *cl, const
                mode == SIM_PID_HOST ? "as host PIDs" : "translated into the caller's namespace",
                k->strict_versions ? "strict" : "relaxed", k->hidden_owner ? ", dead owners hidden" : "");
         if (k->free_delay_ms_per_gib)
-                printf("  released memory is freed %llu ms per GiB after the driver sees it released\n",
+                printf("  a released context's memory falls to 0 over %llu ms per GiB from its release\n",
                        (unsigned long long)k->free_delay_ms_per_gib);
         for (unsigned g = 0; g < cl->host.n_gpus; g++) {
                 const struct sim_gpu *gp = &cl->host.gpus[g];

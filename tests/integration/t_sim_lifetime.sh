@@ -133,6 +133,8 @@ rel=$(ctx_field "$id" released)
 sleep 1.5
 u=$(used 0)
 [ "$u" -gt 0 ] && [ "$u" -lt "$size" ] || fail "used $u half-way through the delay"
+"$GV_BIN" sim status "$SIM" | grep -qE "context $id: 1024 MiB, released, [0-9]+ MiB left, freed in" ||
+        fail "sim status does not show the teardown: $("$GV_BIN" sim status "$SIM")"
 
 note "--busy: the teardown logs Xid 45 naming the killed owner, once the last holder goes"
 "$GV_BIN" sim set "$SIM" free_delay_ms_per_gib=0
