@@ -20,7 +20,7 @@
  * It reports on --report-fd: "launcher PID" (with --launcher), "owner PID", "worker PID"...,
  * "child PID", then "ready" — or "error MESSAGE" — and closes it; then every process sleeps
  * until killed (the launcher: until its children are gone). */
-#define _GNU_SOURCE 1 /* pipe2 */
+#define _GNU_SOURCE 1 /* close_range */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -38,13 +38,25 @@
 
 #include "simstate.h"
 #include "util/buf.h"
+#include "util/fileio.h"
 #include "util/parse.h"
+#include "util/spawn.h"
 
 #define MAX_FDS (SIM_MAX_GPUS + 2)
 
 static int report_fd = 1;
 
-static void write_all(int fd, const char *p, size_t left);
+
+/* One read() of up to len bytes (retried on EINTR), then close(fd): the parent's side of a
+ * fork_pipe, where a child reports "started" or why it failed. Returns what read() returned. */
+static ssize_t read_closing(int fd, void *b, size_t len)
+{
+        ssize_t n;
+        while ((n = read(fd, b, len)) < 0 && errno == EINTR)
+                ;
+        close(fd);
+        return n;
+}
 
 static void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void report(const char *fmt, ...)
@@ -55,7 +67,7 @@ static void report(const char *fmt, ...)
         int r = buf_vprintf(&b, fmt, ap);
         va_end(ap);
         if (r == 0 && buf_putc(&b, '\n') == 0)
-                write_all(report_fd, buf_str(&b), b.len);
+                (void)write_all(report_fd, buf_str(&b), b.len);
         buf_free(&b);
 }
 
@@ -238,16 +250,9 @@ static int start_watcher(const char *dir, unsigned id, bool busy, char *err, siz
         (void)prctl(PR_GET_NAME, name, 0, 0, 0);
         char *argv[] = { path, (char *)"--dir", (char *)dir, (char *)"--ctx", id_s, (char *)"--ready-fd",
                          (char *)"3", busy ? (char *)"--xid45" : NULL, name, NULL };
-        if (pipe2(p, O_CLOEXEC) < 0) {
-                r = -errno;
-                snprintf(err, errlen, "pipe: %s", strerror(-r));
-                return r;
-        }
-        pid_t a = fork();
-        if (a < 0) {
-                r = -errno;
-                close(p[0]);
-                close(p[1]);
+        pid_t a;
+        r = fork_pipe(p, &a);
+        if (r < 0) {
                 snprintf(err, errlen, "fork: %s", strerror(-r));
                 return r;
         }
@@ -268,32 +273,14 @@ static int start_watcher(const char *dir, unsigned id, bool busy, char *err, siz
                 execv(path, argv);
                 _exit(127);
         }
-        close(p[1]);
         while (waitpid(a, NULL, 0) < 0 && errno == EINTR)
                 ;
         char byte;
-        ssize_t n;
-        while ((n = read(p[0], &byte, 1)) < 0 && errno == EINTR)
-                ;
-        close(p[0]);
-        if (n != 1) {
+        if (read_closing(p[0], &byte, 1) != 1) {
                 snprintf(err, errlen, "the teardown watcher did not start (see jobs.log)");
                 return -ECHILD;
         }
         return 0;
-}
-
-static void write_all(int fd, const char *p, size_t left)
-{
-        while (left) {
-                ssize_t w = write(fd, p, left);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w <= 0)
-                        break;
-                p += w;
-                left -= (size_t)w;
-        }
 }
 
 /* The launcher (torchrun, a shell script): holds no device file, forks the owner — which stays
@@ -306,23 +293,18 @@ static int launch(const struct job *j)
         int p[2];
         char chunk[512];
         report("launcher %d", (int)getpid());
-        if (pipe2(p, O_CLOEXEC) < 0) {
-                report("error pipe: %s", strerror(errno));
-                return 1;
-        }
-        pid_t owner = fork();
-        if (owner < 0) {
-                report("error fork: %s", strerror(errno));
+        pid_t owner;
+        int r = fork_pipe(p, &owner);
+        if (r < 0) {
+                report("error fork: %s", strerror(-r));
                 return 1;
         }
         if (owner == 0) {
-                close(p[0]);
                 if (report_fd != 1)
                         close(report_fd);
                 report_fd = p[1];
                 _exit(run(j));
         }
-        close(p[1]);
         (void)prctl(PR_SET_NAME, "gv-simlauncher", 0, 0, 0);
         for (;;) {
                 ssize_t n = read(p[0], chunk, sizeof(chunk));
@@ -333,7 +315,7 @@ static int launch(const struct job *j)
         }
         close(p[0]);
         bool ready = b.len && (strncmp(b.data, "ready\n", 6) == 0 || strstr(buf_str(&b), "\nready\n"));
-        write_all(report_fd, b.data, b.len);
+        (void)write_all(report_fd, b.data, b.len);
         buf_free(&b);
         if (ready && j->launcher_exits)
                 _exit(0); /* sim run waits for this exit: the owner is reparented by then */
@@ -410,17 +392,13 @@ static int run(const struct job *j)
         for (unsigned i = 0; i < j->workers; i++) {
                 int p[2];
                 char byte = 0;
-                if (pipe2(p, O_CLOEXEC) < 0) {
-                        report("error pipe: %s", strerror(errno));
-                        return 1;
-                }
-                pid_t w = fork();
-                if (w < 0) {
-                        report("error fork: %s", strerror(errno));
+                pid_t w;
+                r = fork_pipe(p, &w);
+                if (r < 0) {
+                        report("error fork: %s", strerror(-r));
                         return 1;
                 }
                 if (w == 0) {
-                        close(p[0]);
                         if (report_fd != 1)
                                 close(report_fd);
                         /* a data loader that daemonises: its own session and group, still
@@ -434,37 +412,25 @@ static int run(const struct job *j)
                         close(p[1]);
                         sleep_forever();
                 }
-                close(p[1]);
-                while (read(p[0], &byte, 1) < 0 && errno == EINTR)
-                        ;
-                close(p[0]);
+                (void)read_closing(p[0], &byte, 1);
                 report("worker %d", (int)w);
         }
         if (j->exec_child) {
                 int p[2], e = 0;
-                if (pipe2(p, O_CLOEXEC) < 0) {
-                        report("error pipe: %s", strerror(errno));
-                        return 1;
-                }
-                pid_t ch = fork();
-                if (ch < 0) {
-                        report("error fork: %s", strerror(errno));
+                pid_t ch;
+                r = fork_pipe(p, &ch);
+                if (r < 0) {
+                        report("error fork: %s", strerror(-r));
                         return 1;
                 }
                 if (ch == 0) {
-                        close(p[0]);
                         signal(SIGCHLD, SIG_DFL);
                         execlp("sleep", "sleep", "infinity", (char *)NULL);
                         e = errno;
                         (void)!write(p[1], &e, sizeof(e));
                         _exit(127);
                 }
-                close(p[1]);
-                ssize_t n;
-                while ((n = read(p[0], &e, sizeof(e))) < 0 && errno == EINTR)
-                        ;
-                close(p[0]);
-                if (n > 0) { /* the pipe closes on a successful exec: data means it failed */
+                if (read_closing(p[0], &e, sizeof(e)) > 0) { /* the pipe closes on a successful exec: data means it failed */
                         report("error cannot exec sleep: %s", strerror(e));
                         return 1;
                 }

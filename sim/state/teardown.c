@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "util/buf.h"
+#include "util/fileio.h"
 #include "util/parse.h"
 
 int sim_driver_ctl_open(const char *dir)
@@ -118,8 +119,7 @@ int sim_kmsg_xid(const char *dir, const struct sim_gpu *g, unsigned xid, pid_t p
                 r = -errno;
                 goto out;
         }
-        ssize_t w = write(fd, buf_str(&b), b.len);
-        r = w < 0 ? -errno : (size_t)w != b.len ? -EIO : 0;
+        r = write_all(fd, buf_str(&b), b.len);
 out:
         if (fd >= 0)
                 close(fd);
