@@ -65,10 +65,11 @@ static int ctx_parse(const char *line, struct sim_ctx *c)
             sim_kv_u64(line, "created", &created) < 0 || sim_kv_u64(line, "released", &released) < 0 ||
             sim_kv(line, "nspid", false, nspid, sizeof(nspid)) < 0 || ctx_parse_nspid(nspid, c) < 0)
                 return -EBADMSG;
-        /* optional: lines written before the teardown watcher existed have none */
-        if (sim_kv(line, "watcher", false, nspid, sizeof(nspid)) == 0 &&
-            (parse_u64(nspid, &watcher) < 0 || watcher > INT32_MAX))
-                return -EBADMSG;
+        /* optional (lines written before the teardown watcher existed have none), and only
+         * informative: a bad value is dropped, never the context with its memory */
+        if (sim_kv(line, "watcher", false, nspid, sizeof(nspid)) < 0 || parse_u64(nspid, &watcher) < 0 ||
+            watcher > INT32_MAX)
+                watcher = 0;
         c->watcher = (pid_t)watcher;
         c->id = (unsigned)id;
         c->gpu = (unsigned)gpu;
