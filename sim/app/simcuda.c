@@ -15,7 +15,7 @@
  *
  * For the context it starts the driver's teardown watcher (gv-simteardown) in a session of its
  * own, holding nothing of the job's: it records when the context's description is released and,
- * with --busy (the job had GPU work pending), logs the Xid 45 of the teardown.
+ * with --busy (the job had GPU work pending), logs Xid 45 when the owner dies.
  *
  * It reports on --report-fd: "launcher PID" (with --launcher), "owner PID", "worker PID"...,
  * "child PID", then "ready" — or "error MESSAGE" — and closes it; then every process sleeps
@@ -162,7 +162,7 @@ struct job {
         bool worker_setsid;     /* each worker starts its own session */
         bool launcher;          /* this process is the launcher; a child is the owner */
         bool launcher_exits;    /* the launcher exits once the job is ready */
-        bool busy;              /* work pending: its teardown logs Xid 45 */
+        bool busy;              /* work pending: the owner's death logs Xid 45 */
 };
 
 static int run(const struct job *j);

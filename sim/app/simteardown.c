@@ -5,8 +5,11 @@
  * drops the last reference to the open file description. This program waits for exactly
  * that moment — the context's OFD lock on nvidiactl is dropped by the same __fput — through
  * its own description of nvidiactl, opened by a path outside DIR/dev (sim_driver_ctl_open),
- * records `released=MS` for the context, and with --xid45 logs the Xid 45 the driver prints
- * when it tears down the channels of a killed client that had work pending. Then it exits.
+ * records `released=MS` for the context, and exits. With --xid45 it first waits for the
+ * owner's death (its POSIX lock on DIR/owners goes when it exits) and logs the Xid 45 the
+ * driver prints then: when the owner's address space is torn down, UVM stops the channels of
+ * its VA space although the file may stay open in forked workers (uvm_va_space_mm.c, "Process
+ * exit (mm teardown, file open)"), and a killed client's pending work is preempted.
  * It never holds the job's description, so it cannot keep the context alive; alarm() bounds
  * its life (a context never released, or a directory removed under it).
  *
@@ -45,7 +48,7 @@ int main(int argc, char **argv)
         const char *dir = NULL, *xid_name = NULL;
         unsigned id = 0, ready = 0;
         bool have_ready = false;
-        int c, r, fd;
+        int c, r, fd, owners = -1;
         while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
                 switch (c) {
                 case 'd': dir = optarg; break;
@@ -83,6 +86,13 @@ int main(int argc, char **argv)
                 fprintf(stderr, "gv-simteardown: %s/driver/nvidiactl: %s\n", dir, strerror(-fd));
                 return 1;
         }
+        if (xid_name) {
+                owners = sim_owners_open(dir);
+                if (owners < 0) {
+                        fprintf(stderr, "gv-simteardown: %s/owners: %s\n", dir, strerror(-owners));
+                        return 1;
+                }
+        }
         r = sim_context_mark(dir, id, getpid(), 0);
         if (r < 0) {
                 fprintf(stderr, "gv-simteardown: cannot record context %u: %s\n", id, strerror(-r));
@@ -92,6 +102,16 @@ int main(int argc, char **argv)
                 char byte = 1;
                 (void)!write((int)ready, &byte, 1);
                 close((int)ready);
+        }
+        if (owners >= 0) {
+                while ((r = sim_teardown_wait(owners, id)) == -EINTR)
+                        ;
+                close(owners);
+                /* the driver names the client by the PID it recorded at channel creation, in
+                 * the init namespace's terms: the outermost PID known */
+                int x = r < 0 ? r : sim_kmsg_xid(dir, &h.gpus[ctx.gpu], 45, ctx.nspid[0], xid_name, "Ch 00000010");
+                if (x < 0)
+                        fprintf(stderr, "gv-simteardown: cannot log Xid 45 for context %u: %s\n", id, strerror(-x));
         }
         while ((r = sim_teardown_wait(fd, id)) == -EINTR)
                 ;
@@ -105,13 +125,6 @@ int main(int argc, char **argv)
         r = sim_context_mark(dir, id, 0, now);
         if (r < 0 && r != -ENOENT)
                 fprintf(stderr, "gv-simteardown: cannot record the release of context %u: %s\n", id, strerror(-r));
-        if (xid_name) {
-                /* the driver names the client by the PID it recorded at channel creation, in the
-                 * init namespace's terms: the outermost PID known */
-                int x = sim_kmsg_xid(dir, &h.gpus[ctx.gpu], 45, ctx.nspid[0], xid_name, "Ch 00000010");
-                if (x < 0)
-                        fprintf(stderr, "gv-simteardown: cannot log Xid 45 for context %u: %s\n", id, strerror(-x));
-        }
         return 0;
 bad:
         usage(stderr);

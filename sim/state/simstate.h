@@ -243,10 +243,16 @@ int sim_context_mark(const char *dir, unsigned id, pid_t watcher, uint64_t relea
  * count it as a holder. Returns an O_RDONLY|O_CLOEXEC descriptor or a negative errno. */
 int sim_driver_ctl_open(const char *dir);
 
-/* Block until context id's open file description is released (an F_OFD_SETLKW read lock on
- * byte id of ctl_fd, which the context's write lock holds off), then drop the lock. Returns 0
- * or a negative errno (-EINTR: a signal with a handler interrupted the wait). */
-int sim_teardown_wait(int ctl_fd, unsigned id);
+/* Block until nobody else holds a write lock on byte id of fd (an F_OFD_SETLKW read lock,
+ * dropped again at once). On the driver's nvidiactl: until context id's open file description
+ * is released (its OFD lock goes in the same __fput). On DIR/owners (opened O_RDONLY): until
+ * the context's owner has died (its POSIX lock goes when it exits). Returns 0 or a negative
+ * errno (-EINTR: a signal with a handler interrupted the wait). */
+int sim_teardown_wait(int fd, unsigned id);
+
+/* DIR/owners opened O_RDONLY|O_CLOEXEC, to wait for an owner's death. Returns the descriptor
+ * or a negative errno. */
+int sim_owners_open(const char *dir);
 
 /* Append a kernel log record "3,SEQ,USEC,-;NVRM: Xid (PCI:DDDD:BB:DD): XID, pid=PID,
  * name=NAME, MSG" to DIR/kmsg, in /dev/kmsg's format (what ghostvram reads for a simulated

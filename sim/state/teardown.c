@@ -1,4 +1,5 @@
-/* teardown: the driver's side of a context's release — when it happens and what it logs.
+/* teardown: the driver's side of a context's end — when it is released, when its owner died,
+ * and what the driver logs.
  *
  * The real driver frees a client's memory in its file release handler, which the kernel
  * runs when the last reference to the open file description goes (__fput). A teardown
@@ -50,15 +51,26 @@ int sim_driver_ctl_open(const char *dir)
         return fd;
 }
 
-int sim_teardown_wait(int ctl_fd, unsigned id)
+int sim_owners_open(const char *dir)
 {
-        /* a read lock conflicts with the context's write lock only: other contexts' bytes and
-         * readers' F_OFD_GETLK probes are untouched, and nothing is held once we return */
+        char p[PATH_MAX];
+        int r = sim_path(p, sizeof(p), dir, "owners");
+        if (r < 0)
+                return r;
+        int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        return fd < 0 ? -errno : fd;
+}
+
+int sim_teardown_wait(int fd, unsigned id)
+{
+        /* a read lock conflicts with the holder's write lock only (OFD and POSIX locks conflict
+         * with each other): other bytes and readers' F_OFD_GETLK probes are untouched, and
+         * nothing is held once we return */
         struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = (off_t)id, .l_len = 1 };
-        if (fcntl(ctl_fd, F_OFD_SETLKW, &fl) < 0)
+        if (fcntl(fd, F_OFD_SETLKW, &fl) < 0)
                 return -errno;
         fl.l_type = F_UNLCK;
-        if (fcntl(ctl_fd, F_OFD_SETLK, &fl) < 0)
+        if (fcntl(fd, F_OFD_SETLK, &fl) < 0)
                 return -errno;
         return 0;
 }

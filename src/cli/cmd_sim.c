@@ -165,8 +165,8 @@ static const char sim_run_help[] =
         "                          forks the owner (in its group) and reaps its children\n"
         "  --launcher-exits        a launcher that exits once the job is ready: the owner\n"
         "                          is reparented, the workers' group has no leader\n"
-        "  --busy                  the job has GPU work pending: when its context is torn\n"
-        "                          down the driver logs Xid 45 in DIR/kmsg\n\n"
+        "  --busy                  the job has GPU work pending: when the owner dies the\n"
+        "                          driver stops its channels and logs Xid 45 in DIR/kmsg\n\n"
         "Exit status: 0 started, 1 the job failed (out of memory, GPU lost), 2 bad usage.\n";
 
 static int sim_run_spawn(const char *app, const char *dir, char **args, int *ret_fd, pid_t *ret_pid)

@@ -136,21 +136,29 @@ u=$(used 0)
 "$GV_BIN" sim status "$SIM" | grep -qE "context $id: 1024 MiB, released, [0-9]+ MiB left, freed in" ||
         fail "sim status does not show the teardown: $("$GV_BIN" sim status "$SIM")"
 
-note "--busy: the teardown logs Xid 45 naming the killed owner, once the last holder goes"
+note "--busy: the owner's death logs Xid 45 naming it, while a worker still keeps the context"
 "$GV_BIN" sim set "$SIM" free_delay_ms_per_gib=0
 rm -f "$SIM/kmsg"
-sim_run --gpu 1 --mib 256 --workers 1 --busy
-kill_wait "$OWNER"
+sim_run --gpu 1 --mib 1024 --workers 1 --busy
 sleep 0.3
-[ -e "$SIM/kmsg" ] && fail "Xid logged while a worker keeps the context: $(cat "$SIM/kmsg")"
-kill_wait "${WORKERS[0]}"
+[ -e "$SIM/kmsg" ] && fail "Xid logged while the owner lives: $(cat "$SIM/kmsg")"
+kill_wait "$OWNER"
 wait_for_line "$SIM/kmsg" "Xid"
 grep -qE "^3,[0-9]+,[0-9]+,-;NVRM: Xid \(PCI:0000:43:00\): 45, pid=$OWNER, name=gv-simcuda, Ch 00000010\$" "$SIM/kmsg" ||
         fail "Xid 45 line: $(cat "$SIM/kmsg")"
+assert_eq "$(used 1)" $((1024 * MIB)) "used: the worker keeps the context"
 X=$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" xid --json)
 jq -e --argjson p "$OWNER" '[.events[] | select(.xid == 45 and .pid == $p and .gpu_index == 1 and .process_name == "gv-simcuda")] | length == 1' <<<"$X" >/dev/null ||
         fail "ghostvram xid does not read the Xid 45: $X"
-owner1=$OWNER
+set +e
+S=$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" scan --json --confirm 300ms)
+set -e
+assert_eq "$(jq -r '.gpus[] | select(.index == 1) | .verdict' <<<"$S")" orphaned-holders "scan's verdict"
+jq -r '.gpus[] | select(.index == 1) | .findings[].evidence[]' <<<"$S" |
+        grep -q "Xid 45 .* for PID $OWNER (gv-simcuda): the driver tore its channels down" || fail "scan's Xid 45 evidence: $S"
+kill_wait "${WORKERS[0]}"
+sleep 0.3
+assert_eq "$(grep -c Xid "$SIM/kmsg")" 1 "Xid lines after the release (one per death)"
 sim_run --gpu 1 --mib 256 --busy
 kill_wait "$OWNER"
 for i in $(seq 200); do [ "$(grep -c Xid "$SIM/kmsg")" = 2 ] && break; sleep 0.01; done

@@ -1,5 +1,5 @@
 /* sim/state teardown: the driver's side of a context's release — the hard link the watcher
- * waits through, the wait itself on a real forked holder, the release record (earlier wins,
+ * waits through, the waits on real forked holders (release, owner's death), the release record (earlier wins,
  * informative fields never drop a context), and the Xid 45 record that ghostvram's own kernel
  * log parser must read back. */
 #define _GNU_SOURCE 1
@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -53,11 +54,13 @@ static void path_of(char *out, size_t len, const char *name)
 }
 
 /* A child that creates a context on its own description of nvidiactl and holds it until
- * killed; returns its PID and the context id. */
-static pid_t spawn_holder(unsigned *ret_id)
+ * killed; returns its PID and the context id. With ret_worker, it also forks a worker that
+ * inherits the description (the caller kills it). */
+static pid_t spawn_holder(unsigned *ret_id, pid_t *ret_worker)
 {
         int p[2];
         unsigned id = 0;
+        pid_t worker = 0;
         assert_int_equal(pipe(p), 0);
         pid_t pid = fork();
         assert_true(pid >= 0);
@@ -70,15 +73,74 @@ static pid_t spawn_holder(unsigned *ret_id)
                 if (cfd < 0 || ofd < 0 ||
                     sim_context_create(sim_dir, 0, 256ull << 20, cfd, ofd, &id, err, sizeof(err)) < 0)
                         _exit(1);
+                if (ret_worker && (worker = fork()) == 0)
+                        for (;;)
+                                pause();
                 (void)!write(p[1], &id, sizeof(id));
+                (void)!write(p[1], &worker, sizeof(worker));
                 for (;;)
                         pause();
         }
         close(p[1]);
         assert_int_equal(read(p[0], &id, sizeof(id)), (ssize_t)sizeof(id));
+        assert_int_equal(read(p[0], &worker, sizeof(worker)), (ssize_t)sizeof(worker));
         close(p[0]);
         *ret_id = id;
+        if (ret_worker)
+                *ret_worker = worker;
         return pid;
+}
+
+/* Fork a child that waits on byte id of fd; returns its PID (exit 0: the wait returned 0). */
+static pid_t spawn_waiter(int fd, unsigned id)
+{
+        pid_t w = fork();
+        assert_true(w >= 0);
+        if (w == 0) {
+                alarm(10);
+                _exit(sim_teardown_wait(fd, id) == 0 ? 0 : 1);
+        }
+        return w;
+}
+
+static void assert_waiter_done(pid_t w)
+{
+        int st = 0;
+        assert_int_equal(waitpid(w, &st, 0), w);
+        assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+static bool ctx_locked(int fd, unsigned id)
+{
+        struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = id, .l_len = 1 };
+        assert_int_equal(fcntl(fd, F_OFD_GETLK, &fl), 0);
+        return fl.l_type != F_UNLCK;
+}
+
+/* The owner's death wakes a waiter on DIR/owners although a worker keeps the context alive;
+ * the release wakes the one on nvidiactl only when the worker goes too. */
+static void test_wait_owner_death(void **state)
+{
+        (void)state;
+        unsigned id;
+        pid_t worker;
+        pid_t owner = spawn_holder(&id, &worker);
+        int ctl = sim_driver_ctl_open(sim_dir), own = sim_owners_open(sim_dir);
+        assert_true(ctl >= 0 && own >= 0);
+        pid_t wo = spawn_waiter(own, id), wc = spawn_waiter(ctl, id);
+        usleep(200 * 1000);
+        assert_int_equal(waitpid(wo, NULL, WNOHANG), 0);
+        kill(owner, SIGKILL);
+        waitpid(owner, NULL, 0);
+        assert_waiter_done(wo);
+        usleep(200 * 1000);
+        assert_int_equal(waitpid(wc, NULL, WNOHANG), 0);
+        assert_true(ctx_locked(ctl, id));
+        kill(worker, SIGKILL);
+        assert_waiter_done(wc);
+        assert_false(ctx_locked(ctl, id));
+        close(ctl);
+        close(own);
 }
 
 static void test_driver_ctl_link(void **state)
@@ -113,33 +175,22 @@ static void test_wait_wakes_at_release(void **state)
 {
         (void)state;
         unsigned id;
-        pid_t holder = spawn_holder(&id);
+        pid_t holder = spawn_holder(&id, NULL);
         int fd = sim_driver_ctl_open(sim_dir);
         assert_true(fd >= 0);
-        pid_t w = fork();
-        assert_true(w >= 0);
-        if (w == 0) {
-                alarm(10);
-                _exit(sim_teardown_wait(fd, id) == 0 ? 0 : 1);
-        }
-        /* the holder lives: the waiter must still be blocked */
+        pid_t w = spawn_waiter(fd, id);
+        /* the holder lives: the waiter must still be blocked, holding no conflicting lock
+         * meanwhile (a reader's probe sees the context's) */
         usleep(200 * 1000);
         assert_int_equal(waitpid(w, NULL, WNOHANG), 0);
-        /* the waiter holds no conflicting lock meanwhile: a reader's probe sees the context */
-        struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = id, .l_len = 1 };
-        assert_int_equal(fcntl(fd, F_OFD_GETLK, &fl), 0);
-        assert_int_equal(fl.l_type, F_WRLCK);
+        assert_true(ctx_locked(fd, id));
         uint64_t killed = sim_now_ms();
         kill(holder, SIGKILL);
         waitpid(holder, NULL, 0);
-        int st = 0;
-        assert_int_equal(waitpid(w, &st, 0), w);
-        assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        assert_waiter_done(w);
         assert_true(sim_now_ms() - killed < 5000);
-        /* and nothing stays locked behind it (F_OFD_GETLK wants l_pid 0 again) */
-        fl = (struct flock){ .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = id, .l_len = 1 };
-        assert_int_equal(fcntl(fd, F_OFD_GETLK, &fl), 0);
-        assert_int_equal(fl.l_type, F_UNLCK);
+        /* and nothing stays locked behind it */
+        assert_false(ctx_locked(fd, id));
         close(fd);
 }
 
@@ -148,7 +199,7 @@ static void test_context_mark(void **state)
         (void)state;
         unsigned id;
         struct sim_ctx c;
-        pid_t holder = spawn_holder(&id);
+        pid_t holder = spawn_holder(&id, NULL);
         assert_int_equal(sim_context_get(sim_dir, id, &c), 0);
         assert_int_equal(c.watcher, 0);
         assert_int_equal(c.released_ms, 0);
@@ -245,6 +296,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_driver_ctl_link, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_wait_wakes_at_release, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_wait_owner_death, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_context_mark, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_bad_watcher_keeps_context, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_kmsg_xid, setup, teardown),
