@@ -16,11 +16,14 @@ gv_cleanup() {
         local p f
         for p in "${GV_GROUPS[@]}"; do kill -9 -- "-$p" 2>/dev/null || true; done
         for p in "${GV_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-        # teardown watchers (sessions of their own) of contexts something untracked still holds
+        # teardown watchers (sessions of their own) of contexts something untracked still holds;
+        # a PID recorded in another PID namespace may name another process here: only one
+        # that watches a directory of ours is killed
         for f in "$GV_TMP"/*/contexts; do
                 [ -f "$f" ] || continue
                 for p in $(grep -o ' watcher=[0-9]*' "$f" | cut -d= -f2); do
-                        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = gv-simteardown ] && kill -9 "$p" 2>/dev/null || true
+                        tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | grep -q -- "--dir $GV_TMP/" &&
+                                kill -9 "$p" 2>/dev/null || true
                 done
         done
         rm -rf "$GV_TMP"
