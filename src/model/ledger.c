@@ -408,7 +408,8 @@ static enum orphan_mode gpu_orphan_mode(const struct scan_result *res, const str
         bool initial = f->host && f->host->initial_pidns;
         if (!l->inspected || !l->procs_known)
                 return ORPHAN_NONE;
-        if (has_owner(l, OWNER_STALE))
+        /* a listed PID that is dead, or absent here and not known to be elsewhere */
+        if (has_owner(l, OWNER_STALE) || has_owner(l, OWNER_UNKNOWN))
                 return ORPHAN_STALE_LISTED;
         if (!initial && f->gpu->pid_mode == GPU_PID_HOST) {
                 for (size_t k = 0; k < l->n_owners; k++) {
@@ -496,7 +497,7 @@ static int attribute_orphans(struct scan_result *res, const struct ledger_opts *
                         for (size_t k = 0; k < l->n_owners; k++) {
                                 bool absent = mode[on[j]] == ORPHAN_HOST_PIDS
                                                       ? l->owners[k].cls == OWNER_FOREIGN
-                                                      : l->owners[k].cls == OWNER_STALE;
+                                                      : l->owners[k].cls == OWNER_STALE || l->owners[k].cls == OWNER_UNKNOWN;
                                 if (absent && !n_absent++)
                                         to = (pid_t)l->owners[k].pid;
                         }
@@ -526,10 +527,18 @@ static int attribute_orphans(struct scan_result *res, const struct ledger_opts *
                                 return -ENOMEM;
                 }
         }
-        /* in a container with a host-PID driver, listed PIDs that orphans here point to may be
-         * the dead owner's: not foreign "not a leak" but unknown, their bytes a ghost */
+        /* listed PIDs absent here that orphans here point to are a dead job's: with a
+         * translating driver stale; in a container with a host-PID driver not foreign "not a
+         * leak" but unknown, their bytes a ghost */
         for (size_t g = 0; g < ng; g++) {
                 struct gpu_ledger *l = &res->gpus[g];
+                if (mode[g] == ORPHAN_STALE_LISTED && l->n_attr)
+                        for (size_t k = 0; k < l->n_owners; k++)
+                                if (l->owners[k].cls == OWNER_UNKNOWN) {
+                                        l->owners[k].cls = OWNER_STALE;
+                                        snprintf(l->owners[k].why, sizeof(l->owners[k].why),
+                                                 "no such process in this PID namespace; an orphan here holds this GPU");
+                                }
                 if (mode[g] != ORPHAN_HOST_PIDS || !l->n_attr)
                         continue;
                 for (size_t k = 0; k < l->n_owners; k++) {
@@ -1201,7 +1210,8 @@ int ledger_build(const struct facts *now, const struct facts *before, const stru
                 }
                 /* memory no process holds that keeps falling, or an owner visibly exiting: a
                  * teardown in progress, not a ghost */
-                l->freeing = l->ghost_evidence && l->ghost > l->noise_floor && !l->n_attr && (l->freed_bytes || exiting);
+                l->freeing = (l->ghost_evidence || l->no_live_owner) && unexplained > l->noise_floor && !l->n_attr &&
+                             (l->freed_bytes || exiting);
                 /* confirmed only if the earlier sample showed it too */
                 if (l->ghost_evidence && l->ghost > l->noise_floor && !l->freeing)
                         l->ghost_confirmed = !o->two_samples || (pl && pl->ghost > l->noise_floor);
