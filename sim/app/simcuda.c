@@ -46,7 +46,6 @@
 
 static int report_fd = 1;
 
-
 /* One read() of up to len bytes (retried on EINTR), then close(fd): the parent's side of a
  * fork_pipe, where a child reports "started" or why it failed. Returns what read() returned. */
 static ssize_t read_closing(int fd, void *b, size_t len)
@@ -430,7 +429,8 @@ static int run(const struct job *j)
                         (void)!write(p[1], &e, sizeof(e));
                         _exit(127);
                 }
-                if (read_closing(p[0], &e, sizeof(e)) > 0) { /* the pipe closes on a successful exec: data means it failed */
+                /* the pipe closes on a successful exec: data means it failed */
+                if (read_closing(p[0], &e, sizeof(e)) > 0) {
                         report("error cannot exec sleep: %s", strerror(e));
                         return 1;
                 }

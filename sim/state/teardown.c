@@ -39,9 +39,9 @@ int sim_driver_ctl_open(const char *dir)
                 return -errno;
         if (link(dev, link_path) < 0 && errno != EEXIST)
                 return -errno;
-        int fd = open(link_path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        int fd = sim_open(dir, "driver/nvidiactl", O_RDONLY);
         if (fd < 0)
-                return -errno;
+                return fd;
         /* a stale link (dev/nvidiactl replaced) would wait on the wrong inode forever */
         struct stat a, b;
         if (fstat(fd, &a) < 0 || stat(dev, &b) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
@@ -53,12 +53,7 @@ int sim_driver_ctl_open(const char *dir)
 
 int sim_owners_open(const char *dir)
 {
-        char p[PATH_MAX];
-        int r = sim_path(p, sizeof(p), dir, "owners");
-        if (r < 0)
-                return r;
-        int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        return fd < 0 ? -errno : fd;
+        return sim_open(dir, "owners", O_RDONLY);
 }
 
 int sim_teardown_wait(int fd, unsigned id)

@@ -175,6 +175,10 @@ static int sim_run_spawn(const char *app, const char *dir, char **args, int *ret
         char log[PATH_MAX];
         if (snprintf(log, sizeof(log), "%s/jobs.log", dir) >= (int)sizeof(log))
                 return -ENAMETOOLONG;
+        char failed[PATH_MAX + 32];
+        int failed_len = snprintf(failed, sizeof(failed), "error cannot run %s\n", app);
+        if (failed_len < 0 || (size_t)failed_len >= sizeof(failed))
+                return -ENAMETOOLONG;
         pid_t pid;
         int r = fork_pipe(p, &pid);
         if (r < 0)
@@ -189,7 +193,8 @@ static int sim_run_spawn(const char *app, const char *dir, char **args, int *ret
                 /* nothing else of the caller's (its pipes, a test harness's) goes with the job */
                 close_range(4, ~0u, 0);
                 execv(app, args);
-                dprintf(3, "error cannot run %s: %s\n", app, strerror(errno));
+                /* only async-signal-safe calls here: the message was made before the fork */
+                (void)!write(3, failed, (size_t)failed_len);
                 _exit(127);
         }
         *ret_fd = p[0];
@@ -344,7 +349,11 @@ out:
         if (fd >= 0)
                 close(fd);
         if (!ready && pid > 0) {
-                kill(pid, SIGKILL); /* a job that did not start must not linger */
+                /* a job that did not start must not linger: its whole group (the child leads it
+                 * after setsid; a launcher's owner and workers are in it), and the child itself
+                 * in case it had not reached setsid yet */
+                kill(-pid, SIGKILL);
+                kill(pid, SIGKILL);
                 waitpid(pid, NULL, 0);
         }
         buf_free(&out);

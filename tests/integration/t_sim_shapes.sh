@@ -91,4 +91,27 @@ assert_eq "$(used 1)" $((128 * MIB)) "used on GPU 1"
 assert_eq "$(used 0)" 0 "used on GPU 0"
 ls -l "/proc/$OWNER/fd" | grep -q "$SIM/dev/nvidia0" && fail "the owner opened nvidia0 with CUDA_VISIBLE_DEVICES=1"
 ls -l "/proc/$OWNER/fd" | grep -q "$SIM/dev/nvidia1" || fail "the owner did not open nvidia1"
+note "a launcher whose job fails (out of memory): exit 1, CUDA's message, nothing left running"
+set +e
+err=$("$GV_BIN" sim run "$SIM" --gpu 0 --mib 100000 --workers 1 --launcher 2>&1 >/dev/null)
+rc=$?
+set -e
+assert_eq "$rc" 1 "exit status"
+grep -q "CUDA error: out of memory" <<<"$err" || fail "message: $err"
+# processes whose command line names the failed job (cmdline is NUL-separated)
+job_procs() {
+        local f
+        for f in /proc/[0-9]*/cmdline; do
+                tr '\0' ' ' 2>/dev/null <"$f" | grep -q -- "--dir $SIM --gpu 0 --mib $1 " && echo "${f%/cmdline}"
+        done
+        true
+}
+sim_run --gpu 0 --mib 32 --launcher
+[ "$(job_procs 32 | wc -l)" = 2 ] || fail "job_procs finds $(job_procs 32 | wc -l) processes of a live launcher job, not 2"
+for i in $(seq 100); do
+        left=$(job_procs 100000)
+        [ -z "$left" ] && break
+        sleep 0.02
+done
+[ -z "$left" ] || fail "processes of the failed job still run: $left"
 echo PASS

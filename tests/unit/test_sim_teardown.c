@@ -200,22 +200,20 @@ static void test_context_mark(void **state)
         unsigned id;
         struct sim_ctx c;
         pid_t holder = spawn_holder(&id, NULL);
-        assert_int_equal(sim_context_get(sim_dir, id, &c), 0);
-        assert_int_equal(c.watcher, 0);
-        assert_int_equal(c.released_ms, 0);
-        assert_int_equal(sim_context_mark(sim_dir, id, 4242, 0), 0);
-        assert_int_equal(sim_context_get(sim_dir, id, &c), 0);
-        assert_int_equal(c.watcher, 4242);
-        assert_int_equal(c.released_ms, 0);
-        /* a release time, then a later one (ignored), then an earlier one (kept) */
-        assert_int_equal(sim_context_mark(sim_dir, id, 0, 5000), 0);
-        assert_int_equal(sim_context_mark(sim_dir, id, 0, 6000), 0);
-        assert_int_equal(sim_context_get(sim_dir, id, &c), 0);
-        assert_int_equal(c.released_ms, 5000);
-        assert_int_equal(c.watcher, 4242);
-        assert_int_equal(sim_context_mark(sim_dir, id, 0, 4000), 0);
-        assert_int_equal(sim_context_get(sim_dir, id, &c), 0);
-        assert_int_equal(c.released_ms, 4000);
+        /* the watcher's PID, a release time, a later one (ignored), an earlier one (kept) */
+        static const struct {
+                pid_t watcher;
+                uint64_t released, want_released;
+        } steps[] = {
+                { 0, 0, 0 }, { 4242, 0, 0 }, { 0, 5000, 5000 }, { 0, 6000, 5000 }, { 0, 4000, 4000 },
+        };
+        for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+                if (i > 0)
+                        assert_int_equal(sim_context_mark(sim_dir, id, steps[i].watcher, steps[i].released), 0);
+                assert_int_equal(sim_context_get(sim_dir, id, &c), 0);
+                assert_int_equal(c.watcher, i > 0 ? 4242 : 0);
+                assert_int_equal(c.released_ms, steps[i].want_released);
+        }
         assert_int_equal(sim_context_mark(sim_dir, id + 1, 1, 1), -ENOENT);
         assert_int_equal(sim_context_get(sim_dir, id + 1, &c), -ENOENT);
         kill(holder, SIGKILL);
