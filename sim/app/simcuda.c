@@ -7,9 +7,20 @@
  * workers, it forks workers that inherit the descriptors and the mappings, and optionally a
  * child that execs `sleep` (close-on-exec and exec leave it holding nothing).
  *
- * It reports on --report-fd: "owner PID", "worker PID"..., "child PID", then "ready" — or
- * "error MESSAGE" — and closes it; then every process sleeps until killed. */
-#define _GNU_SOURCE 1 /* pipe2 */
+ * Process shapes real jobs have: --worker-setsid (each worker starts its own session, as a
+ * daemonising data loader does), --launcher (this process is a launcher such as torchrun or a
+ * shell script: it holds no device file, forks the owner, which stays in its process group and
+ * session, and reaps its children like a shell), --launcher-exits (the launcher exits once the
+ * job is ready: the owner is reparented and leads no group).
+ *
+ * For the context it starts the driver's teardown watcher (gv-simteardown) in a session of its
+ * own, holding nothing of the job's: it records when the context's description is released and,
+ * with --busy (the job had GPU work pending), logs Xid 45 when the owner dies.
+ *
+ * It reports on --report-fd: "launcher PID" (with --launcher), "owner PID", "worker PID"...,
+ * "child PID", then "ready" — or "error MESSAGE" — and closes it; then every process sleeps
+ * until killed (the launcher: until its children are gone). */
+#define _GNU_SOURCE 1 /* close_range */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -21,16 +32,30 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "simstate.h"
 #include "util/buf.h"
+#include "util/fileio.h"
 #include "util/parse.h"
+#include "util/spawn.h"
 
 #define MAX_FDS (SIM_MAX_GPUS + 2)
 
 static int report_fd = 1;
+
+/* One read() of up to len bytes (retried on EINTR), then close(fd): the parent's side of a
+ * fork_pipe, where a child reports "started" or why it failed. Returns what read() returned. */
+static ssize_t read_closing(int fd, void *b, size_t len)
+{
+        ssize_t n;
+        while ((n = read(fd, b, len)) < 0 && errno == EINTR)
+                ;
+        close(fd);
+        return n;
+}
 
 static void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void report(const char *fmt, ...)
@@ -40,19 +65,8 @@ static void report(const char *fmt, ...)
         va_start(ap, fmt);
         int r = buf_vprintf(&b, fmt, ap);
         va_end(ap);
-        if (r == 0 && buf_putc(&b, '\n') == 0) {
-                const char *p = buf_str(&b);
-                size_t left = b.len;
-                while (left) {
-                        ssize_t w = write(report_fd, p, left);
-                        if (w < 0 && errno == EINTR)
-                                continue;
-                        if (w <= 0)
-                                break;
-                        p += w;
-                        left -= (size_t)w;
-                }
-        }
+        if (r == 0 && buf_putc(&b, '\n') == 0)
+                (void)write_all(report_fd, buf_str(&b), b.len);
         buf_free(&b);
 }
 
@@ -132,11 +146,26 @@ static int open_and_map(const char *dir, const char *node, int *ret_fd)
 static void usage(FILE *f)
 {
         fprintf(f, "Usage: gv-simcuda --dir DIR --gpu I --mib M [--workers K] [--close-fds-in-workers]\n"
-                   "                  [--exec-child] [--report-fd FD]\n"
+                   "                  [--exec-child] [--worker-setsid] [--launcher] [--launcher-exits]\n"
+                   "                  [--busy] [--report-fd FD]\n"
                    "The simulated CUDA application; use 'ghostvram sim run', which starts it.\n");
 }
 
-static int run(const char *dir, unsigned gpu, uint64_t mib, unsigned workers, bool close_fds, bool exec_child);
+struct job {
+        const char *dir;
+        unsigned gpu;
+        uint64_t mib;
+        unsigned workers;
+        bool close_fds;         /* workers close their device descriptors, keep the mappings */
+        bool exec_child;        /* a child that execs sleep */
+        bool worker_setsid;     /* each worker starts its own session */
+        bool launcher;          /* this process is the launcher; a child is the owner */
+        bool launcher_exits;    /* the launcher exits once the job is ready */
+        bool busy;              /* work pending: the owner's death logs Xid 45 */
+};
+
+static int run(const struct job *j);
+static int launch(const struct job *j);
 
 int main(int argc, char **argv)
 {
@@ -147,33 +176,40 @@ int main(int argc, char **argv)
                 { "workers", required_argument, NULL, 'w' },
                 { "close-fds-in-workers", no_argument, NULL, 'c' },
                 { "exec-child", no_argument, NULL, 'x' },
+                { "worker-setsid", no_argument, NULL, 's' },
+                { "launcher", no_argument, NULL, 'l' },
+                { "launcher-exits", no_argument, NULL, 'e' },
+                { "busy", no_argument, NULL, 'b' },
                 { "report-fd", required_argument, NULL, 'r' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        const char *dir = NULL;
-        unsigned gpu = 0, workers = 0, rfd;
-        uint64_t mib = 0;
-        bool have_gpu = false, close_fds = false, exec_child = false;
+        struct job j = { 0 };
+        unsigned rfd;
+        bool have_gpu = false;
         int c;
         while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
                 switch (c) {
-                case 'd': dir = optarg; break;
+                case 'd': j.dir = optarg; break;
                 case 'g':
-                        if (parse_uint_range(optarg, 0, SIM_MAX_GPUS - 1, &gpu) < 0)
+                        if (parse_uint_range(optarg, 0, SIM_MAX_GPUS - 1, &j.gpu) < 0)
                                 goto bad;
                         have_gpu = true;
                         break;
                 case 'm':
-                        if (parse_u64(optarg, &mib) < 0 || mib == 0 || mib > ((uint64_t)1 << 24))
+                        if (parse_u64(optarg, &j.mib) < 0 || j.mib == 0 || j.mib > ((uint64_t)1 << 24))
                                 goto bad;
                         break;
                 case 'w':
-                        if (parse_uint_range(optarg, 0, 64, &workers) < 0)
+                        if (parse_uint_range(optarg, 0, 64, &j.workers) < 0)
                                 goto bad;
                         break;
-                case 'c': close_fds = true; break;
-                case 'x': exec_child = true; break;
+                case 'c': j.close_fds = true; break;
+                case 'x': j.exec_child = true; break;
+                case 's': j.worker_setsid = true; break;
+                case 'l': j.launcher = true; break;
+                case 'e': j.launcher = j.launcher_exits = true; break;
+                case 'b': j.busy = true; break;
                 case 'r':
                         if (parse_uint_range(optarg, 0, 1024, &rfd) < 0)
                                 goto bad;
@@ -183,19 +219,123 @@ int main(int argc, char **argv)
                 default: goto bad;
                 }
         }
-        if (!dir || !have_gpu || !mib || optind != argc)
+        if (!j.dir || !have_gpu || !j.mib || optind != argc)
                 goto bad;
         /* the report pipe must not leak into the exec'd child or the workers */
         if (report_fd != 1)
                 (void)fcntl(report_fd, F_SETFD, FD_CLOEXEC);
-        return run(dir, gpu, mib, workers, close_fds, exec_child);
+        return j.launcher ? launch(&j) : run(&j);
 bad:
         usage(stderr);
         return 2;
 }
 
-static int run(const char *dir, unsigned gpu, uint64_t mib, unsigned workers, bool close_fds, bool exec_child)
+/* Start the teardown watcher of context id: gv-simteardown, double-forked into a session of
+ * its own (not the job's group: killing the job must not kill the driver), with no descriptor
+ * of the job's, and exec'd, which drops the inherited mappings of the device files — a watcher
+ * holding any of them would keep the very context it waits for alive. Returns once it waits
+ * (it reports on a pipe), 0 or a negative errno (a message in err). */
+static int start_watcher(const char *dir, unsigned id, bool busy, char *err, size_t errlen)
 {
+        char path[PATH_MAX], log[PATH_MAX], id_s[16], name[17] = "";
+        int p[2], r;
+        if (simstate_find_file("gv-simteardown", path, sizeof(path)) < 0) {
+                snprintf(err, errlen, "cannot find gv-simteardown (the simulated driver's teardown)");
+                return -ENOENT;
+        }
+        snprintf(id_s, sizeof(id_s), "%u", id);
+        snprintf(log, sizeof(log), "%s/jobs.log", dir);
+        /* the name the driver will log for this client: the owner's comm */
+        (void)prctl(PR_GET_NAME, name, 0, 0, 0);
+        char *argv[] = { path, (char *)"--dir", (char *)dir, (char *)"--ctx", id_s, (char *)"--ready-fd",
+                         (char *)"3", busy ? (char *)"--xid45" : NULL, name, NULL };
+        pid_t a;
+        r = fork_pipe(p, &a);
+        if (r < 0) {
+                snprintf(err, errlen, "fork: %s", strerror(-r));
+                return r;
+        }
+        if (a == 0) {
+                /* async-signal-safe calls only from here to the exec */
+                if (setsid() < 0)
+                        _exit(126);
+                pid_t b = fork();
+                if (b != 0)
+                        _exit(b < 0 ? 126 : 0); /* the watcher is reparented: nobody waits for it */
+                int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                int lg = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+                if (nul < 0 || lg < 0 || dup2(nul, 0) < 0 || dup2(lg, 1) < 0 || dup2(lg, 2) < 0)
+                        _exit(126);
+                if (p[1] == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(p[1], 3) < 0)
+                        _exit(126);
+                close_range(4, ~0u, 0);
+                execv(path, argv);
+                _exit(127);
+        }
+        while (waitpid(a, NULL, 0) < 0 && errno == EINTR)
+                ;
+        char byte;
+        if (read_closing(p[0], &byte, 1) != 1) {
+                snprintf(err, errlen, "the teardown watcher did not start (see jobs.log)");
+                return -ECHILD;
+        }
+        return 0;
+}
+
+/* The launcher (torchrun, a shell script): holds no device file, forks the owner — which stays
+ * in the launcher's process group and session — relays the owner's report after its own line,
+ * then either exits (--launcher-exits: a wrapper that is gone, its workers reparented) or
+ * waits for its children like a shell and exits with the owner's status. */
+static int launch(const struct job *j)
+{
+        struct buf b = BUF_INIT(1 << 16);
+        int p[2];
+        char chunk[512];
+        report("launcher %d", (int)getpid());
+        pid_t owner;
+        int r = fork_pipe(p, &owner);
+        if (r < 0) {
+                report("error fork: %s", strerror(-r));
+                return 1;
+        }
+        if (owner == 0) {
+                if (report_fd != 1)
+                        close(report_fd);
+                report_fd = p[1];
+                _exit(run(j));
+        }
+        (void)prctl(PR_SET_NAME, "gv-simlauncher", 0, 0, 0);
+        for (;;) {
+                ssize_t n = read(p[0], chunk, sizeof(chunk));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0 || buf_append(&b, chunk, (size_t)n) < 0)
+                        break;
+        }
+        close(p[0]);
+        bool ready = b.len && (strncmp(b.data, "ready\n", 6) == 0 || strstr(buf_str(&b), "\nready\n"));
+        (void)write_all(report_fd, b.data, b.len);
+        buf_free(&b);
+        if (ready && j->launcher_exits)
+                _exit(0); /* sim run waits for this exit: the owner is reparented by then */
+        if (report_fd != 1)
+                close(report_fd);
+        int st = 0, last = 0;
+        for (;;) {
+                pid_t w = waitpid(-1, &st, 0);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w < 0)
+                        break; /* ECHILD: every child is gone */
+                if (w == owner)
+                        last = st;
+        }
+        return WIFEXITED(last) ? WEXITSTATUS(last) : 128 + WTERMSIG(last);
+}
+
+static int run(const struct job *j)
+{
+        const char *dir = j->dir;
         struct sim_host h;
         unsigned visible[SIM_MAX_GPUS];
         int fds[MAX_FDS], nfds = 0, owners_fd, r;
@@ -210,8 +350,8 @@ static int run(const char *dir, unsigned gpu, uint64_t mib, unsigned workers, bo
                 report("error CUDA error: no CUDA-capable device is detected (CUDA_VISIBLE_DEVICES)");
                 return 1;
         }
-        if (gpu >= nvis) {
-                report("error CUDA error: invalid device ordinal (GPU %u; %u visible)", gpu, nvis);
+        if (j->gpu >= nvis) {
+                report("error CUDA error: invalid device ordinal (GPU %u; %u visible)", j->gpu, nvis);
                 return 1;
         }
         /* fds[0] is nvidiactl: the context lives on its open file description */
@@ -235,7 +375,9 @@ static int run(const char *dir, unsigned gpu, uint64_t mib, unsigned workers, bo
                 return 1;
         }
         unsigned id;
-        r = sim_context_create(dir, visible[gpu], mib << 20, fds[0], owners_fd, &id, err, sizeof(err));
+        r = sim_context_create(dir, visible[j->gpu], j->mib << 20, fds[0], owners_fd, &id, err, sizeof(err));
+        if (r == 0)
+                r = start_watcher(dir, id, j->busy, err, sizeof(err));
         if (r < 0) {
                 report("error %s", err);
                 return 1;
@@ -246,60 +388,49 @@ static int run(const char *dir, unsigned gpu, uint64_t mib, unsigned workers, bo
         sigemptyset(&sa.sa_mask);
         sigaction(SIGCHLD, &sa, NULL);
 
-        for (unsigned i = 0; i < workers; i++) {
+        for (unsigned i = 0; i < j->workers; i++) {
                 int p[2];
                 char byte = 0;
-                if (pipe2(p, O_CLOEXEC) < 0) {
-                        report("error pipe: %s", strerror(errno));
-                        return 1;
-                }
-                pid_t w = fork();
-                if (w < 0) {
-                        report("error fork: %s", strerror(errno));
+                pid_t w;
+                r = fork_pipe(p, &w);
+                if (r < 0) {
+                        report("error fork: %s", strerror(-r));
                         return 1;
                 }
                 if (w == 0) {
-                        close(p[0]);
                         if (report_fd != 1)
                                 close(report_fd);
-                        if (close_fds)
+                        /* a data loader that daemonises: its own session and group, still
+                         * holding what it inherited */
+                        if (j->worker_setsid)
+                                (void)setsid();
+                        if (j->close_fds)
                                 for (int k = 0; k < nfds; k++)
                                         close(fds[k]); /* the mappings stay */
                         (void)!write(p[1], &byte, 1);
                         close(p[1]);
                         sleep_forever();
                 }
-                close(p[1]);
-                while (read(p[0], &byte, 1) < 0 && errno == EINTR)
-                        ;
-                close(p[0]);
+                (void)read_closing(p[0], &byte, 1);
                 report("worker %d", (int)w);
         }
-        if (exec_child) {
+        if (j->exec_child) {
                 int p[2], e = 0;
-                if (pipe2(p, O_CLOEXEC) < 0) {
-                        report("error pipe: %s", strerror(errno));
-                        return 1;
-                }
-                pid_t ch = fork();
-                if (ch < 0) {
-                        report("error fork: %s", strerror(errno));
+                pid_t ch;
+                r = fork_pipe(p, &ch);
+                if (r < 0) {
+                        report("error fork: %s", strerror(-r));
                         return 1;
                 }
                 if (ch == 0) {
-                        close(p[0]);
                         signal(SIGCHLD, SIG_DFL);
                         execlp("sleep", "sleep", "infinity", (char *)NULL);
                         e = errno;
                         (void)!write(p[1], &e, sizeof(e));
                         _exit(127);
                 }
-                close(p[1]);
-                ssize_t n;
-                while ((n = read(p[0], &e, sizeof(e))) < 0 && errno == EINTR)
-                        ;
-                close(p[0]);
-                if (n > 0) { /* the pipe closes on a successful exec: data means it failed */
+                /* the pipe closes on a successful exec: data means it failed */
+                if (read_closing(p[0], &e, sizeof(e)) > 0) {
                         report("error cannot exec sleep: %s", strerror(e));
                         return 1;
                 }

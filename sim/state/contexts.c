@@ -55,7 +55,7 @@ static int ctx_parse_nspid(const char *s, struct sim_ctx *c)
 
 static int ctx_parse(const char *line, struct sim_ctx *c)
 {
-        uint64_t id, gpu, bytes, ons, pns, created, released;
+        uint64_t id, gpu, bytes, ons, pns, created, released, watcher = 0;
         char nspid[128];
         memset(c, 0, sizeof(*c));
         if (sim_kv_u64(line, "ctx", &id) < 0 || id == 0 || id > INT32_MAX ||
@@ -65,6 +65,12 @@ static int ctx_parse(const char *line, struct sim_ctx *c)
             sim_kv_u64(line, "created", &created) < 0 || sim_kv_u64(line, "released", &released) < 0 ||
             sim_kv(line, "nspid", false, nspid, sizeof(nspid)) < 0 || ctx_parse_nspid(nspid, c) < 0)
                 return -EBADMSG;
+        /* optional (lines written before the teardown watcher existed have none), and only
+         * informative: a bad value is dropped, never the context with its memory */
+        if (sim_kv(line, "watcher", false, nspid, sizeof(nspid)) < 0 || parse_u64(nspid, &watcher) < 0 ||
+            watcher > INT32_MAX)
+                watcher = 0;
+        c->watcher = (pid_t)watcher;
         c->id = (unsigned)id;
         c->gpu = (unsigned)gpu;
         c->bytes = bytes;
@@ -115,8 +121,12 @@ static int ctx_store(const char *dir, const struct ctx_list *l)
                 for (unsigned k = 0; r == 0 && k < c->n_nspid; k++)
                         r = buf_printf(&b, "%s%d", k ? "," : "", (int)c->nspid[k]);
                 if (r == 0)
-                        r = buf_printf(&b, " created=%llu released=%llu\n", (unsigned long long)c->created_ms,
+                        r = buf_printf(&b, " created=%llu released=%llu", (unsigned long long)c->created_ms,
                                        (unsigned long long)c->released_ms);
+                if (r == 0 && c->watcher > 0)
+                        r = buf_printf(&b, " watcher=%d", (int)c->watcher);
+                if (r == 0)
+                        r = buf_putc(&b, '\n');
         }
         if (r == 0)
                 r = sim_write(dir, "contexts", buf_str(&b), b.len);
@@ -197,15 +207,20 @@ static void ctx_view(const struct sim_client *cl, const struct sim_knobs *k, con
                          * translates the POSIX lock's PID into the caller's namespace */
                         v->owner_alive = lock_probe(cl->owners_fd, c->id, &pid) > 0;
                         v->owner_pid_here = v->owner_alive && pid > 0 ? pid : 0;
+                        v->charged_bytes = c->bytes;
                 } else {
                         uint64_t delay = ctx_free_delay_ms(k, c);
                         if (c->released_ms == 0 || now < c->released_ms || now - c->released_ms >= delay)
                                 continue;
                         v->state = SIM_CTX_RELEASING;
                         v->free_in_ms = delay - (now - c->released_ms);
+                        /* the teardown frees page by page: what is left falls linearly from the
+                         * context's size at the release to 0 after the delay (128-bit: bytes up
+                         * to 2^44 times a delay up to ~2^36 ms) */
+                        v->charged_bytes = (uint64_t)((unsigned __int128)c->bytes * v->free_in_ms / delay);
                 }
                 if (c->gpu < SIM_MAX_GPUS)
-                        o->charged_bytes[c->gpu] += c->bytes;
+                        o->charged_bytes[c->gpu] += v->charged_bytes;
                 o->n++;
         }
 }
@@ -524,5 +539,58 @@ out_free:
         free(l);
         free(k);
         free(cl);
+        return r;
+}
+
+int sim_context_get(const char *dir, unsigned id, struct sim_ctx *ret)
+{
+        struct ctx_list *l = malloc(sizeof(*l));
+        if (!l)
+                return -ENOMEM;
+        int r = ctx_load(dir, l);
+        if (r == 0) {
+                r = -ENOENT;
+                for (size_t i = 0; i < l->n; i++)
+                        if (l->ctx[i].id == id) {
+                                *ret = l->ctx[i];
+                                r = 0;
+                                break;
+                        }
+        }
+        free(l);
+        return r;
+}
+
+int sim_context_mark(const char *dir, unsigned id, pid_t watcher, uint64_t released_ms)
+{
+        struct ctx_list *l = malloc(sizeof(*l));
+        int lock = -1, r;
+        if (!l)
+                return -ENOMEM;
+        lock = sim_lock(dir);
+        if (lock < 0) {
+                r = lock;
+                goto out;
+        }
+        r = ctx_load(dir, l);
+        if (r < 0)
+                goto out;
+        r = -ENOENT;
+        for (size_t i = 0; i < l->n; i++) {
+                struct sim_ctx *c = &l->ctx[i];
+                if (c->id != id)
+                        continue;
+                if (watcher > 0)
+                        c->watcher = watcher;
+                /* a reader may have seen the release between the kernel's wake-up and now:
+                 * the earlier time is the closer one */
+                if (released_ms && (c->released_ms == 0 || released_ms < c->released_ms))
+                        c->released_ms = released_ms;
+                r = ctx_store(dir, l);
+                break;
+        }
+out:
+        sim_unlock(lock);
+        free(l);
         return r;
 }

@@ -75,15 +75,21 @@ int sim_write(const char *dir, const char *name, const char *data, size_t len)
         return 0;
 }
 
-int sim_lock(const char *dir)
+int sim_open(const char *dir, const char *name, int flags)
 {
         char p[PATH_MAX];
-        int r = sim_path(p, sizeof(p), dir, "lock");
+        int r = sim_path(p, sizeof(p), dir, name);
         if (r < 0)
                 return r;
-        int fd = open(p, O_RDWR | O_CLOEXEC | O_NOCTTY);
+        int fd = open(p, flags | O_CLOEXEC | O_NOCTTY);
+        return fd < 0 ? -errno : fd;
+}
+
+int sim_lock(const char *dir)
+{
+        int r, fd = sim_open(dir, "lock", O_RDWR);
         if (fd < 0)
-                return -errno;
+                return fd;
         while (flock(fd, LOCK_EX) < 0) {
                 if (errno != EINTR) {
                         r = -errno;

@@ -155,7 +155,9 @@ struct sim_ctx {
         unsigned n_nspid;
         pid_t nspid[SIM_MAX_NSPID];     /* NSpid: [0] in proc_pidns ... [n-1] in owner_pidns */
         uint64_t created_ms;            /* CLOCK_REALTIME */
-        uint64_t released_ms;           /* first time a reader saw it released; 0 not yet */
+        uint64_t released_ms;           /* when its description was released (the teardown
+                                         * watcher's record, else the first reader's); 0 not yet */
+        pid_t watcher;                  /* the teardown watcher's PID (0: none recorded) */
 };
 
 enum sim_ctx_state {
@@ -170,6 +172,8 @@ struct sim_ctx_view {
         bool owner_alive;               /* the owner's POSIX lock is held */
         pid_t owner_pid_here;           /* owner PID in the caller's namespace (0: not visible) */
         uint64_t free_in_ms;            /* RELEASING: time left */
+        uint64_t charged_bytes;         /* what it still holds: bytes, falling linearly to 0
+                                         * over the free delay while RELEASING */
 };
 
 /* What the driver sees right now. */
@@ -195,8 +199,9 @@ int sim_client_open(const char *dir, struct sim_client *c);
 void sim_client_close(struct sim_client *c);
 
 /* Look at every context: liveness from the OFD lock on nvidiactl, owner from the POSIX lock
- * on owners. Records the first time a context is seen released and forgets freed ones
- * (under the lock; silently skipped when the directory is read-only). */
+ * on owners. Records the first time a context is seen released when its teardown watcher has
+ * not (a fallback: the watcher records the kernel's release) and forgets freed ones (under
+ * the lock; silently skipped when the directory is read-only). */
 int sim_observe(struct sim_client *c, const struct sim_knobs *k, struct sim_observation *o);
 
 struct sim_proc {
@@ -221,6 +226,41 @@ uint64_t sim_used_bytes(const struct sim_host *h, const struct sim_knobs *k,
  * GPU, or another negative errno; a message goes to err. */
 int sim_context_create(const char *dir, unsigned gpu, uint64_t bytes, int ctl_fd, int owners_fd,
                        unsigned *ret_id, char *err, size_t errlen);
+
+/* Context `id` as DIR/contexts has it. Returns 0, -ENOENT (unknown or forgotten) or a
+ * negative errno. */
+int sim_context_get(const char *dir, unsigned id, struct sim_ctx *ret);
+
+/* Under the lock: record the teardown watcher's PID (when watcher > 0) and the release time
+ * (when released_ms > 0 and no earlier time is recorded) of context id. Returns 0, -ENOENT
+ * (unknown or already forgotten) or a negative errno. */
+int sim_context_mark(const char *dir, unsigned id, pid_t watcher, uint64_t released_ms);
+
+/* ---- teardown (the driver's side of a release) ------------------------------------------ */
+
+/* The driver's own way to nvidiactl: DIR/driver/nvidiactl, a hard link to DIR/dev/nvidiactl
+ * (created when missing), so that the teardown watcher waits on the same inode without a
+ * path under DIR/dev/nvidia — the real driver's teardown is no process, and no scanner may
+ * count it as a holder. Returns an O_RDONLY|O_CLOEXEC descriptor or a negative errno. */
+int sim_driver_ctl_open(const char *dir);
+
+/* Block until nobody else holds a write lock on byte id of fd (an F_OFD_SETLKW read lock,
+ * dropped again at once). On the driver's nvidiactl: until context id's open file description
+ * is released (its OFD lock goes in the same __fput). On DIR/owners (opened O_RDONLY): until
+ * the context's owner has died (its POSIX lock goes when it exits). Returns 0 or a negative
+ * errno (-EINTR: a signal with a handler interrupted the wait). */
+int sim_teardown_wait(int fd, unsigned id);
+
+/* DIR/owners opened O_RDONLY|O_CLOEXEC, to wait for an owner's death. Returns the descriptor
+ * or a negative errno. */
+int sim_owners_open(const char *dir);
+
+/* Append a kernel log record "3,SEQ,USEC,-;NVRM: Xid (PCI:DDDD:BB:DD): XID, pid=PID,
+ * name=NAME, MSG" to DIR/kmsg, in /dev/kmsg's format (what ghostvram reads for a simulated
+ * host): SEQ one past the file's last record, USEC CLOCK_BOOTTIME. Under the lock. Returns
+ * 0 or a negative errno. */
+int sim_kmsg_xid(const char *dir, const struct sim_gpu *g, unsigned xid, pid_t pid, const char *name,
+                 const char *msg);
 
 /* Milliseconds of CLOCK_REALTIME (shared by processes, and meaningful across reboots of a
  * kept state directory, unlike CLOCK_MONOTONIC). */

@@ -13,6 +13,10 @@
 /* "<dir>/<name>" into out. Returns 0 or -ENAMETOOLONG. */
 int sim_path(char *out, size_t outlen, const char *dir, const char *name);
 
+/* open("<dir>/<name>", flags | O_CLOEXEC | O_NOCTTY). Returns the descriptor or a negative
+ * errno. */
+int sim_open(const char *dir, const char *name, int flags);
+
 /* Read DIR/name (NUL-terminated, malloc'd). -ENOENT when missing. */
 int sim_read(const char *dir, const char *name, char **ret, size_t *ret_len);
 

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/fileio.h"
+
 /* ---- the job on a real host -------------------------------------------------------------------- */
 
 /* The few CUDA driver API types and calls needed, declared here (no cuda.h needed to build):
@@ -34,16 +36,7 @@ static void report(int fd, const char *fmt, ...)
         if ((size_t)n > sizeof(line) - 2)
                 n = (int)sizeof(line) - 2;
         line[n++] = '\n';
-        const char *p = line;
-        while (n > 0) {
-                ssize_t w = write(fd, p, (size_t)n);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w <= 0)
-                        return;
-                p += w;
-                n -= (int)w;
-        }
+        (void)write_all(fd, line, (size_t)n);
 }
 
 static void __attribute__((noreturn)) sleep_forever(void)

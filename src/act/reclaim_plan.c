@@ -34,6 +34,8 @@ static const char *const rule_names[RECLAIM_RULE_COUNT] = {
         [RECLAIM_DEAD] = "dead",
         [RECLAIM_NO_SUCH_PROCESS] = "no-such-process",
         [RECLAIM_NVML_BLIND] = "nvml-unknown",
+        [RECLAIM_WEAK_LINK] = "weak-link",
+        [RECLAIM_SHARES_GROUP] = "shares-group",
 };
 
 const char *reclaim_rule_name(enum reclaim_rule r)
@@ -269,69 +271,28 @@ enum reclaim_rule reclaim_protection(const struct host_proc *p, const struct rec
 
 /* ---- the plan --------------------------------------------------------------------------------- */
 
-static bool listed_anywhere(const struct facts *f, pid_t pid, unsigned *ret_gpu)
+/* A tie to a live owner (the ledger's rule, model/jobs.h) as a reason not to act by default. */
+static enum reclaim_rule tie_rule(const struct scan_result *r, const struct reclaim_plan_opts *o,
+                                  const struct host_proc *h, char *why, size_t n)
 {
-        for (size_t g = 0; f->gpu && g < f->gpu->n_gpus; g++)
-                for (size_t i = 0; i < f->gpu->gpus[g].n_procs; i++)
-                        if ((pid_t)f->gpu->gpus[g].procs[i].pid == pid) {
-                                *ret_gpu = f->gpu->gpus[g].index;
-                                return true;
-                        }
-        return false;
-}
-
-/* Do a and b belong to the same job (pod, Slurm job, container, cgroup other than the root)?
- * A job that `self` belongs to as well is the environment ghostvram runs in (a CI container, a
- * login scope), not a job: it ties nothing. */
-static bool same_job(const struct host_proc *a, const struct host_proc *b, const struct host_proc *self,
-                     const char **ret_what)
-{
-        struct { const char *what, *a, *b, *self; } keys[] = {
-                { "pod", a->k8s_pod_uid, b->k8s_pod_uid, self ? self->k8s_pod_uid : NULL },
-                { "Slurm job", a->slurm_job, b->slurm_job, self ? self->slurm_job : NULL },
-                { "container", a->container_id, b->container_id, self ? self->container_id : NULL },
-                { "cgroup", a->cgroup, b->cgroup, self ? self->cgroup : NULL },
-        };
-        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-                if (!keys[i].a || !keys[i].b || !keys[i].a[0] || strcmp(keys[i].a, "/") == 0 ||
-                    strcmp(keys[i].a, keys[i].b) != 0)
-                        continue;
-                if (keys[i].self && strcmp(keys[i].self, keys[i].a) == 0)
-                        continue;
-                *ret_what = keys[i].what;
-                return true;
+        pid_t live = 0;
+        const char *what = NULL;
+        switch (ledger_live_tie(r, h, o->self_proc, &live, &what)) {
+        case JOB_TIE_PARENT:
+                whyf(why, n, "a child of PID %d, a live owner", (int)live);
+                return RECLAIM_SHARES_GROUP;
+        case JOB_TIE_GROUP:
+                whyf(why, n, "in the process group of PID %d, a live owner", (int)live);
+                return RECLAIM_SHARES_GROUP;
+        case JOB_TIE_SESSION:
+                whyf(why, n, "shares session %d with PID %d, a live owner", (int)h->sid, (int)live);
+                return RECLAIM_SHARES_SESSION;
+        case JOB_TIE_JOB:
+                whyf(why, n, "same %s as PID %d, a live owner", what ? what : "job", (int)live);
+                return RECLAIM_SHARES_JOB;
+        default:
+                return RECLAIM_TARGET;
         }
-        return false;
-}
-
-/* A live listed owner that shares the holder's session or job; 0 if none. */
-static enum reclaim_rule shares_with_live_owner(const struct scan_result *r, const struct reclaim_plan_opts *o,
-                                                const struct host_proc *h, char *why, size_t n)
-{
-        const struct facts *f = r->facts;
-        for (size_t g = 0; g < r->n_gpus; g++) {
-                const struct gpu_ledger *l = &r->gpus[g];
-                for (size_t k = 0; k < l->n_owners; k++) {
-                        if (l->owners[k].cls != OWNER_LIVE)
-                                continue;
-                        const struct pid_fact *pf = facts_pid(f, l->owners[k].pid);
-                        if (!pf || !pf->present)
-                                continue;
-                        const struct host_proc *ow = &pf->proc;
-                        if (h->sid > 0 && ow->sid == h->sid) {
-                                whyf(why, n, "shares session %d with PID %d, a live owner on GPU %u", (int)h->sid,
-                                     (int)ow->pid, l->index);
-                                return RECLAIM_SHARES_SESSION;
-                        }
-                        const char *what = NULL;
-                        /* a job that ghostvram itself runs in is the environment, not a job */
-                        if (same_job(h, ow, o->self_proc, &what)) {
-                                whyf(why, n, "same %s as PID %d, a live owner on GPU %u", what, (int)ow->pid, l->index);
-                                return RECLAIM_SHARES_JOB;
-                        }
-                }
-        }
-        return RECLAIM_TARGET;
 }
 
 static int add_skip(struct reclaim_plan *p, const struct host_proc *h, pid_t pid, int gpu, enum reclaim_rule rule,
@@ -434,7 +395,7 @@ static int plan_default(const struct scan_result *r, const struct reclaim_plan_o
                 unsigned gpu = 0, lgpu = 0;
                 const struct attribution *a = best_attribution(r, i, o->only_gpu, &gpu);
                 bool uvm = host_proc_holds(hp, "nvidia-uvm");
-                bool listed = listed_anywhere(f, hp->pid, &lgpu);
+                bool listed = ledger_listed_anywhere(f, hp->pid, &lgpu);
                 int r_ = 0;
                 if (!a) {
                         /* only CUDA processes are worth a line: monitors are not candidates at all */
@@ -473,6 +434,11 @@ static int plan_default(const struct scan_result *r, const struct reclaim_plan_o
                         rule = RECLAIM_CANDIDATE;
                         whyf(why, sizeof(why), "only a candidate: several GPUs have a ghost and nothing says which is its");
                 }
+                if (rule == RECLAIM_TARGET && a->confidence < CONF_MEDIUM) {
+                        rule = RECLAIM_WEAK_LINK;
+                        whyf(why, sizeof(why), "the link to GPU %u's ghost is weak (%s): name it with --pid to end it", gpu,
+                             link_name(a->link));
+                }
                 if (rule == RECLAIM_TARGET && !uvm) {
                         rule = RECLAIM_NO_UVM;
                         whyf(why, sizeof(why), "holds no nvidia-uvm: not a CUDA process (a monitor?)");
@@ -487,7 +453,7 @@ static int plan_default(const struct scan_result *r, const struct reclaim_plan_o
                         whyf(why, sizeof(why), "NVML lists it on GPU %u: an owner, not an orphan", lgpu);
                 }
                 if (rule == RECLAIM_TARGET)
-                        rule = shares_with_live_owner(r, o, hp, why, sizeof(why));
+                        rule = tie_rule(r, o, hp, why, sizeof(why));
                 r_ = rule == RECLAIM_TARGET ? add_target(p, hp, (int)gpu, a, false, NULL)
                                             : add_skip(p, hp, hp->pid, (int)gpu, rule, why);
                 if (r_ < 0)

@@ -8,8 +8,10 @@
  *     is not enough;
  *   - it holds or maps nvidia-uvm (every CUDA process does; monitors do not);
  *   - NVML lists it on no GPU (every GPU gave its process list);
- *   - no live NVML-listed owner shares its session or its job (cgroup, pod, Slurm job,
- *     container) — a cgroup/job that ghostvram itself runs in is the environment, not a job;
+ *   - the link has at least medium confidence (a weak link names it, --pid ends it);
+ *   - no live NVML-listed owner shares its process group, session or job (cgroup, pod, Slurm
+ *     job, container) — one rule with the ledger's (model/jobs.h): a cgroup/job that ghostvram
+ *     itself runs in is the environment, not a job;
  *   - it is not PID 1 of its own namespace (innermost NSpid) nor of ours;
  *   - it is not protected: a kernel thread, ghostvram itself or one of its ancestors, a
  *     GPU daemon or display server (gpu_daemons in model/daemons.h), or a site policy entry.
@@ -47,6 +49,8 @@ enum reclaim_rule {
         RECLAIM_DEAD,                   /* a zombie, or exiting: nothing to signal */
         RECLAIM_NO_SUCH_PROCESS,        /* --pid names no process here */
         RECLAIM_NVML_BLIND,             /* a GPU gave no process list: "listed nowhere" cannot be checked */
+        RECLAIM_WEAK_LINK,              /* attributed through a weak link only (low confidence) */
+        RECLAIM_SHARES_GROUP,           /* a live listed owner is in its process group */
         RECLAIM_RULE_COUNT
 };
 

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "model/scan_run.h"
+#include "run/scan_run.h"
 #include "render/check_render.h"
 #include "util/deadline.h"
 #include "util/parse.h"

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "model/facts.h"
+#include "collect/sample.h"
 #include "render/proc_render.h"
 #include "util/buf.h"
 #include "util/parse.h"

@@ -20,7 +20,7 @@
 #include "act/reclaim_act.h"
 #include "act/reclaim_plan.h"
 #include "cli/cli.h"
-#include "model/scan_run.h"
+#include "run/scan_run.h"
 #include "render/reclaim_render.h"
 #include "util/buf.h"
 #include "util/deadline.h"

@@ -4,9 +4,9 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "model/facts.h"
+#include "collect/sample.h"
 #include "model/ledger.h"
-#include "model/scan_run.h"
+#include "run/scan_run.h"
 #include "render/metrics.h"
 #include "render/scan_render.h"
 #include "util/parse.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "model/scan_run.h"
+#include "run/scan_run.h"
 #include "serve/exporter.h"
 #include "serve/http.h"
 #include "util/parse.h"

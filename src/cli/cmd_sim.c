@@ -32,6 +32,7 @@ static void sim_usage(FILE *f)
                 "  init DIR [--gpus N] [--memory MiB] [--reserved MiB]\n"
                 "                create a simulated host\n"
                 "  run DIR --gpu I --mib M [--workers K] [--close-fds-in-workers] [--exec-child]\n"
+                "      [--worker-setsid] [--launcher | --launcher-exits] [--busy]\n"
                 "                start a simulated CUDA job in the background; print its PIDs\n"
                 "  set DIR KEY=VALUE...\n"
                 "                driver generation, PID translation, faults ('sim set --help')\n"
@@ -139,19 +140,33 @@ static int sim_cmd_init(int argc, char **argv)
 
 static const char sim_run_help[] =
         "Usage: ghostvram sim run DIR --gpu I --mib M [--workers K]\n"
-        "                         [--close-fds-in-workers] [--exec-child]\n\n"
+        "                         [--close-fds-in-workers] [--exec-child] [--worker-setsid]\n"
+        "                         [--launcher | --launcher-exits] [--busy]\n\n"
         "Start a simulated CUDA job in the background; return once its context exists.\n"
         "The owner opens DIR/dev/nvidiactl, nvidia-uvm and every visible nvidiaN\n"
         "close-on-exec and maps them, like the CUDA runtime; its context charges M MiB\n"
         "to GPU I, listed under the owner's PID. It starts a new session (setsid), like\n"
         "a job a scheduler launches: 'kill -- -PGID' ends the whole job. Prints one line\n"
-        "per process: 'owner PID', 'worker PID'..., 'child PID'. They sleep until killed.\n\n"
-        "  --gpu I                 CUDA device ordinal (of CUDA_VISIBLE_DEVICES if set)\n"
+        "per process: 'launcher PID' (with a launcher), 'owner PID', 'worker PID'...,\n"
+        "'child PID'. They sleep until killed. The driver's teardown of the context is\n"
+        "no process of the job: it frees the memory when the last descriptor or mapping\n"
+        "goes, gradually over the free delay (free_delay_ms_per_gib, 'sim set --help').\n\n"
+        "  --gpu I                 CUDA device ordinal (of CUDA_VISIBLE_DEVICES if set;\n"
+        "                          the variable passes to the job)\n"
         "  --mib SIZE              GPU memory of the context (must fit in free memory)\n"
         "  --workers K             fork K workers (0-64) after the context exists: they\n"
         "                          inherit descriptors and mappings (data-loader workers)\n"
         "  --close-fds-in-workers  workers close their device descriptors, keep mappings\n"
-        "  --exec-child            also fork a child that execs 'sleep': it holds nothing\n\n"
+        "  --exec-child            also fork a child that execs 'sleep': it holds nothing\n"
+        "  --worker-setsid         each worker calls setsid() after the fork: its own\n"
+        "                          session and group, still holding what it inherited\n"
+        "  --launcher              a launcher (torchrun, a shell script) starts the job:\n"
+        "                          it leads the session and group, holds no device file,\n"
+        "                          forks the owner (in its group) and reaps its children\n"
+        "  --launcher-exits        a launcher that exits once the job is ready: the owner\n"
+        "                          is reparented, the workers' group has no leader\n"
+        "  --busy                  the job has GPU work pending: when the owner dies the\n"
+        "                          driver stops its channels and logs Xid 45 in DIR/kmsg\n\n"
         "Exit status: 0 started, 1 the job failed (out of memory, GPU lost), 2 bad usage.\n";
 
 static int sim_run_spawn(const char *app, const char *dir, char **args, int *ret_fd, pid_t *ret_pid)
@@ -159,6 +174,10 @@ static int sim_run_spawn(const char *app, const char *dir, char **args, int *ret
         int p[2];
         char log[PATH_MAX];
         if (snprintf(log, sizeof(log), "%s/jobs.log", dir) >= (int)sizeof(log))
+                return -ENAMETOOLONG;
+        char failed[PATH_MAX + 32];
+        int failed_len = snprintf(failed, sizeof(failed), "error cannot run %s\n", app);
+        if (failed_len < 0 || (size_t)failed_len >= sizeof(failed))
                 return -ENAMETOOLONG;
         pid_t pid;
         int r = fork_pipe(p, &pid);
@@ -174,7 +193,8 @@ static int sim_run_spawn(const char *app, const char *dir, char **args, int *ret
                 /* nothing else of the caller's (its pipes, a test harness's) goes with the job */
                 close_range(4, ~0u, 0);
                 execv(app, args);
-                dprintf(3, "error cannot run %s: %s\n", app, strerror(errno));
+                /* only async-signal-safe calls here: the message was made before the fork */
+                (void)!write(3, failed, (size_t)failed_len);
                 _exit(127);
         }
         *ret_fd = p[0];
@@ -190,13 +210,18 @@ static int sim_cmd_run(int argc, char **argv)
                 { "workers", required_argument, NULL, 'w' },
                 { "close-fds-in-workers", no_argument, NULL, 'c' },
                 { "exec-child", no_argument, NULL, 'x' },
+                { "worker-setsid", no_argument, NULL, 's' },
+                { "launcher", no_argument, NULL, 'l' },
+                { "launcher-exits", no_argument, NULL, 'e' },
+                { "busy", no_argument, NULL, 'b' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
         const char *cmd = "sim run";
         unsigned gpu = 0, workers = 0;
         uint64_t mib = 0;
-        bool have_gpu = false, close_fds = false, exec_child = false;
+        bool have_gpu = false, close_fds = false, exec_child = false, worker_setsid = false, launcher = false,
+             launcher_exits = false, busy = false;
         char gpu_s[16], mib_s[32], workers_s[16], app[PATH_MAX];
         struct buf out = BUF_INIT(1 << 16);
         struct sim_host h;
@@ -229,6 +254,10 @@ static int sim_cmd_run(int argc, char **argv)
                         break;
                 case 'c': close_fds = true; break;
                 case 'x': exec_child = true; break;
+                case 's': worker_setsid = true; break;
+                case 'l': launcher = true; break;
+                case 'e': launcher = launcher_exits = true; break;
+                case 'b': busy = true; break;
                 case 'h': fputs(sim_run_help, stdout); return EXIT_OK;
                 default: fputs(sim_run_help, stderr); return EXIT_USAGE;
                 }
@@ -256,13 +285,19 @@ static int sim_cmd_run(int argc, char **argv)
         snprintf(gpu_s, sizeof(gpu_s), "%u", gpu);
         snprintf(mib_s, sizeof(mib_s), "%llu", (unsigned long long)mib);
         snprintf(workers_s, sizeof(workers_s), "%u", workers);
-        char *args[16] = { app, (char *)"--dir", (char *)dir, (char *)"--gpu", gpu_s, (char *)"--mib", mib_s,
+        char *args[24] = { app, (char *)"--dir", (char *)dir, (char *)"--gpu", gpu_s, (char *)"--mib", mib_s,
                            (char *)"--workers", workers_s, (char *)"--report-fd", (char *)"3" };
         int n = 11;
         if (close_fds)
                 args[n++] = (char *)"--close-fds-in-workers";
         if (exec_child)
                 args[n++] = (char *)"--exec-child";
+        if (worker_setsid)
+                args[n++] = (char *)"--worker-setsid";
+        if (launcher)
+                args[n++] = (char *)(launcher_exits ? "--launcher-exits" : "--launcher");
+        if (busy)
+                args[n++] = (char *)"--busy";
         args[n] = NULL;
         r = sim_run_spawn(app, dir, args, &fd, &pid);
         if (r < 0) {
@@ -290,7 +325,8 @@ static int sim_cmd_run(int argc, char **argv)
         }
         text = out.len ? out.data : NULL;
         while (text && (line = strsep(&text, "\n"))) {
-                if (!strncmp(line, "owner ", 6) || !strncmp(line, "worker ", 7) || !strncmp(line, "child ", 6)) {
+                if (!strncmp(line, "launcher ", 9) || !strncmp(line, "owner ", 6) || !strncmp(line, "worker ", 7) ||
+                    !strncmp(line, "child ", 6)) {
                         printf("%s\n", line);
                 } else if (!strcmp(line, "ready")) {
                         ready = true;
@@ -303,12 +339,21 @@ static int sim_cmd_run(int argc, char **argv)
                         cli_error(cmd, "the job ended before it created its context (see %s/jobs.log)", dir);
                 goto out;
         }
+        /* the launcher exits right after "ready": wait for it, so that the caller finds it gone
+         * and the owner already reparented (the kernel reparents before the exit is reported) */
+        if (launcher_exits)
+                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
         ret = EXIT_OK;
 out:
         if (fd >= 0)
                 close(fd);
         if (!ready && pid > 0) {
-                kill(pid, SIGKILL); /* a job that did not start must not linger */
+                /* a job that did not start must not linger: its whole group (the child leads it
+                 * after setsid; a launcher's owner and workers are in it), and the child itself
+                 * in case it had not reached setsid yet */
+                kill(-pid, SIGKILL);
+                kill(pid, SIGKILL);
                 waitpid(pid, NULL, 0);
         }
         buf_free(&out);
@@ -357,7 +402,8 @@ static void sim_status_ctx(const struct sim_ctx_view *v)
         const struct sim_ctx *c = &v->ctx;
         printf("  context %u: %llu MiB, ", c->id, (unsigned long long)(c->bytes >> 20));
         if (v->state == SIM_CTX_RELEASING) {
-                printf("released, freed in %.1f s\n", (double)v->free_in_ms / 1000.0);
+                printf("released, %llu MiB left, freed in %.1f s\n", (unsigned long long)(v->charged_bytes >> 20),
+                       (double)v->free_in_ms / 1000.0);
                 return;
         }
         printf("alive, owner ");
@@ -433,7 +479,7 @@ static void sim_status_print(const char *dir, const struct sim_client *cl, const
                mode == SIM_PID_HOST ? "as host PIDs" : "translated into the caller's namespace",
                k->strict_versions ? "strict" : "relaxed", k->hidden_owner ? ", dead owners hidden" : "");
         if (k->free_delay_ms_per_gib)
-                printf("  released memory is freed %llu ms per GiB after the driver sees it released\n",
+                printf("  a released context's memory falls to 0 over %llu ms per GiB from its release\n",
                        (unsigned long long)k->free_delay_ms_per_gib);
         for (unsigned g = 0; g < cl->host.n_gpus; g++) {
                 const struct sim_gpu *gp = &cl->host.gpus[g];

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "model/facts.h"
+#include "collect/sample.h"
 #include "render/snapshot.h"
 
 static void snapshot_usage(FILE *f)

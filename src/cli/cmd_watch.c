@@ -15,7 +15,7 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
-#include "model/scan_run.h"
+#include "run/scan_run.h"
 #include "render/metrics.h"
 #include "util/deadline.h"
 #include "util/parse.h"

@@ -73,6 +73,12 @@ struct host_proc {
         unsigned skipped;       /* enum host_skipped bits */
 };
 
+/* The numbers of a process whose descriptors we cannot read (another user's, not root). */
+struct host_pid_ref {
+        pid_t pid, pgid, sid;
+};
+#define HOST_MAX_OPAQUE 65536
+
 struct host_report {
         struct host_proc *holders;      /* every process holding a node, by pid */
         size_t n_holders;
@@ -80,6 +86,10 @@ struct host_report {
          * node by descriptor: they may hold one by mapping. Same facts as holders, no nodes. */
         struct host_proc *unverified;
         size_t n_unverified;
+        /* Processes whose descriptors are unreadable to us (not root), by number only: a dead
+         * owner's process group or session may live on there, out of sight. Live walks only. */
+        struct host_pid_ref *opaque;
+        size_t n_opaque;
         char **limits;                  /* what could not be seen, one sentence each */
         size_t n_limits;
         uint64_t self_pidns_ino;        /* our own PID namespace */

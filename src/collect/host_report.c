@@ -32,6 +32,7 @@ void host_report_free(struct host_report *r)
                 free(r->limits[i]);
         free(r->holders);
         free(r->unverified);
+        free(r->opaque);
         free(r->limits);
         free(r);
 }

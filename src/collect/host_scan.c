@@ -884,6 +884,7 @@ enum pid_class {
         PID_NONE,               /* holds nothing (or vanished) */
         PID_HOLDER,
         PID_UNVERIFIED,
+        PID_OPAQUE,             /* its descriptors are unreadable to us (another user's) */
 };
 
 /* Inspect one process. With want_facts (a lookup) the facts are read whatever it holds.
@@ -940,6 +941,14 @@ static int inspect_pid(struct host_ctx *c, pid_t pid, const char *dirname, bool 
                 cls = PID_HOLDER;
         else if (c->bundle ? s.bundle_role == HOST_ROLE_UNVERIFIED : s.unverifiable)
                 cls = PID_UNVERIFIED;
+        if (cls == PID_NONE && !want_facts && (s.p.skipped & HOST_SKIP_FDS) && !s.p.kernel_thread && !c->bundle) {
+                /* another user's process: what it holds is out of sight, its group is not */
+                *ret = s.p;
+                memset(&s.p, 0, sizeof(s.p));
+                cls = PID_OPAQUE;
+                r = 0;
+                goto out;
+        }
         if (cls == PID_NONE && !want_facts)
                 goto out;
         collect_facts(c, &s);
@@ -1051,10 +1060,27 @@ static void save_host(struct host_ctx *c, struct host_report *r, bool is_scan)
         host_bundle_write_json(c->save_dir, r, is_scan, c->saved, c->n_saved);
 }
 
+/* Keep the numbers of a process we cannot inspect (bounded: HOST_MAX_OPAQUE). */
+static int host_refs_append(struct host_report *r, size_t *alloc, const struct host_proc *p)
+{
+        if (r->n_opaque >= HOST_MAX_OPAQUE)
+                return 0;
+        if (r->n_opaque == *alloc) {
+                size_t n = *alloc ? *alloc * 2 : 64;
+                struct host_pid_ref *m = realloc(r->opaque, n * sizeof(*m));
+                if (!m)
+                        return -ENOMEM;
+                r->opaque = m;
+                *alloc = n;
+        }
+        r->opaque[r->n_opaque++] = (struct host_pid_ref){ .pid = p->pid, .pgid = p->pgid, .sid = p->sid };
+        return 0;
+}
+
 int host_scan(const struct host_opts *o, struct host_report **ret)
 {
         struct host_ctx c;
-        size_t holders_alloc = 0, unverified_alloc = 0;
+        size_t holders_alloc = 0, unverified_alloc = 0, opaque_alloc = 0;
         DIR *d = NULL;
         struct dirent *de;
         int e;
@@ -1085,7 +1111,8 @@ int host_scan(const struct host_opts *o, struct host_report **ret)
                         continue;
                 int a = cls == PID_HOLDER ? host_procs_append(&r->holders, &r->n_holders, &holders_alloc, &p) :
                         cls == PID_UNVERIFIED ? host_procs_append(&r->unverified, &r->n_unverified,
-                                                                  &unverified_alloc, &p) : 0;
+                                                                  &unverified_alloc, &p) :
+                        cls == PID_OPAQUE ? host_refs_append(r, &opaque_alloc, &p) : 0;
                 host_proc_clear(&p);
                 if (a < 0) {
                         e = a;

@@ -12,30 +12,30 @@
 #define K8S "drain the node (`kubectl drain NODE`) so the device plugin and the pods stop using the GPU"
 
 const struct gpu_daemon gpu_daemons[] = {
-        { "nvidia-persistenced", "persistence daemon", PERSISTENCED },
-        { "nvidia-cuda-mps-control", "MPS", MPS },
-        { "nvidia-cuda-mps-server", "MPS", MPS },       /* holds its clients' memory */
-        { "Xorg", "display server", DISPLAY },
-        { "X", "display server", DISPLAY },
-        { "Xwayland", "display server", DISPLAY },
-        { "gnome-shell", "display server", DISPLAY },
-        { "kwin_wayland", "display server", DISPLAY },
-        { "kwin_x11", "display server", DISPLAY },
-        { "mutter", "display server", DISPLAY },
-        { "sway", "display server", DISPLAY },
-        { "weston", "display server", DISPLAY },
-        { "nv-hostengine", "DCGM host engine", DCGM },
-        { "dcgm-exporter", "DCGM exporter", DCGM },
-        { "nv-fabricmanager", "fabric manager", FABRIC },
-        { "nvidia-fabricmanager", "fabric manager", FABRIC },
-        { "nvidia-device-plugin", "device plugin", K8S },
-        { "k8s-device-plugin", "device plugin", K8S },
-        { "nvidia-gpu-device-plugin", "device plugin", K8S },
-        { "gpu-feature-discovery", "device plugin", K8S },
-        { "nvidia-mig-manager", "MIG manager", K8S },
+        { "nvidia-persistenced", "persistence daemon", PERSISTENCED, false },
+        { "nvidia-cuda-mps-control", "MPS", MPS, false },
+        { "nvidia-cuda-mps-server", "MPS", MPS, true },       /* holds its clients' memory */
+        { "Xorg", "display server", DISPLAY, true },
+        { "X", "display server", DISPLAY, true },
+        { "Xwayland", "display server", DISPLAY, true },
+        { "gnome-shell", "display server", DISPLAY, true },
+        { "kwin_wayland", "display server", DISPLAY, true },
+        { "kwin_x11", "display server", DISPLAY, true },
+        { "mutter", "display server", DISPLAY, true },
+        { "sway", "display server", DISPLAY, true },
+        { "weston", "display server", DISPLAY, true },
+        { "nv-hostengine", "DCGM host engine", DCGM, false },
+        { "dcgm-exporter", "DCGM exporter", DCGM, false },
+        { "nv-fabricmanager", "fabric manager", FABRIC, false },
+        { "nvidia-fabricmanager", "fabric manager", FABRIC, false },
+        { "nvidia-device-plugin", "device plugin", K8S, false },
+        { "k8s-device-plugin", "device plugin", K8S, false },
+        { "nvidia-gpu-device-plugin", "device plugin", K8S, false },
+        { "gpu-feature-discovery", "device plugin", K8S, false },
+        { "nvidia-mig-manager", "MIG manager", K8S, false },
         /* another ghostvram (serve, watch) */
-        { "ghostvram", "ghostvram", "stop the running ghostvram (`systemctl stop ghostvram` if it is `ghostvram serve`)" },
-        { NULL, NULL, NULL },
+        { "ghostvram", "ghostvram", "stop the running ghostvram (`systemctl stop ghostvram` if it is `ghostvram serve`)", false },
+        { NULL, NULL, NULL, false },
 };
 
 bool proc_name_matches(const char *comm, const char *cmdline, const char *name)
@@ -65,8 +65,13 @@ bool proc_name_matches(const char *comm, const char *cmdline, const char *name)
 
 const struct gpu_daemon *gpu_daemon_of(const struct host_proc *p)
 {
+        /* argv[0] first: a 15-character comm is ambiguous (nvidia-cuda-mps-control and
+         * nvidia-cuda-mps-server share "nvidia-cuda-mps") */
         for (size_t i = 0; gpu_daemons[i].name; i++)
-                if (proc_name_matches(p->comm, p->cmdline, gpu_daemons[i].name))
+                if (proc_name_matches(NULL, p->cmdline, gpu_daemons[i].name))
+                        return &gpu_daemons[i];
+        for (size_t i = 0; gpu_daemons[i].name; i++)
+                if (proc_name_matches(p->comm, NULL, gpu_daemons[i].name))
                         return &gpu_daemons[i];
         return NULL;
 }

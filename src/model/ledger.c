@@ -14,11 +14,35 @@
 /* a process started this long after the sample cannot own what the sample showed (ticks are 10 ms) */
 #define START_SLACK_S 0.05
 
+/* The verdict table, in order of importance (enum verdict). */
+static const char *const verdict_codes[VERDICT_COUNT] = {
+        [VERDICT_GPU_LOST] = "gpu-lost",
+        [VERDICT_STUCK] = "stuck-in-driver",
+        [VERDICT_ORPHANED] = "orphaned-holders",
+        [VERDICT_DAEMON] = "daemon-holder",
+        [VERDICT_STALE] = "stale-owner",
+        [VERDICT_DRIVER_LEAK] = "driver-leak",
+        [VERDICT_UNKNOWN] = "unknown",
+        [VERDICT_FREEING] = "freeing",
+        [VERDICT_INVISIBLE] = "invisible-here",
+        [VERDICT_FOREIGN] = "foreign-namespace",
+        [VERDICT_UNATTRIBUTED] = "unattributed-live",
+        [VERDICT_RESERVED_ONLY] = "reserved-only",
+        [VERDICT_OK] = "ok",
+};
+
 const char *const ledger_verdict_codes[] = {
         "ok", "reserved-only", "orphaned-holders", "stale-owner", "foreign-namespace", "invisible-here",
-        "unattributed-live", "stuck-in-driver", "daemon-holder", "driver-leak", "gpu-lost", "unknown",
+        "unattributed-live", "stuck-in-driver", "daemon-holder", "driver-leak", "gpu-lost", "unknown", "freeing",
 };
 const size_t ledger_n_verdict_codes = sizeof(ledger_verdict_codes) / sizeof(ledger_verdict_codes[0]);
+_Static_assert(sizeof(ledger_verdict_codes) / sizeof(ledger_verdict_codes[0]) == VERDICT_COUNT,
+               "every verdict has a metrics label");
+
+const char *verdict_code(enum verdict v)
+{
+        return (unsigned)v < VERDICT_COUNT ? verdict_codes[v] : "unknown";
+}
 
 const char *confidence_name(enum confidence c)
 {
@@ -33,6 +57,7 @@ const char *link_name(enum link_kind k)
         case LINK_PPID: return "parent";
         case LINK_JOB: return "job";
         case LINK_LEADER_GONE: return "leader-gone";
+        case LINK_ORPHAN: return "orphan";
         default: return "none";
         }
 }
@@ -47,36 +72,76 @@ void ledger_opts_default(struct ledger_opts *o)
 
 /* ---- small helpers --------------------------------------------------------------------- */
 
-static bool proc_holds_ctl_or_uvm(const struct host_proc *p)
+bool ledger_holds_gpu_node(const struct host_proc *p, const struct gpu_info *g, bool *ret_exact)
 {
-        return host_proc_holds(p, "nvidiactl") || host_proc_holds(p, "nvidia-uvm");
-}
-
-static bool same_job(const struct host_proc *a, const struct host_proc *b)
-{
-        if (a->k8s_pod_uid[0] && strcmp(a->k8s_pod_uid, b->k8s_pod_uid) == 0)
-                return true;
-        if (a->slurm_job[0] && strcmp(a->slurm_job, b->slurm_job) == 0)
-                return true;
-        if (a->container_id[0] && strcmp(a->container_id, b->container_id) == 0)
-                return true;
-        /* a job's own cgroup, not a catch-all like a user slice */
-        if (a->cgroup && b->cgroup && strcmp(a->cgroup, b->cgroup) == 0 &&
-            (strstr(a->cgroup, ".scope") || strstr(a->cgroup, "job_")))
-                return true;
+        if (ret_exact)
+                *ret_exact = g->minor_known;
+        if (g->minor_known) {
+                char name[24];
+                snprintf(name, sizeof(name), "nvidia%u", g->minor);
+                return host_proc_holds(p, name);
+        }
+        /* which node is this GPU's is not known: any GPU node (nvidia0, nvidia1, ...) */
+        for (unsigned i = 0; i < p->n_nodes && i < HOST_MAX_NODES; i++) {
+                const char *n = p->nodes[i].name;
+                if (strncmp(n, "nvidia", 6) == 0 && n[6] >= '0' && n[6] <= '9')
+                        return true;
+        }
         return false;
 }
 
-static bool listed_anywhere(const struct facts *f, pid_t pid)
+static bool holds_uvm(const struct host_proc *p)
 {
-        for (size_t g = 0; g < f->gpu->n_gpus; g++)
+        return host_proc_holds(p, "nvidia-uvm");
+}
+
+/* The facts of a PID NVML lists on some GPU that is a live owner there, or NULL. */
+static const struct owner *live_owner_entry(const struct scan_result *r, pid_t pid)
+{
+        for (size_t g = 0; g < r->n_gpus; g++)
+                for (size_t k = 0; k < r->gpus[g].n_owners; k++)
+                        if ((pid_t)r->gpus[g].owners[k].pid == pid && r->gpus[g].owners[k].cls == OWNER_LIVE)
+                                return &r->gpus[g].owners[k];
+        return NULL;
+}
+
+bool ledger_is_live_owner(const struct scan_result *r, pid_t pid)
+{
+        return live_owner_entry(r, pid) != NULL;
+}
+
+bool ledger_listed_anywhere(const struct facts *f, pid_t pid, unsigned *ret_gpu)
+{
+        for (size_t g = 0; f->gpu && g < f->gpu->n_gpus; g++)
                 for (size_t i = 0; i < f->gpu->gpus[g].n_procs; i++)
-                        if ((pid_t)f->gpu->gpus[g].procs[i].pid == pid)
+                        if ((pid_t)f->gpu->gpus[g].procs[i].pid == pid) {
+                                if (ret_gpu)
+                                        *ret_gpu = f->gpu->gpus[g].index;
                                 return true;
+                        }
         return false;
 }
 
-static struct finding *add_finding(struct gpu_ledger *l, const char *code, enum confidence c, uint64_t bytes)
+enum job_tie ledger_live_tie(const struct scan_result *r, const struct host_proc *p, const struct host_proc *env,
+                             pid_t *ret_owner, const char **ret_what)
+{
+        const struct facts *f = r->facts;
+        const struct host_proc *owners[256];
+        size_t n = 0;
+        for (size_t g = 0; g < r->n_gpus; g++)
+                for (size_t k = 0; k < r->gpus[g].n_owners && n < sizeof(owners) / sizeof(owners[0]); k++) {
+                        if (r->gpus[g].owners[k].cls != OWNER_LIVE)
+                                continue;
+                        const struct pid_fact *pf = facts_pid(f, r->gpus[g].owners[k].pid);
+                        if (pf && pf->present)
+                                owners[n++] = &pf->proc;
+                }
+        if (!env && f->self_known)
+                env = &f->self;
+        return job_tie_to(p, owners, n, env, ret_owner, ret_what);
+}
+
+static struct finding *add_finding(struct gpu_ledger *l, enum verdict v, enum confidence c, uint64_t bytes)
 {
         struct finding *n = realloc(l->findings, (l->n_findings + 1) * sizeof(*n));
         if (!n)
@@ -84,7 +149,8 @@ static struct finding *add_finding(struct gpu_ledger *l, const char *code, enum 
         l->findings = n;
         struct finding *fd = &l->findings[l->n_findings++];
         memset(fd, 0, sizeof(*fd));
-        snprintf(fd->code, sizeof(fd->code), "%s", code);
+        fd->verdict = v;
+        snprintf(fd->code, sizeof(fd->code), "%s", verdict_code(v));
         fd->confidence = c;
         fd->bytes = bytes;
         return fd;
@@ -116,19 +182,41 @@ static unsigned long long mib(uint64_t b)
         return (unsigned long long)((b + MIB / 2) / MIB);
 }
 
+/* How nvidia-smi -i addresses GPU g: its PCI bus id, else its UUID, else its index — said. */
+static void gpu_ref_of(const struct gpu_info *g, char *out, size_t n)
+{
+        if (g->pci_bus_id[0])
+                snprintf(out, n, "%s", g->pci_bus_id);
+        else if (g->uuid[0])
+                snprintf(out, n, "%s", g->uuid);
+        else
+                snprintf(out, n, "%u", g->index);
+}
+
 /* ---- owners ----------------------------------------------------------------------------- */
 
-static void classify_owner(const struct facts *f, const struct gpu_proc *p, struct owner *o)
+/* How NVML-listed process p of GPU g counts. A live owner of g is alive here, not exiting,
+ * started before the sample, and holds what a context on g needs: g's node and, for a compute
+ * context, nvidia-uvm (every CUDA process opens it; monitors do not). */
+static void classify_owner(const struct facts *f, const struct gpu_info *g, const struct gpu_proc *p,
+                           struct owner *o)
 {
         const struct pid_fact *pf = facts_pid(f, p->pid);
         const struct host_report *h = f->host;
         bool initial = h && h->initial_pidns;
+        bool host_pids = !initial && f->gpu->pid_mode == GPU_PID_HOST;
         o->pid = p->pid;
         o->used_bytes = p->used_bytes;
         o->used_known = p->used_known;
 
         if (pf && pf->present) {
                 const struct host_proc *hp = &pf->proc;
+                const char *comm = hp->comm ? hp->comm : "?";
+                bool exact = true;
+                bool node = ledger_holds_gpu_node(hp, g, &exact);
+                bool graphics_only = p->kinds && !(p->kinds & (GPU_PROC_COMPUTE | GPU_PROC_MPS));
+                bool uvm = holds_uvm(hp) || graphics_only;
+                bool unreadable = (hp->skipped & HOST_SKIP_FDS) && hp->n_nodes == 0;
                 if (hp->state == 'Z' || hp->state == 'X') {
                         o->cls = OWNER_STALE;
                         snprintf(o->why, sizeof(o->why), "zombie (dead, not yet reaped)");
@@ -138,14 +226,23 @@ static void classify_owner(const struct facts *f, const struct gpu_proc *p, stru
                 } else if (hp->start_time > f->gpu->sample_time + START_SLACK_S && f->gpu->sample_time > 0) {
                         o->cls = OWNER_STALE;
                         snprintf(o->why, sizeof(o->why), "PID reused: this process started after the sample");
-                } else if (!proc_holds_ctl_or_uvm(hp)) {
-                        /* in host-PID mode inside a container the number may be anyone's */
-                        if (!initial && f->gpu->pid_mode == GPU_PID_HOST) {
+                } else if (unreadable) {
+                        /* another user's process: what it holds is out of sight; it may well be the owner */
+                        o->cls = OWNER_LIVE;
+                        snprintf(o->why, sizeof(o->why), "alive here (its descriptors are unreadable to this user)");
+                } else if (!node || !uvm) {
+                        if (host_pids) {
+                                /* in host-PID mode inside a container the number may be anyone's */
                                 o->cls = OWNER_FOREIGN;
                                 snprintf(o->why, sizeof(o->why), "host PID from another namespace");
+                        } else if (!uvm) {
+                                o->cls = OWNER_STALE;
+                                snprintf(o->why, sizeof(o->why), "PID reused by %.40s, which holds no nvidia-uvm (not a CUDA process)",
+                                         comm);
                         } else {
                                 o->cls = OWNER_STALE;
-                                snprintf(o->why, sizeof(o->why), "PID reused: this process holds no nvidiactl/nvidia-uvm");
+                                snprintf(o->why, sizeof(o->why), "PID reused by %.40s, a CUDA process that holds no /dev/nvidia%u",
+                                         comm, g->minor);
                         }
                 } else {
                         o->cls = OWNER_LIVE;
@@ -156,7 +253,7 @@ static void classify_owner(const struct facts *f, const struct gpu_proc *p, stru
         if (initial) {
                 o->cls = OWNER_STALE;   /* the initial namespace sees every PID */
                 snprintf(o->why, sizeof(o->why), "no such process");
-        } else if (f->gpu->pid_mode == GPU_PID_HOST) {
+        } else if (host_pids) {
                 o->cls = OWNER_FOREIGN;
                 snprintf(o->why, sizeof(o->why), "not in this PID namespace (the driver lists host PIDs)");
         } else {
@@ -169,15 +266,15 @@ static void classify_owner(const struct facts *f, const struct gpu_proc *p, stru
 
 /* ---- attribution ------------------------------------------------------------------------ */
 
-static int add_attr(struct gpu_ledger *l, size_t holder, enum link_kind k, pid_t to, bool candidate,
-                    enum confidence c, const char *text)
+static struct attribution *add_attr(struct gpu_ledger *l, size_t holder, enum link_kind k, pid_t to, bool candidate,
+                                    enum confidence c, const char *text)
 {
         for (size_t i = 0; i < l->n_attr; i++)
                 if (l->attr[i].holder == holder)
-                        return 0; /* the first (strongest) link wins */
+                        return &l->attr[i]; /* the first (strongest) link wins */
         struct attribution *n = realloc(l->attr, (l->n_attr + 1) * sizeof(*n));
         if (!n)
-                return -ENOMEM;
+                return NULL;
         l->attr = n;
         struct attribution *a = &l->attr[l->n_attr++];
         memset(a, 0, sizeof(*a));
@@ -187,99 +284,271 @@ static int add_attr(struct gpu_ledger *l, size_t holder, enum link_kind k, pid_t
         a->candidate = candidate;
         a->confidence = c;
         snprintf(a->text, sizeof(a->text), "%s", text);
-        return 0;
+        return a;
 }
 
-/* Holders that can be attributed at all: not ourselves, not a live listed owner, not a daemon,
- * not a kernel thread. */
-static bool attributable(const struct facts *f, const struct ledger_opts *o, const struct host_proc *h)
+/* Holders that can be attributed at all: not ourselves, not a kernel thread, not a daemon, not
+ * a live owner on any GPU. */
+static bool attributable(const struct scan_result *res, const struct ledger_opts *o, const struct host_proc *h)
 {
         if (h->pid == o->self_pid || h->kernel_thread || gpu_daemon_of(h))
                 return false;
-        const struct pid_fact *pf = facts_pid(f, (uint32_t)h->pid);
-        if (pf && pf->present && pf->proc.state != 'Z' && !pf->proc.exiting)
-                return false; /* NVML lists it and it is alive: an owner, not an orphan */
-        return true;
+        return !ledger_is_live_owner(res, h->pid);
 }
 
-static int attribute_linked(const struct facts *f, const struct ledger_opts *o, struct gpu_ledger *l)
+/* Links by number to the GPU's dead (or unknown) listed owners: the holder's process group or
+ * session is the dead PID, or the owner is still a zombie/exiting and is its parent or shares its
+ * job. The holder must hold this GPU's node. A worker of a live owner (its parent) never is one;
+ * another tie to a live owner (group, session, job) is noted and caps the confidence. */
+static int attribute_linked(const struct scan_result *res, const struct ledger_opts *o, struct gpu_ledger *l,
+                            const struct gpu_info *g)
 {
+        const struct facts *f = res->facts;
         const struct host_report *h = f->host;
         if (!h)
                 return 0;
         for (size_t k = 0; k < l->n_owners; k++) {
                 struct owner *ow = &l->owners[k];
-                if (ow->cls != OWNER_STALE && ow->cls != OWNER_UNKNOWN)
+                const struct pid_fact *pf = facts_pid(f, ow->pid);
+                /* an absent "foreign" PID of a host-PID driver whose group is here is ours, dead */
+                bool absent_foreign = ow->cls == OWNER_FOREIGN && !(pf && pf->present);
+                if (ow->cls != OWNER_STALE && ow->cls != OWNER_UNKNOWN && !absent_foreign)
                         continue;
                 size_t before = l->n_attr;
                 pid_t dead = (pid_t)ow->pid;
-                const struct pid_fact *pf = facts_pid(f, ow->pid);
                 /* a reused PID belongs to someone else: only group/session links by number hold */
                 bool owner_facts = pf && pf->present && (pf->proc.state == 'Z' || pf->proc.exiting);
                 for (size_t i = 0; i < h->n_holders; i++) {
                         const struct host_proc *hp = &h->holders[i];
-                        if (hp->pid == dead || !attributable(f, o, hp))
+                        if (hp->pid == dead || !attributable(res, o, hp) || !ledger_holds_gpu_node(hp, g, NULL))
                                 continue;
-                        bool uvm = host_proc_holds(hp, "nvidia-uvm");
+                        bool uvm = holds_uvm(hp);
                         enum confidence c = uvm ? CONF_HIGH : CONF_MEDIUM;
                         char text[160];
-                        int r = 0;
+                        enum link_kind kind = LINK_NONE;
                         if (hp->pgid == dead) {
+                                kind = LINK_PGID;
                                 snprintf(text, sizeof(text), "worker of dead PID %d, same process group", (int)dead);
-                                r = add_attr(l, i, LINK_PGID, dead, false, c, text);
                         } else if (hp->sid == dead) {
+                                kind = LINK_SID;
                                 snprintf(text, sizeof(text), "worker of dead PID %d, same session", (int)dead);
-                                r = add_attr(l, i, LINK_SID, dead, false, c, text);
                         } else if (owner_facts && hp->ppid == dead) {
+                                kind = LINK_PPID;
                                 snprintf(text, sizeof(text), "child of dead PID %d", (int)dead);
-                                r = add_attr(l, i, LINK_PPID, dead, false, c, text);
-                        } else if (owner_facts && same_job(hp, &pf->proc)) {
+                        } else if (owner_facts && job_same(hp, &pf->proc, f->self_known ? &f->self : NULL, NULL)) {
+                                kind = LINK_JOB;
+                                c = CONF_MEDIUM;
                                 snprintf(text, sizeof(text), "same job as dead PID %d", (int)dead);
-                                r = add_attr(l, i, LINK_JOB, dead, false, CONF_MEDIUM, text);
                         }
-                        if (r < 0)
-                                return r;
+                        if (kind == LINK_NONE)
+                                continue;
+                        pid_t live = 0;
+                        const char *what = NULL;
+                        enum job_tie tie = ledger_live_tie(res, hp, NULL, &live, &what);
+                        if (tie == JOB_TIE_PARENT)
+                                continue; /* a live owner's worker is never an orphan */
+                        if (tie != JOB_TIE_NONE) {
+                                size_t tl = strlen(text);
+                                snprintf(text + tl, sizeof(text) - tl, "; shares its %s with live PID %d",
+                                         tie == JOB_TIE_JOB && what ? what : job_tie_name(tie), (int)live);
+                                if (c > CONF_MEDIUM)
+                                        c = CONF_MEDIUM;
+                        }
+                        struct attribution *a = add_attr(l, i, kind, dead, false, c, text);
+                        if (!a)
+                                return -ENOMEM;
+                        a->tie = tie;
+                        a->tie_pid = live;
                 }
-                if (ow->cls == OWNER_UNKNOWN && l->n_attr > before) {
+                if (ow->cls != OWNER_STALE && l->n_attr > before) {
                         /* its process group or session is here and it is not: it is dead */
                         ow->cls = OWNER_STALE;
                         snprintf(ow->why, sizeof(ow->why), "no such process; its process group is still here");
+                }
+                /* processes we cannot inspect (another user's) in its group or session */
+                ow->out_of_sight = 0;
+                bool gone = !(pf && pf->present) || owner_facts;
+                for (size_t i = 0; gone && i < h->n_opaque; i++)
+                        ow->out_of_sight += h->opaque[i].pgid == dead || h->opaque[i].sid == dead;
+                if (ow->cls != OWNER_STALE && ow->out_of_sight) {
+                        ow->cls = OWNER_STALE;
+                        snprintf(ow->why, sizeof(ow->why), "no such process; its process group is still here, out of sight");
                 }
         }
         return 0;
 }
 
-/* Hidden-owner rule: the driver does not list dead owners. A holder of nvidia-uvm that no NVML
- * list names and whose process-group or session leader is gone is a candidate. */
-static int attribute_hidden(const struct facts *f, const struct ledger_opts *o, struct gpu_ledger *l,
-                            unsigned n_ghost_gpus)
+static bool has_owner(const struct gpu_ledger *l, enum owner_class c)
 {
+        for (size_t k = 0; k < l->n_owners; k++)
+                if (l->owners[k].cls == c)
+                        return true;
+        return false;
+}
+
+static bool attributed_here(const struct gpu_ledger *l, size_t holder)
+{
+        for (size_t a = 0; a < l->n_attr; a++)
+                if (l->attr[a].holder == holder)
+                        return true;
+        return false;
+}
+
+/* Why GPU l may hold memory of a dead job whose processes no link by number names. */
+enum orphan_mode {
+        ORPHAN_NONE = 0,
+        ORPHAN_STALE_LISTED,    /* a dead owner is listed: unlisted CUDA holders of its node are suspects */
+        ORPHAN_HIDDEN,          /* the driver hides dead owners and bytes are unexplained */
+        ORPHAN_HOST_PIDS,       /* a host-PID driver inside a container lists PIDs not seen here */
+};
+
+static enum orphan_mode gpu_orphan_mode(const struct scan_result *res, const struct gpu_ledger *l, bool driver_lists_dead)
+{
+        const struct facts *f = res->facts;
+        bool initial = f->host && f->host->initial_pidns;
+        if (!l->inspected || !l->procs_known)
+                return ORPHAN_NONE;
+        /* a listed PID that is dead, or absent here and not known to be elsewhere */
+        if (has_owner(l, OWNER_STALE) || has_owner(l, OWNER_UNKNOWN))
+                return ORPHAN_STALE_LISTED;
+        if (!initial && f->gpu->pid_mode == GPU_PID_HOST) {
+                for (size_t k = 0; k < l->n_owners; k++) {
+                        const struct pid_fact *pf = facts_pid(f, l->owners[k].pid);
+                        if (l->owners[k].cls == OWNER_FOREIGN && !(pf && pf->present))
+                                return ORPHAN_HOST_PIDS;
+                }
+                return ORPHAN_NONE;
+        }
+        uint64_t explained = 0;
+        for (size_t k = 0; k < l->n_owners; k++)
+                if ((l->owners[k].cls == OWNER_LIVE || l->owners[k].cls == OWNER_FOREIGN) && l->owners[k].used_known)
+                        explained += l->owners[k].used_bytes;
+        /* with the v1 query used includes the driver's reservation: unexplained bytes prove nothing */
+        if (!driver_lists_dead && l->reserved_known && l->used > explained && l->used - explained > l->noise_floor)
+                return ORPHAN_HIDDEN;
+        return ORPHAN_NONE;
+}
+
+/* A process-group or session leader of p that is gone, or 0. */
+static pid_t gone_leader(const struct facts *f, const struct host_proc *p, const char **ret_what)
+{
+        if (p->pgid > 0 && p->pgid != p->pid && !facts_pid_alive(f, p->pgid)) {
+                *ret_what = "process group";
+                return p->pgid;
+        }
+        if (p->sid > 0 && p->sid != p->pid && !facts_pid_alive(f, p->sid)) {
+                *ret_what = "session";
+                return p->sid;
+        }
+        return 0;
+}
+
+/* Orphans that no link by number names: an unlisted CUDA process (nvidia-uvm) holding a GPU's
+ * node, tied to no live owner and linked to no other dead owner, on a GPU whose memory a dead job
+ * evidently holds (orphan_mode). Where the driver does not list the dead owner (hidden, or host
+ * PIDs seen from a container) its group or session leader must be gone too. A holder that
+ * qualifies on several GPUs is a candidate (low) on each. */
+static int attribute_orphans(struct scan_result *res, const struct ledger_opts *o)
+{
+        const struct facts *f = res->facts;
         const struct host_report *h = f->host;
         if (!h)
                 return 0;
+        bool driver_lists_dead = false;
+        for (size_t g = 0; g < res->n_gpus; g++)
+                driver_lists_dead |= has_owner(&res->gpus[g], OWNER_STALE);
+        enum orphan_mode mode[64];
+        size_t ng = res->n_gpus < 64 ? res->n_gpus : 64;
+        for (size_t g = 0; g < ng; g++) {
+                mode[g] = gpu_orphan_mode(res, &res->gpus[g], driver_lists_dead);
+                /* where links by number already name the dead job's processes, an unrelated
+                 * CUDA process is no suspect */
+                if (mode[g] == ORPHAN_STALE_LISTED && res->gpus[g].n_attr)
+                        mode[g] = ORPHAN_NONE;
+        }
         for (size_t i = 0; i < h->n_holders; i++) {
                 const struct host_proc *hp = &h->holders[i];
-                if (!host_proc_holds(hp, "nvidia-uvm") || !attributable(f, o, hp) ||
-                    listed_anywhere(f, hp->pid))
+                if (!holds_uvm(hp) || !attributable(res, o, hp) || ledger_listed_anywhere(f, hp->pid, NULL))
                         continue;
-                pid_t gone = 0;
-                const char *what = NULL;
-                if (hp->pgid > 0 && hp->pgid != hp->pid && !facts_pid_alive(f, hp->pgid)) {
-                        gone = hp->pgid;
-                        what = "process group";
-                } else if (hp->sid > 0 && hp->sid != hp->pid && !facts_pid_alive(f, hp->sid)) {
-                        gone = hp->sid;
-                        what = "session";
+                bool linked = false;
+                for (size_t g = 0; g < res->n_gpus; g++)
+                        linked |= attributed_here(&res->gpus[g], i);
+                if (linked || ledger_live_tie(res, hp, NULL, NULL, NULL) != JOB_TIE_NONE)
+                        continue;
+                const char *lwhat = NULL;
+                pid_t gone = gone_leader(f, hp, &lwhat);
+                size_t on[64], n_on = 0;
+                for (size_t g = 0; g < ng; g++) {
+                        if (mode[g] == ORPHAN_NONE || !ledger_holds_gpu_node(hp, &f->gpu->gpus[g], NULL))
+                                continue;
+                        if (mode[g] != ORPHAN_STALE_LISTED && !gone)
+                                continue;
+                        on[n_on++] = g;
                 }
-                if (!gone)
+                for (size_t j = 0; j < n_on; j++) {
+                        struct gpu_ledger *l = &res->gpus[on[j]];
+                        const struct gpu_info *gi = &f->gpu->gpus[on[j]];
+                        char text[160], node[24];
+                        snprintf(node, sizeof(node), "/dev/nvidia%u", gi->minor);
+                        enum link_kind kind;
+                        enum confidence c;
+                        pid_t to = 0;
+                        size_t n_absent = 0;
+                        for (size_t k = 0; k < l->n_owners; k++) {
+                                bool absent = mode[on[j]] == ORPHAN_HOST_PIDS
+                                                      ? l->owners[k].cls == OWNER_FOREIGN
+                                                      : l->owners[k].cls == OWNER_STALE || l->owners[k].cls == OWNER_UNKNOWN;
+                                if (absent && !n_absent++)
+                                        to = (pid_t)l->owners[k].pid;
+                        }
+                        if (mode[on[j]] == ORPHAN_STALE_LISTED) {
+                                kind = LINK_ORPHAN;
+                                c = gone ? CONF_MEDIUM : CONF_LOW;
+                                if (gone)
+                                        snprintf(text, sizeof(text),
+                                                 "unlisted CUDA process holding %s while dead PID %d is listed; the leader of its %s (PID %d) is gone",
+                                                 gi->minor_known ? node : "a GPU node", (int)to, lwhat, (int)gone);
+                                else
+                                        snprintf(text, sizeof(text), "unlisted CUDA process holding %s while dead PID %d is listed",
+                                                 gi->minor_known ? node : "a GPU node", (int)to);
+                        } else {
+                                kind = LINK_LEADER_GONE;
+                                c = mode[on[j]] == ORPHAN_HOST_PIDS && n_absent > 1 ? CONF_LOW : CONF_MEDIUM;
+                                to = gone;
+                                snprintf(text, sizeof(text), "holds nvidia-uvm and %s, listed by NVML nowhere; leader of its %s (PID %d) is gone",
+                                         gi->minor_known ? node : "a GPU node", lwhat, (int)gone);
+                        }
+                        if (n_on > 1) {
+                                c = CONF_LOW;
+                                size_t tl = strlen(text);
+                                snprintf(text + tl, sizeof(text) - tl, " (candidate: it holds %zu GPUs with a ghost)", n_on);
+                        }
+                        if (!add_attr(l, i, kind, to, n_on > 1, c, text))
+                                return -ENOMEM;
+                }
+        }
+        /* listed PIDs absent here that orphans here point to are a dead job's: with a
+         * translating driver stale; in a container with a host-PID driver not foreign "not a
+         * leak" but unknown, their bytes a ghost */
+        for (size_t g = 0; g < ng; g++) {
+                struct gpu_ledger *l = &res->gpus[g];
+                if (mode[g] == ORPHAN_STALE_LISTED && l->n_attr)
+                        for (size_t k = 0; k < l->n_owners; k++)
+                                if (l->owners[k].cls == OWNER_UNKNOWN) {
+                                        l->owners[k].cls = OWNER_STALE;
+                                        snprintf(l->owners[k].why, sizeof(l->owners[k].why),
+                                                 "no such process in this PID namespace; an orphan here holds this GPU");
+                                }
+                if (mode[g] != ORPHAN_HOST_PIDS || !l->n_attr)
                         continue;
-                char text[160];
-                bool only = n_ghost_gpus <= 1;
-                snprintf(text, sizeof(text), "holds nvidia-uvm, listed by NVML nowhere; leader of its %s (PID %d) is gone%s",
-                         what, (int)gone, only ? "" : " (candidate: several GPUs have a ghost)");
-                int r = add_attr(l, i, LINK_LEADER_GONE, gone, !only, only ? CONF_MEDIUM : CONF_LOW, text);
-                if (r < 0)
-                        return r;
+                for (size_t k = 0; k < l->n_owners; k++) {
+                        const struct pid_fact *pf = facts_pid(f, l->owners[k].pid);
+                        if (l->owners[k].cls != OWNER_FOREIGN || (pf && pf->present))
+                                continue;
+                        l->owners[k].cls = OWNER_UNKNOWN;
+                        snprintf(l->owners[k].why, sizeof(l->owners[k].why),
+                                 "not in this PID namespace; orphans of a dead job here hold this GPU");
+                }
         }
         return 0;
 }
@@ -350,7 +619,7 @@ static void find_stuck(const struct facts *now, const struct facts *before, cons
                 bool nv = wchan_in_nvidia(hp->wchan);
                 enum confidence c = twice ? (nv ? CONF_HIGH : CONF_MEDIUM) : CONF_LOW;
                 if (!*ret_fd) {
-                        *ret_fd = add_finding(l, "stuck-in-driver", c, l->ghost);
+                        *ret_fd = add_finding(l, VERDICT_STUCK, c, l->ghost);
                         if (!*ret_fd)
                                 return;
                 }
@@ -457,22 +726,23 @@ static void kernel_evidence(const struct facts *f, const struct gpu_ledger *l, c
 
 /* ---- the account ------------------------------------------------------------------------ */
 
-/* Split used into the four kinds. Sets ghost_evidence. */
-static void account(const struct facts *f, struct gpu_ledger *l, bool *ret_no_live)
+/* Split used into the four kinds (after attribution). Sets ghost_evidence and no_live_owner. */
+static void account(const struct facts *f, struct gpu_ledger *l)
 {
         uint64_t listed = 0, foreign = 0, stale = 0, unknown = 0;
-        bool stale_known = false, any_live = false, any_stale = false;
+        bool stale_known = true, any_live = false, any_stale = false, hidden = false;
         for (size_t k = 0; k < l->n_owners; k++) {
                 const struct owner *ow = &l->owners[k];
                 uint64_t b = ow->used_known ? ow->used_bytes : 0;
                 switch (ow->cls) {
                 case OWNER_LIVE: listed += b; any_live = true; break;
                 case OWNER_FOREIGN: foreign += b; any_live = true; break;
-                case OWNER_STALE: stale += b; stale_known |= ow->used_known; any_stale = true; break;
+                case OWNER_STALE: stale += b; stale_known &= ow->used_known; any_stale = true; break;
                 case OWNER_UNKNOWN: unknown += b; break;
                 }
         }
-        (void)unknown;
+        for (size_t a = 0; a < l->n_attr; a++)
+                hidden |= l->attr[a].link == LINK_LEADER_GONE;
         /* never account for more than the driver says is used */
         listed = listed < l->used ? listed : l->used;
         foreign = foreign < l->used - listed ? foreign : l->used - listed;
@@ -480,23 +750,21 @@ static void account(const struct facts *f, struct gpu_ledger *l, bool *ret_no_li
         l->listed = listed;
         l->foreign = foreign;
         bool initial = f->host && f->host->initial_pidns;
-        bool old_v1 = l->reserved_known == false;
-        /* evidence of a dead owner: a stale PID, or no live owner at all (only where we would see
-         * one, and not with a v1 driver whose used figure includes the driver's reservation) */
-        bool no_live = !any_live;
-        *ret_no_live = no_live;
-        l->ghost_evidence = any_stale || (no_live && initial && !old_v1 && unexplained > 0);
-        if (!l->ghost_evidence) {
+        l->no_live_owner = !any_live;
+        /* evidence of a dead owner: a stale PID, orphans of a hidden one, or no live owner at all
+         * (only where we would see one, and not with a v1 driver whose used figure includes the
+         * driver's reservation). Without a process list nothing can be told. */
+        l->ghost_evidence = l->procs_known &&
+                            (any_stale || hidden || (!any_live && initial && l->reserved_known && unexplained > 0));
+        if (!l->ghost_evidence)
                 l->ghost = 0;
-                l->unattributed = unexplained;
-        } else if (any_stale && stale_known && any_live) {
-                /* live owners too: what the stale PIDs held is ghost, the rest uncharged */
-                l->ghost = stale < unexplained ? stale : unexplained;
-                l->unattributed = unexplained - l->ghost;
-        } else {
+        else if (any_stale && stale_known)
+                l->ghost = stale < unexplained ? stale : unexplained; /* what the dead PIDs held; the rest is uncharged */
+        else if (hidden && unknown)
+                l->ghost = unknown < unexplained ? unknown : unexplained;
+        else
                 l->ghost = unexplained;
-                l->unattributed = 0;
-        }
+        l->unattributed = unexplained - l->ghost;
 }
 
 static void headline(struct finding *fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -525,7 +793,7 @@ static void stale_evidence(struct finding *fd, const struct gpu_ledger *l)
 {
         for (size_t k = 0; k < l->n_owners; k++) {
                 const struct owner *ow = &l->owners[k];
-                if (ow->cls != OWNER_STALE)
+                if (ow->cls != OWNER_STALE && !(ow->cls == OWNER_UNKNOWN && l->ghost_evidence))
                         continue;
                 finding_pid(fd, (pid_t)ow->pid);
                 if (ow->used_known)
@@ -535,21 +803,108 @@ static void stale_evidence(struct finding *fd, const struct gpu_ledger *l)
         }
 }
 
+/* What keeps this scan from seeing every holder, most fundamental first. */
+enum visibility { VIS_FULL = 0, VIS_NOT_ROOT, VIS_NOT_INITIAL, VIS_LIMITS };
+
+static enum visibility visibility_of(const struct host_report *h)
+{
+        if (!h || h->euid != 0)
+                return VIS_NOT_ROOT;
+        if (!h->initial_pidns)
+                return VIS_NOT_INITIAL;
+        return h->n_limits ? VIS_LIMITS : VIS_FULL;
+}
+
+/* The next step when a holder may be out of sight, by what hides it. */
+static void look_further(struct finding *fd, enum visibility v, unsigned index)
+{
+        switch (v) {
+        case VIS_NOT_ROOT:
+                next_step(fd, "other users' processes are out of sight: run `sudo ghostvram scan --gpu %u` before anything else (never reset a GPU on this view)",
+                          index);
+                break;
+        case VIS_NOT_INITIAL:
+                next_step(fd, "processes outside this PID namespace are out of sight: run on the host (or a pod with hostPID: true / docker --pid=host): `sudo ghostvram scan --gpu %u`",
+                          index);
+                break;
+        default:
+                next_step(fd, "some processes could not be inspected: `ghostvram scan --gpu %u --verbose` lists what (a task stuck in the driver, a deadline); then `ghostvram xid`",
+                          index);
+                break;
+        }
+}
+
+static void partial_evidence(struct finding *fd, enum visibility v)
+{
+        if (v == VIS_NOT_ROOT)
+                evidence(fd, "not root: other users' descriptors are unreadable, a holder may be out of sight");
+        else if (v == VIS_NOT_INITIAL)
+                evidence(fd, "not in the initial PID namespace: processes outside it are out of sight");
+        else if (v == VIS_LIMITS)
+                evidence(fd, "visibility is partial (see limits): a holder may be out of sight");
+}
+
+/* Holders of this GPU's node that are not attributed (daemons, monitors): a reset waits for
+ * them. Named as such, never as holders of the ghost. */
+static void reset_blockers(struct finding *fd, const struct facts *f, const struct gpu_ledger *l,
+                           const struct gpu_info *g, const struct ledger_opts *o)
+{
+        const struct host_report *h = f->host;
+        unsigned n = 0;
+        for (size_t i = 0; h && i < h->n_holders && n < 3; i++) {
+                const struct host_proc *hp = &h->holders[i];
+                if (hp->pid == o->self_pid || attributed_here(l, i) || !ledger_holds_gpu_node(hp, g, NULL))
+                        continue;
+                const struct gpu_daemon *d = gpu_daemon_of(hp);
+                if (d && strcmp(d->kind, "ghostvram") == 0)
+                        continue;
+                if (d)
+                        evidence(fd, "PID %d (%s, a %s) holds /dev/nvidia%u but not the ghost; a GPU reset needs it stopped: %s",
+                                 (int)hp->pid, hp->comm ? hp->comm : "?", d->kind, g->minor, d->stop);
+                else
+                        evidence(fd, "PID %d (%s) holds /dev/nvidia%u without nvidia-uvm (a monitor?); a GPU reset needs it gone",
+                                 (int)hp->pid, hp->comm ? hp->comm : "?", g->minor);
+                n++;
+        }
+}
+
+/* Would reclaim take attribution a by default (docs/reclaim.md)? The site policy and the
+ * ancestors are reclaim's to check; this is what the scan can tell. */
+static bool default_target(const struct facts *f, const struct attribution *a, const char **ret_why)
+{
+        const struct host_proc *hp = &f->host->holders[a->holder];
+        if (a->candidate)
+                *ret_why = "it holds several GPUs with a ghost";
+        else if (a->confidence < CONF_MEDIUM)
+                *ret_why = "the link is weak";
+        else if (a->tie != JOB_TIE_NONE)
+                *ret_why = "it is tied to a live owner";
+        else if (!holds_uvm(hp))
+                *ret_why = "it holds no nvidia-uvm";
+        else if (hp->n_nspid > 1 && hp->nspid[hp->n_nspid - 1] == 1)
+                *ret_why = "it is a container's init";
+        else
+                return true;
+        return false;
+}
+
 static void explain_gpu(const struct facts *now, const struct facts *before, const struct ledger_opts *o,
                         struct scan_result *res, struct gpu_ledger *l, const struct gpu_info *g)
 {
         bool no_live = l->no_live_owner;
         const struct host_report *h = now->host;
         bool initial = h && h->initial_pidns;
-        char bus[40];
-        snprintf(bus, sizeof(bus), "%s", g->pci_bus_id[0] ? g->pci_bus_id : "");
+        enum visibility vis = visibility_of(h);
+        const char *ref = l->gpu_ref;
+        const char *ref_note = g->pci_bus_id[0] ? "" : g->uuid[0] ? " (by UUID: the PCI bus id is not known)"
+                                                                  : " (by index: neither PCI bus id nor UUID is known)";
         struct finding *fd = NULL;
 
         bool old_lost;
         const struct xid_event *lost = lost_event(now, g, &old_lost);
         /* Xid 79 means lost only if it came after the driver's load and NVML does not answer normally */
         if (g->status == GPU_LOST || (lost && g->status != GPU_OK)) {
-                fd = add_finding(l, "gpu-lost", g->status == GPU_LOST ? CONF_HIGH : CONF_MEDIUM, l->used);
+                fd = add_finding(l, VERDICT_GPU_LOST, g->status == GPU_LOST ? CONF_HIGH : CONF_MEDIUM, l->used);
                 headline(fd, "GPU is lost: the driver cannot reach it (fallen off the bus)");
                 evidence(fd, "NVML: %s", g->status_message[0] ? g->status_message : "GPU_IS_LOST");
                 if (lost) {
@@ -561,13 +916,30 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                 return;
         }
         if (!l->inspected) {
-                fd = add_finding(l, "unknown", CONF_LOW, 0);
+                fd = add_finding(l, VERDICT_UNKNOWN, CONF_LOW, 0);
                 headline(fd, "could not inspect this GPU");
                 evidence(fd, "%s", g->status_message[0] ? g->status_message : "memory figures not available");
                 for (size_t e = 0; e < g->n_errors && e < 3; e++)
                         evidence(fd, "query %s: %s", g->errors[e].query, g->errors[e].message);
-                next_step(fd, "check the driver with `nvidia-smi -q -i %s` and the kernel log (`ghostvram xid`); re-run with --timeout 30s",
-                          bus[0] ? bus : "0");
+                next_step(fd, "check the driver with `nvidia-smi -q -i %s`%s and the kernel log (`ghostvram xid`); re-run with --timeout 30s",
+                          ref, ref_note);
+                return;
+        }
+        if (!l->procs_known) {
+                fd = add_finding(l, VERDICT_UNKNOWN, CONF_LOW, l->used);
+                headline(fd, "%llu MiB used, but NVML gives no process list for this GPU: whose it is cannot be told",
+                         mib(l->used));
+                bool said = false;
+                for (size_t e = 0; e < g->n_errors && e < 3; e++)
+                        if (strcmp(g->errors[e].query, "processes") == 0) {
+                                evidence(fd, "query processes: %s", g->errors[e].message);
+                                said = true;
+                        }
+                if (!said)
+                        evidence(fd, "the process list was not available");
+                evidence(fd, "GeForce boards, some vGPU profiles and old drivers do not report processes; a hung driver does not answer");
+                next_step(fd, "nothing is reclaimed on this GPU without a process list; `sudo fuser -v /dev/nvidia%u` shows who holds its node, and `ghostvram xid` the driver's side",
+                          g->minor);
                 return;
         }
 
@@ -577,8 +949,8 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                 headline(stuck, "%s: a task holding this GPU is stuck in the driver%s",
                          stuck->confidence == CONF_LOW ? "suspect" : "stuck",
                          stuck->confidence == CONF_LOW ? " (one sample)" : "");
-                next_step(stuck, "a stuck task exits only when its driver call returns: look at `cat /proc/%d/stack` and `ghostvram xid`; if it stays, reset the GPU (`sudo nvidia-smi --gpu-reset -i %s`) or reboot",
-                          (int)stuck->pids[0], bus[0] ? bus : "0");
+                next_step(stuck, "a stuck task exits only when its driver call returns: look at `cat /proc/%d/stack` and `ghostvram xid`; if it stays, reset the GPU (`sudo nvidia-smi --gpu-reset -i %s`%s) or reboot",
+                          (int)stuck->pids[0], ref, ref_note);
         }
 
         if (l->ghost_confirmed && l->n_attr) {
@@ -586,73 +958,127 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                 for (size_t a = 0; a < l->n_attr; a++)
                         if (l->attr[a].confidence < c)
                                 c = l->attr[a].confidence;
-                fd = add_finding(l, "orphaned-holders", c, l->ghost);
+                fd = add_finding(l, VERDICT_ORPHANED, c, l->ghost);
                 headline(fd, "%llu MiB ghost held by %zu orphaned process%s of a dead job", mib(l->ghost), l->n_attr,
                          l->n_attr == 1 ? "" : "es");
                 stale_evidence(fd, l);
-                struct { char s[256]; size_t len; } pl = { "", 0 };
+                struct { char s[256]; size_t len; } pl = { "", 0 }, pp = { "", 0 };
+                const char *why = NULL;
+                bool all_default = true;
                 for (size_t a = 0; a < l->n_attr; a++) {
                         const struct host_proc *hp = &h->holders[l->attr[a].holder];
                         finding_pid(fd, hp->pid); /* the links are in the processes, with each holder */
                         int w = snprintf(pl.s + pl.len, sizeof(pl.s) - pl.len, " %d", (int)hp->pid);
                         if (w > 0 && (size_t)w < sizeof(pl.s) - pl.len)
                                 pl.len += (size_t)w;
+                        w = snprintf(pp.s + pp.len, sizeof(pp.s) - pp.len, "%s%d", pp.len ? "," : "", (int)hp->pid);
+                        if (w > 0 && (size_t)w < sizeof(pp.s) - pp.len)
+                                pp.len += (size_t)w;
+                        const char *wy = NULL;
+                        if (!default_target(now, &l->attr[a], &wy)) {
+                                all_default = false;
+                                if (!why)
+                                        why = wy;
+                        }
                 }
-                next_step(fd, "free it safely (each process re-checked, signalled through a pidfd, the memory measured): `sudo ghostvram reclaim --gpu %u` shows the plan, add --yes to act (by hand: kill -TERM%s)",
-                          l->index, pl.s);
+                if (l->freed_bytes)
+                        evidence(fd, "used fell by %llu MiB between the samples: part of it is being freed", mib(l->freed_bytes));
+                if (all_default)
+                        next_step(fd, "free it safely (each process re-checked, signalled through a pidfd, the memory measured): `sudo ghostvram reclaim --gpu %u` shows the plan, add --yes to act (by hand: kill -TERM%s)",
+                                  l->index, pl.s);
+                else
+                        next_step(fd, "check each process first (%s, so reclaim does not end it by default); then `sudo ghostvram reclaim --gpu %u --pid %s` shows the plan, add --yes to act",
+                                  why ? why : "not a default target", l->index, pp.s);
+        } else if (l->freeing) {
+                fd = add_finding(l, VERDICT_FREEING, CONF_MEDIUM, l->ghost + l->unattributed);
+                headline(fd, "%llu MiB still being released by the driver", mib(l->ghost + l->unattributed));
+                stale_evidence(fd, l);
+                if (l->freed_bytes)
+                        evidence(fd, "used fell by %llu MiB between the two samples%s", mib(l->freed_bytes),
+                                 l->freed_bytes < MIB ? " (less than 1 MiB: a slow teardown)" : "");
+                for (size_t k = 0; k < l->n_owners; k++) {
+                        const struct pid_fact *pf = facts_pid(now, l->owners[k].pid);
+                        if (pf && pf->present && pf->proc.exiting && !strchr("DZX", pf->proc.state))
+                                evidence(fd, "the owner PID %u is exiting: the driver is tearing its context down", l->owners[k].pid);
+                }
+                evidence(fd, "no process holds it: not a ghost while it keeps falling");
+                next_step(fd, "nothing to do yet: re-run `ghostvram scan --gpu %u` in a minute; if it stops falling, it is a ghost", l->index);
         } else if (l->ghost_confirmed) {
-                /* a daemon that keeps a dead client's memory? */
+                /* a daemon that keeps a dead client's memory (MPS server, display server) */
                 for (size_t i = 0; h && i < h->n_holders; i++) {
                         const struct gpu_daemon *d = gpu_daemon_of(&h->holders[i]);
-                        if (!d || strcmp(d->kind, "ghostvram") == 0)
+                        if (!d || !d->holds_memory || !ledger_holds_gpu_node(&h->holders[i], g, NULL))
                                 continue;
                         if (!fd) {
-                                fd = add_finding(l, "daemon-holder", CONF_LOW, l->ghost);
-                                headline(fd, "%llu MiB ghost; no orphan found, but a daemon holds the GPU", mib(l->ghost));
+                                fd = add_finding(l, VERDICT_DAEMON, CONF_LOW, l->ghost);
+                                headline(fd, "%llu MiB ghost; no orphan found, but a daemon that can keep client memory holds the GPU",
+                                         mib(l->ghost));
                                 stale_evidence(fd, l);
                         }
                         finding_pid(fd, h->holders[i].pid);
-                        evidence(fd, "PID %d (%s) is a %s holding device nodes; it can keep a dead client's memory",
-                                 (int)h->holders[i].pid, h->holders[i].comm ? h->holders[i].comm : "?", d->kind);
+                        evidence(fd, "PID %d (%s) is a %s holding /dev/nvidia%u; it can keep a dead client's memory",
+                                 (int)h->holders[i].pid, h->holders[i].comm ? h->holders[i].comm : "?", d->kind, g->minor);
                         if (!fd->next_step[0] || strcmp(d->kind, "MPS") == 0)
                                 next_step(fd, "%s; then `ghostvram scan --gpu %u`", d->stop, l->index);
                 }
-                bool stale = false;
-                for (size_t k = 0; k < l->n_owners; k++)
-                        stale |= l->owners[k].cls == OWNER_STALE;
+                bool stale = has_owner(l, OWNER_STALE);
                 if (!fd && stale) {
-                        fd = add_finding(l, "stale-owner", initial ? CONF_HIGH : CONF_MEDIUM, l->ghost);
-                        headline(fd, "%llu MiB ghost: NVML lists a dead process and nothing here holds the GPU", mib(l->ghost));
+                        enum confidence c = vis == VIS_FULL ? CONF_HIGH : vis == VIS_NOT_ROOT ? CONF_LOW : CONF_MEDIUM;
+                        fd = add_finding(l, VERDICT_STALE, c, l->ghost);
+                        if (vis == VIS_FULL)
+                                headline(fd, "%llu MiB ghost: NVML lists a dead process and nothing here holds the GPU", mib(l->ghost));
+                        else
+                                headline(fd, "%llu MiB ghost: NVML lists a dead process and no holder is visible %s", mib(l->ghost),
+                                         vis == VIS_NOT_ROOT ? "to this user" : vis == VIS_NOT_INITIAL ? "in this PID namespace" : "(partial visibility)");
                         stale_evidence(fd, l);
-                        evidence(fd, "no process holds an NVIDIA device node linked to the dead owner");
-                        if (!res->full_visibility)
-                                evidence(fd, "visibility is partial (see limits): a holder may be out of sight");
-                        next_step(fd, "the driver has not finished tearing the context down: wait a minute and re-run `ghostvram scan --gpu %u`; if it stays, check `ghostvram xid`, then reset the GPU: `sudo nvidia-smi --gpu-reset -i %s`",
-                                  l->index, bus[0] ? bus : "0");
-                } else if (!fd && !stuck && res->full_visibility) {
-                        fd = add_finding(l, "driver-leak", CONF_MEDIUM, l->ghost);
+                        evidence(fd, "no visible process holds /dev/nvidia%u with a link to the dead owner", g->minor);
+                        for (size_t k = 0; k < l->n_owners; k++)
+                                if (l->owners[k].cls == OWNER_STALE && l->owners[k].out_of_sight)
+                                        evidence(fd, "%u process%s in dead PID %u's process group or session cannot be inspected by this user: likely the holders",
+                                                 l->owners[k].out_of_sight, l->owners[k].out_of_sight == 1 ? "" : "es", l->owners[k].pid);
+                        partial_evidence(fd, vis);
+                        if (vis == VIS_FULL) {
+                                reset_blockers(fd, now, l, g, o);
+                                next_step(fd, "the driver has not finished tearing the context down: wait a minute and re-run `ghostvram scan --gpu %u`; if it stays, check `ghostvram xid`, then reset the GPU: `sudo nvidia-smi --gpu-reset -i %s`%s",
+                                          l->index, ref, ref_note);
+                        } else {
+                                look_further(fd, vis, l->index);
+                        }
+                } else if (!fd && !stuck && vis == VIS_FULL) {
+                        fd = add_finding(l, VERDICT_DRIVER_LEAK, CONF_MEDIUM, l->ghost);
                         headline(fd, "%llu MiB used with no owner and no holder: held by the driver", mib(l->ghost));
                         evidence(fd, "no live owner, no process holds an NVIDIA device node for it, no task stuck in the driver");
                         evidence(fd, "full visibility: initial PID namespace, root, nothing hidden");
-                        next_step(fd, "only a GPU reset or a module reload frees it: stop GPU users (and nvidia-persistenced), then `sudo nvidia-smi --gpu-reset -i %s`",
-                                  bus[0] ? bus : "0");
+                        reset_blockers(fd, now, l, g, o);
+                        next_step(fd, "only a GPU reset or a module reload frees it: stop GPU users (and nvidia-persistenced), then `sudo nvidia-smi --gpu-reset -i %s`%s",
+                                  ref, ref_note);
                 } else if (!fd && !stuck) {
-                        fd = add_finding(l, "unknown", CONF_LOW, l->ghost);
+                        fd = add_finding(l, VERDICT_UNKNOWN, CONF_LOW, l->ghost);
                         headline(fd, "%llu MiB unexplained and no holder in sight (partial visibility)", mib(l->ghost));
-                        evidence(fd, "not a driver leak: part of the host is out of sight (see limits)");
-                        next_step(fd, "re-run as root in the host's PID namespace: `sudo ghostvram scan --gpu %u`", l->index);
+                        evidence(fd, "not a driver leak: part of the host is out of sight");
+                        partial_evidence(fd, vis);
+                        reset_blockers(fd, now, l, g, o);
+                        look_further(fd, vis, l->index);
                 }
+        }
+        if (fd && l->ghost_evidence && l->unattributed > 0 && (fd->verdict == VERDICT_ORPHANED || fd->verdict == VERDICT_STALE)) {
+                if (!l->reserved_known)
+                        evidence(fd, "%llu MiB more are used than the dead PIDs held: likely the driver's reservation (this driver's v1 memory query counts it as used)",
+                                 mib(l->unattributed));
+                else
+                        evidence(fd, "%llu MiB more are used than the dead PIDs held: charged to no process (managed memory, kernel clients)",
+                                 mib(l->unattributed));
         }
 
         if (!initial && now->gpu->pid_mode != GPU_PID_HOST && no_live && l->unattributed + l->ghost > l->noise_floor &&
-            l->unexplained_steady && !l->ghost_confirmed) {
-                struct finding *iv = add_finding(l, "invisible-here", CONF_MEDIUM, l->unattributed);
+            l->unexplained_steady && !l->ghost_confirmed && !l->freeing) {
+                struct finding *iv = add_finding(l, VERDICT_INVISIBLE, CONF_MEDIUM, l->unattributed);
                 headline(iv, "%llu MiB used by processes this PID namespace cannot see", mib(l->unattributed + l->ghost));
                 evidence(iv, "not in the initial PID namespace, and the driver drops owners that are not visible here");
                 next_step(iv, "run on the host (or a pod with hostPID: true / docker --pid=host): `sudo ghostvram scan --gpu %u`", l->index);
         }
         if (l->foreign > 0) {
-                struct finding *ff = add_finding(l, "foreign-namespace", CONF_MEDIUM, l->foreign);
+                struct finding *ff = add_finding(l, VERDICT_FOREIGN, CONF_MEDIUM, l->foreign);
                 headline(ff, "%llu MiB owned by processes in other PID namespaces", mib(l->foreign));
                 for (size_t k = 0; k < l->n_owners; k++)
                         if (l->owners[k].cls == OWNER_FOREIGN) {
@@ -662,14 +1088,14 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                 next_step(ff, "not a leak; to name them, run on the host: `sudo ghostvram scan --gpu %u`", l->index);
         }
         if (l->unattributed > l->noise_floor && !no_live) {
-                struct finding *uf = add_finding(l, "unattributed-live", CONF_MEDIUM, l->unattributed);
+                struct finding *uf = add_finding(l, VERDICT_UNATTRIBUTED, CONF_MEDIUM, l->unattributed);
                 headline(uf, "%llu MiB not charged to any listed process while jobs run", mib(l->unattributed));
                 evidence(uf, "live owners exist and nothing points to a dead one");
                 evidence(uf, "NVML does not charge managed (UVM) memory or kernel clients to a process");
                 next_step(uf, "nothing to do: this is not a leak. If it grows while the jobs stay the same, watch it: `ghostvram scan --gpu %u --json`", l->index);
         }
         if (!l->reserved_known && l->n_owners == 0 && !l->ghost_confirmed) {
-                struct finding *rf = add_finding(l, "reserved-only", CONF_MEDIUM, l->used);
+                struct finding *rf = add_finding(l, VERDICT_RESERVED_ONLY, CONF_MEDIUM, l->used);
                 headline(rf, "%llu MiB used on an idle GPU: the driver's own reservation (old driver)", mib(l->used));
                 evidence(rf, "this driver has only the v1 memory query, whose used figure includes the driver's reservation");
                 next_step(rf, "nothing to do; a driver of the R510 series or later reports the reservation apart");
@@ -678,7 +1104,7 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
         struct finding *main_fd = NULL;
         stuck = NULL;
         for (size_t k = 0; k < l->n_findings; k++) {
-                if (strcmp(l->findings[k].code, "stuck-in-driver") == 0)
+                if (l->findings[k].verdict == VERDICT_STUCK)
                         stuck = &l->findings[k];
                 else if (!main_fd)
                         main_fd = &l->findings[k];
@@ -686,53 +1112,34 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
         kernel_evidence(now, l, g, main_fd, stuck);
         /* nothing found but (maybe) a one-sample suspect: the GPU is fine; the sort puts ok first */
         if (l->n_findings == 0 || (stuck && l->n_findings == 1 && stuck->confidence == CONF_LOW)) {
-                struct finding *ok = add_finding(l, "ok", CONF_HIGH, 0);
+                struct finding *ok = add_finding(l, VERDICT_OK, CONF_HIGH, 0);
                 headline(ok, "every byte accounted for%s",
                          l->ghost ? " (a residue below the noise floor or not seen twice is not a ghost)" : "");
                 next_step(ok, "nothing to do");
         }
         if (old_lost)
                 evidence(&l->findings[l->n_findings - 1], "kernel: an Xid 79 for this GPU predates the current driver load: history; NVML answers now");
-}
-
-/* Order of importance of verdicts: the first finding of a GPU is its verdict. */
-static int verdict_rank(const char *code)
-{
-        static const char *const order[] = { "gpu-lost", "stuck-in-driver", "orphaned-holders", "daemon-holder",
-                                             "stale-owner", "driver-leak", "unknown", "invisible-here",
-                                             "foreign-namespace", "unattributed-live", "reserved-only", "ok" };
-        for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
-                if (strcmp(order[i], code) == 0)
-                        return (int)i;
-        return 99;
+        (void)res;
 }
 
 static int finding_cmp(const void *a, const void *b)
 {
         const struct finding *x = a, *y = b;
         /* a one-sample suspicion of a stuck task does not outrank a confirmed finding */
-        int rx = verdict_rank(x->code), ry = verdict_rank(y->code);
-        if (strcmp(x->code, "stuck-in-driver") == 0 && x->confidence == CONF_LOW)
-                rx = 50;
-        if (strcmp(y->code, "stuck-in-driver") == 0 && y->confidence == CONF_LOW)
-                ry = 50;
+        int rx = (int)x->verdict, ry = (int)y->verdict;
+        if (x->verdict == VERDICT_STUCK && x->confidence == CONF_LOW)
+                rx = VERDICT_COUNT;
+        if (y->verdict == VERDICT_STUCK && y->confidence == CONF_LOW)
+                ry = VERDICT_COUNT;
         return rx - ry;
 }
 
-static uint64_t ghost_of(const struct scan_result *r, unsigned index)
+static const struct gpu_ledger *ledger_of(const struct scan_result *r, unsigned index)
 {
         for (size_t i = 0; r && i < r->n_gpus; i++)
-                if (r->gpus[i].index == index)
-                        return r->gpus[i].ghost;
-        return 0;
-}
-
-static uint64_t unexplained_of(const struct scan_result *r, unsigned index)
-{
-        for (size_t i = 0; r && i < r->n_gpus; i++)
-                if (r->gpus[i].index == index)
-                        return r->gpus[i].ghost + r->gpus[i].unattributed;
-        return 0;
+                if (r->gpus[i].index == index && r->gpus[i].inspected)
+                        return &r->gpus[i];
+        return NULL;
 }
 
 int ledger_build(const struct facts *now, const struct facts *before, const struct ledger_opts *o,
@@ -744,8 +1151,7 @@ int ledger_build(const struct facts *now, const struct facts *before, const stru
                 return -ENOMEM;
         res->facts = now;
         res->only_gpu = -1;
-        const struct host_report *h = now->host;
-        res->full_visibility = h && h->initial_pidns && h->euid == 0 && h->n_limits == 0;
+        res->full_visibility = visibility_of(now->host) == VIS_FULL;
         res->n_gpus = now->gpu->n_gpus;
         res->gpus = calloc(res->n_gpus ? res->n_gpus : 1, sizeof(*res->gpus));
         if (!res->gpus)
@@ -757,15 +1163,18 @@ int ledger_build(const struct facts *now, const struct facts *before, const stru
                         goto nomem;
         }
 
+        /* 1. every listed process, per GPU */
         for (size_t i = 0; i < res->n_gpus; i++) {
                 const struct gpu_info *g = &now->gpu->gpus[i];
                 struct gpu_ledger *l = &res->gpus[i];
                 l->index = g->index;
                 l->inspected = g->memory_known && g->status == GPU_OK;
+                l->procs_known = g->procs_known;
                 l->used = g->used_bytes;
                 l->total = g->total_bytes;
                 l->reserved = g->reserved_bytes;
                 l->reserved_known = g->memory_api == 2;
+                gpu_ref_of(g, l->gpu_ref, sizeof(l->gpu_ref));
                 uint64_t pf = g->total_bytes / 1000 * o->floor_permille;
                 l->noise_floor = pf > o->floor_min_bytes ? pf : o->floor_min_bytes;
                 if (g->n_procs) {
@@ -774,43 +1183,39 @@ int ledger_build(const struct facts *now, const struct facts *before, const stru
                                 goto nomem;
                 }
                 for (size_t k = 0; k < g->n_procs; k++)
-                        classify_owner(now, &g->procs[k], &l->owners[l->n_owners++]);
-                if (!l->inspected)
-                        continue;
-                account(now, l, &l->no_live_owner);
+                        classify_owner(now, g, &g->procs[k], &l->owners[l->n_owners++]);
         }
-        /* GPUs whose unexplained bytes may belong to a hidden dead owner: a ghost already, or
-         * nothing alive and no dead owner listed (the driver may hide dead owners) */
-        unsigned n_ghost_gpus = 0;
-        for (size_t i = 0; i < res->n_gpus; i++) {
-                struct gpu_ledger *l = &res->gpus[i];
-                n_ghost_gpus += l->inspected && l->ghost + (l->no_live_owner ? l->unattributed : 0) > l->noise_floor;
-        }
-        for (size_t i = 0; i < res->n_gpus; i++) {
-                struct gpu_ledger *l = &res->gpus[i];
-                if (!l->inspected)
-                        continue;
-                if (attribute_linked(now, o, l) < 0)
+        /* 2. links by number to listed dead owners, then orphans no number names */
+        for (size_t i = 0; i < res->n_gpus; i++)
+                if (res->gpus[i].inspected && attribute_linked(res, o, &res->gpus[i], &now->gpu->gpus[i]) < 0)
                         goto nomem;
-                account(now, l, &l->no_live_owner); /* owners may have become stale */
-                bool stale_listed = false;
-                for (size_t k = 0; k < l->n_owners; k++)
-                        stale_listed |= l->owners[k].cls == OWNER_STALE;
-                /* the hidden-owner rule applies where no dead owner is listed and nothing alive
-                 * explains the bytes; the orphans it finds are evidence of a dead owner */
-                if (!stale_listed && l->no_live_owner && l->ghost + l->unattributed > l->noise_floor) {
-                        if (attribute_hidden(now, o, l, n_ghost_gpus) < 0)
-                                goto nomem;
-                        if (l->n_attr && !l->ghost_evidence) {
-                                l->ghost_evidence = true;
-                                l->ghost += l->unattributed;
-                                l->unattributed = 0;
-                        }
+        if (attribute_orphans(res, o) < 0)
+                goto nomem;
+        /* 3. the account, the two-sample confirmation and the teardown, in one place */
+        for (size_t i = 0; i < res->n_gpus; i++) {
+                struct gpu_ledger *l = &res->gpus[i];
+                if (!l->inspected)
+                        continue;
+                account(now, l);
+                const struct gpu_ledger *pl = o->two_samples ? ledger_of(prev, l->index) : NULL;
+                uint64_t unexplained = l->ghost + l->unattributed;
+                if (pl && pl->ghost + pl->unattributed > unexplained)
+                        l->freed_bytes = pl->ghost + pl->unattributed - unexplained;
+                bool exiting = false;
+                for (size_t k = 0; k < l->n_owners; k++) {
+                        const struct pid_fact *pf = facts_pid(now, l->owners[k].pid);
+                        /* exiting, not yet a zombie (which holds no file) and not stuck (D) */
+                        exiting |= l->owners[k].cls == OWNER_STALE && pf && pf->present && pf->proc.exiting &&
+                                   !strchr("DZX", pf->proc.state);
                 }
+                /* memory no process holds that keeps falling, or an owner visibly exiting: a
+                 * teardown in progress, not a ghost */
+                l->freeing = (l->ghost_evidence || l->no_live_owner) && unexplained > l->noise_floor && !l->n_attr &&
+                             (l->freed_bytes || exiting);
                 /* confirmed only if the earlier sample showed it too */
-                if (l->ghost_evidence && l->ghost > l->noise_floor)
-                        l->ghost_confirmed = !o->two_samples || ghost_of(prev, l->index) > l->noise_floor;
-                l->unexplained_steady = !o->two_samples || unexplained_of(prev, l->index) > l->noise_floor;
+                if (l->ghost_evidence && l->ghost > l->noise_floor && !l->freeing)
+                        l->ghost_confirmed = !o->two_samples || (pl && pl->ghost > l->noise_floor);
+                l->unexplained_steady = !o->two_samples || (pl && pl->ghost + pl->unattributed > l->noise_floor);
         }
         for (size_t i = 0; i < res->n_gpus; i++) {
                 struct gpu_ledger *l = &res->gpus[i];
@@ -818,7 +1223,7 @@ int ledger_build(const struct facts *now, const struct facts *before, const stru
                 if (l->n_findings > 1)
                         qsort(l->findings, l->n_findings, sizeof(*l->findings), finding_cmp);
                 res->any_confirmed_ghost |= l->ghost_confirmed;
-                res->any_uninspected |= !l->inspected;
+                res->any_uninspected |= !l->inspected || !l->procs_known;
         }
         scan_result_free(prev);
         *ret = res;
@@ -839,7 +1244,7 @@ bool ledger_needs_confirmation(const struct scan_result *r)
                 if (l->no_live_owner && l->ghost + l->unattributed > l->noise_floor)
                         return true;
                 for (size_t k = 0; k < l->n_findings; k++)
-                        if (strcmp(l->findings[k].code, "stuck-in-driver") == 0)
+                        if (l->findings[k].verdict == VERDICT_STUCK)
                                 return true;
         }
         return false;

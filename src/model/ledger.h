@@ -9,7 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/facts.h"
+#include "collect/sample.h"
+#include "model/jobs.h"
 
 enum confidence { CONF_LOW = 0, CONF_MEDIUM, CONF_HIGH };
 
@@ -20,14 +21,38 @@ enum link_kind {
         LINK_PPID,              /* child of a dead (zombie/exiting) owner */
         LINK_JOB,               /* same cgroup / pod / Slurm job as a dead owner */
         LINK_LEADER_GONE,       /* hidden owner: uvm holder, listed nowhere, its group/session leader gone */
+        LINK_ORPHAN,            /* an unlisted CUDA process holding this GPU's node while a dead owner is listed */
 };
+
+/* The verdicts, in order of importance: the first finding of a GPU is its verdict. The table in
+ * ledger.c gives each its stable code; docs/verdicts.md gives each its rule. */
+enum verdict {
+        VERDICT_GPU_LOST = 0,
+        VERDICT_STUCK,
+        VERDICT_ORPHANED,
+        VERDICT_DAEMON,
+        VERDICT_STALE,
+        VERDICT_DRIVER_LEAK,
+        VERDICT_UNKNOWN,
+        VERDICT_FREEING,
+        VERDICT_INVISIBLE,
+        VERDICT_FOREIGN,
+        VERDICT_UNATTRIBUTED,
+        VERDICT_RESERVED_ONLY,
+        VERDICT_OK,
+        VERDICT_COUNT
+};
+
+const char *verdict_code(enum verdict v);
 
 struct attribution {
         size_t holder;          /* index into facts->host->holders */
         enum link_kind link;
         pid_t to_pid;           /* the dead owner (or the gone leader) */
-        bool candidate;         /* hidden-owner rule with several ghost GPUs: one candidate of many */
+        bool candidate;         /* it may belong to several GPUs' ghosts: one candidate of many */
         enum confidence confidence;
+        enum job_tie tie;       /* tied to a live owner too (session, job, group): never a default target */
+        pid_t tie_pid;          /* that live owner */
         char text[160];         /* "worker of dead PID 31300, same process group" */
 };
 
@@ -35,7 +60,8 @@ struct attribution {
 #define LEDGER_MAX_PIDS 32
 
 struct finding {
-        char code[24];          /* stable: ok, orphaned-holders, stale-owner, ... */
+        enum verdict verdict;
+        char code[24];          /* verdict_code(verdict): ok, orphaned-holders, stale-owner, ... */
         enum confidence confidence;
         uint64_t bytes;
         pid_t pids[LEDGER_MAX_PIDS];
@@ -59,7 +85,8 @@ struct owner {
         uint64_t used_bytes;
         bool used_known;
         enum owner_class cls;
-        char why[96];           /* "no such process", "zombie", "PID reused by ..." */
+        char why[160];          /* "no such process", "zombie", "PID reused by ..." */
+        unsigned out_of_sight;  /* processes in its group or session whose files we cannot read */
 };
 
 struct gpu_ledger {
@@ -73,6 +100,10 @@ struct gpu_ledger {
         bool no_live_owner;     /* no NVML-listed owner is alive (here or in another namespace) */
         bool ghost_confirmed;   /* ghost above the floor in both samples */
         bool unexplained_steady; /* unexplained bytes above the floor in both samples */
+        bool procs_known;       /* NVML gave this GPU's process list */
+        bool freeing;           /* the driver is visibly releasing the unexplained bytes */
+        uint64_t freed_bytes;   /* unexplained bytes that went away between the two samples */
+        char gpu_ref[112];      /* how nvidia-smi -i addresses it: bus id, else UUID, else index */
         struct owner *owners;
         size_t n_owners;
         struct attribution *attr;
@@ -86,6 +117,7 @@ struct ledger_opts {
         unsigned floor_permille;        /* of total; default 10 (1 %) */
         bool two_samples;               /* `before` is a real earlier sample */
         pid_t self_pid;                 /* ghostvram itself: never attributed */
+        double confirm_gap_s;           /* seconds between the two samples (for the freeing rate) */
 };
 
 struct scan_result {
@@ -99,6 +131,25 @@ struct scan_result {
 };
 
 void ledger_opts_default(struct ledger_opts *o);
+
+/* Could the GPU be judged: its memory known and its process list given? A GPU without a
+ * process list is `unknown` (exit 3, UNKNOWN), whatever its memory says. */
+static inline bool ledger_judged(const struct gpu_ledger *l)
+{
+        return l->inspected && l->procs_known;
+}
+
+/* The strongest tie of process p to a live NVML-listed owner of any GPU of r (jobs.h). env is
+ * ghostvram's own process (the environment, which ties nothing); NULL: r's facts' own. */
+enum job_tie ledger_live_tie(const struct scan_result *r, const struct host_proc *p, const struct host_proc *env,
+                             pid_t *ret_owner, const char **ret_what);
+/* Does NVML list pid on any GPU of f? *ret_gpu (may be NULL) gets the first GPU's index. */
+bool ledger_listed_anywhere(const struct facts *f, pid_t pid, unsigned *ret_gpu);
+/* Is p a live owner (on any GPU) in r? */
+bool ledger_is_live_owner(const struct scan_result *r, pid_t pid);
+/* Does p hold GPU g's device node (/dev/nvidia<minor>)? When the minor is not known, any GPU
+ * node counts (and *ret_exact, if given, is false). */
+bool ledger_holds_gpu_node(const struct host_proc *p, const struct gpu_info *g, bool *ret_exact);
 /* Build the ledger of `now`; `before` (may be NULL) is the earlier sample used to confirm
  * ghosts and stuck tasks. Returns 0 or -ENOMEM. */
 int ledger_build(const struct facts *now, const struct facts *before, const struct ledger_opts *o,

@@ -44,7 +44,7 @@ enum plugin_state check_gpu_state(const struct gpu_ledger *l, const struct check
 {
         if (strcmp(verdict_of(l), "gpu-lost") == 0)
                 return PLUGIN_CRITICAL;
-        if (!l->inspected)
+        if (!ledger_judged(l))
                 return PLUGIN_UNKNOWN;
         double v = check_ghost_mib(l);
         if (t->have_crit && range_alert(&t->crit, v))
@@ -91,6 +91,8 @@ static int gpu_summary(struct buf *out, const struct scan_result *r, const struc
                 e = e ? e : put_plain(out, g->status_message[0] ? g->status_message : "no memory figures", 120);
                 return e ? e : buf_putc(out, ')');
         }
+        if (!l->procs_known)
+                return e ? e : buf_puts(out, "no process list from the driver: whose memory it is cannot be told");
         if (st == PLUGIN_OK && !l->ghost_confirmed)
                 return e ? e : buf_printf(out, "%s", v);
         e = e ? e : buf_printf(out, "%.0f MiB ghost (%s", check_ghost_mib(l), v);

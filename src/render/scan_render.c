@@ -68,6 +68,8 @@ static json_t *process_json(const struct facts *f, const struct gpu_ledger *l, c
                 json_set(a, "text", json_text(at->text));
                 json_set(a, "confidence", json_string(confidence_name(at->confidence)));
                 json_set(a, "candidate", json_boolean(at->candidate));
+                json_set(a, "tie", at->tie != JOB_TIE_NONE ? json_string(job_tie_name(at->tie)) : json_null());
+                json_set(a, "tie_pid", at->tie != JOB_TIE_NONE ? json_integer(at->tie_pid) : json_null());
                 json_set(o, "attribution", a);
         } else {
                 json_set(o, "attribution", json_null());
@@ -193,7 +195,7 @@ int scan_exit_status(const struct scan_result *r)
                 if (!shown(r, &r->gpus[i]))
                         continue;
                 ghost |= r->gpus[i].ghost_confirmed;
-                uninspected |= !r->gpus[i].inspected;
+                uninspected |= !ledger_judged(&r->gpus[i]);
         }
         return ghost ? 1 : uninspected ? 3 : 0;
 }

@@ -4,7 +4,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "model/facts.h"
+#include "collect/sample.h"
 
 #define GV_SCHEMA_VERSION 1
 

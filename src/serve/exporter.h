@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/scan_run.h"
+#include "run/scan_run.h"
 #include "render/metrics.h"
 
 struct exporter_opts {

@@ -73,20 +73,11 @@ int write_file_atomic(const char *path, const void *data, size_t len)
         int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd < 0)
                 return -errno;
-        const char *p = data;
-        size_t left = len;
-        while (left) {
-                ssize_t w = write(fd, p, left);
-                if (w < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        int e = -errno;
-                        close(fd);
-                        unlink(tmp);
-                        return e;
-                }
-                p += w;
-                left -= (size_t)w;
+        int r = write_all(fd, data, len);
+        if (r < 0) {
+                close(fd);
+                unlink(tmp);
+                return r;
         }
         if (fsync(fd) < 0 || close(fd) < 0) {
                 int e = -errno;
@@ -145,4 +136,21 @@ int fd_read_deadline(int fd, struct buf *out, unsigned long long deadline_ms)
                         return 0;
                 (void)buf_append(out, chunk, (size_t)got);
         }
+}
+
+int write_all(int fd, const void *data, size_t len)
+{
+        const char *p = data;
+        while (len) {
+                ssize_t w = write(fd, p, len);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w < 0)
+                        return -errno;
+                if (w == 0)
+                        return -EIO;
+                p += w;
+                len -= (size_t)w;
+        }
+        return 0;
 }

@@ -13,6 +13,10 @@ int read_file_at(int dirfd, const char *name, size_t max, char **ret, size_t *re
  * The temporary name starts with '.' and does not end in the final suffix. */
 int write_file_atomic(const char *path, const void *data, size_t len);
 
+/* write() all of data to fd, retrying on EINTR and short writes. Returns 0 or a negative
+ * errno (-EIO when write() returned 0). Async-signal-safe. */
+int write_all(int fd, const void *data, size_t len);
+
 /* mkdir -p with mode 0755. */
 int mkdir_p(const char *path);
 

@@ -8,14 +8,24 @@ set -euo pipefail
 GV_QUERY="$GV_BUILD/sim/gv-simquery"
 GV_TMP=$(mktemp -d /tmp/gv-it.XXXXXX)
 GV_PIDS=()      # every process started (killed with SIGKILL on exit)
-GV_GROUPS=()    # process groups of jobs (each owner leads its own)
+GV_GROUPS=()    # process groups of jobs (each owner, or its launcher, leads its own)
 MIB=1048576
 
 gv_cleanup() {
         local rc=$?
-        local p
+        local p f
         for p in "${GV_GROUPS[@]}"; do kill -9 -- "-$p" 2>/dev/null || true; done
         for p in "${GV_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+        # teardown watchers (sessions of their own) of contexts something untracked still holds;
+        # a PID recorded in another PID namespace may name another process here: only one
+        # that watches a directory of ours is killed
+        for f in "$GV_TMP"/*/contexts; do
+                [ -f "$f" ] || continue
+                for p in $(grep -o ' watcher=[0-9]*' "$f" | cut -d= -f2); do
+                        tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | grep -q -- "--dir $GV_TMP/" &&
+                                kill -9 "$p" 2>/dev/null || true
+                done
+        done
         rm -rf "$GV_TMP"
         exit "$rc"
 }
@@ -38,23 +48,34 @@ sim_new() {
         "$GV_BIN" sim init "$SIM" "$@" >/dev/null
 }
 
-# ghostvram sim run SIM ARGS...: sets OWNER, WORKERS (array), CHILD and tracks them all.
+# ghostvram sim run SIM ARGS...: sets LAUNCHER ("" without --launcher/--launcher-exits),
+# OWNER, WORKERS (array), CHILD and tracks them all (a launcher that already exited is not
+# tracked: its PID may be reused). The job's process group — the launcher's when there is
+# one, else the owner's — is killed on exit.
 sim_run() {
         local out line
         out=$("$GV_BIN" sim run "$SIM" "$@") || fail "sim run $* failed"
-        OWNER="" CHILD="" WORKERS=()
+        LAUNCHER="" OWNER="" CHILD="" WORKERS=()
         while read -r kind pid; do
                 case "$kind" in
+                launcher) LAUNCHER=$pid ;;
                 owner) OWNER=$pid ;;
                 worker) WORKERS+=("$pid") ;;
                 child) CHILD=$pid ;;
                 *) fail "sim run printed '$kind $pid'" ;;
                 esac
+                [ "$kind" = launcher ] && is_dead "$pid" && continue
                 track "$pid"
         done <<<"$out"
         [ -n "$OWNER" ] || fail "sim run printed no owner"
-        GV_GROUPS+=("$OWNER")
+        GV_GROUPS+=("${LAUNCHER:-$OWNER}")
 }
+
+# Field KEY of context ID in SIM's contexts ("" when the context is not there).
+ctx_field() { grep "^ctx=$1 " "$SIM/contexts" | grep -o " $2=[^ ]*" | cut -d= -f2 || true; }
+
+# Milliseconds of the wall clock (the simulator's CLOCK_REALTIME).
+now_ms() { date +%s%3N; }
 
 # What NVML says, as JSON (gv-simquery); extra arguments go to it.
 query() { GHOSTVRAM_SIM="$SIM" "$GV_QUERY" "$@"; }

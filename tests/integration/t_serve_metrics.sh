@@ -34,7 +34,7 @@ assert_eq "$sum" $((2048 * MIB)) "the kinds of GPU 1 sum to used"
 grep -q "^ghostvram_gpu_memory_total_bytes{${g1}.*} 17179869184$" "$GV_TMP/scrape.txt" || fail "total"
 grep -q "^ghostvram_gpu_memory_reserved_bytes{${g1}.*} 536870912$" "$GV_TMP/scrape.txt" || fail "reserved"
 grep -q "^ghostvram_gpu_verdict{${g1}.*,verdict=\"orphaned-holders\"} 1$" "$GV_TMP/scrape.txt" || fail "verdict"
-assert_eq "$(grep -c '^ghostvram_gpu_verdict{gpu="1"' "$GV_TMP/scrape.txt")" 12 "every verdict code"
+assert_eq "$(grep -c '^ghostvram_gpu_verdict{gpu="1"' "$GV_TMP/scrape.txt")" 13 "every verdict code"
 assert_eq "$(grep '^ghostvram_gpu_verdict{gpu="1"' "$GV_TMP/scrape.txt" | grep -c '} 1$')" 1 "one current verdict"
 for w in "${WORKERS[@]}"; do
         grep -qF "pid=\"$w\",comm=\"ev\\\"il\\\\"$'\xef\xbf\xbd'"name\"," "$GV_TMP/scrape.txt" \

@@ -5,7 +5,7 @@
 
 snap() { GHOSTVRAM_SIM="$SIM" "$GV_BIN" snapshot --json "$@"; }
 holder_pids() { snap | jq -r '[.holders[].pid] | sort | map(tostring) | join(" ")'; }
-sorted() { printf '%s\n' "$@" | sort | tr '\n' ' ' | sed 's/ $//'; }
+sorted() { printf '%s\n' "$@" | sort -n | tr '\n' ' ' | sed 's/ $//'; }
 
 sim_new --gpus 2 --memory 16384 --reserved 512
 

@@ -31,6 +31,8 @@ static inline struct facts *facts_new(unsigned n_gpus, bool initial_pidns, uid_t
         for (unsigned i = 0; i < n_gpus; i++) {
                 struct gpu_info *g = &f->gpu->gpus[i];
                 g->index = i;
+                g->minor = i;
+                g->minor_known = true;
                 g->memory_known = true;
                 g->memory_api = 2;
                 g->total_bytes = 80 * GIB;

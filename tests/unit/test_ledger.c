@@ -324,12 +324,43 @@ static void test_daemon_holder(void **state)
         const struct finding *fd = &r->gpus[0].findings[0];
         assert_int_equal(fd->confidence, CONF_LOW);
         assert_non_null(strstr(fd->next_step, "echo quit | nvidia-cuda-mps-control"));
-        bool mps_seen = false, pd_seen = false;
+        bool mps_seen = false;
         for (size_t i = 0; i < fd->n_evidence; i++) {
                 mps_seen |= strstr(fd->evidence[i], "PID 900") && strstr(fd->evidence[i], "MPS");
-                pd_seen |= strstr(fd->evidence[i], "PID 800") && strstr(fd->evidence[i], "persistence daemon");
+                assert_null(strstr(fd->evidence[i], "PID 800")); /* it keeps no client memory */
         }
-        assert_true(mps_seen && pd_seen);
+        assert_true(mps_seen);
+        for (size_t i = 0; i < fd->n_pids; i++)
+                assert_int_not_equal(fd->pids[i], 800);
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
+static void test_monitor_daemon_blocks_reset_only(void **state)
+{
+        (void)state;
+        /* a DCGM exporter (nvidiactl + nvidia0, no nvidia-uvm) next to a ghost no process holds */
+        struct facts *f = facts_new(1, true, 0);
+        gpu_used(f, 0, 2 * GIB);
+        nvml_proc(f, 0, 31300, 2 * GIB);
+        struct host_proc dc = proc(700, 1, 700, 700, 'S', "dcgm-exporter");
+        node(&dc, "nvidiactl");
+        node(&dc, "nvidia0");
+        holder(f, dc);
+        finish(f, NULL, 0);
+        struct scan_result *r = build(f, f);
+        assert_string_equal(verdict(r, 0), "stale-owner");
+        const struct finding *fd = &r->gpus[0].findings[0];
+        assert_int_equal(fd->confidence, CONF_HIGH);
+        assert_int_equal(r->gpus[0].n_attr, 0);
+        bool blocker = false;
+        for (size_t i = 0; i < fd->n_evidence; i++)
+                blocker |= strstr(fd->evidence[i], "PID 700") && strstr(fd->evidence[i], "reset needs it stopped") &&
+                           strstr(fd->evidence[i], "not the ghost");
+        assert_true(blocker);
+        for (size_t i = 0; i < fd->n_pids; i++)
+                assert_int_not_equal(fd->pids[i], 700);
+        assert_non_null(strstr(fd->next_step, "--gpu-reset -i 0000:1b:00.0"));
         scan_result_free(r);
         facts_destroy(f);
 }
@@ -356,6 +387,352 @@ static void test_zombie_owner_children(void **state)
         facts_destroy(f);
 }
 
+
+/* ---- issue: attribution beyond the classic case -------------------------------------------- */
+
+static const struct finding *main_finding(const struct scan_result *r, unsigned gpu)
+{
+        return &r->gpus[gpu].findings[0];
+}
+
+static bool any_text(const struct finding *fd, const char *needle)
+{
+        if (strstr(fd->summary, needle) || strstr(fd->next_step, needle))
+                return true;
+        for (size_t i = 0; i < fd->n_evidence; i++)
+                if (strstr(fd->evidence[i], needle))
+                        return true;
+        return false;
+}
+
+static const struct attribution *attr_of(const struct scan_result *r, unsigned gpu, pid_t pid)
+{
+        const struct gpu_ledger *l = &r->gpus[gpu];
+        for (size_t a = 0; a < l->n_attr; a++)
+                if (r->facts->host->holders[l->attr[a].holder].pid == pid)
+                        return &l->attr[a];
+        return NULL;
+}
+
+static void leader(struct facts *f, pid_t pid, bool present)
+{
+        f->leaders = realloc(f->leaders, (f->n_leaders + 1) * sizeof(*f->leaders));
+        f->leaders[f->n_leaders++] = (struct pid_presence){ .pid = pid, .present = present, .state = present ? 'S' : '?' };
+}
+
+static void test_worker_in_own_session(void **state)
+{
+        (void)state;
+        struct facts *f = facts_new(2, true, 0);
+        gpu_used(f, 1, 2 * GIB);
+        nvml_proc(f, 1, 31300, 2 * GIB);
+        struct host_proc w = proc(31301, 1, 31301, 31301, 'S', "pt_data_worker"); /* setsid() after the fork */
+        cuda_nodes(&w, 2);
+        holder(f, w);
+        finish(f, NULL, 0);
+        struct scan_result *r = build(f, f);
+        assert_string_equal(verdict(r, 1), "orphaned-holders");
+        const struct attribution *a = attr_of(r, 1, 31301);
+        assert_non_null(a);
+        assert_int_equal(a->link, LINK_ORPHAN);
+        assert_int_equal(a->confidence, CONF_LOW);
+        assert_null(attr_of(r, 0, 31301)); /* GPU 0 has nothing to explain */
+        const struct finding *fd = main_finding(r, 1);
+        assert_int_equal(fd->confidence, CONF_LOW);
+        assert_false(any_text(fd, "nothing here holds"));
+        assert_non_null(strstr(fd->next_step, "reclaim --gpu 1 --pid 31301"));
+        assert_true(r->gpus[1].ghost == 2 * GIB);
+        assert_sums(r);
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
+static void test_launcher_child_owner(void **state)
+{
+        (void)state;
+        /* the owner 31300 was a launcher's (31000) child: its workers are in the launcher's group */
+        for (int gone = 0; gone <= 1; gone++) {
+                struct facts *f = facts_new(1, true, 0);
+                gpu_used(f, 0, 2 * GIB);
+                nvml_proc(f, 0, 31300, 2 * GIB);
+                for (pid_t p = 31301; p <= 31302; p++) {
+                        struct host_proc w = proc(p, 1, 31000, 31000, 'S', "pt_data_worker");
+                        cuda_nodes(&w, 1);
+                        holder(f, w);
+                }
+                leader(f, 31000, !gone);
+                finish(f, NULL, 0);
+                struct scan_result *r = build(f, f);
+                assert_string_equal(verdict(r, 0), "orphaned-holders");
+                assert_true(attributed(r, 0, 31301) && attributed(r, 0, 31302));
+                assert_int_equal(attr_of(r, 0, 31301)->link, LINK_ORPHAN);
+                assert_int_equal(attr_of(r, 0, 31301)->confidence, gone ? CONF_MEDIUM : CONF_LOW);
+                if (gone)
+                        assert_non_null(strstr(main_finding(r, 0)->next_step, "reclaim --gpu 0`"));
+                else
+                        assert_non_null(strstr(main_finding(r, 0)->next_step, "--pid 31301,31302"));
+                scan_result_free(r);
+                facts_destroy(f);
+        }
+}
+
+static void test_holder_needs_the_gpus_node(void **state)
+{
+        (void)state;
+        /* the dead job of GPU 0; a dead job's worker on GPU 1 (its own group) holds only nvidia1 */
+        struct facts *f = facts_new(2, true, 0);
+        gpu_used(f, 0, 2 * GIB);
+        nvml_proc(f, 0, 31300, 2 * GIB);
+        struct host_proc w = proc(31301, 1, 31300, 31300, 'S', "pt_data_worker");
+        node(&w, "nvidiactl");
+        node(&w, "nvidia-uvm");
+        node(&w, "nvidia1");
+        holder(f, w);
+        finish(f, NULL, 0);
+        struct scan_result *r = build(f, f);
+        assert_false(attributed(r, 0, 31301));
+        assert_string_equal(verdict(r, 0), "stale-owner");
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
+static void test_legacy_v1_ghost_is_the_stale_bytes(void **state)
+{
+        (void)state;
+        struct facts *f = killed_job(1, 0, true);
+        f->gpu->gpus[0].memory_api = 1;
+        gpu_used(f, 0, 2 * GIB + 579 * MIB); /* v1: used includes the reservation */
+        finish(f, NULL, 0);
+        struct scan_result *r = build(f, f);
+        assert_string_equal(verdict(r, 0), "orphaned-holders");
+        assert_true(r->gpus[0].ghost == 2 * GIB);
+        assert_true(r->gpus[0].unattributed == 579 * MIB);
+        assert_true(any_text(main_finding(r, 0), "likely the driver's reservation"));
+        assert_sums(r);
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
+static void test_hidden_owner_beside_wrapped_live_job(void **state)
+{
+        (void)state;
+        /* hidden dead owners; GPU 0: a live job whose wrapper (39999) exited — its workers' group
+         * leader is gone, their parent is the live owner; GPU 1: a dead job's orphans */
+        struct facts *f = facts_new(2, true, 0);
+        gpu_used(f, 0, 4 * GIB + 1 * GIB); /* 1 GiB of a dead job beside the live one */
+        nvml_proc(f, 0, 40000, 4 * GIB);
+        struct host_proc ow = proc(40000, 1, 39999, 39999, 'R', "python");
+        cuda_nodes(&ow, 2);
+        holder(f, ow);
+        for (pid_t p = 40001; p <= 40002; p++) {
+                struct host_proc w = proc(p, 40000, 39999, 39999, 'S', "pt_data_worker");
+                cuda_nodes(&w, 2);
+                holder(f, w);
+        }
+        gpu_used(f, 1, 2 * GIB);
+        struct host_proc o1 = proc(31301, 1, 31300, 31300, 'S', "pt_data_worker");
+        node(&o1, "nvidiactl");
+        node(&o1, "nvidia-uvm");
+        node(&o1, "nvidia1");
+        holder(f, o1);
+        struct host_proc o0 = proc(32301, 1, 32300, 32300, 'S', "pt_data_worker");
+        node(&o0, "nvidiactl");
+        node(&o0, "nvidia-uvm");
+        node(&o0, "nvidia0");
+        holder(f, o0);
+        leader(f, 39999, false);
+        leader(f, 31300, false);
+        leader(f, 32300, false);
+        finish(f, NULL, 0);
+        struct scan_result *r = build(f, f);
+        for (pid_t p = 40000; p <= 40002; p++) {
+                assert_false(attributed(r, 0, p));
+                assert_false(attributed(r, 1, p));
+        }
+        assert_true(attributed(r, 1, 31301) && !attributed(r, 0, 31301));
+        assert_true(attributed(r, 0, 32301) && !attributed(r, 1, 32301));
+        assert_string_equal(verdict(r, 1), "orphaned-holders");
+        assert_string_equal(verdict(r, 0), "orphaned-holders"); /* a ghost beside a live job */
+        assert_true(r->gpus[0].listed == 4 * GIB && r->gpus[0].ghost == 1 * GIB);
+        assert_int_equal(attr_of(r, 0, 32301)->confidence, CONF_MEDIUM);
+        assert_false(attr_of(r, 0, 32301)->candidate);
+        assert_sums(r);
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
+static void test_pid_reused_by_gpu_processes(void **state)
+{
+        (void)state;
+        /* by a monitor: nvidiactl and nvidia0, no nvidia-uvm */
+        struct facts *f = killed_job(1, 0, true);
+        struct host_proc mon = proc(31300, 1, 500, 500, 'S', "nvidia-smi");
+        node(&mon, "nvidiactl");
+        node(&mon, "nvidia0");
+        holder(f, mon);
+        finish(f, NULL, 0);
+        struct scan_result *r = build(f, f);
+        assert_int_equal(r->gpus[0].owners[0].cls, OWNER_STALE);
+        assert_non_null(strstr(r->gpus[0].owners[0].why, "no nvidia-uvm"));
+        assert_string_equal(verdict(r, 0), "orphaned-holders");
+        assert_true(r->gpus[0].ghost == 2 * GIB);
+        assert_true(attributed(r, 0, 31301) && attributed(r, 0, 31302) && !attributed(r, 0, 31300));
+        scan_result_free(r);
+        facts_destroy(f);
+
+        /* by a CUDA job on another GPU, listed there */
+        f = killed_job(2, 1, true);
+        for (size_t i = 0; i < f->host->n_holders; i++) { /* the dead job ran on GPU 1 only */
+                f->host->holders[i].n_nodes = 3;
+                snprintf(f->host->holders[i].nodes[2].name, sizeof(f->host->holders[i].nodes[2].name), "nvidia1");
+        }
+        gpu_used(f, 0, 1 * GIB);
+        nvml_proc(f, 0, 31300, 1 * GIB);
+        struct host_proc job = proc(31300, 1, 31300, 31300, 'R', "python");
+        node(&job, "nvidiactl");
+        node(&job, "nvidia-uvm");
+        node(&job, "nvidia0");
+        holder(f, job);
+        finish(f, NULL, 0);
+        r = build(f, f);
+        assert_int_equal(r->gpus[0].owners[0].cls, OWNER_LIVE);
+        assert_int_equal(r->gpus[1].owners[0].cls, OWNER_STALE);
+        assert_non_null(strstr(r->gpus[1].owners[0].why, "holds no /dev/nvidia1"));
+        assert_string_equal(verdict(r, 0), "ok");
+        assert_true(r->gpus[1].ghost == 2 * GIB);
+        assert_string_equal(verdict(r, 1), "orphaned-holders");
+        /* the new job took the number, and so leads the workers' old group: named, not a default target */
+        assert_int_equal(attr_of(r, 1, 31301)->tie, JOB_TIE_GROUP);
+        assert_non_null(strstr(main_finding(r, 1)->next_step, "--pid 31301,31302"));
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
+static void test_next_steps_without_pci(void **state)
+{
+        (void)state;
+        struct facts *f = facts_new(2, true, 0);
+        gpu_used(f, 1, 2 * GIB);
+        nvml_proc(f, 1, 31300, 2 * GIB);
+        f->gpu->gpus[1].pci_bus_id[0] = '\0';
+        snprintf(f->gpu->gpus[1].uuid, sizeof(f->gpu->gpus[1].uuid), "GPU-1111");
+        finish(f, NULL, 0);
+        struct scan_result *r = build(f, f);
+        assert_string_equal(verdict(r, 1), "stale-owner");
+        assert_non_null(strstr(main_finding(r, 1)->next_step, "--gpu-reset -i GPU-1111` (by UUID"));
+        assert_null(strstr(main_finding(r, 1)->next_step, "-i 0"));
+        scan_result_free(r);
+        f->gpu->gpus[1].uuid[0] = '\0';
+        r = build(f, f);
+        assert_non_null(strstr(main_finding(r, 1)->next_step, "--gpu-reset -i 1` (by index"));
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
+static void test_freeing_is_not_a_ghost(void **state)
+{
+        (void)state;
+        struct facts *before = facts_new(1, true, 0);
+        gpu_used(before, 0, 2 * GIB);
+        nvml_proc(before, 0, 31300, 2 * GIB);
+        finish(before, NULL, 0);
+        struct facts *now = facts_new(1, true, 0);
+        gpu_used(now, 0, 1536 * MIB); /* the driver is giving it back */
+        nvml_proc(now, 0, 31300, 1536 * MIB);
+        finish(now, NULL, 0);
+        struct scan_result *r = build(now, before);
+        assert_string_equal(verdict(r, 0), "freeing");
+        assert_false(r->gpus[0].ghost_confirmed);
+        assert_false(r->any_confirmed_ghost);
+        assert_true(r->gpus[0].freed_bytes == 512 * MIB);
+        for (size_t k = 0; k < r->gpus[0].n_findings; k++) {
+                assert_string_not_equal(r->gpus[0].findings[k].code, "driver-leak");
+                assert_null(strstr(r->gpus[0].findings[k].next_step, "reset"));
+        }
+        scan_result_free(r);
+        /* the same bytes twice: a ghost */
+        r = build(now, now);
+        assert_string_equal(verdict(r, 0), "stale-owner");
+        scan_result_free(r);
+        facts_destroy(before);
+        facts_destroy(now);
+}
+
+static void test_no_process_list(void **state)
+{
+        (void)state;
+        struct facts *f = facts_new(2, true, 0);
+        gpu_used(f, 1, 3 * GIB);
+        f->gpu->gpus[1].procs_known = false;
+        gpu_info_add_error(&f->gpu->gpus[1], "processes", 3, "Not Supported");
+        finish(f, NULL, 0);
+        struct scan_result *r = build(f, f);
+        assert_string_equal(verdict(r, 1), "unknown");
+        assert_false(r->gpus[1].ghost_confirmed);
+        assert_true(r->gpus[1].ghost == 0 && r->gpus[1].unattributed == 3 * GIB);
+        assert_true(r->any_uninspected);
+        assert_false(r->any_confirmed_ghost);
+        assert_true(any_text(main_finding(r, 1), "Not Supported"));
+        assert_null(strstr(main_finding(r, 1)->next_step, "reset"));
+        assert_string_equal(verdict(r, 0), "ok");
+        scan_result_free(r);
+        free(f->gpu->gpus[1].errors);
+        facts_destroy(f);
+}
+
+static void test_not_root_never_high_or_reset(void **state)
+{
+        (void)state;
+        struct facts *f = facts_new(1, true, 1000);
+        gpu_used(f, 0, 2 * GIB);
+        nvml_proc(f, 0, 31300, 2 * GIB);
+        finish(f, NULL, 0);
+        struct scan_result *r = build(f, f);
+        assert_string_equal(verdict(r, 0), "stale-owner");
+        const struct finding *fd = main_finding(r, 0);
+        assert_int_equal(fd->confidence, CONF_LOW);
+        assert_non_null(strstr(fd->summary, "no holder is visible to this user"));
+        assert_null(strstr(fd->summary, "nothing here holds"));
+        assert_non_null(strstr(fd->next_step, "sudo ghostvram scan --gpu 0"));
+        assert_null(strstr(fd->next_step, "--gpu-reset"));
+        scan_result_free(r);
+
+        /* root in the initial namespace with limits: unknown says what to look at, not "as root" */
+        f->host->euid = 0;
+        f->gpu->gpus[0].n_procs = 0;
+        char *lim = strdup("PID 1: descriptors unreadable");
+        f->host->limits = &lim;
+        f->host->n_limits = 1;
+        r = build(f, f);
+        assert_string_equal(verdict(r, 0), "unknown");
+        assert_null(strstr(main_finding(r, 0)->next_step, "as root"));
+        assert_non_null(strstr(main_finding(r, 0)->next_step, "--verbose"));
+        scan_result_free(r);
+        f->host->limits = NULL;
+        f->host->n_limits = 0;
+        free(lim);
+        facts_destroy(f);
+}
+
+static void test_live_owner_unreadable_to_user(void **state)
+{
+        (void)state;
+        /* another user's live job: its descriptors are unreadable, so its holdings are unknown */
+        struct facts *f = facts_new(1, true, 1000);
+        gpu_used(f, 0, 2 * GIB);
+        nvml_proc(f, 0, 40000, 2 * GIB);
+        struct host_proc o = proc(40000, 1, 40000, 40000, 'R', "python");
+        o.skipped = HOST_SKIP_FDS | HOST_SKIP_MAPS;
+        finish(f, &o, 1);
+        struct scan_result *r = build(f, f);
+        assert_int_equal(r->gpus[0].owners[0].cls, OWNER_LIVE);
+        assert_string_equal(verdict(r, 0), "ok");
+        free(o.comm);
+        free(o.cmdline);
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -372,6 +749,18 @@ int main(void)
                 cmocka_unit_test(test_gpu_lost_and_legacy),
                 cmocka_unit_test(test_invisible_here),
                 cmocka_unit_test(test_daemon_holder),
+                cmocka_unit_test(test_monitor_daemon_blocks_reset_only),
+                cmocka_unit_test(test_worker_in_own_session),
+                cmocka_unit_test(test_launcher_child_owner),
+                cmocka_unit_test(test_holder_needs_the_gpus_node),
+                cmocka_unit_test(test_legacy_v1_ghost_is_the_stale_bytes),
+                cmocka_unit_test(test_hidden_owner_beside_wrapped_live_job),
+                cmocka_unit_test(test_pid_reused_by_gpu_processes),
+                cmocka_unit_test(test_next_steps_without_pci),
+                cmocka_unit_test(test_freeing_is_not_a_ghost),
+                cmocka_unit_test(test_no_process_list),
+                cmocka_unit_test(test_not_root_never_high_or_reset),
+                cmocka_unit_test(test_live_owner_unreadable_to_user),
                 cmocka_unit_test(test_zombie_owner_children),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

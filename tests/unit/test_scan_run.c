@@ -3,7 +3,7 @@
  * integration tests (t_serve_*, t_watch_*) against the simulated driver. */
 #include "facts_builder.h"
 
-#include "model/scan_run.h"
+#include "run/scan_run.h"
 
 /* A healthy job: PID 4000 alive, holding the device nodes, listed with all of GPU 0's used. */
 static struct facts *healthy(uint64_t used, uint64_t listed_bytes)

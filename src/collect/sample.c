@@ -1,9 +1,12 @@
-#include "model/facts.h"
+/* sample: one sample of the raw facts, collected through the backends (the GPU driver or a
+ * bundle, the /proc walk, the kernel log); the model judges it without any I/O. */
+#include "collect/sample.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "collect/gpu_json.h"
 #include "util/fileio.h"
@@ -184,6 +187,12 @@ int facts_collect_from(const struct facts_opts *o, struct gpu_report *gpu, struc
                 if (o->save_bundle && f->kernel_read && (r = save_kernel(f, o->save_bundle)) < 0)
                         goto fail;
         }
+        /* our own facts, only from the live /proc (a fixture tree's PIDs are not ours) */
+        if (f->host && !f->from_bundle && (!o->host.proc_root || strcmp(o->host.proc_root, "/proc") == 0)) {
+                struct host_opts so = o->host;
+                so.save_dir = NULL;
+                f->self_known = host_proc_lookup(&so, getpid(), &f->self) == 0;
+        }
         for (size_t i = 0; f->host && i < f->host->n_holders; i++) {
                 const struct host_proc *h = &f->host->holders[i];
                 r = facts_add_leader(f, &o->host, h->pgid);
@@ -209,6 +218,8 @@ void facts_free(struct facts *f)
                 host_proc_clear(&f->pids[i].proc);
         free(f->pids);
         free(f->leaders);
+        if (f->self_known)
+                host_proc_clear(&f->self);
         xid_list_free(&f->kernel);
         free(f);
 }

@@ -40,6 +40,10 @@ struct facts {
         unsigned long kernel_overruns;
         bool simulated;
         bool from_bundle;
+        /* ghostvram's own process in the live /proc (its cgroup, job): the environment it runs
+         * in ties nothing (model/jobs.h). Not known from a bundle or a --proc tree. */
+        struct host_proc self;
+        bool self_known;
 };
 
 struct facts_opts {

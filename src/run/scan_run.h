@@ -31,7 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/facts.h"
+#include "collect/sample.h"
 #include "model/ledger.h"
 
 /* Sleep for ms, or return false early when the caller wants to stop. NULL: nanosleep. */

@@ -1,4 +1,4 @@
-#include "model/scan_run.h"
+#include "run/scan_run.h"
 
 #include <errno.h>
 #include <stdio.h>
