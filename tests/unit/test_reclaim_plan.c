@@ -638,6 +638,35 @@ static void test_rule_names(void **state)
         assert_string_equal(reclaim_rule_name(RECLAIM_NVML_LISTED), "nvml-listed");
 }
 
+static void test_weak_link_and_group_ties(void **state)
+{
+        (void)state;
+        struct world *w = world_new();
+        /* an orphan link with low confidence: named by scan, ended only with --pid */
+        w->attr[1][0].link = LINK_ORPHAN;
+        w->attr[1][0].confidence = CONF_LOW;
+        assert_w1_skipped(w, RECLAIM_WEAK_LINK, "--pid");
+        w->attr[1][0].confidence = CONF_MEDIUM;
+        assert_non_null(target(plan(w), W1));
+        world_free(w);
+
+        /* in the process group of a live owner */
+        w = world_new();
+        holder_of(w, W1)->pgid = 7100;
+        struct host_proc *ow = live_owner(w, 0, 7101, 7101);
+        ow->pgid = 7100;
+        w->pids[0].proc.pgid = 7100;
+        assert_w1_skipped(w, RECLAIM_SHARES_GROUP, "process group of PID 7101");
+        world_free(w);
+
+        /* a child of a live owner */
+        w = world_new();
+        holder_of(w, W1)->ppid = 7201;
+        live_owner(w, 0, 7201, 7201);
+        assert_w1_skipped(w, RECLAIM_SHARES_GROUP, "a child of PID 7201");
+        world_free(w);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -650,6 +679,7 @@ int main(void)
                 cmocka_unit_test(test_nvml_blind),
                 cmocka_unit_test(test_shares_session_with_live_owner),
                 cmocka_unit_test(test_shares_job_cgroup_with_live_owner),
+                cmocka_unit_test(test_weak_link_and_group_ties),
                 cmocka_unit_test(test_namespace_init),
                 cmocka_unit_test(test_pid1_kthread_self_ancestor),
                 cmocka_unit_test(test_each_protected_name),
