@@ -14,7 +14,8 @@
  *   - it is not protected: a kernel thread, ghostvram itself or one of its ancestors, a
  *     GPU daemon or display server (gpu_daemons in model/daemons.h), or a site policy entry.
  * An explicit --pid replaces the default targets; it may name anything except PID 1, a kernel
- * thread, ghostvram itself or an ancestor (and a process that is gone or a zombie). */
+ * thread, ghostvram itself or an ancestor (and a process that is gone or a zombie); without
+ * `force` also a process that holds no NVIDIA device node, or any ghostvram process. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -47,6 +48,8 @@ enum reclaim_rule {
         RECLAIM_DEAD,                   /* a zombie, or exiting: nothing to signal */
         RECLAIM_NO_SUCH_PROCESS,        /* --pid names no process here */
         RECLAIM_NVML_BLIND,             /* a GPU gave no process list: "listed nowhere" cannot be checked */
+        RECLAIM_NO_DEVICE,              /* --pid names a process holding no NVIDIA device node (without --force) */
+        RECLAIM_GHOSTVRAM,              /* --pid names a ghostvram process (serve, watch) (without --force) */
         RECLAIM_RULE_COUNT
 };
 
@@ -97,6 +100,8 @@ struct reclaim_plan_opts {
         const struct host_proc *extra;          /* facts of explicit PIDs that hold no node */
         size_t n_extra;
         int only_gpu;                           /* --gpu N, -1 for all */
+        bool force;                             /* --force: --pid may name a process holding no
+                                                 * NVIDIA node, or another ghostvram */
 };
 
 struct reclaim_target {
