@@ -53,7 +53,8 @@ static void experiment_usage(FILE *f)
                 "come back (or that it does not within --timeout), and the kernel's NVIDIA\n"
                 "events meanwhile (Xid 45, logged when a process with GPU work is killed, is\n"
                 "shown apart from real errors). With --reclaim, the same after\n"
-                "`ghostvram reclaim --yes --gpu N`. Prints a before/after table; with --repeat\n"
+                "`ghostvram reclaim --yes --gpu N --pid WORKERS`, restricted to the workers\n"
+                "it started. Prints a before/after table; with --repeat\n"
                 "the median and the spread; --json has every raw sample.\n"
                 "\n"
                 "On a real host the job is a child of ghostvram using the CUDA driver API\n"
@@ -66,7 +67,8 @@ static void experiment_usage(FILE *f)
                 "  --mib M             the job's allocation (default 1024)\n"
                 "  --workers K         forked workers, 0-%d (default 2)\n"
                 "  --signal SIG        how the job is killed: KILL (default), TERM, INT, ...\n"
-                "  --reclaim           then run `ghostvram reclaim --yes` and measure again\n"
+                "  --reclaim           then run `ghostvram reclaim --yes --pid WORKERS` on the\n"
+                "                      run's own workers only, and measure again\n"
                 "  --repeat R          runs, 1-%d (default 1)\n"
                 "  --timeout DURATION  how long to wait for the memory each time (default 10s)\n"
                 "  --confirm DURATION  reclaim's confirming-sample delay (default 2s)\n"
@@ -268,17 +270,25 @@ static void read_kernel(const struct exp_opts *o, struct xid_list *out, bool *re
         *ret_ok = xid_collect(&ko, out, NULL, err, sizeof(err), NULL) == 0;
 }
 
-/* `ghostvram reclaim --yes --gpu N` as a separate process; its JSON kept. */
+/* `ghostvram reclaim --yes --gpu N --pid W1,W2...` as a separate process, restricted to the
+ * workers this run started (never another job's processes); its JSON kept. */
 static int run_reclaim(const struct exp_opts *o, struct exp_run *run)
 {
+        if (run->n_workers == 0)
+                return 0; /* nothing of ours holds the memory: killing the owner was all */
+        char pids_s[EXP_MAX_WORKERS * 12 + 1];
+        size_t pl = 0;
+        pids_s[0] = '\0';
+        for (unsigned i = 0; i < run->n_workers; i++)
+                pl += (size_t)snprintf(pids_s + pl, sizeof(pids_s) - pl, "%s%d", i ? "," : "", (int)run->workers[i]);
         char gpu_s[16], confirm_s[32], timeout_s[32], grace_s[32];
         snprintf(gpu_s, sizeof(gpu_s), "%u", o->gpu);
         snprintf(grace_s, sizeof(grace_s), "%llums", (unsigned long long)(o->timeout_ms > 4000 ? 2000 : o->timeout_ms / 2));
         snprintf(confirm_s, sizeof(confirm_s), "%llums", (unsigned long long)o->confirm_ms);
         snprintf(timeout_s, sizeof(timeout_s), "%llums", (unsigned long long)o->timeout_ms);
         const char *args[20] = { "ghostvram", "reclaim", "--yes", "--json", "--gpu", gpu_s, "--confirm", confirm_s,
-                                 "--grace", grace_s, "--timeout", timeout_s };
-        size_t n = 12;
+                                 "--grace", grace_s, "--timeout", timeout_s, "--pid", pids_s };
+        size_t n = 14;
         if (o->c.nvml_lib && !o->c.simulated) {
                 args[n++] = "--nvml-lib";
                 args[n++] = o->c.nvml_lib;

@@ -318,7 +318,7 @@ static int load_policy(const struct rc_opts *o, struct reclaim_policy *pol)
 
 static int parse_pids(struct rc_opts *o, const char *arg)
 {
-        char tmp[512];
+        char tmp[RC_MAX_PIDS * 12];
         if (snprintf(tmp, sizeof(tmp), "%s", arg) >= (int)sizeof(tmp))
                 return -1;
         char *save = NULL;
