@@ -870,12 +870,20 @@ static int mode_escalate(struct rc_ctx *x, struct reclaim_report *rep)
                 const char *bus = strrchr(esc.command, ' ') + 1;
                 char *argv[] = { smi, (char *)"--gpu-reset", (char *)"-i", (char *)bus, NULL };
                 syslog(LOG_NOTICE, "reclaim: running %s", esc.command);
-                int r = escalate_run(argv, (unsigned)o->timeout_ms, &output, &cs);
+                pid_t stuck = 0;
+                int r = escalate_run(argv, (unsigned)o->timeout_ms, &output, &cs, &stuck);
                 rep->esc_ran = r == 0;
                 rep->esc_status = cs;
                 rep->esc_output = buf_str(&output);
-                if (r < 0)
-                        snprintf(err, sizeof(err), "%s", r == -ETIMEDOUT ? "the reset did not finish in time" : strerror(-r));
+                if (r == -EDEADLK)
+                        snprintf(err, sizeof(err),
+                                 "the reset did not finish within %.3g s and its process (PID %d) did not end %.3g s "
+                                 "after SIGKILL: stuck in the driver (D state); `cat /proc/%d/stack`, `ghostvram xid`, "
+                                 "then a reboot",
+                                 (double)o->timeout_ms / 1000.0, (int)stuck, ESCALATE_KILL_WAIT_MS / 1000.0, (int)stuck);
+                else if (r < 0)
+                        snprintf(err, sizeof(err), "%s",
+                                 r == -ETIMEDOUT ? "the reset did not finish in time (ended with SIGKILL)" : strerror(-r));
         } else {
                 syslog(LOG_NOTICE, "reclaim: reloading nvidia_uvm");
                 int r = escalate_uvm_reload(err, sizeof(err));
