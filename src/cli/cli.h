@@ -95,6 +95,10 @@ bool cli_wait_signal(void *unused, uint64_t ms);
 /* Has a stop signal arrived? */
 bool cli_stop_requested(void);
 
+/* Test builds only (the ghostvram-testhooks binary): called by reclaim at "plan" and "open";
+ * NULL in the shipped ghostvram. */
+extern void (*cli_reclaim_pause)(void *ctx, const char *stage);
+
 int cmd_snapshot(int argc, char **argv);
 int cmd_scan(int argc, char **argv);
 int cmd_demo(int argc, char **argv);

@@ -189,31 +189,9 @@ static void rc_syslog(void *ctx, const struct reclaim_action *a, enum reclaim_ev
         }
 }
 
-/* GHOSTVRAM_TEST_PAUSE=STAGE:FILE (tests only): at STAGE ("plan": before any pidfd is opened;
- * "open": after the re-checks, before the first signal) create FILE.ready and wait (60 s at
- * most) for FILE.go. It lets a test end a target or reuse its PID at an exact point. */
-static void test_pause(void *ctx, const char *stage)
-{
-        (void)ctx;
-        const char *spec = getenv("GHOSTVRAM_TEST_PAUSE");
-        if (!spec)
-                return;
-        size_t sl = strcspn(spec, ":");
-        if (spec[sl] != ':' || sl != strlen(stage) || strncmp(spec, stage, sl) != 0)
-                return;
-        char ready[PATH_MAX], go[PATH_MAX];
-        if (snprintf(ready, sizeof(ready), "%s.ready", spec + sl + 1) >= (int)sizeof(ready) ||
-            snprintf(go, sizeof(go), "%s.go", spec + sl + 1) >= (int)sizeof(go))
-                return;
-        char pid[24];
-        int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
-        if (write_file_atomic(ready, pid, (size_t)n) < 0)
-                return;
-        for (int i = 0; i < 6000 && access(go, F_OK) != 0; i++) {
-                struct timespec ts = { 0, 10 * 1000000L };
-                nanosleep(&ts, NULL);
-        }
-}
+/* The test build's pause hook (tests/hooks/test_hooks.c sets it; NULL in the shipped binary,
+ * which carries no test hook at all). */
+void (*cli_reclaim_pause)(void *ctx, const char *stage);
 
 static void sleep_ms(unsigned ms)
 {
@@ -605,7 +583,7 @@ replan:
         struct reclaim_act_opts ao = {
                 .sys = &x->sys, .signal = o->signal, .grace_ms = (unsigned)o->grace_ms,
                 .timeout_ms = (unsigned)o->timeout_ms, .poll_ms = SAMPLE_MS, .log = rc_syslog,
-                .pause = test_pause, .tick = sampler_tick, .tick_ctx = &sm,
+                .pause = cli_reclaim_pause, .tick = sampler_tick, .tick_ctx = &sm,
         };
         int r = reclaim_act_run(plan, &ao, &acts, &n_acts);
         if (r == -ENOSYS) {
@@ -762,7 +740,8 @@ static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
         struct sampler sm;
         sampler_init(&sm, o, rec, n_rec);
         syslog(LOG_NOTICE, "reclaim: uid %u ends cgroup %s (%zu processes)", (unsigned)geteuid(), ci.path, np);
-        test_pause(NULL, "open");
+        if (cli_reclaim_pause)
+                cli_reclaim_pause(NULL, "open");
         r = reclaim_cgroup_kill(ci.dir, ci.path, &x->sys, (unsigned)o->timeout_ms, sampler_tick, &sm, &ci.res);
         if (r < 0) {
                 summary(rep, EXIT_INCOMPLETE, "Cannot act on %s: %s", ci.path, strerror(-r));
