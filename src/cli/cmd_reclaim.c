@@ -208,13 +208,22 @@ struct sampler {
         bool have_before;
         uint64_t t0;            /* monotonic ms of the first signal */
         uint64_t last;
+        unsigned failed;        /* samples the driver gave no figures for */
+        bool last_failed;       /* the latest one: the driver stopped answering */
 };
+
+static void sampler_take(struct sampler *s, uint64_t t0)
+{
+        bool bad = recovery_sample(&s->go, s->g, s->n, t0) < 0;
+        s->failed += bad;
+        s->last_failed = bad;
+}
 
 static void sampler_tick(void *ctx, uint64_t t_ms)
 {
         struct sampler *s = ctx;
         if (!s->have_before) {
-                recovery_sample(&s->go, s->g, s->n, 0);
+                sampler_take(s, 0);
                 s->have_before = true;
                 s->t0 = monotonic_ms(); /* the first signal follows */
                 s->last = 0;
@@ -223,7 +232,7 @@ static void sampler_tick(void *ctx, uint64_t t_ms)
         if (t_ms - s->last < SAMPLE_MS - 10)
                 return;
         s->last = t_ms;
-        recovery_sample(&s->go, s->g, s->n, s->t0);
+        sampler_take(s, s->t0);
 }
 
 /* Keep sampling until every GPU has its memory back or the timeout (from the first signal);
@@ -233,7 +242,7 @@ static void sampler_finish(struct sampler *s, uint64_t timeout_ms)
         if (!s->have_before)
                 sampler_tick(s, 0);
         for (;;) {
-                recovery_sample(&s->go, s->g, s->n, s->t0);
+                sampler_take(s, s->t0);
                 if (recovery_all_done(s->g, s->n) || monotonic_ms() - s->t0 >= timeout_ms)
                         break;
                 sleep_ms(SAMPLE_MS);
@@ -623,6 +632,11 @@ replan:
                         ended == 1 ? "" : "es", plan->any_confirmed_ghost ? " (the ghost is still there)" : "");
         else if (ended == n_acts && back)
                 summary(rep, EXIT_OK, "Memory recovered: %zu process%s ended.", ended, ended == 1 ? "" : "es");
+        else if (ended == n_acts && sm.last_failed)
+                summary(rep, EXIT_FINDING,
+                        "Partial: every process ended, but the NVIDIA driver stopped answering the memory queries "
+                        "(%u unanswered): whether the memory came back is unknown. A hung GPU? `ghostvram xid`.",
+                        sm.failed);
         else if (ended == n_acts)
                 summary(rep, EXIT_FINDING, "Partial: every process ended, but the memory did not come back within %.3g s.",
                         (double)o->timeout_ms / 1000.0);
