@@ -1,8 +1,10 @@
+#define _GNU_SOURCE 1 /* environ */
 /* experiment: reproduce the incident on purpose and measure it. A job allocates GPU memory and
  * forks workers; it is killed; the memory is sampled — what stays, for how long, what the
  * kernel logged — and, with --reclaim, the same after `ghostvram reclaim --yes`. Every process
  * it starts is stopped at the end. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
@@ -27,6 +29,7 @@
 #include "util/spawn.h"
 
 #define EXP_MAX_WORKERS 64
+#define EXP_CUDA_CHILD "--cuda-job-child" /* internal: the job process of a real host */
 #define EXP_MAX_REPEAT 100
 #define EXP_MAX_SAMPLES 20000
 #define SAMPLE_MS 50
@@ -213,13 +216,36 @@ static int start_job(const struct exp_opts *o, struct exp_run *run, char *err, s
                 buf_free(&out);
                 return r;
         }
+        /* a fresh ghostvram runs the CUDA job (dlopen, cuInit, fork of workers): this process has
+         * threads, so its child runs nothing but async-signal-safe calls until execve; the
+         * arguments and the environment are made before the fork */
+        char exe[4096];
+        ssize_t el = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        if (el < 0)
+                return -errno;
+        exe[el] = '\0';
+        static const char *const names[] = { "CUDA_DEVICE_ORDER" };
+        static const char *const values[] = { "PCI_BUS_ID" }; /* CUDA ordinals = NVML indexes */
+        char **envp = NULL;
+        if (env_build(environ, names, values, 1, &envp) < 0)
+                return -ENOMEM;
+        char a0[] = "ghostvram", a1[] = "experiment", a2[] = EXP_CUDA_CHILD;
+        char *const cargv[] = { a0, a1, a2, gpu_s, mib_s, wk_s, NULL };
         int p[2];
         pid_t pid;
         int fr = fork_pipe(p, &pid);
-        if (fr < 0)
+        if (fr < 0) {
+                env_free(envp);
                 return fr;
-        if (pid == 0)
-                cuda_job_main(o->gpu, o->mib, o->workers, p[1]);
+        }
+        if (pid == 0) {
+                /* the report pipe becomes fd 3, kept across exec */
+                if (p[1] == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(p[1], 3) < 0)
+                        _exit(126);
+                execve(exe, cargv, envp);
+                _exit(127);
+        }
+        env_free(envp);
         run->owner_is_child = true;
         struct buf out = BUF_INIT(1 << 16);
         unsigned long long deadline = monotonic_ms() + 120000; /* cuInit can take a while */
@@ -547,6 +573,15 @@ static int one_run(const struct exp_opts *o, const struct reclaim_sys *s, const 
 
 int cmd_experiment(int argc, char **argv)
 {
+        /* the CUDA job of a real host, run by start_job in a fresh process: report fd 3 */
+        if (argc == 5 && strcmp(argv[1], EXP_CUDA_CHILD) == 0) {
+                unsigned gpu, workers;
+                uint64_t mib;
+                if (parse_uint_range(argv[2], 0, 1023, &gpu) < 0 || parse_u64(argv[3], &mib) < 0 ||
+                    parse_uint_range(argv[4], 0, EXP_MAX_WORKERS, &workers) < 0)
+                        return EXIT_USAGE;
+                cuda_job_main(gpu, mib, workers, 3);
+        }
         static const struct option opts[] = {
                 { "gpu", required_argument, NULL, 'g' },     { "mib", required_argument, NULL, 'm' },
                 { "workers", required_argument, NULL, 'w' }, { "signal", required_argument, NULL, 's' },

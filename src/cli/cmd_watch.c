@@ -1,3 +1,4 @@
+#define _GNU_SOURCE 1 /* environ */
 /* watch: sample continuously, print a line when a GPU's verdict or ghost changes, raise an
  * alert when a confirmed ghost stays above a threshold for a while (and say when it clears),
  * and run a hook with the finding in its environment. */
@@ -19,6 +20,7 @@
 #include "render/metrics.h"
 #include "util/deadline.h"
 #include "util/parse.h"
+#include "util/spawn.h"
 
 #define MIB (1024ull * 1024ull)
 #define WATCH_MAX_GPUS 1024
@@ -163,26 +165,47 @@ static void emit(const struct watch *w, const char *event, const struct gpu_info
         fflush(stdout);
 }
 
-static void set_env(const char *name, const char *value)
-{
-        setenv(name, value ? value : "", 1);
-}
-
-/* Run the hook and wait for it at most exec_timeout_ms; its output goes to ours. */
+/* Run the hook and wait for it at most exec_timeout_ms; its output goes to ours. Its
+ * environment is built before the fork: this process has threads (driver calls under a
+ * deadline), so the child runs only async-signal-safe calls until execve. */
 static void run_hook(const struct watch *w, const char *event, const struct gpu_info *g, const struct gpu_ledger *l,
                      double since)
 {
         if (!w->exec)
                 return;
-        char num[64], pids[1024];
+        char gpu_s[16], ghost_s[32], thr_s[32], since_s[32], pids[1024];
+        const struct finding *fd = l->n_findings ? &l->findings[0] : NULL;
+        snprintf(gpu_s, sizeof(gpu_s), "%u", g->index);
+        snprintf(ghost_s, sizeof(ghost_s), "%llu", (unsigned long long)confirmed_ghost(l));
+        snprintf(thr_s, sizeof(thr_s), "%llu", (unsigned long long)w->threshold_bytes);
+        snprintf(since_s, sizeof(since_s), "%.0f", since);
+        pids_text(l, pids, sizeof(pids));
+        static const char *const names[] = {
+                "GHOSTVRAM_EVENT", "GHOSTVRAM_GPU", "GHOSTVRAM_UUID", "GHOSTVRAM_PCI_BUS_ID", "GHOSTVRAM_VERDICT",
+                "GHOSTVRAM_GHOST_BYTES", "GHOSTVRAM_PIDS", "GHOSTVRAM_THRESHOLD_BYTES", "GHOSTVRAM_SINCE",
+                "GHOSTVRAM_SUMMARY", "GHOSTVRAM_NEXT_STEP",
+        };
+        const char *values[] = {
+                event, gpu_s, g->uuid, g->pci_bus_id, verdict_of(l), ghost_s, pids, thr_s, since_s,
+                fd ? fd->summary : "", fd ? fd->next_step : "",
+        };
+        char **envp = NULL;
+        if (env_build(environ, names, values, sizeof(names) / sizeof(names[0]), &envp) < 0) {
+                cli_error("watch", "--exec: out of memory");
+                return;
+        }
+        char sh[] = "sh", dash_c[] = "-c";
+        char *const argv[] = { sh, dash_c, (char *)w->exec, NULL };
         fflush(stdout);
         fflush(stderr);
         pid_t pid = fork();
         if (pid < 0) {
                 cli_error("watch", "--exec: cannot fork: %s", strerror(errno));
+                env_free(envp);
                 return;
         }
         if (pid == 0) {
+                /* only async-signal-safe calls from here to execve */
                 sigset_t none;
                 sigemptyset(&none);
                 sigprocmask(SIG_SETMASK, &none, NULL);
@@ -193,30 +216,14 @@ static void run_hook(const struct watch *w, const char *event, const struct gpu_
                         dup2(devnull, STDIN_FILENO);
                         close(devnull);
                 }
-                const struct finding *fd = l->n_findings ? &l->findings[0] : NULL;
-                set_env("GHOSTVRAM_EVENT", event);
-                snprintf(num, sizeof(num), "%u", g->index);
-                set_env("GHOSTVRAM_GPU", num);
-                set_env("GHOSTVRAM_UUID", g->uuid);
-                set_env("GHOSTVRAM_PCI_BUS_ID", g->pci_bus_id);
-                set_env("GHOSTVRAM_VERDICT", verdict_of(l));
-                snprintf(num, sizeof(num), "%llu", (unsigned long long)confirmed_ghost(l));
-                set_env("GHOSTVRAM_GHOST_BYTES", num);
-                pids_text(l, pids, sizeof(pids));
-                set_env("GHOSTVRAM_PIDS", pids);
-                snprintf(num, sizeof(num), "%llu", (unsigned long long)w->threshold_bytes);
-                set_env("GHOSTVRAM_THRESHOLD_BYTES", num);
-                snprintf(num, sizeof(num), "%.0f", since);
-                set_env("GHOSTVRAM_SINCE", num);
-                set_env("GHOSTVRAM_SUMMARY", fd ? fd->summary : "");
-                set_env("GHOSTVRAM_NEXT_STEP", fd ? fd->next_step : "");
-                execl("/bin/sh", "sh", "-c", w->exec, (char *)NULL);
+                execve("/bin/sh", argv, envp);
                 _exit(127);
         }
+        env_free(envp);
         setpgid(pid, pid);
         unsigned long long deadline = monotonic_ms() + w->exec_timeout_ms;
         int status = 0;
-        bool killed = false;
+        int killed = 0; /* 1: SIGTERM sent, 2: SIGKILL sent */
         for (;;) {
                 pid_t r = waitpid(pid, &status, WNOHANG);
                 if (r == pid || (r < 0 && errno != EINTR))
@@ -226,11 +233,17 @@ static void run_hook(const struct watch *w, const char *event, const struct gpu_
                         cli_error("watch", "--exec: the hook ran longer than %.3g s; stopping it",
                                   (double)w->exec_timeout_ms / 1000.0);
                         kill(-pid, SIGTERM);
-                        killed = true;
+                        killed = 1;
                         deadline = now + 2000;
-                } else if (now >= deadline) {
+                } else if (now >= deadline && killed == 1) {
                         kill(-pid, SIGKILL);
-                        deadline = now + 60000;
+                        killed = 2;
+                        deadline = now + 5000;
+                } else if (now >= deadline) {
+                        /* SIGKILL takes effect when a driver call returns: do not wait for ever */
+                        cli_error("watch", "--exec: the hook (PID %d) did not end 5 s after SIGKILL; not waiting for it",
+                                  (int)pid);
+                        break;
                 }
                 struct timespec ts = { .tv_sec = 0, .tv_nsec = 20 * 1000000L };
                 nanosleep(&ts, NULL);

@@ -36,6 +36,22 @@ wait_until 20 grep -q "CLEAR GPU 0" "$LOG" || fail "watch did not carry on after
 note "SIGINT stops it cleanly"
 stop_within 15 "$WATCH" INT
 
+note "the hook's environment is made before the fork: nothing but async-signal-safe calls until exec"
+: "${GV_FORKCHECK:?GV_FORKCHECK must name the gv-forkcheck preload library}"
+sim_run --gpu 0 --mib 1024 --workers 1
+kill_wait "$OWNER"
+LOG3="$GV_TMP/watch3.log"
+LD_PRELOAD="$GV_FORKCHECK" GHOSTVRAM_SIM="$SIM" "$GV_BIN" watch --interval 300ms --for 0 \
+        --exec "echo \"\$GHOSTVRAM_EVENT \$GHOSTVRAM_GPU \$GHOSTVRAM_GHOST_BYTES \$GHOSTVRAM_VERDICT\" >> '$GV_TMP/env.txt'" \
+        >"$LOG3" 2>&1 &
+W3=$!
+track "$W3"
+wait_until 20 test -s "$GV_TMP/env.txt" || fail "the hook did not run: $(cat "$LOG3")"
+stop_within 15 "$W3" INT
+grep -q "forkcheck:" "$LOG3" && fail "a call that is not async-signal-safe between fork and exec: $(cat "$LOG3")"
+assert_eq "$(head -1 "$GV_TMP/env.txt")" "alert 0 $((1024 * MIB)) orphaned-holders" "the hook's environment"
+kill_wait "${WORKERS[@]}"
+
 note "--json and --count: one object a line"
 out=$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" watch --json --count 2 --interval 200ms)
 assert_eq "$(jq -sc 'map(.event)' <<<"$out")" '["state"]' "events of an idle GPU"
