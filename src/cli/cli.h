@@ -54,8 +54,10 @@ struct cli_common {
         "  --nvml-lib PATH      load this NVML library instead of libnvidia-ml.so.1\n"      \
         "  --proc DIR           read processes from DIR instead of /proc\n"                 \
         "  --dev-prefix PREFIX  device nodes start with PREFIX (default /dev/nvidia)\n"     \
-        "  --save-bundle DIR    also record every answer read into DIR (for bug reports)\n"  \
-        "  --from-bundle DIR    read a recorded bundle instead of this host\n"
+        "  --save-bundle DIR    also record every answer read into DIR, a new or empty\n"   \
+        "                       directory (for bug reports)\n"                              \
+        "  --from-bundle DIR    read a recorded bundle instead of this host (its files must\n" \
+        "                       be plain files; nvml.json at most 32 MiB)\n"
 
 void cli_common_init(struct cli_common *c);
 /* Handle option `opt` if it is a common one: 1 handled, 0 not ours, -1 bad value (printed). */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "util/fileio.h"
 #include "model/facts.h"
 #include "model/ledger.h"
 #include "model/scan_run.h"
@@ -154,7 +155,7 @@ int cmd_scan(int argc, char **argv)
         struct scan_once *run = NULL;
         int r = scan_once_run(&so, &run);
         if (r < 0) {
-                cli_error("scan", "cannot read %s: %s", c.proc_root, strerror(-r));
+                cli_error("scan", "cannot read %s: %s", c.proc_root, fileio_strerror(r));
                 return EXIT_INCOMPLETE;
         }
         struct scan_result *res = run->res;

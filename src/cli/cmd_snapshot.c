@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "util/fileio.h"
 #include "model/facts.h"
 #include "render/snapshot.h"
 
@@ -56,7 +57,7 @@ int cmd_snapshot(int argc, char **argv)
         struct facts *f;
         int r = facts_collect(&fo, &f);
         if (r < 0) {
-                cli_error("snapshot", "cannot read %s: %s", c.proc_root, strerror(-r));
+                cli_error("snapshot", "cannot read %s: %s", c.proc_root, fileio_strerror(r));
                 return EXIT_INCOMPLETE;
         }
         if (c.json) {

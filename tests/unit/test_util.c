@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -156,6 +157,24 @@ static void test_read_file_at(void **state)
         snprintf(path, sizeof(path), "%s/a/b/c", dir);
         assert_int_equal(mkdir_p(path), 0);
         assert_int_equal(access(path, F_OK), 0);
+        /* only regular files: a device never ends, a FIFO blocks (here: neither is read) */
+        char *d = NULL;
+        size_t dl = 0;
+        assert_int_equal(read_file_at(AT_FDCWD, "/dev/zero", 1 << 20, &d, &dl), -FILEIO_ENOTREG);
+        char fifo[300];
+        snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+        assert_int_equal(mkfifo(fifo, 0600), 0);
+        assert_int_equal(read_file_at(AT_FDCWD, fifo, 1 << 20, &d, &dl), -FILEIO_ENOTREG);
+        assert_int_equal(read_file_at(AT_FDCWD, dir, 1 << 20, &d, &dl), -FILEIO_ENOTREG);
+        assert_string_equal(fileio_strerror(-FILEIO_ENOTREG), "not a regular file");
+        /* a file known too large is refused by its size, before a byte is read */
+        char bigf[300];
+        snprintf(bigf, sizeof(bigf), "%s/big", dir);
+        int bfd = open(bigf, O_WRONLY | O_CREAT, 0600);
+        assert_true(bfd >= 0);
+        assert_int_equal(ftruncate(bfd, 200 << 20), 0);
+        close(bfd);
+        assert_int_equal(read_file_at(AT_FDCWD, bigf, 1 << 20, &d, &dl), -EFBIG);
         char cmd[300];
         snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
         assert_int_equal(system(cmd), 0);
