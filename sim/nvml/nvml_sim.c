@@ -242,6 +242,17 @@ SIM_API nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int leng
 
 SIM_API nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length)
 {
+        /* like the real library, it knows its own version before nvmlInit (and without a
+         * kernel module) */
+        pthread_mutex_lock(&sim_mu);
+        bool up = sim_refs > 0;
+        pthread_mutex_unlock(&sim_mu);
+        if (!up) {
+                const struct sim_variant *v = sim_variant_find(SIM_VARIANT);
+                if (!version)
+                        return NVML_ERROR_INVALID_ARGUMENT;
+                return v ? sim_copy_string(version, length, v->nvml_version) : NVML_ERROR_UNINITIALIZED;
+        }
         return sim_system_string("nvmlSystemGetNVMLVersion", version, length, 1);
 }
 

@@ -561,7 +561,7 @@ int cmd_watch(int argc, char **argv)
                         w.counters.scan_errors[METRICS_SRC_HOST]++;
                 if (s.errors && !w.error_shown) {
                         const struct gpu_report *g = s.res ? s.res->facts->gpu : NULL;
-                        char line[300];
+                        char line[600];
                         snprintf(line, sizeof(line), "scan error: %s",
                                  g && g->timed_out ? "the NVIDIA driver did not answer in time"
                                  : g && !g->driver_present ? (g->error[0] ? g->error : "no NVIDIA driver")

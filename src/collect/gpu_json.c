@@ -99,6 +99,8 @@ json_t *gpu_report_driver_json(const struct gpu_report *r)
 {
         json_t *d = json_object();
         json_set(d, "present", json_boolean(r->driver_present));
+        json_set(d, "library_found", json_boolean(r->library_found || r->driver_present));
+        json_set(d, "module_loaded", r->module_not_loaded ? json_false() : r->driver_present ? json_true() : json_null());
         json_set(d, "backend", json_string(r->backend));
         json_set(d, "library", r->library[0] ? json_text(r->library) : json_null());
         json_set(d, "version", r->driver_version[0] ? json_text(r->driver_version) : json_null());
@@ -209,6 +211,8 @@ int gpu_report_from_json(const json_t *doc, struct gpu_report **ret)
         if (!r)
                 return -ENOMEM;
         r->driver_present = json_get_bool(d, "present", 0);
+        r->library_found = json_get_bool(d, "library_found", r->driver_present);
+        r->module_not_loaded = json_is_false(json_object_get(d, "module_loaded"));
         snprintf(r->backend, sizeof(r->backend), "bundle");
         copy_str(r->library, sizeof(r->library), d, "library");
         copy_str(r->driver_version, sizeof(r->driver_version), d, "version");

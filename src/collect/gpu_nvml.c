@@ -2,7 +2,9 @@
  * resolves every versioned symbol on its own and falls back, and runs each driver call on a
  * worker thread under a deadline, because a wedged GPU can block a call forever.
  * ABI facts and their sources: docs/nvml-abi.md (and src/collect/nvml_abi.h). */
+#define _GNU_SOURCE 1 /* dladdr */
 #include <dlfcn.h>
+#include <limits.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -603,6 +605,21 @@ static int nv_open(const struct gpu_opts *o, struct gpu_report *rep, struct nv_l
         return 0;
 }
 
+/* The file the library was loaded from, resolved (libnvidia-ml.so.550.54.15 names the
+ * version), else the name it was opened by. */
+static void nv_library_path(const struct nv_lib *lib, const char *name, char *out, size_t outlen)
+{
+        Dl_info info;
+        char real[4096];
+        if (lib->init_v1 && dladdr(*(void **)&lib->init_v1, &info) && info.dli_fname &&
+            realpath(info.dli_fname, real))
+                snprintf(out, outlen, "%.150s", real);
+        else if (lib->init_v2 && dladdr(*(void **)&lib->init_v2, &info) && info.dli_fname && realpath(info.dli_fname, real))
+                snprintf(out, outlen, "%.150s", real);
+        else
+                snprintf(out, outlen, "%s", name);
+}
+
 static int nvml_collect(const struct gpu_opts *o, struct gpu_report **ret)
 {
         struct gpu_report *rep = calloc(1, sizeof(*rep));
@@ -624,8 +641,18 @@ static int nvml_collect(const struct gpu_opts *o, struct gpu_report **ret)
                 snprintf(rep->backend, sizeof(rep->backend), "none");
                 goto out;
         }
-        struct nv_job *j = nv_job_new(OP_INIT, NULL);
-        int r = j ? nv_call(c, j, -1) : -ENOMEM;
+        /* the library's own version, which NVML gives before nvmlInit (and without a kernel
+         * module): it says which driver is installed when the module is not loaded */
+        char lib_version[80] = "";
+        struct nv_job *j = c->lib.nvml_version ? nv_job_new(OP_NVML_VERSION, NULL) : NULL;
+        if (j && nv_call(c, j, -1) == 0) {
+                if (j->ret == NVML_SUCCESS)
+                        snprintf(lib_version, sizeof(lib_version), "%.79s", j->str);
+                nv_job_free(j);
+        }
+        rep->library_found = true;
+        j = c->timeouts ? NULL : nv_job_new(OP_INIT, NULL);
+        int r = j ? nv_call(c, j, -1) : c->timeouts ? -ETIMEDOUT : -ENOMEM;
         if (r == -ETIMEDOUT) {
                 if (c->guarded)
                         snprintf(rep->error, sizeof(rep->error),
@@ -642,9 +669,18 @@ static int nvml_collect(const struct gpu_opts *o, struct gpu_report **ret)
         nvmlReturn_t ir = j->ret;
         nv_job_free(j);
         if (ir != NVML_SUCCESS) {
-                if (ir == NVML_ERROR_DRIVER_NOT_LOADED)
+                if (ir == NVML_ERROR_DRIVER_NOT_LOADED) {
+                        /* the library is installed, the kernel module is not loaded: not the same
+                         * as a host without a driver, and it has its own next steps */
+                        rep->module_not_loaded = true;
+                        snprintf(rep->nvml_version, sizeof(rep->nvml_version), "%s", lib_version);
+                        char where[160];
+                        nv_library_path(&c->lib, rep->library, where, sizeof(where));
                         snprintf(rep->error, sizeof(rep->error),
-                                 "no NVIDIA driver on this host (NVML: the kernel driver is not loaded)");
+                                 "NVIDIA driver library found (%.100s%s%.30s) but the kernel module is not loaded: "
+                                 "`sudo modprobe nvidia`; after a driver upgrade, reboot; if it fails, `dkms status`",
+                                 where, lib_version[0] ? ", NVML " : "", lib_version);
+                }
                 else if (ir == NVML_ERROR_LIB_RM_VERSION_MISMATCH)
                         snprintf(rep->error, sizeof(rep->error),
                                  "NVML library and kernel driver versions differ (driver upgraded without reboot?)");
