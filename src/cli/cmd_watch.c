@@ -555,6 +555,7 @@ int cmd_watch(int argc, char **argv)
                         else
                                 w.counters.scans_light++;
                 }
+                w.counters.driver_up = s.res && !(s.errors & SCAN_ERR_GPU) && metrics_driver_answered(s.res->facts->gpu);
                 if (s.errors & SCAN_ERR_GPU)
                         w.counters.scan_errors[METRICS_SRC_GPU]++;
                 if (s.errors & SCAN_ERR_HOST)
