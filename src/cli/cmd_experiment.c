@@ -571,7 +571,18 @@ static int one_run(const struct exp_opts *o, const struct reclaim_sys *s, const 
         return 0;
 }
 
+static int experiment_main(int argc, char **argv);
+
+/* With --json every error is JSON on stdout too (the message stays on stderr). */
 int cmd_experiment(int argc, char **argv)
+{
+        int status = experiment_main(argc, argv);
+        if (cli_wants_json(argc, argv))
+                cli_json_error_if_silent("experiment", status);
+        return status;
+}
+
+static int experiment_main(int argc, char **argv)
 {
         /* the CUDA job of a real host, run by start_job in a fresh process: report fd 3 */
         if (argc == 5 && strcmp(argv[1], EXP_CUDA_CHILD) == 0) {
@@ -654,8 +665,10 @@ int cmd_experiment(int argc, char **argv)
                 }
                 int r = cli_common_option(&o.c, opt, optarg, cmd);
                 if (r <= 0) {
-                        if (r == 0)
+                        if (r == 0) {
                                 experiment_usage(stderr);
+                                cli_error(cmd, "invalid option '%s' (see --help)", argv[optind - 1]);
+                        }
                         return EXIT_USAGE;
                 }
         }

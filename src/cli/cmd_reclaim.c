@@ -1009,6 +1009,7 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                         return -1;
                 if (r == 0) {
                         reclaim_usage(stderr);
+                        cli_error(cmd, "invalid option '%s' (see --help)", argv[optind - 1]);
                         return -1;
                 }
         }
@@ -1046,7 +1047,18 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
         return 0;
 }
 
+static int reclaim_main(int argc, char **argv);
+
+/* With --json every error is JSON on stdout too (the message stays on stderr). */
 int cmd_reclaim(int argc, char **argv)
+{
+        int status = reclaim_main(argc, argv);
+        if (cli_wants_json(argc, argv))
+                cli_json_error_if_silent("reclaim", status);
+        return status;
+}
+
+static int reclaim_main(int argc, char **argv)
 {
         struct rc_opts o;
         memset(&o, 0, sizeof(o));

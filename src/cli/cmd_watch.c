@@ -70,7 +70,9 @@ static void watch_usage(FILE *f)
                 "       --exec 'logger -t ghostvram \"$GHOSTVRAM_SUMMARY\"'\n"
                 "  ghostvram watch --interval 10s --textfile /var/lib/node_exporter/textfile_collector\n\n"
                 "Stop with SIGINT or SIGTERM: the sample in progress finishes, then it exits 0.\n"
-                "Exit status: 0 stopped; 2 usage error; 3 could not start.\n", WATCH_RECLAIMS_PER_HOUR);
+                "Exit status: 0 stopped (after at least one good sample); 2 usage error; 3 could not\n"
+                "start, or no sample ever succeeded (no driver, a driver that never answered).\n",
+                WATCH_RECLAIMS_PER_HOUR);
 }
 
 struct gpu_watch {
@@ -536,6 +538,8 @@ int cmd_watch(int argc, char **argv)
                 fflush(stdout);
         }
         int status = EXIT_OK;
+        bool any_ok = false;    /* a sample with the driver's and /proc's answers */
+        char last_error[600] = "";
         for (uint64_t n = 0; !w.count || n < w.count; n++) {
                 unsigned long long t0 = monotonic_ms();
                 struct sample s;
@@ -556,6 +560,7 @@ int cmd_watch(int argc, char **argv)
                                 w.counters.scans_light++;
                 }
                 w.counters.driver_up = s.res && !(s.errors & SCAN_ERR_GPU) && metrics_driver_answered(s.res->facts->gpu);
+                any_ok |= s.res && !(s.errors & (SCAN_ERR_GPU | SCAN_ERR_HOST));
                 if (s.errors & SCAN_ERR_GPU)
                         w.counters.scan_errors[METRICS_SRC_GPU]++;
                 if (s.errors & SCAN_ERR_HOST)
@@ -568,6 +573,7 @@ int cmd_watch(int argc, char **argv)
                                  : g && !g->driver_present ? (g->error[0] ? g->error : "no NVIDIA driver")
                                                            : s.why);
                         emit(&w, "error", NULL, NULL, line);
+                        snprintf(last_error, sizeof(last_error), "%s", line);
                 } else if (!s.errors && w.error_shown) {
                         emit(&w, "error", NULL, NULL, "scan error cleared");
                 }
@@ -589,5 +595,10 @@ int cmd_watch(int argc, char **argv)
                         break;
         }
         sampler_free(smp);
+        /* a watch that never got one good sample watched nothing: say so, and not with 0 */
+        if (status == EXIT_OK && !any_ok) {
+                cli_error("watch", "no sample succeeded%s%s", last_error[0] ? ": " : "", last_error);
+                status = EXIT_INCOMPLETE;
+        }
         return status;
 }

@@ -28,14 +28,39 @@ void cli_common_init(struct cli_common *c)
         c->timeout_ms = 5000;
 }
 
+static char last_error[1024];   /* the latest cli_error message, for a JSON error document */
+static bool json_printed;       /* a JSON document went to stdout */
+
 void cli_error(const char *cmd, const char *fmt, ...)
 {
         va_list ap;
-        fprintf(stderr, "ghostvram %s: ", cmd);
         va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
+        vsnprintf(last_error, sizeof(last_error), fmt, ap);
         va_end(ap);
-        fputc('\n', stderr);
+        fprintf(stderr, "ghostvram %s: %s\n", cmd, last_error);
+}
+
+bool cli_wants_json(int argc, char **argv)
+{
+        for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+                if (strcmp(argv[i], "--json") == 0)
+                        return true;
+        return false;
+}
+
+void cli_json_error_if_silent(const char *cmd, int status)
+{
+        if (json_printed || status == 0)
+                return;
+        json_t *doc = json_object();
+        if (!doc)
+                return;
+        json_object_set_new(doc, "schema_version", json_integer(1));
+        json_object_set_new(doc, "command", json_string(cmd));
+        json_object_set_new(doc, "error", json_string(last_error[0] ? last_error : "failed (see standard error)"));
+        json_object_set_new(doc, "exit_status", json_integer(status));
+        cli_print_json(doc);
+        fflush(stdout);
 }
 
 int cli_common_option(struct cli_common *c, int opt, const char *arg, const char *cmd)
@@ -193,6 +218,7 @@ int cli_print_json(json_t *doc)
                 return -ENOMEM;
         int r = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
         json_decref(doc);
+        json_printed = true;
         fputc('\n', stdout);
         return r < 0 ? -EIO : 0;
 }

@@ -87,3 +87,22 @@ for i in $(seq 1000); do is_dead "$SCRIPT" && break; sleep 0.01; done
 is_dead "${GHOSTW[1]}" || fail "the confirmed new plan was not carried out: $(cat "$OUT")"
 grep -q "Memory recovered: 1 process ended" "$OUT" || fail "summary: $(cat "$OUT")"
 assert_eq "$(used 1)" 0 "GPU 1 free"
+
+note "with --json, errors are JSON on stdout too"
+set +e
+J=$(env -u GHOSTVRAM_SIM "$GV_BIN" reclaim --json --nvml-lib "$GV_TMP/none/libnvidia-ml.so.1" 2>/dev/null); rc=$?
+set -e
+assert_eq "$rc" 3 "reclaim --json without a driver"
+assert_eq "$(jq -r .exit_status <<<"$J")" 3 "exit_status in the JSON"
+jq -r .error <<<"$J" | grep -q "cannot load NVML library" || fail "reclaim JSON error: $J"
+set +e
+J=$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" reclaim --json --yes --proc /proc 2>/dev/null); rc=$?
+set -e
+assert_eq "$rc" 2 "reclaim --json usage error"
+jq -r .error <<<"$J" | grep -q "cannot be used with --proc" || fail "usage error JSON: $J"
+set +e
+J=$(env -u GHOSTVRAM_SIM "$GV_BIN" experiment --json --nvml-lib "$GV_TMP/none/libnvidia-ml.so.1" 2>/dev/null); rc=$?
+set -e
+assert_eq "$rc" 3 "experiment --json without a driver"
+assert_eq "$(jq -r .command <<<"$J")" experiment "command"
+jq -r .error <<<"$J" | grep -q "the experiment needs an NVIDIA GPU" || fail "experiment JSON error: $J"

@@ -67,5 +67,23 @@ track "$W2"
 wait_until 20 grep -q "scan error: the NVIDIA driver did not answer in time" "$LOG2" || fail "no error line: $(cat "$LOG2")"
 sleep 2
 [ "$(grep -c "scan error" "$LOG2")" -eq 1 ] || fail "the error is printed once: $(cat "$LOG2")"
-stop_within 10 "$W2" TERM
+# stopped without a single good sample: exit 3, and it says so
+kill -TERM "$W2"
+wait_until 10 is_dead "$W2" || fail "watch did not stop on SIGTERM"
+rc=0
+wait "$W2" || rc=$?
+assert_eq "$rc" 3 "exit status of a watch that never got a good sample"
+grep -q "ghostvram watch: no sample succeeded: scan error: the NVIDIA driver did not answer in time" "$LOG2" ||
+        fail "no final word: $(cat "$LOG2")"
+"$GV_BIN" sim set "$SIM" hang=none
+
+note "no driver at all: --count 2 ends with 3; with the driver, 0"
+rc=0
+env -u GHOSTVRAM_SIM "$GV_BIN" watch --count 2 --interval 1s --nvml-lib "$GV_TMP/none/libnvidia-ml.so.1" \
+        >"$GV_TMP/nd.out" 2>"$GV_TMP/nd.err" || rc=$?
+assert_eq "$rc" 3 "watch without a driver"
+grep -q "no sample succeeded: scan error: cannot load NVML library" "$GV_TMP/nd.err" || fail "message: $(cat "$GV_TMP/nd.err")"
+rc=0
+GHOSTVRAM_SIM="$SIM" "$GV_BIN" watch --count 1 >/dev/null 2>&1 || rc=$?
+assert_eq "$rc" 0 "watch with a driver"
 echo "PASS"
