@@ -51,7 +51,8 @@ static void scan_usage(FILE *f)
                 "  ghostvram scan --gpu 1 --verbose    # also list holders that are not linked\n"
                 "  ghostvram scan --json | jq '.gpus[] | {index, verdict, ghost: .memory.ghost_bytes}'\n\n"
                 "Exit status: 0 no ghost; 1 a confirmed ghost on some GPU; 2 usage error;\n"
-                "3 some GPU (or the driver) could not be inspected.\n");
+                "3 some GPU is lost or could not be inspected, or no driver. The worse wins:\n"
+                "3 over 1 (a ghost on one GPU never hides a lost one).\n");
 }
 
 /* The sources of a scan from the common options. */

@@ -186,16 +186,19 @@ static bool shown(const struct scan_result *r, const struct gpu_ledger *l)
         return r->only_gpu < 0 || (unsigned)r->only_gpu == l->index;
 }
 
+/* The worse condition wins: a GPU lost or not inspected (or no driver) is 3 even when another
+ * GPU has a confirmed ghost (1) — a lost GPU must page, and a ghost must not hide it. */
 int scan_exit_status(const struct scan_result *r)
 {
         bool ghost = false, uninspected = !r->facts->gpu->driver_present;
         for (size_t i = 0; i < r->n_gpus; i++) {
-                if (!shown(r, &r->gpus[i]))
+                const struct gpu_ledger *l = &r->gpus[i];
+                if (!shown(r, l))
                         continue;
-                ghost |= r->gpus[i].ghost_confirmed;
-                uninspected |= !r->gpus[i].inspected;
+                ghost |= l->ghost_confirmed;
+                uninspected |= !l->inspected || (l->n_findings && strcmp(l->findings[0].code, "gpu-lost") == 0);
         }
-        return ghost ? 1 : uninspected ? 3 : 0;
+        return uninspected ? 3 : ghost ? 1 : 0;
 }
 
 static void put_esc(FILE *out, const char *s)
