@@ -41,7 +41,10 @@ note "the hook's environment is made before the fork: nothing but async-signal-s
 sim_run --gpu 0 --mib 1024 --workers 1
 kill_wait "$OWNER"
 LOG3="$GV_TMP/watch3.log"
-LD_PRELOAD="$GV_FORKCHECK" GHOSTVRAM_SIM="$SIM" "$GV_BIN" watch --interval 300ms --for 0 \
+# an ASan build wants its runtime first in the library list: preloading before it is fine here
+asan_opts=${ASAN_OPTIONS:-}
+ldd "$GV_BIN" | grep -q libasan && asan_opts="${asan_opts:+$asan_opts:}verify_asan_link_order=0"
+ASAN_OPTIONS="$asan_opts" LD_PRELOAD="$GV_FORKCHECK" GHOSTVRAM_SIM="$SIM" "$GV_BIN" watch --interval 300ms --for 0 \
         --exec "echo \"\$GHOSTVRAM_EVENT \$GHOSTVRAM_GPU \$GHOSTVRAM_GHOST_BYTES \$GHOSTVRAM_VERDICT\" >> '$GV_TMP/env.txt'" \
         >"$LOG3" 2>&1 &
 W3=$!
