@@ -24,6 +24,8 @@ static void serve_usage(FILE *f)
                 "  GET /metrics        Prometheus text format 0.0.4; OpenMetrics 1.0.0 when the Accept\n"
                 "                      header asks for application/openmetrics-text (docs/metrics.md)\n"
                 "  GET /healthz        200 while the data is fresh, 503 once older than --stale-after\n"
+                "                      (the exporter's health, not the driver's: that is the gauge\n"
+                "                      ghostvram_driver_up, 0 when NVML did not answer)\n"
                 "  GET /api/v1/scan    the latest scan as JSON (command lines only with --expose-cmdline)\n\n"
                 "Each collection reads NVML and re-checks the PIDs it lists in /proc; the full /proc walk\n"
                 "runs only when some memory is unexplained, a listed PID changed, a ghost is being\n"

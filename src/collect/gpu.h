@@ -74,12 +74,14 @@ enum gpu_pid_mode {
 
 struct gpu_report {
         bool driver_present;    /* false: no library, or no kernel driver */
+        bool library_found;     /* the NVML library was loaded (driver_present may still be false) */
+        bool module_not_loaded; /* the library is there, the kernel module is not (NVML error 9) */
         char backend[16];       /* "nvml", "bundle", "none" */
         char library[256];      /* the library that was loaded */
         char driver_version[80];
         char nvml_version[80];
         enum gpu_pid_mode pid_mode;
-        char error[256];        /* why the driver is absent or unusable */
+        char error[512];        /* why the driver is absent or unusable */
         double sample_time;     /* wall clock (epoch seconds) of the sample */
         bool timed_out;         /* some driver call missed its deadline (the driver hangs) */
         struct gpu_info *gpus;

@@ -1,12 +1,16 @@
 #include "collect/gpu_json.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "render/json_util.h"
 #include "util/fileio.h"
+
+/* the largest nvml.json a bundle may have (a real one is a few MiB at most) */
+#define GPU_JSON_CAP (32u << 20)
 
 const char *gpu_pid_mode_name(enum gpu_pid_mode m)
 {
@@ -95,6 +99,8 @@ json_t *gpu_report_driver_json(const struct gpu_report *r)
 {
         json_t *d = json_object();
         json_set(d, "present", json_boolean(r->driver_present));
+        json_set(d, "library_found", json_boolean(r->library_found || r->driver_present));
+        json_set(d, "module_loaded", r->module_not_loaded ? json_false() : r->driver_present ? json_true() : json_null());
         json_set(d, "backend", json_string(r->backend));
         json_set(d, "library", r->library[0] ? json_text(r->library) : json_null());
         json_set(d, "version", r->driver_version[0] ? json_text(r->driver_version) : json_null());
@@ -205,6 +211,8 @@ int gpu_report_from_json(const json_t *doc, struct gpu_report **ret)
         if (!r)
                 return -ENOMEM;
         r->driver_present = json_get_bool(d, "present", 0);
+        r->library_found = json_get_bool(d, "library_found", r->driver_present);
+        r->module_not_loaded = json_is_false(json_object_get(d, "module_loaded"));
         snprintf(r->backend, sizeof(r->backend), "bundle");
         copy_str(r->library, sizeof(r->library), d, "library");
         copy_str(r->driver_version, sizeof(r->driver_version), d, "version");
@@ -254,8 +262,14 @@ static int bundle_collect(const struct gpu_opts *o, struct gpu_report **ret)
 {
         char path[4096];
         snprintf(path, sizeof(path), "%s/nvml.json", o->bundle_dir);
+        /* a regular file of at most GPU_JSON_CAP: never a FIFO or a device, never read whole
+         * however large */
+        char *data = NULL;
+        size_t len = 0;
+        int fr = read_file_at(AT_FDCWD, path, GPU_JSON_CAP, &data, &len);
         json_error_t err;
-        json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
+        json_t *doc = fr == 0 ? json_loadb(data, len, JSON_REJECT_DUPLICATES, &err) : NULL;
+        free(data);
         struct gpu_report *r;
         if (!doc || gpu_report_from_json(doc, &r) < 0) {
                 json_decref(doc);
@@ -263,7 +277,12 @@ static int bundle_collect(const struct gpu_opts *o, struct gpu_report **ret)
                 if (!r)
                         return -ENOMEM;
                 snprintf(r->backend, sizeof(r->backend), "bundle");
-                snprintf(r->error, sizeof(r->error), "bundle %s: no readable nvml.json", o->bundle_dir);
+                if (fr == -EFBIG)
+                        snprintf(r->error, sizeof(r->error), "%.180s: too large (more than %u MiB)", path, GPU_JSON_CAP >> 20);
+                else if (fr < 0)
+                        snprintf(r->error, sizeof(r->error), "%.180s: %s", path, fileio_strerror(fr));
+                else
+                        snprintf(r->error, sizeof(r->error), "%.180s: not an nvml.json of a ghostvram bundle", path);
                 *ret = r;
                 return 0;
         }

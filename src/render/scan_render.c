@@ -188,16 +188,22 @@ static bool shown(const struct scan_result *r, const struct gpu_ledger *l)
         return r->only_gpu < 0 || (unsigned)r->only_gpu == l->index;
 }
 
+/* The worse condition wins: a GPU lost or not inspected (or no driver) is 3 even when another
+ * GPU has a confirmed ghost (1) — a lost GPU must page, and a ghost must not hide it. */
 int scan_exit_status(const struct scan_result *r)
 {
-        bool ghost = false, uninspected = !r->facts->gpu->driver_present;
+        bool ghost = false, hard = !r->facts->gpu->driver_present, soft = false;
         for (size_t i = 0; i < r->n_gpus; i++) {
-                if (!shown(r, &r->gpus[i]))
+                const struct gpu_ledger *l = &r->gpus[i];
+                if (!shown(r, l))
                         continue;
-                ghost |= r->gpus[i].ghost_confirmed;
-                uninspected |= !ledger_judged(&r->gpus[i]);
+                ghost |= l->ghost_confirmed;
+                /* a lost or uninspected GPU must page even beside a ghost; a GPU without a
+                 * process list is unknown, which a confirmed ghost elsewhere outranks */
+                hard |= !l->inspected || (l->n_findings && strcmp(l->findings[0].code, "gpu-lost") == 0);
+                soft |= !l->procs_known;
         }
-        return ghost ? 1 : uninspected ? 3 : 0;
+        return hard ? 3 : ghost ? 1 : soft ? 3 : 0;
 }
 
 static void put_esc(FILE *out, const char *s)

@@ -209,6 +209,10 @@ static void *exporter_main(void *arg)
                 int r = sampler_cycle(e->sampler, &smp);
                 if (r == -EINTR)
                         break;
+                /* ghostvram_driver_up: NVML answered this cycle (a cycle skipped by the hung
+                 * driver guard, or without a driver, did not) */
+                e->counters.driver_up = r >= 0 && smp.res && !(smp.errors & SCAN_ERR_GPU) &&
+                                        metrics_driver_answered(smp.res->facts->gpu);
                 if (r < 0) {
                         snprintf(status, sizeof(status), "collection failed: %s", strerror(-r));
                 } else {

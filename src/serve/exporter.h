@@ -1,5 +1,5 @@
 /* exporter: the collecting side of `ghostvram serve`. A thread takes a sample every interval
- * (model/scan_run.h's sampler: NVML first, the /proc walk only when something is unexplained)
+ * (run/scan_run.h's sampler: NVML first, the /proc walk only when something is unexplained)
  * and renders every body a scrape can ask for right after it: the metrics in both formats and
  * the scan JSON. A scrape takes a reference to the latest bodies under a mutex and never waits
  * for a collection; a hung driver only makes the data age. */
