@@ -677,7 +677,7 @@ static int nvml_collect(const struct gpu_opts *o, struct gpu_report **ret)
                         char where[160];
                         nv_library_path(&c->lib, rep->library, where, sizeof(where));
                         snprintf(rep->error, sizeof(rep->error),
-                                 "NVIDIA driver library found (%.100s%s%.30s) but the kernel module is not loaded: "
+                                 "NVIDIA driver library found (%.300s%s%.30s) but the kernel module is not loaded: "
                                  "`sudo modprobe nvidia`; after a driver upgrade, reboot; if it fails, `dkms status`",
                                  where, lib_version[0] ? ", NVML " : "", lib_version);
                 }

@@ -84,6 +84,8 @@ run_cmd() {
 }
 for how in opt env; do
         run_cmd 3 $how scan
+        grep -q "NVIDIA driver library found (.*NVML 12.535.261.03) but the kernel module is not loaded" <<<"$LAST" ||
+                fail "scan tells a library without its module from no driver"
         run_cmd 3 $how scan --json
         jq -e '.driver.present == false and .gpus == []' <<<"$LAST" >/dev/null || fail "scan --json: driver present or GPUs listed"
         run_cmd 3 $how snapshot
@@ -94,7 +96,8 @@ for how in opt env; do
                 assert_eq "$(jq -r .driver.library <<<"$LAST")" "$REAL" "snapshot --json: the library loaded"
         fi
         run_cmd 3 $how check
-        run_cmd 0 $how watch --count 1
+        run_cmd 3 $how watch --count 1
+        grep -q "the kernel module is not loaded" <<<"$LAST" || fail "watch says the module is not loaded"
         run_cmd 3 $how reclaim
         run_cmd 3 $how reclaim --gpu 0 --yes
         run_cmd 3 $how experiment --gpu 0 --mib 16
