@@ -166,7 +166,9 @@ assert_eq "$(jq -r '[.gpus[].status] | join(" ")' <<<"$LAST")" "ok timeout" "sna
 assert_eq "$(jq -r '.gpus[0].nvml_processes[0].pid' <<<"$LAST")" "$OWNER" "snapshot: GPU 0's process"
 unl 3 scan --timeout 1s
 unl 3 check --timeout 2
-unl 0 watch --count 3 --interval 1s --timeout 1s
+# a driver that hangs on every sample is no sample that succeeded: watch says so and exits 3
+unl 3 watch --count 3 --interval 1s --timeout 1s
+grep -q "no sample succeeded" <<<"$LAST" || fail "watch says no sample succeeded"
 cat >"$GV_TMP/serve-unl.sh" <<EOF
 GHOSTVRAM_SIM=$SIM "$GV_BIN" serve --listen 127.0.0.1:0 --interval 1s --timeout 1s --nvml-lib "$UNL" >"$GV_TMP/serve-unl.out" 2>&1 &
 p=\$!
