@@ -92,6 +92,11 @@ assert_eq "$(attributed 1)" "$(sorted "${NS_WORKERS[@]}")" "the workers, as the 
 plan_rc
 assert_eq "$(targets)" "$(sorted "${NS_WORKERS[@]}")" "reclaim's targets inside"
 PFX=(env)
+note "   ... reclaim --yes: what it set out to free (the dead PID's 2048 MiB) comes back; the reservation stays"
+plan_rc --yes --grace 1s
+assert_eq "$PRC" 0 "reclaim's exit: the memory it set out to free came back"
+assert_eq "$(jq -r '.gpus[] | select(.index == 1) | .recovered' <<<"$R")" true "recovered on GPU 1"
+assert_eq "$(query | jq -r ".gpus[1].memory_v1.used")" $((512 * MIB)) "v1 used after the reclaim: the reservation only"
 kill_wait "${WORKERS[@]}"
 "$GV_BIN" sim set "$SIM" driver=default >/dev/null
 
