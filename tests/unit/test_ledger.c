@@ -733,6 +733,39 @@ static void test_live_owner_unreadable_to_user(void **state)
         facts_destroy(f);
 }
 
+static void test_unlinked_cuda_holder_is_never_nothing(void **state)
+{
+        (void)state;
+        /* DDP under a launcher (30000, holds nothing): rank 0 (30001, GPU 0) killed, rank 1
+         * (30002, GPU 1) alive; rank 0's worker is in the launcher's group with the live rank */
+        struct facts *f = facts_new(2, true, 0);
+        gpu_used(f, 0, 2 * GIB);
+        nvml_proc(f, 0, 30001, 2 * GIB);
+        gpu_used(f, 1, 2 * GIB);
+        nvml_proc(f, 1, 30002, 2 * GIB);
+        struct host_proc r1 = proc(30002, 30000, 30000, 30000, 'R', "python");
+        cuda_nodes(&r1, 2);
+        holder(f, r1);
+        struct host_proc w = proc(30011, 1, 30000, 30000, 'S', "pt_data_worker");
+        cuda_nodes(&w, 2);
+        holder(f, w);
+        leader(f, 30000, true);
+        finish(f, NULL, 0);
+        struct scan_result *r = build(f, f);
+        assert_false(attributed(r, 0, 30011)); /* a group member of a live owner is never an orphan */
+        assert_string_equal(verdict(r, 0), "stale-owner");
+        const struct finding *fd = main_finding(r, 0);
+        assert_false(any_text(fd, "nothing here holds"));
+        assert_non_null(strstr(fd->summary, "1 CUDA process holds the GPU with no link to it"));
+        assert_true(any_text(fd, "PID 30011 (pt_data_worker) holds /dev/nvidia0 and nvidia-uvm with no link to the dead owner (process-group of live PID 30002)"));
+        assert_int_equal(fd->confidence, CONF_MEDIUM);
+        assert_null(strstr(fd->next_step, "--gpu-reset"));
+        assert_non_null(strstr(fd->next_step, "reclaim --gpu 0 --pid"));
+        assert_string_equal(verdict(r, 1), "ok");
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -761,6 +794,7 @@ int main(void)
                 cmocka_unit_test(test_no_process_list),
                 cmocka_unit_test(test_not_root_never_high_or_reset),
                 cmocka_unit_test(test_live_owner_unreadable_to_user),
+                cmocka_unit_test(test_unlinked_cuda_holder_is_never_nothing),
                 cmocka_unit_test(test_zombie_owner_children),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
