@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include "collect/gpu.h"
 #include "collect/nvml_abi.h"
@@ -526,6 +527,14 @@ static void nv_collect_gpu(struct nv_ctx *c, const char *driver_version, unsigne
                 goto timeout;
         if (g->status == GPU_LOST)
                 goto lost;
+        /* MIG: a GPU's own lists give the aggregate "only if the caller has appropriate
+         * privileges" (nvml.h); the rest may get NO_PERMISSION (no list: said above) or an
+         * empty list, which then proves nothing (docs/verdicts.md, MIG) */
+        if (g->mig_mode == 1 && g->procs_known && g->n_procs == 0 && geteuid() != 0) {
+                g->procs_known = false;
+                gpu_info_add_error(g, "processes", NVML_SUCCESS,
+                                   "MIG mode: an empty list given to a caller that is not root proves nothing");
+        }
         return;
 
 lost:

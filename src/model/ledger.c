@@ -208,6 +208,8 @@ static void classify_owner(const struct facts *f, const struct gpu_info *g, cons
         o->pid = p->pid;
         o->used_bytes = p->used_bytes;
         o->used_known = p->used_known;
+        o->gpu_instance = p->gpu_instance;
+        o->compute_instance = p->compute_instance;
 
         if (pf && pf->present) {
                 const struct host_proc *hp = &pf->proc;
@@ -923,6 +925,21 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                         evidence(fd, "query %s: %s", g->errors[e].query, g->errors[e].message);
                 next_step(fd, "check the driver with `nvidia-smi -q -i %s`%s and the kernel log (`ghostvram xid`); re-run with --timeout 30s",
                           ref, ref_note);
+                return;
+        }
+        if (!l->procs_known && g->mig_mode == 1) {
+                /* a MIG GPU's own lists are the aggregate of its instances only for a privileged
+                 * caller (nvml.h): NO_PERMISSION, or an empty list, for anyone else */
+                fd = add_finding(l, VERDICT_UNKNOWN, CONF_LOW, l->used);
+                headline(fd, "%llu MiB used on a MIG GPU, but NVML gives its process list only to a privileged caller: whose it is cannot be told",
+                         mib(l->used));
+                for (size_t e = 0; e < g->n_errors && e < 3; e++)
+                        if (e == 0 || strcmp(g->errors[e].message, g->errors[e - 1].message) != 0)
+                                evidence(fd, "query %s: %s", g->errors[e].query, g->errors[e].message);
+                evidence(fd, "MIG mode: the GPU's own process lists cover its instances only for root or a holder of the mig/monitor capability (/dev/nvidia-caps/nvidia-cap2)%s",
+                         h && h->euid != 0 ? "; this scan does not run as root" : "");
+                next_step(fd, "re-run as root: `sudo ghostvram scan --gpu %u`; nothing is reclaimed on this GPU without a process list",
+                          g->index);
                 return;
         }
         if (!l->procs_known) {

@@ -85,6 +85,8 @@ struct owner {
         uint64_t used_bytes;
         bool used_known;
         enum owner_class cls;
+        uint32_t gpu_instance;  /* MIG GPU / compute instance (GPU_INSTANCE_NONE outside MIG) */
+        uint32_t compute_instance;
         char why[160];          /* "no such process", "zombie", "PID reused by ..." */
         unsigned out_of_sight;  /* processes in its group or session whose files we cannot read */
 };

@@ -83,6 +83,10 @@ static json_t *process_json(const struct facts *f, const struct gpu_ledger *l, c
         }
         json_decref(hj);
         json_set(o, "used_bytes", ow && ow->used_known ? json_integer((json_int_t)ow->used_bytes) : json_null());
+        /* MIG: the instance NVML listed the process in */
+        json_set(o, "gpu_instance", ow && ow->gpu_instance != GPU_INSTANCE_NONE ? json_integer(ow->gpu_instance) : json_null());
+        json_set(o, "compute_instance",
+                 ow && ow->compute_instance != GPU_INSTANCE_NONE ? json_integer(ow->compute_instance) : json_null());
         (void)f;
         (void)l;
         return o;
@@ -305,7 +309,11 @@ void scan_text(FILE *out, const struct scan_result *r, bool color, bool verbose)
                         char b[32] = "bytes n/a";
                         if (ow->used_known)
                                 mib_str(b, sizeof(b), ow->used_bytes);
-                        fprintf(out, "  NVML lists PID %u (%s): %s\n", ow->pid, b, ow->why);
+                        if (ow->gpu_instance != GPU_INSTANCE_NONE)
+                                fprintf(out, "  NVML lists PID %u (%s, MIG GPU instance %u, compute instance %u): %s\n",
+                                        ow->pid, b, ow->gpu_instance, ow->compute_instance, ow->why);
+                        else
+                                fprintf(out, "  NVML lists PID %u (%s): %s\n", ow->pid, b, ow->why);
                 }
                 if (l->n_attr) {
                         fprintf(out, "  held by:\n");
