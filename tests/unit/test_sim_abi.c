@@ -88,6 +88,17 @@ static void set_knobs(const char *first, ...)
                 fail_msg("sim_knobs_set: %s", err);
 }
 
+/* This process's own descriptions of DIR/dev/nvidiactl and DIR/owners, opened as gv-simcuda
+ * opens them (-1 each on failure). */
+static void open_ctl_owners(int *ret_cfd, int *ret_ofd)
+{
+        char ctl[512], own[512];
+        snprintf(ctl, sizeof(ctl), "%s/dev/nvidiactl", sim_dir);
+        snprintf(own, sizeof(own), "%s/owners", sim_dir);
+        *ret_cfd = open(ctl, O_RDWR | O_CLOEXEC);
+        *ret_ofd = open(own, O_RDWR | O_CLOEXEC);
+}
+
 /* A real process that creates a context of mib MiB on gpu (in MIG GPU instance gi, or
  * SIM_GI_NONE) as gv-simcuda does and, with a worker, forks one after it that inherits the
  * descriptors. Returns the owner's PID. */
@@ -99,12 +110,11 @@ static pid_t spawn_ctx_gi(unsigned gpu, unsigned gi, unsigned mib, pid_t *ret_wo
         pid_t owner = fork();
         assert_true(owner >= 0);
         if (owner == 0) {
-                char ctl[512], own[512], err[SIM_ERR_LEN];
+                char err[SIM_ERR_LEN];
                 unsigned id;
+                int cfd, ofd;
                 close(p[0]);
-                snprintf(ctl, sizeof(ctl), "%s/dev/nvidiactl", sim_dir);
-                snprintf(own, sizeof(own), "%s/owners", sim_dir);
-                int cfd = open(ctl, O_RDWR | O_CLOEXEC), ofd = open(own, O_RDWR | O_CLOEXEC);
+                open_ctl_owners(&cfd, &ofd);
                 if (cfd < 0 || ofd < 0 ||
                     sim_context_create_gi(sim_dir, gpu, gi, (uint64_t)mib * MIB, cfd, ofd, &id, err, sizeof(err)) < 0)
                         _exit(1);
@@ -786,12 +796,11 @@ static void test_dead_owner_and_free_delay(void **state)
 static void test_owner_asks_about_itself(void **state)
 {
         (void)state;
-        char ctl[512], own[512], err[SIM_ERR_LEN];
+        char err[SIM_ERR_LEN];
         unsigned id, pid = 0;
+        int cfd, ofd;
         struct nv n;
-        snprintf(ctl, sizeof(ctl), "%s/dev/nvidiactl", sim_dir);
-        snprintf(own, sizeof(own), "%s/owners", sim_dir);
-        int cfd = open(ctl, O_RDWR | O_CLOEXEC), ofd = open(own, O_RDWR | O_CLOEXEC);
+        open_ctl_owners(&cfd, &ofd);
         assert_true(cfd >= 0 && ofd >= 0);
         assert_int_equal(sim_context_create(sim_dir, 0, 64 * MIB, cfd, ofd, &id, err, sizeof(err)), 0);
         nv_open(&n, "current");
@@ -809,12 +818,11 @@ static void test_owner_asks_about_itself(void **state)
 static void test_out_of_memory(void **state)
 {
         (void)state;
-        char ctl[512], own[512], err[SIM_ERR_LEN];
+        char err[SIM_ERR_LEN];
         unsigned id;
+        int cfd, ofd;
         spawn_ctx(1, 80000, NULL);
-        snprintf(ctl, sizeof(ctl), "%s/dev/nvidiactl", sim_dir);
-        snprintf(own, sizeof(own), "%s/owners", sim_dir);
-        int cfd = open(ctl, O_RDWR | O_CLOEXEC), ofd = open(own, O_RDWR | O_CLOEXEC);
+        open_ctl_owners(&cfd, &ofd);
         assert_true(cfd >= 0 && ofd >= 0);
         /* 81559 - 579 reserved - 80000 = 980 MiB free */
         assert_int_equal(sim_context_create(sim_dir, 1, 981 * MIB, cfd, ofd, &id, err, sizeof(err)), -ENOMEM);
@@ -881,14 +889,13 @@ static void test_mig(void **state)
         nvmlMemory_v2_t m;
         nvmlMemory_t m1;
         nvmlDevice_t mig[2], parent;
-        char ctl[512], own[512], err[SIM_ERR_LEN], uuid[96];
+        char err[SIM_ERR_LEN], uuid[96];
         unsigned id;
 
         set_knobs("mig_instances=0:2", NULL);
         /* under MIG a context needs an instance that exists, and fits in that instance */
-        snprintf(ctl, sizeof(ctl), "%s/dev/nvidiactl", sim_dir);
-        snprintf(own, sizeof(own), "%s/owners", sim_dir);
-        int cfd = open(ctl, O_RDWR | O_CLOEXEC), ofd = open(own, O_RDWR | O_CLOEXEC);
+        int cfd, ofd;
+        open_ctl_owners(&cfd, &ofd);
         assert_true(cfd >= 0 && ofd >= 0);
         assert_int_equal(sim_context_create(sim_dir, 0, 64 * MIB, cfd, ofd, &id, err, sizeof(err)), -ENODEV);
         assert_non_null(strstr(err, "MIG mode"));
