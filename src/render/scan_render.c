@@ -94,6 +94,27 @@ static json_t *process_json(const struct facts *f, const struct gpu_ledger *l, c
 
 static bool shown(const struct scan_result *r, const struct gpu_ledger *l);
 
+/* MIG: the ledger of each MIG device (null parts where its memory is not known) */
+static json_t *mig_ledger_json(const struct gpu_ledger *l)
+{
+        json_t *a = json_array();
+        for (size_t m = 0; m < l->n_mig; m++) {
+                const struct mig_ledger *ml = &l->mig[m];
+                json_t *o = json_object();
+                bool k = ml->memory_known;
+                json_set(o, "gpu_instance", json_integer(ml->gpu_instance));
+                json_set(o, "compute_instance", json_integer(ml->compute_instance));
+                json_set(o, "total_bytes", k ? json_integer((json_int_t)ml->total) : json_null());
+                json_set(o, "used_bytes", k ? json_integer((json_int_t)ml->used) : json_null());
+                json_set(o, "listed_bytes", k ? json_integer((json_int_t)ml->listed) : json_null());
+                json_set(o, "foreign_bytes", k ? json_integer((json_int_t)ml->foreign) : json_null());
+                json_set(o, "ghost_bytes", k ? json_integer((json_int_t)ml->ghost) : json_null());
+                json_set(o, "unattributed_bytes", k ? json_integer((json_int_t)ml->unattributed) : json_null());
+                json_array_append_new(a, o);
+        }
+        return a;
+}
+
 #define GPU_KERNEL_EVENTS_MAX 20
 
 /* The latest NVIDIA kernel events of one GPU (at most GPU_KERNEL_EVENTS_MAX, oldest first). */
@@ -140,6 +161,7 @@ json_t *scan_json(const struct scan_result *r, bool with_cmdline)
                 json_set(m, "unattributed_bytes", l->inspected ? json_integer((json_int_t)l->unattributed) : json_null());
                 json_set(m, "noise_floor_bytes", json_integer((json_int_t)l->noise_floor));
                 json_set(g, "ghost_confirmed", json_boolean(l->ghost_confirmed));
+                json_set(g, "mig_instances", mig_ledger_json(l));
                 json_set(g, "verdict", json_string(l->n_findings ? l->findings[0].code : "unknown"));
                 json_t *fa = json_array();
                 for (size_t k = 0; k < l->n_findings; k++)
@@ -301,6 +323,19 @@ void scan_text(FILE *out, const struct scan_result *r, bool color, bool verbose)
                                 fprintf(out, "  (driver reservation %s apart; total %s)\n", rs, tot);
                         else
                                 fprintf(out, "  (old driver: used includes the driver's reservation; total %s)\n", tot);
+                        for (size_t m = 0; m < l->n_mig; m++) {
+                                const struct mig_ledger *ml = &l->mig[m];
+                                if (!ml->memory_known)
+                                        continue;
+                                mib_str(u, sizeof(u), ml->used);
+                                mib_str(li, sizeof(li), ml->listed);
+                                mib_str(fo, sizeof(fo), ml->foreign);
+                                mib_str(gh, sizeof(gh), ml->ghost);
+                                mib_str(un, sizeof(un), ml->unattributed);
+                                mib_str(tot, sizeof(tot), ml->total);
+                                fprintf(out, "    MIG GPU instance %u (compute instance %u, %s): used %s = listed %s + foreign %s + ghost %s + unattributed %s\n",
+                                        ml->gpu_instance, ml->compute_instance, tot, u, li, fo, gh, un);
+                        }
                 }
                 for (size_t k = 0; k < l->n_owners; k++) {
                         const struct owner *ow = &l->owners[k];

@@ -2,7 +2,7 @@
 # A MIG GPU on the simulated driver with real processes: two GPU instances, a live job in one and
 # a killed job whose workers keep its memory in the other. As root: the verdict, every part of
 # the ledger in MiB, the attributed PIDs with their instance, the capability nodes they hold, and
-# reclaim's planned targets (dry run). Without root (setpriv): NVML gives a MIG GPU's own process
+# reclaim's planned targets (dry run), and the ledger of each MIG instance. Without root (setpriv): NVML gives a MIG GPU's own process
 # list only to a privileged caller, so the GPU is `unknown`, exit 3, no target, never a reset —
 # with NO_PERMISSION and with an empty list; with the mig/monitor capability granted the list
 # comes back. Rules: docs/verdicts.md (MIG), docs/simulator.md (MIG).
@@ -47,6 +47,15 @@ assert_eq "$(verdict 0)" orphaned-holders "the MIG GPU's verdict"
 assert_eq "$(ledger 0)" "1024 0 2048 0" "ledger of the MIG GPU (the sum over its instances)"
 assert_eq "$(jq -r '.gpus[0].memory.used_bytes' <<<"$S")" $((3072 * MIB)) "used: both instances"
 assert_eq "$(attributed 0)" "$(sorted "${DEAD_WORKERS[@]}")" "the dead job's workers"
+# per MIG instance: GI:CI total used listed foreign ghost unattributed, in MiB
+mig_ledger() {
+        jq -r ".gpus[] | select(.index == $1) | .mig_instances | map([.gpu_instance, .compute_instance, .total_bytes, .used_bytes,
+               .listed_bytes, .foreign_bytes, .ghost_bytes, .unattributed_bytes]
+               | map(if . == null then \"null\" elif . > 1000 then (. / 1048576 | floor | tostring) else tostring end) | join(\" \"))
+               | join(\", \")" <<<"$S"
+}
+assert_eq "$(mig_ledger 0)" "1 0 7936 1024 1024 0 0 0, 2 0 7936 2048 0 0 2048 0" "each instance's ledger"
+assert_eq "$(jq -r '.gpus[1].mig_instances | length' <<<"$S")" 0 "no MIG instance on GPU 1"
 assert_eq "$(verdict 1)" ok "the GPU without MIG"
 assert_eq "$(ledger 1)" "512 0 0 0" "ledger of GPU 1"
 assert_eq "$(attributed 1)" "" "the workers hold nvidia1 too (CUDA opens every node), but nothing ties them to GPU 1"
@@ -63,6 +72,14 @@ sums
 text=$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" scan --confirm 300ms || true)
 grep -q "NVML lists PID $DEAD (2048 MiB, MIG GPU instance 2, compute instance 0)" <<<"$text" || fail "text names the instance: $text"
 grep -q "nvidia-caps/nvidia-cap$CAP_GI2(fd)" <<<"$text" || fail "text shows the holder's capability node"
+grep -q "MIG GPU instance 2 (compute instance 0, 7936 MiB): used 2048 MiB = listed 0 MiB + foreign 0 MiB + ghost 2048 MiB + unattributed 0 MiB" <<<"$text" ||
+        fail "text gives instance 2's ledger: $text"
+# a saved bundle gives the same MIG answers back (instance ids, each instance's memory)
+LIVE_DOC=$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" scan --json --confirm 300ms --save-bundle "$GV_TMP/bundle" || true)
+S=$("$GV_BIN" scan --json --from-bundle "$GV_TMP/bundle" || true)
+assert_eq "$(mig_ledger 0)" "1 0 7936 1024 1024 0 0 0, 2 0 7936 2048 0 0 2048 0" "each instance's ledger, from the bundle"
+assert_eq "$(jq -c '.gpus[0].mig_devices' <<<"$S")" "$(jq -c '.gpus[0].mig_devices' <<<"$LIVE_DOC")" "MIG devices, from the bundle"
+assert_eq "$(inst "$DEAD")" "2 0 stale" "the dead owner's instance, from the bundle"
 plan_rc
 assert_eq "$(targets)" "$(sorted "${DEAD_WORKERS[@]}")" "reclaim's targets"
 assert_eq "$(jq -r '[.plan.targets[].gpu] | unique | join(",")' <<<"$R")" 0 "targets tied to the MIG GPU"
@@ -82,6 +99,8 @@ unprivileged() { # WHAT: the assertions every unprivileged view of the MIG GPU m
         finding_text 0 | grep -q "mig/monitor capability" || fail "$1: names the capability"
         next_step 0 | grep -qF "sudo ghostvram scan --gpu 0" || fail "$1: next step is sudo: $(next_step 0)"
         finding_text 0 | grep -qi "reset" && fail "$1: never reset advice"
+        assert_eq "$(mig_ledger 0)" "1 0 7936 1024 0 0 0 1024, 2 0 7936 2048 0 0 0 2048" "$1: each instance's memory still known"
+        finding_text 0 | grep -q "MIG GPU instance 2 (compute instance 0): 2048 MiB used of 7936 MiB" || fail "$1: where the memory is"
         assert_eq "$(verdict 1)" ok "$1: GPU 1 is not MIG: its list is given"
         plan_rc
         assert_eq "$(targets)" "" "$1: reclaim has no target"
@@ -119,5 +138,6 @@ scan_rc
 assert_eq "$RC" 0 "exit 0"
 assert_eq "$(verdict 0)" ok "the MIG GPU after the workers"
 assert_eq "$(ledger 0)" "1024 0 0 0" "only the live instance remains"
+assert_eq "$(mig_ledger 0)" "1 0 7936 1024 1024 0 0 0, 2 0 7936 0 0 0 0 0" "instance 2 is empty again"
 kill_wait "$LIVE" "$OTHER"
 echo "PASS"

@@ -93,6 +93,11 @@ def ghostvram_checks(v, t, s, raw):
            w + "memory (ghostvram, v1)")
     if v["mig"]:
         eq(s["mig_mode"], t["mig"], w + "MIG mode (ghostvram)")
+        n = t.get("mig_instances", 0)
+        size = (t["total"] - t["reserved"]) // n // MIB * MIB if n else 0
+        eq([[m["gpu_instance"], m["compute_instance"], m["total_bytes"], m["used_bytes"]] for m in s["mig_devices"]],
+           [[gi, 0, size, sum(b for _, b, g in t.get("mig_listed", []) if g == gi)] for gi in range(1, n + 1)],
+           w + "MIG devices [GI, CI, total, used] (ghostvram)")
     listed = sorted(map(list, t["listed"]))
     eq(sorted([p["pid"], p["used_bytes"]] for p in s["nvml_processes"]), listed, w + "processes (ghostvram)")
     if v["v2api"]:
