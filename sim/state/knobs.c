@@ -101,7 +101,7 @@ static const struct knob_def knob_defs[] = {
         { "persistence", K_BOOL, true, false, 0, NULL, "on|off", "persistence mode (default on)" },
         { "mig", K_BOOL, true, false, 0, NULL, "on|off", "MIG mode (default off)" },
         { "mig_instances", K_U64, true, false, SIM_MAX_MIG, NULL, "N",
-          "N MIG GPU instances (GI ids 1..N, one compute instance\n"
+          "MIG GPU instances (ids 1..N, one compute instance\n"
           "each, memory split evenly); N > 0 turns MIG mode on" },
         { "mig_unprivileged", K_ENUM, false, false, 0, mig_views, "no_permission|empty",
           "what a caller without the MIG monitor capability gets\n"

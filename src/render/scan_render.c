@@ -243,6 +243,19 @@ static void mib_str(char *out, size_t n, uint64_t bytes)
         buf_free(&b);
 }
 
+/* "<indent>used U = listed L + foreign F + ghost G + unattributed N", in MiB, and a newline. */
+static void text_ledger_line(FILE *out, const char *indent, uint64_t used, uint64_t listed, uint64_t foreign,
+                             uint64_t ghost, uint64_t unattributed)
+{
+        char u[32], li[32], fo[32], gh[32], un[32];
+        mib_str(u, sizeof(u), used);
+        mib_str(li, sizeof(li), listed);
+        mib_str(fo, sizeof(fo), foreign);
+        mib_str(gh, sizeof(gh), ghost);
+        mib_str(un, sizeof(un), unattributed);
+        fprintf(out, "%sused %s = listed %s + foreign %s + ghost %s + unattributed %s\n", indent, u, li, fo, gh, un);
+}
+
 static const char *verdict_color(const char *code)
 {
         if (!strcmp(code, "ok") || !strcmp(code, "reserved-only") || !strcmp(code, "unattributed-live") ||
@@ -310,15 +323,10 @@ void scan_text(FILE *out, const struct scan_result *r, bool color, bool verbose)
                         fprintf(out, "  [%s confidence]\n", confidence_name(v->confidence));
                 }
                 if (l->inspected) {
-                        char u[32], li[32], fo[32], gh[32], un[32], rs[32], tot[32];
-                        mib_str(u, sizeof(u), l->used);
-                        mib_str(li, sizeof(li), l->listed);
-                        mib_str(fo, sizeof(fo), l->foreign);
-                        mib_str(gh, sizeof(gh), l->ghost);
-                        mib_str(un, sizeof(un), l->unattributed);
+                        char rs[32], tot[32];
+                        text_ledger_line(out, "  ", l->used, l->listed, l->foreign, l->ghost, l->unattributed);
                         mib_str(rs, sizeof(rs), l->reserved);
                         mib_str(tot, sizeof(tot), l->total);
-                        fprintf(out, "  used %s = listed %s + foreign %s + ghost %s + unattributed %s\n", u, li, fo, gh, un);
                         if (l->reserved_known)
                                 fprintf(out, "  (driver reservation %s apart; total %s)\n", rs, tot);
                         else
@@ -327,14 +335,10 @@ void scan_text(FILE *out, const struct scan_result *r, bool color, bool verbose)
                                 const struct mig_ledger *ml = &l->mig[m];
                                 if (!ml->memory_known)
                                         continue;
-                                mib_str(u, sizeof(u), ml->used);
-                                mib_str(li, sizeof(li), ml->listed);
-                                mib_str(fo, sizeof(fo), ml->foreign);
-                                mib_str(gh, sizeof(gh), ml->ghost);
-                                mib_str(un, sizeof(un), ml->unattributed);
                                 mib_str(tot, sizeof(tot), ml->total);
-                                fprintf(out, "    MIG GPU instance %u (compute instance %u, %s): used %s = listed %s + foreign %s + ghost %s + unattributed %s\n",
-                                        ml->gpu_instance, ml->compute_instance, tot, u, li, fo, gh, un);
+                                fprintf(out, "    MIG GPU instance %u (compute instance %u, %s): ", ml->gpu_instance,
+                                        ml->compute_instance, tot);
+                                text_ledger_line(out, "", ml->used, ml->listed, ml->foreign, ml->ghost, ml->unattributed);
                         }
                 }
                 for (size_t k = 0; k < l->n_owners; k++) {
