@@ -13,6 +13,11 @@
  * session, and reaps its children like a shell), --launcher-exits (the launcher exits once the
  * job is ready: the owner is reparented and leads no group).
  *
+ * Under MIG (--mig-instance GI) it also opens the capability nodes of the GPU instance and of its
+ * compute instance 0, DIR/dev/nvidia-caps/nvidia-capN, as CUDA does to reach a MIG device (the
+ * GPU's own node stays open too); like nvidia-modprobe, it creates a missing one. The context
+ * then charges that instance.
+ *
  * For the context it starts the driver's teardown watcher (gv-simteardown) in a session of its
  * own, holding nothing of the job's: it records when the context's description is released and,
  * with --busy (the job had GPU work pending), logs Xid 45 when the owner dies.
@@ -42,7 +47,7 @@
 #include "util/parse.h"
 #include "util/spawn.h"
 
-#define MAX_FDS (SIM_MAX_GPUS + 2)
+#define MAX_FDS (SIM_MAX_GPUS + 4)
 
 static int report_fd = 1;
 
@@ -143,11 +148,26 @@ static int open_and_map(const char *dir, const char *node, int *ret_fd)
         return 0;
 }
 
+/* Open (creating it when missing, as nvidia-modprobe does) a MIG capability node: a descriptor
+ * only, CUDA does not map them. */
+static int open_cap(const char *dir, unsigned minor, int *ret_fd)
+{
+        char p[PATH_MAX];
+        int r = sim_mig_cap_path(dir, minor, p, sizeof(p));
+        if (r < 0)
+                return r;
+        int fd = open(p, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, 0444);
+        if (fd < 0)
+                return -errno;
+        *ret_fd = fd;
+        return 0;
+}
+
 static void usage(FILE *f)
 {
         fprintf(f, "Usage: gv-simcuda --dir DIR --gpu I --mib M [--workers K] [--close-fds-in-workers]\n"
                    "                  [--exec-child] [--worker-setsid] [--launcher] [--launcher-exits]\n"
-                   "                  [--busy] [--report-fd FD]\n"
+                   "                  [--busy] [--mig-instance GI] [--report-fd FD]\n"
                    "The simulated CUDA application; use 'ghostvram sim run', which starts it.\n");
 }
 
@@ -162,6 +182,7 @@ struct job {
         bool launcher;          /* this process is the launcher; a child is the owner */
         bool launcher_exits;    /* the launcher exits once the job is ready */
         bool busy;              /* work pending: the owner's death logs Xid 45 */
+        unsigned gi;            /* MIG GPU instance, SIM_GI_NONE outside MIG */
 };
 
 static int run(const struct job *j);
@@ -180,11 +201,12 @@ int main(int argc, char **argv)
                 { "launcher", no_argument, NULL, 'l' },
                 { "launcher-exits", no_argument, NULL, 'e' },
                 { "busy", no_argument, NULL, 'b' },
+                { "mig-instance", required_argument, NULL, 'i' },
                 { "report-fd", required_argument, NULL, 'r' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        struct job j = { 0 };
+        struct job j = { .gi = SIM_GI_NONE };
         unsigned rfd;
         bool have_gpu = false;
         int c;
@@ -210,6 +232,10 @@ int main(int argc, char **argv)
                 case 'l': j.launcher = true; break;
                 case 'e': j.launcher = j.launcher_exits = true; break;
                 case 'b': j.busy = true; break;
+                case 'i':
+                        if (parse_uint_range(optarg, 1, SIM_MAX_MIG, &j.gi) < 0)
+                                goto bad;
+                        break;
                 case 'r':
                         if (parse_uint_range(optarg, 0, 1024, &rfd) < 0)
                                 goto bad;
@@ -362,6 +388,11 @@ static int run(const struct job *j)
                 snprintf(node, sizeof(node), "nvidia%u", h.gpus[visible[i]].minor);
                 r = open_and_map(dir, node, &fds[++nfds]);
         }
+        /* a MIG device: its GPU instance's and its compute instance's capabilities */
+        if (r == 0 && j->gi != SIM_GI_NONE)
+                r = open_cap(dir, sim_mig_cap_minor(h.gpus[visible[j->gpu]].minor, j->gi, false), &fds[++nfds]);
+        if (r == 0 && j->gi != SIM_GI_NONE)
+                r = open_cap(dir, sim_mig_cap_minor(h.gpus[visible[j->gpu]].minor, j->gi, true), &fds[++nfds]);
         if (r < 0) {
                 report("error cannot open the simulated device files in %s/dev: %s", dir, strerror(-r));
                 return 1;
@@ -375,7 +406,8 @@ static int run(const struct job *j)
                 return 1;
         }
         unsigned id;
-        r = sim_context_create(dir, visible[j->gpu], j->mib << 20, fds[0], owners_fd, &id, err, sizeof(err));
+        r = sim_context_create_gi(dir, visible[j->gpu], j->gi, j->mib << 20, fds[0], owners_fd, &id, err,
+                                  sizeof(err));
         if (r == 0)
                 r = start_watcher(dir, id, j->busy, err, sizeof(err));
         if (r < 0) {

@@ -49,6 +49,7 @@ typedef struct {
 
 struct nvmlDevice_st {
         unsigned index;
+        unsigned gi;                    /* a MIG device handle: its GPU instance; else SIM_GI_NONE */
 };
 
 struct nvmlEventSet_st {
@@ -63,6 +64,7 @@ static struct sim_knobs sim_k;
 static struct sim_observation sim_obs;
 static struct sim_proc sim_procs[SIM_MAX_CONTEXTS];
 static struct nvmlDevice_st sim_devs[SIM_MAX_GPUS];
+static struct nvmlDevice_st sim_migs[SIM_MAX_GPUS][SIM_MAX_MIG]; /* MIG device handles */
 static const struct sim_variant *sim_var;
 
 /* A wedged driver: the call never comes back (until the process is killed). */
@@ -108,17 +110,40 @@ static nvmlReturn_t sim_enter(const char *fn)
         return NVML_SUCCESS;
 }
 
-/* Start a per-device call: validates the handle, applies hang, GPU lost, NOT_SUPPORTED. */
-static nvmlReturn_t sim_dev_enter(const char *fn, nvmlDevice_t dev, unsigned query, unsigned *ret_gpu)
+/* Which device a handle names: a GPU (*ret_gi = SIM_GI_NONE) or one of its MIG devices. Any
+ * pointer may come in: compare addresses, not pointers into different objects. */
+static bool sim_decode(nvmlDevice_t dev, unsigned *ret_gpu, unsigned *ret_gi)
 {
+        uintptr_t a = (uintptr_t)dev, base = (uintptr_t)sim_devs;
+        if (a >= base && a < base + sim_cl.host.n_gpus * sizeof(sim_devs[0]) && (a - base) % sizeof(sim_devs[0]) == 0) {
+                *ret_gpu = (unsigned)((a - base) / sizeof(sim_devs[0]));
+                *ret_gi = SIM_GI_NONE;
+                return true;
+        }
+        base = (uintptr_t)sim_migs;
+        if (a < base || a >= base + sizeof(sim_migs) || (a - base) % sizeof(sim_migs[0][0]))
+                return false;
+        size_t i = (a - base) / sizeof(sim_migs[0][0]);
+        if (i / SIM_MAX_MIG >= sim_cl.host.n_gpus)
+                return false;
+        *ret_gpu = (unsigned)(i / SIM_MAX_MIG);
+        *ret_gi = (unsigned)(i % SIM_MAX_MIG) + 1;
+        return true;
+}
+
+/* Start a per-device call: validates the handle, applies hang, GPU lost, NOT_SUPPORTED. With
+ * ret_gi, a MIG device handle is accepted too (*ret_gi its GPU instance, else SIM_GI_NONE);
+ * without, a call on a MIG device handle is NOT_SUPPORTED (an assumption: the real library's
+ * answer differs per call and is not documented for each). */
+static nvmlReturn_t sim_dev_enter_mig(const char *fn, nvmlDevice_t dev, unsigned query, unsigned *ret_gpu,
+                                      unsigned *ret_gi)
+{
+        unsigned gpu, gi;
         pthread_mutex_lock(&sim_mu);
         if (!sim_refs)
                 return sim_leave(NVML_ERROR_UNINITIALIZED);
-        /* any pointer may come in: compare addresses, not pointers into different objects */
-        uintptr_t a = (uintptr_t)dev, base = (uintptr_t)sim_devs;
-        if (a < base || a >= base + sim_cl.host.n_gpus * sizeof(sim_devs[0]) || (a - base) % sizeof(sim_devs[0]))
+        if (!sim_decode(dev, &gpu, &gi))
                 return sim_leave(NVML_ERROR_INVALID_ARGUMENT);
-        unsigned gpu = (unsigned)((a - base) / sizeof(sim_devs[0]));
         if (sim_knobs_load(sim_cl.dir, &sim_k) < 0)
                 return sim_leave(NVML_ERROR_UNKNOWN);
         if (sim_knobs_hang(&sim_k, (int)gpu, fn)) {
@@ -127,10 +152,22 @@ static nvmlReturn_t sim_dev_enter(const char *fn, nvmlDevice_t dev, unsigned que
         }
         if (sim_k.gpu[gpu].lost || sim_k.gpu[gpu].lost_handle)
                 return sim_leave(NVML_ERROR_GPU_IS_LOST);
+        /* a MIG device handle is valid while its instance exists */
+        if (gi != SIM_GI_NONE && gi > sim_k.gpu[gpu].mig_instances)
+                return sim_leave(NVML_ERROR_INVALID_ARGUMENT);
+        if (gi != SIM_GI_NONE && !ret_gi)
+                return sim_leave(NVML_ERROR_NOT_SUPPORTED);
         if (query & sim_k.gpu[gpu].notsup)
                 return sim_leave(NVML_ERROR_NOT_SUPPORTED);
         *ret_gpu = gpu;
+        if (ret_gi)
+                *ret_gi = gi;
         return NVML_SUCCESS;
+}
+
+static nvmlReturn_t sim_dev_enter(const char *fn, nvmlDevice_t dev, unsigned query, unsigned *ret_gpu)
+{
+        return sim_dev_enter_mig(fn, dev, query, ret_gpu, NULL);
 }
 
 static nvmlReturn_t sim_copy_string(char *out, unsigned length, const char *s)
@@ -176,8 +213,12 @@ static nvmlReturn_t sim_init(const char *fn)
                 ret = NVML_ERROR_LIB_RM_VERSION_MISMATCH;
                 goto out;
         }
-        for (unsigned i = 0; i < SIM_MAX_GPUS; i++)
+        for (unsigned i = 0; i < SIM_MAX_GPUS; i++) {
                 sim_devs[i].index = i;
+                sim_devs[i].gi = SIM_GI_NONE;
+                for (unsigned m = 0; m < SIM_MAX_MIG; m++)
+                        sim_migs[i][m] = (struct nvmlDevice_st){ .index = i, .gi = m + 1 };
+        }
         sim_refs = 1;
 out:
         pthread_mutex_unlock(&sim_mu);
@@ -338,24 +379,40 @@ SIM_API nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevic
 
 SIM_API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
 {
-        unsigned gpu;
+        unsigned gpu, gi;
+        char mig[160];
         if (!name)
                 return sim_bad_arg();
-        nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetName", device, 0, &gpu);
+        nvmlReturn_t r = sim_dev_enter_mig("nvmlDeviceGetName", device, 0, &gpu, &gi);
         if (r)
                 return r;
-        return sim_leave(sim_copy_string(name, length, sim_cl.host.gpus[gpu].name));
+        if (gi == SIM_GI_NONE)
+                return sim_leave(sim_copy_string(name, length, sim_cl.host.gpus[gpu].name));
+        /* "<GPU> MIG <slices>g.<GB>gb", the profile naming of the MIG user guide; 7 compute
+         * slices split evenly */
+        unsigned n = sim_k.gpu[gpu].mig_instances;
+        uint64_t size = sim_mig_instance_total(&sim_cl.host, gpu, n);
+        snprintf(mig, sizeof(mig), "%.96s MIG %ug.%llugb", sim_cl.host.gpus[gpu].name, 7 / n,
+                 (unsigned long long)((size + (512ull << 20)) >> 30));
+        return sim_leave(sim_copy_string(name, length, mig));
 }
 
 SIM_API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
 {
-        unsigned gpu;
+        unsigned gpu, gi;
+        char mig[96];
         if (!uuid)
                 return sim_bad_arg();
-        nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetUUID", device, 0, &gpu);
+        nvmlReturn_t r = sim_dev_enter_mig("nvmlDeviceGetUUID", device, 0, &gpu, &gi);
         if (r)
                 return r;
-        return sim_leave(sim_copy_string(uuid, length, sim_cl.host.gpus[gpu].uuid));
+        const char *u = sim_cl.host.gpus[gpu].uuid;
+        if (gi == SIM_GI_NONE)
+                return sim_leave(sim_copy_string(uuid, length, u));
+        /* "MIG-" and a UUID of its own: the parent's with its last byte replaced by the instance */
+        size_t ul = strlen(u);
+        snprintf(mig, sizeof(mig), "MIG-%.*s%02x", ul > 6 ? (int)(ul - 6) : 0, u + 4, gi);
+        return sim_leave(sim_copy_string(uuid, length, mig));
 }
 
 SIM_API nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNumber)
@@ -414,11 +471,19 @@ SIM_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t 
 }
 #endif
 
-/* Memory: allocated = what contexts alive or being freed hold + uncharged memory. */
-static nvmlReturn_t sim_memory(unsigned gpu, uint64_t *total, uint64_t *reserved, uint64_t *used)
+/* Memory: allocated = what contexts alive or being freed hold + uncharged memory. A MIG
+ * device's: its instance's share of the memory (no reservation of its own) and its contexts;
+ * the GPU's: the sum over its instances. */
+static nvmlReturn_t sim_memory(unsigned gpu, unsigned gi, uint64_t *total, uint64_t *reserved, uint64_t *used)
 {
         if (sim_observe(&sim_cl, &sim_k, &sim_obs) < 0)
                 return NVML_ERROR_UNKNOWN;
+        if (gi != SIM_GI_NONE) {
+                *total = sim_mig_instance_total(&sim_cl.host, gpu, sim_k.gpu[gpu].mig_instances);
+                *reserved = 0;
+                *used = sim_mig_used_bytes(&sim_cl.host, &sim_k, &sim_obs, gpu, gi);
+                return NVML_SUCCESS;
+        }
         *total = sim_cl.host.gpus[gpu].total_bytes;
         *reserved = sim_cl.host.gpus[gpu].reserved_bytes;
         *used = sim_used_bytes(&sim_cl.host, &sim_k, &sim_obs, gpu);
@@ -427,14 +492,14 @@ static nvmlReturn_t sim_memory(unsigned gpu, uint64_t *total, uint64_t *reserved
 
 SIM_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 {
-        unsigned gpu;
+        unsigned gpu, gi;
         uint64_t total, reserved, used;
         if (!memory)
                 return sim_bad_arg();
-        nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetMemoryInfo", device, SIM_Q_MEMORY, &gpu);
+        nvmlReturn_t r = sim_dev_enter_mig("nvmlDeviceGetMemoryInfo", device, SIM_Q_MEMORY, &gpu, &gi);
         if (r)
                 return r;
-        r = sim_memory(gpu, &total, &reserved, &used);
+        r = sim_memory(gpu, gi, &total, &reserved, &used);
         if (r == NVML_SUCCESS) {
                 /* v1: used is "the sum of reserved and allocated"; used + free == total */
                 memory->total = total;
@@ -447,18 +512,18 @@ SIM_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *
 #if SIM_HAVE_MEMORY_V2
 SIM_API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
 {
-        unsigned gpu;
+        unsigned gpu, gi;
         uint64_t total, reserved, used;
         if (!memory)
                 return sim_bad_arg();
-        nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetMemoryInfo_v2", device, SIM_Q_MEMORY_V2, &gpu);
+        nvmlReturn_t r = sim_dev_enter_mig("nvmlDeviceGetMemoryInfo_v2", device, SIM_Q_MEMORY_V2, &gpu, &gi);
         if (r)
                 return r;
         /* the real driver answers a wrong version (e.g. a bare 2) with FUNCTION_NOT_FOUND
          * (nvidia-settings#78) */
         if (sim_k.strict_versions && memory->version != nvmlMemory_v2)
                 return sim_leave(NVML_ERROR_FUNCTION_NOT_FOUND);
-        r = sim_memory(gpu, &total, &reserved, &used);
+        r = sim_memory(gpu, gi, &total, &reserved, &used);
         if (r == NVML_SUCCESS) {
                 memory->total = total;
                 memory->reserved = reserved;
@@ -490,7 +555,95 @@ SIM_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *cur
         nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetMigMode", device, SIM_Q_MIG, &gpu);
         if (r)
                 return r;
-        *currentMode = *pendingMode = sim_k.gpu[gpu].mig ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
+        *currentMode = *pendingMode = sim_mig_on(&sim_k.gpu[gpu]) ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
+        return sim_leave(NVML_SUCCESS);
+}
+
+/* ---- MIG devices (450+): one per GPU instance, its compute instance 0 ----------------------
+ * nvml.h: GetMaxMigDeviceCount "returns zero if MIG is not supported or enabled"; a MIG device
+ * handle answers the memory and process queries for its instance only. */
+
+SIM_API nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *count)
+{
+        unsigned gpu;
+        if (!count)
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetMaxMigDeviceCount", device, SIM_Q_MIG, &gpu);
+        if (r)
+                return r;
+        *count = sim_mig_on(&sim_k.gpu[gpu]) ? SIM_MAX_MIG : 0; /* an H100 holds up to 7 */
+        return sim_leave(NVML_SUCCESS);
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index,
+                                                         nvmlDevice_t *migDevice)
+{
+        unsigned gpu;
+        if (!migDevice)
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetMigDeviceHandleByIndex", device, SIM_Q_MIG, &gpu);
+        if (r)
+                return r;
+        if (!sim_mig_on(&sim_k.gpu[gpu]))
+                return sim_leave(NVML_ERROR_NOT_SUPPORTED);
+        if (index >= SIM_MAX_MIG)
+                return sim_leave(NVML_ERROR_INVALID_ARGUMENT);
+        /* nvml.h: NOT_FOUND "if no valid MIG device was found at index" */
+        if (index >= sim_k.gpu[gpu].mig_instances)
+                return sim_leave(NVML_ERROR_NOT_FOUND);
+        *migDevice = &sim_migs[gpu][index];
+        return sim_leave(NVML_SUCCESS);
+}
+
+SIM_API nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned int *isMigDevice)
+{
+        unsigned gpu, gi;
+        if (!isMigDevice)
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_dev_enter_mig("nvmlDeviceIsMigDeviceHandle", device, 0, &gpu, &gi);
+        if (r)
+                return r;
+        *isMigDevice = gi != SIM_GI_NONE;
+        return sim_leave(NVML_SUCCESS);
+}
+
+/* The instance ids of a MIG device; a GPU's handle: NOT_SUPPORTED ("if device is not a MIG
+ * device", nvml.h). */
+static nvmlReturn_t sim_instance_id(const char *fn, nvmlDevice_t device, unsigned *id, bool compute)
+{
+        unsigned gpu, gi;
+        if (!id)
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_dev_enter_mig(fn, device, 0, &gpu, &gi);
+        if (r)
+                return r;
+        if (gi == SIM_GI_NONE)
+                return sim_leave(NVML_ERROR_NOT_SUPPORTED);
+        *id = compute ? 0 : gi;
+        return sim_leave(NVML_SUCCESS);
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int *id)
+{
+        return sim_instance_id("nvmlDeviceGetGpuInstanceId", device, id, false);
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int *id)
+{
+        return sim_instance_id("nvmlDeviceGetComputeInstanceId", device, id, true);
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t migDevice, nvmlDevice_t *device)
+{
+        unsigned gpu, gi;
+        if (!device)
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_dev_enter_mig("nvmlDeviceGetDeviceHandleFromMigDeviceHandle", migDevice, 0, &gpu, &gi);
+        if (r)
+                return r;
+        if (gi == SIM_GI_NONE)
+                return sim_leave(NVML_ERROR_INVALID_ARGUMENT); /* not a MIG device (an assumption) */
+        *device = &sim_devs[gpu];
         return sim_leave(NVML_SUCCESS);
 }
 #endif
@@ -499,20 +652,28 @@ SIM_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *cur
 
 enum sim_kind { SIM_KIND_COMPUTE = 0, SIM_KIND_GRAPHICS = 1, SIM_KIND_MPS = 2 };
 
-/* The current list for gpu into sim_procs; returns how many. Only compute contexts exist in
- * the simulator: graphics and MPS lists are empty. */
-static size_t sim_list(unsigned gpu, enum sim_kind kind, nvmlReturn_t *ret)
+/* The current list for gpu (gi: a MIG device's instance, SIM_GI_NONE the GPU's own list) into
+ * sim_procs; returns how many. Only compute contexts exist in the simulator: graphics and MPS
+ * lists are empty. On a MIG GPU, the GPU's own list is the aggregate "only if the caller has
+ * appropriate privileges" (nvml.h); others get NO_PERMISSION, or an empty list
+ * (mig_unprivileged=empty). */
+static size_t sim_list(unsigned gpu, unsigned gi, enum sim_kind kind, nvmlReturn_t *ret)
 {
         size_t n = 0;
         *ret = NVML_SUCCESS;
+        if (gi == SIM_GI_NONE && sim_mig_on(&sim_k.gpu[gpu]) && !sim_mig_privileged(sim_cl.dir)) {
+                if (sim_k.mig_unprivileged == SIM_MIG_VIEW_NO_PERMISSION)
+                        *ret = NVML_ERROR_NO_PERMISSION;
+                return 0;
+        }
         if (kind != SIM_KIND_COMPUTE)
                 return 0;
         if (sim_observe(&sim_cl, &sim_k, &sim_obs) < 0) {
                 *ret = NVML_ERROR_UNKNOWN;
                 return 0;
         }
-        sim_proc_list(&sim_cl, &sim_k, sim_pid_mode_effective(&sim_k, sim_var), &sim_obs, gpu, sim_procs,
-                      SIM_MAX_CONTEXTS, &n);
+        sim_proc_list_gi(&sim_cl, &sim_k, sim_pid_mode_effective(&sim_k, sim_var), &sim_obs, gpu,
+                         gi == SIM_GI_NONE ? SIM_GI_ANY : gi, sim_procs, SIM_MAX_CONTEXTS, &n);
         return n < SIM_MAX_CONTEXTS ? n : SIM_MAX_CONTEXTS;
 }
 
@@ -546,8 +707,9 @@ static void sim_record(unsigned char *dst, size_t stride, const struct sim_proc 
         memset(&d, SIM_PADDING_BYTE, sizeof(d));
         d.pid = p->pid;
         d.usedGpuMemory = p->bytes;
-        d.gpuInstanceId = NVML_INSTANCE_ID_INVALID; /* not in a MIG instance */
-        d.computeInstanceId = NVML_INSTANCE_ID_INVALID;
+        /* "If MIG is enabled, stores a valid GPU instance ID" (nvml.h); else 0xFFFFFFFF */
+        d.gpuInstanceId = p->gi == SIM_GI_NONE ? NVML_INSTANCE_ID_INVALID : p->gi;
+        d.computeInstanceId = p->gi == SIM_GI_NONE ? NVML_INSTANCE_ID_INVALID : 0;
         d.usedGpuCcProtectedMemory = 0;
         memcpy(dst, &d, stride);
 }
@@ -555,13 +717,13 @@ static void sim_record(unsigned char *dst, size_t stride, const struct sim_proc 
 static nvmlReturn_t sim_procs_call(const char *fn, nvmlDevice_t device, unsigned int *count, void *infos,
                                    size_t stride, enum sim_kind kind)
 {
-        unsigned gpu;
+        unsigned gpu, gi;
         if (!count)
                 return sim_bad_arg();
-        nvmlReturn_t r = sim_dev_enter(fn, device, SIM_Q_PROCESSES, &gpu);
+        nvmlReturn_t r = sim_dev_enter_mig(fn, device, SIM_Q_PROCESSES, &gpu, &gi);
         if (r)
                 return r;
-        size_t n = sim_list(gpu, kind, &r);
+        size_t n = sim_list(gpu, gi, kind, &r);
         if (r)
                 return sim_leave(r);
         r = sim_count_check(gpu, n, count, infos);
@@ -601,17 +763,17 @@ SIM_PROCS_FN(nvmlDeviceGetMPSComputeRunningProcesses_v3, SIM_V3_STRIDE, SIM_KIND
 #if SIM_HAVE_DETAIL_LIST
 SIM_API nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t device, nvmlProcessDetailList_v1_t *plist)
 {
-        unsigned gpu;
+        unsigned gpu, gi;
         if (!plist)
                 return sim_bad_arg();
-        nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetRunningProcessDetailList", device, SIM_Q_PROCESSES, &gpu);
+        nvmlReturn_t r = sim_dev_enter_mig("nvmlDeviceGetRunningProcessDetailList", device, SIM_Q_PROCESSES, &gpu, &gi);
         if (r)
                 return r;
         if (sim_k.strict_versions && plist->version != nvmlProcessDetailList_v1)
                 return sim_leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
         if (plist->mode > SIM_KIND_MPS)
                 return sim_leave(NVML_ERROR_INVALID_ARGUMENT);
-        size_t n = sim_list(gpu, (enum sim_kind)plist->mode, &r);
+        size_t n = sim_list(gpu, gi, (enum sim_kind)plist->mode, &r);
         if (r)
                 return sim_leave(r);
         r = sim_count_check(gpu, n, &plist->numProcArrayEntries, plist->procArray);

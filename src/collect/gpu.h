@@ -25,6 +25,16 @@ struct gpu_proc {
         unsigned kinds;         /* enum gpu_proc_kind bits (a PID can be compute and graphics) */
 };
 
+#define GPU_MAX_MIG 8           /* MIG devices read per GPU (an A100/H100 has at most 7) */
+
+/* A MIG device (one compute instance of a GPU instance) and its own memory figures. */
+struct gpu_mig_device {
+        uint32_t gpu_instance;
+        uint32_t compute_instance;
+        bool memory_known;
+        uint64_t total_bytes, used_bytes; /* NVML's answer on the MIG device's handle */
+};
+
 enum gpu_status {
         GPU_OK = 0,
         GPU_LOST,               /* NVML_ERROR_GPU_IS_LOST */
@@ -54,6 +64,8 @@ struct gpu_info {
 
         int persistence;        /* -1 unknown, 0 off, 1 on */
         int mig_mode;           /* -1 unknown, 0 off, 1 on */
+        struct gpu_mig_device mig[GPU_MAX_MIG]; /* MIG mode: its MIG devices */
+        size_t n_mig;
 
         bool procs_known;
         char procs_api[24];     /* e.g. "v3/24", "v3/32", "v2", "v1", "detail-list" */

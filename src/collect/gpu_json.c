@@ -82,6 +82,18 @@ json_t *gpu_info_to_json(const struct gpu_info *g)
                 json_array_append_new(ps, po);
         }
         json_set(o, "nvml_processes", ps);
+        /* MIG: its MIG devices with their own memory (null figures when NVML did not say) */
+        json_t *ms = json_array();
+        for (size_t i = 0; i < g->n_mig; i++) {
+                const struct gpu_mig_device *md = &g->mig[i];
+                json_t *mo = json_object();
+                json_set(mo, "gpu_instance", instance_json(md->gpu_instance));
+                json_set(mo, "compute_instance", instance_json(md->compute_instance));
+                json_set(mo, "total_bytes", json_u64_or_null(md->total_bytes, md->memory_known));
+                json_set(mo, "used_bytes", json_u64_or_null(md->used_bytes, md->memory_known));
+                json_array_append_new(ms, mo);
+        }
+        json_set(o, "mig_devices", ms);
         json_t *es = json_array();
         for (size_t i = 0; i < g->n_errors; i++) {
                 const struct gpu_query_error *e = &g->errors[i];
@@ -189,6 +201,19 @@ static int gpu_info_from_json(const json_t *o, struct gpu_info *g)
                                   : !strcmp(s, "mps") ? GPU_PROC_MPS : 0;
                 }
                 g->n_procs++;
+        }
+        const json_t *ms = json_object_get(o, "mig_devices");
+        size_t mi;
+        const json_t *mo;
+        json_array_foreach(ms, mi, mo) {
+                if (g->n_mig >= GPU_MAX_MIG)
+                        break;
+                struct gpu_mig_device *md = &g->mig[g->n_mig++];
+                md->gpu_instance = instance_from(mo, "gpu_instance");
+                md->compute_instance = instance_from(mo, "compute_instance");
+                md->memory_known = json_is_integer(json_object_get(mo, "used_bytes"));
+                md->total_bytes = json_get_u64(mo, "total_bytes", 0);
+                md->used_bytes = json_get_u64(mo, "used_bytes", 0);
         }
         const json_t *es = json_object_get(o, "errors");
         size_t k;

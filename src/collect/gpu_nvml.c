@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include "collect/gpu.h"
 #include "collect/nvml_abi.h"
@@ -38,6 +39,8 @@ struct nv_lib {
         void *conf_compute_mem;                 /* only probed: the R535 stride rule */
         void *detail_list;
         nvmlDeviceGetMigMode_fn mig_mode;
+        nvmlDeviceGetUInt_fn mig_count, mig_gi, mig_ci;
+        nvmlDeviceGetMigDeviceHandleByIndex_fn mig_handle;
 };
 
 static const char *const proc_sym[3][3] = {
@@ -75,6 +78,10 @@ static void nv_resolve(struct nv_lib *lib)
         SYM(mem_v1, "nvmlDeviceGetMemoryInfo");
         SYM(mem_v2, "nvmlDeviceGetMemoryInfo_v2");
         SYM(mig_mode, "nvmlDeviceGetMigMode");
+        SYM(mig_count, "nvmlDeviceGetMaxMigDeviceCount");
+        SYM(mig_handle, "nvmlDeviceGetMigDeviceHandleByIndex");
+        SYM(mig_gi, "nvmlDeviceGetGpuInstanceId");
+        SYM(mig_ci, "nvmlDeviceGetComputeInstanceId");
         lib->conf_compute_mem = dlsym(lib->handle, "nvmlDeviceGetConfComputeMemSizeInfo");
         lib->detail_list = dlsym(lib->handle, "nvmlDeviceGetRunningProcessDetailList");
         for (int k = 0; k < 3; k++)
@@ -89,6 +96,7 @@ static void nv_resolve(struct nv_lib *lib)
 enum nv_op {
         OP_INIT, OP_SHUTDOWN, OP_DRIVER_VERSION, OP_NVML_VERSION, OP_COUNT, OP_HANDLE, OP_NAME,
         OP_UUID, OP_MINOR, OP_PERSISTENCE, OP_PCI, OP_MEM_V2, OP_MEM_V1, OP_PROCS, OP_MIG,
+        OP_MIG_COUNT, OP_MIG_HANDLE, OP_MIG_GI, OP_MIG_CI,
 };
 
 struct nv_job {
@@ -143,6 +151,10 @@ static int nv_job_run(void *p)
         case OP_MEM_V1: j->ret = l->mem_v1(j->dev, &j->mem); break;
         case OP_PROCS: j->ret = ((nvmlDeviceGetProcesses_fn)j->fn)(j->dev, &j->count, j->records); break;
         case OP_MIG: j->ret = l->mig_mode(j->dev, &j->u1, &j->u2); break;
+        case OP_MIG_COUNT: j->ret = l->mig_count(j->dev, &j->u1); break;
+        case OP_MIG_HANDLE: j->ret = l->mig_handle(j->dev, j->idx, &j->dev); break;
+        case OP_MIG_GI: j->ret = l->mig_gi(j->dev, &j->u1); break;
+        case OP_MIG_CI: j->ret = l->mig_ci(j->dev, &j->u1); break;
         }
         return 0;
 }
@@ -403,6 +415,79 @@ static void nv_note(struct nv_ctx *c, struct gpu_info *g, const char *what, int 
 
 #define NV_TIMED_OUT(ret) ((ret) == -1)
 
+/* Run a MIG query's job: its NVML status; -1 on a missed deadline (recorded; the job then
+ * belongs to the worker); NVML_ERROR_MEMORY when it could not run. Unless -1, the caller still
+ * owns j (NULL is fine) and frees it. */
+static int nv_mig_call(struct nv_ctx *c, struct gpu_info *g, struct nv_job *j)
+{
+        if (!j)
+                return NVML_ERROR_MEMORY;
+        int r = nv_call(c, j);
+        if (r == -ETIMEDOUT) {
+                gpu_info_add_error(g, "mig", -1, "driver did not answer");
+                return -1;
+        }
+        return r < 0 ? NVML_ERROR_MEMORY : j->ret;
+}
+
+/* One call on a MIG device or GPU handle dev: op with index idx; the job comes back (or NULL,
+ * with *ret -1 on a missed deadline). */
+static struct nv_job *nv_mig_job(struct nv_ctx *c, struct gpu_info *g, enum nv_op op, nvmlDevice_t dev,
+                                 unsigned idx, int *ret)
+{
+        struct nv_job *j = nv_job_new(op, dev);
+        if (j)
+                j->idx = idx;
+        *ret = nv_mig_call(c, g, j);
+        return NV_TIMED_OUT(*ret) ? NULL : j;
+}
+
+/* The MIG devices of a GPU in MIG mode, each with its ids and its own memory (per-instance
+ * accounting: "per-instance information can be queried by using specific MIG device handles",
+ * nvml.h). Indexes without a device (NOT_FOUND) are skipped. Returns 0 or -ETIMEDOUT. */
+static int nv_query_mig(struct nv_ctx *c, nvmlDevice_t dev, struct gpu_info *g)
+{
+        int ret;
+        if (!c->lib.mig_count || !c->lib.mig_handle || !c->lib.mig_gi || !c->lib.mig_ci)
+                return 0;
+        struct nv_job *j = nv_mig_job(c, g, OP_MIG_COUNT, dev, 0, &ret);
+        if (NV_TIMED_OUT(ret))
+                return -ETIMEDOUT;
+        unsigned count = ret == NVML_SUCCESS ? j->u1 : 0;
+        nv_job_free(j);
+        for (unsigned i = 0; i < count && g->n_mig < GPU_MAX_MIG; i++) {
+                struct gpu_mig_device m = { .gpu_instance = GPU_INSTANCE_NONE, .compute_instance = GPU_INSTANCE_NONE };
+                j = nv_mig_job(c, g, OP_MIG_HANDLE, dev, i, &ret);
+                if (NV_TIMED_OUT(ret))
+                        return -ETIMEDOUT;
+                nvmlDevice_t md = ret == NVML_SUCCESS ? j->dev : NULL;
+                nv_job_free(j);
+                if (!md)
+                        continue;
+                static const enum nv_op ops[] = { OP_MIG_GI, OP_MIG_CI, OP_MEM_V2, OP_MEM_V1 };
+                for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++) {
+                        if ((ops[k] == OP_MEM_V2 && !c->lib.mem_v2) || (ops[k] == OP_MEM_V1 && (!c->lib.mem_v1 || m.memory_known)))
+                                continue;
+                        j = nv_mig_job(c, g, ops[k], md, 0, &ret);
+                        if (NV_TIMED_OUT(ret))
+                                return -ETIMEDOUT;
+                        if (ret == NVML_SUCCESS && ops[k] == OP_MIG_GI)
+                                m.gpu_instance = j->u1;
+                        else if (ret == NVML_SUCCESS && ops[k] == OP_MIG_CI)
+                                m.compute_instance = j->u1;
+                        else if (ret == NVML_SUCCESS && ops[k] == OP_MEM_V2) /* no reservation of its own */
+                                m = (struct gpu_mig_device){ m.gpu_instance, m.compute_instance, true, j->mem2.total,
+                                                             j->mem2.used };
+                        else if (ret == NVML_SUCCESS && ops[k] == OP_MEM_V1)
+                                m = (struct gpu_mig_device){ m.gpu_instance, m.compute_instance, true, j->mem.total,
+                                                             j->mem.used };
+                        nv_job_free(j);
+                }
+                g->mig[g->n_mig++] = m;
+        }
+        return 0;
+}
+
 static void nv_collect_gpu(struct nv_ctx *c, const char *driver_version, unsigned idx, struct gpu_info *g)
 {
         g->index = idx;
@@ -550,6 +635,16 @@ static void nv_collect_gpu(struct nv_ctx *c, const char *driver_version, unsigne
                 goto timeout;
         if (g->status == GPU_LOST)
                 goto lost;
+        if (g->mig_mode == 1 && nv_query_mig(c, dev, g) == -ETIMEDOUT)
+                goto timeout;
+        /* MIG: a GPU's own lists give the aggregate "only if the caller has appropriate
+         * privileges" (nvml.h); the rest may get NO_PERMISSION (no list: said above) or an
+         * empty list, which then proves nothing (docs/verdicts.md, MIG) */
+        if (g->mig_mode == 1 && g->procs_known && g->n_procs == 0 && geteuid() != 0) {
+                g->procs_known = false;
+                gpu_info_add_error(g, "processes", NVML_SUCCESS,
+                                   "MIG mode: an empty list given to a caller that is not root proves nothing");
+        }
         return;
 
 lost:

@@ -208,6 +208,8 @@ static void classify_owner(const struct facts *f, const struct gpu_info *g, cons
         o->pid = p->pid;
         o->used_bytes = p->used_bytes;
         o->used_known = p->used_known;
+        o->gpu_instance = p->gpu_instance;
+        o->compute_instance = p->compute_instance;
 
         if (pf && pf->present) {
                 const struct host_proc *hp = &pf->proc;
@@ -726,6 +728,41 @@ static void kernel_evidence(const struct facts *f, const struct gpu_ledger *l, c
 
 /* ---- the account ------------------------------------------------------------------------ */
 
+/* MIG: each MIG device's used memory split by the owners NVML listed in its instance, with the
+ * GPU's evidence of a dead owner (per-instance accounting; docs/verdicts.md, MIG). */
+static void account_mig(const struct facts *f, struct gpu_ledger *l)
+{
+        const struct gpu_info *g = NULL;
+        for (size_t i = 0; f->gpu && i < f->gpu->n_gpus; i++)
+                if (f->gpu->gpus[i].index == l->index)
+                        g = &f->gpu->gpus[i];
+        l->n_mig = 0;
+        for (size_t m = 0; g && m < g->n_mig && m < GPU_MAX_MIG; m++) {
+                const struct gpu_mig_device *d = &g->mig[m];
+                struct mig_ledger *ml = &l->mig[l->n_mig++];
+                uint64_t listed = 0, foreign = 0, stale = 0;
+                memset(ml, 0, sizeof(*ml));
+                ml->gpu_instance = d->gpu_instance;
+                ml->compute_instance = d->compute_instance;
+                ml->memory_known = d->memory_known;
+                ml->total = d->total_bytes;
+                ml->used = d->memory_known ? d->used_bytes : 0;
+                for (size_t k = 0; l->procs_known && k < l->n_owners; k++) {
+                        const struct owner *ow = &l->owners[k];
+                        if (ow->gpu_instance != d->gpu_instance || !ow->used_known)
+                                continue;
+                        listed += ow->cls == OWNER_LIVE ? ow->used_bytes : 0;
+                        foreign += ow->cls == OWNER_FOREIGN ? ow->used_bytes : 0;
+                        stale += ow->cls == OWNER_STALE ? ow->used_bytes : 0;
+                }
+                ml->listed = listed < ml->used ? listed : ml->used;
+                ml->foreign = foreign < ml->used - ml->listed ? foreign : ml->used - ml->listed;
+                uint64_t unexplained = ml->used - ml->listed - ml->foreign;
+                ml->ghost = l->ghost_evidence ? (stale < unexplained ? stale : unexplained) : 0;
+                ml->unattributed = unexplained - ml->ghost;
+        }
+}
+
 /* Split used into the four kinds (after attribution). Sets ghost_evidence and no_live_owner. */
 static void account(const struct facts *f, struct gpu_ledger *l)
 {
@@ -765,6 +802,7 @@ static void account(const struct facts *f, struct gpu_ledger *l)
         else
                 l->ghost = unexplained;
         l->unattributed = unexplained - l->ghost;
+        account_mig(f, l);
 }
 
 static void headline(struct finding *fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -955,6 +993,26 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                         evidence(fd, "query %s: %s", g->errors[e].query, g->errors[e].message);
                 next_step(fd, "check the driver with `nvidia-smi -q -i %s`%s and the kernel log (`ghostvram xid`); re-run with --timeout 30s",
                           ref, ref_note);
+                return;
+        }
+        if (!l->procs_known && g->mig_mode == 1) {
+                /* a MIG GPU's own lists are the aggregate of its instances only for a privileged
+                 * caller (nvml.h): NO_PERMISSION, or an empty list, for anyone else */
+                fd = add_finding(l, VERDICT_UNKNOWN, CONF_LOW, l->used);
+                headline(fd, "%llu MiB used on a MIG GPU, but NVML gives its process list only to a privileged caller: whose it is cannot be told",
+                         mib(l->used));
+                for (size_t e = 0; e < g->n_errors && e < 3; e++)
+                        if (e == 0 || strcmp(g->errors[e].message, g->errors[e - 1].message) != 0)
+                                evidence(fd, "query %s: %s", g->errors[e].query, g->errors[e].message);
+                evidence(fd, "MIG mode: the GPU's own process lists cover its instances only for root or a holder of the mig/monitor capability (/dev/nvidia-caps/nvidia-cap2)%s",
+                         h && h->euid != 0 ? "; this scan does not run as root" : "");
+                for (size_t m = 0; m < l->n_mig; m++)
+                        if (l->mig[m].memory_known && l->mig[m].used)
+                                evidence(fd, "MIG GPU instance %u (compute instance %u): %llu MiB used of %llu MiB",
+                                         l->mig[m].gpu_instance, l->mig[m].compute_instance, mib(l->mig[m].used),
+                                         mib(l->mig[m].total));
+                next_step(fd, "re-run as root: `sudo ghostvram scan --gpu %u`; nothing is reclaimed on this GPU without a process list",
+                          g->index);
                 return;
         }
         if (!l->procs_known) {

@@ -4,7 +4,9 @@
 # simulator's truth, or fail exactly the way it fails on a real driver of that generation
 # (FunctionNotFound without _v3; the 32-byte _v3 records of 535.43-535.86 misread).
 # Scenarios: several processes per GPU, a killed owner whose workers keep its memory,
-# hidden_owner, uncharged memory, MIG mode, gpu_lost, gpu_lost_handle.
+# hidden_owner, uncharged memory, MIG mode, MIG instances (MIG device handles, their memory and
+# processes, the instance ids in the GPU's records; NO_PERMISSION without root), gpu_lost,
+# gpu_lost_handle.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/oracle_lib.sh"
 oracle_fetch
@@ -14,7 +16,8 @@ PY=/usr/bin/python3 # the system python, as Debian's python3-pynvml is used
 ORACLE=$GV_SRC/tests/oracle
 
 # truth.json for the current scenario: the sim's gpus file plus what this test started
-# (LISTED_<gpu>: "pid:bytes ..." NVML must list; ALLOC_<gpu>: bytes allocated; LOST_<gpu>)
+# (LISTED_<gpu>: "pid:bytes ..." NVML must list; ALLOC_<gpu>: bytes allocated; LOST_<gpu>;
+# MIGN_<gpu>: MIG instances; MIGL_<gpu>: "pid:bytes:gpu-instance ..." of the MIG contexts)
 truth() {
         local g line total_mib reserved_mib
         echo '{"gpus": ['
@@ -22,7 +25,7 @@ truth() {
                 line=$(grep "^gpu=$g " "$SIM/gpus")
                 total_mib=$(sed 's/.* total_mib=\([0-9]*\).*/\1/' <<<"$line")
                 reserved_mib=$(sed 's/.* reserved_mib=\([0-9]*\).*/\1/' <<<"$line")
-                local listed=LISTED_$g alloc=ALLOC_$g lost=LOST_$g lh=LOSTH_$g mig=MIG_$g
+                local listed=LISTED_$g alloc=ALLOC_$g lost=LOST_$g lh=LOSTH_$g mig=MIG_$g mign=MIGN_$g migl=MIGL_$g
                 [ "$g" = 0 ] || echo ","
                 jq -n --argjson i "$g" --arg uuid "$(sed 's/.* uuid=\([^ ]*\).*/\1/' <<<"$line")" \
                         --arg name "$(sed 's/.* name=//' <<<"$line")" \
@@ -30,9 +33,11 @@ truth() {
                         --argjson total $((total_mib * MIB)) --argjson reserved $((reserved_mib * MIB)) \
                         --argjson alloc "${!alloc}" --arg listed "${!listed}" \
                         --argjson lost "${!lost:-false}" --argjson lh "${!lh:-false}" --argjson mig "${!mig:-false}" \
+                        --argjson mign "${!mign:-0}" --arg migl "${!migl:-}" \
                         '{index: $i, uuid: $uuid, name: $name, pci: $pci, total: $total, reserved: $reserved,
-                          allocated: $alloc, lost: $lost, lost_handle: $lh, mig: $mig,
-                          listed: [$listed | split(" ")[] | select(. != "") | split(":") | map(tonumber)]}'
+                          allocated: $alloc, lost: $lost, lost_handle: $lh, mig: $mig, mig_instances: $mign,
+                          listed: [$listed | split(" ")[] | select(. != "") | split(":") | map(tonumber)],
+                          mig_listed: [$migl | split(" ")[] | select(. != "") | split(":") | map(tonumber)]}'
         done
         echo ']}'
 }
@@ -75,7 +80,7 @@ for variant in current 535.54.03 535.98 470.42.01 440.33.01; do
         "$GV_BIN" sim set "$SIM" uncharged_mib=1:300 >/dev/null
         LISTED_0="$a:$((1024 * MIB)) $b:$((256 * MIB))" ALLOC_0=$((1280 * MIB))
         LISTED_1="$c:$((512 * MIB))" ALLOC_1=$((812 * MIB))
-        LOST_0=false LOST_1=false LOSTH_0=false LOSTH_1=false MIG_0=false MIG_1=false
+        LOST_0=false LOST_1=false LOSTH_0=false LOSTH_1=false MIG_0=false MIG_1=false MIGN_1=0 MIGL_1=""
         check "$variant" several-procs
 
         # kill -9 the owner: its workers keep the context; NVML lists the dead PID, not them
@@ -92,6 +97,38 @@ for variant in current 535.54.03 535.98 470.42.01 440.33.01; do
         MIG_0=true
         check "$variant" mig
 
+        # MIG instances on GPU 1 (its job gone first, as MIG needs an idle GPU): a live job in
+        # instance 1, a killed one whose worker keeps its memory in instance 2
+        kill -9 -- "-$c" 2>/dev/null || true
+        kill_wait "$c"
+        "$GV_BIN" sim set "$SIM" mig_instances=1:2 hidden_owner=off >/dev/null
+        LISTED_0="$a:$((1024 * MIB)) $b:$((256 * MIB))"
+        sim_run --gpu 1 --mib 256 --mig-instance 1
+        d=$OWNER
+        sim_run --gpu 1 --mib 128 --mig-instance 2 --workers 1
+        e=$OWNER
+        kill_wait "$e"
+        LISTED_1="$d:$((256 * MIB)) $e:$((128 * MIB))" ALLOC_1=$((684 * MIB))
+        MIG_1=true MIGN_1=2 MIGL_1="$d:$((256 * MIB)):1 $e:$((128 * MIB)):2"
+        check "$variant" mig-instances
+        # without root: the GPU's own list is NO_PERMISSION in pynvml too (_v3 only: pynvml
+        # looks it up first), its MIG devices still answer
+        if [ "$variant" = current ]; then
+                chmod 755 "$GV_TMP" "$SIM"
+                # the cache lies in root's home: nobody reads a copy
+                mkdir -p "$GV_TMP/pynvml" && cp "$NV/pynvml/pynvml.py" "$GV_TMP/pynvml/" && chmod -R a+rX "$GV_TMP/pynvml"
+                out=$(setpriv --reuid=65534 --regid=65534 --clear-groups env "${FOREIGN_ENV[@]}" GHOSTVRAM_SIM="$SIM" \
+                        LD_LIBRARY_PATH="$GV_BUILD/sim/$variant" PYTHONPATH="$GV_TMP/pynvml" "$PY" "$ORACLE/pynvml_read.py") ||
+                        fail "pynvml_read.py as nobody crashed"
+                assert_eq "$(jq -c '.gpus[1].compute' <<<"$out")" '{"error":4,"text":"Insufficient Permissions"}' \
+                        "pynvml as nobody: the MIG GPU's own list"
+                assert_eq "$(jq -c '[.gpus[1].mig_devices.devices[0:2][].compute.ok | map([.pid, .gpuInstanceId])]' <<<"$out")" \
+                        "[[[$d,1]],[[$e,2]]]" "pynvml as nobody: each MIG device's list"
+                assert_eq "$(jq -c '.gpus[0].compute.error' <<<"$out")" 4 "pynvml as nobody: GPU 0 (mig=on, no instance) too"
+                assert_eq "$(jq -c '.gpus[1].memory_v2.ok.used' <<<"$out")" "$ALLOC_1" "pynvml as nobody: the MIG GPU's memory"
+                note "$variant/mig-unprivileged: 4 checks"
+        fi
+
         "$GV_BIN" sim set "$SIM" gpu_lost=1:on >/dev/null
         LOST_1=true
         check "$variant" gpu-lost
@@ -99,6 +136,6 @@ for variant in current 535.54.03 535.98 470.42.01 440.33.01; do
         "$GV_BIN" sim set "$SIM" gpu_lost_handle=1:on >/dev/null
         LOSTH_1=true
         check "$variant" gpu-lost-handle
-        for p in "$a" "$b" "$c"; do kill -9 -- "-$p" 2>/dev/null || true; done
+        for p in "$a" "$b" "$c" "$d" "$e"; do kill -9 -- "-$p" 2>/dev/null || true; done
 done
 echo "PASS"

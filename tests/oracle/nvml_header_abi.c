@@ -205,6 +205,7 @@ static void __attribute__((unused)) missing(const char *what)
 #define SIG_PROCS3(P) P##nvmlReturn_t (*)(P##nvmlDevice_t, unsigned int *, P##PROC_V3 *)
 #define SIG_DETAIL(P) P##nvmlReturn_t (*)(P##nvmlDevice_t, P##nvmlProcessDetailList_v1_t *)
 #define SIG_MIG(P) P##nvmlReturn_t (*)(P##nvmlDevice_t, unsigned int *, unsigned int *)
+#define SIG_MIGHANDLE(P) P##nvmlReturn_t (*)(P##nvmlDevice_t, unsigned int, P##nvmlDevice_t *)
 #define SIG_SETCREATE(P) P##nvmlReturn_t (*)(P##nvmlEventSet_t *)
 #define SIG_REGISTER(P) P##nvmlReturn_t (*)(P##nvmlDevice_t, unsigned long long, P##nvmlEventSet_t)
 #define SIG_WAIT(P) P##nvmlReturn_t (*)(P##nvmlEventSet_t, P##nvmlEventData_t *, unsigned int)
@@ -331,6 +332,10 @@ int main(void)
         missing("nvmlDeviceGetRunningProcessDetailList, nvmlDeviceGetConfComputeMemSizeInfo");
 #endif
         PROTO(nvmlDeviceGetMigMode_fn, nvmlDeviceGetMigMode, SIG_MIG);
+        PROTO(nvmlDeviceGetUInt_fn, nvmlDeviceGetMaxMigDeviceCount, SIG_DEVUINT);
+        PROTO(nvmlDeviceGetMigDeviceHandleByIndex_fn, nvmlDeviceGetMigDeviceHandleByIndex, SIG_MIGHANDLE);
+        PROTO(nvmlDeviceGetUInt_fn, nvmlDeviceGetGpuInstanceId, SIG_DEVUINT);
+        PROTO(nvmlDeviceGetUInt_fn, nvmlDeviceGetComputeInstanceId, SIG_DEVUINT);
         PROTO(nvmlEventSetCreate_fn, nvmlEventSetCreate, SIG_SETCREATE);
         PROTO(nvmlDeviceRegisterEvents_fn, nvmlDeviceRegisterEvents, SIG_REGISTER);
         PROTO(nvmlEventSetWait_fn, nvmlEventSetWait_v2, SIG_WAIT);

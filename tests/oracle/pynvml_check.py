@@ -6,7 +6,8 @@ exits 1 on the first difference. Used by tests/integration/t_oracle_pynvml.sh.
 
 TRUTH.json (written by the test from what it started and the sim's `gpus` file):
   {"gpus": [{"index", "uuid", "name", "pci", "total", "reserved", "allocated",
-             "listed": [[pid, bytes], ...], "lost": bool, "lost_handle": bool, "mig": bool}]}
+             "listed": [[pid, bytes], ...], "lost": bool, "lost_handle": bool, "mig": bool,
+             "mig_instances": N, "mig_listed": [[pid, bytes, gpu instance], ...]}]}
 RAW.json: gv-simquery's output (the stand-in's records in list order), for the misread.
 
 What a real driver of each generation exports (docs/nvml-abi.md §6, docs/simulator.md): the
@@ -14,6 +15,8 @@ stride of _v3 (None: no _v3 symbols), MemoryInfo_v2, MPS lists, MIG mode, the _v
 import json
 import struct
 import sys
+
+MIB = 1 << 20
 
 VARIANTS = {
     "current": {"v3": 24, "mem_v2": True, "mps": True, "mig": True, "v2api": True},
@@ -23,6 +26,7 @@ VARIANTS = {
     # the real 440 exports the _v2 count/handle calls; the variant drops them on purpose
     "440.33.01": {"v3": None, "mem_v2": False, "mps": False, "mig": False, "v2api": False},
 }
+NOT_FOUND = 6
 FUNCTION_NOT_FOUND = 13
 GPU_IS_LOST = 15
 NA = 0xFFFFFFFF
@@ -50,13 +54,19 @@ def error(r, code, what):
     eq(r.get("error"), code, what + " fails with NVML error")
 
 
-def misread_32(records, count):
+def instances(t):
+    """pid -> (GPU instance, compute instance) NVML must report: MIG ids, else 0xFFFFFFFF."""
+    return {pid: (gi, 0) for pid, _, gi in t.get("mig_listed", [])}
+
+
+def misread_32(records, count, inst):
     """The 24-byte records pynvml 11.525 reads from a buffer of 32-byte ones (535.43-535.86):
     the driver writes `count` records of 32 bytes into a zeroed ctypes array sized for
     2*count+5 records of 24; pynvml reads `count` records at a 24-byte stride."""
     buf = bytearray(24 * (2 * count + 5))
     for k, (pid, nbytes) in enumerate(records):
-        struct.pack_into("<IIQIIQ", buf, 32 * k, pid, PAD, nbytes, NA, NA, 0)
+        gi, ci = inst.get(pid, (NA, NA))
+        struct.pack_into("<IIQIIQ", buf, 32 * k, pid, PAD, nbytes, gi, ci, 0)
     out = []
     for i in range(count):
         pid, _, mem, gi, ci = struct.unpack_from("<IIQII", buf, 24 * i)
@@ -83,11 +93,56 @@ def ghostvram_checks(v, t, s, raw):
            w + "memory (ghostvram, v1)")
     if v["mig"]:
         eq(s["mig_mode"], t["mig"], w + "MIG mode (ghostvram)")
+        n = t.get("mig_instances", 0)
+        size = (t["total"] - t["reserved"]) // n // MIB * MIB if n else 0
+        eq([[m["gpu_instance"], m["compute_instance"], m["total_bytes"], m["used_bytes"]] for m in s["mig_devices"]],
+           [[gi, 0, size, sum(b for _, b, g in t.get("mig_listed", []) if g == gi)] for gi in range(1, n + 1)],
+           w + "MIG devices [GI, CI, total, used] (ghostvram)")
     listed = sorted(map(list, t["listed"]))
     eq(sorted([p["pid"], p["used_bytes"]] for p in s["nvml_processes"]), listed, w + "processes (ghostvram)")
+    if v["v2api"]:
+        # the instance ids come with the 24-byte records (_v2 and _v3); ghostvram reads them
+        inst = instances(t)
+        eq(sorted([p["pid"], p["gpu_instance"], p["compute_instance"]] for p in s["nvml_processes"]),
+           sorted([pid, *(inst[pid] if pid in inst else (None, None))] for pid, _ in listed),
+           w + "processes' MIG instances (ghostvram)")
     raw_list = [[p["pid"], p["bytes"]] for p in raw["gpus"][t["index"]]["procs"]]
     eq(sorted(raw_list), listed, w + "processes (the stand-in's own records)")
     return raw_list
+
+
+def mig_checks(v, t, m, w):
+    """MIG devices through pynvml: one per GPU instance, its memory and its processes only."""
+    n = t.get("mig_instances", 0)
+    eq(ok(m["max_count"], "max MIG devices"), 7 if t["mig"] else 0, w + "nvmlDeviceGetMaxMigDeviceCount")
+    if not t["mig"]:
+        return
+    devs = m["devices"]
+    eq(len(devs), n + 1, w + "MIG device handles until NOT_FOUND")
+    error(devs[n]["handle"], NOT_FOUND, w + "MIG device %d (none)" % n)
+    size = (t["total"] - t["reserved"]) // n // MIB * MIB if n else 0
+    for i, d in enumerate(devs[:n]):
+        x = w + "MIG device %d: " % i
+        ok(d["handle"], x + "handle")
+        eq(ok(d["is_mig"], "is MIG"), 1, x + "nvmlDeviceIsMigDeviceHandle")
+        eq(ok(d["gpu_instance"], "GI"), i + 1, x + "GPU instance id")
+        eq(ok(d["compute_instance"], "CI"), 0, x + "compute instance id")
+        eq(ok(d["parent_is_gpu"], "parent"), True, x + "parent device (by UUID)")
+        eq(ok(d["uuid"], "uuid")[:4], "MIG-", x + "UUID prefix")
+        mine = sorted([pid, b] for pid, b, gi in t["mig_listed"] if gi == i + 1)
+        used = sum(b for _, b in mine)
+        m1 = ok(d["memory_v1"], "memory v1")
+        eq([m1["total"], m1["used"], m1["free"]], [size, used, size - used], x + "memory v1 [total, used, free]")
+        if v["mem_v2"]:
+            m2 = ok(d["memory_v2"], "memory v2")
+            eq([m2["total"], m2["reserved"], m2["used"], m2["free"]], [size, 0, used, size - used],
+               x + "memory v2 [total, reserved, used, free]")
+        if v["v3"] is None:
+            error(d["compute"], FUNCTION_NOT_FOUND, x + "compute processes (_v3 absent)")
+        elif v["v3"] == 24:
+            got = sorted([p["pid"], p["usedGpuMemory"], p["gpuInstanceId"], p["computeInstanceId"]]
+                         for p in ok(d["compute"], "procs"))
+            eq(got, [[pid, b, i + 1, 0] for pid, b in mine], x + "compute processes: its instance's only")
 
 
 def main():
@@ -135,6 +190,7 @@ def main():
         eq(ok(g["persistence"], "persistence"), 1, w + "persistence mode")
         if v["mig"]:
             eq(ok(g["mig"], "mig"), [int(t["mig"])] * 2, w + "MIG mode [current, pending]")
+            mig_checks(v, t, g["mig_devices"], w)
         listed = sorted(map(list, t["listed"]))
         if v["v3"] is None:
             # pynvml 11.525 only calls _v3: "Function Not Found", as users report on 535.98
@@ -142,10 +198,12 @@ def main():
             error(g["graphics"], FUNCTION_NOT_FOUND, w + "graphics processes (_v3 absent)")
             continue
         got = [[p["pid"], p["usedGpuMemory"], p["gpuInstanceId"], p["computeInstanceId"]] for p in ok(g["compute"], "procs")]
+        inst = instances(t)
         if v["v3"] == py["v3_record_size"]:
-            eq(sorted(got), sorted([pid, b, NA, NA] for pid, b in listed), w + "compute processes (pynvml = truth)")
+            eq(sorted(got), sorted([pid, b, *inst.get(pid, (NA, NA))] for pid, b in listed),
+               w + "compute processes (pynvml = truth)")
         else:
-            want = misread_32(raw_list, len(raw_list))
+            want = misread_32(raw_list, len(raw_list), inst)
             eq(got, want, w + "compute processes as pynvml misreads 32-byte records")
             if len(raw_list) > 1:
                 eq(got[1][0], 0, w + "second record's PID (reads usedGpuCcProtectedMemory)")

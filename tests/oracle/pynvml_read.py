@@ -13,7 +13,9 @@ import pynvml as N
 
 def call(fn, *args):
     try:
-        return {"ok": fn(*args)}
+        v = fn(*args)
+        # some calls (nvmlDeviceIsMigDeviceHandle in 11.525) hand back the ctypes value itself
+        return {"ok": v.value if isinstance(v, ctypes._SimpleCData) else v}
     except N.NVMLError as e:
         return {"error": e.value, "text": str(e)}
 
@@ -67,7 +69,39 @@ def gpu(index):
     g["compute"] = procs(N.nvmlDeviceGetComputeRunningProcesses, h)
     g["graphics"] = procs(N.nvmlDeviceGetGraphicsRunningProcesses, h)
     g["mps"] = procs(N.nvmlDeviceGetMPSComputeRunningProcesses, h)
+    g["mig_devices"] = mig_devices(h)
     return g
+
+
+def mig_devices(h):
+    """MIG devices the way pynvml's users walk them: the maximum count, then a handle per index
+    until NOT_FOUND; for each its ids, parent, UUID, memory and compute processes."""
+    r = {"max_count": call(N.nvmlDeviceGetMaxMigDeviceCount, h)}
+    if "ok" not in r["max_count"]:
+        return r
+    parent_uuid = call(N.nvmlDeviceGetUUID, h).get("ok")
+    devs = []
+    for i in range(r["max_count"]["ok"]):
+        m = call(N.nvmlDeviceGetMigDeviceHandleByIndex, h, i)
+        if "error" in m:
+            devs.append({"handle": m})
+            break
+        m = m["ok"]
+        parent = call(N.nvmlDeviceGetDeviceHandleFromMigDeviceHandle, m)
+        devs.append({
+            "handle": {"ok": True},
+            "is_mig": call(N.nvmlDeviceIsMigDeviceHandle, m),
+            "gpu_instance": call(N.nvmlDeviceGetGpuInstanceId, m),
+            "compute_instance": call(N.nvmlDeviceGetComputeInstanceId, m),
+            "parent_is_gpu": {"ok": call(N.nvmlDeviceGetUUID, parent["ok"]).get("ok") == parent_uuid}
+            if "ok" in parent else parent,
+            "uuid": call(N.nvmlDeviceGetUUID, m),
+            "memory_v1": memory(m),
+            "memory_v2": memory(m, N.nvmlMemory_v2),
+            "compute": procs(N.nvmlDeviceGetComputeRunningProcesses, m),
+        })
+    r["devices"] = devs
+    return r
 
 
 def main():
