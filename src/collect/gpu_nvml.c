@@ -422,7 +422,7 @@ static int nv_mig_call(struct nv_ctx *c, struct gpu_info *g, struct nv_job *j)
 {
         if (!j)
                 return NVML_ERROR_MEMORY;
-        int r = nv_call(c, j);
+        int r = nv_call(c, j, (int)g->index);
         if (r == -ETIMEDOUT) {
                 gpu_info_add_error(g, "mig", -1, "driver did not answer");
                 return -1;
