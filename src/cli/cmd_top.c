@@ -685,12 +685,18 @@ int cmd_top(int argc, char **argv)
          * call for long: past the deadline the process ends with the thread in it */
         pthread_mutex_lock(&t.m);
         t.stop = true;
+        bool in_cycle = t.cycle_started > 0;
         pthread_cond_broadcast(&t.cv);
         pthread_mutex_unlock(&t.m);
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += 2;
-        if (pthread_timedjoin_np(t.thread, NULL, &until) == 0) {
+        until.tv_nsec += 500 * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+        }
+        /* a cycle in progress may wait on the driver: quit at once, the thread ends with us */
+        if (!in_cycle && pthread_timedjoin_np(t.thread, NULL, &until) == 0) {
                 sampler_free(t.sampler);
                 live_view_free(t.view);
                 live_history_free(&t.hist);

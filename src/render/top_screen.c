@@ -395,12 +395,12 @@ void top_draw(struct top_canvas *c, const struct live_view *v, const struct live
                 x = printf_at(c, 1, x, TA_DIM, "  every %.3g s  %s walk %.0f ms", s->interval_s,
                               v->full_walk ? "full" : "light", v->duration_s * 1000);
         }
-        if (s->status && s->status[0]) {
-                x = puts_at(c, 1, x, "  ", TA_NONE);
-                x = put_hostile(c, 1, x, s->status, c->cols - x, TA_BAD);
-        }
+        /* line 2: why the sample is not fresh */
+        x = 0;
+        if (s->status && s->status[0])
+                x = put_hostile(c, 2, 0, s->status, c->cols, TA_BAD);
         if (v && s->collecting_s > s->interval_s + 0.5)
-                printf_at(c, 1, x, TA_WARN, "  (collecting for %.0f s; keys still work)", s->collecting_s);
+                printf_at(c, 2, x ? x + 2 : 0, TA_WARN, "(collecting for %.0f s; keys still work)", s->collecting_s);
         int y = 3;
         if (v && !v->driver_present) {
                 x = puts_at(c, y, 0, "NVIDIA driver: ", TA_BAD);
@@ -424,7 +424,8 @@ void top_draw(struct top_canvas *c, const struct live_view *v, const struct live
         fill(c, y, TA_TITLE);
         printf_at(c, y, 0, TA_TITLE, "%7s %-10s S %-5s %8s  %-26s %s", "PID", "USER", "GPU", "NVML MiB", "ROLE",
                   "LINK / COMMAND");
-        printf_at(c, y, c->cols - 14, TA_TITLE, "sort: %s", top_sort_name(s->sort));
+        if (c->cols >= 100)
+                printf_at(c, y, c->cols - 14, TA_TITLE, "sort: %s", top_sort_name(s->sort));
         y++;
         int bottom = c->rows - 4;       /* the selected row's evidence, the last Xid, a note */
         int room = bottom - y;
