@@ -114,28 +114,50 @@ static double cum(const struct live_point *p, int upto)
         return v;
 }
 
+#define TL_POINTS 240     /* drawn a timeline at most: one every 3 px */
+
+/* The ring's points as drawn: all of them up to TL_POINTS, else one a bucket of consecutive
+ * points, the one with the most ghost (a short ghost never vanishes in the thinning), or a
+ * gap when the bucket holds one. Returns how many went into out. */
+static size_t thin(const struct live_ring *r, struct live_point *out)
+{
+        size_t n = r ? r->n : 0, k = (n + TL_POINTS - 1) / TL_POINTS, m = 0;
+        for (size_t i = 0; k && i < n; i += k) {
+                const struct live_point *best = live_ring_at(r, i);
+                for (size_t q = i; q < i + k && q < n; q++) {
+                        const struct live_point *p = live_ring_at(r, q);
+                        if (!p->valid || (best->valid && p->mib[LIVE_GHOST] >= best->mib[LIVE_GHOST]))
+                                best = p;
+                        if (!p->valid)
+                                break;
+                }
+                out[m++] = *best;
+        }
+        return m;
+}
+
 /* One kind's band: a closed subpath per run of valid points (a gap breaks the band). */
-static int band(struct buf *out, const struct live_ring *r, const struct scale *s, int k)
+static int band(struct buf *out, const struct live_point *pts, size_t n, const struct scale *s, int k)
 {
         int e = 0;
         size_t i = 0;
-        while (i < r->n && !e) {
-                while (i < r->n && !live_ring_at(r, i)->valid)
+        while (i < n && !e) {
+                while (i < n && !pts[i].valid)
                         i++;
                 size_t j = i;
-                while (j < r->n && live_ring_at(r, j)->valid)
+                while (j < n && pts[j].valid)
                         j++;
                 if (i == j)
                         break;
                 /* upper edge forwards, lower edge backwards; a lone point is 2 px wide */
                 for (size_t q = i; q < j && !e; q++) {
-                        const struct live_point *p = live_ring_at(r, q);
+                        const struct live_point *p = &pts[q];
                         e = buf_printf(out, "%s%.1f,%.1f", q == i ? "M" : " L", sx(s, p->t), sy(s, cum(p, k + 1)));
                         if (!e && j - i == 1)
                                 e = buf_printf(out, " L%.1f,%.1f", sx(s, p->t) + 2, sy(s, cum(p, k + 1)));
                 }
                 for (size_t q = j; q-- > i && !e;) {
-                        const struct live_point *p = live_ring_at(r, q);
+                        const struct live_point *p = &pts[q];
                         if (j - i == 1)
                                 e = buf_printf(out, " L%.1f,%.1f", sx(s, p->t) + 2, sy(s, cum(p, k)));
                         if (!e)
@@ -153,6 +175,8 @@ static const char *const kind_fill[LIVE_KINDS] = { "#9e9e9e", "#43a047", "#1e88e
 static int timeline(struct buf *out, const struct live_ring *r, const struct live_gpu *g, double now)
 {
         struct scale s = { .t0 = now - 60, .t1 = now, .top_mib = r ? r->total_mib : 0 };
+        struct live_point pts[TL_POINTS];
+        size_t npts = thin(r, pts);
         size_t first_valid = r ? r->n : 0;
         for (size_t i = 0; r && i < r->n; i++) {
                 const struct live_point *p = live_ring_at(r, i);
@@ -199,7 +223,7 @@ static int timeline(struct buf *out, const struct live_ring *r, const struct liv
                 e = buf_printf(out, "<path class=\"series %s\" data-kind=\"%s\" fill=\"%s\" d=\"", live_kind_name(k),
                                live_kind_name(k), kind_fill[k]);
                 if (!e)
-                        e = band(out, r, &s, k);
+                        e = band(out, pts, npts, &s, k);
                 if (!e)
                         e = buf_printf(out, "\"><title>%s: %u MiB now</title></path>\n", live_kind_name(k),
                                        last ? last->mib[k] : 0);
