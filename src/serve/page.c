@@ -136,6 +136,37 @@ static size_t thin(const struct live_ring *r, struct live_point *out)
         return m;
 }
 
+/* Append "Lx,y" (or "Mx,y") with one decimal: a page holds thousands, printf is the cost. */
+static int pt(struct buf *out, char cmd, double x, double y)
+{
+        char tmp[48];
+        size_t n = 0;
+        if (cmd != 'M')
+                tmp[n++] = ' ';
+        tmp[n++] = cmd;
+        for (int c = 0; c < 2; c++) {
+                double v = c ? y : x;
+                long t = (long)(v * 10 + (v < 0 ? -0.5 : 0.5));
+                if (t < 0) {
+                        tmp[n++] = '-';
+                        t = -t;
+                }
+                char d[24];
+                size_t k = 0;
+                long ip = t / 10;
+                do
+                        d[k++] = (char)('0' + ip % 10);
+                while ((ip /= 10) && k < 20);
+                while (k)
+                        tmp[n++] = d[--k];
+                tmp[n++] = '.';
+                tmp[n++] = (char)('0' + t % 10);
+                if (!c)
+                        tmp[n++] = ',';
+        }
+        return buf_append(out, tmp, n);
+}
+
 /* One kind's band: a closed subpath per run of valid points (a gap breaks the band). */
 static int band(struct buf *out, const struct live_point *pts, size_t n, const struct scale *s, int k)
 {
@@ -152,16 +183,16 @@ static int band(struct buf *out, const struct live_point *pts, size_t n, const s
                 /* upper edge forwards, lower edge backwards; a lone point is 2 px wide */
                 for (size_t q = i; q < j && !e; q++) {
                         const struct live_point *p = &pts[q];
-                        e = buf_printf(out, "%s%.1f,%.1f", q == i ? "M" : " L", sx(s, p->t), sy(s, cum(p, k + 1)));
+                        e = pt(out, q == i ? 'M' : 'L', sx(s, p->t), sy(s, cum(p, k + 1)));
                         if (!e && j - i == 1)
-                                e = buf_printf(out, " L%.1f,%.1f", sx(s, p->t) + 2, sy(s, cum(p, k + 1)));
+                                e = pt(out, 'L', sx(s, p->t) + 2, sy(s, cum(p, k + 1)));
                 }
                 for (size_t q = j; q-- > i && !e;) {
                         const struct live_point *p = &pts[q];
                         if (j - i == 1)
-                                e = buf_printf(out, " L%.1f,%.1f", sx(s, p->t) + 2, sy(s, cum(p, k)));
+                                e = pt(out, 'L', sx(s, p->t) + 2, sy(s, cum(p, k)));
                         if (!e)
-                                e = buf_printf(out, " L%.1f,%.1f", sx(s, p->t), sy(s, cum(p, k)));
+                                e = pt(out, 'L', sx(s, p->t), sy(s, cum(p, k)));
                 }
                 if (!e)
                         e = buf_puts(out, " Z ");
@@ -222,7 +253,11 @@ static int timeline(struct buf *out, const struct live_ring *r, const struct liv
         for (int k = 0; k < LIVE_KINDS && !e && first_valid < (r ? r->n : 0); k++) {
                 e = buf_printf(out, "<path class=\"series %s\" data-kind=\"%s\" fill=\"%s\" d=\"", live_kind_name(k),
                                live_kind_name(k), kind_fill[k]);
-                if (!e)
+                /* a kind that is zero all along draws nothing (the element stays, empty) */
+                bool any = false;
+                for (size_t q = 0; q < npts && !any; q++)
+                        any = pts[q].valid && pts[q].mib[k];
+                if (!e && any)
                         e = band(out, pts, npts, &s, k);
                 if (!e)
                         e = buf_printf(out, "\"><title>%s: %u MiB now</title></path>\n", live_kind_name(k),
