@@ -277,6 +277,16 @@ int live_view_build(const struct scan_result *r, bool with_cmdline, bool full_wa
                         break;
                 e = row_proc(w, hp, r, with_cmdline);
                 const struct gpu_daemon *d = gpu_daemon_of(hp);
+                pid_t owner = 0;
+                const char *what = NULL;
+                enum job_tie tie = d ? JOB_TIE_NONE : ledger_live_tie(r, hp, NULL, &owner, &what);
+                if (tie != JOB_TIE_NONE) {
+                        /* a live job's worker: its memory is charged to the owner NVML lists */
+                        snprintf(w->role, sizeof(w->role), "worker of live PID %d", (int)owner);
+                        snprintf(w->link, sizeof(w->link), "tied to live owner %d (%s): its memory counts as listed",
+                                 (int)owner, what ? what : job_tie_name(tie));
+                        continue;
+                }
                 copy(w->role, sizeof(w->role),
                      d ? d->kind : host_proc_holds(hp, "nvidia-uvm") ? "CUDA process, not listed" : "monitor");
                 copy(w->link, sizeof(w->link), d ? "a GPU daemon: never counted, never ended by reclaim"
