@@ -51,6 +51,15 @@ void live_sample_status(const struct sample *s, char *out, size_t outlen)
                 snprintf(out, outlen, "%s", s->why);
 }
 
+bool live_verdict_alarming(const char *code)
+{
+        static const char *const calm[] = { "ok", "reserved-only", "unattributed-live", "foreign-namespace", "freeing" };
+        for (size_t i = 0; i < sizeof(calm) / sizeof(calm[0]); i++)
+                if (!strcmp(code, calm[i]))
+                        return false;
+        return true;
+}
+
 /* ---- the view ------------------------------------------------------------------------------ */
 
 static void gpu_of(struct live_gpu *o, const struct gpu_info *g, const struct gpu_ledger *l)
@@ -96,14 +105,8 @@ static int row_proc(struct live_row *w, const struct host_proc *hp, const struct
                 if (!w->cmdline)
                         return -ENOMEM;
         }
-        struct buf b = BUF_INIT(sizeof(w->detail) - 1);
-        host_proc_nodes_text(&b, hp);
-        buf_printf(&b, "  ppid %d pgid %d sid %d", (int)hp->ppid, (int)hp->pgid, (int)hp->sid);
-        struct buf c = BUF_INIT(128);
-        host_proc_container_text(&c, hp);
-        if (c.len)
-                buf_printf(&b, "  %s", buf_str(&c));
-        buf_free(&c);
+        struct buf b = BUF_INIT(4096);
+        host_proc_detail_text(&b, hp);
         copy(w->detail, sizeof(w->detail), buf_str(&b));
         buf_free(&b);
         /* the GPUs whose nodes it holds */

@@ -104,6 +104,11 @@ int live_view_build(const struct scan_result *r, bool with_cmdline, bool full_wa
                     struct live_view **ret);
 void live_view_free(struct live_view *v);
 
+/* Does this verdict code call for attention (a ghost, a stuck task, a lost GPU, ...)? The views
+ * colour it and show its evidence; ok, reserved-only, unattributed-live, foreign-namespace and
+ * freeing are calm. */
+bool live_verdict_alarming(const char *code);
+
 /* The GPU of a view with this index, or NULL. */
 const struct live_gpu *live_view_gpu(const struct live_view *v, unsigned index);
 

@@ -117,15 +117,6 @@ const char *top_sort_name(enum top_sort s)
         return (unsigned)s < TOP_SORT_COUNT ? sort_names[s] : "?";
 }
 
-static bool alarming(const char *verdict)
-{
-        static const char *const calm[] = { "ok", "reserved-only", "unattributed-live", "foreign-namespace", "freeing" };
-        for (size_t i = 0; i < sizeof(calm) / sizeof(calm[0]); i++)
-                if (!strcmp(verdict, calm[i]))
-                        return false;
-        return true;
-}
-
 static bool row_in_focus(const struct live_row *w, int focus)
 {
         if (focus < 0 || w->gpu == focus)
@@ -245,7 +236,7 @@ static int gpu_block(struct top_canvas *c, int y, const struct live_gpu *g, cons
         x = put(c, y, x, "  ", 2, TA_NONE);
         x = put_hostile(c, y, x, g->bus[0] ? g->bus : g->uuid, 40, TA_DIM);
         x = put(c, y, x, "  ", 2, TA_NONE);
-        x = put_hostile(c, y, x, g->verdict, 24, alarming(g->verdict) ? TA_BAD : TA_GOOD);
+        x = put_hostile(c, y, x, g->verdict, 24, live_verdict_alarming(g->verdict) ? TA_BAD : TA_GOOD);
         if (g->confidence[0])
                 printf_at(c, y, x, TA_NONE, " (%s confidence)", g->confidence);
         y++;
@@ -268,7 +259,7 @@ static int gpu_block(struct top_canvas *c, int y, const struct live_gpu *g, cons
         x = put(c, y, x, "  ", 2, TA_NONE);
         put_hostile(c, y, x, g->summary, c->cols - x, TA_NONE);
         y++;
-        if (detail && alarming(g->verdict)) {
+        if (detail && live_verdict_alarming(g->verdict)) {
                 for (size_t e = 0; e < g->n_evidence && e < 4; e++, y++) {
                         x = puts_at(c, y, 4, "- ", TA_DIM);
                         put_hostile(c, y, x, g->evidence[e], c->cols - x, TA_NONE);

@@ -74,15 +74,6 @@ static void mib(struct buf *out, uint64_t bytes)
         buf_printf(out, "%llu MiB", (unsigned long long)((bytes + (1u << 19)) >> 20));
 }
 
-static bool alarming(const char *verdict)
-{
-        static const char *const calm[] = { "ok", "reserved-only", "unattributed-live", "foreign-namespace", "freeing" };
-        for (size_t i = 0; i < sizeof(calm) / sizeof(calm[0]); i++)
-                if (!strcmp(verdict, calm[i]))
-                        return false;
-        return true;
-}
-
 /* ---- the timeline ---------------------------------------------------------------------------- */
 
 #define TL_W 760.0
@@ -287,7 +278,7 @@ static int gpu_section(struct buf *out, const struct live_gpu *g, const struct l
                 esc(out, g->status);
                 buf_puts(out, "</p>\n");
         }
-        buf_printf(out, "<p class=\"verdict%s\" data-verdict=\"", alarming(g->verdict) ? " alarm" : "");
+        buf_printf(out, "<p class=\"verdict%s\" data-verdict=\"", live_verdict_alarming(g->verdict) ? " alarm" : "");
         esc(out, g->verdict);
         buf_puts(out, "\"><b>");
         esc(out, g->verdict);
@@ -313,7 +304,7 @@ static int gpu_section(struct buf *out, const struct live_gpu *g, const struct l
                 buf_puts(out, "</p>\n");
         }
         int e = timeline(out, r, g, o->now);
-        if (g->n_evidence && alarming(g->verdict)) {
+        if (g->n_evidence && live_verdict_alarming(g->verdict)) {
                 buf_puts(out, "<ul class=\"evidence\">\n");
                 for (size_t i = 0; i < g->n_evidence; i++) {
                         buf_puts(out, "<li>");
@@ -322,7 +313,7 @@ static int gpu_section(struct buf *out, const struct live_gpu *g, const struct l
                 }
                 buf_puts(out, "</ul>\n");
         }
-        if (g->next_step[0] && alarming(g->verdict)) {
+        if (g->next_step[0] && live_verdict_alarming(g->verdict)) {
                 buf_puts(out, "<p class=\"next\">Next: <code>");
                 esc(out, g->next_step);
                 buf_puts(out, "</code></p>\n");

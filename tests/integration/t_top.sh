@@ -31,19 +31,14 @@ top_session() {
         track "$(cat "$GV_TMP/$name.pid")"
 }
 screen_of() { "${TM[@]}" capture-pane -p -t "$1"; }
-# wait_screen NAME SECONDS ERE: until the screen has a line matching ERE
+# wait_screen NAME SECONDS ERE [gone]: until the screen has a line matching ERE (with "gone":
+# until no line does)
 wait_screen() {
-        local end=$((SECONDS + $2))
-        until screen_of "$1" | grep -qE -- "$3"; do
-                [ "$SECONDS" -lt "$end" ] || { screen_of "$1" >&2; fail "no line matching '$3' on the screen of $1"; }
-                sleep 0.1
-        done
-}
-# gone_within NAME SECONDS ERE: until no line matches ERE
-gone_within() {
-        local end=$((SECONDS + $2))
-        while screen_of "$1" | grep -qE -- "$3"; do
-                [ "$SECONDS" -lt "$end" ] || { screen_of "$1" >&2; fail "'$3' still on the screen of $1"; }
+        local end=$((SECONDS + $2)) want=0
+        [ "${4:-}" = gone ] && want=1
+        until [ "$(screen_of "$1" | grep -cE -- "$3" || true)" -eq 0 ] && [ $want = 1 ] ||
+                { [ $want = 0 ] && screen_of "$1" | grep -qE -- "$3"; }; do
+                [ "$SECONDS" -lt "$end" ] || { screen_of "$1" >&2; fail "screen of $1: '$3' ${4:-not found}"; }
                 sleep 0.1
         done
 }
@@ -91,7 +86,7 @@ wait_screen a 2 "Dry run: 2 processes would get SIGTERM"
 wait_screen a 2 'Reclaim plan \(dry run\): GPU 1'
 is_dead "$W1" && fail "the dry run ended a worker"
 key a Escape
-gone_within a 2 'Dry run'
+wait_screen a 2 'Dry run' gone
 key a x
 wait_screen a 2 "GPU 1  Xid 45  .*pid $OWNER gv-simcuda"
 key a Escape '?'
