@@ -147,4 +147,29 @@ note "not a terminal: the same frames, no escape sequence"
 GHOSTVRAM_SIM=$SIM "$GV_BIN" top --interval 1s --iterations 1 >"$GV_TMP/pipe.out" 2>&1 </dev/null || fail "top into a pipe failed"
 grep -qE "^GPU 1 .* orphaned-holders \(high confidence\)$" "$GV_TMP/pipe.out" || fail "no GPU 1 verdict in a pipe"
 grep -q $'\e' "$GV_TMP/pipe.out" && fail "escape sequences written into a pipe"
+
+note "acting from top: A needs a plan and a y; then reclaim ends the workers and the memory comes back"
+top_session e 140 40 NO_COLOR=1
+wait_screen e 10 "^  \[RRGGGGGGG\.{51}\] 2560/16384 MiB  ghost 2048 MiB \(confirmed\)$"
+key e A
+wait_screen e 2 "^A acts on reclaim.s plan: press r first"
+key e r
+wait_screen e 10 "Dry run: 2 processes would get SIGTERM"
+wait_screen e 2 'Reclaim plan \(dry run\): every GPU'
+key e A
+wait_screen e 2 "^Act on a fresh plan: end the processes it names\? y: yes, any other key: no"
+key e n
+wait_screen e 2 "^nothing done"
+is_dead "$W1" && fail "a worker ended although the confirmation was refused"
+key e A
+wait_screen e 2 "^Act on a fresh plan"
+key e y
+wait_screen e 2 'Reclaim \(acting\): every GPU'
+wait_screen e 30 'ghostvram reclaim --yes exited 0\)'
+for w in "$W1" "$W2"; do wait_until 10 is_dead "$w" || fail "worker $w still alive after reclaim from top"; done
+key e Escape
+wait_screen e 15 '^GPU 1 .* ok \(high confidence\)$'
+wait_screen e 5 "^  \[RR\.{58}\] 512/16384 MiB  ghost 0 MiB$"
+key e q
+clean_after e
 echo "PASS"
