@@ -125,4 +125,16 @@ curl -fsS "$URL/" >"$GV_TMP/page2.html"
 grep -q "token=hunter2/&lt;img src=x onerror=alert(1)&gt; --dir" "$GV_TMP/page2.html" || fail "no escaped command line with --expose-cmdline"
 grep -q '<img' "$GV_TMP/page2.html" && fail "an unescaped <img in the page"
 serve_stop
+
+note "a hung driver: the page still answers, stale, with the reason and the last data"
+serve_start --interval 1s --stale-after 3s --timeout 500ms
+wait_until 20 bash -c "curl -fsS '$URL/' | grep -q 'data-verdict=\"orphaned-holders\"'" || fail "no ghost before the hang"
+"$GV_BIN" sim set "$SIM" hang=any
+wait_until 20 bash -c "curl -fsS --max-time 2 '$URL/' | grep -q '<p class=\"status bad\" id=\"status\">Data from .* (stale)\. Latest collection: the NVIDIA driver'" ||
+        fail "the page does not say it is stale: $(curl -s "$URL/" | grep 'id="status"')"
+t=$(curl -fsS --max-time 2 -o "$GV_TMP/page3.html" -w '%{time_total}' "$URL/") || fail "the page did not answer during the hang"
+awk -v t="$t" 'BEGIN { exit !(t < 1) }' || fail "the page took $t s during the hang"
+grep -q 'data-verdict="orphaned-holders"' "$GV_TMP/page3.html" || fail "the last data is gone during the hang"
+"$GV_BIN" sim set "$SIM" hang=none
+serve_stop
 echo "PASS"

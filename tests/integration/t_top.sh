@@ -46,12 +46,16 @@ no_screen() { # NAME ERE: no line matches now
         ! screen_of "$1" | grep -qE -- "$2" || { screen_of "$1" >&2; fail "a line matches '$2' on $1"; }
 }
 key() { "${TM[@]}" send-keys -t "$1" "${@:2}"; }
-# the terminal is clean after top: its screen gone, canonical mode and echo back
+# the terminal is clean after top: its screen gone (where the terminal has an alternate screen;
+# not with "no-alt": vt100 has none, the last frame stays as with any program), canonical mode
+# and echo back
 clean_after() {
         wait_until 3 test -s "$GV_TMP/$1.rc" || fail "top did not exit within 3 s"
         assert_eq "$(cat "$GV_TMP/$1.rc")" "EXITED rc=0" "top's exit status"
-        wait_screen "$1" 3 '^AFTER-TOP$'
-        no_screen "$1" 'ghostvram top|worker of dead PID'
+        if [ "${2:-}" != no-alt ]; then
+                wait_screen "$1" 3 '^AFTER-TOP$'
+                no_screen "$1" 'ghostvram top|worker of dead PID'
+        fi
         grep -qE '(^|[ ;])icanon( |$)' "$GV_TMP/$1.stty" || fail "tty left without icanon: $(cat "$GV_TMP/$1.stty")"
         grep -qE '(^|[ ;])echo( |$)' "$GV_TMP/$1.stty" || fail "tty left without echo"
 }
@@ -132,6 +136,12 @@ wait_screen c 10 "^  \[ {9}\.{51}\] 2560/16384 MiB  ghost 2048 MiB \(confirmed\)
 key c q
 clean_after c
 
+note "a monochrome terminal (vt100): letters although NO_COLOR is not set"
+top_session m 140 40 TERM=vt100
+wait_screen m 10 "^  \[RRGGGGGGG\.{51}\] 2560/16384 MiB  ghost 2048 MiB \(confirmed\)$"
+key m q
+clean_after m no-alt
+
 note "TERM=dumb: plain frames with letters"
 "${TM[@]}" new-session -d -s d -x 140 -y 40 \
         "env GHOSTVRAM_SIM=$SIM TERM=dumb $GV_BIN top --interval 1s --iterations 2; echo \$? >$GV_TMP/dumb.rc; sleep 600"
@@ -147,6 +157,11 @@ note "not a terminal: the same frames, no escape sequence"
 GHOSTVRAM_SIM=$SIM "$GV_BIN" top --interval 1s --iterations 1 >"$GV_TMP/pipe.out" 2>&1 </dev/null || fail "top into a pipe failed"
 grep -qE "^GPU 1 .* orphaned-holders \(high confidence\)$" "$GV_TMP/pipe.out" || fail "no GPU 1 verdict in a pipe"
 grep -q $'\e' "$GV_TMP/pipe.out" && fail "escape sequences written into a pipe"
+note "--gpu by PCI bus id: only that GPU"
+GHOSTVRAM_SIM=$SIM "$GV_BIN" top --gpu 0000:43:00.0 --iterations 1 >"$GV_TMP/gpu.out" 2>&1 </dev/null || fail "top --gpu failed"
+grep -qE "^ghostvram top  SIMULATED HOST  GPU 1 " "$GV_TMP/gpu.out" || fail "--gpu 0000:43:00.0 is not GPU 1: $(cat "$GV_TMP/gpu.out")"
+grep -q "^GPU 0 " "$GV_TMP/gpu.out" && fail "GPU 0 shown with --gpu naming GPU 1"
+grep -qE "^ +$W2 root +S 1 +-  worker of dead PID $OWNER" "$GV_TMP/gpu.out" || fail "no worker row with --gpu"
 
 note "acting from top: A needs a plan and a y; then reclaim ends the workers and the memory comes back"
 top_session e 140 40 NO_COLOR=1
