@@ -80,6 +80,8 @@ struct top {
         bool plan_running;
         char *plan_text;                /* finished output, taken by the UI */
         char plan_title[96];
+        int err_fd;                     /* while the screen is ours, stderr goes to this file */
+        off_t err_seen;                 /* what the dialog already showed of it */
 };
 
 static volatile sig_atomic_t top_signal;
@@ -193,8 +195,21 @@ static void *plan_main(void *arg)
                 args[n++] = t->c.nvml_lib;
         }
         args[n] = NULL;
+        /* the child inherits this thread's mask: give it none */
+        sigset_t none;
+        sigemptyset(&none);
+        pthread_sigmask(SIG_SETMASK, &none, NULL);
         struct buf out = BUF_INIT(PLAN_OUTPUT_MAX);
         int rc = cli_run_self(args, &out);
+        /* what it wrote to stderr (the screen's stderr is a file meanwhile) */
+        if (t->err_fd >= 0) {
+                char chunk[4096];
+                ssize_t got;
+                while ((got = pread(t->err_fd, chunk, sizeof(chunk), t->err_seen)) > 0) {
+                        buf_append(&out, chunk, (size_t)got);
+                        t->err_seen += got;
+                }
+        }
         buf_printf(&out, "\n(ghostvram reclaim %s%s%s exited %d)\n", j->act ? "--yes" : "--dry-run",
                    j->gpu[0] ? " --gpu " : "", j->gpu, rc);
         if (!j->act)
@@ -403,10 +418,37 @@ static void dialog_scroll(struct top_state *s, int delta)
                 s->dialog_scroll = (size_t)((long)s->dialog_scroll + delta);
 }
 
+/* While curses owns the terminal nothing else may write to it: stderr (a child's, a library's)
+ * goes to an unnamed temporary file, and comes back at the end. */
+static int stderr_away(struct top *t)
+{
+        FILE *f = tmpfile();
+        int saved = f ? dup(STDERR_FILENO) : -1;
+        if (saved < 0 || dup2(fileno(f), STDERR_FILENO) < 0) {
+                if (saved >= 0)
+                        close(saved);
+                if (f)
+                        fclose(f);
+                return -1;
+        }
+        t->err_fd = dup(fileno(f));
+        fclose(f);
+        return saved;
+}
+
+static void stderr_back(int saved)
+{
+        if (saved < 0)
+                return;
+        dup2(saved, STDERR_FILENO);
+        close(saved);
+}
+
 static int screen_loop(struct top *t, struct top_state *s)
 {
         if (!initscr())
                 return EXIT_INCOMPLETE;
+        int saved_err = stderr_away(t);
         cbreak();
         noecho();
         keypad(stdscr, TRUE);
@@ -534,6 +576,7 @@ static int screen_loop(struct top *t, struct top_state *s)
                 }
         }
         endwin();
+        stderr_back(saved_err);
         top_canvas_free(&cv);
         free(plan);
         return rc;
@@ -568,6 +611,7 @@ int cmd_top(int argc, char **argv)
         };
         struct top t;
         memset(&t, 0, sizeof(t));
+        t.err_fd = -1;
         cli_common_init(&t.c);
         t.interval_ms = 1000;
         uint64_t floor_mib = 64;

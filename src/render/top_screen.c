@@ -172,20 +172,28 @@ size_t top_rows(const struct live_view *v, const struct top_state *s, size_t *id
 void top_sparkline(const struct live_ring *r, char *out, size_t width)
 {
         static const char levels[] = " .:-=+*#";
-        size_t n = r ? (r->n < width ? r->n : width) : 0;
+        size_t n = r ? r->n : 0, k = n ? (n + width - 1) / width : 1, cols = n ? (n + k - 1) / k : 0;
         uint32_t top = 0;
         for (size_t i = 0; i < n; i++) {
-                const struct live_point *p = live_ring_at(r, r->n - n + i);
+                const struct live_point *p = live_ring_at(r, i);
                 if (p->valid && p->mib[LIVE_GHOST] > top)
                         top = p->mib[LIVE_GHOST];
         }
         memset(out, ' ', width);
-        for (size_t i = 0; i < n; i++) {
-                const struct live_point *p = live_ring_at(r, r->n - n + i);
-                char ch = '?';
-                if (p->valid)
-                        ch = !p->mib[LIVE_GHOST] ? '_' : levels[1 + (size_t)p->mib[LIVE_GHOST] * 6 / (top ? top : 1)];
-                out[width - n + i] = ch;
+        /* the newest column ends at the right edge; each column is the most ghost of its k points */
+        for (size_t c = 0; c < cols; c++) {
+                size_t back = (cols - c) * k, from = back < n ? n - back : 0, to = n - (cols - 1 - c) * k;
+                bool any = false;
+                uint32_t most = 0;
+                for (size_t i = from; i < to; i++) {
+                        const struct live_point *p = live_ring_at(r, i);
+                        if (p->valid) {
+                                any = true;
+                                if (p->mib[LIVE_GHOST] > most)
+                                        most = p->mib[LIVE_GHOST];
+                        }
+                }
+                out[width - cols + c] = !any ? '?' : !most ? '_' : levels[1 + (size_t)most * 6 / (top ? top : 1)];
         }
         out[width] = '\0';
 }
@@ -256,7 +264,8 @@ static int gpu_block(struct top_canvas *c, int y, const struct live_gpu *g, cons
         top_sparkline(r, spark, 24);
         x = puts_at(c, y, 2, "ghost ", TA_DIM);
         x = put(c, y, x, spark, 24, TA_BOLD);
-        x = put(c, y, x, "  ", 2, TA_NONE);
+        double span = r && r->n > 1 ? (double)live_ring_at(r, r->n - 1)->t - live_ring_at(r, 0)->t : 0;
+        x = printf_at(c, y, x, TA_DIM, span >= 120 ? " %3.0fm  " : " %3.0fs  ", span >= 120 ? span / 60 : span);
         put_hostile(c, y, x, g->summary, c->cols - x, TA_NONE);
         y++;
         if (detail && live_verdict_alarming(g->verdict)) {

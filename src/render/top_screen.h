@@ -69,6 +69,8 @@ size_t top_rows(const struct live_view *v, const struct top_state *s, size_t *id
 void top_draw(struct top_canvas *c, const struct live_view *v, const struct live_history *h,
               const struct top_state *s);
 
-/* The ghost of a ring over its last `width` points as sparkline characters " .:-=+*#" (scaled
- * to the ring's largest ghost; '?' where a point is a gap). Writes width bytes and a NUL. */
+/* The ghost of a whole ring as `width` sparkline characters from " .:-=+*#" ('_' none), scaled
+ * to its largest ghost: each character the most ghost of its share of the points (a short
+ * ghost never vanishes), '?' where they are all gaps (the driver hung). Right-aligned; writes
+ * width bytes and a NUL. */
 void top_sparkline(const struct live_ring *r, char *out, size_t width);
