@@ -5,7 +5,8 @@
  * a live view (render/live_view.h) under a mutex; the main thread owns the terminal, answers
  * keys every 100 ms and draws the latest view with its age. A hung driver call only ages the
  * view (the sampler's calls have deadlines, and while one is stuck no new one is made); the
- * keys keep answering. The terminal is restored on every exit: q, SIGINT, SIGTERM, SIGHUP. */
+ * keys keep answering. The terminal is restored on every exit: q, SIGINT, SIGTERM, SIGHUP,
+ * SIGQUIT, and a crash. */
 #define _GNU_SOURCE /* pthread_timedjoin_np */
 #include <errno.h>
 #include <getopt.h>
@@ -89,6 +90,29 @@ static volatile sig_atomic_t top_signal;
 static void on_stop_signal(int sig)
 {
         top_signal = sig;
+}
+
+/* A crash while curses owns the terminal: give the terminal back, then die of the same signal
+ * (htop does the same). endwin is not async-signal-safe; the process is lost anyway. */
+static volatile sig_atomic_t top_screen_on;
+
+static void on_crash(int sig)
+{
+        if (top_screen_on)
+                endwin();
+        signal(sig, SIG_DFL);
+        raise(sig);
+}
+
+static void crash_handlers(void)
+{
+        static const int sigs[] = { SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL };
+        for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+                struct sigaction old;
+                /* a handler already there (a sanitizer's) stays */
+                if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL && !(old.sa_flags & SA_SIGINFO))
+                        signal(sigs[i], on_crash);
+        }
 }
 
 static double wall_now(void)
@@ -449,6 +473,8 @@ static int screen_loop(struct top *t, struct top_state *s)
         if (!initscr())
                 return EXIT_INCOMPLETE;
         int saved_err = stderr_away(t);
+        top_screen_on = 1;
+        crash_handlers();
         cbreak();
         noecho();
         keypad(stdscr, TRUE);
@@ -575,6 +601,7 @@ static int screen_loop(struct top *t, struct top_state *s)
                         break;
                 }
         }
+        top_screen_on = 0;
         endwin();
         stderr_back(saved_err);
         top_canvas_free(&cv);
@@ -705,6 +732,7 @@ int cmd_top(int argc, char **argv)
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGTERM, &sa, NULL);
         sigaction(SIGHUP, &sa, NULL);
+        sigaction(SIGQUIT, &sa, NULL);
         signal(SIGPIPE, SIG_IGN);
 
         int r = sampler_new(&sop, &t.sampler);

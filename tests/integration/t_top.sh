@@ -122,12 +122,16 @@ note "q quits and leaves the terminal clean"
 key a q
 clean_after a
 
-note "SIGTERM, while the driver hangs, leaves the terminal clean too"
+note "SIGTERM and SIGQUIT, while the driver hangs, leave the terminal clean too"
 "$GV_BIN" sim set "$SIM" hang=any
 top_session b 100 30
 wait_screen b 10 '^(STALE sample|waiting for the first sample)'
 kill -TERM "$(cat "$GV_TMP/b.pid")"
 clean_after b
+top_session q 100 30
+wait_screen q 10 '^(STALE sample|waiting for the first sample)'
+kill -QUIT "$(cat "$GV_TMP/q.pid")"
+clean_after q
 "$GV_BIN" sim set "$SIM" hang=none
 
 note "colour on: the same values, no letters in the bar"
