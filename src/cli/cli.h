@@ -116,5 +116,6 @@ int cmd_sim(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 int cmd_reclaim(int argc, char **argv);
 int cmd_experiment(int argc, char **argv);

@@ -285,13 +285,7 @@ static void text_holder_line(FILE *out, const struct host_proc *hp, const char *
         }
         buf_reset(&b);
         buf_puts(&b, "\n        ");
-        host_proc_nodes_text(&b, hp);
-        buf_printf(&b, "  ppid %d pgid %d sid %d", (int)hp->ppid, (int)hp->pgid, (int)hp->sid);
-        struct buf c = BUF_INIT(0);
-        host_proc_container_text(&c, hp);
-        if (c.len)
-                buf_printf(&b, "  %s", buf_str(&c));
-        buf_free(&c);
+        host_proc_detail_text(&b, hp);
         fprintf(out, "%s\n", buf_str(&b));
         buf_free(&b);
 }
