@@ -1,0 +1,180 @@
+# slurm_lib.sh: a real single-node Slurm for the integration tests (source it after lib.sh).
+# Debian's munged, slurmctld and slurmd run in the foreground as the test's children, with
+# every file under $GV_TMP/slurm and ports on 127.0.0.1 only; no systemd. slurm_stop ends
+# the jobs, the daemons, and then any process still holding a file of the test's directory;
+# it runs on exit, pass or fail. A missing package is a failure, never a skip.
+# Sets: SL (the directory), SLURM_CONF (exported), SL_NODE, SL_PIDS (munged slurmctld slurmd).
+
+slurm_need() {
+        local c missing=""
+        for c in munged munge slurmctld slurmd sbatch scontrol sinfo squeue scancel timeout; do
+                command -v "$c" >/dev/null || missing="$missing $c"
+        done
+        [ -z "$missing" ] || fail "missing:$missing (Debian packages munge slurmctld slurmd slurm-client: scripts/install-deps --test)"
+}
+
+# A TCP port of 127.0.0.1 that nothing listens on.
+slurm_free_port() {
+        local p i
+        for i in $(seq 50); do
+                p=$((20000 + RANDOM % 20000))
+                (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
+        done
+        fail "no free port"
+}
+
+# slurm_start EXTRA_CONF_LINES: write slurm.conf (plus the lines given), start the daemons,
+# wait until the node is idle.
+slurm_start() {
+        local host i
+        slurm_need
+        SL="$GV_TMP/slurm"
+        SL_NODE=gvnode
+        host=$(hostname -s)
+        # munged wants every directory above its socket searchable by all, its key private
+        chmod 755 "$GV_TMP"
+        mkdir -p "$SL/run" "$SL/state" "$SL/spool" "$SL/log" "$SL/munge"
+        chmod 755 "$SL" "$SL/run"
+        chmod 700 "$SL/munge"
+        head -c 1024 /dev/urandom >"$SL/munge/munge.key"
+        chmod 400 "$SL/munge/munge.key"
+        export SLURM_CONF="$SL/slurm.conf"
+        cat >"$SLURM_CONF" <<EOF
+ClusterName=gvtest
+SlurmctldHost=$host(127.0.0.1)
+SlurmctldPort=$(slurm_free_port)
+SlurmdPort=$(slurm_free_port)
+AuthType=auth/munge
+AuthInfo=socket=$SL/run/munge.sock
+CredType=cred/munge
+SlurmUser=root
+SlurmdUser=root
+StateSaveLocation=$SL/state
+SlurmdSpoolDir=$SL/spool
+SlurmctldPidFile=$SL/run/slurmctld.pid
+SlurmdPidFile=$SL/run/slurmd.pid
+SlurmctldLogFile=$SL/log/slurmctld.log
+SlurmdLogFile=$SL/log/slurmd.log
+SlurmctldDebug=info
+SlurmdDebug=info
+# orphans outlive the job and the Epilog sees them (proctrack/cgroup would kill them itself)
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=none
+ReturnToService=2
+SchedulerType=sched/builtin
+MailProg=/bin/true
+SlurmctldTimeout=10
+SlurmdTimeout=10
+MessageTimeout=10
+NodeName=$SL_NODE NodeHostname=$host NodeAddr=127.0.0.1 CPUs=2 State=UNKNOWN
+PartitionName=gv Nodes=$SL_NODE Default=YES MaxTime=INFINITE State=UP
+$1
+EOF
+        SL_PIDS=()
+        munged -F --socket="$SL/run/munge.sock" --key-file="$SL/munge/munge.key" \
+                --pid-file="$SL/run/munged.pid" --log-file="$SL/log/munged.log" \
+                --seed-file="$SL/munge/munged.seed" >>"$SL/log/munged.out" 2>&1 &
+        SL_PIDS+=($!)
+        for i in $(seq 100); do [ -S "$SL/run/munge.sock" ] && break; sleep 0.05; done
+        [ -S "$SL/run/munge.sock" ] || fail "munged did not start: $(tail -3 "$SL/log/munged.log" 2>/dev/null)"
+        slurmctld -D -i -f "$SLURM_CONF" >>"$SL/log/slurmctld.out" 2>&1 &
+        SL_PIDS+=($!)
+        slurmd -D -N "$SL_NODE" -f "$SLURM_CONF" >>"$SL/log/slurmd.out" 2>&1 &
+        SL_PIDS+=($!)
+        slurm_wait_node idle 30
+}
+
+# The node's state as sinfo prints it (idle, drained, completing, ...).
+node_state() { sinfo -h -n "$SL_NODE" -o %T 2>/dev/null | head -n 1; }
+
+# The node's drain reason as `scontrol show node` prints it ("" when none), without
+# the "[user@time]" Slurm appends.
+node_reason() {
+        scontrol show node "$SL_NODE" | sed -n 's/^ *Reason=\(.*\) \[[^]]*\]$/\1/p'
+}
+
+# slurm_wait_node STATE [SECONDS]: until sinfo shows STATE.
+slurm_wait_node() {
+        local i n=$((${2:-20} * 10))
+        for i in $(seq "$n"); do
+                [ "$(node_state)" = "$1" ] && return 0
+                sleep 0.1
+        done
+        fail "node $SL_NODE is '$(node_state)', not '$1' (reason: $(node_reason)); slurmd: $(tail -5 "$SL/log/slurmd.log" 2>/dev/null)"
+}
+
+# The job's state (scontrol's JobState) and its Reason.
+job_state() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
+job_reason() { scontrol show job "$1" 2>/dev/null | sed -n 's/.* Reason=\([^ ]*\).*/\1/p'; }
+
+# slurm_wait_job ID [SECONDS]: until the job has ended and its Epilog has run (the node is no
+# longer completing).
+slurm_wait_job() {
+        local i n=$((${2:-30} * 10)) st
+        for i in $(seq "$n"); do
+                st=$(job_state "$1")
+                case $st in
+                COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY)
+                        case $(node_state) in
+                        *completing* | allocated* | mixed*) ;;
+                        *) return 0 ;;
+                        esac
+                        ;;
+                esac
+                sleep 0.1
+        done
+        fail "job $1 is '$(job_state "$1")', node '$(node_state)'; slurmd: $(tail -5 "$SL/log/slurmd.log" 2>/dev/null)"
+}
+
+# End everything the test started: jobs, slurmd, slurmctld, munged (SIGTERM, then SIGKILL
+# after 5 s), then any process left holding a file under $GV_TMP (a job's slurmstepd, its
+# orphans). Safe to call twice.
+slurm_stop() {
+        local p i f
+        [ -n "${SL:-}" ] || return 0
+        if [ "${#SL_PIDS[@]}" -gt 0 ]; then
+                timeout 5 scancel --full --quiet --partition=gv 2>/dev/null || true
+                for i in $(seq 50); do
+                        [ -z "$(timeout 2 squeue -h -o %i 2>/dev/null)" ] && break
+                        sleep 0.1
+                done
+                for p in "${SL_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+                for p in "${SL_PIDS[@]}"; do
+                        for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+                        kill -KILL "$p" 2>/dev/null || true
+                        wait "$p" 2>/dev/null || true
+                done
+                SL_PIDS=()
+        fi
+        for f in /proc/[0-9]*/fd/*; do
+                case $(readlink "$f" 2>/dev/null) in
+                "$GV_TMP"/*)
+                        p=${f#/proc/}
+                        p=${p%%/*}
+                        [ "$p" != $$ ] && [ "$p" != "$BASHPID" ] && kill -KILL "$p" 2>/dev/null || true
+                        ;;
+                esac
+        done
+        return 0
+}
+
+# Processes holding a file under $GV_TMP (there should be none after slurm_stop).
+holders_left() {
+        local f p out=""
+        for f in /proc/[0-9]*/fd/*; do
+                case $(readlink "$f" 2>/dev/null) in
+                "$GV_TMP"/*)
+                        p=${f#/proc/}
+                        p=${p%%/*}
+                        [ "$p" != $$ ] && [ "$p" != "$BASHPID" ] && out="$out $p($(cat "/proc/$p/comm" 2>/dev/null))"
+                        ;;
+                esac
+        done
+        echo "${out# }"
+}
