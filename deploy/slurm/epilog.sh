@@ -17,7 +17,7 @@ if [ "$GV_RC" -gt 3 ] || [ -z "$GV_ALL" ]; then
 fi
 gv_select
 gv_problems
-[ -n "$GV_BLIND" ] && gv_blind "GPU $GV_BLIND: $GV_LINE"
+[ -n "$GV_BLIND" ] && gv_blind "$(gv_describe "$GV_BLIND")"
 if [ -z "$GV_BAD" ]; then
         gv_log "GPU ${GV_SEL# } clean"
         exit 0
@@ -38,9 +38,12 @@ if [ "$GV_RECLAIM" = yes ]; then
                 --noise-floor "$GV_NOISE_FLOOR")
         [ -n "$GV_POLICY" ] && opts+=(--policy "$GV_POLICY")
         limit=$(($(gv_secs "$GV_RECLAIM_TIMEOUT") + $(gv_secs "$GV_CONFIRM") + 10))
-        if cg=$(gv_job_cgroup) && [ -s "$cg/cgroup.procs" ]; then
+        if cg=$(gv_job_cgroup) && [ -n "$(cat "$cg/cgroup.procs" 2>/dev/null)" ]; then
                 out=$(gv_bounded "$limit" "$GHOSTVRAM" reclaim --cgroup "$cg" "${opts[@]}" 2>&1) && rc=0 || rc=$?
-                gv_log "reclaim --cgroup $cg: exit $rc: $(tail -n 1 <<<"$out")"
+                mem=$(grep -E "^  GPU [0-9]+  +[0-9]+ MiB →" <<<"$out" | sed 's/  */ /g; s/^ //' | paste -sd ';' -)
+                gv_log "reclaim --cgroup $cg: exit $rc: ${mem:-no measurement}: $(tail -n 1 <<<"$out")"
+                gv_check
+                gv_problems
         fi
         for n in $GV_BAD; do
                 [ "${GV_GHOST[$n]:-0}" -gt 0 ] || continue

@@ -144,10 +144,11 @@ gv_problems() {
         return 0
 }
 
-# "GPU 1 3072 MiB ghost (orphaned-holders, PIDs 4242 4250); GPU 3 lost (...)" for GV_BAD.
+# "GPU 1 3072 MiB ghost (orphaned-holders, PIDs 4242 4250); GPU 3 lost (...)" for the GPUs
+# listed in $1 (default GV_BAD).
 gv_describe() {
-        local n s=""
-        for n in $GV_BAD; do s="$s; GPU $n ${GV_PART[$n]:-}"; done
+        local n s="" list=${1-$GV_BAD}
+        for n in $list; do s="$s; GPU $n ${GV_PART[$n]:-not seen by ghostvram check}"; done
         echo "${s#; }"
 }
 

@@ -16,7 +16,7 @@ if [ "$GV_RC" -gt 3 ] || [ -z "$GV_ALL" ]; then
 fi
 GV_SEL=$GV_ALL
 gv_problems
-[ -n "$GV_BLIND" ] && gv_blind "GPU $GV_BLIND: $GV_LINE"
+[ -n "$GV_BLIND" ] && gv_blind "$(gv_describe "$GV_BLIND")"
 if [ -n "$GV_BAD" ]; then
         gv_drain "$(gv_describe)"
         exit 1

@@ -18,7 +18,7 @@ fi
 gv_select
 gv_problems
 if [ -n "$GV_BLIND" ]; then
-        gv_blind "GPU $GV_BLIND: $GV_LINE"
+        gv_blind "$(gv_describe "$GV_BLIND")"
         [ "$GV_DRAIN_ON_ERROR" = yes ] && exit 1
 fi
 [ -z "$GV_BAD" ] && exit 0

@@ -152,13 +152,13 @@ epi() { env -i PATH="$PATH" SLURM_JOB_ID=98 SLURMD_NODENAME="$SL_NODE" SLURM_CON
 settings ""
 epi || fail "the Epilog exits 0"
 assert_eq "$(node_state)" idle "no drain on an inspection failure"
-log_has "epilog job 98: cannot inspect GPUs: GPU 1:"
+log_has "epilog job 98: cannot inspect GPUs: GPU 1 no process list from the driver"
 log_has "(not draining: no ghost was seen; GV_DRAIN_ON_ERROR=no)"
 settings "GV_DRAIN_ON_ERROR=yes"
 epi || fail "the Epilog exits 0"
 assert_eq "$(node_state)" drained "GV_DRAIN_ON_ERROR=yes drains"
 case $(node_reason) in
-"ghostvram: cannot inspect GPUs: GPU 1: "*"no process list"*) ;;
+"ghostvram: cannot inspect GPUs: GPU 1 no process list from the driver"*) ;;
 *) fail "reason of an inspection failure: '$(node_reason)'" ;;
 esac
 scontrol update nodename="$SL_NODE" state=resume
@@ -170,6 +170,27 @@ epi || fail "the Epilog exits 0"
 log_has "epilog job 98: cannot inspect GPUs: UNKNOWN - "
 assert_eq "$(node_state)" idle "no drain on a hung driver"
 "$GV_BIN" sim set "$SIM" hang=none >/dev/null
+
+note "F. the job's cgroup still exists (cgroup v2): the Epilog ends it with reclaim --cgroup"
+CG2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+[ -n "$CG2" ] || fail "no cgroup2 mount here"
+JID=$((900000 + $$ % 90000)) # a job number this Slurm never reaches
+CGBASE="$CG2/gv-slurm.$$"
+CGJOB="$CGBASE/job_$JID"
+trap 'for _ in $(seq 50); do rmdir "$CGJOB" "$CGBASE" 2>/dev/null; [ -d "$CGBASE" ] || break; sleep 0.1; done; slurm_stop; gv_cleanup' EXIT
+mkdir -p "$CGJOB" || fail "cannot create a cgroup under $CG2"
+settings ""
+sim_run --gpu 1 --mib 2048 --workers 2
+for p in "$OWNER" "${WORKERS[@]}"; do echo "$p" >"$CGJOB/cgroup.procs" || fail "cannot move $p into $CGJOB"; done
+kill_wait "$OWNER"
+env -i PATH="$PATH" SLURM_JOB_ID="$JID" SLURMD_NODENAME="$SL_NODE" SLURM_CONF="$SLURM_CONF" "$GV_TMP/epilog" ||
+        fail "the Epilog exits 0"
+log_has "epilog job $JID: reclaim --cgroup $CGJOB: exit 0: GPU 1 2048 MiB → 0 MiB freed 2048 MiB back in"
+log_has "epilog job $JID: memory back on GPU 0 1"
+for p in "${WORKERS[@]}"; do is_dead "$p" || fail "worker $p in the job's cgroup survived"; done
+assert_eq "$(cat "$CGJOB/cgroup.procs")" "" "the job's cgroup is empty"
+assert_eq "$(used 1)" 0 "GPU 1 used"
+assert_eq "$(node_state)" idle "node after the cgroup's Epilog"
 
 note "everything started is stopped"
 daemons=("${SL_PIDS[@]}")
