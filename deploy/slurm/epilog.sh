@@ -10,14 +10,7 @@
 . "$(dirname "$(readlink -f "$0")")/ghostvram-slurm-lib.sh"
 gv_load epilog
 
-gv_check
-if [ "$GV_RC" -gt 3 ] || [ -z "$GV_ALL" ]; then
-        gv_blind "$GV_LINE"
-        exit 0
-fi
-gv_select
-gv_problems
-[ -n "$GV_BLIND" ] && gv_blind "$(gv_describe "$GV_BLIND")"
+gv_inspect job || exit 0
 if [ -z "$GV_BAD" ]; then
         gv_log "GPU ${GV_SEL# } clean"
         exit 0
@@ -42,8 +35,7 @@ if [ "$GV_RECLAIM" = yes ]; then
                 out=$(gv_bounded "$limit" "$GHOSTVRAM" reclaim --cgroup "$cg" "${opts[@]}" 2>&1) && rc=0 || rc=$?
                 mem=$(grep -E "^  GPU [0-9]+  +[0-9]+ MiB →" <<<"$out" | sed 's/  */ /g; s/^ //' | paste -sd ';' -)
                 gv_log "reclaim --cgroup $cg: exit $rc: ${mem:-no measurement}: $(tail -n 1 <<<"$out")"
-                gv_check
-                gv_problems
+                gv_inspect job || exit 0
         fi
         for n in $GV_BAD; do
                 [ "${GV_GHOST[$n]:-0}" -gt 0 ] || continue
@@ -54,12 +46,7 @@ if [ "$GV_RECLAIM" = yes ]; then
         done
 fi
 
-gv_check
-if [ "$GV_RC" -gt 3 ] || [ -z "$GV_ALL" ]; then
-        gv_blind "after reclaim: $GV_LINE"
-        exit 0
-fi
-gv_problems
+gv_inspect job || exit 0
 if [ -z "$GV_BAD" ]; then
         gv_log "memory back on GPU ${GV_SEL# }"
         exit 0

@@ -190,6 +190,26 @@ gv_drain() {
         return 1
 }
 
+# gv_inspect job|all: gv_check, then the job's GPUs (or every GPU) sorted into GV_BAD
+# and GV_BLIND, each inspection failure logged (gv_blind). Returns 1 when nothing could be
+# inspected at all.
+gv_inspect() {
+        GV_BAD="" GV_BLIND=""
+        gv_check
+        if [ "$GV_RC" -gt 3 ] || [ -z "$GV_ALL" ]; then
+                gv_blind "$GV_LINE"
+                return 1
+        fi
+        if [ "$1" = all ]; then
+                GV_SEL=$GV_ALL
+        else
+                gv_select
+        fi
+        gv_problems
+        [ -n "$GV_BLIND" ] && gv_blind "$(gv_describe "$GV_BLIND")"
+        return 0
+}
+
 # An inspection failure: said as such, drained only with GV_DRAIN_ON_ERROR=yes.
 gv_blind() { # WHAT
         if [ "$GV_DRAIN_ON_ERROR" = yes ]; then

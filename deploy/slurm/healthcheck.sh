@@ -9,14 +9,7 @@
 . "$(dirname "$(readlink -f "$0")")/ghostvram-slurm-lib.sh"
 gv_load healthcheck
 
-gv_check
-if [ "$GV_RC" -gt 3 ] || [ -z "$GV_ALL" ]; then
-        gv_blind "$GV_LINE"
-        exit 0
-fi
-GV_SEL=$GV_ALL
-gv_problems
-[ -n "$GV_BLIND" ] && gv_blind "$(gv_describe "$GV_BLIND")"
+gv_inspect all || exit 0
 if [ -n "$GV_BAD" ]; then
         gv_drain "$(gv_describe)"
         exit 1

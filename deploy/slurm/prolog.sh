@@ -9,16 +9,8 @@
 . "$(dirname "$(readlink -f "$0")")/ghostvram-slurm-lib.sh"
 gv_load prolog
 
-gv_check
-if [ "$GV_RC" -gt 3 ] || [ -z "$GV_ALL" ]; then
-        gv_blind "$GV_LINE"
-        [ "$GV_DRAIN_ON_ERROR" = yes ] && exit 1
-        exit 0
-fi
-gv_select
-gv_problems
-if [ -n "$GV_BLIND" ]; then
-        gv_blind "$(gv_describe "$GV_BLIND")"
+if ! gv_inspect job || [ -n "$GV_BLIND" ]; then
+        # said by gv_blind; with GV_DRAIN_ON_ERROR=yes the node is drained: refuse the job too
         [ "$GV_DRAIN_ON_ERROR" = yes ] && exit 1
 fi
 [ -z "$GV_BAD" ] && exit 0

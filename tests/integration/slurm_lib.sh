@@ -1,4 +1,6 @@
-# slurm_lib.sh: a real single-node Slurm for the integration tests (source it after lib.sh).
+# shellcheck shell=bash
+# slurm_lib.sh: a real single-node Slurm for the integration tests (source it after lib.sh and
+# serve_lib.sh, for free_port).
 # Debian's munged, slurmctld and slurmd run in the foreground as the test's children, with
 # every file under $GV_TMP/slurm and ports on 127.0.0.1 only; no systemd. slurm_stop ends
 # the jobs, the daemons, and then any process still holding a file of the test's directory;
@@ -13,20 +15,10 @@ slurm_need() {
         [ -z "$missing" ] || fail "missing:$missing (Debian packages munge slurmctld slurmd slurm-client: scripts/install-deps --test)"
 }
 
-# A TCP port of 127.0.0.1 that nothing listens on.
-slurm_free_port() {
-        local p i
-        for i in $(seq 50); do
-                p=$((20000 + RANDOM % 20000))
-                (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
-        done
-        fail "no free port"
-}
-
 # slurm_start EXTRA_CONF_LINES: write slurm.conf (plus the lines given), start the daemons,
 # wait until the node is idle.
 slurm_start() {
-        local host i
+        local host
         slurm_need
         SL="$GV_TMP/slurm"
         SL_NODE=gvnode
@@ -42,8 +34,8 @@ slurm_start() {
         cat >"$SLURM_CONF" <<EOF
 ClusterName=gvtest
 SlurmctldHost=$host(127.0.0.1)
-SlurmctldPort=$(slurm_free_port)
-SlurmdPort=$(slurm_free_port)
+SlurmctldPort=$(free_port)
+SlurmdPort=$(free_port)
 AuthType=auth/munge
 AuthInfo=socket=$SL/run/munge.sock
 CredType=cred/munge
@@ -81,7 +73,7 @@ EOF
                 --pid-file="$SL/run/munged.pid" --log-file="$SL/log/munged.log" \
                 --seed-file="$SL/munge/munged.seed" >>"$SL/log/munged.out" 2>&1 &
         SL_PIDS+=($!)
-        for i in $(seq 100); do [ -S "$SL/run/munge.sock" ] && break; sleep 0.05; done
+        for _ in $(seq 100); do [ -S "$SL/run/munge.sock" ] && break; sleep 0.05; done
         [ -S "$SL/run/munge.sock" ] || fail "munged did not start: $(tail -3 "$SL/log/munged.log" 2>/dev/null)"
         slurmctld -D -i -f "$SLURM_CONF" >>"$SL/log/slurmctld.out" 2>&1 &
         SL_PIDS+=($!)
@@ -101,8 +93,8 @@ node_reason() {
 
 # slurm_wait_node STATE [SECONDS]: until sinfo shows STATE.
 slurm_wait_node() {
-        local i n=$((${2:-20} * 10))
-        for i in $(seq "$n"); do
+        local n=$((${2:-20} * 10))
+        for _ in $(seq "$n"); do
                 [ "$(node_state)" = "$1" ] && return 0
                 sleep 0.1
         done
@@ -116,8 +108,8 @@ job_reason() { scontrol show job "$1" 2>/dev/null | sed -n 's/.* Reason=\([^ ]*\
 # slurm_wait_job ID [SECONDS]: until the job has ended and its Epilog has run (the node is no
 # longer completing).
 slurm_wait_job() {
-        local i n=$((${2:-30} * 10)) st
-        for i in $(seq "$n"); do
+        local n=$((${2:-30} * 10)) st
+        for _ in $(seq "$n"); do
                 st=$(job_state "$1")
                 case $st in
                 COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY)
@@ -136,17 +128,17 @@ slurm_wait_job() {
 # after 5 s), then any process left holding a file under $GV_TMP (a job's slurmstepd, its
 # orphans). Safe to call twice.
 slurm_stop() {
-        local p i f
+        local p f
         [ -n "${SL:-}" ] || return 0
         if [ "${#SL_PIDS[@]}" -gt 0 ]; then
                 timeout 5 scancel --full --quiet --partition=gv 2>/dev/null || true
-                for i in $(seq 50); do
+                for _ in $(seq 50); do
                         [ -z "$(timeout 2 squeue -h -o %i 2>/dev/null)" ] && break
                         sleep 0.1
                 done
                 for p in "${SL_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
                 for p in "${SL_PIDS[@]}"; do
-                        for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+                        for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
                         kill -KILL "$p" 2>/dev/null || true
                         wait "$p" 2>/dev/null || true
                 done

@@ -16,6 +16,7 @@
 #      and drain nothing, unless GV_DRAIN_ON_ERROR=yes, whose reason says so;
 # and everything started is stopped.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/serve_lib.sh"
 . "$(dirname "$0")/slurm_lib.sh"
 : "${GV_SRC:?GV_SRC must name the source tree}"
 [ "$(id -u)" -eq 0 ] || fail "needs root: slurmd runs the jobs and the Epilog as root"
@@ -102,13 +103,13 @@ env -i PATH="$PATH" SLURM_JOB_ID="$J" SLURMD_NODENAME="$SL_NODE" SLURM_CONF="$SL
         fail "the Epilog exits 0"
 assert_eq "$(node_state)" drained "node after the second Epilog"
 assert_eq "$(node_reason)" "$REASON" "the same reason"
-B_JOB=$J B_WORKERS=$W
+read -ra B_WORKERS <<<"$W"
 
 note "C. an administrator resumes the node: the Prolog refuses the next job on that GPU"
 scontrol update nodename="$SL_NODE" state=resume
 slurm_wait_node idle 10
 J=$(submit)
-for i in $(seq 150); do
+for _ in $(seq 150); do
         case $(job_state "$J") in PENDING | REQUEUE_HOLD) [ "$(node_state)" = drained ] && break ;; esac
         sleep 0.1
 done
@@ -135,7 +136,7 @@ slurm_wait_node idle 20
 hc && fail "the health check passes a node with a ghost"
 assert_eq "$(node_state)" drained "drained by the health check"
 assert_eq "$(node_reason)" "ghostvram: GPU 1 3072 MiB ghost (orphaned-holders, PIDs $O $W)" "health check's reason"
-kill_wait $B_WORKERS
+kill_wait "${B_WORKERS[@]}"
 hc || fail "the health check fails a clean node"
 slurm_wait_node idle 10 # resumed by the health check
 log_has "healthcheck: resumed $SL_NODE: every GPU clean (was: ghostvram: GPU 1"
