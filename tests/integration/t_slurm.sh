@@ -11,7 +11,8 @@
 #   C. an administrator resumes the node: the Prolog refuses the next job (drained, the job
 #      held, it never ran); SLURM_JOB_GPUS=0 (a clean GPU) is let through;
 #   D. the HealthCheckProgram, with Slurm's environment (no SLURM_CONF): drains while the
-#      ghost stays, resumes once it is gone, never resumes an administrator's drain;
+#      ghost stays, resumes once it is gone, never resumes an administrator's drain; then
+#      run by slurmd itself, it drains and resumes the node;
 #   E. inspection failures (no process list; a hung driver within the time limit) are said
 #      and drain nothing, unless GV_DRAIN_ON_ERROR=yes, whose reason says so;
 # and everything started is stopped.
@@ -146,6 +147,18 @@ assert_eq "$(node_state)" drained "an administrator's drain stays"
 assert_eq "$(node_reason)" "admin: memory test" "an administrator's reason stays"
 scontrol update nodename="$SL_NODE" state=resume
 slurm_wait_node idle 10
+note "   run by slurmd (HealthCheckProgram=, HealthCheckInterval=1): drains, then resumes"
+cp "$SLURM_CONF" "$SLURM_CONF.before-hc"
+printf 'HealthCheckProgram=%s\nHealthCheckInterval=1\n' "$GV_TMP/healthcheck" >>"$SLURM_CONF"
+scontrol reconfigure
+sim_run --gpu 1 --mib 3072 --workers 2
+kill_wait "$OWNER"
+slurm_wait_node drained 20
+assert_eq "$(node_reason)" "ghostvram: GPU 1 3072 MiB ghost (orphaned-holders, PIDs $OWNER ${WORKERS[*]})" "slurmd's health check's reason"
+kill_wait "${WORKERS[@]}"
+slurm_wait_node idle 20
+cp "$SLURM_CONF.before-hc" "$SLURM_CONF"
+scontrol reconfigure
 
 note "E. inspection failures: said, never a silent drain"
 epi() { env -i PATH="$PATH" SLURM_JOB_ID=98 SLURMD_NODENAME="$SL_NODE" SLURM_CONF="$SLURM_CONF" "$GV_TMP/epilog"; }
