@@ -51,7 +51,9 @@ if [ -z "$GV_BAD" ]; then
         gv_log "memory back on GPU ${GV_SEL# }"
         exit 0
 fi
-how="not freed"
-[ "$GV_RECLAIM" = yes ] || how="not reclaimed (GV_RECLAIM=$GV_RECLAIM)"
-gv_drain "$(gv_describe) left by job ${GV_JOB:-?}, $how"
+# a ghost is what the job left; a lost GPU or a task stuck in the driver is only seen after it
+how="left by job ${GV_JOB:-?}, not freed"
+for n in $GV_BAD; do [ "${GV_GHOST[$n]:-0}" -gt 0 ] || how="seen after job ${GV_JOB:-?}"; done
+[ "$GV_RECLAIM" = yes ] || how="$how (GV_RECLAIM=$GV_RECLAIM)"
+gv_drain "$(gv_describe) $how"
 exit 0

@@ -8,11 +8,12 @@
 # Sets: SL (the directory), SLURM_CONF (exported), SL_NODE, SL_PIDS (munged slurmctld slurmd).
 
 slurm_need() {
-        local c missing=""
-        for c in munged munge slurmctld slurmd sbatch scontrol sinfo squeue scancel timeout; do
-                command -v "$c" >/dev/null || missing="$missing $c"
-        done
-        [ -z "$missing" ] || fail "missing:$missing (Debian packages munge slurmctld slurmd slurm-client: scripts/install-deps --test)"
+        need_tool munged munge
+        need_tool munge munge
+        need_tool slurmctld slurmctld
+        need_tool slurmd slurmd
+        local c
+        for c in sbatch scontrol sinfo squeue scancel; do need_tool "$c" slurm-client; done
 }
 
 # slurm_start EXTRA_CONF_LINES: write slurm.conf (plus the lines given), start the daemons,
