@@ -22,7 +22,8 @@ slurm_start() {
         local host
         slurm_need
         SL="$GV_TMP/slurm"
-        SL_NODE=gvnode
+        # a name of its own: with proctrack/cgroup, slurmd's cgroups are named after the node
+        SL_NODE=gv$$
         host=$(hostname -s)
         # munged wants every directory above its socket searchable by all, its key private
         chmod 755 "$GV_TMP"
@@ -50,8 +51,8 @@ SlurmctldLogFile=$SL/log/slurmctld.log
 SlurmdLogFile=$SL/log/slurmd.log
 SlurmctldDebug=info
 SlurmdDebug=info
-# orphans outlive the job and the Epilog sees them (proctrack/cgroup would kill them itself)
-ProctrackType=proctrack/linuxproc
+# linuxproc: orphans outlive the job and the Epilog sees them; cgroup: Slurm kills them
+ProctrackType=${SL_PROCTRACK:-proctrack/linuxproc}
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
@@ -69,6 +70,9 @@ NodeName=$SL_NODE NodeHostname=$host NodeAddr=127.0.0.1 CPUs=2 State=UNKNOWN
 PartitionName=gv Nodes=$SL_NODE Default=YES MaxTime=INFINITE State=UP
 $1
 EOF
+        # cgroup v1 as on this kind of machine (hybrid; cgroup/v2 refuses to start there)
+        printf 'CgroupPlugin=cgroup/v1\nCgroupMountpoint=/sys/fs/cgroup\nConstrainCores=no\nConstrainRAMSpace=no\nConstrainDevices=no\n' \
+                >"$SL/cgroup.conf"
         SL_PIDS=()
         munged -F --socket="$SL/run/munge.sock" --key-file="$SL/munge/munge.key" \
                 --pid-file="$SL/run/munged.pid" --log-file="$SL/log/munged.log" \
@@ -129,7 +133,7 @@ slurm_wait_job() {
 # after 5 s), then any process left holding a file under $GV_TMP (a job's slurmstepd, its
 # orphans). Safe to call twice.
 slurm_stop() {
-        local p f
+        local p f d
         [ -n "${SL:-}" ] || return 0
         if [ "${#SL_PIDS[@]}" -gt 0 ]; then
                 timeout 5 scancel --full --quiet --partition=gv 2>/dev/null || true
@@ -145,6 +149,10 @@ slurm_stop() {
                 done
                 SL_PIDS=()
         fi
+        # slurmd's cgroups (proctrack/cgroup), empty once its jobs are gone
+        for d in /sys/fs/cgroup/*/"slurm_$SL_NODE"; do
+                [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+        done
         for f in /proc/[0-9]*/fd/*; do
                 case $(readlink "$f" 2>/dev/null) in
                 "$GV_TMP"/*)

@@ -15,6 +15,9 @@
 #      run by slurmd itself, it drains and resumes the node;
 #   E. inspection failures (no process list; a hung driver within the time limit) are said
 #      and drain nothing, unless GV_DRAIN_ON_ERROR=yes, whose reason says so;
+#   F. a job cgroup left under cgroup v2 is ended by reclaim --cgroup;
+#   G. with proctrack/cgroup (cgroup v1) Slurm itself ends the orphans before the Epilog,
+#      which finds the memory back;
 # and everything started is stopped.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/serve_lib.sh"
@@ -33,7 +36,7 @@ settings() { # extra lines
 GHOSTVRAM=$GV_BIN
 GHOSTVRAM_SIM=$SIM
 SLURM_CONF=$GV_TMP/slurm/slurm.conf
-GV_NODENAME=gvnode
+GV_NODENAME=gv$$
 GV_CONFIRM=300ms
 GV_GRACE=1s
 GV_RECLAIM_TIMEOUT=5s
@@ -205,6 +208,19 @@ for p in "${WORKERS[@]}"; do is_dead "$p" || fail "worker $p in the job's cgroup
 assert_eq "$(cat "$CGJOB/cgroup.procs")" "" "the job's cgroup is empty"
 assert_eq "$(used 1)" 0 "GPU 1 used"
 assert_eq "$(node_state)" idle "node after the cgroup's Epilog"
+
+note "G. proctrack/cgroup: Slurm ends the job's orphans itself; the Epilog finds the memory back"
+slurm_stop
+SL_PROCTRACK=proctrack/cgroup slurm_start "Prolog=$GV_TMP/prolog
+Epilog=$GV_TMP/epilog
+PrologEpilogTimeout=60"
+J=$(submit)
+slurm_wait_job "$J"
+assert_eq "$(job_state "$J")" COMPLETED "job $J"
+for p in $(job_pids "$J" worker); do is_dead "$p" || fail "proctrack/cgroup left worker $p of job $J"; done
+log_has "epilog job $J: GPU 0 1 clean"
+assert_eq "$(used 1)" 0 "GPU 1 used"
+assert_eq "$(node_state)" idle "node after job $J"
 
 note "everything started is stopped"
 daemons=("${SL_PIDS[@]}")
