@@ -7,6 +7,10 @@
 # it runs on exit, pass or fail. A missing package is a failure, never a skip.
 # Sets: SL (the directory), SLURM_CONF (exported), SL_NODE, SL_PIDS (munged slurmctld slurmd).
 
+# The node's name, one of its own: with proctrack/cgroup slurmd's cgroups are named after it,
+# and another run of this test (another PID namespace, another checkout) must not meet them.
+SL_NODE="gv$$x$RANDOM"
+
 slurm_need() {
         need_tool munged munge
         need_tool munge munge
@@ -22,8 +26,6 @@ slurm_start() {
         local host
         slurm_need
         SL="$GV_TMP/slurm"
-        # a name of its own: with proctrack/cgroup, slurmd's cgroups are named after the node
-        SL_NODE=gv$$
         host=$(hostname -s)
         # munged wants every directory above its socket searchable by all, its key private
         chmod 755 "$GV_TMP"
@@ -130,10 +132,10 @@ slurm_wait_job() {
 }
 
 # End everything the test started: jobs, slurmd, slurmctld, munged (SIGTERM, then SIGKILL
-# after 5 s), then any process left holding a file under $GV_TMP (a job's slurmstepd, its
+# after 2 s), then any process left holding a file under $GV_TMP (a job's slurmstepd, its
 # orphans). Safe to call twice.
 slurm_stop() {
-        local p f d
+        local p d
         [ -n "${SL:-}" ] || return 0
         if [ "${#SL_PIDS[@]}" -gt 0 ]; then
                 timeout 5 scancel --full --quiet --partition=gv 2>/dev/null || true
@@ -143,39 +145,31 @@ slurm_stop() {
                 done
                 for p in "${SL_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
                 for p in "${SL_PIDS[@]}"; do
-                        for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+                        for _ in $(seq 20); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
                         kill -KILL "$p" 2>/dev/null || true
                         wait "$p" 2>/dev/null || true
                 done
                 SL_PIDS=()
         fi
+        for p in $(tmp_holders); do kill -KILL "$p" 2>/dev/null || true; done
+        for _ in $(seq 20); do [ -z "$(tmp_holders)" ] && break; sleep 0.1; done
         # slurmd's cgroups (proctrack/cgroup), empty once its jobs are gone
         for d in /sys/fs/cgroup/*/"slurm_$SL_NODE"; do
                 [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
         done
-        for f in /proc/[0-9]*/fd/*; do
-                case $(readlink "$f" 2>/dev/null) in
-                "$GV_TMP"/*)
-                        p=${f#/proc/}
-                        p=${p%%/*}
-                        [ "$p" != $$ ] && [ "$p" != "$BASHPID" ] && kill -KILL "$p" 2>/dev/null || true
-                        ;;
-                esac
-        done
         return 0
 }
 
-# Processes holding a file under $GV_TMP (there should be none after slurm_stop).
+# PIDs of the processes (but this shell) holding a file under $GV_TMP open.
+tmp_holders() {
+        find /proc/[0-9]*/fd -maxdepth 1 -lname "$GV_TMP/*" 2>/dev/null | cut -d/ -f3 | sort -u |
+                grep -vxF -e "$$" -e "$BASHPID" || true
+}
+
+# Processes holding a file under $GV_TMP, with their names (there should be none after
+# slurm_stop).
 holders_left() {
-        local f p out=""
-        for f in /proc/[0-9]*/fd/*; do
-                case $(readlink "$f" 2>/dev/null) in
-                "$GV_TMP"/*)
-                        p=${f#/proc/}
-                        p=${p%%/*}
-                        [ "$p" != $$ ] && [ "$p" != "$BASHPID" ] && out="$out $p($(cat "/proc/$p/comm" 2>/dev/null))"
-                        ;;
-                esac
-        done
+        local p out=""
+        for p in $(tmp_holders); do out="$out $p($(cat "/proc/$p/comm" 2>/dev/null))"; done
         echo "${out# }"
 }
