@@ -636,7 +636,9 @@ int cmd_top(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
-        struct top t;
+        /* static: a collector abandoned in a driver call keeps what it uses reachable until the
+         * process ends (top runs once a process) */
+        static struct top t;
         memset(&t, 0, sizeof(t));
         t.err_fd = -1;
         cli_common_init(&t.c);
@@ -767,8 +769,11 @@ int cmd_top(int argc, char **argv)
                 until.tv_sec++;
                 until.tv_nsec -= 1000000000L;
         }
-        /* a cycle in progress may wait on the driver: quit at once, the thread ends with us */
-        if (!in_cycle && pthread_timedjoin_np(t.thread, NULL, &until) == 0) {
+        /* a cycle in progress may wait on the driver: give it a second, then quit without it
+         * (the thread ends with us) */
+        if (in_cycle)
+                until.tv_sec++;
+        if (pthread_timedjoin_np(t.thread, NULL, &until) == 0) {
                 sampler_free(t.sampler);
                 live_view_free(t.view);
                 live_history_free(&t.hist);
