@@ -594,3 +594,101 @@ out:
         free(l);
         return r;
 }
+
+int sim_context_charge(const char *dir, unsigned id, int64_t delta, int owners_fd, char *err, size_t errlen)
+{
+        struct sim_client *cl = malloc(sizeof(*cl));
+        struct sim_knobs *k = malloc(sizeof(*k));
+        struct ctx_list *l = malloc(sizeof(*l));
+        struct sim_observation *o = malloc(sizeof(*o));
+        int lock = -1, r;
+        char p[PATH_MAX];
+
+        if (!cl || !k || !l || !o) {
+                r = -ENOMEM;
+                snprintf(err, errlen, "out of host memory");
+                goto out;
+        }
+        /* a client by hand: its own description of nvidiactl (closing it drops no lock of
+         * ours: the context's is an OFD lock on another description), and the owner's own
+         * descriptor of owners — opening and closing another one would drop the owner's
+         * POSIX lock */
+        memset(cl, 0, sizeof(*cl));
+        cl->ctl_fd = -1;
+        cl->owners_fd = -1;
+        if (strlen(dir) >= sizeof(cl->dir)) {
+                r = -ENAMETOOLONG;
+                snprintf(err, errlen, "directory name too long");
+                goto out;
+        }
+        memcpy(cl->dir, dir, strlen(dir) + 1);
+        r = sim_host_load(dir, &cl->host);
+        if (r == 0)
+                r = sim_knobs_load(dir, k);
+        if (r == 0)
+                r = sim_path(p, sizeof(p), dir, "dev/nvidiactl");
+        if (r == 0 && (cl->ctl_fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
+                r = -errno;
+        if (r < 0) {
+                snprintf(err, errlen, "%s is not a simulated host (%s)", dir, strerror(-r));
+                goto out;
+        }
+        cl->owners_fd = owners_fd;
+        lock = sim_lock(dir);
+        if (lock < 0) {
+                r = lock;
+                snprintf(err, errlen, "cannot lock %s/lock: %s", dir, strerror(-r));
+                goto out;
+        }
+        r = ctx_observe(cl, k, l, o, true);
+        if (r < 0) {
+                snprintf(err, errlen, "cannot read %s/contexts: %s", dir, strerror(-r));
+                goto out;
+        }
+        struct sim_ctx *c = NULL;
+        for (size_t i = 0; i < l->n; i++)
+                if (l->ctx[i].id == id)
+                        c = &l->ctx[i];
+        if (!c) {
+                r = -ENOENT;
+                snprintf(err, errlen, "context %u is gone", id);
+                goto out;
+        }
+        if (delta > 0) {
+                const struct sim_gpu *g = &cl->host.gpus[c->gpu];
+                uint64_t used = sim_used_bytes(&cl->host, k, o, c->gpu);
+                uint64_t avail = g->total_bytes - g->reserved_bytes - used;
+                if (k->gpu[c->gpu].lost) {
+                        r = -ENODEV;
+                        snprintf(err, errlen, "CUDA error: GPU %u has fallen off the bus", c->gpu);
+                        goto out;
+                }
+                if ((uint64_t)delta > avail || c->bytes + (uint64_t)delta > ((uint64_t)1 << 44)) {
+                        r = -ENOMEM;
+                        snprintf(err, errlen,
+                                 "CUDA error: out of memory (tried to allocate %llu MiB; GPU %u has a total capacity "
+                                 "of %llu MiB of which %llu MiB is free)",
+                                 (unsigned long long)((uint64_t)delta >> 20), c->gpu,
+                                 (unsigned long long)(g->total_bytes >> 20), (unsigned long long)(avail >> 20));
+                        goto out;
+                }
+                c->bytes += (uint64_t)delta;
+        } else {
+                uint64_t d = (uint64_t)(-(delta + 1)) + 1;
+                c->bytes = d > c->bytes ? 0 : c->bytes - d;
+        }
+        r = ctx_store(dir, l);
+        if (r < 0)
+                snprintf(err, errlen, "cannot write %s/contexts: %s", dir, strerror(-r));
+out:
+        sim_unlock(lock);
+        if (cl) {
+                cl->owners_fd = -1; /* the caller's */
+                sim_client_close(cl);
+        }
+        free(o);
+        free(l);
+        free(k);
+        free(cl);
+        return r;
+}

@@ -166,7 +166,11 @@ static const char sim_run_help[] =
         "  --launcher-exits        a launcher that exits once the job is ready: the owner\n"
         "                          is reparented, the workers' group has no leader\n"
         "  --busy                  the job has GPU work pending: when the owner dies the\n"
-        "                          driver stops its channels and logs Xid 45 in DIR/kmsg\n\n"
+        "                          driver stops its channels and logs Xid 45 in DIR/kmsg\n"
+        "  --alloc ROUTE           how the owner allocates through the simulated\n"
+        "                          libcuda.so.1: mixed (default: half by symbol, half\n"
+        "                          through cuGetProcAddress_v2), symbol, procaddr,\n"
+        "                          procaddr-v1, dlsym, vmm, async (docs/track.md)\n\n"
         "Exit status: 0 started, 1 the job failed (out of memory, GPU lost), 2 bad usage.\n";
 
 static int sim_run_spawn(const char *app, const char *dir, char **args, int *ret_fd, pid_t *ret_pid)
@@ -214,10 +218,11 @@ static int sim_cmd_run(int argc, char **argv)
                 { "launcher", no_argument, NULL, 'l' },
                 { "launcher-exits", no_argument, NULL, 'e' },
                 { "busy", no_argument, NULL, 'b' },
+                { "alloc", required_argument, NULL, 'a' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        const char *cmd = "sim run";
+        const char *cmd = "sim run", *alloc = NULL;
         unsigned gpu = 0, workers = 0;
         uint64_t mib = 0;
         bool have_gpu = false, close_fds = false, exec_child = false, worker_setsid = false, launcher = false,
@@ -258,6 +263,15 @@ static int sim_cmd_run(int argc, char **argv)
                 case 'l': launcher = true; break;
                 case 'e': launcher = launcher_exits = true; break;
                 case 'b': busy = true; break;
+                case 'a':
+                        if (strcmp(optarg, "mixed") && strcmp(optarg, "symbol") && strcmp(optarg, "procaddr") &&
+                            strcmp(optarg, "procaddr-v1") && strcmp(optarg, "dlsym") && strcmp(optarg, "vmm") &&
+                            strcmp(optarg, "async")) {
+                                cli_error(cmd, "--alloc: '%s' is not a route (see --help)", optarg);
+                                return EXIT_USAGE;
+                        }
+                        alloc = optarg;
+                        break;
                 case 'h': fputs(sim_run_help, stdout); return EXIT_OK;
                 default: fputs(sim_run_help, stderr); return EXIT_USAGE;
                 }
@@ -298,6 +312,10 @@ static int sim_cmd_run(int argc, char **argv)
                 args[n++] = (char *)(launcher_exits ? "--launcher-exits" : "--launcher");
         if (busy)
                 args[n++] = (char *)"--busy";
+        if (alloc) {
+                args[n++] = (char *)"--alloc";
+                args[n++] = (char *)alloc;
+        }
         args[n] = NULL;
         r = sim_run_spawn(app, dir, args, &fd, &pid);
         if (r < 0) {
