@@ -92,8 +92,8 @@ static void usage(FILE *f)
         fprintf(f, "Usage: gv-simcuda --dir DIR --gpu I --mib M [--workers K] [--close-fds-in-workers]\n"
                    "                  [--exec-child] [--worker-setsid] [--launcher] [--launcher-exits]\n"
                    "                  [--busy] [--alloc ROUTE] [--report-fd FD]\n"
-                   "ROUTE: how the memory is allocated through libcuda.so.1: mixed (default: half by\n"
-                   "symbol, half through cuGetProcAddress_v2), symbol, procaddr (cuGetProcAddress_v2),\n"
+                   "ROUTE: how the memory is allocated through libcuda.so.1: symbol (default: one\n"
+                   "cuMemAlloc_v2), mixed (half by symbol, half through cuGetProcAddress_v2), procaddr,\n"
                    "procaddr-v1 (cuGetProcAddress), dlsym (dlopen + dlsym of cuGetProcAddress_v2),\n"
                    "vmm (cuMemCreate + cuMemMap), async (cuMemAllocAsync)\n"
                    "The simulated CUDA application; use 'ghostvram sim run', which starts it.\n");
@@ -134,7 +134,7 @@ int main(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        struct job j = { .alloc = "mixed" };
+        struct job j = { .alloc = "symbol" };
         unsigned rfd;
         bool have_gpu = false;
         int c;
@@ -335,12 +335,21 @@ static CUresult allocate(const char *route, CUdevice dev, uint64_t bytes)
                 return r;
         }
         if (strcmp(route, "mixed") == 0) {
+                /* two call sites, two routes; out of memory is reported for the whole request
+                 * (what `sim run` always said): what was allocated is freed and the whole is
+                 * asked for once, which fails with the driver's message for it */
                 uint64_t half = bytes / 2;
-                CUresult r = half ? cuMemAlloc_v2(&p, half) : CUDA_SUCCESS;
-                if (r != CUDA_SUCCESS)
-                        return r;
-                bytes -= half;
-                route = "procaddr";
+                CUdeviceptr first = 0;
+                CUresult r = half ? cuMemAlloc_v2(&first, half) : CUDA_SUCCESS;
+                cu_mem_alloc_fn f = alloc_fn_by_procaddr("procaddr");
+                if (r == CUDA_SUCCESS)
+                        r = f ? f(&p, bytes - half) : CUDA_ERROR_NOT_FOUND;
+                if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+                        if (first)
+                                (void)cuMemFree_v2(first);
+                        r = cuMemAlloc_v2(&p, bytes);
+                }
+                return r;
         }
         cu_mem_alloc_fn f = alloc_fn_by_procaddr(route);
         return f ? f(&p, bytes) : CUDA_ERROR_NOT_FOUND;

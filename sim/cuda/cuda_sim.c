@@ -8,8 +8,9 @@
  *   cuInit      opens DIR/dev/nvidiactl, nvidia-uvm and the node of every visible GPU
  *               (CUDA_VISIBLE_DEVICES) with O_CLOEXEC and maps each (one shared page);
  *               DIR is $GHOSTVRAM_SIM (unset: CUDA_ERROR_NO_DEVICE, as with no driver)
- *   cuCtxCreate creates the process's context on its own description of nvidiactl
- *               (sim_context_create), charged 0 bytes
+ *   cuCtxCreate makes the process's context; the driver registers it at its first allocation
+ *               (sim_context_create on the process's own description of nvidiactl, charged
+ *               with that allocation; a failed first allocation leaves no context behind)
  *   allocations charge the context (sim_context_charge), so NVML's process list and used
  *               memory follow them; frees credit it. Managed memory is not charged (the real
  *               driver charges UVM memory to no process). A VMM handle (cuMemCreate) is
@@ -62,6 +63,7 @@ static struct {
         int nfds;
         int owners_fd;
         bool have_ctx;
+        bool registered;                /* the driver knows the context (its first allocation) */
         unsigned ctx_id;
         CUdevice ctx_dev;
         uint64_t next_va;
@@ -308,7 +310,6 @@ CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev);
 CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
-        char err[SIM_ERR_LEN];
         (void)flags;
         if (!pctx)
                 return CUDA_ERROR_INVALID_VALUE;
@@ -319,17 +320,9 @@ CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
         if (r == CUDA_SUCCESS && st.have_ctx)
                 r = fail(CUDA_ERROR_NOT_SUPPORTED, "the simulated driver has one context per process");
         if (r == CUDA_SUCCESS) {
-                int e = sim_context_create(st.dir, st.visible[dev], 0, st.fds[0], st.owners_fd, &st.ctx_id, err,
-                                           sizeof(err));
-                if (e < 0)
-                        r = fail(e == -ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : e == -ENODEV ? CUDA_ERROR_INVALID_DEVICE
-                                                                                          : CUDA_ERROR_UNKNOWN,
-                                 "%s", err);
-        }
-        if (r == CUDA_SUCCESS) {
                 st.have_ctx = true;
                 st.ctx_dev = dev;
-                *pctx = (CUcontext)(uintptr_t)(st.ctx_id + 1);
+                *pctx = (CUcontext)(uintptr_t)(dev + 1);
         }
         pthread_mutex_unlock(&mu);
         return r;
@@ -373,12 +366,26 @@ static void drop(struct alloc *a)
 static CUresult charge(int64_t delta)
 {
         char err[SIM_ERR_LEN];
+        int e;
         if (delta == 0)
                 return CUDA_SUCCESS;
-        int e = sim_context_charge(st.dir, st.ctx_id, delta, st.owners_fd, err, sizeof(err));
+        if (!st.registered) {
+                /* the first allocation registers the context with the driver, charged with it
+                 * (a failed first allocation leaves no context behind) */
+                e = delta > 0 ? sim_context_create(st.dir, st.visible[st.ctx_dev], (uint64_t)delta, st.fds[0],
+                                                   st.owners_fd, &st.ctx_id, err, sizeof(err))
+                              : -EINVAL;
+                if (e == 0)
+                        st.registered = true;
+        } else {
+                e = sim_context_charge(st.dir, st.ctx_id, delta, st.owners_fd, err, sizeof(err));
+        }
         if (e == 0)
                 return CUDA_SUCCESS;
-        return fail(e == -ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_UNKNOWN, "%s", err);
+        return fail(e == -ENOMEM   ? CUDA_ERROR_OUT_OF_MEMORY
+                    : e == -ENODEV ? CUDA_ERROR_INVALID_DEVICE
+                                   : CUDA_ERROR_UNKNOWN,
+                    "%s", err);
 }
 
 static CUresult alloc_locked(uint8_t kind, CUdeviceptr *dptr, size_t bytesize, bool charged)
@@ -745,6 +752,8 @@ CUresult gvsim_ctx_id(unsigned *id)
 {
         pthread_mutex_lock(&mu);
         CUresult r = ready_ctx();
+        if (r == CUDA_SUCCESS && !st.registered)
+                r = fail(CUDA_ERROR_INVALID_CONTEXT, "the context has no allocation yet");
         if (r == CUDA_SUCCESS && id)
                 *id = st.ctx_id;
         pthread_mutex_unlock(&mu);

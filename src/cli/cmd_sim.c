@@ -168,9 +168,10 @@ static const char sim_run_help[] =
         "  --busy                  the job has GPU work pending: when the owner dies the\n"
         "                          driver stops its channels and logs Xid 45 in DIR/kmsg\n"
         "  --alloc ROUTE           how the owner allocates through the simulated\n"
-        "                          libcuda.so.1: mixed (default: half by symbol, half\n"
-        "                          through cuGetProcAddress_v2), symbol, procaddr,\n"
-        "                          procaddr-v1, dlsym, vmm, async (docs/track.md)\n\n"
+        "                          libcuda.so.1: symbol (default: one cuMemAlloc_v2),\n"
+        "                          mixed (half by symbol, half through\n"
+        "                          cuGetProcAddress_v2), procaddr, procaddr-v1, dlsym,\n"
+        "                          vmm, async (docs/track.md)\n\n"
         "Exit status: 0 started, 1 the job failed (out of memory, GPU lost), 2 bad usage.\n";
 
 static int sim_run_spawn(const char *app, const char *dir, char **args, int *ret_fd, pid_t *ret_pid)
