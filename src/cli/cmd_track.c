@@ -50,6 +50,8 @@ static void track_usage(FILE *f)
                 "                       standard output stays CMD's)\n"
                 "  --max-age DURATION   prune ledgers of dead processes older than this (default 7d)\n"
                 "  --max-total SIZE     then keep at most SIZE MiB of them, oldest go first (default 256)\n"
+                "  --show FILE          print what one ledger file holds (JSON) and exit: 0 a ledger,\n"
+                "                       1 not one\n"
                 "  --preload PATH       the tracker library (default: " TRACK_LIB_NAME " next to\n"
                 "                       ghostvram, or in ../lib/ghostvram/)\n"
                 "  -h, --help           this help\n\n"
@@ -236,6 +238,53 @@ static void report_text(FILE *out, int status, const char *dir, const struct rep
         buf_free(&mib);
 }
 
+/* --show FILE: the ledger's header, counts and outstanding allocations as JSON. */
+static int track_show(const char *path)
+{
+        struct track_ledger *l = malloc(sizeof(*l));
+        if (!l)
+                return EXIT_INCOMPLETE;
+        int r = track_ledger_load(AT_FDCWD, path, l);
+        if (r < 0) {
+                cli_error("track", "%s: %s", path, r == -EBADMSG ? "not an allocation ledger (bad header)" : strerror(-r));
+                free(l);
+                return EXIT_FINDING;
+        }
+        struct track_summary *s = malloc(sizeof(*s));
+        if (!s) {
+                track_ledger_free(l);
+                free(l);
+                return EXIT_INCOMPLETE;
+        }
+        track_ledger_summary(l, NULL, s);
+        json_t *o = json_object();
+        json_set(o, "schema_version", json_integer(1));
+        json_set(o, "file", json_text(path));
+        json_set(o, "pid", json_integer(l->hdr.pid));
+        json_set(o, "ppid", json_integer(l->hdr.ppid));
+        json_set(o, "start_ticks", json_integer((json_int_t)l->hdr.start_ticks));
+        json_set(o, "session", json_integer((json_int_t)l->hdr.session));
+        json_set(o, "comm", json_textn(l->hdr.comm, strnlen(l->hdr.comm, sizeof(l->hdr.comm))));
+        json_set(o, "exe", json_textn(l->hdr.exe, strnlen(l->hdr.exe, sizeof(l->hdr.exe))));
+        json_set(o, "records", json_integer((json_int_t)l->records));
+        json_set(o, "skipped_bytes", json_integer((json_int_t)l->skipped_bytes));
+        json_set(o, "torn_tail_bytes", json_integer((json_int_t)l->tail_bytes));
+        json_set(o, "gave_up", json_boolean(l->gave_up));
+        json_set(o, "allocs", json_integer((json_int_t)l->allocs));
+        json_set(o, "frees", json_integer((json_int_t)l->frees));
+        json_set(o, "unmatched_frees", json_integer((json_int_t)l->unmatched_frees));
+        json_set(o, "execs", json_integer((json_int_t)l->execs));
+        json_set(o, "modules", json_integer((json_int_t)l->n_modules));
+        json_set(o, "outstanding_bytes", json_integer((json_int_t)s->outstanding_bytes));
+        json_set(o, "allocations", json_integer((json_int_t)s->allocations));
+        json_set(o, "sites", track_sites_json(l, s, TRACK_SITES_MAX));
+        cli_print_json(o);
+        free(s);
+        track_ledger_free(l);
+        free(l);
+        return EXIT_OK;
+}
+
 int cmd_track(int argc, char **argv)
 {
         static const struct option opts[] = {
@@ -245,6 +294,7 @@ int cmd_track(int argc, char **argv)
                 { "max-total", required_argument, NULL, 't' },
                 { "preload", required_argument, NULL, 'p' },
                 { "report", required_argument, NULL, 'r' },
+                { "show", required_argument, NULL, 's' },
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
@@ -283,6 +333,8 @@ int cmd_track(int argc, char **argv)
                 case 'r':
                         report_path = optarg;
                         break;
+                case 's':
+                        return track_show(optarg);
                 default:
                         track_usage(stderr);
                         return EXIT_USAGE;
