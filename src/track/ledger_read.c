@@ -585,10 +585,8 @@ int track_prune(const char *dir, const struct track_prune_opts *o, struct track_
                 }
                 if (!track_ledger_name(e->d_name, &pid, &start) || len >= sizeof(ents[0].name))
                         continue;
-                if (track_process_alive(o->proc_root, pid, start)) {
-                        total += (uint64_t)st.st_size;
-                        continue;
-                }
+                if (track_process_alive(o->proc_root, pid, start))
+                        continue; /* never removed, and not counted against the cap */
                 if (o->max_age_s && now - st.st_mtim.tv_sec > (int64_t)o->max_age_s) {
                         if (unlinkat(dirfd(d), e->d_name, 0) == 0) {
                                 res.removed++;

@@ -125,13 +125,14 @@ int track_find_dead(const char *dir, const char *proc_root, pid_t pid, char *ret
 
 struct track_prune_opts {
         uint64_t max_age_s;             /* ledgers of dead processes older than this go */
-        uint64_t max_total_bytes;       /* then the oldest dead ones until the rest fits */
+        uint64_t max_total_bytes;       /* then the oldest dead ones until the rest fits (live
+                                         * processes' ledgers do not count) */
         const char *proc_root;
 };
 struct track_prune_result {
         unsigned removed;
         uint64_t removed_bytes;
-        uint64_t kept_bytes;
+        uint64_t kept_bytes;            /* of dead processes */
 };
 /* Remove old ledgers of dead processes from dir (and temporary files older than a minute).
  * Ledgers of live processes are never removed. At most TRACK_DIR_FILES_MAX files are looked at.
