@@ -320,8 +320,8 @@ CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
         if (r == CUDA_SUCCESS && st.have_ctx)
                 r = fail(CUDA_ERROR_NOT_SUPPORTED, "the simulated driver has one context per process");
         if (r == CUDA_SUCCESS) {
-                st.have_ctx = true;
-                st.ctx_dev = dev;
+                __atomic_store_n(&st.ctx_dev, dev, __ATOMIC_RELAXED);
+                __atomic_store_n(&st.have_ctx, true, __ATOMIC_RELEASE);
                 *pctx = (CUcontext)(uintptr_t)(dev + 1);
         }
         pthread_mutex_unlock(&mu);
@@ -331,12 +331,15 @@ CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
 EXPORT CUresult cuCtxGetDevice(CUdevice *device);
 CUresult cuCtxGetDevice(CUdevice *device)
 {
-        pthread_mutex_lock(&mu);
-        CUresult r = ready_ctx();
-        if (r == CUDA_SUCCESS && device)
-                *device = st.ctx_dev;
-        pthread_mutex_unlock(&mu);
-        return device ? r : CUDA_ERROR_INVALID_VALUE;
+        /* no lock, as in the real driver (the current context is thread-local there): an
+         * allocation tracker calls this after every allocation, and must not queue behind
+         * another thread's allocation in flight. ctx_dev is written before have_ctx. */
+        if (!device)
+                return CUDA_ERROR_INVALID_VALUE;
+        if (!__atomic_load_n(&st.have_ctx, __ATOMIC_ACQUIRE) || __atomic_load_n(&st.pid, __ATOMIC_RELAXED) != getpid())
+                return CUDA_ERROR_INVALID_CONTEXT;
+        *device = __atomic_load_n(&st.ctx_dev, __ATOMIC_RELAXED);
+        return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuCtxSynchronize(void);
