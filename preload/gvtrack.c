@@ -739,9 +739,20 @@ static struct slot slots[S_N] = {
 
 /* ---- dlsym: the runtime finds cuGetProcAddress with dlsym on its libcuda handle ---------------- */
 
+/* glibc's dlsym (>= 2.34 in libc as GLIBC_2.34; older ones in libdl). Also called from dlsym
+ * itself: another library's constructor may call dlsym before ours has run. */
+static void find_real_dlsym(void)
+{
+        static const char *const versions[] = { "GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17", "GLIBC_2.0" };
+        for (size_t i = 0; !real_dlsym && i < sizeof(versions) / sizeof(versions[0]); i++)
+                real_dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", versions[i]);
+}
+
 EXPORT void *dlsym(void *handle, const char *symbol);
 void *dlsym(void *handle, const char *symbol)
 {
+        if (!real_dlsym)
+                find_real_dlsym();
         if (!real_dlsym)
                 return NULL;
         /* RTLD_NEXT is relative to the caller; from here it would be relative to this library,
@@ -807,10 +818,8 @@ static void atfork_child(void)
 
 __attribute__((constructor)) static void gvtrack_init(void)
 {
-        /* glibc >= 2.34 exports dlsym from libc as GLIBC_2.34; older ones from libdl */
-        static const char *const versions[] = { "GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17", "GLIBC_2.0" };
-        for (size_t i = 0; !real_dlsym && i < sizeof(versions) / sizeof(versions[0]); i++)
-                real_dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", versions[i]);
+        if (!real_dlsym)
+                find_real_dlsym();
         dl_iterate_phdr(find_self, (void *)(uintptr_t)&gvtrack_init);
         const char *d = getenv(GVL_ENV_DIR);
         if (d && d[0] == '/' && strlen(d) < sizeof(ledger_dir) - 64)

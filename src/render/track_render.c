@@ -25,6 +25,12 @@ json_t *track_sites_json(const struct track_ledger *l, const struct track_summar
                         json_array_append_new(fr, json_text(name));
                 }
                 json_set(o, "frames", fr);
+                /* the immediate caller, symbolised now (the ledger keeps addresses only) */
+                if (site->nframes) {
+                        char fn[256];
+                        track_frame_symbol(l, site->frames[0], fn, sizeof(fn));
+                        json_set(o, "function", json_text(fn));
+                }
                 json_array_append_new(a, o);
         }
         return a;
@@ -54,8 +60,11 @@ void track_sites_text(FILE *out, const struct track_ledger *l, const struct trac
                 if (i)
                         fputs("; ", out);
                 for (unsigned k = 0; k < site->nframes && k < depth; k++) {
-                        char name[128];
-                        track_frame_name(l, site->frames[k], name, sizeof(name));
+                        char name[256];
+                        if (k == 0)
+                                track_frame_symbol(l, site->frames[k], name, sizeof(name));
+                        else
+                                track_frame_name(l, site->frames[k], name, sizeof(name));
                         if (k)
                                 fputs(" <- ", out);
                         put_esc(out, name);

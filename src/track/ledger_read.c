@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "track/elf_sym.h"
 #include "util/parse.h"
 
 /* ---- the table of outstanding allocations ---------------------------------------------------- */
@@ -370,6 +371,25 @@ void track_frame_name(const struct track_ledger *l, uint64_t addr, char *out, si
                 return;
         }
         snprintf(out, outlen, "0x%llx", (unsigned long long)addr);
+}
+
+void track_frame_symbol(const struct track_ledger *l, uint64_t addr, char *out, size_t outlen)
+{
+        for (size_t i = 0; i < l->n_modules && addr; i++) {
+                const struct track_module *m = &l->modules[i];
+                if (addr < m->lo || addr >= m->hi || m->path[0] != '/')
+                        continue;
+                char fn[128];
+                uint64_t off;
+                /* a return address is just after its call: the call is in the function that
+                 * holds addr - 1 (a call that ends a function returns past its end) */
+                if (elf_symbolise(m->path, addr - 1 - m->bias, fn, sizeof(fn), &off) < 0)
+                        break;
+                const char *base = strrchr(m->path, '/') + 1;
+                snprintf(out, outlen, "%s!%s+0x%llx", base, fn, (unsigned long long)(off + 1));
+                return;
+        }
+        track_frame_name(l, addr, out, outlen);
 }
 
 const char *track_api_name(uint8_t api)

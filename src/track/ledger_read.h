@@ -101,6 +101,10 @@ void track_ledger_summary(const struct track_ledger *l, const uint8_t *uuid, str
 /* "object+0xOFFSET" of a return address, from the ledger's module records (the offset is the
  * file address, what addr2line and the object's symbol table use), or "0xADDR". */
 void track_frame_name(const struct track_ledger *l, uint64_t addr, char *out, size_t outlen);
+/* "object!function+0xOFFSET" when the object (its path as the ledger recorded it) is readable
+ * and its symbol table covers the address (reads the file: for reports only), else what
+ * track_frame_name gives. */
+void track_frame_symbol(const struct track_ledger *l, uint64_t addr, char *out, size_t outlen);
 /* The entry point's name for a record's api. */
 const char *track_api_name(uint8_t api);
 

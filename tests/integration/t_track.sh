@@ -29,10 +29,13 @@ assert_eq "$(jq -r '.top_sites[0].via' <<<"$l")" symbol "route"
 assert_eq "$(jq -r '.top_sites[0].bytes' <<<"$l")" $((3072 * MIB)) "site bytes"
 [[ "$(jq -r '.top_sites[0].frames[0]' <<<"$l")" =~ ^gv-simcuda\+0x[0-9a-f]+$ ]] ||
         fail "the call site is not in gv-simcuda: $l"
+# symbolised when reported, from gv-simcuda's own symbol table: allocate(), or run() where it is inlined
+[[ "$(jq -r '.top_sites[0].function' <<<"$l")" =~ ^gv-simcuda!(allocate|run)\+0x[0-9a-f]+$ ]] ||
+        fail "the calling function: $l"
 assert_eq "$(jq -r '.torn_tail_bytes, .skipped_bytes' <<<"$l" | tr '\n' ' ')" "0 0 " "a clean ledger"
 assert_eq "$(scan_ledger 0)" null "GPU 0 has no ledger"
 text=$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" scan --confirm 0 --ledger-dir "$LEDGER" || true)
-grep -q "ledger: dead PID $OWNER still had 3072 MiB in 1 allocation; top sites: gv-simcuda+0x[0-9a-f]* <- gv-simcuda+0x[0-9a-f]* (3072 MiB in 1, cuMemAlloc_v2)" <<<"$text" ||
+grep -q "ledger: dead PID $OWNER still had 3072 MiB in 1 allocation; top sites: gv-simcuda!\(allocate\|run\)+0x[0-9a-f]* <- gv-simcuda+0x[0-9a-f]* (3072 MiB in 1, cuMemAlloc_v2)" <<<"$text" ||
         fail "scan text: $text"
 # without --ledger-dir scan says nothing of ledgers
 doc=$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" scan --json --confirm 0 || true)

@@ -3,6 +3,7 @@
  * tails, corrupt and misaligned records (re-synchronisation), bad headers, chunked feeding,
  * summaries by device and call site, frame names, file names, UUIDs, and the table of
  * outstanding allocations against a reference under heavy churn. */
+#define _GNU_SOURCE 1 /* dl_iterate_phdr */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,11 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
+#include <link.h>
+#include <unistd.h>
+
+#include "track/elf_sym.h"
 #include "track/ledger_read.h"
 
 struct img {
@@ -412,6 +418,67 @@ static void test_names(void **state)
         assert_string_equal(track_api_name(200), "?");
 }
 
+static int main_bias(struct dl_phdr_info *info, size_t size, void *data)
+{
+        (void)size;
+        if (info->dlpi_name && info->dlpi_name[0])
+                return 0;
+        *(uintptr_t *)data = (uintptr_t)info->dlpi_addr;
+        return 1;
+}
+
+/* elf_symbolise on this very program, then on broken copies of it */
+static void test_elf(void **state)
+{
+        (void)state;
+        uintptr_t bias = 0;
+        dl_iterate_phdr(main_bias, &bias);
+        char name[64];
+        uint64_t off = 0;
+        uintptr_t fn = (uintptr_t)&test_names;
+        assert_int_equal(elf_symbolise("/proc/self/exe", fn + 5 - bias, name, sizeof(name), &off), 0);
+        assert_string_equal(name, "test_names");
+        assert_int_equal(off, 5);
+        /* a name longer than the buffer is cut, still terminated */
+        assert_int_equal(elf_symbolise("/proc/self/exe", fn - bias, name, 5, &off), 0);
+        assert_string_equal(name, "test");
+        /* nothing there (the ELF header's own address) */
+        assert_int_equal(elf_symbolise("/proc/self/exe", 0, name, sizeof(name), &off), -ENOENT);
+        assert_int_equal(elf_symbolise("/", 0, name, sizeof(name), &off), -EBADMSG);
+        assert_int_equal(elf_symbolise("/nonexistent/x", 0, name, sizeof(name), &off), -ENOENT);
+
+        /* 300 copies of the first 256 KiB with bytes flipped in the headers and anywhere:
+         * errors, never a crash or a read out of bounds */
+        int in = open("/proc/self/exe", O_RDONLY);
+        assert_true(in >= 0);
+        static uint8_t img[256 * 1024];
+        ssize_t len = read(in, img, sizeof(img));
+        close(in);
+        assert_true(len > 4096);
+        char path[] = "/tmp/gv-test-elf.XXXXXX";
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        uint64_t x = 99;
+        for (int it = 0; it < 300; it++) {
+                static uint8_t m[256 * 1024];
+                memcpy(m, img, (size_t)len);
+                for (int k = 0; k < 8; k++) {
+                        x = x * 6364136223846793005ull + 1442695040888963407ull;
+                        size_t at = (x >> 33) % (k < 4 ? 128 : (uint64_t)len);
+                        m[at] ^= (uint8_t)(x >> 20);
+                }
+                size_t keep = it % 3 == 0 ? (size_t)((x >> 40) % (uint64_t)len) : (size_t)len;
+                assert_int_equal(ftruncate(fd, 0), 0);
+                assert_int_equal(pwrite(fd, m, keep, 0), (ssize_t)keep);
+                int r = elf_symbolise(path, fn - bias, name, sizeof(name), &off);
+                assert_true(r == 0 || r == -ENOENT || r == -EBADMSG || r == -ENOMEM);
+                if (r == 0)
+                        assert_true(strlen(name) < sizeof(name));
+        }
+        close(fd);
+        unlink(path);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -419,7 +486,7 @@ int main(void)
                 cmocka_unit_test(test_vmm),           cmocka_unit_test(test_exec),
                 cmocka_unit_test(test_torn_and_corrupt), cmocka_unit_test(test_bad_headers),
                 cmocka_unit_test(test_chunked),       cmocka_unit_test(test_churn),
-                cmocka_unit_test(test_names),
+                cmocka_unit_test(test_names),         cmocka_unit_test(test_elf),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
