@@ -310,14 +310,13 @@ struct phdr_ctx {
         int fd;
 };
 
-static int record_module(struct dl_phdr_info *info, size_t size, void *data)
+/* The address span of a loaded object's segments (only the executable ones with exec_only). */
+static bool object_span(const struct dl_phdr_info *info, bool exec_only, uintptr_t *ret_lo, uintptr_t *ret_hi)
 {
-        struct phdr_ctx *c = data;
-        (void)size;
         uintptr_t lo = UINTPTR_MAX, hi = 0;
         for (int i = 0; i < info->dlpi_phnum; i++) {
                 const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-                if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+                if (ph->p_type != PT_LOAD || (exec_only && !(ph->p_flags & PF_X)))
                         continue;
                 uintptr_t a = (uintptr_t)info->dlpi_addr + ph->p_vaddr;
                 if (a < lo)
@@ -325,7 +324,17 @@ static int record_module(struct dl_phdr_info *info, size_t size, void *data)
                 if (a + ph->p_memsz > hi)
                         hi = a + ph->p_memsz;
         }
-        if (hi <= lo)
+        *ret_lo = lo;
+        *ret_hi = hi;
+        return hi > lo;
+}
+
+static int record_module(struct dl_phdr_info *info, size_t size, void *data)
+{
+        struct phdr_ctx *c = data;
+        (void)size;
+        uintptr_t lo, hi;
+        if (!object_span(info, true, &lo, &hi))
                 return 0;
         int n = atomic_load_explicit(&n_modules, memory_order_relaxed);
         for (int i = 0; i < n; i++)
@@ -497,20 +506,23 @@ static void *real_of(enum slot_id s)
  * Each entry point has two: the one exported under the driver's name (called by symbol) and a
  * "_pa" twin returned by cuGetProcAddress and dlsym, which marks its records GVL_F_PROCADDR. */
 
-#define WRAP_ALLOC(name, slot, api, params, args, sizeexpr)                                   \
+#define WRAP(name, slot, api, kind, params, args, cond, addrexpr, sizeexpr)                      \
         static CUresult name##_impl(bool pa, params)                                         \
         {                                                                                    \
                 CUresult (*f)(params) = REAL(slot, CUresult(*)(params));                     \
                 if (!f)                                                                      \
                         return CUDA_ERROR_NOT_INITIALIZED;                                   \
                 CUresult r = f(args);                                                        \
-                if (r == CUDA_SUCCESS && dptr)                                               \
-                        record(GVL_ALLOC, api, pa, *dptr, (sizeexpr), 0, -1);                \
+                if (r == CUDA_SUCCESS && (cond))                                             \
+                        record(kind, api, pa, (addrexpr), (sizeexpr), 0, -1);                \
                 return r;                                                                    \
         }                                                                                    \
         EXPORT CUresult name(params);                                                        \
         CUresult name(params) { return name##_impl(false, args); }                           \
         static CUresult name##_pa(params) { return name##_impl(true, args); }
+#define WRAP_ALLOC(name, slot, api, params, args, sizeexpr) \
+        WRAP(name, slot, api, GVL_ALLOC, P(params), P(args), dptr != NULL, *dptr, sizeexpr)
+#define WRAP_FREE(name, slot, api, params, args) WRAP(name, slot, api, GVL_FREE, P(params), P(args), true, dptr, 0)
 
 #define P(...) __VA_ARGS__
 
@@ -532,21 +544,6 @@ WRAP_ALLOC(cuMemAllocFromPoolAsync_ptsz, S_MEM_ALLOC_POOL_ASYNC_PTSZ, GVL_API_ME
 WRAP_ALLOC(cuMemAllocPitch_v2, S_MEM_ALLOC_PITCH, GVL_API_MEM_ALLOC_PITCH,
            P(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height, unsigned int ElementSizeBytes),
            P(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes), (pPitch ? *pPitch : WidthInBytes) * Height)
-
-#define WRAP_FREE(name, slot, api, params, args)                                              \
-        static CUresult name##_impl(bool pa, params)                                         \
-        {                                                                                    \
-                CUresult (*f)(params) = REAL(slot, CUresult(*)(params));                     \
-                if (!f)                                                                      \
-                        return CUDA_ERROR_NOT_INITIALIZED;                                   \
-                CUresult r = f(args);                                                        \
-                if (r == CUDA_SUCCESS)                                                       \
-                        record(GVL_FREE, api, pa, dptr, 0, 0, -1);                           \
-                return r;                                                                    \
-        }                                                                                    \
-        EXPORT CUresult name(params);                                                        \
-        CUresult name(params) { return name##_impl(false, args); }                           \
-        static CUresult name##_pa(params) { return name##_impl(true, args); }
 
 WRAP_FREE(cuMemFree_v2, S_MEM_FREE, GVL_API_MEM_FREE, P(CUdeviceptr dptr), P(dptr))
 WRAP_FREE(cuMemFreeAsync, S_MEM_FREE_ASYNC, GVL_API_MEM_FREE_ASYNC, P(CUdeviceptr dptr, CUstream hStream),
@@ -783,19 +780,8 @@ void *dlsym(void *handle, const char *symbol)
 static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 {
         (void)size;
-        uintptr_t me = (uintptr_t)data;
-        uintptr_t lo = UINTPTR_MAX, hi = 0;
-        for (int i = 0; i < info->dlpi_phnum; i++) {
-                const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-                if (ph->p_type != PT_LOAD)
-                        continue;
-                uintptr_t a = (uintptr_t)info->dlpi_addr + ph->p_vaddr;
-                if (a < lo)
-                        lo = a;
-                if (a + ph->p_memsz > hi)
-                        hi = a + ph->p_memsz;
-        }
-        if (me >= lo && me < hi) {
+        uintptr_t me = (uintptr_t)data, lo, hi;
+        if (object_span(info, false, &lo, &hi) && me >= lo && me < hi) {
                 self_lo = lo;
                 self_hi = hi;
                 return 1;

@@ -442,6 +442,34 @@ static int lock_take(int fd, int cmd, unsigned id)
         return fcntl(fd, cmd, &fl) < 0 ? -errno : 0;
 }
 
+/* Take the writers' lock (into *ret_lock, for sim_unlock) and look at every context under it.
+ * Returns 0 or a negative errno with a message in err. */
+static int lock_observe(const char *dir, struct sim_client *cl, const struct sim_knobs *k, struct ctx_list *l,
+                        struct sim_observation *o, int *ret_lock, char *err, size_t errlen)
+{
+        int r = sim_lock(dir);
+        *ret_lock = r;
+        if (r < 0) {
+                snprintf(err, errlen, "cannot lock %s/lock: %s", dir, strerror(-r));
+                return r;
+        }
+        r = ctx_observe(cl, k, l, o, true);
+        if (r < 0)
+                snprintf(err, errlen, "cannot read %s/contexts: %s", dir, strerror(-r));
+        return r;
+}
+
+/* CUDA's out-of-memory message (what PyTorch prints); returns -ENOMEM. */
+static int oom_message(char *err, size_t errlen, uint64_t bytes, unsigned gpu, const struct sim_gpu *g, uint64_t avail)
+{
+        snprintf(err, errlen,
+                 "CUDA error: out of memory (tried to allocate %llu MiB; GPU %u has a total capacity of %llu MiB of "
+                 "which %llu MiB is free)",
+                 (unsigned long long)(bytes >> 20), gpu, (unsigned long long)(g->total_bytes >> 20),
+                 (unsigned long long)(avail >> 20));
+        return -ENOMEM;
+}
+
 int sim_context_create(const char *dir, unsigned gpu, uint64_t bytes, int ctl_fd, int owners_fd,
                        unsigned *ret_id, char *err, size_t errlen)
 {
@@ -475,27 +503,14 @@ int sim_context_create(const char *dir, unsigned gpu, uint64_t bytes, int ctl_fd
                                                               : "CUDA error: GPU %u has fallen off the bus", gpu);
                 goto out;
         }
-        lock = sim_lock(dir);
-        if (lock < 0) {
-                r = lock;
-                snprintf(err, errlen, "cannot lock %s/lock: %s", dir, strerror(-r));
+        r = lock_observe(dir, cl, k, l, o, &lock, err, errlen);
+        if (r < 0)
                 goto out;
-        }
-        r = ctx_observe(cl, k, l, o, true);
-        if (r < 0) {
-                snprintf(err, errlen, "cannot read %s/contexts: %s", dir, strerror(-r));
-                goto out;
-        }
         g = &cl->host.gpus[gpu];
         used = sim_used_bytes(&cl->host, k, o, gpu);
         avail = g->total_bytes - g->reserved_bytes - used;
         if (bytes > avail) {
-                r = -ENOMEM;
-                snprintf(err, errlen,
-                         "CUDA error: out of memory (tried to allocate %llu MiB; GPU %u has a total capacity of "
-                         "%llu MiB of which %llu MiB is free)",
-                         (unsigned long long)(bytes >> 20), gpu, (unsigned long long)(g->total_bytes >> 20),
-                         (unsigned long long)(avail >> 20));
+                r = oom_message(err, errlen, bytes, gpu, g, avail);
                 goto out;
         }
         if (l->n >= SIM_MAX_CONTEXTS || l->next >= INT32_MAX) {
@@ -634,17 +649,9 @@ int sim_context_charge(const char *dir, unsigned id, int64_t delta, int owners_f
                 goto out;
         }
         cl->owners_fd = owners_fd;
-        lock = sim_lock(dir);
-        if (lock < 0) {
-                r = lock;
-                snprintf(err, errlen, "cannot lock %s/lock: %s", dir, strerror(-r));
+        r = lock_observe(dir, cl, k, l, o, &lock, err, errlen);
+        if (r < 0)
                 goto out;
-        }
-        r = ctx_observe(cl, k, l, o, true);
-        if (r < 0) {
-                snprintf(err, errlen, "cannot read %s/contexts: %s", dir, strerror(-r));
-                goto out;
-        }
         struct sim_ctx *c = NULL;
         for (size_t i = 0; i < l->n; i++)
                 if (l->ctx[i].id == id)
@@ -664,12 +671,7 @@ int sim_context_charge(const char *dir, unsigned id, int64_t delta, int owners_f
                         goto out;
                 }
                 if ((uint64_t)delta > avail || c->bytes + (uint64_t)delta > ((uint64_t)1 << 44)) {
-                        r = -ENOMEM;
-                        snprintf(err, errlen,
-                                 "CUDA error: out of memory (tried to allocate %llu MiB; GPU %u has a total capacity "
-                                 "of %llu MiB of which %llu MiB is free)",
-                                 (unsigned long long)((uint64_t)delta >> 20), c->gpu,
-                                 (unsigned long long)(g->total_bytes >> 20), (unsigned long long)(avail >> 20));
+                        r = oom_message(err, errlen, (uint64_t)delta, c->gpu, g, avail);
                         goto out;
                 }
                 c->bytes += (uint64_t)delta;
