@@ -93,9 +93,20 @@ static atomic_int module_rescans;
 static CUuuid dev_uuid[MAX_DEVICES];
 static atomic_int dev_uuid_state[MAX_DEVICES];  /* 0 unknown, 1 filling, 2 known, 3 none */
 
-static void *(*real_dlsym)(void *, const char *);
 
 static __thread pid_t my_tid;
+
+/* glibc's dlsym, and the pieces of our own (at the end of the file) */
+__attribute__((visibility("hidden"))) void *(*gvtrack_real_dlsym)(void *, const char *);
+__attribute__((visibility("hidden"))) void *gvtrack_resolve_dlsym(void);
+__attribute__((visibility("hidden"))) void *gvtrack_dlsym_hook(void *handle, const char *symbol);
+
+/* name as the objects after this library define it (the driver, for the cu* names). */
+static void *next_symbol(const char *name)
+{
+        void *(*real)(void *, const char *) = (void *(*)(void *, const char *))gvtrack_resolve_dlsym();
+        return real ? real(RTLD_NEXT, name) : NULL;
+}
 
 /* ---- small async-signal-safe helpers ------------------------------------------------------- */
 
@@ -413,11 +424,11 @@ static void aux_set(_Atomic(void *) *slot, void *p)
 static void *aux_get(_Atomic(void *) *slot, const char *sym, const char *sym2)
 {
         void *p = atomic_load_explicit(slot, memory_order_acquire);
-        if (p || !real_dlsym)
+        if (p)
                 return p;
-        p = real_dlsym(RTLD_NEXT, sym);
+        p = next_symbol(sym);
         if (!p && sym2)
-                p = real_dlsym(RTLD_NEXT, sym2);
+                p = next_symbol(sym2);
         aux_set(slot, p);
         return p;
 }
@@ -464,15 +475,17 @@ static void record(uint8_t kind, uint8_t api, bool procaddr, uint64_t addr, uint
         r.aux = aux;
         r.device = -1;
         if (kind == GVL_ALLOC || kind == GVL_CREATE) {
-                void *bt[GVL_FRAMES + 4];
-                int n = backtrace(bt, GVL_FRAMES + 4);
+                void *bt[GVL_FRAMES + 6];
+                int n = backtrace(bt, GVL_FRAMES + 6);
+                /* the caller's frames start after our own last one (before ours there may be
+                 * an interceptor of backtrace itself, ASan's for one) */
+                int first = 0;
+                for (int i = 0; i < n; i++)
+                        if ((uintptr_t)bt[i] >= self_lo && (uintptr_t)bt[i] < self_hi)
+                                first = i + 1;
                 unsigned k = 0;
-                for (int i = 0; i < n && k < GVL_FRAMES; i++) {
-                        uintptr_t a = (uintptr_t)bt[i];
-                        if (a >= self_lo && a < self_hi)
-                                continue; /* our own frames */
-                        r.u.site.frames[k++] = a;
-                }
+                for (int i = first; i < n && k < GVL_FRAMES; i++)
+                        r.u.site.frames[k++] = (uintptr_t)bt[i];
                 r.nframes = (uint8_t)k;
                 r.device = device >= 0 ? device : current_device();
                 fill_uuid(&r, r.device);
@@ -491,7 +504,7 @@ static void *real_of(enum slot_id s)
         void *p = atomic_load_explicit(&slots[s].real, memory_order_acquire);
         if (p)
                 return p;
-        p = real_dlsym ? real_dlsym(RTLD_NEXT, slots[s].symbol) : NULL;
+        p = next_symbol(slots[s].symbol);
         if (p && p != slots[s].wrapper) {
                 void *expect = NULL;
                 atomic_compare_exchange_strong(&slots[s].real, &expect, p);
@@ -734,39 +747,47 @@ static struct slot slots[S_N] = {
                                     NULL },
 };
 
-/* ---- dlsym: the runtime finds cuGetProcAddress with dlsym on its libcuda handle ---------------- */
+/* ---- dlsym: the runtime finds cuGetProcAddress with dlsym on its libcuda handle ----------------
+ *
+ * dlsym(RTLD_NEXT, name) answers relative to its caller, which glibc takes from its return
+ * address. Sanitizers and other interposers resolve their "real" functions that way, often
+ * before any constructor of ours has run; answered from a C wrapper it would be relative to this
+ * library and hand them their own interceptors (ASan then spins at start-up). So on x86-64 the
+ * exported dlsym is a few instructions that jump — not call — to glibc's dlsym for RTLD_NEXT,
+ * leaving the caller's return address in place, and to the C hook below for every other handle
+ * (a handle's lookup does not depend on the caller). Elsewhere dlsym is not interposed: the
+ * cuGetProcAddress route is then tracked when the program calls it by symbol. */
+
 
 /* glibc's dlsym (>= 2.34 in libc as GLIBC_2.34; older ones in libdl). Also called from dlsym
  * itself: another library's constructor may call dlsym before ours has run. */
-static void find_real_dlsym(void)
+void *gvtrack_resolve_dlsym(void)
 {
         static const char *const versions[] = { "GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17", "GLIBC_2.0" };
-        for (size_t i = 0; !real_dlsym && i < sizeof(versions) / sizeof(versions[0]); i++)
-                real_dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", versions[i]);
+        void *(*f)(void *, const char *) = __atomic_load_n(&gvtrack_real_dlsym, __ATOMIC_ACQUIRE);
+        for (size_t i = 0; !f && i < sizeof(versions) / sizeof(versions[0]); i++)
+                f = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", versions[i]);
+        if (f)
+                __atomic_store_n(&gvtrack_real_dlsym, f, __ATOMIC_RELEASE);
+        return (void *)f;
 }
 
-EXPORT void *dlsym(void *handle, const char *symbol);
-void *dlsym(void *handle, const char *symbol)
+void *gvtrack_dlsym_hook(void *handle, const char *symbol)
 {
-        if (!real_dlsym)
-                find_real_dlsym();
-        if (!real_dlsym)
+        void *(*real)(void *, const char *) = (void *(*)(void *, const char *))gvtrack_resolve_dlsym();
+        if (!real)
                 return NULL;
-        /* RTLD_NEXT is relative to the caller; from here it would be relative to this library,
-         * which is what a caller next to it (the program, loaded before it) means */
-        void *p = real_dlsym(handle, symbol);
+        void *p = real(handle, symbol);
         if (!p || symbol[0] != 'c' || symbol[1] != 'u' || handle == RTLD_DEFAULT)
                 return p;
         for (int s = 0; s < S_N; s++) {
                 if (strcmp(symbol, slots[s].symbol) != 0)
                         continue;
                 if ((uintptr_t)p >= self_lo && (uintptr_t)p < self_hi)
-                        return p; /* found ourselves (RTLD_NEXT from the program) */
-                if (handle != RTLD_NEXT) {
-                        aux_set(&aux_ctx_get_device, real_dlsym(handle, "cuCtxGetDevice"));
-                        void *u = real_dlsym(handle, "cuDeviceGetUuid_v2");
-                        aux_set(&aux_device_get_uuid, u ? u : real_dlsym(handle, "cuDeviceGetUuid"));
-                }
+                        return p; /* found ourselves */
+                aux_set(&aux_ctx_get_device, real(handle, "cuCtxGetDevice"));
+                void *u = real(handle, "cuDeviceGetUuid_v2");
+                aux_set(&aux_device_get_uuid, u ? u : real(handle, "cuDeviceGetUuid"));
                 void *expect = NULL;
                 if (atomic_compare_exchange_strong(&slots[s].real, &expect, p) || expect == p)
                         return slots[s].wrapper;
@@ -774,6 +795,32 @@ void *dlsym(void *handle, const char *symbol)
         }
         return p;
 }
+
+#if defined(__x86_64__)
+__asm__(".text\n"
+        ".globl dlsym\n"
+        ".type dlsym, @function\n"
+        "dlsym:\n"
+        "        cmpq $-1, %rdi\n"                    /* RTLD_NEXT ((void *)-1l) */
+        "        jne 2f\n"
+        "        movq gvtrack_real_dlsym(%rip), %rax\n"
+        "        testq %rax, %rax\n"
+        "        jnz 1f\n"
+        "        pushq %rdi\n"
+        "        pushq %rsi\n"
+        "        subq $8, %rsp\n"                     /* 16-byte alignment for the call */
+        "        call gvtrack_resolve_dlsym\n"
+        "        addq $8, %rsp\n"
+        "        popq %rsi\n"
+        "        popq %rdi\n"
+        "        testq %rax, %rax\n"
+        "        jz 3f\n"
+        "1:      jmp *%rax\n"                         /* the caller's return address stays */
+        "2:      jmp gvtrack_dlsym_hook\n"
+        "3:      xorl %eax, %eax\n"
+        "        ret\n"
+        ".size dlsym, .-dlsym\n");
+#endif
 
 /* ---- set-up ------------------------------------------------------------------------------------ */
 
@@ -804,8 +851,7 @@ static void atfork_child(void)
 
 __attribute__((constructor)) static void gvtrack_init(void)
 {
-        if (!real_dlsym)
-                find_real_dlsym();
+        (void)gvtrack_resolve_dlsym();
         dl_iterate_phdr(find_self, (void *)(uintptr_t)&gvtrack_init);
         const char *d = getenv(GVL_ENV_DIR);
         if (d && d[0] == '/' && strlen(d) < sizeof(ledger_dir) - 64)
