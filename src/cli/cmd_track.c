@@ -110,6 +110,18 @@ static void report_free(struct report_proc *rp, size_t n)
         free(rp);
 }
 
+/* Does the ledger dir/name belong to this session? Only its header is read. */
+static bool of_session(int dirfd, const char *name, uint64_t session)
+{
+        struct gvl_header h;
+        int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0)
+                return false;
+        bool ok = read(fd, &h, sizeof(h)) == (ssize_t)sizeof(h) && h.session == session;
+        close(fd);
+        return ok;
+}
+
 /* The ledgers of this session in dir (at most TRACK_REPORT_MAX). */
 static int collect(const char *dir, uint64_t session, struct report_proc **ret, size_t *ret_n)
 {
@@ -125,6 +137,8 @@ static int collect(const char *dir, uint64_t session, struct report_proc **ret, 
                 uint64_t start;
                 if (!track_ledger_name(e->d_name, &pid, &start) || strlen(e->d_name) >= sizeof(rp[n].file))
                         continue;
+                if (!of_session(dirfd(d), e->d_name, session))
+                        continue; /* another run's: not read further */
                 struct track_ledger *l = malloc(sizeof(*l));
                 if (!l)
                         break;
