@@ -42,6 +42,7 @@ fuzz:
 
 bench: build
 	bench/run-all $(BUILD)
+	bench/track/run $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD)-fuzz
