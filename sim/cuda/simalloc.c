@@ -34,12 +34,26 @@ struct opts {
 static struct opts o = { .threads = 1, .allocs = 1, .size = 1 << 20, .route = "symbol" };
 static cu_mem_alloc_fn alloc_fn;
 static cu_mem_free_fn free_fn;
+static cu_mem_alloc_async_fn async_alloc_fn;
+static cu_mem_free_async_fn async_free_fn;
+
+/* the stream-ordered pair behind the plain signatures (the default stream) */
+static CUresult via_async_alloc(CUdeviceptr *p, size_t n)
+{
+        return async_alloc_fn(p, n, NULL);
+}
+static CUresult via_async_free(CUdeviceptr p)
+{
+        return async_free_fn(p, NULL);
+}
 
 static void usage(FILE *f)
 {
         fprintf(f, "Usage: gv-simalloc [--dir DIR] --gpu I [--allocs N] [--size BYTES] [--free-every K]\n"
                    "                   [--threads T] [--fork-first C] [--no-cuda-child] [--loop]\n"
-                   "                   [--route symbol|procaddr|managed|pitch]\n");
+                   "                   [--route symbol|procaddr|ptsz|managed|pitch]\n"
+                   "ptsz: cuMemAllocAsync/cuMemFreeAsync through cuGetProcAddress_v2 with\n"
+                   "CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM (the _ptsz variants)\n");
 }
 
 static CUresult one(CUdeviceptr *p)
@@ -93,6 +107,20 @@ static int run(void)
                 }
                 alloc_fn = (cu_mem_alloc_fn)a;
                 free_fn = (cu_mem_free_fn)f;
+        } else if (strcmp(o.route, "ptsz") == 0) {
+                void *a = NULL, *f = NULL;
+                CUdriverProcAddressQueryResult st;
+                if (cuGetProcAddress_v2("cuMemAllocAsync", &a, 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st) !=
+                            CUDA_SUCCESS ||
+                    cuGetProcAddress_v2("cuMemFreeAsync", &f, 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st) !=
+                            CUDA_SUCCESS) {
+                        fprintf(stderr, "gv-simalloc: cuGetProcAddress_v2 (per-thread stream) failed\n");
+                        return 1;
+                }
+                async_alloc_fn = (cu_mem_alloc_async_fn)a;
+                async_free_fn = (cu_mem_free_async_fn)f;
+                alloc_fn = via_async_alloc;
+                free_fn = via_async_free;
         }
         printf("ready %d\n", (int)getpid());
         fflush(stdout);
@@ -167,8 +195,8 @@ int main(int argc, char **argv)
                 case 'N': o.no_cuda_child = true; break;
                 case 'l': o.loop = true; break;
                 case 'r':
-                        if (strcmp(optarg, "symbol") && strcmp(optarg, "procaddr") && strcmp(optarg, "managed") &&
-                            strcmp(optarg, "pitch"))
+                        if (strcmp(optarg, "symbol") && strcmp(optarg, "procaddr") && strcmp(optarg, "ptsz") &&
+                            strcmp(optarg, "managed") && strcmp(optarg, "pitch"))
                                 goto bad;
                         o.route = optarg;
                         break;

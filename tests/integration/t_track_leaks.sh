@@ -46,6 +46,12 @@ note "no leak, through cuGetProcAddress"
 assert_eq "$(jq -r '[.leaked_bytes, .processes[0].allocs, .processes[0].frees] | join(" ")' "$GV_TMP/r.json")" "0 4 4" \
         "a clean run"
 
+note "stream-ordered, per-thread default stream, through cuGetProcAddress_v2 (the _ptsz variants)"
+"$GV_BIN" track --ledger-dir "$LEDGER" --json --report "$GV_TMP/r.json" -- \
+        "$GV_SIMALLOC" --dir "$SIM" --gpu 0 --allocs 6 --size $MIB --free-every 3 --route ptsz >/dev/null || fail "ptsz"
+assert_eq "$(jq -r '[.leaked_bytes, .processes[0].allocs, .processes[0].frees, .processes[0].sites[0].api, .processes[0].sites[0].via] | join(" ")' "$GV_TMP/r.json")" \
+        "$((4 * MIB)) 6 2 cuMemAllocAsync cuGetProcAddress" "per-thread-stream allocations"
+
 note "managed and pitched allocations"
 "$GV_BIN" track --ledger-dir "$LEDGER" --json --report "$GV_TMP/r.json" -- \
         "$GV_SIMALLOC" --dir "$SIM" --gpu 0 --allocs 2 --size 1000 --route pitch >/dev/null || fail "pitch"
