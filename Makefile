@@ -7,7 +7,7 @@ ifeq ($(CI),true)
 CMAKE_ARGS += -DGV_WERROR=ON
 endif
 
-.PHONY: all deps test-deps build build-asan run test test-unit test-asan test-valgrind fuzz bench clean
+.PHONY: all deps test-deps oracle-deps build build-asan run test test-unit test-asan test-valgrind fuzz bench clean
 
 all: build
 
@@ -16,6 +16,11 @@ deps:
 
 test-deps:
 	@scripts/install-deps --test
+
+# NVIDIA's real userspace from Debian (cached), the judge of the simulated driver in the
+# oracle tests; a failure to fetch it fails the test run.
+oracle-deps:
+	@scripts/fetch-nvidia-userspace >/dev/null
 
 build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS) >/dev/null
@@ -29,9 +34,10 @@ build-asan: deps
 run: build
 	@scripts/run-main $(BUILD)
 
-# The whole suite: unit, integration (also inside a new PID namespace), fuzz corpora,
+# The whole suite: unit, integration (also inside a new PID namespace), the oracle tests
+# against NVIDIA's own userspace, fuzz corpora,
 # then the same under ASan+UBSan, then the unit tests under valgrind.
-test: test-deps build build-asan
+test: test-deps oracle-deps build build-asan
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	cd $(BUILD_ASAN) && ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		ctest --output-on-failure -j $(JOBS) -LE no-asan

@@ -15,6 +15,12 @@
  * session, and reaps its children like a shell), --launcher-exits (the launcher exits once the
  * job is ready: the owner is reparented and leads no group).
  *
+ * Under MIG (--mig-instance GI, passed to the simulated libcuda with gvsim_set_mig_instance) the
+ * driver also opens the capability nodes of the GPU instance and of its compute instance 0,
+ * DIR/dev/nvidia-caps/nvidia-capN, as CUDA does to reach a MIG device (the GPU's own node stays
+ * open too); like nvidia-modprobe, it creates a missing one. The context then charges that
+ * instance.
+ *
  * For the context it starts the driver's teardown watcher (gv-simteardown) in a session of its
  * own, holding nothing of the job's: it records when the context's description is released and,
  * with --busy (the job had GPU work pending), logs Xid 45 when the owner dies.
@@ -91,7 +97,7 @@ static void usage(FILE *f)
 {
         fprintf(f, "Usage: gv-simcuda --dir DIR --gpu I --mib M [--workers K] [--close-fds-in-workers]\n"
                    "                  [--exec-child] [--worker-setsid] [--launcher] [--launcher-exits]\n"
-                   "                  [--busy] [--alloc ROUTE] [--report-fd FD]\n"
+                   "                  [--busy] [--mig-instance GI] [--alloc ROUTE] [--report-fd FD]\n"
                    "ROUTE: how the memory is allocated through libcuda.so.1: symbol (default: one\n"
                    "cuMemAlloc_v2), mixed (half by symbol, half through cuGetProcAddress_v2), procaddr,\n"
                    "procaddr-v1 (cuGetProcAddress), dlsym (dlopen + dlsym of cuGetProcAddress_v2),\n"
@@ -110,6 +116,7 @@ struct job {
         bool launcher;          /* this process is the launcher; a child is the owner */
         bool launcher_exits;    /* the launcher exits once the job is ready */
         bool busy;              /* work pending: the owner's death logs Xid 45 */
+        unsigned gi;            /* MIG GPU instance, SIM_GI_NONE outside MIG */
         const char *alloc;      /* the allocation route (usage) */
 };
 
@@ -129,12 +136,13 @@ int main(int argc, char **argv)
                 { "launcher", no_argument, NULL, 'l' },
                 { "launcher-exits", no_argument, NULL, 'e' },
                 { "busy", no_argument, NULL, 'b' },
+                { "mig-instance", required_argument, NULL, 'i' },
                 { "report-fd", required_argument, NULL, 'r' },
                 { "alloc", required_argument, NULL, 'a' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        struct job j = { .alloc = "symbol" };
+        struct job j = { .alloc = "symbol", .gi = SIM_GI_NONE };
         unsigned rfd;
         bool have_gpu = false;
         int c;
@@ -166,6 +174,10 @@ int main(int argc, char **argv)
                             strcmp(optarg, "async"))
                                 goto bad;
                         j.alloc = optarg;
+                        break;
+                case 'i':
+                        if (parse_uint_range(optarg, 1, SIM_MAX_MIG, &j.gi) < 0)
+                                goto bad;
                         break;
                 case 'r':
                         if (parse_uint_range(optarg, 0, 1024, &rfd) < 0)
@@ -358,7 +370,7 @@ static CUresult allocate(const char *route, CUdevice dev, uint64_t bytes)
 static int run(const struct job *j)
 {
         const char *dir = j->dir;
-        int fds[SIM_MAX_GPUS + 2], nfds, r;
+        int fds[SIM_MAX_GPUS + 4], nfds, r;
         char err[SIM_ERR_LEN];
         CUdevice dev;
         CUcontext ctx;
@@ -368,13 +380,15 @@ static int run(const struct job *j)
                 report("error setenv: %s", strerror(errno));
                 return 1;
         }
+        /* a MIG device (CUDA_VISIBLE_DEVICES=MIG-... on a real host): the simulator's own call */
+        gvsim_set_mig_instance(j->gi);
         if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, (int)j->gpu) != CUDA_SUCCESS ||
             cuCtxCreate_v2(&ctx, 0, dev) != CUDA_SUCCESS || allocate(j->alloc, dev, j->mib << 20) != CUDA_SUCCESS ||
             gvsim_ctx_id(&id) != CUDA_SUCCESS) {
                 report("error %s", gvsim_last_error()[0] ? gvsim_last_error() : "CUDA error: the allocation route failed");
                 return 1;
         }
-        nfds = gvsim_device_fds(fds, SIM_MAX_GPUS + 2);
+        nfds = gvsim_device_fds(fds, SIM_MAX_GPUS + 4);
         r = start_watcher(dir, id, j->busy, err, sizeof(err));
         if (r < 0) {
                 report("error %s", err);

@@ -36,7 +36,7 @@
 #include "util/parse.h"
 
 #define EXPORT __attribute__((visibility("default")))
-#define MAX_FDS (SIM_MAX_GPUS + 2)
+#define MAX_FDS (SIM_MAX_GPUS + 4)   /* nvidiactl, nvidia-uvm, the GPUs, 2 MIG capabilities */
 #define MAX_ALLOCS 65536
 #define VA_BASE 0x7f0000000000ull
 #define VA_ALIGN ((uint64_t)2 << 20)
@@ -72,6 +72,7 @@ static struct {
         struct alloc a[MAX_ALLOCS];
 } st;
 static char last_error[SIM_ERR_LEN];
+static unsigned mig_gi = SIM_GI_NONE;   /* gvsim_set_mig_instance */
 
 static CUresult fail(CUresult r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static CUresult fail(CUresult r, const char *fmt, ...)
@@ -307,6 +308,21 @@ CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
         return r;
 }
 
+/* Open (creating it when missing, as nvidia-modprobe does) a MIG capability node: a descriptor
+ * only, CUDA does not map them. */
+static int open_cap(const char *dir, unsigned minor, int *ret_fd)
+{
+        char p[PATH_MAX];
+        int r = sim_mig_cap_path(dir, minor, p, sizeof(p));
+        if (r < 0)
+                return r;
+        int fd = open(p, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, 0444);
+        if (fd < 0)
+                return -errno;
+        *ret_fd = fd;
+        return 0;
+}
+
 EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev);
 CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
@@ -319,6 +335,17 @@ CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
                 r = fail(CUDA_ERROR_INVALID_DEVICE, "CUDA error: invalid device ordinal (GPU %d; %u visible)", dev, st.nvis);
         if (r == CUDA_SUCCESS && st.have_ctx)
                 r = fail(CUDA_ERROR_NOT_SUPPORTED, "the simulated driver has one context per process");
+        /* a MIG device: its GPU instance's and its compute instance's capabilities, as CUDA opens
+         * them to reach it (the GPU's own node stays open too) */
+        for (int ci = 0; r == CUDA_SUCCESS && mig_gi != SIM_GI_NONE && ci < 2; ci++) {
+                unsigned minor = sim_mig_cap_minor(st.host.gpus[st.visible[dev]].minor, mig_gi, ci == 1);
+                int e = st.nfds < MAX_FDS ? open_cap(st.dir, minor, &st.fds[st.nfds]) : -EMFILE;
+                if (e < 0)
+                        r = fail(CUDA_ERROR_OPERATING_SYSTEM, "cannot open the simulated device files in %s/dev: %s",
+                                 st.dir, strerror(-e));
+                else
+                        st.nfds++;
+        }
         if (r == CUDA_SUCCESS) {
                 __atomic_store_n(&st.ctx_dev, dev, __ATOMIC_RELAXED);
                 __atomic_store_n(&st.have_ctx, true, __ATOMIC_RELEASE);
@@ -375,8 +402,8 @@ static CUresult charge(int64_t delta)
         if (!st.registered) {
                 /* the first allocation registers the context with the driver, charged with it
                  * (a failed first allocation leaves no context behind) */
-                e = delta > 0 ? sim_context_create(st.dir, st.visible[st.ctx_dev], (uint64_t)delta, st.fds[0],
-                                                   st.owners_fd, &st.ctx_id, err, sizeof(err))
+                e = delta > 0 ? sim_context_create_gi(st.dir, st.visible[st.ctx_dev], mig_gi, (uint64_t)delta,
+                                                      st.fds[0], st.owners_fd, &st.ctx_id, err, sizeof(err))
                               : -EINVAL;
                 if (e == 0)
                         st.registered = true;
@@ -774,6 +801,16 @@ int gvsim_device_fds(int *out, int max)
                 out[n++] = st.fds[i];
         pthread_mutex_unlock(&mu);
         return n;
+}
+
+/* Run in MIG GPU instance gi (SIM_GI_NONE: none) — what CUDA_VISIBLE_DEVICES=MIG-... selects on
+ * a real host. Before cuCtxCreate. */
+EXPORT void gvsim_set_mig_instance(unsigned gi);
+void gvsim_set_mig_instance(unsigned gi)
+{
+        pthread_mutex_lock(&mu);
+        mig_gi = gi;
+        pthread_mutex_unlock(&mu);
 }
 
 /* The message of the last failure, in CUDA's wording where CUDA has one. */

@@ -29,5 +29,7 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cu
 CUresult gvsim_ctx_id(unsigned *id);
 /* The device descriptors cuInit opened (nvidiactl first), up to max; returns how many. */
 int gvsim_device_fds(int *out, int max);
+/* Run in MIG GPU instance gi (SIM_GI_NONE: none); before cuCtxCreate. */
+void gvsim_set_mig_instance(unsigned gi);
 /* The message of the last failure, in CUDA's wording where CUDA has one. */
 const char *gvsim_last_error(void);

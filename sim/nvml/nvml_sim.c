@@ -7,9 +7,14 @@
  * The model, each rule and its source: docs/simulator.md.
  *
  * Compile-time switches: SIM_VARIANT (name), SIM_V3_STRIDE (0: no _v3 symbols, 24, 32),
- * SIM_HAVE_V2API (the _v2 init/count/handle/PCI calls, InitWithFlags, PCI _v3, MIG mode,
+ * SIM_HAVE_V2API (the _v2 init/count/handle/PCI calls, PCI _v3, MIG mode,
  * EventSetWait_v2; absent in the legacy set), SIM_HAVE_PROCS_V2, SIM_HAVE_MPS,
- * SIM_HAVE_MEMORY_V2, SIM_HAVE_CONFCOMPUTE, SIM_HAVE_DETAIL_LIST. */
+ * SIM_HAVE_MEMORY_V2, SIM_HAVE_CONFCOMPUTE, SIM_HAVE_DETAIL_LIST; SIM_UNLOADABLE (tests only:
+ * built without -z nodelete, and a hung call wakes every 10 ms, so a dlclose under it crashes).
+ *
+ * Where NVIDIA's own library was observed (scripts/fetch-nvidia-userspace, the oracle tests),
+ * the stand-in does what it does: the NVML version answers before init; init is checked
+ * before arguments; nvmlShutdown without init succeeds; the error strings are its strings. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -26,6 +31,10 @@
 #error "SIM_VARIANT must name the driver variant"
 #endif
 
+#ifndef SIM_UNLOADABLE
+#define SIM_UNLOADABLE 0
+#endif
+
 #define SIM_API __attribute__((visibility("default")))
 
 /* The exported functions are the ABI: their declarations are the function-pointer types of
@@ -40,6 +49,7 @@ typedef struct {
 
 struct nvmlDevice_st {
         unsigned index;
+        unsigned gi;                    /* a MIG device handle: its GPU instance; else SIM_GI_NONE */
 };
 
 struct nvmlEventSet_st {
@@ -54,19 +64,35 @@ static struct sim_knobs sim_k;
 static struct sim_observation sim_obs;
 static struct sim_proc sim_procs[SIM_MAX_CONTEXTS];
 static struct nvmlDevice_st sim_devs[SIM_MAX_GPUS];
+static struct nvmlDevice_st sim_migs[SIM_MAX_GPUS][SIM_MAX_MIG]; /* MIG device handles */
 static const struct sim_variant *sim_var;
 
 /* A wedged driver: the call never comes back (until the process is killed). */
 static void __attribute__((noreturn)) sim_hang(void)
 {
+#if SIM_UNLOADABLE
+        /* return into this library's code often: if a caller unloads it, this thread crashes */
+        for (;;) {
+                struct timespec ts = { 0, 10 * 1000000L };
+                nanosleep(&ts, NULL);
+        }
+#else
         for (;;)
                 sleep(3600);
+#endif
 }
 
 static nvmlReturn_t sim_leave(nvmlReturn_t r)
 {
         pthread_mutex_unlock(&sim_mu);
         return r;
+}
+
+/* A NULL output argument: the real library checks init first (observed on 535.261.03). */
+static nvmlReturn_t sim_bad_arg(void)
+{
+        pthread_mutex_lock(&sim_mu);
+        return sim_leave(sim_refs ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_UNINITIALIZED);
 }
 
 /* Start a call that names no GPU: takes sim_mu (kept on NVML_SUCCESS). */
@@ -84,29 +110,64 @@ static nvmlReturn_t sim_enter(const char *fn)
         return NVML_SUCCESS;
 }
 
-/* Start a per-device call: validates the handle, applies hang, GPU lost, NOT_SUPPORTED. */
-static nvmlReturn_t sim_dev_enter(const char *fn, nvmlDevice_t dev, unsigned query, unsigned *ret_gpu)
+/* Which device a handle names: a GPU (*ret_gi = SIM_GI_NONE) or one of its MIG devices. Any
+ * pointer may come in: compare addresses, not pointers into different objects. */
+static bool sim_decode(nvmlDevice_t dev, unsigned *ret_gpu, unsigned *ret_gi)
 {
+        uintptr_t a = (uintptr_t)dev, base = (uintptr_t)sim_devs;
+        if (a >= base && a < base + sim_cl.host.n_gpus * sizeof(sim_devs[0]) && (a - base) % sizeof(sim_devs[0]) == 0) {
+                *ret_gpu = (unsigned)((a - base) / sizeof(sim_devs[0]));
+                *ret_gi = SIM_GI_NONE;
+                return true;
+        }
+        base = (uintptr_t)sim_migs;
+        if (a < base || a >= base + sizeof(sim_migs) || (a - base) % sizeof(sim_migs[0][0]))
+                return false;
+        size_t i = (a - base) / sizeof(sim_migs[0][0]);
+        if (i / SIM_MAX_MIG >= sim_cl.host.n_gpus)
+                return false;
+        *ret_gpu = (unsigned)(i / SIM_MAX_MIG);
+        *ret_gi = (unsigned)(i % SIM_MAX_MIG) + 1;
+        return true;
+}
+
+/* Start a per-device call: validates the handle, applies hang, GPU lost, NOT_SUPPORTED. With
+ * ret_gi, a MIG device handle is accepted too (*ret_gi its GPU instance, else SIM_GI_NONE);
+ * without, a call on a MIG device handle is NOT_SUPPORTED (an assumption: the real library's
+ * answer differs per call and is not documented for each). */
+static nvmlReturn_t sim_dev_enter_mig(const char *fn, nvmlDevice_t dev, unsigned query, unsigned *ret_gpu,
+                                      unsigned *ret_gi)
+{
+        unsigned gpu, gi;
         pthread_mutex_lock(&sim_mu);
         if (!sim_refs)
                 return sim_leave(NVML_ERROR_UNINITIALIZED);
-        /* any pointer may come in: compare addresses, not pointers into different objects */
-        uintptr_t a = (uintptr_t)dev, base = (uintptr_t)sim_devs;
-        if (a < base || a >= base + sim_cl.host.n_gpus * sizeof(sim_devs[0]) || (a - base) % sizeof(sim_devs[0]))
+        if (!sim_decode(dev, &gpu, &gi))
                 return sim_leave(NVML_ERROR_INVALID_ARGUMENT);
-        unsigned gpu = (unsigned)((a - base) / sizeof(sim_devs[0]));
         if (sim_knobs_load(sim_cl.dir, &sim_k) < 0)
                 return sim_leave(NVML_ERROR_UNKNOWN);
         if (sim_knobs_hang(&sim_k, (int)gpu, fn)) {
                 pthread_mutex_unlock(&sim_mu);
                 sim_hang();
         }
-        if (sim_k.gpu[gpu].lost)
+        if (sim_k.gpu[gpu].lost || sim_k.gpu[gpu].lost_handle)
                 return sim_leave(NVML_ERROR_GPU_IS_LOST);
+        /* a MIG device handle is valid while its instance exists */
+        if (gi != SIM_GI_NONE && gi > sim_k.gpu[gpu].mig_instances)
+                return sim_leave(NVML_ERROR_INVALID_ARGUMENT);
+        if (gi != SIM_GI_NONE && !ret_gi)
+                return sim_leave(NVML_ERROR_NOT_SUPPORTED);
         if (query & sim_k.gpu[gpu].notsup)
                 return sim_leave(NVML_ERROR_NOT_SUPPORTED);
         *ret_gpu = gpu;
+        if (ret_gi)
+                *ret_gi = gi;
         return NVML_SUCCESS;
+}
+
+static nvmlReturn_t sim_dev_enter(const char *fn, nvmlDevice_t dev, unsigned query, unsigned *ret_gpu)
+{
+        return sim_dev_enter_mig(fn, dev, query, ret_gpu, NULL);
 }
 
 static nvmlReturn_t sim_copy_string(char *out, unsigned length, const char *s)
@@ -152,8 +213,12 @@ static nvmlReturn_t sim_init(const char *fn)
                 ret = NVML_ERROR_LIB_RM_VERSION_MISMATCH;
                 goto out;
         }
-        for (unsigned i = 0; i < SIM_MAX_GPUS; i++)
+        for (unsigned i = 0; i < SIM_MAX_GPUS; i++) {
                 sim_devs[i].index = i;
+                sim_devs[i].gi = SIM_GI_NONE;
+                for (unsigned m = 0; m < SIM_MAX_MIG; m++)
+                        sim_migs[i][m] = (struct nvmlDevice_st){ .index = i, .gi = m + 1 };
+        }
         sim_refs = 1;
 out:
         pthread_mutex_unlock(&sim_mu);
@@ -170,17 +235,20 @@ SIM_API nvmlReturn_t nvmlInit_v2(void)
 {
         return sim_init("nvmlInit_v2");
 }
+#endif
 
+/* Every driver since 418 exports it (pynvml's nvmlInit calls it), the legacy set included. */
 SIM_API nvmlReturn_t nvmlInitWithFlags(unsigned int flags)
 {
         (void)flags; /* NO_GPUS / NO_ATTACH change nothing in the simulator */
         return sim_init("nvmlInitWithFlags");
 }
-#endif
 
 SIM_API nvmlReturn_t nvmlShutdown(void)
 {
         nvmlReturn_t r = sim_enter("nvmlShutdown");
+        if (r == NVML_ERROR_UNINITIALIZED)
+                return NVML_SUCCESS; /* without init, or after a failed one, as the real library */
         if (r)
                 return r;
         if (--sim_refs == 0)
@@ -215,7 +283,14 @@ SIM_API const char *nvmlErrorString(nvmlReturn_t result)
                 { NVML_ERROR_LIB_RM_VERSION_MISMATCH, "Driver/library version mismatch" },
                 { NVML_ERROR_IN_USE, "In use by another client" },
                 { NVML_ERROR_MEMORY, "Insufficient Memory" },
+                /* 21-27 as the real 535.261.03 library words them; 28 and up "Unknown Error" */
+                { NVML_ERROR_NO_DATA, "No data" },
+                { 22, "vGPU ECC not supported" },
+                { 23, "Insufficient Resources" },
+                { 24, "Invalid Frequency" },
                 { NVML_ERROR_ARGUMENT_VERSION_MISMATCH, "Argument version mismatch" },
+                { 26, "Requested functionality has been deprecated" },
+                { 27, "System is not in ready state" },
         };
         for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
                 if (strings[i].code == result)
@@ -225,24 +300,26 @@ SIM_API const char *nvmlErrorString(nvmlReturn_t result)
 
 /* ---- system ------------------------------------------------------------------------------ */
 
-static nvmlReturn_t sim_system_string(const char *fn, char *out, unsigned length, int which)
-{
-        if (!out)
-                return NVML_ERROR_INVALID_ARGUMENT;
-        nvmlReturn_t r = sim_enter(fn);
-        if (r)
-                return r;
-        return sim_leave(sim_copy_string(out, length, which ? sim_var->nvml_version : sim_var->driver_version));
-}
-
 SIM_API nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length)
 {
-        return sim_system_string("nvmlSystemGetDriverVersion", version, length, 0);
+        if (!version)
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_enter("nvmlSystemGetDriverVersion");
+        if (r)
+                return r;
+        return sim_leave(sim_copy_string(version, length, sim_var->driver_version));
 }
 
+/* The library's own version: the real one answers before init and after a failed init (a
+ * client can tell "library present, driver not loaded" that way). */
 SIM_API nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length)
 {
-        return sim_system_string("nvmlSystemGetNVMLVersion", version, length, 1);
+        const struct sim_variant *var = sim_variant_find(SIM_VARIANT);
+        if (!version)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        if (!var)
+                return NVML_ERROR_UNKNOWN;
+        return sim_copy_string(version, length, var->nvml_version);
 }
 
 /* ---- devices ------------------------------------------------------------------------------- */
@@ -250,7 +327,7 @@ SIM_API nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length
 static nvmlReturn_t sim_count(const char *fn, unsigned int *count)
 {
         if (!count)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return sim_bad_arg();
         nvmlReturn_t r = sim_enter(fn);
         if (r)
                 return r;
@@ -261,7 +338,7 @@ static nvmlReturn_t sim_count(const char *fn, unsigned int *count)
 static nvmlReturn_t sim_handle(const char *fn, unsigned int index, nvmlDevice_t *device)
 {
         if (!device)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return sim_bad_arg();
         nvmlReturn_t r = sim_enter(fn);
         if (r)
                 return r;
@@ -271,6 +348,9 @@ static nvmlReturn_t sim_handle(const char *fn, unsigned int index, nvmlDevice_t 
                 pthread_mutex_unlock(&sim_mu);
                 sim_hang();
         }
+        /* after Xid 79 the real driver often cannot even give the handle (gpu_lost_handle) */
+        if (sim_k.gpu[index].lost_handle)
+                return sim_leave(NVML_ERROR_GPU_IS_LOST);
         *device = &sim_devs[index];
         return sim_leave(NVML_SUCCESS);
 }
@@ -299,31 +379,47 @@ SIM_API nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevic
 
 SIM_API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
 {
-        unsigned gpu;
+        unsigned gpu, gi;
+        char mig[160];
         if (!name)
-                return NVML_ERROR_INVALID_ARGUMENT;
-        nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetName", device, 0, &gpu);
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_dev_enter_mig("nvmlDeviceGetName", device, 0, &gpu, &gi);
         if (r)
                 return r;
-        return sim_leave(sim_copy_string(name, length, sim_cl.host.gpus[gpu].name));
+        if (gi == SIM_GI_NONE)
+                return sim_leave(sim_copy_string(name, length, sim_cl.host.gpus[gpu].name));
+        /* "<GPU> MIG <slices>g.<GB>gb", the profile naming of the MIG user guide; 7 compute
+         * slices split evenly */
+        unsigned n = sim_k.gpu[gpu].mig_instances;
+        uint64_t size = sim_mig_instance_total(&sim_cl.host, gpu, n);
+        snprintf(mig, sizeof(mig), "%.96s MIG %ug.%llugb", sim_cl.host.gpus[gpu].name, 7 / n,
+                 (unsigned long long)((size + (512ull << 20)) >> 30));
+        return sim_leave(sim_copy_string(name, length, mig));
 }
 
 SIM_API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
 {
-        unsigned gpu;
+        unsigned gpu, gi;
+        char mig[96];
         if (!uuid)
-                return NVML_ERROR_INVALID_ARGUMENT;
-        nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetUUID", device, 0, &gpu);
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_dev_enter_mig("nvmlDeviceGetUUID", device, 0, &gpu, &gi);
         if (r)
                 return r;
-        return sim_leave(sim_copy_string(uuid, length, sim_cl.host.gpus[gpu].uuid));
+        const char *u = sim_cl.host.gpus[gpu].uuid;
+        if (gi == SIM_GI_NONE)
+                return sim_leave(sim_copy_string(uuid, length, u));
+        /* "MIG-" and a UUID of its own: the parent's with its last byte replaced by the instance */
+        size_t ul = strlen(u);
+        snprintf(mig, sizeof(mig), "MIG-%.*s%02x", ul > 6 ? (int)(ul - 6) : 0, u + 4, gi);
+        return sim_leave(sim_copy_string(uuid, length, mig));
 }
 
 SIM_API nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNumber)
 {
         unsigned gpu;
         if (!minorNumber)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return sim_bad_arg();
         nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetMinorNumber", device, SIM_Q_MINOR, &gpu);
         if (r)
                 return r;
@@ -338,7 +434,7 @@ static nvmlReturn_t sim_pci(const char *fn, nvmlDevice_t device, nvmlPciInfo_t *
 {
         unsigned gpu;
         if (!pci)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return sim_bad_arg();
         nvmlReturn_t r = sim_dev_enter(fn, device, SIM_Q_PCI, &gpu);
         if (r)
                 return r;
@@ -375,11 +471,19 @@ SIM_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t 
 }
 #endif
 
-/* Memory: allocated = what contexts alive or being freed hold + uncharged memory. */
-static nvmlReturn_t sim_memory(unsigned gpu, uint64_t *total, uint64_t *reserved, uint64_t *used)
+/* Memory: allocated = what contexts alive or being freed hold + uncharged memory. A MIG
+ * device's: its instance's share of the memory (no reservation of its own) and its contexts;
+ * the GPU's: the sum over its instances. */
+static nvmlReturn_t sim_memory(unsigned gpu, unsigned gi, uint64_t *total, uint64_t *reserved, uint64_t *used)
 {
         if (sim_observe(&sim_cl, &sim_k, &sim_obs) < 0)
                 return NVML_ERROR_UNKNOWN;
+        if (gi != SIM_GI_NONE) {
+                *total = sim_mig_instance_total(&sim_cl.host, gpu, sim_k.gpu[gpu].mig_instances);
+                *reserved = 0;
+                *used = sim_mig_used_bytes(&sim_cl.host, &sim_k, &sim_obs, gpu, gi);
+                return NVML_SUCCESS;
+        }
         *total = sim_cl.host.gpus[gpu].total_bytes;
         *reserved = sim_cl.host.gpus[gpu].reserved_bytes;
         *used = sim_used_bytes(&sim_cl.host, &sim_k, &sim_obs, gpu);
@@ -388,14 +492,14 @@ static nvmlReturn_t sim_memory(unsigned gpu, uint64_t *total, uint64_t *reserved
 
 SIM_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 {
-        unsigned gpu;
+        unsigned gpu, gi;
         uint64_t total, reserved, used;
         if (!memory)
-                return NVML_ERROR_INVALID_ARGUMENT;
-        nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetMemoryInfo", device, SIM_Q_MEMORY, &gpu);
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_dev_enter_mig("nvmlDeviceGetMemoryInfo", device, SIM_Q_MEMORY, &gpu, &gi);
         if (r)
                 return r;
-        r = sim_memory(gpu, &total, &reserved, &used);
+        r = sim_memory(gpu, gi, &total, &reserved, &used);
         if (r == NVML_SUCCESS) {
                 /* v1: used is "the sum of reserved and allocated"; used + free == total */
                 memory->total = total;
@@ -408,18 +512,18 @@ SIM_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *
 #if SIM_HAVE_MEMORY_V2
 SIM_API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
 {
-        unsigned gpu;
+        unsigned gpu, gi;
         uint64_t total, reserved, used;
         if (!memory)
-                return NVML_ERROR_INVALID_ARGUMENT;
-        nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetMemoryInfo_v2", device, SIM_Q_MEMORY_V2, &gpu);
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_dev_enter_mig("nvmlDeviceGetMemoryInfo_v2", device, SIM_Q_MEMORY_V2, &gpu, &gi);
         if (r)
                 return r;
         /* the real driver answers a wrong version (e.g. a bare 2) with FUNCTION_NOT_FOUND
          * (nvidia-settings#78) */
         if (sim_k.strict_versions && memory->version != nvmlMemory_v2)
                 return sim_leave(NVML_ERROR_FUNCTION_NOT_FOUND);
-        r = sim_memory(gpu, &total, &reserved, &used);
+        r = sim_memory(gpu, gi, &total, &reserved, &used);
         if (r == NVML_SUCCESS) {
                 memory->total = total;
                 memory->reserved = reserved;
@@ -434,7 +538,7 @@ SIM_API nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, unsigned 
 {
         unsigned gpu;
         if (!mode)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return sim_bad_arg();
         nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetPersistenceMode", device, SIM_Q_PERSISTENCE, &gpu);
         if (r)
                 return r;
@@ -447,11 +551,99 @@ SIM_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *cur
 {
         unsigned gpu;
         if (!currentMode || !pendingMode)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return sim_bad_arg();
         nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetMigMode", device, SIM_Q_MIG, &gpu);
         if (r)
                 return r;
-        *currentMode = *pendingMode = sim_k.gpu[gpu].mig ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
+        *currentMode = *pendingMode = sim_mig_on(&sim_k.gpu[gpu]) ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
+        return sim_leave(NVML_SUCCESS);
+}
+
+/* ---- MIG devices (450+): one per GPU instance, its compute instance 0 ----------------------
+ * nvml.h: GetMaxMigDeviceCount "returns zero if MIG is not supported or enabled"; a MIG device
+ * handle answers the memory and process queries for its instance only. */
+
+SIM_API nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *count)
+{
+        unsigned gpu;
+        if (!count)
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetMaxMigDeviceCount", device, SIM_Q_MIG, &gpu);
+        if (r)
+                return r;
+        *count = sim_mig_on(&sim_k.gpu[gpu]) ? SIM_MAX_MIG : 0; /* an H100 holds up to 7 */
+        return sim_leave(NVML_SUCCESS);
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index,
+                                                         nvmlDevice_t *migDevice)
+{
+        unsigned gpu;
+        if (!migDevice)
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetMigDeviceHandleByIndex", device, SIM_Q_MIG, &gpu);
+        if (r)
+                return r;
+        if (!sim_mig_on(&sim_k.gpu[gpu]))
+                return sim_leave(NVML_ERROR_NOT_SUPPORTED);
+        if (index >= SIM_MAX_MIG)
+                return sim_leave(NVML_ERROR_INVALID_ARGUMENT);
+        /* nvml.h: NOT_FOUND "if no valid MIG device was found at index" */
+        if (index >= sim_k.gpu[gpu].mig_instances)
+                return sim_leave(NVML_ERROR_NOT_FOUND);
+        *migDevice = &sim_migs[gpu][index];
+        return sim_leave(NVML_SUCCESS);
+}
+
+SIM_API nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned int *isMigDevice)
+{
+        unsigned gpu, gi;
+        if (!isMigDevice)
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_dev_enter_mig("nvmlDeviceIsMigDeviceHandle", device, 0, &gpu, &gi);
+        if (r)
+                return r;
+        *isMigDevice = gi != SIM_GI_NONE;
+        return sim_leave(NVML_SUCCESS);
+}
+
+/* The instance ids of a MIG device; a GPU's handle: NOT_SUPPORTED ("if device is not a MIG
+ * device", nvml.h). */
+static nvmlReturn_t sim_instance_id(const char *fn, nvmlDevice_t device, unsigned *id, bool compute)
+{
+        unsigned gpu, gi;
+        if (!id)
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_dev_enter_mig(fn, device, 0, &gpu, &gi);
+        if (r)
+                return r;
+        if (gi == SIM_GI_NONE)
+                return sim_leave(NVML_ERROR_NOT_SUPPORTED);
+        *id = compute ? 0 : gi;
+        return sim_leave(NVML_SUCCESS);
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int *id)
+{
+        return sim_instance_id("nvmlDeviceGetGpuInstanceId", device, id, false);
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int *id)
+{
+        return sim_instance_id("nvmlDeviceGetComputeInstanceId", device, id, true);
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t migDevice, nvmlDevice_t *device)
+{
+        unsigned gpu, gi;
+        if (!device)
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_dev_enter_mig("nvmlDeviceGetDeviceHandleFromMigDeviceHandle", migDevice, 0, &gpu, &gi);
+        if (r)
+                return r;
+        if (gi == SIM_GI_NONE)
+                return sim_leave(NVML_ERROR_INVALID_ARGUMENT); /* not a MIG device (an assumption) */
+        *device = &sim_devs[gpu];
         return sim_leave(NVML_SUCCESS);
 }
 #endif
@@ -460,20 +652,28 @@ SIM_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *cur
 
 enum sim_kind { SIM_KIND_COMPUTE = 0, SIM_KIND_GRAPHICS = 1, SIM_KIND_MPS = 2 };
 
-/* The current list for gpu into sim_procs; returns how many. Only compute contexts exist in
- * the simulator: graphics and MPS lists are empty. */
-static size_t sim_list(unsigned gpu, enum sim_kind kind, nvmlReturn_t *ret)
+/* The current list for gpu (gi: a MIG device's instance, SIM_GI_NONE the GPU's own list) into
+ * sim_procs; returns how many. Only compute contexts exist in the simulator: graphics and MPS
+ * lists are empty. On a MIG GPU, the GPU's own list is the aggregate "only if the caller has
+ * appropriate privileges" (nvml.h); others get NO_PERMISSION, or an empty list
+ * (mig_unprivileged=empty). */
+static size_t sim_list(unsigned gpu, unsigned gi, enum sim_kind kind, nvmlReturn_t *ret)
 {
         size_t n = 0;
         *ret = NVML_SUCCESS;
+        if (gi == SIM_GI_NONE && sim_mig_on(&sim_k.gpu[gpu]) && !sim_mig_privileged(sim_cl.dir)) {
+                if (sim_k.mig_unprivileged == SIM_MIG_VIEW_NO_PERMISSION)
+                        *ret = NVML_ERROR_NO_PERMISSION;
+                return 0;
+        }
         if (kind != SIM_KIND_COMPUTE)
                 return 0;
         if (sim_observe(&sim_cl, &sim_k, &sim_obs) < 0) {
                 *ret = NVML_ERROR_UNKNOWN;
                 return 0;
         }
-        sim_proc_list(&sim_cl, &sim_k, sim_pid_mode_effective(&sim_k, sim_var), &sim_obs, gpu, sim_procs,
-                      SIM_MAX_CONTEXTS, &n);
+        sim_proc_list_gi(&sim_cl, &sim_k, sim_pid_mode_effective(&sim_k, sim_var), &sim_obs, gpu,
+                         gi == SIM_GI_NONE ? SIM_GI_ANY : gi, sim_procs, SIM_MAX_CONTEXTS, &n);
         return n < SIM_MAX_CONTEXTS ? n : SIM_MAX_CONTEXTS;
 }
 
@@ -496,15 +696,20 @@ static nvmlReturn_t sim_count_check(unsigned gpu, size_t n, unsigned *count, con
         return infos ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT;
 }
 
+/* What a real driver may leave in the 4 padding bytes after `pid`: nothing defines them, so
+ * a client that reads a record at the wrong stride gets huge numbers, as on real hosts. */
+#define SIM_PADDING_BYTE 0xA5
+
 /* Write one record of `stride` bytes: 16 (v1), 24 (v2 and _v3 mostly), 32 (535.43-535.86). */
 static void sim_record(unsigned char *dst, size_t stride, const struct sim_proc *p)
 {
         nvmlProcessDetail_v1_t d;
-        memset(&d, 0, sizeof(d));
+        memset(&d, SIM_PADDING_BYTE, sizeof(d));
         d.pid = p->pid;
         d.usedGpuMemory = p->bytes;
-        d.gpuInstanceId = NVML_INSTANCE_ID_INVALID; /* not in a MIG instance */
-        d.computeInstanceId = NVML_INSTANCE_ID_INVALID;
+        /* "If MIG is enabled, stores a valid GPU instance ID" (nvml.h); else 0xFFFFFFFF */
+        d.gpuInstanceId = p->gi == SIM_GI_NONE ? NVML_INSTANCE_ID_INVALID : p->gi;
+        d.computeInstanceId = p->gi == SIM_GI_NONE ? NVML_INSTANCE_ID_INVALID : 0;
         d.usedGpuCcProtectedMemory = 0;
         memcpy(dst, &d, stride);
 }
@@ -512,13 +717,13 @@ static void sim_record(unsigned char *dst, size_t stride, const struct sim_proc 
 static nvmlReturn_t sim_procs_call(const char *fn, nvmlDevice_t device, unsigned int *count, void *infos,
                                    size_t stride, enum sim_kind kind)
 {
-        unsigned gpu;
+        unsigned gpu, gi;
         if (!count)
-                return NVML_ERROR_INVALID_ARGUMENT;
-        nvmlReturn_t r = sim_dev_enter(fn, device, SIM_Q_PROCESSES, &gpu);
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_dev_enter_mig(fn, device, SIM_Q_PROCESSES, &gpu, &gi);
         if (r)
                 return r;
-        size_t n = sim_list(gpu, kind, &r);
+        size_t n = sim_list(gpu, gi, kind, &r);
         if (r)
                 return sim_leave(r);
         r = sim_count_check(gpu, n, count, infos);
@@ -558,17 +763,17 @@ SIM_PROCS_FN(nvmlDeviceGetMPSComputeRunningProcesses_v3, SIM_V3_STRIDE, SIM_KIND
 #if SIM_HAVE_DETAIL_LIST
 SIM_API nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t device, nvmlProcessDetailList_v1_t *plist)
 {
-        unsigned gpu;
+        unsigned gpu, gi;
         if (!plist)
-                return NVML_ERROR_INVALID_ARGUMENT;
-        nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetRunningProcessDetailList", device, SIM_Q_PROCESSES, &gpu);
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_dev_enter_mig("nvmlDeviceGetRunningProcessDetailList", device, SIM_Q_PROCESSES, &gpu, &gi);
         if (r)
                 return r;
         if (sim_k.strict_versions && plist->version != nvmlProcessDetailList_v1)
                 return sim_leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
         if (plist->mode > SIM_KIND_MPS)
                 return sim_leave(NVML_ERROR_INVALID_ARGUMENT);
-        size_t n = sim_list(gpu, (enum sim_kind)plist->mode, &r);
+        size_t n = sim_list(gpu, gi, (enum sim_kind)plist->mode, &r);
         if (r)
                 return sim_leave(r);
         r = sim_count_check(gpu, n, &plist->numProcArrayEntries, plist->procArray);
@@ -589,7 +794,7 @@ SIM_API nvmlReturn_t nvmlDeviceGetConfComputeMemSizeInfo(nvmlDevice_t device, si
 {
         unsigned gpu;
         if (!info)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return sim_bad_arg();
         nvmlReturn_t r = sim_dev_enter("nvmlDeviceGetConfComputeMemSizeInfo", device, 0, &gpu);
         if (r)
                 return r;
@@ -597,12 +802,131 @@ SIM_API nvmlReturn_t nvmlDeviceGetConfComputeMemSizeInfo(nvmlDevice_t device, si
 }
 #endif
 
+/* ---- telemetry: what monitors such as nvtop need before they show a GPU -------------------------
+ * nvtop 3.0.1 resolves these and reports "No GPU to monitor" when one is missing; it checks
+ * every return code. The values are those of an idle H100 SXM (no fan: NOT_SUPPORTED, as
+ * there). Nothing in the simulator computes: utilization stays 0, which is what a GPU whose
+ * memory is held by sleeping workers of a killed job shows. */
+
+/* nvmlUtilization_t: two unsigned ints, percent over the last sample period */
+typedef struct {
+        unsigned int gpu;
+        unsigned int memory;
+} sim_utilization_t;
+
+/* nvmlClockType_t: graphics 0, SM 1, memory 2, video 3 */
+static const unsigned sim_clock_mhz[4] = { 345, 345, 2619, 765 };
+static const unsigned sim_max_clock_mhz[4] = { 1980, 1980, 2619, 1755 };
+
+/* One unsigned value of a device, or NOT_SUPPORTED when value is NULL. */
+static nvmlReturn_t sim_dev_uint(const char *fn, nvmlDevice_t device, unsigned int *out, const unsigned *value)
+{
+        unsigned gpu;
+        if (!out)
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_dev_enter(fn, device, 0, &gpu);
+        if (r)
+                return r;
+        if (!value)
+                return sim_leave(NVML_ERROR_NOT_SUPPORTED);
+        *out = *value;
+        return sim_leave(NVML_SUCCESS);
+}
+
+#define SIM_UINT_FN(name, value)                                                                  \
+        SIM_API nvmlReturn_t name(nvmlDevice_t device, unsigned int *out)                         \
+        {                                                                                         \
+                static const unsigned v = value;                                                  \
+                return sim_dev_uint(#name, device, out, &v);                                      \
+        }
+
+SIM_UINT_FN(nvmlDeviceGetCurrPcieLinkGeneration, 5)
+SIM_UINT_FN(nvmlDeviceGetMaxPcieLinkGeneration, 5)
+SIM_UINT_FN(nvmlDeviceGetCurrPcieLinkWidth, 16)
+SIM_UINT_FN(nvmlDeviceGetMaxPcieLinkWidth, 16)
+SIM_UINT_FN(nvmlDeviceGetPowerUsage, 71000)           /* mW */
+SIM_UINT_FN(nvmlDeviceGetEnforcedPowerLimit, 700000)  /* mW */
+
+SIM_API nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t device, unsigned int *speed)
+{
+        return sim_dev_uint("nvmlDeviceGetFanSpeed", device, speed, NULL); /* SXM boards have no fan */
+}
+
+static nvmlReturn_t sim_clock(const char *fn, nvmlDevice_t device, unsigned type, unsigned *clock, const unsigned *table)
+{
+        return sim_dev_uint(fn, device, clock, type < 4 ? &table[type] : NULL);
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, unsigned int type, unsigned int *clock)
+{
+        return sim_clock("nvmlDeviceGetClockInfo", device, type, clock, sim_clock_mhz);
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, unsigned int type, unsigned int *clock)
+{
+        return sim_clock("nvmlDeviceGetMaxClockInfo", device, type, clock, sim_max_clock_mhz);
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, unsigned int sensorType, unsigned int *temp)
+{
+        static const unsigned gpu_c = 33;
+        return sim_dev_uint("nvmlDeviceGetTemperature", device, temp, sensorType == 0 ? &gpu_c : NULL);
+}
+
+/* nvmlTemperatureThresholds_t: shutdown 0, slowdown 1, memory max 2, GPU max 3 */
+SIM_API nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device, unsigned int thresholdType,
+                                                      unsigned int *temp)
+{
+        static const unsigned c[4] = { 92, 89, 95, 87 };
+        return sim_dev_uint("nvmlDeviceGetTemperatureThreshold", device, temp, thresholdType < 4 ? &c[thresholdType] : NULL);
+}
+
+/* nvmlPcieUtilCounter_t: TX 0, RX 1; KB/s */
+SIM_API nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, unsigned int counter, unsigned int *value)
+{
+        static const unsigned idle = 0;
+        return sim_dev_uint("nvmlDeviceGetPcieThroughput", device, value, counter < 2 ? &idle : NULL);
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, sim_utilization_t *utilization)
+{
+        static const unsigned idle = 0;
+        nvmlReturn_t r = sim_dev_uint("nvmlDeviceGetUtilizationRates", device, utilization ? &utilization->gpu : NULL,
+                                      &idle);
+        if (r == NVML_SUCCESS)
+                utilization->memory = 0;
+        return r;
+}
+
+static nvmlReturn_t sim_codec(const char *fn, nvmlDevice_t device, unsigned *utilization, unsigned *period_us)
+{
+        static const unsigned idle = 0;
+        if (!period_us)
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_dev_uint(fn, device, utilization, &idle);
+        if (r == NVML_SUCCESS)
+                *period_us = 167000;
+        return r;
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t device, unsigned int *utilization,
+                                                    unsigned int *samplingPeriodUs)
+{
+        return sim_codec("nvmlDeviceGetEncoderUtilization", device, utilization, samplingPeriodUs);
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device, unsigned int *utilization,
+                                                    unsigned int *samplingPeriodUs)
+{
+        return sim_codec("nvmlDeviceGetDecoderUtilization", device, utilization, samplingPeriodUs);
+}
+
 /* ---- events --------------------------------------------------------------------------------- */
 
 SIM_API nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set)
 {
         if (!set)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return sim_bad_arg();
         nvmlReturn_t r = sim_enter("nvmlEventSetCreate");
         if (r)
                 return r;
@@ -614,13 +938,17 @@ SIM_API nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long
 {
         unsigned gpu;
         if (!set)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return sim_bad_arg();
         nvmlReturn_t r = sim_dev_enter("nvmlDeviceRegisterEvents", device, SIM_Q_EVENTS, &gpu);
         if (r)
                 return r;
-        /* only Xid critical errors are simulated; the set stays usable for them */
-        set->types[gpu] |= eventTypes & NVML_EVENT_TYPE_XID_CRITICAL_ERROR;
-        return sim_leave(eventTypes & ~NVML_EVENT_TYPE_XID_CRITICAL_ERROR ? NVML_ERROR_NOT_SUPPORTED : NVML_SUCCESS);
+        /* only Xid critical errors are simulated. nvml.h: "If NOT_SUPPORTED is returned, none of
+         * the requested event types are registered" - so a mask with any other bit registers
+         * nothing, not even its Xid bit. */
+        if (eventTypes & ~NVML_EVENT_TYPE_XID_CRITICAL_ERROR)
+                return sim_leave(NVML_ERROR_NOT_SUPPORTED);
+        set->types[gpu] |= eventTypes;
+        return sim_leave(NVML_SUCCESS);
 }
 
 /* Poll the knobs for a pending xid_event of a registered GPU; deliver it once. */
@@ -628,7 +956,7 @@ static nvmlReturn_t sim_event_wait(const char *fn, nvmlEventSet_t set, nvmlEvent
                                    size_t size)
 {
         if (!set || !data)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return sim_bad_arg();
         uint64_t start = sim_now_ms();
         for (;;) {
                 nvmlReturn_t r = sim_enter(fn);
@@ -679,7 +1007,7 @@ SIM_API nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t *data,
 SIM_API nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set)
 {
         if (!set)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return sim_bad_arg();
         nvmlReturn_t r = sim_enter("nvmlEventSetFree");
         if (r)
                 return r;

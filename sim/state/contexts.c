@@ -71,6 +71,12 @@ static int ctx_parse(const char *line, struct sim_ctx *c)
             watcher > INT32_MAX)
                 watcher = 0;
         c->watcher = (pid_t)watcher;
+        /* optional: only contexts in a MIG GPU instance have one; a bad value is no instance */
+        uint64_t gi;
+        c->gi = sim_kv(line, "gi", false, nspid, sizeof(nspid)) == 0 && parse_u64(nspid, &gi) == 0 && gi >= 1 &&
+                                gi <= SIM_MAX_MIG
+                        ? (unsigned)gi
+                        : SIM_GI_NONE;
         c->id = (unsigned)id;
         c->gpu = (unsigned)gpu;
         c->bytes = bytes;
@@ -125,6 +131,8 @@ static int ctx_store(const char *dir, const struct ctx_list *l)
                                        (unsigned long long)c->released_ms);
                 if (r == 0 && c->watcher > 0)
                         r = buf_printf(&b, " watcher=%d", (int)c->watcher);
+                if (r == 0 && c->gi != SIM_GI_NONE)
+                        r = buf_printf(&b, " gi=%u", c->gi);
                 if (r == 0)
                         r = buf_putc(&b, '\n');
         }
@@ -193,6 +201,7 @@ static void ctx_view(const struct sim_client *cl, const struct sim_knobs *k, con
                      uint64_t now, struct sim_observation *o)
 {
         memset(o->charged_bytes, 0, sizeof(o->charged_bytes));
+        memset(o->mig_charged, 0, sizeof(o->mig_charged));
         o->n = 0;
         for (size_t i = 0; i < l->n; i++) {
                 const struct sim_ctx *c = &l->ctx[i];
@@ -221,6 +230,8 @@ static void ctx_view(const struct sim_client *cl, const struct sim_knobs *k, con
                 }
                 if (c->gpu < SIM_MAX_GPUS)
                         o->charged_bytes[c->gpu] += v->charged_bytes;
+                if (c->gpu < SIM_MAX_GPUS && c->gi >= 1 && c->gi <= SIM_MAX_MIG)
+                        o->mig_charged[c->gpu][c->gi - 1] += v->charged_bytes;
                 o->n++;
         }
 }
@@ -335,21 +346,22 @@ static unsigned ctx_listed_pid(const struct sim_client *cl, const struct sim_kno
         return 0;
 }
 
-void sim_proc_list(const struct sim_client *c, const struct sim_knobs *k, enum sim_pid_mode mode,
-                   const struct sim_observation *o, unsigned gpu, struct sim_proc *out, size_t max,
-                   size_t *ret_n)
+void sim_proc_list_gi(const struct sim_client *c, const struct sim_knobs *k, enum sim_pid_mode mode,
+                      const struct sim_observation *o, unsigned gpu, unsigned gi, struct sim_proc *out,
+                      size_t max, size_t *ret_n)
 {
         size_t n = 0;
         for (size_t i = 0; i < o->n; i++) {
                 const struct sim_ctx_view *v = &o->ctx[i];
-                if (v->ctx.gpu != gpu || v->state != SIM_CTX_ALIVE)
+                if (v->ctx.gpu != gpu || v->state != SIM_CTX_ALIVE || (gi != SIM_GI_ANY && v->ctx.gi != gi))
                         continue;
                 unsigned pid = ctx_listed_pid(c, k, mode, v);
                 if (!pid)
                         continue;
                 size_t j;
+                /* one entry per PID and instance: a process in two instances is listed twice */
                 for (j = 0; j < n && j < max; j++)
-                        if (out[j].pid == pid)
+                        if (out[j].pid == pid && out[j].gi == v->ctx.gi)
                                 break;
                 if (j < n && j < max) {
                         out[j].bytes += v->ctx.bytes;
@@ -360,10 +372,18 @@ void sim_proc_list(const struct sim_client *c, const struct sim_knobs *k, enum s
                 if (n < max) {
                         out[n].pid = pid;
                         out[n].bytes = v->ctx.bytes;
+                        out[n].gi = v->ctx.gi;
                 }
                 n++;
         }
         *ret_n = n;
+}
+
+void sim_proc_list(const struct sim_client *c, const struct sim_knobs *k, enum sim_pid_mode mode,
+                   const struct sim_observation *o, unsigned gpu, struct sim_proc *out, size_t max,
+                   size_t *ret_n)
+{
+        sim_proc_list_gi(c, k, mode, o, gpu, SIM_GI_ANY, out, max, ret_n);
 }
 
 uint64_t sim_used_bytes(const struct sim_host *h, const struct sim_knobs *k, const struct sim_observation *o,
@@ -376,6 +396,24 @@ uint64_t sim_used_bytes(const struct sim_host *h, const struct sim_knobs *k, con
         uint64_t unch = k->gpu[gpu].uncharged_mib << 20;
         used = used > room ? room : used;
         return unch > room - used ? room : used + unch;
+}
+
+uint64_t sim_mig_instance_total(const struct sim_host *h, unsigned gpu, unsigned n)
+{
+        if (gpu >= h->n_gpus || n == 0)
+                return 0;
+        uint64_t room = h->gpus[gpu].total_bytes - h->gpus[gpu].reserved_bytes;
+        return (room / n) >> 20 << 20;
+}
+
+uint64_t sim_mig_used_bytes(const struct sim_host *h, const struct sim_knobs *k, const struct sim_observation *o,
+                            unsigned gpu, unsigned gi)
+{
+        if (gpu >= h->n_gpus || gi < 1 || gi > SIM_MAX_MIG)
+                return 0;
+        uint64_t size = sim_mig_instance_total(h, gpu, k->gpu[gpu].mig_instances);
+        uint64_t used = o->mig_charged[gpu][gi - 1];
+        return used < size ? used : size;
 }
 
 /* NSpid of the calling process, outermost first ([getpid()] without an NSpid line). */
@@ -470,16 +508,55 @@ static int oom_message(char *err, size_t errlen, uint64_t bytes, unsigned gpu, c
         return -ENOMEM;
 }
 
+/* May a context in gpu (MIG GPU instance gi, or SIM_GI_NONE) take bytes more? Under MIG, CUDA
+ * sees instances, not the GPU: a context lives in one instance and only that instance's memory
+ * is its to take. Returns 0, -ENODEV or -ENOMEM with CUDA's message in err. */
+static int room_check(const struct sim_client *cl, const struct sim_knobs *k, const struct sim_observation *o,
+                      unsigned gpu, unsigned gi, uint64_t bytes, char *err, size_t errlen)
+{
+        const struct sim_gpu *g = &cl->host.gpus[gpu];
+        uint64_t avail = g->total_bytes - g->reserved_bytes - sim_used_bytes(&cl->host, k, o, gpu);
+        if (k->gpu[gpu].mig_instances && gi == SIM_GI_NONE) {
+                snprintf(err, errlen, "CUDA error: no CUDA-capable device is detected (GPU %u is in MIG mode: run "
+                                      "in one of its %u GPU instances, --mig-instance 1..%u)",
+                         gpu, k->gpu[gpu].mig_instances, k->gpu[gpu].mig_instances);
+                return -ENODEV;
+        }
+        if (gi != SIM_GI_NONE && (gi < 1 || gi > k->gpu[gpu].mig_instances)) {
+                snprintf(err, errlen, "CUDA error: invalid device ordinal (GPU %u has no MIG GPU instance %u)", gpu, gi);
+                return -ENODEV;
+        }
+        if (gi != SIM_GI_NONE) {
+                uint64_t size = sim_mig_instance_total(&cl->host, gpu, k->gpu[gpu].mig_instances);
+                uint64_t in = size - sim_mig_used_bytes(&cl->host, k, o, gpu, gi);
+                /* the parent's uncharged memory may leave less than the instance's share */
+                in = in < avail ? in : avail;
+                if (bytes > in) {
+                        snprintf(err, errlen,
+                                 "CUDA error: out of memory (tried to allocate %llu MiB; GPU %u MIG instance %u has a "
+                                 "total capacity of %llu MiB of which %llu MiB is free)",
+                                 (unsigned long long)(bytes >> 20), gpu, gi, (unsigned long long)(size >> 20),
+                                 (unsigned long long)(in >> 20));
+                        return -ENOMEM;
+                }
+        }
+        return bytes > avail ? oom_message(err, errlen, bytes, gpu, g, avail) : 0;
+}
+
 int sim_context_create(const char *dir, unsigned gpu, uint64_t bytes, int ctl_fd, int owners_fd,
                        unsigned *ret_id, char *err, size_t errlen)
+{
+        return sim_context_create_gi(dir, gpu, SIM_GI_NONE, bytes, ctl_fd, owners_fd, ret_id, err, errlen);
+}
+
+int sim_context_create_gi(const char *dir, unsigned gpu, unsigned gi, uint64_t bytes, int ctl_fd,
+                          int owners_fd, unsigned *ret_id, char *err, size_t errlen)
 {
         struct sim_client *cl = malloc(sizeof(*cl));
         struct sim_knobs *k = malloc(sizeof(*k));
         struct ctx_list *l = malloc(sizeof(*l));
         struct sim_observation *o = malloc(sizeof(*o));
-        const struct sim_gpu *g;
         struct sim_ctx *c;
-        uint64_t used, avail;
         int lock = -1, r;
 
         if (!cl || !k || !l || !o) {
@@ -506,13 +583,9 @@ int sim_context_create(const char *dir, unsigned gpu, uint64_t bytes, int ctl_fd
         r = lock_observe(dir, cl, k, l, o, &lock, err, errlen);
         if (r < 0)
                 goto out;
-        g = &cl->host.gpus[gpu];
-        used = sim_used_bytes(&cl->host, k, o, gpu);
-        avail = g->total_bytes - g->reserved_bytes - used;
-        if (bytes > avail) {
-                r = oom_message(err, errlen, bytes, gpu, g, avail);
+        r = room_check(cl, k, o, gpu, gi, bytes, err, errlen);
+        if (r < 0)
                 goto out;
-        }
         if (l->n >= SIM_MAX_CONTEXTS || l->next >= INT32_MAX) {
                 r = -ENOSPC;
                 snprintf(err, errlen, "too many contexts on this simulated host");
@@ -522,6 +595,7 @@ int sim_context_create(const char *dir, unsigned gpu, uint64_t bytes, int ctl_fd
         memset(c, 0, sizeof(*c));
         c->id = l->next;
         c->gpu = gpu;
+        c->gi = gi;
         c->bytes = bytes;
         c->created_ms = sim_now_ms();
         c->owner_pidns = sim_pidns_of("self");
@@ -662,18 +736,16 @@ int sim_context_charge(const char *dir, unsigned id, int64_t delta, int owners_f
                 goto out;
         }
         if (delta > 0) {
-                const struct sim_gpu *g = &cl->host.gpus[c->gpu];
-                uint64_t used = sim_used_bytes(&cl->host, k, o, c->gpu);
-                uint64_t avail = g->total_bytes - g->reserved_bytes - used;
                 if (k->gpu[c->gpu].lost) {
                         r = -ENODEV;
                         snprintf(err, errlen, "CUDA error: GPU %u has fallen off the bus", c->gpu);
                         goto out;
                 }
-                if ((uint64_t)delta > avail || c->bytes + (uint64_t)delta > ((uint64_t)1 << 44)) {
-                        r = oom_message(err, errlen, (uint64_t)delta, c->gpu, g, avail);
+                r = c->bytes + (uint64_t)delta > ((uint64_t)1 << 44)
+                            ? oom_message(err, errlen, (uint64_t)delta, c->gpu, &cl->host.gpus[c->gpu], 0)
+                            : room_check(cl, k, o, c->gpu, c->gi, (uint64_t)delta, err, errlen);
+                if (r < 0)
                         goto out;
-                }
                 c->bytes += (uint64_t)delta;
         } else {
                 uint64_t d = (uint64_t)(-(delta + 1)) + 1;

@@ -26,6 +26,9 @@ static const char *const sim_hang_functions[] = {
         "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2", "nvmlDeviceGetPciInfo",
         "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetMemoryInfo_v2",
         "nvmlDeviceGetPersistenceMode", "nvmlDeviceGetMigMode",
+        "nvmlDeviceGetMaxMigDeviceCount", "nvmlDeviceGetMigDeviceHandleByIndex", "nvmlDeviceIsMigDeviceHandle",
+        "nvmlDeviceGetGpuInstanceId", "nvmlDeviceGetComputeInstanceId",
+        "nvmlDeviceGetDeviceHandleFromMigDeviceHandle",
         "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2",
         "nvmlDeviceGetComputeRunningProcesses",
         "nvmlDeviceGetGraphicsRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v2",
@@ -61,6 +64,7 @@ struct knob_def {
 
 static const char *const pid_modes[] = { "auto", "translated", "host", NULL };
 static const char *const strides[] = { "24", "32", "none", NULL };
+static const char *const mig_views[] = { "no_permission", "empty", NULL };
 
 static const struct knob_def knob_defs[] = {
         { "driver", K_VARIANT, false, false, 0, NULL, "VARIANT",
@@ -82,6 +86,9 @@ static const struct knob_def knob_defs[] = {
           "that NVML call (or any) never returns: a wedged driver" },
         { "gpu_lost", K_BOOL, true, false, 0, NULL, "on|off",
           "per-device calls return NVML_ERROR_GPU_IS_LOST (15)" },
+        { "gpu_lost_handle", K_BOOL, true, false, 0, NULL, "on|off",
+          "gpu_lost, and getting the handle fails with 15 too\n"
+          "(as on many hosts after Xid 79)" },
         { "notsup", K_NOTSUP, true, false, 0, NULL, "LIST|none",
           "these queries return NOT_SUPPORTED (3), comma-separated:\n"
           "memory, memory_v2, processes, persistence, mig, pci,\n"
@@ -93,6 +100,13 @@ static const struct knob_def knob_defs[] = {
           "the sizing call of a process list under-reports by N" },
         { "persistence", K_BOOL, true, false, 0, NULL, "on|off", "persistence mode (default on)" },
         { "mig", K_BOOL, true, false, 0, NULL, "on|off", "MIG mode (default off)" },
+        { "mig_instances", K_U64, true, false, SIM_MAX_MIG, NULL, "N",
+          "MIG GPU instances (ids 1..N, one compute instance\n"
+          "each, memory split evenly); N > 0 turns MIG mode on" },
+        { "mig_unprivileged", K_ENUM, false, false, 0, mig_views, "no_permission|empty",
+          "what a caller without the MIG monitor capability gets\n"
+          "from a MIG GPU's own process lists (default\n"
+          "no_permission: NVML_ERROR_NO_PERMISSION)" },
         { "xid_event", K_XID, true, true, 0, NULL, "GPU:CODE|GPU:none",
           "deliver one Xid critical-error event with CODE to the\n"
           "next event wait on that GPU" },
@@ -262,6 +276,8 @@ static void knob_apply_one(struct sim_knobs *k, unsigned g, const struct knob_as
                 snprintf(gk->hang, sizeof(gk->hang), "%s", strcmp(v, "none") ? v : "");
         } else if (!strcmp(a->def->key, "gpu_lost") && parse_bool(v, &b) == 0) {
                 gk->lost = b;
+        } else if (!strcmp(a->def->key, "gpu_lost_handle") && parse_bool(v, &b) == 0) {
+                gk->lost_handle = b;
         } else if (!strcmp(a->def->key, "notsup")) {
                 (void)parse_notsup(v, &gk->notsup);
         } else if (!strcmp(a->def->key, "uncharged_mib") && parse_u64(v, &u) == 0) {
@@ -272,6 +288,8 @@ static void knob_apply_one(struct sim_knobs *k, unsigned g, const struct knob_as
                 gk->persistence = b;
         } else if (!strcmp(a->def->key, "mig") && parse_bool(v, &b) == 0) {
                 gk->mig = b;
+        } else if (!strcmp(a->def->key, "mig_instances") && parse_u64(v, &u) == 0 && u <= SIM_MAX_MIG) {
+                gk->mig_instances = (unsigned)u;
         } else if (!strcmp(a->def->key, "xid_event")) {
                 gk->xid_event = parse_u64(v, &u) == 0 ? (int)u : -1;
         }
@@ -292,6 +310,8 @@ static void knob_apply(struct sim_knobs *k, const struct knob_assign *a)
                 if (!strcmp(a->def->key, "pid_mode"))
                         k->pid_mode = !strcmp(v, "host") ? SIM_PID_HOST
                                       : !strcmp(v, "translated") ? SIM_PID_TRANSLATED : SIM_PID_AUTO;
+                else if (!strcmp(a->def->key, "mig_unprivileged"))
+                        k->mig_unprivileged = !strcmp(v, "empty") ? SIM_MIG_VIEW_EMPTY : SIM_MIG_VIEW_NO_PERMISSION;
                 return;
         default:
                 break;

@@ -327,6 +327,18 @@ int sim_init_dir(const char *dir, unsigned n_gpus, uint64_t memory_mib, uint64_t
         r = sim_make_dev(dir, "nvidia-uvm");
         if (r < 0)
                 goto out;
+        /* MIG's capability nodes that exist without instances: mig/config and mig/monitor,
+         * root's alone (0400) as the driver's default DeviceFileMode for them is taken here to be:
+         * a non-root caller sees no aggregate process list on a MIG GPU (docs/simulator.md, MIG) */
+        r = sim_path(p, sizeof(p), dir, "dev/nvidia-caps");
+        if (r == 0)
+                r = mkdir_p(p);
+        if (r == 0)
+                r = sim_make_empty(dir, "dev/nvidia-caps/nvidia-cap1", 0400);
+        if (r == 0)
+                r = sim_make_empty(dir, "dev/nvidia-caps/nvidia-cap2", 0400);
+        if (r < 0)
+                goto out;
 
         r = buf_puts(&b, "# GPUs of this simulated host, one a line (docs/simulator.md)\n");
         for (unsigned i = 0; r == 0 && i < n_gpus; i++) {
@@ -456,4 +468,28 @@ int sim_host_load(const char *dir, struct sim_host *ret)
 out:
         free(data);
         return r;
+}
+
+/* ---- MIG capability nodes ------------------------------------------------------------------ */
+
+unsigned sim_mig_cap_minor(unsigned gpu_minor, unsigned gi, bool ci)
+{
+        /* mig-minors: 15 GPU instance slots a GPU, each its access minor and 8 compute instances */
+        return 3 + 135 * gpu_minor + 9 * gi + (ci ? 1 : 0);
+}
+
+int sim_mig_cap_path(const char *dir, unsigned minor, char *out, size_t outlen)
+{
+        int n = snprintf(out, outlen, "%s/dev/nvidia-caps/nvidia-cap%u", dir, minor);
+        return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+}
+
+bool sim_mig_privileged(const char *dir)
+{
+        char p[PATH_MAX];
+        if (geteuid() == 0)
+                return true; /* CAP_SYS_ADMIN holds every nvidia capability */
+        if (sim_mig_cap_path(dir, SIM_MIG_CAP_MONITOR, p, sizeof(p)) < 0)
+                return false;
+        return faccessat(AT_FDCWD, p, R_OK, AT_EACCESS) == 0;
 }

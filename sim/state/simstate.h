@@ -18,6 +18,9 @@
 #define SIM_HANG_LEN 64
 #define SIM_DEV_FILE_SIZE 65536 /* every simulated device file: enough to mmap a page anywhere */
 #define SIM_ERR_LEN 256
+#define SIM_MAX_MIG 7                   /* GPU instances per GPU: an A100/H100 has at most 7 */
+#define SIM_GI_NONE 0xFFFFFFFFu         /* a context outside MIG (NVML's "invalid instance id") */
+#define SIM_GI_ANY 0xFFFFFFFEu          /* sim_proc_list_gi: every instance (the parent's list) */
 
 /* The NVML library that a process reading the simulated host in `dir` must load (the variant
  * chosen by the `driver` knob). Returns 0 or a negative errno (-ENOENT: not a sim dir, or the
@@ -99,13 +102,22 @@ enum sim_query {
 
 struct sim_gpu_knobs {
         bool lost;
+        bool lost_handle;               /* getting the handle fails too (implies lost) */
         unsigned notsup;                /* enum sim_query bits */
         char hang[SIM_HANG_LEN];        /* NVML function name, "any", or "" */
         uint64_t uncharged_mib;
         unsigned list_growth;
         bool persistence;
         bool mig;
+        unsigned mig_instances;         /* GPU instances (GI ids 1..N, one CI 0 each); implies MIG on */
         int xid_event;                  /* pending Xid to deliver once, -1 none */
+};
+
+/* What a caller without MIG monitoring privileges gets from a MIG GPU's parent-device
+ * process lists (docs/simulator.md, MIG). */
+enum sim_mig_view {
+        SIM_MIG_VIEW_NO_PERMISSION = 0, /* NVML_ERROR_NO_PERMISSION */
+        SIM_MIG_VIEW_EMPTY,             /* SUCCESS with no process */
 };
 
 struct sim_knobs {
@@ -115,8 +127,15 @@ struct sim_knobs {
         uint64_t free_delay_ms_per_gib;
         bool strict_versions;
         char hang[SIM_HANG_LEN];        /* for calls that name no GPU */
+        enum sim_mig_view mig_unprivileged;
         struct sim_gpu_knobs gpu[SIM_MAX_GPUS];
 };
+
+/* Is MIG mode on for this GPU (the mig knob, or instances configured)? */
+static inline bool sim_mig_on(const struct sim_gpu_knobs *gk)
+{
+        return gk->mig || gk->mig_instances > 0;
+}
 
 /* Defaults, then DIR/knobs applied line by line (unknown or invalid lines are skipped). */
 int sim_knobs_load(const char *dir, struct sim_knobs *ret);
@@ -148,6 +167,7 @@ int sim_knobs_help(struct buf *out);
 struct sim_ctx {
         unsigned id;                    /* = the locked byte in dev/nvidiactl and in owners */
         unsigned gpu;
+        unsigned gi;                    /* MIG GPU instance id, SIM_GI_NONE outside MIG */
         uint64_t bytes;
         unsigned long long owner_pidns; /* the owner's PID namespace inode */
         unsigned long long proc_pidns;  /* namespace of the /proc the owner saw (0 unknown) */
@@ -180,6 +200,7 @@ struct sim_observation {
         size_t n;
         struct sim_ctx_view ctx[SIM_MAX_CONTEXTS];
         uint64_t charged_bytes[SIM_MAX_GPUS];   /* contexts alive or releasing */
+        uint64_t mig_charged[SIM_MAX_GPUS][SIM_MAX_MIG]; /* the same, per GPU instance (id - 1) */
 };
 
 /* The caller's side of the driver: its own descriptions of nvidiactl and owners (like the
@@ -206,17 +227,49 @@ int sim_observe(struct sim_client *c, const struct sim_knobs *k, struct sim_obse
 struct sim_proc {
         unsigned pid;
         uint64_t bytes;
+        unsigned gi;                    /* GPU instance id, SIM_GI_NONE outside MIG */
 };
 
-/* The process list of gpu as the driver reports it to this caller (one entry per PID,
- * bytes summed). Writes at most max entries and the full count to *ret_n. */
+/* The process list of gpu as the driver reports it to this caller (one entry per PID and GPU
+ * instance, bytes summed). Writes at most max entries and the full count to *ret_n. */
 void sim_proc_list(const struct sim_client *c, const struct sim_knobs *k, enum sim_pid_mode mode,
                    const struct sim_observation *o, unsigned gpu, struct sim_proc *out, size_t max,
                    size_t *ret_n);
+/* The same for the contexts of GPU instance gi only (SIM_GI_ANY: every context, the parent's
+ * list). */
+void sim_proc_list_gi(const struct sim_client *c, const struct sim_knobs *k, enum sim_pid_mode mode,
+                      const struct sim_observation *o, unsigned gpu, unsigned gi, struct sim_proc *out,
+                      size_t max, size_t *ret_n);
 
-/* Used bytes of gpu as NVML's v2 query reports them (allocated, reserved apart). */
+/* Used bytes of gpu as NVML's v2 query reports them (allocated, reserved apart). On a MIG GPU
+ * that is the sum over its instances (plus uncharged memory). */
 uint64_t sim_used_bytes(const struct sim_host *h, const struct sim_knobs *k,
                         const struct sim_observation *o, unsigned gpu);
+
+/* ---- MIG ---------------------------------------------------------------------------------- */
+
+/* Memory of each of the n GPU instances of gpu: the allocatable memory (total - reserved)
+ * split evenly, rounded down to a MiB. 0 when n is 0. */
+uint64_t sim_mig_instance_total(const struct sim_host *h, unsigned gpu, unsigned n);
+
+/* Used bytes of GPU instance gi (1..mig_instances) of gpu: its contexts, capped at its size. */
+uint64_t sim_mig_used_bytes(const struct sim_host *h, const struct sim_knobs *k,
+                            const struct sim_observation *o, unsigned gpu, unsigned gi);
+
+/* Minor number of the capability node of GPU instance gi on the GPU with minor gpu_minor
+ * (its "access" capability; ci: its compute instance 0's), as /proc/driver/nvidia-caps/mig-minors
+ * numbers them: config 1, monitor 2, then gpuM/giG/access = 3 + 135 M + 9 G, ciC = that + 1 + C. */
+unsigned sim_mig_cap_minor(unsigned gpu_minor, unsigned gi, bool ci);
+
+/* "<dir>/dev/nvidia-caps/nvidia-cap<minor>". Returns 0 or -ENAMETOOLONG. */
+int sim_mig_cap_path(const char *dir, unsigned minor, char *out, size_t outlen);
+
+#define SIM_MIG_CAP_MONITOR 2           /* mig/monitor: see every instance from the parent */
+
+/* May this process see a MIG GPU's aggregate process lists? Root (the real driver: CAP_SYS_ADMIN
+ * implies every capability), or read access to the mig/monitor capability node, decided by the
+ * kernel's permission check on DIR/dev/nvidia-caps/nvidia-cap2 (created 0400 by sim init). */
+bool sim_mig_privileged(const char *dir);
 
 /* Create a context of `bytes` on gpu for the calling process: takes an OFD write lock on
  * byte <id> of ctl_fd (the caller's own open description of dev/nvidiactl) and a POSIX
@@ -225,6 +278,11 @@ uint64_t sim_used_bytes(const struct sim_host *h, const struct sim_knobs *k,
  * GPU, or another negative errno; a message goes to err. */
 int sim_context_create(const char *dir, unsigned gpu, uint64_t bytes, int ctl_fd, int owners_fd,
                        unsigned *ret_id, char *err, size_t errlen);
+/* The same in GPU instance gi of gpu (SIM_GI_NONE: outside MIG). On a GPU with MIG instances a
+ * context needs an instance (-ENODEV otherwise, and for an instance that does not exist); it
+ * must fit in that instance's free memory (-ENOMEM). */
+int sim_context_create_gi(const char *dir, unsigned gpu, unsigned gi, uint64_t bytes, int ctl_fd,
+                          int owners_fd, unsigned *ret_id, char *err, size_t errlen);
 
 /* Charge (delta > 0) or credit (delta < 0) context id's bytes: what the simulated libcuda.so.1
  * does for each allocation and free. owners_fd is the owner's own descriptor of DIR/owners

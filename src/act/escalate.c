@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "act/reclaim_plan.h"
@@ -285,14 +286,30 @@ int escalate_find_program(const char *name, char *out, size_t outlen)
         return -ENOENT;
 }
 
-int escalate_run(char *const argv[], unsigned timeout_ms, struct buf *out, int *ret_status)
+/* Reap `pid` if it has exited, polling until deadline (monotonic ms). true when reaped. */
+static bool reap_until(pid_t pid, unsigned long long deadline, int *st)
+{
+        for (;;) {
+                pid_t w = waitpid(pid, st, WNOHANG);
+                if (w == pid || (w < 0 && errno == ECHILD))
+                        return true;
+                if (monotonic_ms() >= deadline)
+                        return false;
+                struct timespec ts = { 0, 10 * 1000000L };
+                nanosleep(&ts, NULL);
+        }
+}
+
+int escalate_run(char *const argv[], unsigned timeout_ms, struct buf *out, int *ret_status, pid_t *ret_stuck)
 {
         int p[2];
         pid_t pid;
+        *ret_stuck = 0;
         int fr = fork_pipe(p, &pid);
         if (fr < 0)
                 return fr;
         if (pid == 0) {
+                /* only async-signal-safe calls until exec */
                 int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
                 if (nul < 0 || dup2(nul, 0) < 0 || dup2(p[1], 1) < 0 || dup2(p[1], 2) < 0)
                         _exit(126);
@@ -306,20 +323,26 @@ int escalate_run(char *const argv[], unsigned timeout_ms, struct buf *out, int *
         while ((r = fd_read_deadline(p[0], out ? out : &sink, deadline)) == -EINTR)
                 ;
         buf_free(&sink);
-        bool timed_out = r == -ETIMEDOUT;
         close(p[0]);
-        if (timed_out && pidfd >= 0)
+        /* the output closed is not the program ended: wait for its exit, never past the deadline */
+        int st = 0;
+        bool killed = false;
+        if (!reap_until(pid, deadline, &st)) {
+                if (pidfd < 0)
+                        return -ETIMEDOUT; /* no way to end it safely: not waited for */
                 pidfd_signal(pidfd, SIGKILL); /* our own child */
+                killed = true;
+                /* a task in the driver (D state) takes the SIGKILL only when its call returns:
+                 * wait a bounded while, then leave it and say so */
+                if (!reap_until(pid, monotonic_ms() + ESCALATE_KILL_WAIT_MS, &st)) {
+                        close(pidfd);
+                        *ret_stuck = pid;
+                        return -EDEADLK;
+                }
+        }
         if (pidfd >= 0)
                 close(pidfd);
-        int st = 0;
-        if (timed_out && pidfd < 0) {
-                (void)waitpid(pid, &st, WNOHANG); /* no way to end it safely: do not wait */
-                return -ETIMEDOUT;
-        }
-        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-                ;
-        if (timed_out)
+        if (killed)
                 return -ETIMEDOUT;
         *ret_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
         return 0;

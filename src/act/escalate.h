@@ -73,7 +73,13 @@ int escalate_uvm_reload(char *err, size_t errlen);
 /* Find an executable `name` in $PATH. Returns 0 or -ENOENT. */
 int escalate_find_program(const char *name, char *out, size_t outlen);
 
+/* How long a killed program may take to end (a reset stuck in the driver takes its SIGKILL only
+ * when its driver call returns). */
+#define ESCALATE_KILL_WAIT_MS 5000
+
 /* Run argv[0] (a path; no shell), its output (stdout and stderr, capped) into out, waiting at
- * most timeout_ms (then SIGKILL through a pidfd). Returns 0 with the exit status in
- * *ret_status (128+N for signal N), -ETIMEDOUT, or a negative errno. */
-int escalate_run(char *const argv[], unsigned timeout_ms, struct buf *out, int *ret_status);
+ * most timeout_ms for it to end — output closed or not — then SIGKILL through a pidfd and at most
+ * ESCALATE_KILL_WAIT_MS more. Returns 0 with the exit status in *ret_status (128+N for signal
+ * N), -ETIMEDOUT (killed at the deadline), -EDEADLK (still there after SIGKILL: *ret_stuck is
+ * its PID, left unreaped), or a negative errno. */
+int escalate_run(char *const argv[], unsigned timeout_ms, struct buf *out, int *ret_status, pid_t *ret_stuck);

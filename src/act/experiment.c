@@ -58,7 +58,7 @@ void cuda_job_main(unsigned gpu, uint64_t mib, unsigned workers, int report_fd)
 {
         setsid();
         signal(SIGCHLD, SIG_IGN); /* the owner never waits for its workers */
-        setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
+        /* CUDA_DEVICE_ORDER=PCI_BUS_ID is in the environment the caller gave this process */
         void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
         if (!lib) {
                 report(report_fd, "error cannot load libcuda.so.1 (the CUDA driver): %s", dlerror());

@@ -10,9 +10,10 @@
 
 /* ---- the job on a real host -------------------------------------------------------------------- */
 
-/* Run in a forked child: start a new session (a job as a scheduler starts it), load
- * libcuda.so.1 with dlopen, cuInit, take CUDA device `gpu` (CUDA_DEVICE_ORDER=PCI_BUS_ID, so
- * the ordinal is NVML's index), retain its primary context (else create one), cuMemAlloc_v2
+/* Run in a process of its own (exec'd with CUDA_DEVICE_ORDER=PCI_BUS_ID in its environment,
+ * never in the forked child of a threaded process): start a new session (a job as a scheduler starts it), load
+ * libcuda.so.1 with dlopen, cuInit, take CUDA device `gpu` (with PCI_BUS_ID order the ordinal
+ * is NVML's index), retain its primary context (else create one), cuMemAlloc_v2
  * `mib` MiB, then fork `workers` children that inherit the context's descriptors and mappings,
  * as data-loader workers do. Reports "owner PID", "worker PID"..., "ready" — or "error
  * MESSAGE" — on report_fd, closes it, and every process sleeps until killed. Never returns. */

@@ -418,11 +418,38 @@ int recovery_sample(const struct gpu_opts *o, struct recovery_gpu *g, size_t n, 
 
 /* ---- the lock ----------------------------------------------------------------------------------- */
 
-static int try_lock(const char *path, pid_t *ret_holder)
+/* A directory fit to hold the lock: a real directory (not a symlink), owned by us or root, that
+ * no one else can write into (a world-writable /tmp lets anyone plant a symlink or a file). */
+static int safe_lock_dir(const char *dir)
 {
-        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
+        struct stat st;
+        if (lstat(dir, &st) < 0)
+                return -errno;
+        if (!S_ISDIR(st.st_mode))
+                return -ENOTDIR;
+        if (st.st_uid != geteuid() && st.st_uid != 0)
+                return -EPERM;
+        if (st.st_mode & (S_IWGRP | S_IWOTH))
+                return -EPERM;
+        return 0;
+}
+
+static int try_lock(const char *dir, char *path, size_t pathlen, pid_t *ret_holder)
+{
+        if (snprintf(path, pathlen, "%s/reclaim.lock", dir) >= (int)pathlen)
+                return -ENAMETOOLONG;
+        int r = safe_lock_dir(dir);
+        if (r < 0)
+                return r;
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, 0644);
         if (fd < 0)
                 return -errno;
+        /* never truncate something that is not our own plain file */
+        struct stat st;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != geteuid()) {
+                close(fd);
+                return -EPERM;
+        }
         if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
                 int e = errno == EWOULDBLOCK ? -EWOULDBLOCK : -errno;
                 char buf[32];
@@ -445,28 +472,33 @@ static int try_lock(const char *path, pid_t *ret_holder)
         return fd;
 }
 
+int reclaim_lock_at(const char *dir, char *path, size_t pathlen, pid_t *ret_holder)
+{
+        *ret_holder = 0;
+        return try_lock(dir, path, pathlen, ret_holder);
+}
+
 int reclaim_lock(const char *sim_dir, char *path, size_t pathlen, pid_t *ret_holder)
 {
-        char cands[3][PATH_MAX];
-        size_t nc = 0;
         *ret_holder = 0;
-        if (sim_dir) {
-                snprintf(cands[nc++], sizeof(cands[0]), "%s/reclaim.lock", sim_dir);
-        } else {
-                if (mkdir("/run/ghostvram", 0755) == 0 || errno == EEXIST)
-                        snprintf(cands[nc++], sizeof(cands[0]), "/run/ghostvram/reclaim.lock");
-                const char *xdg = getenv("XDG_RUNTIME_DIR");
-                if (xdg && xdg[0] == '/')
-                        snprintf(cands[nc++], sizeof(cands[0]), "%s/ghostvram-reclaim.lock", xdg);
-                snprintf(cands[nc++], sizeof(cands[0]), "/tmp/ghostvram-reclaim.lock");
+        if (sim_dir)
+                return try_lock(sim_dir, path, pathlen, ret_holder);
+        /* root: /run/ghostvram only (never a world-writable directory such as /tmp) */
+        if (mkdir("/run/ghostvram", 0755) < 0 && errno != EEXIST && geteuid() == 0) {
+                int e = -errno;
+                snprintf(path, pathlen, "/run/ghostvram/reclaim.lock");
+                return e;
         }
-        int r = -ENOENT;
-        for (size_t i = 0; i < nc; i++) {
-                r = try_lock(cands[i], ret_holder);
-                snprintf(path, pathlen, "%s", cands[i]);
-                if (r >= 0 || r == -EWOULDBLOCK)
-                        return r;
-        }
+        int r = try_lock("/run/ghostvram", path, pathlen, ret_holder);
+        if (r >= 0 || r == -EWOULDBLOCK || geteuid() == 0)
+                return r;
+        /* not root: the user's own runtime directory (it only ever signals the user's processes) */
+        const char *xdg = getenv("XDG_RUNTIME_DIR");
+        if (!xdg || xdg[0] != '/')
+                return r;
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s", xdg);
+        r = try_lock(dir, path, pathlen, ret_holder);
         return r;
 }
 

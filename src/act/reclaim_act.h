@@ -138,11 +138,16 @@ int recovery_sample(const struct gpu_opts *o, struct recovery_gpu *g, size_t n, 
 /* ---- one reclaim at a time -------------------------------------------------------------------- */
 
 /* Take the host's reclaim lock (flock, non-blocking): SIM_DIR/reclaim.lock under the simulator,
- * else /run/ghostvram/reclaim.lock, else $XDG_RUNTIME_DIR/ghostvram-reclaim.lock, else
- * /tmp/ghostvram-reclaim.lock. Writes our PID into it. Returns the descriptor (keep it open
- * while acting), -EWOULDBLOCK when another reclaim holds it (*ret_holder: its PID, 0 unknown),
- * or another negative errno. The path used goes to path. */
+ * else /run/ghostvram/reclaim.lock; for a user other than root, when /run/ghostvram is not
+ * theirs, $XDG_RUNTIME_DIR/reclaim.lock. Never a world-writable directory such as /tmp: the
+ * directory must be a real directory, owned by us or root, writable by no one else (-EPERM),
+ * and the lock our own plain file with one link, not a symlink (-ELOOP, -EPERM) — only then is it
+ * truncated and our PID written into it. Returns the descriptor (keep it open while acting),
+ * -EWOULDBLOCK when another reclaim holds it (*ret_holder: its PID, 0 unknown), or another
+ * negative errno. The path tried last goes to path. */
 int reclaim_lock(const char *sim_dir, char *path, size_t pathlen, pid_t *ret_holder);
+/* The same checks and lock in one directory: DIR/reclaim.lock. */
+int reclaim_lock_at(const char *dir, char *path, size_t pathlen, pid_t *ret_holder);
 
 /* ---- a whole cgroup ---------------------------------------------------------------------------- */
 

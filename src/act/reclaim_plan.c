@@ -36,6 +36,8 @@ static const char *const rule_names[RECLAIM_RULE_COUNT] = {
         [RECLAIM_NVML_BLIND] = "nvml-unknown",
         [RECLAIM_WEAK_LINK] = "weak-link",
         [RECLAIM_SHARES_GROUP] = "shares-group",
+        [RECLAIM_NO_DEVICE] = "no-nvidia-device",
+        [RECLAIM_GHOSTVRAM] = "ghostvram-process",
 };
 
 const char *reclaim_rule_name(enum reclaim_rule r)
@@ -462,6 +464,22 @@ static int plan_default(const struct scan_result *r, const struct reclaim_plan_o
         return 0;
 }
 
+/* Is p a ghostvram (its comm or argv[0]'s base name starts with "ghostvram")? */
+static bool is_ghostvram(const struct host_proc *p)
+{
+        static const char nm[] = "ghostvram";
+        if (p->comm && strncmp(p->comm, nm, sizeof(nm) - 1) == 0)
+                return true;
+        if (!p->cmdline)
+                return false;
+        size_t a0 = strcspn(p->cmdline, " ");
+        const char *base = p->cmdline;
+        for (size_t i = 0; i < a0; i++)
+                if (p->cmdline[i] == '/')
+                        base = p->cmdline + i + 1;
+        return (size_t)(p->cmdline + a0 - base) >= sizeof(nm) - 1 && strncmp(base, nm, sizeof(nm) - 1) == 0;
+}
+
 static int plan_explicit(const struct scan_result *r, const struct reclaim_plan_opts *o, struct reclaim_plan *p)
 {
         const struct host_report *h = r->facts->host;
@@ -507,6 +525,20 @@ static int plan_explicit(const struct scan_result *r, const struct reclaim_plan_
                 }
                 if (rule != RECLAIM_TARGET) {
                         r_ = add_skip(p, hp, pid, -1, rule, why);
+                        if (r_ < 0)
+                                return r_;
+                        continue;
+                }
+                /* a process that holds no NVIDIA node frees no GPU memory; another ghostvram
+                 * (serve, watch) is a monitor: both only with --force */
+                if (!o->force && (!holder || is_ghostvram(hp))) {
+                        if (!holder)
+                                whyf(why, sizeof(why), "it holds no NVIDIA device node, so ending it frees no GPU memory "
+                                                       "(--force to end it anyway)");
+                        else
+                                whyf(why, sizeof(why), "a ghostvram process (a running serve or watch), not a GPU job "
+                                                       "(--force to end it anyway)");
+                        r_ = add_skip(p, hp, pid, -1, holder ? RECLAIM_GHOSTVRAM : RECLAIM_NO_DEVICE, why);
                         if (r_ < 0)
                                 return r_;
                         continue;

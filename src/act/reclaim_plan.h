@@ -16,7 +16,8 @@
  *   - it is not protected: a kernel thread, ghostvram itself or one of its ancestors, a
  *     GPU daemon or display server (gpu_daemons in model/daemons.h), or a site policy entry.
  * An explicit --pid replaces the default targets; it may name anything except PID 1, a kernel
- * thread, ghostvram itself or an ancestor (and a process that is gone or a zombie). */
+ * thread, ghostvram itself or an ancestor (and a process that is gone or a zombie); without
+ * `force` also a process that holds no NVIDIA device node, or any ghostvram process. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -51,6 +52,8 @@ enum reclaim_rule {
         RECLAIM_NVML_BLIND,             /* a GPU gave no process list: "listed nowhere" cannot be checked */
         RECLAIM_WEAK_LINK,              /* attributed through a weak link only (low confidence) */
         RECLAIM_SHARES_GROUP,           /* a live listed owner is in its process group */
+        RECLAIM_NO_DEVICE,              /* --pid names a process holding no NVIDIA device node (without --force) */
+        RECLAIM_GHOSTVRAM,              /* --pid names a ghostvram process (serve, watch) (without --force) */
         RECLAIM_RULE_COUNT
 };
 
@@ -101,6 +104,8 @@ struct reclaim_plan_opts {
         const struct host_proc *extra;          /* facts of explicit PIDs that hold no node */
         size_t n_extra;
         int only_gpu;                           /* --gpu N, -1 for all */
+        bool force;                             /* --force: --pid may name a process holding no
+                                                 * NVIDIA node, or another ghostvram */
 };
 
 struct reclaim_target {

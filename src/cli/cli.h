@@ -54,8 +54,10 @@ struct cli_common {
         "  --nvml-lib PATH      load this NVML library instead of libnvidia-ml.so.1\n"      \
         "  --proc DIR           read processes from DIR instead of /proc\n"                 \
         "  --dev-prefix PREFIX  device nodes start with PREFIX (default /dev/nvidia)\n"     \
-        "  --save-bundle DIR    also record every answer read into DIR (for bug reports)\n"  \
-        "  --from-bundle DIR    read a recorded bundle instead of this host\n"
+        "  --save-bundle DIR    also record every answer read into DIR, a new or empty\n"   \
+        "                       directory (for bug reports)\n"                              \
+        "  --from-bundle DIR    read a recorded bundle instead of this host (its files must\n" \
+        "                       be plain files; nvml.json at most 32 MiB)\n"
 
 void cli_common_init(struct cli_common *c);
 /* Handle option `opt` if it is a common one: 1 handled, 0 not ours, -1 bad value (printed). */
@@ -71,6 +73,13 @@ bool cli_use_color(FILE *f);
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Banner printed by every command under GHOSTVRAM_SIM (text mode, to stderr-safe stdout). */
 void cli_sim_banner(FILE *f, const struct cli_common *c);
+/* Does argv ask for --json (before a "--")? Known before parsing, so usage errors can be JSON. */
+bool cli_wants_json(int argc, char **argv);
+/* With --json, a command that ends with a non-zero status and printed no JSON document prints
+ * one: {"schema_version": 1, "command", "error" (the latest cli_error message), "exit_status"}.
+ * Nothing when a document was printed or status is 0. */
+void cli_json_error_if_silent(const char *cmd, int status);
+
 /* Write a JSON document (jansson json_t*) to stdout with a newline; steals the reference. */
 struct json_t;
 int cli_print_json(struct json_t *doc);
@@ -95,6 +104,10 @@ bool cli_wait_signal(void *unused, uint64_t ms);
 /* Has a stop signal arrived? */
 bool cli_stop_requested(void);
 
+/* Test builds only (the ghostvram-testhooks binary): called by reclaim at "plan" and "open";
+ * NULL in the shipped ghostvram. */
+extern void (*cli_reclaim_pause)(void *ctx, const char *stage);
+
 int cmd_snapshot(int argc, char **argv);
 int cmd_scan(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
@@ -103,6 +116,7 @@ int cmd_sim(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 int cmd_reclaim(int argc, char **argv);
 int cmd_experiment(int argc, char **argv);
 int cmd_track(int argc, char **argv);

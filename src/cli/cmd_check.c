@@ -42,8 +42,9 @@ static void check_usage(FILE *f)
                 "                       500ms, 1m); each driver call gets at most half of it. Here this\n"
                 "                       replaces the per-call --timeout below.\n"
                 "  --gpu N              only GPU N counts\n"
-                "  --confirm DURATION   wait this long before the confirming sample (default 2s; 0 = one\n"
-                "                       sample)\n"
+                "  --confirm DURATION   wait this long before the confirming sample (default 2s, or a\n"
+                "                       quarter of -t when that is less: -t covers the whole scan;\n"
+                "                       0 = one sample). A --confirm over half of -t is UNKNOWN.\n"
                 "  --noise-floor MIB    minimum ghost in MiB (default 64; 1%% of the GPU if larger)\n"
                 "  --no-kernel          do not read the kernel log (it turns a silent GPU with Xid 79\n"
                 "                       into gpu-lost; /dev/kmsg needs root or CAP_SYSLOG)\n"
@@ -117,6 +118,7 @@ int cmd_check(int argc, char **argv)
         range_parse(CHECK_DEFAULT_WARN, &t.warn);
         range_parse(CHECK_DEFAULT_CRIT, &t.crit);
         uint64_t timeout_ms = CHECK_DEFAULT_TIMEOUT_MS, confirm_ms = 2000, floor_mib = 64;
+        bool confirm_set = false;
         int only_gpu = -1;
         bool no_kernel = false;
         int opt;
@@ -145,6 +147,7 @@ int cmd_check(int argc, char **argv)
                 case 'C':
                         if (parse_duration_ms(optarg, &confirm_ms) < 0 || confirm_ms > 600000)
                                 return unknown("--confirm: '%s' is not a duration up to 10m", optarg);
+                        confirm_set = true;
                         continue;
                 case 'F':
                         if (parse_u64(optarg, &floor_mib) < 0 || floor_mib > (1u << 24))
@@ -170,6 +173,15 @@ int cmd_check(int argc, char **argv)
         if (cli_common_finish(&c, "check") < 0)
                 return unknown("%s", "invalid option (see the message above)");
 
+        /* -t covers the whole scan, the confirming wait included: the default wait shrinks to a
+         * quarter of -t; a --confirm given that leaves less than half of -t for the two samples is
+         * refused, in words */
+        if (!confirm_set && confirm_ms > timeout_ms / 4)
+                confirm_ms = timeout_ms / 4;
+        if (confirm_set && confirm_ms > timeout_ms / 2)
+                return unknown("-t %.3g s is too short for --confirm %.3g s: the scan takes two samples that far apart; "
+                               "give -t of at least %.3g s, or a shorter --confirm",
+                               (double)timeout_ms / 1000.0, (double)confirm_ms / 1000.0, 2.0 * (double)confirm_ms / 1000.0);
         struct check_job *j = calloc(1, sizeof(*j));
         if (!j)
                 return unknown("%s", "out of memory");

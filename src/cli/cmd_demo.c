@@ -3,6 +3,7 @@
  * it stops, and the temporary host is removed. */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,12 +15,30 @@
 
 #include "cli/cli.h"
 #include "collect/sample.h"
+#include "model/ledger.h"
 #include "render/proc_render.h"
 #include "util/buf.h"
 #include "util/parse.h"
 #include "util/pidfd.h"
 
 #define DEMO_MAX_PROCS 8
+#define DEMO_GPU_MIB 81559 /* the simulated GPU: an H100 80GB, as `sim init` makes it */
+
+/* A stop signal (Ctrl-C, SIGTERM, SIGHUP) ends the story early; the cleanup still runs. */
+static volatile sig_atomic_t demo_stop;
+
+static void on_demo_stop(int sig)
+{
+        demo_stop = sig;
+}
+
+/* Stop here? A signal, or a reader that went away (`demo | head`: SIGPIPE is ignored, so a
+ * write fails instead of killing the demo before it cleans up). */
+static bool demo_interrupted(void)
+{
+        fflush(stdout);
+        return demo_stop || ferror(stdout);
+}
 
 struct demo_proc {
         char role[16];
@@ -32,6 +51,14 @@ static int demo_signal(const struct demo_proc *p, int sig)
         if (p->pidfd >= 0)
                 return pidfd_signal(p->pidfd, sig);
         return -EBADF; /* never signal by a bare PID: it may have been reused */
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+        (void)st;
+        (void)flag;
+        (void)ftw;
+        return remove(path) < 0 && errno != ENOENT ? -1 : 0;
 }
 
 static void pause_s(double s)
@@ -102,7 +129,11 @@ static void demo_usage(FILE *f)
                    "     each one's start time) and reports the memory back and the time it\n"
                    "     took.\n"
                    "Every process the demo starts is stopped at the end and the host removed\n"
-                   "(--keep leaves it for exploring with GHOSTVRAM_SIM=DIR).\n");
+                   "(--keep leaves it for exploring with GHOSTVRAM_SIM=DIR) — also when it is\n"
+                   "interrupted (Ctrl-C, SIGTERM, SIGHUP: exit 128+signal) or its reader goes\n"
+                   "away (`demo | head`). The host is made in $TMPDIR (default /tmp).\n"
+                   "--mib must be above the noise floor of the simulated 80 GB GPU (816 MiB,\n"
+                   "1%% of its memory): scan does not call less a ghost (exit 2).\n");
 }
 
 int cmd_demo(int argc, char **argv)
@@ -136,9 +167,40 @@ int cmd_demo(int argc, char **argv)
                 }
         }
 
-        char dir[] = "/tmp/ghostvram-demo-XXXXXX";
+        /* below the noise floor scan would not call the memory a ghost: refuse, in words */
+        struct ledger_opts lo;
+        ledger_opts_default(&lo);
+        uint64_t floor_b = (uint64_t)DEMO_GPU_MIB * 1048576 / 1000 * lo.floor_permille;
+        if (floor_b < lo.floor_min_bytes)
+                floor_b = lo.floor_min_bytes;
+        uint64_t floor_mib = (floor_b + 1048575) / 1048576;
+        if ((uint64_t)mib <= floor_mib) {
+                cli_error("demo", "--mib %u is under the noise floor of the simulated %u MiB GPU (%llu MiB, 1%% of its "
+                                  "memory): scan does not call so little a ghost. Use --mib %llu or more.",
+                          mib, DEMO_GPU_MIB, (unsigned long long)floor_mib, (unsigned long long)floor_mib + 1);
+                return EXIT_USAGE;
+        }
+
+        /* every exit path below ends at `out`, which stops the processes and removes the host */
+        struct sigaction sa = { .sa_handler = on_demo_stop }, ign = { .sa_handler = SIG_IGN };
+        sigemptyset(&sa.sa_mask);
+        sigemptyset(&ign.sa_mask);
+        struct sigaction old_int, old_term, old_hup, old_pipe;
+        sigaction(SIGINT, &sa, &old_int);
+        sigaction(SIGTERM, &sa, &old_term);
+        sigaction(SIGHUP, &sa, &old_hup);
+        sigaction(SIGPIPE, &ign, &old_pipe);
+
+        const char *tmp = getenv("TMPDIR");
+        char dir[4096];
+        if (snprintf(dir, sizeof(dir), "%s/ghostvram-demo-XXXXXX", tmp && tmp[0] == '/' ? tmp : "/tmp") >= (int)sizeof(dir))
+                snprintf(dir, sizeof(dir), "/tmp/ghostvram-demo-XXXXXX");
         if (!mkdtemp(dir)) {
-                cli_error("demo", "cannot create a temporary directory: %s", strerror(errno));
+                cli_error("demo", "cannot create a temporary directory %s: %s", dir, strerror(errno));
+                sigaction(SIGINT, &old_int, NULL);
+                sigaction(SIGTERM, &old_term, NULL);
+                sigaction(SIGHUP, &old_hup, NULL);
+                sigaction(SIGPIPE, &old_pipe, NULL);
                 return EXIT_INCOMPLETE;
         }
         struct demo_proc procs[DEMO_MAX_PROCS];
@@ -189,6 +251,8 @@ int cmd_demo(int argc, char **argv)
                        procs[i].role, (int)procs[i].pid);
         printf("\n");
         smi_view(dir);
+        if (demo_interrupted())
+                goto out;
 
         step(2, "the job is killed with kill -9");
         printf("  $ kill -9 %d\n", (int)procs[0].pid);
@@ -200,9 +264,13 @@ int cmd_demo(int argc, char **argv)
         for (int i = 0; i < 50 && kill(procs[0].pid, 0) == 0; i++)
                 pause_s(0.1); /* wait until it is gone (its parent, init, reaps it) */
 
+        if (demo_interrupted())
+                goto out;
         step(3, "nvidia-smi: the memory is still used, and the PID does not exist");
         smi_view(dir);
         printf("\n  The usual next steps are a reboot, or `fuser -v /dev/nvidia*` and killing by hand.\n");
+        if (demo_interrupted())
+                goto out;
 
         step(4, "ghostvram scan names what holds the memory");
         printf("  $ ghostvram scan\n\n");
@@ -210,6 +278,8 @@ int cmd_demo(int argc, char **argv)
         const char *const scan_args[] = { "ghostvram", "scan", "--confirm", "1s", NULL };
         setenv("GHOSTVRAM_SIM", dir, 1);
         int sr = cli_run_self(scan_args, NULL);
+        if (demo_interrupted())
+                goto out;
         if (sr != 1) {
                 cli_error("demo", "scan did not report the ghost (exit %d)", sr);
                 goto out;
@@ -229,6 +299,13 @@ int cmd_demo(int argc, char **argv)
 
 out:
         fflush(stdout);
+        if (demo_stop) {
+                fprintf(stderr, "ghostvram demo: interrupted (signal %d): stopping its processes and removing %s\n",
+                        (int)demo_stop, dir);
+                status = 128 + (int)demo_stop;
+        } else if (ferror(stdout)) {
+                status = EXIT_INCOMPLETE; /* the reader went away: nothing more to tell */
+        }
         for (size_t i = 0; i < n_procs; i++) {
                 if (!keep)
                         demo_signal(&procs[i], SIGKILL);
@@ -239,16 +316,16 @@ out:
                 printf("\nThe simulated host stays in %s with its processes; explore it with\n"
                        "  GHOSTVRAM_SIM=%s ghostvram scan --verbose\n", dir, dir);
         } else {
-                char rm[] = "rm", rf[] = "-rf";
-                char *const rm_args[] = { rm, rf, dir, NULL };
-                pid_t pid = fork();
-                if (pid == 0) {
-                        execvp("rm", rm_args);
-                        _exit(127);
-                }
-                if (pid > 0)
-                        waitpid(pid, NULL, 0);
-                printf("\nDemo over: every process it started is stopped and %s is removed.\n", dir);
+                /* in this process (no fork of a threaded process): depth first, no symlink followed */
+                if (nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
+                        cli_error("demo", "could not remove %s: %s", dir, strerror(errno));
+                if (!demo_stop)
+                        printf("\nDemo over: every process it started is stopped and %s is removed.\n", dir);
         }
+        fflush(stdout);
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        sigaction(SIGHUP, &old_hup, NULL);
+        sigaction(SIGPIPE, &old_pipe, NULL);
         return status;
 }

@@ -1,8 +1,10 @@
+#define _GNU_SOURCE 1 /* environ */
 /* experiment: reproduce the incident on purpose and measure it. A job allocates GPU memory and
  * forks workers; it is killed; the memory is sampled — what stays, for how long, what the
  * kernel logged — and, with --reclaim, the same after `ghostvram reclaim --yes`. Every process
  * it starts is stopped at the end. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
@@ -27,6 +29,7 @@
 #include "util/spawn.h"
 
 #define EXP_MAX_WORKERS 64
+#define EXP_CUDA_CHILD "--cuda-job-child" /* internal: the job process of a real host */
 #define EXP_MAX_REPEAT 100
 #define EXP_MAX_SAMPLES 20000
 #define SAMPLE_MS 50
@@ -53,7 +56,8 @@ static void experiment_usage(FILE *f)
                 "come back (or that it does not within --timeout), and the kernel's NVIDIA\n"
                 "events meanwhile (Xid 45, logged when a process with GPU work is killed, is\n"
                 "shown apart from real errors). With --reclaim, the same after\n"
-                "`ghostvram reclaim --yes --gpu N`. Prints a before/after table; with --repeat\n"
+                "`ghostvram reclaim --yes --gpu N --pid WORKERS`, restricted to the workers\n"
+                "it started. Prints a before/after table; with --repeat\n"
                 "the median and the spread; --json has every raw sample.\n"
                 "\n"
                 "On a real host the job is a child of ghostvram using the CUDA driver API\n"
@@ -66,7 +70,8 @@ static void experiment_usage(FILE *f)
                 "  --mib M             the job's allocation (default 1024)\n"
                 "  --workers K         forked workers, 0-%d (default 2)\n"
                 "  --signal SIG        how the job is killed: KILL (default), TERM, INT, ...\n"
-                "  --reclaim           then run `ghostvram reclaim --yes` and measure again\n"
+                "  --reclaim           then run `ghostvram reclaim --yes --pid WORKERS` on the\n"
+                "                      run's own workers only, and measure again\n"
                 "  --repeat R          runs, 1-%d (default 1)\n"
                 "  --timeout DURATION  how long to wait for the memory each time (default 10s)\n"
                 "  --confirm DURATION  reclaim's confirming-sample delay (default 2s)\n"
@@ -211,13 +216,36 @@ static int start_job(const struct exp_opts *o, struct exp_run *run, char *err, s
                 buf_free(&out);
                 return r;
         }
+        /* a fresh ghostvram runs the CUDA job (dlopen, cuInit, fork of workers): this process has
+         * threads, so its child runs nothing but async-signal-safe calls until execve; the
+         * arguments and the environment are made before the fork */
+        char exe[4096];
+        ssize_t el = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        if (el < 0)
+                return -errno;
+        exe[el] = '\0';
+        static const char *const names[] = { "CUDA_DEVICE_ORDER" };
+        static const char *const values[] = { "PCI_BUS_ID" }; /* CUDA ordinals = NVML indexes */
+        char **envp = NULL;
+        if (env_build(environ, names, values, 1, &envp) < 0)
+                return -ENOMEM;
+        char a0[] = "ghostvram", a1[] = "experiment", a2[] = EXP_CUDA_CHILD;
+        char *const cargv[] = { a0, a1, a2, gpu_s, mib_s, wk_s, NULL };
         int p[2];
         pid_t pid;
         int fr = fork_pipe(p, &pid);
-        if (fr < 0)
+        if (fr < 0) {
+                env_free(envp);
                 return fr;
-        if (pid == 0)
-                cuda_job_main(o->gpu, o->mib, o->workers, p[1]);
+        }
+        if (pid == 0) {
+                /* the report pipe becomes fd 3, kept across exec */
+                if (p[1] == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(p[1], 3) < 0)
+                        _exit(126);
+                execve(exe, cargv, envp);
+                _exit(127);
+        }
+        env_free(envp);
         run->owner_is_child = true;
         struct buf out = BUF_INIT(1 << 16);
         unsigned long long deadline = monotonic_ms() + 120000; /* cuInit can take a while */
@@ -268,17 +296,25 @@ static void read_kernel(const struct exp_opts *o, struct xid_list *out, bool *re
         *ret_ok = xid_collect(&ko, out, NULL, err, sizeof(err), NULL) == 0;
 }
 
-/* `ghostvram reclaim --yes --gpu N` as a separate process; its JSON kept. */
+/* `ghostvram reclaim --yes --gpu N --pid W1,W2...` as a separate process, restricted to the
+ * workers this run started (never another job's processes); its JSON kept. */
 static int run_reclaim(const struct exp_opts *o, struct exp_run *run)
 {
+        if (run->n_workers == 0)
+                return 0; /* nothing of ours holds the memory: killing the owner was all */
+        char pids_s[EXP_MAX_WORKERS * 12 + 1];
+        size_t pl = 0;
+        pids_s[0] = '\0';
+        for (unsigned i = 0; i < run->n_workers; i++)
+                pl += (size_t)snprintf(pids_s + pl, sizeof(pids_s) - pl, "%s%d", i ? "," : "", (int)run->workers[i]);
         char gpu_s[16], confirm_s[32], timeout_s[32], grace_s[32];
         snprintf(gpu_s, sizeof(gpu_s), "%u", o->gpu);
         snprintf(grace_s, sizeof(grace_s), "%llums", (unsigned long long)(o->timeout_ms > 4000 ? 2000 : o->timeout_ms / 2));
         snprintf(confirm_s, sizeof(confirm_s), "%llums", (unsigned long long)o->confirm_ms);
         snprintf(timeout_s, sizeof(timeout_s), "%llums", (unsigned long long)o->timeout_ms);
         const char *args[20] = { "ghostvram", "reclaim", "--yes", "--json", "--gpu", gpu_s, "--confirm", confirm_s,
-                                 "--grace", grace_s, "--timeout", timeout_s };
-        size_t n = 12;
+                                 "--grace", grace_s, "--timeout", timeout_s, "--pid", pids_s };
+        size_t n = 14;
         if (o->c.nvml_lib && !o->c.simulated) {
                 args[n++] = "--nvml-lib";
                 args[n++] = o->c.nvml_lib;
@@ -535,8 +571,28 @@ static int one_run(const struct exp_opts *o, const struct reclaim_sys *s, const 
         return 0;
 }
 
+static int experiment_main(int argc, char **argv);
+
+/* With --json every error is JSON on stdout too (the message stays on stderr). */
 int cmd_experiment(int argc, char **argv)
 {
+        int status = experiment_main(argc, argv);
+        if (cli_wants_json(argc, argv))
+                cli_json_error_if_silent("experiment", status);
+        return status;
+}
+
+static int experiment_main(int argc, char **argv)
+{
+        /* the CUDA job of a real host, run by start_job in a fresh process: report fd 3 */
+        if (argc == 5 && strcmp(argv[1], EXP_CUDA_CHILD) == 0) {
+                unsigned gpu, workers;
+                uint64_t mib;
+                if (parse_uint_range(argv[2], 0, 1023, &gpu) < 0 || parse_u64(argv[3], &mib) < 0 ||
+                    parse_uint_range(argv[4], 0, EXP_MAX_WORKERS, &workers) < 0)
+                        return EXIT_USAGE;
+                cuda_job_main(gpu, mib, workers, 3);
+        }
         static const struct option opts[] = {
                 { "gpu", required_argument, NULL, 'g' },     { "mib", required_argument, NULL, 'm' },
                 { "workers", required_argument, NULL, 'w' }, { "signal", required_argument, NULL, 's' },
@@ -609,8 +665,10 @@ int cmd_experiment(int argc, char **argv)
                 }
                 int r = cli_common_option(&o.c, opt, optarg, cmd);
                 if (r <= 0) {
-                        if (r == 0)
+                        if (r == 0) {
                                 experiment_usage(stderr);
+                                cli_error(cmd, "invalid option '%s' (see --help)", argv[optind - 1]);
+                        }
                         return EXIT_USAGE;
                 }
         }

@@ -61,7 +61,9 @@ static void reclaim_usage(FILE *f)
                 "Options:\n"
                 "  --gpu N              only the ghost of GPU N\n"
                 "  --pid P[,P...]       exactly these processes, not the default targets (never\n"
-                "                       PID 1, kernel threads, ghostvram or its ancestors)\n"
+                "                       PID 1, kernel threads, ghostvram or its ancestors; a\n"
+                "                       process holding no NVIDIA device node, or another\n"
+                "                       ghostvram, only with --force)\n"
                 "  --cgroup PATH        end a finished job's whole cgroup (Slurm epilog, deleted\n"
                 "                       pod): cgroup.kill, or SIGKILL to each member through a\n"
                 "                       pidfd; refused while a live NVML-listed owner is inside\n"
@@ -78,7 +80,8 @@ static void reclaim_usage(FILE *f)
                 "                       on MIG without --force; never run on a simulated host\n"
                 "  --reload-uvm         last resort: unload and load nvidia_uvm (libkmod);\n"
                 "                       needs --force and nobody holding nvidia-uvm\n"
-                "  --force              allow --reset-gpu on MIG; required by --reload-uvm\n"
+                "  --force              allow --reset-gpu on MIG; required by --reload-uvm; lets\n"
+                "                       --pid name a process without an NVIDIA node or a ghostvram\n"
                 "  --confirm DURATION   delay before the scan's confirming sample (default 2s)\n"
                 "  --noise-floor MIB    minimum ghost in MiB (default 64; 1% of the GPU if more)\n"
                 "  --call-timeout DUR   deadline for each driver call (default 5s)\n"
@@ -102,8 +105,10 @@ static void reclaim_usage(FILE *f)
                 "Exit status: 0 memory recovered (or a dry run with a plan, or nothing to\n"
                 "reclaim); 1 partial (a process did not end, the memory did not come back, or\n"
                 "a ghost no process may be ended for); 2 usage error; 3 cannot act (not root\n"
-                "for others' processes, no pidfd support, another reclaim running, a refused\n"
-                "escalation or cgroup).\n",
+                "for others' processes, no pidfd support, another reclaim running, --pid naming\n"
+                "a process reclaim does not signal, a refused escalation or cgroup).\n"
+                "--yes is refused (exit 2) with --proc or --from-bundle: the plan would not\n"
+                "come from this host's live /proc.\n",
               f);
 }
 
@@ -114,6 +119,7 @@ struct rc_opts {
         size_t n_pids;
         const char *cgroup;
         bool yes, dry_run, force, reset_gpu, reload_uvm;
+        bool proc_given;        /* --proc DIR */
         int signal;
         uint64_t grace_ms, timeout_ms, confirm_ms;
         uint64_t floor_mib;
@@ -183,31 +189,9 @@ static void rc_syslog(void *ctx, const struct reclaim_action *a, enum reclaim_ev
         }
 }
 
-/* GHOSTVRAM_TEST_PAUSE=STAGE:FILE (tests only): at STAGE ("plan": before any pidfd is opened;
- * "open": after the re-checks, before the first signal) create FILE.ready and wait (60 s at
- * most) for FILE.go. It lets a test end a target or reuse its PID at an exact point. */
-static void test_pause(void *ctx, const char *stage)
-{
-        (void)ctx;
-        const char *spec = getenv("GHOSTVRAM_TEST_PAUSE");
-        if (!spec)
-                return;
-        size_t sl = strcspn(spec, ":");
-        if (spec[sl] != ':' || sl != strlen(stage) || strncmp(spec, stage, sl) != 0)
-                return;
-        char ready[PATH_MAX], go[PATH_MAX];
-        if (snprintf(ready, sizeof(ready), "%s.ready", spec + sl + 1) >= (int)sizeof(ready) ||
-            snprintf(go, sizeof(go), "%s.go", spec + sl + 1) >= (int)sizeof(go))
-                return;
-        char pid[24];
-        int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
-        if (write_file_atomic(ready, pid, (size_t)n) < 0)
-                return;
-        for (int i = 0; i < 6000 && access(go, F_OK) != 0; i++) {
-                struct timespec ts = { 0, 10 * 1000000L };
-                nanosleep(&ts, NULL);
-        }
-}
+/* The test build's pause hook (tests/hooks/test_hooks.c sets it; NULL in the shipped binary,
+ * which carries no test hook at all). */
+void (*cli_reclaim_pause)(void *ctx, const char *stage);
 
 static void sleep_ms(unsigned ms)
 {
@@ -224,13 +208,22 @@ struct sampler {
         bool have_before;
         uint64_t t0;            /* monotonic ms of the first signal */
         uint64_t last;
+        unsigned failed;        /* samples the driver gave no figures for */
+        bool last_failed;       /* the latest one: the driver stopped answering */
 };
+
+static void sampler_take(struct sampler *s, uint64_t t0)
+{
+        bool bad = recovery_sample(&s->go, s->g, s->n, t0) < 0;
+        s->failed += bad;
+        s->last_failed = bad;
+}
 
 static void sampler_tick(void *ctx, uint64_t t_ms)
 {
         struct sampler *s = ctx;
         if (!s->have_before) {
-                recovery_sample(&s->go, s->g, s->n, 0);
+                sampler_take(s, 0);
                 s->have_before = true;
                 s->t0 = monotonic_ms(); /* the first signal follows */
                 s->last = 0;
@@ -239,7 +232,7 @@ static void sampler_tick(void *ctx, uint64_t t_ms)
         if (t_ms - s->last < SAMPLE_MS - 10)
                 return;
         s->last = t_ms;
-        recovery_sample(&s->go, s->g, s->n, s->t0);
+        sampler_take(s, s->t0);
 }
 
 /* Keep sampling until every GPU has its memory back or the timeout (from the first signal);
@@ -249,7 +242,7 @@ static void sampler_finish(struct sampler *s, uint64_t timeout_ms)
         if (!s->have_before)
                 sampler_tick(s, 0);
         for (;;) {
-                recovery_sample(&s->go, s->g, s->n, s->t0);
+                sampler_take(s, s->t0);
                 if (recovery_all_done(s->g, s->n) || monotonic_ms() - s->t0 >= timeout_ms)
                         break;
                 sleep_ms(SAMPLE_MS);
@@ -312,7 +305,7 @@ static int load_policy(const struct rc_opts *o, struct reclaim_policy *pol)
 
 static int parse_pids(struct rc_opts *o, const char *arg)
 {
-        char tmp[512];
+        char tmp[RC_MAX_PIDS * 12];
         if (snprintf(tmp, sizeof(tmp), "%s", arg) >= (int)sizeof(tmp))
                 return -1;
         char *save = NULL;
@@ -389,7 +382,41 @@ struct rc_ctx {
         struct reclaim_sys sys;
         bool acting;
         int lock_fd;
+        struct scan_once_opts so;       /* to scan again after the terminal's confirmation */
 };
+
+/* The targets a person confirmed on the terminal (PID and start time). */
+struct confirmed {
+        pid_t pid[RC_MAX_PIDS * 4];
+        uint64_t start[RC_MAX_PIDS * 4];
+        size_t n;
+        bool set;
+};
+
+static void confirmed_take(struct confirmed *c, const struct reclaim_plan *p)
+{
+        c->n = 0;
+        c->set = true;
+        for (size_t i = 0; i < p->n_targets && c->n < sizeof(c->pid) / sizeof(c->pid[0]); i++) {
+                c->pid[c->n] = p->targets[i].pid;
+                c->start[c->n++] = p->targets[i].start_ticks;
+        }
+}
+
+/* Does the plan have exactly the confirmed targets (the same processes)? */
+static bool confirmed_same(const struct confirmed *c, const struct reclaim_plan *p)
+{
+        if (!c->set || c->n != p->n_targets)
+                return false;
+        for (size_t i = 0; i < p->n_targets; i++) {
+                bool found = false;
+                for (size_t k = 0; k < c->n && !found; k++)
+                        found = c->pid[k] == p->targets[i].pid && c->start[k] == p->targets[i].start_ticks;
+                if (!found)
+                        return false;
+        }
+        return true;
+}
 
 static int take_lock(struct rc_ctx *x, struct reclaim_report *rep)
 {
@@ -421,6 +448,15 @@ static int mode_processes(struct rc_ctx *x, struct reclaim_report *rep)
         /* facts of explicit PIDs that hold no node */
         struct host_proc extra[RC_MAX_PIDS];
         size_t n_extra = 0;
+        struct confirmed conf;
+        memset(&conf, 0, sizeof(conf));
+        unsigned asked = 0;
+        struct reclaim_plan *plan = NULL;
+        struct reclaim_action *acts = NULL;
+        struct recovery_gpu *rec = NULL;
+        size_t n_acts = 0, n_rec = 0;
+        int status = EXIT_INCOMPLETE;
+replan:
         for (size_t i = 0; i < o->n_pids; i++) {
                 if (res->facts->host && host_report_find(res->facts->host, o->pids[i]))
                         continue;
@@ -432,11 +468,6 @@ static int mode_processes(struct rc_ctx *x, struct reclaim_report *rep)
         x->po.n_explicit = o->n_pids;
         x->po.extra = extra;
         x->po.n_extra = n_extra;
-        struct reclaim_plan *plan = NULL;
-        struct reclaim_action *acts = NULL;
-        struct recovery_gpu *rec = NULL;
-        size_t n_acts = 0, n_rec = 0;
-        int status = EXIT_INCOMPLETE;
         if (reclaim_plan_build(res, &x->po, &plan) < 0) {
                 cli_error("reclaim", "out of memory");
                 goto out;
@@ -448,13 +479,16 @@ static int mode_processes(struct rc_ctx *x, struct reclaim_report *rep)
         for (size_t i = 0; plan->explicit_mode && i < plan->n_skipped; i++) {
                 const struct reclaim_skip *s = &plan->skipped[i];
                 if (s->rule == RECLAIM_PID1 || s->rule == RECLAIM_KTHREAD || s->rule == RECLAIM_SELF ||
-                    s->rule == RECLAIM_ANCESTOR) {
-                        note(rep, "refused: --pid %d is %s", (int)s->pid, s->reason);
+                    s->rule == RECLAIM_ANCESTOR || s->rule == RECLAIM_NO_DEVICE || s->rule == RECLAIM_GHOSTVRAM) {
+                        char comm[96];
+                        esc_copy(comm, sizeof(comm), s->comm[0] ? s->comm : "?");
+                        note(rep, "refused: --pid %d (%s): %s", (int)s->pid, comm, s->reason);
                         hard = true;
                 }
         }
         if (hard) {
-                summary(rep, EXIT_INCOMPLETE, "Nothing was signalled: --pid names a process reclaim never signals.");
+                summary(rep, EXIT_INCOMPLETE, "Nothing was signalled: --pid names a process reclaim does not signal%s.",
+                        o->force ? "" : " (see why above)");
                 goto done;
         }
         /* not root: only our own processes */
@@ -466,6 +500,14 @@ static int mode_processes(struct rc_ctx *x, struct reclaim_report *rep)
                              (int)plan->targets[i].pid, (unsigned)plan->targets[i].uid);
                         foreign = true;
                 }
+        if (conf.set && !confirmed_same(&conf, plan)) {
+                /* the processes changed while the question was open: what was confirmed is
+                 * not what would be signalled now */
+                note(rep, "the plan changed while the question was open (scanned again after the answer): "
+                          "this is the new plan");
+                x->acting = false;
+                rep->dry_run = true;
+        }
         if (plan->n_targets == 0) {
                 if (plan->any_confirmed_ghost && !plan->explicit_mode) {
                         summary(rep, EXIT_FINDING,
@@ -484,11 +526,37 @@ static int mode_processes(struct rc_ctx *x, struct reclaim_report *rep)
                 char q[128];
                 snprintf(q, sizeof(q), "Send SIG%s to these %zu process%s now?", reclaim_signal_name(o->signal),
                          plan->n_targets, plan->n_targets == 1 ? "" : "es");
+                if (++asked > 3) {
+                        summary(rep, EXIT_INCOMPLETE, "Nothing done: the plan kept changing; run reclaim again.");
+                        printf("%s\n", rep->summary);
+                        status = EXIT_INCOMPLETE;
+                        goto out;
+                }
                 if (confirm_on_tty(q)) {
+                        if (x->lock_fd < 0 && take_lock(x, rep) < 0)
+                                goto done;
+                        /* the answer may have come minutes later: plan again from a fresh scan
+                         * and act only if it is the plan that was confirmed */
+                        confirmed_take(&conf, plan);
+                        struct scan_once *fresh = NULL;
+                        int sr = scan_once_run(&x->so, &fresh);
+                        if (sr < 0) {
+                                cli_error("reclaim", "cannot scan again (%s): %s", o->c.proc_root, strerror(-sr));
+                                goto out;
+                        }
+                        scan_once_free(x->scan);
+                        x->scan = fresh;
+                        x->res = res = fresh->res;
+                        for (size_t i = 0; i < n_extra; i++)
+                                host_proc_clear(&extra[i]);
+                        n_extra = 0;
+                        rep->plan = NULL;
+                        reclaim_plan_free(plan);
+                        plan = NULL;
+                        rep->n_notes = 0;
                         x->acting = true;
                         rep->dry_run = false;
-                        if (take_lock(x, rep) < 0)
-                                goto done;
+                        goto replan;
                 } else {
                         summary(rep, EXIT_OK, "Nothing done.");
                         printf("%s\n", rep->summary);
@@ -524,7 +592,7 @@ static int mode_processes(struct rc_ctx *x, struct reclaim_report *rep)
         struct reclaim_act_opts ao = {
                 .sys = &x->sys, .signal = o->signal, .grace_ms = (unsigned)o->grace_ms,
                 .timeout_ms = (unsigned)o->timeout_ms, .poll_ms = SAMPLE_MS, .log = rc_syslog,
-                .pause = test_pause, .tick = sampler_tick, .tick_ctx = &sm,
+                .pause = cli_reclaim_pause, .tick = sampler_tick, .tick_ctx = &sm,
         };
         int r = reclaim_act_run(plan, &ao, &acts, &n_acts);
         if (r == -ENOSYS) {
@@ -552,10 +620,23 @@ static int mode_processes(struct rc_ctx *x, struct reclaim_report *rep)
                                (unsigned long long)(rec[i].before >> 20), (unsigned long long)(rec[i].after >> 20),
                                rec[i].recovered ? "recovered" : "not recovered by the timeout");
         bool back = recovery_all_done(rec, n_rec);
+        /* "recovered" only about memory the plan set out to free (a target's confirmed ghost) */
+        bool expected = false;
+        for (size_t i = 0; i < n_rec; i++)
+                expected |= rec[i].expected > 0;
         if (denied == n_acts && n_acts)
                 summary(rep, EXIT_INCOMPLETE, "Cannot act: not permitted to signal these processes (run as root).");
+        else if (ended == n_acts && !expected)
+                summary(rep, plan->any_confirmed_ghost ? EXIT_FINDING : EXIT_OK,
+                        "%zu process%s ended; none held a confirmed ghost, so no memory was expected back%s.", ended,
+                        ended == 1 ? "" : "es", plan->any_confirmed_ghost ? " (the ghost is still there)" : "");
         else if (ended == n_acts && back)
                 summary(rep, EXIT_OK, "Memory recovered: %zu process%s ended.", ended, ended == 1 ? "" : "es");
+        else if (ended == n_acts && sm.last_failed)
+                summary(rep, EXIT_FINDING,
+                        "Partial: every process ended, but the NVIDIA driver stopped answering the memory queries "
+                        "(%u unanswered): whether the memory came back is unknown. A hung GPU? `ghostvram xid`.",
+                        sm.failed);
         else if (ended == n_acts)
                 summary(rep, EXIT_FINDING, "Partial: every process ended, but the memory did not come back within %.3g s.",
                         (double)o->timeout_ms / 1000.0);
@@ -673,7 +754,8 @@ static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
         struct sampler sm;
         sampler_init(&sm, o, rec, n_rec);
         syslog(LOG_NOTICE, "reclaim: uid %u ends cgroup %s (%zu processes)", (unsigned)geteuid(), ci.path, np);
-        test_pause(NULL, "open");
+        if (cli_reclaim_pause)
+                cli_reclaim_pause(NULL, "open");
         r = reclaim_cgroup_kill(ci.dir, ci.path, &x->sys, (unsigned)o->timeout_ms, sampler_tick, &sm, &ci.res);
         if (r < 0) {
                 summary(rep, EXIT_INCOMPLETE, "Cannot act on %s: %s", ci.path, strerror(-r));
@@ -781,12 +863,20 @@ static int mode_escalate(struct rc_ctx *x, struct reclaim_report *rep)
                 const char *bus = strrchr(esc.command, ' ') + 1;
                 char *argv[] = { smi, (char *)"--gpu-reset", (char *)"-i", (char *)bus, NULL };
                 syslog(LOG_NOTICE, "reclaim: running %s", esc.command);
-                int r = escalate_run(argv, (unsigned)o->timeout_ms, &output, &cs);
+                pid_t stuck = 0;
+                int r = escalate_run(argv, (unsigned)o->timeout_ms, &output, &cs, &stuck);
                 rep->esc_ran = r == 0;
                 rep->esc_status = cs;
                 rep->esc_output = buf_str(&output);
-                if (r < 0)
-                        snprintf(err, sizeof(err), "%s", r == -ETIMEDOUT ? "the reset did not finish in time" : strerror(-r));
+                if (r == -EDEADLK)
+                        snprintf(err, sizeof(err),
+                                 "the reset did not finish within %.3g s and its process (PID %d) did not end %.3g s "
+                                 "after SIGKILL: stuck in the driver (D state); `cat /proc/%d/stack`, `ghostvram xid`, "
+                                 "then a reboot",
+                                 (double)o->timeout_ms / 1000.0, (int)stuck, ESCALATE_KILL_WAIT_MS / 1000.0, (int)stuck);
+                else if (r < 0)
+                        snprintf(err, sizeof(err), "%s",
+                                 r == -ETIMEDOUT ? "the reset did not finish in time (ended with SIGKILL)" : strerror(-r));
         } else {
                 syslog(LOG_NOTICE, "reclaim: reloading nvidia_uvm");
                 int r = escalate_uvm_reload(err, sizeof(err));
@@ -912,11 +1002,14 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                 default:
                         break;
                 }
+                if (opt == CLI_OPT_BASE + 1)
+                        o->proc_given = true;
                 int r = cli_common_option(&o->c, opt, optarg, cmd);
                 if (r < 0)
                         return -1;
                 if (r == 0) {
                         reclaim_usage(stderr);
+                        cli_error(cmd, "invalid option '%s' (see --help)", argv[optind - 1]);
                         return -1;
                 }
         }
@@ -940,6 +1033,13 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                 cli_error(cmd, "--reset-gpu needs --gpu N (the GPU to reset)");
                 return -1;
         }
+        /* acting re-checks start times in the live /proc: a plan from elsewhere is not this host's */
+        if (o->yes && (o->proc_given || o->c.from_bundle)) {
+                cli_error(cmd, "--yes cannot be used with %s: the plan would not come from this host's live /proc "
+                               "(start times are re-checked there); drop --yes to see the plan",
+                          o->c.from_bundle ? "--from-bundle" : "--proc");
+                return -1;
+        }
         if (o->yes && o->dry_run) {
                 cli_error(cmd, "--yes and --dry-run contradict each other");
                 return -1;
@@ -947,7 +1047,18 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
         return 0;
 }
 
+static int reclaim_main(int argc, char **argv);
+
+/* With --json every error is JSON on stdout too (the message stays on stderr). */
 int cmd_reclaim(int argc, char **argv)
+{
+        int status = reclaim_main(argc, argv);
+        if (cli_wants_json(argc, argv))
+                cli_json_error_if_silent("reclaim", status);
+        return status;
+}
+
+static int reclaim_main(int argc, char **argv)
 {
         struct rc_opts o;
         memset(&o, 0, sizeof(o));
@@ -981,8 +1092,6 @@ int cmd_reclaim(int argc, char **argv)
         }
         x.acting = o.yes && !o.dry_run && !o.c.from_bundle;
         rep.dry_run = !x.acting;
-        if (o.yes && o.c.from_bundle)
-                note(&rep, "a recorded bundle is never acted on: this is the plan only");
         reclaim_sys_real(&x.sys, "/proc");
         openlog("ghostvram", LOG_PID, LOG_AUTHPRIV);
         if (x.acting) {
@@ -1011,6 +1120,7 @@ int cmd_reclaim(int argc, char **argv)
                 goto out;
         }
         x.res = x.scan->res;
+        x.so = so;
         const struct gpu_report *gr = x.res->facts->gpu;
         if (!gr->driver_present && !o.c.from_bundle) {
                 cli_error("reclaim", "%s", gr->error[0] ? gr->error : "no NVIDIA driver");
@@ -1032,6 +1142,7 @@ int cmd_reclaim(int argc, char **argv)
         x.po.n_ancestors = ancestors_of_self(&ho, x.anc, RC_MAX_ANCESTORS);
         x.po.self_proc = have_self ? &x.self : NULL;
         x.po.only_gpu = o.only_gpu;
+        x.po.force = o.force;
 
         if (o.cgroup)
                 status = mode_cgroup(&x, &rep);

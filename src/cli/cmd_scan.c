@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "collect/sample.h"
+#include "util/fileio.h"
 #include "model/ledger.h"
 #include "run/scan_run.h"
 #include "render/metrics.h"
@@ -54,7 +55,8 @@ static void scan_usage(FILE *f)
                 "  ghostvram scan --gpu 1 --verbose    # also list holders that are not linked\n"
                 "  ghostvram scan --json | jq '.gpus[] | {index, verdict, ghost: .memory.ghost_bytes}'\n\n"
                 "Exit status: 0 no ghost; 1 a confirmed ghost on some GPU; 2 usage error;\n"
-                "3 some GPU (or the driver) could not be inspected.\n");
+                "3 some GPU is lost or could not be inspected, or no driver. The worse wins:\n"
+                "3 over 1 (a ghost on one GPU never hides a lost one).\n");
 }
 
 /* The sources of a scan from the common options. */
@@ -162,7 +164,7 @@ int cmd_scan(int argc, char **argv)
         struct scan_once *run = NULL;
         int r = scan_once_run(&so, &run);
         if (r < 0) {
-                cli_error("scan", "cannot read %s: %s", c.proc_root, strerror(-r));
+                cli_error("scan", "cannot read %s: %s", c.proc_root, fileio_strerror(r));
                 return EXIT_INCOMPLETE;
         }
         struct scan_result *res = run->res;

@@ -24,7 +24,11 @@ static void serve_usage(FILE *f)
                 "  GET /metrics        Prometheus text format 0.0.4; OpenMetrics 1.0.0 when the Accept\n"
                 "                      header asks for application/openmetrics-text (docs/metrics.md)\n"
                 "  GET /healthz        200 while the data is fresh, 503 once older than --stale-after\n"
-                "  GET /api/v1/scan    the latest scan as JSON (command lines only with --expose-cmdline)\n\n"
+                "                      (the exporter's health, not the driver's: that is the gauge\n"
+                "                      ghostvram_driver_up, 0 when NVML did not answer)\n"
+                "  GET /api/v1/scan    the latest scan as JSON (command lines only with --expose-cmdline)\n"
+                "  GET /               a page: per-GPU memory timelines by kind (the last 720 collections),\n"
+                "                      verdicts, holders, Xid events; no script, strict CSP\n\n"
                 "Each collection reads NVML and re-checks the PIDs it lists in /proc; the full /proc walk\n"
                 "runs only when some memory is unexplained, a listed PID changed, a ghost is being\n"
                 "followed, or every 40th cycle (docs/metrics.md, \"What serve does each cycle\"). The kernel\n"
@@ -36,7 +40,8 @@ static void serve_usage(FILE *f)
                 "  --stale-after DURATION\n"
                 "                       /healthz answers 503 when the data is older (default 4 intervals,\n"
                 "                       at least 60s)\n"
-                "  --expose-cmdline     include command lines in /api/v1/scan (they can carry secrets)\n"
+                "  --expose-cmdline     include command lines in /api/v1/scan and the page (they can\n"
+                "                       carry secrets)\n"
                 "  --max-connections N  concurrent connections (default 64; more wait in the backlog)\n"
                 "  --noise-floor MIB    minimum ghost in MiB (default 64; 1%% of the GPU if larger)\n"
                 "  --no-kernel          do not follow the kernel log (no Xid counts; /dev/kmsg needs root\n"
@@ -178,8 +183,9 @@ int cmd_serve(int argc, char **argv)
         else
                 snprintf(shown, sizeof(shown), "%.*s:%u", (int)(strrchr(listen, ':') - listen), listen,
                          http_server_port(hs));
-        printf("ghostvram serve: listening on http://%s/metrics (collection every %.3g s%s)\n", shown,
-               (double)interval_ms / 1000.0, c.simulated ? ", SIMULATED HOST" : "");
+        printf("ghostvram serve: listening on http://%s/metrics (collection every %.3g s%s; the page: http://%s/)\n",
+               shown,
+               (double)interval_ms / 1000.0, c.simulated ? ", SIMULATED HOST" : "", shown);
         fflush(stdout);
         cli_wait_signal(NULL, UINT64_MAX);
         printf("ghostvram serve: stopping\n");

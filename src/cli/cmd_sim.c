@@ -32,7 +32,7 @@ static void sim_usage(FILE *f)
                 "  init DIR [--gpus N] [--memory MiB] [--reserved MiB]\n"
                 "                create a simulated host\n"
                 "  run DIR --gpu I --mib M [--workers K] [--close-fds-in-workers] [--exec-child]\n"
-                "      [--worker-setsid] [--launcher | --launcher-exits] [--busy]\n"
+                "      [--worker-setsid] [--launcher | --launcher-exits] [--busy] [--mig-instance GI]\n"
                 "                start a simulated CUDA job in the background; print its PIDs\n"
                 "  set DIR KEY=VALUE...\n"
                 "                driver generation, PID translation, faults ('sim set --help')\n"
@@ -141,7 +141,7 @@ static int sim_cmd_init(int argc, char **argv)
 static const char sim_run_help[] =
         "Usage: ghostvram sim run DIR --gpu I --mib M [--workers K]\n"
         "                         [--close-fds-in-workers] [--exec-child] [--worker-setsid]\n"
-        "                         [--launcher | --launcher-exits] [--busy]\n\n"
+        "                         [--launcher | --launcher-exits] [--busy] [--mig-instance GI]\n\n"
         "Start a simulated CUDA job in the background; return once its context exists.\n"
         "The owner opens DIR/dev/nvidiactl, nvidia-uvm and every visible nvidiaN\n"
         "close-on-exec and maps them, like the CUDA runtime; its context charges M MiB\n"
@@ -167,6 +167,10 @@ static const char sim_run_help[] =
         "                          is reparented, the workers' group has no leader\n"
         "  --busy                  the job has GPU work pending: when the owner dies the\n"
         "                          driver stops its channels and logs Xid 45 in DIR/kmsg\n"
+        "  --mig-instance GI       run in MIG GPU instance GI (1..N of mig_instances=GPU:N):\n"
+        "                          the job also opens the instance's capability nodes\n"
+        "                          DIR/dev/nvidia-caps/nvidia-capK; its context charges\n"
+        "                          that instance (required on a GPU with MIG instances)\n"
         "  --alloc ROUTE           how the owner allocates through the simulated\n"
         "                          libcuda.so.1: symbol (default: one cuMemAlloc_v2),\n"
         "                          mixed (half by symbol, half through\n"
@@ -219,16 +223,17 @@ static int sim_cmd_run(int argc, char **argv)
                 { "launcher", no_argument, NULL, 'l' },
                 { "launcher-exits", no_argument, NULL, 'e' },
                 { "busy", no_argument, NULL, 'b' },
+                { "mig-instance", required_argument, NULL, 'i' },
                 { "alloc", required_argument, NULL, 'a' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
         const char *cmd = "sim run", *alloc = NULL;
-        unsigned gpu = 0, workers = 0;
+        unsigned gpu = 0, workers = 0, gi = 0;
         uint64_t mib = 0;
         bool have_gpu = false, close_fds = false, exec_child = false, worker_setsid = false, launcher = false,
              launcher_exits = false, busy = false;
-        char gpu_s[16], mib_s[32], workers_s[16], app[PATH_MAX];
+        char gpu_s[16], mib_s[32], workers_s[16], gi_s[16], app[PATH_MAX];
         struct buf out = BUF_INIT(1 << 16);
         struct sim_host h;
         int c, fd = -1, ret = EXIT_FINDING;
@@ -273,6 +278,13 @@ static int sim_cmd_run(int argc, char **argv)
                         }
                         alloc = optarg;
                         break;
+                case 'i':
+                        if (parse_uint_range(optarg, 1, SIM_MAX_MIG, &gi) < 0) {
+                                cli_error(cmd, "--mig-instance: '%s' is not a GPU instance from 1 to %u", optarg,
+                                          SIM_MAX_MIG);
+                                return EXIT_USAGE;
+                        }
+                        break;
                 case 'h': fputs(sim_run_help, stdout); return EXIT_OK;
                 default: fputs(sim_run_help, stderr); return EXIT_USAGE;
                 }
@@ -316,6 +328,11 @@ static int sim_cmd_run(int argc, char **argv)
         if (alloc) {
                 args[n++] = (char *)"--alloc";
                 args[n++] = (char *)alloc;
+        }
+        if (gi) {
+                snprintf(gi_s, sizeof(gi_s), "%u", gi);
+                args[n++] = (char *)"--mig-instance";
+                args[n++] = gi_s;
         }
         args[n] = NULL;
         r = sim_run_spawn(app, dir, args, &fd, &pid);
@@ -420,6 +437,8 @@ static void sim_status_ctx(const struct sim_ctx_view *v)
 {
         const struct sim_ctx *c = &v->ctx;
         printf("  context %u: %llu MiB, ", c->id, (unsigned long long)(c->bytes >> 20));
+        if (c->gi != SIM_GI_NONE)
+                printf("MIG GPU instance %u, ", c->gi);
         if (v->state == SIM_CTX_RELEASING) {
                 printf("released, %llu MiB left, freed in %.1f s\n", (unsigned long long)(v->charged_bytes >> 20),
                        (double)v->free_in_ms / 1000.0);
@@ -511,9 +530,15 @@ static void sim_status_print(const char *dir, const struct sim_client *cl, const
                        (unsigned long long)((gp->total_bytes - gp->reserved_bytes - used) >> 20));
                 if (gk->uncharged_mib)
                         printf(" (%llu MiB uncharged)", (unsigned long long)gk->uncharged_mib);
-                printf("\n  persistence %s, MIG %s%s%s%s%s\n", gk->persistence ? "on" : "off", gk->mig ? "on" : "off",
+                printf("\n  persistence %s, MIG %s%s%s%s%s\n", gk->persistence ? "on" : "off", sim_mig_on(gk) ? "on" : "off",
                        gk->lost ? ", LOST (GPU_IS_LOST)" : "", gk->hang[0] ? ", hangs in " : "", gk->hang,
                        gk->notsup ? ", some queries NOT_SUPPORTED" : "");
+                for (unsigned m = 1; m <= gk->mig_instances; m++)
+                        printf("  MIG GPU instance %u (compute instance 0): %llu MiB, %llu MiB used, capability nodes "
+                               "nvidia-caps/nvidia-cap%u and nvidia-cap%u\n",
+                               m, (unsigned long long)(sim_mig_instance_total(&cl->host, g, gk->mig_instances) >> 20),
+                               (unsigned long long)(sim_mig_used_bytes(&cl->host, k, o, g, m) >> 20),
+                               sim_mig_cap_minor(gp->minor, m, false), sim_mig_cap_minor(gp->minor, m, true));
                 for (size_t i = 0; i < o->n; i++)
                         if (o->ctx[i].ctx.gpu == g)
                                 sim_status_ctx(&o->ctx[i]);

@@ -4,6 +4,7 @@
 
 #include "cli/cli.h"
 #include "collect/sample.h"
+#include "util/fileio.h"
 #include "render/snapshot.h"
 
 static void snapshot_usage(FILE *f)
@@ -56,7 +57,7 @@ int cmd_snapshot(int argc, char **argv)
         struct facts *f;
         int r = facts_collect(&fo, &f);
         if (r < 0) {
-                cli_error("snapshot", "cannot read %s: %s", c.proc_root, strerror(-r));
+                cli_error("snapshot", "cannot read %s: %s", c.proc_root, fileio_strerror(r));
                 return EXIT_INCOMPLETE;
         }
         if (c.json) {

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE 1 /* environ */
 /* watch: sample continuously, print a line when a GPU's verdict or ghost changes, raise an
  * alert when a confirmed ghost stays above a threshold for a while (and say when it clears),
  * and run a hook with the finding in its environment. */
@@ -19,6 +20,7 @@
 #include "render/metrics.h"
 #include "util/deadline.h"
 #include "util/parse.h"
+#include "util/spawn.h"
 
 #define MIB (1024ull * 1024ull)
 #define WATCH_MAX_GPUS 1024
@@ -68,7 +70,9 @@ static void watch_usage(FILE *f)
                 "       --exec 'logger -t ghostvram \"$GHOSTVRAM_SUMMARY\"'\n"
                 "  ghostvram watch --interval 10s --textfile /var/lib/node_exporter/textfile_collector\n\n"
                 "Stop with SIGINT or SIGTERM: the sample in progress finishes, then it exits 0.\n"
-                "Exit status: 0 stopped; 2 usage error; 3 could not start.\n", WATCH_RECLAIMS_PER_HOUR);
+                "Exit status: 0 stopped (after at least one good sample); 2 usage error; 3 could not\n"
+                "start, or no sample ever succeeded (no driver, a driver that never answered).\n",
+                WATCH_RECLAIMS_PER_HOUR);
 }
 
 struct gpu_watch {
@@ -163,26 +167,47 @@ static void emit(const struct watch *w, const char *event, const struct gpu_info
         fflush(stdout);
 }
 
-static void set_env(const char *name, const char *value)
-{
-        setenv(name, value ? value : "", 1);
-}
-
-/* Run the hook and wait for it at most exec_timeout_ms; its output goes to ours. */
+/* Run the hook and wait for it at most exec_timeout_ms; its output goes to ours. Its
+ * environment is built before the fork: this process has threads (driver calls under a
+ * deadline), so the child runs only async-signal-safe calls until execve. */
 static void run_hook(const struct watch *w, const char *event, const struct gpu_info *g, const struct gpu_ledger *l,
                      double since)
 {
         if (!w->exec)
                 return;
-        char num[64], pids[1024];
+        char gpu_s[16], ghost_s[32], thr_s[32], since_s[32], pids[1024];
+        const struct finding *fd = l->n_findings ? &l->findings[0] : NULL;
+        snprintf(gpu_s, sizeof(gpu_s), "%u", g->index);
+        snprintf(ghost_s, sizeof(ghost_s), "%llu", (unsigned long long)confirmed_ghost(l));
+        snprintf(thr_s, sizeof(thr_s), "%llu", (unsigned long long)w->threshold_bytes);
+        snprintf(since_s, sizeof(since_s), "%.0f", since);
+        pids_text(l, pids, sizeof(pids));
+        static const char *const names[] = {
+                "GHOSTVRAM_EVENT", "GHOSTVRAM_GPU", "GHOSTVRAM_UUID", "GHOSTVRAM_PCI_BUS_ID", "GHOSTVRAM_VERDICT",
+                "GHOSTVRAM_GHOST_BYTES", "GHOSTVRAM_PIDS", "GHOSTVRAM_THRESHOLD_BYTES", "GHOSTVRAM_SINCE",
+                "GHOSTVRAM_SUMMARY", "GHOSTVRAM_NEXT_STEP",
+        };
+        const char *values[] = {
+                event, gpu_s, g->uuid, g->pci_bus_id, verdict_of(l), ghost_s, pids, thr_s, since_s,
+                fd ? fd->summary : "", fd ? fd->next_step : "",
+        };
+        char **envp = NULL;
+        if (env_build(environ, names, values, sizeof(names) / sizeof(names[0]), &envp) < 0) {
+                cli_error("watch", "--exec: out of memory");
+                return;
+        }
+        char sh[] = "sh", dash_c[] = "-c";
+        char *const argv[] = { sh, dash_c, (char *)w->exec, NULL };
         fflush(stdout);
         fflush(stderr);
         pid_t pid = fork();
         if (pid < 0) {
                 cli_error("watch", "--exec: cannot fork: %s", strerror(errno));
+                env_free(envp);
                 return;
         }
         if (pid == 0) {
+                /* only async-signal-safe calls from here to execve */
                 sigset_t none;
                 sigemptyset(&none);
                 sigprocmask(SIG_SETMASK, &none, NULL);
@@ -193,30 +218,14 @@ static void run_hook(const struct watch *w, const char *event, const struct gpu_
                         dup2(devnull, STDIN_FILENO);
                         close(devnull);
                 }
-                const struct finding *fd = l->n_findings ? &l->findings[0] : NULL;
-                set_env("GHOSTVRAM_EVENT", event);
-                snprintf(num, sizeof(num), "%u", g->index);
-                set_env("GHOSTVRAM_GPU", num);
-                set_env("GHOSTVRAM_UUID", g->uuid);
-                set_env("GHOSTVRAM_PCI_BUS_ID", g->pci_bus_id);
-                set_env("GHOSTVRAM_VERDICT", verdict_of(l));
-                snprintf(num, sizeof(num), "%llu", (unsigned long long)confirmed_ghost(l));
-                set_env("GHOSTVRAM_GHOST_BYTES", num);
-                pids_text(l, pids, sizeof(pids));
-                set_env("GHOSTVRAM_PIDS", pids);
-                snprintf(num, sizeof(num), "%llu", (unsigned long long)w->threshold_bytes);
-                set_env("GHOSTVRAM_THRESHOLD_BYTES", num);
-                snprintf(num, sizeof(num), "%.0f", since);
-                set_env("GHOSTVRAM_SINCE", num);
-                set_env("GHOSTVRAM_SUMMARY", fd ? fd->summary : "");
-                set_env("GHOSTVRAM_NEXT_STEP", fd ? fd->next_step : "");
-                execl("/bin/sh", "sh", "-c", w->exec, (char *)NULL);
+                execve("/bin/sh", argv, envp);
                 _exit(127);
         }
+        env_free(envp);
         setpgid(pid, pid);
         unsigned long long deadline = monotonic_ms() + w->exec_timeout_ms;
         int status = 0;
-        bool killed = false;
+        int killed = 0; /* 1: SIGTERM sent, 2: SIGKILL sent */
         for (;;) {
                 pid_t r = waitpid(pid, &status, WNOHANG);
                 if (r == pid || (r < 0 && errno != EINTR))
@@ -226,11 +235,17 @@ static void run_hook(const struct watch *w, const char *event, const struct gpu_
                         cli_error("watch", "--exec: the hook ran longer than %.3g s; stopping it",
                                   (double)w->exec_timeout_ms / 1000.0);
                         kill(-pid, SIGTERM);
-                        killed = true;
+                        killed = 1;
                         deadline = now + 2000;
-                } else if (now >= deadline) {
+                } else if (now >= deadline && killed == 1) {
                         kill(-pid, SIGKILL);
-                        deadline = now + 60000;
+                        killed = 2;
+                        deadline = now + 5000;
+                } else if (now >= deadline) {
+                        /* SIGKILL takes effect when a driver call returns: do not wait for ever */
+                        cli_error("watch", "--exec: the hook (PID %d) did not end 5 s after SIGKILL; not waiting for it",
+                                  (int)pid);
+                        break;
                 }
                 struct timespec ts = { .tv_sec = 0, .tv_nsec = 20 * 1000000L };
                 nanosleep(&ts, NULL);
@@ -523,6 +538,8 @@ int cmd_watch(int argc, char **argv)
                 fflush(stdout);
         }
         int status = EXIT_OK;
+        bool any_ok = false;    /* a sample with the driver's and /proc's answers */
+        char last_error[600] = "";
         for (uint64_t n = 0; !w.count || n < w.count; n++) {
                 unsigned long long t0 = monotonic_ms();
                 struct sample s;
@@ -542,18 +559,21 @@ int cmd_watch(int argc, char **argv)
                         else
                                 w.counters.scans_light++;
                 }
+                w.counters.driver_up = s.res && !(s.errors & SCAN_ERR_GPU) && metrics_driver_answered(s.res->facts->gpu);
+                any_ok |= s.res && !(s.errors & (SCAN_ERR_GPU | SCAN_ERR_HOST));
                 if (s.errors & SCAN_ERR_GPU)
                         w.counters.scan_errors[METRICS_SRC_GPU]++;
                 if (s.errors & SCAN_ERR_HOST)
                         w.counters.scan_errors[METRICS_SRC_HOST]++;
                 if (s.errors && !w.error_shown) {
                         const struct gpu_report *g = s.res ? s.res->facts->gpu : NULL;
-                        char line[300];
+                        char line[600];
                         snprintf(line, sizeof(line), "scan error: %s",
                                  g && g->timed_out ? "the NVIDIA driver did not answer in time"
                                  : g && !g->driver_present ? (g->error[0] ? g->error : "no NVIDIA driver")
                                                            : s.why);
                         emit(&w, "error", NULL, NULL, line);
+                        snprintf(last_error, sizeof(last_error), "%s", line);
                 } else if (!s.errors && w.error_shown) {
                         emit(&w, "error", NULL, NULL, "scan error cleared");
                 }
@@ -575,5 +595,10 @@ int cmd_watch(int argc, char **argv)
                         break;
         }
         sampler_free(smp);
+        /* a watch that never got one good sample watched nothing: say so, and not with 0 */
+        if (status == EXIT_OK && !any_ok) {
+                cli_error("watch", "no sample succeeded%s%s", last_error[0] ? ": " : "", last_error);
+                status = EXIT_INCOMPLETE;
+        }
         return status;
 }

@@ -1,3 +1,4 @@
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -5,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,14 +28,39 @@ void cli_common_init(struct cli_common *c)
         c->timeout_ms = 5000;
 }
 
+static char last_error[1024];   /* the latest cli_error message, for a JSON error document */
+static bool json_printed;       /* a JSON document went to stdout */
+
 void cli_error(const char *cmd, const char *fmt, ...)
 {
         va_list ap;
-        fprintf(stderr, "ghostvram %s: ", cmd);
         va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
+        vsnprintf(last_error, sizeof(last_error), fmt, ap);
         va_end(ap);
-        fputc('\n', stderr);
+        fprintf(stderr, "ghostvram %s: %s\n", cmd, last_error);
+}
+
+bool cli_wants_json(int argc, char **argv)
+{
+        for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+                if (strcmp(argv[i], "--json") == 0)
+                        return true;
+        return false;
+}
+
+void cli_json_error_if_silent(const char *cmd, int status)
+{
+        if (json_printed || status == 0)
+                return;
+        json_t *doc = json_object();
+        if (!doc)
+                return;
+        json_object_set_new(doc, "schema_version", json_integer(1));
+        json_object_set_new(doc, "command", json_string(cmd));
+        json_object_set_new(doc, "error", json_string(last_error[0] ? last_error : "failed (see standard error)"));
+        json_object_set_new(doc, "exit_status", json_integer(status));
+        cli_print_json(doc);
+        fflush(stdout);
 }
 
 int cli_common_option(struct cli_common *c, int opt, const char *arg, const char *cmd)
@@ -58,17 +85,71 @@ int cli_common_option(struct cli_common *c, int opt, const char *arg, const char
         }
 }
 
+static const char *file_kind(mode_t m)
+{
+        return S_ISLNK(m) ? "a symbolic link" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
+             : S_ISDIR(m) ? "a directory" : S_ISSOCK(m) ? "a socket" : "a special file";
+}
+
+/* --save-bundle DIR: a new directory, or an empty one (an old bundle's files would mix with the
+ * new ones and be taken for this host's). */
+static int check_save_dir(const char *dir, const char *cmd)
+{
+        struct stat st;
+        if (lstat(dir, &st) < 0) {
+                if (errno == ENOENT)
+                        return 0; /* created when the bundle is written */
+                cli_error(cmd, "--save-bundle %s: %s", dir, strerror(errno));
+                return -1;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+                cli_error(cmd, "--save-bundle %s: not a directory (%s): give a new or an empty directory", dir,
+                          S_ISREG(st.st_mode) ? "a file" : file_kind(st.st_mode));
+                return -1;
+        }
+        DIR *d = opendir(dir);
+        if (!d) {
+                cli_error(cmd, "--save-bundle %s: %s", dir, strerror(errno));
+                return -1;
+        }
+        struct dirent *e;
+        bool empty = true;
+        while (empty && (e = readdir(d)))
+                empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
+        closedir(d);
+        if (!empty) {
+                cli_error(cmd, "--save-bundle %s: not empty: give a new or an empty directory (old files would mix with "
+                               "this bundle)", dir);
+                return -1;
+        }
+        return 0;
+}
+
 int cli_common_finish(struct cli_common *c, const char *cmd)
 {
         if (c->save_bundle && c->from_bundle) {
                 cli_error(cmd, "--save-bundle and --from-bundle cannot be used together");
                 return -1;
         }
+        if (c->save_bundle && check_save_dir(c->save_bundle, cmd) < 0)
+                return -1;
         if (c->from_bundle) {
                 int n = snprintf(c->bundle_proc, sizeof(c->bundle_proc), "%s/proc", c->from_bundle);
                 if (n < 0 || (size_t)n >= sizeof(c->bundle_proc) || access(c->from_bundle, R_OK) < 0) {
                         cli_error(cmd, "--from-bundle %s: cannot read the bundle directory", c->from_bundle);
                         return -1;
+                }
+                /* its files are read only when they are plain files: a FIFO would block, a device
+                 * never end, a symlink point anywhere */
+                static const char *const files[] = { "nvml.json", "host.json" };
+                for (size_t i = 0; i < 2; i++) {
+                        char p[4096];
+                        struct stat st;
+                        snprintf(p, sizeof(p), "%s/%s", c->from_bundle, files[i]);
+                        if (lstat(p, &st) == 0 && !S_ISREG(st.st_mode)) {
+                                cli_error(cmd, "--from-bundle: %s is not a regular file (%s): not read", p, file_kind(st.st_mode));
+                                return -1;
+                        }
                 }
                 c->proc_root = c->bundle_proc;
                 c->dev_prefix = "/dev/nvidia"; /* bundles store canonical node paths */
@@ -137,6 +218,7 @@ int cli_print_json(json_t *doc)
                 return -ENOMEM;
         int r = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
         json_decref(doc);
+        json_printed = true;
         fputc('\n', stdout);
         return r < 0 ? -EIO : 0;
 }

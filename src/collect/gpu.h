@@ -25,6 +25,16 @@ struct gpu_proc {
         unsigned kinds;         /* enum gpu_proc_kind bits (a PID can be compute and graphics) */
 };
 
+#define GPU_MAX_MIG 8           /* MIG devices read per GPU (an A100/H100 has at most 7) */
+
+/* A MIG device (one compute instance of a GPU instance) and its own memory figures. */
+struct gpu_mig_device {
+        uint32_t gpu_instance;
+        uint32_t compute_instance;
+        bool memory_known;
+        uint64_t total_bytes, used_bytes; /* NVML's answer on the MIG device's handle */
+};
+
 enum gpu_status {
         GPU_OK = 0,
         GPU_LOST,               /* NVML_ERROR_GPU_IS_LOST */
@@ -54,6 +64,8 @@ struct gpu_info {
 
         int persistence;        /* -1 unknown, 0 off, 1 on */
         int mig_mode;           /* -1 unknown, 0 off, 1 on */
+        struct gpu_mig_device mig[GPU_MAX_MIG]; /* MIG mode: its MIG devices */
+        size_t n_mig;
 
         bool procs_known;
         char procs_api[24];     /* e.g. "v3/24", "v3/32", "v2", "v1", "detail-list" */
@@ -74,12 +86,14 @@ enum gpu_pid_mode {
 
 struct gpu_report {
         bool driver_present;    /* false: no library, or no kernel driver */
+        bool library_found;     /* the NVML library was loaded (driver_present may still be false) */
+        bool module_not_loaded; /* the library is there, the kernel module is not (NVML error 9) */
         char backend[16];       /* "nvml", "bundle", "none" */
         char library[256];      /* the library that was loaded */
         char driver_version[80];
         char nvml_version[80];
         enum gpu_pid_mode pid_mode;
-        char error[256];        /* why the driver is absent or unusable */
+        char error[512];        /* why the driver is absent or unusable */
         double sample_time;     /* wall clock (epoch seconds) of the sample */
         bool timed_out;         /* some driver call missed its deadline (the driver hangs) */
         struct gpu_info *gpus;

@@ -1,12 +1,16 @@
 #include "collect/gpu_json.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "render/json_util.h"
 #include "util/fileio.h"
+
+/* the largest nvml.json a bundle may have (a real one is a few MiB at most) */
+#define GPU_JSON_CAP (32u << 20)
 
 const char *gpu_pid_mode_name(enum gpu_pid_mode m)
 {
@@ -78,6 +82,18 @@ json_t *gpu_info_to_json(const struct gpu_info *g)
                 json_array_append_new(ps, po);
         }
         json_set(o, "nvml_processes", ps);
+        /* MIG: its MIG devices with their own memory (null figures when NVML did not say) */
+        json_t *ms = json_array();
+        for (size_t i = 0; i < g->n_mig; i++) {
+                const struct gpu_mig_device *md = &g->mig[i];
+                json_t *mo = json_object();
+                json_set(mo, "gpu_instance", instance_json(md->gpu_instance));
+                json_set(mo, "compute_instance", instance_json(md->compute_instance));
+                json_set(mo, "total_bytes", json_u64_or_null(md->total_bytes, md->memory_known));
+                json_set(mo, "used_bytes", json_u64_or_null(md->used_bytes, md->memory_known));
+                json_array_append_new(ms, mo);
+        }
+        json_set(o, "mig_devices", ms);
         json_t *es = json_array();
         for (size_t i = 0; i < g->n_errors; i++) {
                 const struct gpu_query_error *e = &g->errors[i];
@@ -95,6 +111,8 @@ json_t *gpu_report_driver_json(const struct gpu_report *r)
 {
         json_t *d = json_object();
         json_set(d, "present", json_boolean(r->driver_present));
+        json_set(d, "library_found", json_boolean(r->library_found || r->driver_present));
+        json_set(d, "module_loaded", r->module_not_loaded ? json_false() : r->driver_present ? json_true() : json_null());
         json_set(d, "backend", json_string(r->backend));
         json_set(d, "library", r->library[0] ? json_text(r->library) : json_null());
         json_set(d, "version", r->driver_version[0] ? json_text(r->driver_version) : json_null());
@@ -184,6 +202,19 @@ static int gpu_info_from_json(const json_t *o, struct gpu_info *g)
                 }
                 g->n_procs++;
         }
+        const json_t *ms = json_object_get(o, "mig_devices");
+        size_t mi;
+        const json_t *mo;
+        json_array_foreach(ms, mi, mo) {
+                if (g->n_mig >= GPU_MAX_MIG)
+                        break;
+                struct gpu_mig_device *md = &g->mig[g->n_mig++];
+                md->gpu_instance = instance_from(mo, "gpu_instance");
+                md->compute_instance = instance_from(mo, "compute_instance");
+                md->memory_known = json_is_integer(json_object_get(mo, "used_bytes"));
+                md->total_bytes = json_get_u64(mo, "total_bytes", 0);
+                md->used_bytes = json_get_u64(mo, "used_bytes", 0);
+        }
         const json_t *es = json_object_get(o, "errors");
         size_t k;
         const json_t *e;
@@ -205,6 +236,8 @@ int gpu_report_from_json(const json_t *doc, struct gpu_report **ret)
         if (!r)
                 return -ENOMEM;
         r->driver_present = json_get_bool(d, "present", 0);
+        r->library_found = json_get_bool(d, "library_found", r->driver_present);
+        r->module_not_loaded = json_is_false(json_object_get(d, "module_loaded"));
         snprintf(r->backend, sizeof(r->backend), "bundle");
         copy_str(r->library, sizeof(r->library), d, "library");
         copy_str(r->driver_version, sizeof(r->driver_version), d, "version");
@@ -254,8 +287,14 @@ static int bundle_collect(const struct gpu_opts *o, struct gpu_report **ret)
 {
         char path[4096];
         snprintf(path, sizeof(path), "%s/nvml.json", o->bundle_dir);
+        /* a regular file of at most GPU_JSON_CAP: never a FIFO or a device, never read whole
+         * however large */
+        char *data = NULL;
+        size_t len = 0;
+        int fr = read_file_at(AT_FDCWD, path, GPU_JSON_CAP, &data, &len);
         json_error_t err;
-        json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
+        json_t *doc = fr == 0 ? json_loadb(data, len, JSON_REJECT_DUPLICATES, &err) : NULL;
+        free(data);
         struct gpu_report *r;
         if (!doc || gpu_report_from_json(doc, &r) < 0) {
                 json_decref(doc);
@@ -263,7 +302,12 @@ static int bundle_collect(const struct gpu_opts *o, struct gpu_report **ret)
                 if (!r)
                         return -ENOMEM;
                 snprintf(r->backend, sizeof(r->backend), "bundle");
-                snprintf(r->error, sizeof(r->error), "bundle %s: no readable nvml.json", o->bundle_dir);
+                if (fr == -EFBIG)
+                        snprintf(r->error, sizeof(r->error), "%.180s: too large (more than %u MiB)", path, GPU_JSON_CAP >> 20);
+                else if (fr < 0)
+                        snprintf(r->error, sizeof(r->error), "%.180s: %s", path, fileio_strerror(fr));
+                else
+                        snprintf(r->error, sizeof(r->error), "%.180s: not an nvml.json of a ghostvram bundle", path);
                 *ret = r;
                 return 0;
         }

@@ -2,13 +2,16 @@
  * resolves every versioned symbol on its own and falls back, and runs each driver call on a
  * worker thread under a deadline, because a wedged GPU can block a call forever.
  * ABI facts and their sources: docs/nvml-abi.md (and src/collect/nvml_abi.h). */
+#define _GNU_SOURCE 1 /* dladdr */
 #include <dlfcn.h>
+#include <limits.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include "collect/gpu.h"
 #include "collect/nvml_abi.h"
@@ -36,6 +39,8 @@ struct nv_lib {
         void *conf_compute_mem;                 /* only probed: the R535 stride rule */
         void *detail_list;
         nvmlDeviceGetMigMode_fn mig_mode;
+        nvmlDeviceGetUInt_fn mig_count, mig_gi, mig_ci;
+        nvmlDeviceGetMigDeviceHandleByIndex_fn mig_handle;
 };
 
 static const char *const proc_sym[3][3] = {
@@ -73,6 +78,10 @@ static void nv_resolve(struct nv_lib *lib)
         SYM(mem_v1, "nvmlDeviceGetMemoryInfo");
         SYM(mem_v2, "nvmlDeviceGetMemoryInfo_v2");
         SYM(mig_mode, "nvmlDeviceGetMigMode");
+        SYM(mig_count, "nvmlDeviceGetMaxMigDeviceCount");
+        SYM(mig_handle, "nvmlDeviceGetMigDeviceHandleByIndex");
+        SYM(mig_gi, "nvmlDeviceGetGpuInstanceId");
+        SYM(mig_ci, "nvmlDeviceGetComputeInstanceId");
         lib->conf_compute_mem = dlsym(lib->handle, "nvmlDeviceGetConfComputeMemSizeInfo");
         lib->detail_list = dlsym(lib->handle, "nvmlDeviceGetRunningProcessDetailList");
         for (int k = 0; k < 3; k++)
@@ -87,11 +96,13 @@ static void nv_resolve(struct nv_lib *lib)
 enum nv_op {
         OP_INIT, OP_SHUTDOWN, OP_DRIVER_VERSION, OP_NVML_VERSION, OP_COUNT, OP_HANDLE, OP_NAME,
         OP_UUID, OP_MINOR, OP_PERSISTENCE, OP_PCI, OP_MEM_V2, OP_MEM_V1, OP_PROCS, OP_MIG,
+        OP_MIG_COUNT, OP_MIG_HANDLE, OP_MIG_GI, OP_MIG_CI,
 };
 
 struct nv_job {
         enum nv_op op;
-        const struct nv_lib *lib;
+        struct nv_lib lib;      /* by value: an abandoned worker outlives the context */
+        int slot;               /* nv_stuck slot: the GPU index, or NV_SLOT_GLOBAL */
         nvmlDevice_t dev;
         unsigned idx;
         void *fn;               /* for OP_PCI and OP_PROCS: which symbol */
@@ -117,7 +128,7 @@ static void nv_job_free(void *p)
 static int nv_job_run(void *p)
 {
         struct nv_job *j = p;
-        const struct nv_lib *l = j->lib;
+        const struct nv_lib *l = &j->lib;
         switch (j->op) {
         case OP_INIT: j->ret = l->init_v2 ? l->init_v2() : l->init_v1(); break;
         case OP_SHUTDOWN: j->ret = l->shutdown(); break;
@@ -140,6 +151,10 @@ static int nv_job_run(void *p)
         case OP_MEM_V1: j->ret = l->mem_v1(j->dev, &j->mem); break;
         case OP_PROCS: j->ret = ((nvmlDeviceGetProcesses_fn)j->fn)(j->dev, &j->count, j->records); break;
         case OP_MIG: j->ret = l->mig_mode(j->dev, &j->u1, &j->u2); break;
+        case OP_MIG_COUNT: j->ret = l->mig_count(j->dev, &j->u1); break;
+        case OP_MIG_HANDLE: j->ret = l->mig_handle(j->dev, j->idx, &j->dev); break;
+        case OP_MIG_GI: j->ret = l->mig_gi(j->dev, &j->u1); break;
+        case OP_MIG_CI: j->ret = l->mig_ci(j->dev, &j->u1); break;
         }
         return 0;
 }
@@ -148,16 +163,21 @@ struct nv_ctx {
         struct nv_lib lib;
         struct deadline_runner runner;
         unsigned timeout_ms;
-        unsigned timeouts;      /* calls that missed the deadline */
+        unsigned timeouts;      /* calls that missed the deadline (or were not made: guarded) */
+        unsigned guarded;       /* calls not made: an earlier one for the GPU is still stuck */
         bool memory_only;       /* gpu_opts.memory_only */
 };
 
-/* Run job; returns 0 when the call returned (its status in j->ret), -ETIMEDOUT when the
- * driver did not answer (the job now belongs to the worker: do not touch it), or another
- * negative errno (the job is still ours). */
 /* Abandoned calls still inside the driver (may go below 0 for a moment: a call can return
  * between being abandoned and being counted). */
 static atomic_int nv_stuck_calls;
+
+/* One guard per GPU (and one for the calls that name no GPU): while a call is stuck in the
+ * driver, the next call for the same GPU is not made — it would only leave one more thread
+ * stuck — and is reported as not answered at once. So a hung driver holds at most one thread
+ * per GPU, however often it is sampled. */
+#define NV_SLOT_GLOBAL 1024
+static atomic_bool nv_stuck[NV_SLOT_GLOBAL + 1];
 
 int gpu_nvml_stuck_calls(void)
 {
@@ -168,18 +188,34 @@ int gpu_nvml_stuck_calls(void)
 /* The worker frees an abandoned job when (if ever) the driver call returns. */
 static void nv_job_free_abandoned(void *p)
 {
+        struct nv_job *j = p;
+        atomic_store(&nv_stuck[j->slot], false);
         atomic_fetch_sub(&nv_stuck_calls, 1);
         nv_job_free(p);
 }
 
-static int nv_call(struct nv_ctx *c, struct nv_job *j)
+/* Run job for GPU `gpu` (-1: a call that names no GPU); returns 0 when the call returned (its
+ * status in j->ret), -ETIMEDOUT when the driver did not answer, or an earlier call for the same
+ * GPU is still stuck (either way the job is no longer ours: do not touch it), or another
+ * negative errno (the job is still ours). */
+static int nv_call(struct nv_ctx *c, struct nv_job *j, int gpu)
 {
         int res;
-        j->lib = &c->lib;
+        j->lib = c->lib;
+        j->slot = gpu >= 0 && gpu < NV_SLOT_GLOBAL ? gpu : NV_SLOT_GLOBAL;
+        if (atomic_load(&nv_stuck[j->slot])) {
+                c->timeouts++;
+                c->guarded++;
+                nv_job_free(j);
+                return -ETIMEDOUT;
+        }
+        atomic_store(&nv_stuck[j->slot], true);
         int r = deadline_run(&c->runner, nv_job_run, j, nv_job_free_abandoned, c->timeout_ms, &res);
         if (r == -ETIMEDOUT) {
                 c->timeouts++;
                 atomic_fetch_add(&nv_stuck_calls, 1);
+        } else {
+                atomic_store(&nv_stuck[j->slot], false);
         }
         return r;
 }
@@ -310,7 +346,7 @@ static int nv_query_procs(struct nv_ctx *c, const char *driver_version, nvmlDevi
                                         return -ENOMEM;
                                 }
                         }
-                        int r = nv_call(c, j);
+                        int r = nv_call(c, j, (int)g->index);
                         if (r == -ETIMEDOUT) {
                                 gpu_info_add_error(g, proc_kind_name[kind], -1, "driver did not answer");
                                 return r;
@@ -357,7 +393,7 @@ static int nv_simple(struct nv_ctx *c, struct gpu_info *g, struct nv_job *j, con
 {
         if (!j)
                 return NVML_ERROR_MEMORY;
-        int r = nv_call(c, j);
+        int r = nv_call(c, j, (int)g->index);
         if (r == -ETIMEDOUT) {
                 gpu_info_add_error(g, what, -1, "driver did not answer");
                 return -1;
@@ -378,6 +414,79 @@ static void nv_note(struct nv_ctx *c, struct gpu_info *g, const char *what, int 
 }
 
 #define NV_TIMED_OUT(ret) ((ret) == -1)
+
+/* Run a MIG query's job: its NVML status; -1 on a missed deadline (recorded; the job then
+ * belongs to the worker); NVML_ERROR_MEMORY when it could not run. Unless -1, the caller still
+ * owns j (NULL is fine) and frees it. */
+static int nv_mig_call(struct nv_ctx *c, struct gpu_info *g, struct nv_job *j)
+{
+        if (!j)
+                return NVML_ERROR_MEMORY;
+        int r = nv_call(c, j, (int)g->index);
+        if (r == -ETIMEDOUT) {
+                gpu_info_add_error(g, "mig", -1, "driver did not answer");
+                return -1;
+        }
+        return r < 0 ? NVML_ERROR_MEMORY : j->ret;
+}
+
+/* One call on a MIG device or GPU handle dev: op with index idx; the job comes back (or NULL,
+ * with *ret -1 on a missed deadline). */
+static struct nv_job *nv_mig_job(struct nv_ctx *c, struct gpu_info *g, enum nv_op op, nvmlDevice_t dev,
+                                 unsigned idx, int *ret)
+{
+        struct nv_job *j = nv_job_new(op, dev);
+        if (j)
+                j->idx = idx;
+        *ret = nv_mig_call(c, g, j);
+        return NV_TIMED_OUT(*ret) ? NULL : j;
+}
+
+/* The MIG devices of a GPU in MIG mode, each with its ids and its own memory (per-instance
+ * accounting: "per-instance information can be queried by using specific MIG device handles",
+ * nvml.h). Indexes without a device (NOT_FOUND) are skipped. Returns 0 or -ETIMEDOUT. */
+static int nv_query_mig(struct nv_ctx *c, nvmlDevice_t dev, struct gpu_info *g)
+{
+        int ret;
+        if (!c->lib.mig_count || !c->lib.mig_handle || !c->lib.mig_gi || !c->lib.mig_ci)
+                return 0;
+        struct nv_job *j = nv_mig_job(c, g, OP_MIG_COUNT, dev, 0, &ret);
+        if (NV_TIMED_OUT(ret))
+                return -ETIMEDOUT;
+        unsigned count = ret == NVML_SUCCESS ? j->u1 : 0;
+        nv_job_free(j);
+        for (unsigned i = 0; i < count && g->n_mig < GPU_MAX_MIG; i++) {
+                struct gpu_mig_device m = { .gpu_instance = GPU_INSTANCE_NONE, .compute_instance = GPU_INSTANCE_NONE };
+                j = nv_mig_job(c, g, OP_MIG_HANDLE, dev, i, &ret);
+                if (NV_TIMED_OUT(ret))
+                        return -ETIMEDOUT;
+                nvmlDevice_t md = ret == NVML_SUCCESS ? j->dev : NULL;
+                nv_job_free(j);
+                if (!md)
+                        continue;
+                static const enum nv_op ops[] = { OP_MIG_GI, OP_MIG_CI, OP_MEM_V2, OP_MEM_V1 };
+                for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++) {
+                        if ((ops[k] == OP_MEM_V2 && !c->lib.mem_v2) || (ops[k] == OP_MEM_V1 && (!c->lib.mem_v1 || m.memory_known)))
+                                continue;
+                        j = nv_mig_job(c, g, ops[k], md, 0, &ret);
+                        if (NV_TIMED_OUT(ret))
+                                return -ETIMEDOUT;
+                        if (ret == NVML_SUCCESS && ops[k] == OP_MIG_GI)
+                                m.gpu_instance = j->u1;
+                        else if (ret == NVML_SUCCESS && ops[k] == OP_MIG_CI)
+                                m.compute_instance = j->u1;
+                        else if (ret == NVML_SUCCESS && ops[k] == OP_MEM_V2) /* no reservation of its own */
+                                m = (struct gpu_mig_device){ m.gpu_instance, m.compute_instance, true, j->mem2.total,
+                                                             j->mem2.used };
+                        else if (ret == NVML_SUCCESS && ops[k] == OP_MEM_V1)
+                                m = (struct gpu_mig_device){ m.gpu_instance, m.compute_instance, true, j->mem.total,
+                                                             j->mem.used };
+                        nv_job_free(j);
+                }
+                g->mig[g->n_mig++] = m;
+        }
+        return 0;
+}
 
 static void nv_collect_gpu(struct nv_ctx *c, const char *driver_version, unsigned idx, struct gpu_info *g)
 {
@@ -526,6 +635,16 @@ static void nv_collect_gpu(struct nv_ctx *c, const char *driver_version, unsigne
                 goto timeout;
         if (g->status == GPU_LOST)
                 goto lost;
+        if (g->mig_mode == 1 && nv_query_mig(c, dev, g) == -ETIMEDOUT)
+                goto timeout;
+        /* MIG: a GPU's own lists give the aggregate "only if the caller has appropriate
+         * privileges" (nvml.h); the rest may get NO_PERMISSION (no list: said above) or an
+         * empty list, which then proves nothing (docs/verdicts.md, MIG) */
+        if (g->mig_mode == 1 && g->procs_known && g->n_procs == 0 && geteuid() != 0) {
+                g->procs_known = false;
+                gpu_info_add_error(g, "processes", NVML_SUCCESS,
+                                   "MIG mode: an empty list given to a caller that is not root proves nothing");
+        }
         return;
 
 lost:
@@ -534,8 +653,12 @@ lost:
         return;
 timeout:
         g->status = GPU_TIMEOUT;
-        snprintf(g->status_message, sizeof(g->status_message), "GPU %u: driver did not answer within %.3g s", idx,
-                 c->timeout_ms / 1000.0);
+        if (atomic_load(&nv_stuck[idx < NV_SLOT_GLOBAL ? idx : NV_SLOT_GLOBAL]) && c->guarded)
+                snprintf(g->status_message, sizeof(g->status_message),
+                         "GPU %u: driver did not answer: an earlier call is still stuck in it (a hung GPU)", idx);
+        else
+                snprintf(g->status_message, sizeof(g->status_message), "GPU %u: driver did not answer within %.3g s",
+                         idx, c->timeout_ms / 1000.0);
 }
 
 /* ---- the backend ------------------------------------------------------------------------ */
@@ -577,6 +700,21 @@ static int nv_open(const struct gpu_opts *o, struct gpu_report *rep, struct nv_l
         return 0;
 }
 
+/* The file the library was loaded from, resolved (libnvidia-ml.so.550.54.15 names the
+ * version), else the name it was opened by. */
+static void nv_library_path(const struct nv_lib *lib, const char *name, char *out, size_t outlen)
+{
+        Dl_info info;
+        char real[4096];
+        if (lib->init_v1 && dladdr(*(void **)&lib->init_v1, &info) && info.dli_fname &&
+            realpath(info.dli_fname, real))
+                snprintf(out, outlen, "%.150s", real);
+        else if (lib->init_v2 && dladdr(*(void **)&lib->init_v2, &info) && info.dli_fname && realpath(info.dli_fname, real))
+                snprintf(out, outlen, "%.150s", real);
+        else
+                snprintf(out, outlen, "%s", name);
+}
+
 static int nvml_collect(const struct gpu_opts *o, struct gpu_report **ret)
 {
         struct gpu_report *rep = calloc(1, sizeof(*rep));
@@ -598,11 +736,25 @@ static int nvml_collect(const struct gpu_opts *o, struct gpu_report **ret)
                 snprintf(rep->backend, sizeof(rep->backend), "none");
                 goto out;
         }
-        struct nv_job *j = nv_job_new(OP_INIT, NULL);
-        int r = j ? nv_call(c, j) : -ENOMEM;
+        /* the library's own version, which NVML gives before nvmlInit (and without a kernel
+         * module): it says which driver is installed when the module is not loaded */
+        char lib_version[80] = "";
+        struct nv_job *j = c->lib.nvml_version ? nv_job_new(OP_NVML_VERSION, NULL) : NULL;
+        if (j && nv_call(c, j, -1) == 0) {
+                if (j->ret == NVML_SUCCESS)
+                        snprintf(lib_version, sizeof(lib_version), "%.79s", j->str);
+                nv_job_free(j);
+        }
+        rep->library_found = true;
+        j = c->timeouts ? NULL : nv_job_new(OP_INIT, NULL);
+        int r = j ? nv_call(c, j, -1) : c->timeouts ? -ETIMEDOUT : -ENOMEM;
         if (r == -ETIMEDOUT) {
-                snprintf(rep->error, sizeof(rep->error), "the NVIDIA driver did not answer within %.3g s (nvmlInit)",
-                         c->timeout_ms / 1000.0);
+                if (c->guarded)
+                        snprintf(rep->error, sizeof(rep->error),
+                                 "the NVIDIA driver did not answer: an earlier call is still stuck in it (nvmlInit)");
+                else
+                        snprintf(rep->error, sizeof(rep->error), "the NVIDIA driver did not answer within %.3g s (nvmlInit)",
+                                 c->timeout_ms / 1000.0);
                 goto out;
         }
         if (r < 0) {
@@ -612,9 +764,18 @@ static int nvml_collect(const struct gpu_opts *o, struct gpu_report **ret)
         nvmlReturn_t ir = j->ret;
         nv_job_free(j);
         if (ir != NVML_SUCCESS) {
-                if (ir == NVML_ERROR_DRIVER_NOT_LOADED)
+                if (ir == NVML_ERROR_DRIVER_NOT_LOADED) {
+                        /* the library is installed, the kernel module is not loaded: not the same
+                         * as a host without a driver, and it has its own next steps */
+                        rep->module_not_loaded = true;
+                        snprintf(rep->nvml_version, sizeof(rep->nvml_version), "%s", lib_version);
+                        char where[160];
+                        nv_library_path(&c->lib, rep->library, where, sizeof(where));
                         snprintf(rep->error, sizeof(rep->error),
-                                 "no NVIDIA driver on this host (NVML: the kernel driver is not loaded)");
+                                 "NVIDIA driver library found (%.300s%s%.30s) but the kernel module is not loaded: "
+                                 "`sudo modprobe nvidia`; after a driver upgrade, reboot; if it fails, `dkms status`",
+                                 where, lib_version[0] ? ", NVML " : "", lib_version);
+                }
                 else if (ir == NVML_ERROR_LIB_RM_VERSION_MISMATCH)
                         snprintf(rep->error, sizeof(rep->error),
                                  "NVML library and kernel driver versions differ (driver upgraded without reboot?)");
@@ -627,7 +788,7 @@ static int nvml_collect(const struct gpu_opts *o, struct gpu_report **ret)
 
         if (c->lib.driver_version) {
                 j = nv_job_new(OP_DRIVER_VERSION, NULL);
-                if (j && nv_call(c, j) == 0) {
+                if (j && nv_call(c, j, -1) == 0) {
                         if (j->ret == NVML_SUCCESS)
                                 snprintf(rep->driver_version, sizeof(rep->driver_version), "%.79s", j->str);
                         nv_job_free(j);
@@ -635,7 +796,7 @@ static int nvml_collect(const struct gpu_opts *o, struct gpu_report **ret)
         }
         if (c->lib.nvml_version && !c->timeouts) {
                 j = nv_job_new(OP_NVML_VERSION, NULL);
-                if (j && nv_call(c, j) == 0) {
+                if (j && nv_call(c, j, -1) == 0) {
                         if (j->ret == NVML_SUCCESS)
                                 snprintf(rep->nvml_version, sizeof(rep->nvml_version), "%.79s", j->str);
                         nv_job_free(j);
@@ -647,7 +808,7 @@ static int nvml_collect(const struct gpu_opts *o, struct gpu_report **ret)
                                                                                            : GPU_PID_HOST;
 
         j = c->timeouts ? NULL : nv_job_new(OP_COUNT, NULL);
-        r = j ? nv_call(c, j) : -ETIMEDOUT;
+        r = j ? nv_call(c, j, -1) : -ETIMEDOUT;
         if (r < 0) {
                 if (r != -ETIMEDOUT)
                         free(j);
@@ -692,7 +853,7 @@ out:
                 rep->timed_out = c->timeouts > 0;
         if (initialised && !c->timeouts) {
                 j = nv_job_new(OP_SHUTDOWN, NULL);
-                if (j && nv_call(c, j) == 0)
+                if (j && nv_call(c, j, -1) == 0)
                         nv_job_free(j);
         }
         deadline_runner_done(&c->runner);

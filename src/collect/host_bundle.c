@@ -209,14 +209,20 @@ static int set_facts(json_t *root, const struct host_report *f)
         return r ? -ENOMEM : 0;
 }
 
-static json_t *load_json(const char *path)
+/* Returns the document, or NULL with *ret_err: a negative errno (-FILEIO_ENOTREG, -EFBIG, ...)
+ * or -EBADMSG (not JSON). */
+static json_t *load_json(const char *path, int *ret_err)
 {
         char *data;
         size_t len;
-        if (read_file_at(AT_FDCWD, path, BUNDLE_JSON_CAP, &data, &len) < 0)
+        int r = read_file_at(AT_FDCWD, path, BUNDLE_JSON_CAP, &data, &len);
+        if (r < 0) {
+                *ret_err = r;
                 return NULL;
+        }
         json_t *j = json_loadb(data, len, 0, NULL);
         free(data);
+        *ret_err = j ? 0 : -EBADMSG;
         return j;
 }
 
@@ -230,7 +236,8 @@ int host_bundle_write_json(const char *save_dir, const struct host_report *facts
         int r = -ENOMEM;
         char *out = NULL;
         json_t *pj;
-        json_t *root = load_json(path);
+        int le;
+        json_t *root = load_json(path, &le);
         bool fresh = !root || !json_is_object(root);
         if (fresh) {
                 json_decref(root);
@@ -371,11 +378,13 @@ int host_bundle_load(const char *proc_root, struct host_bundle_in **ret)
         if (n < 0 || (size_t)n >= sizeof(path))
                 return -ENAMETOOLONG;
         *ret = NULL;
-        if (access(path, F_OK) < 0)
+        struct stat st;
+        if (lstat(path, &st) < 0)
                 return 0;
-        json_t *root = load_json(path);
+        int le;
+        json_t *root = load_json(path, &le);
         if (!root)
-                return -EBADMSG;
+                return le;
         int r = 0;
         struct host_bundle_in *b;
         const char *fmt = json_string_value(json_object_get(root, "format"));

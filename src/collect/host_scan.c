@@ -73,6 +73,9 @@ struct host_ctx {
         unsigned n_users;
         /* what could not be seen, for limits[] */
         unsigned n_pid_denied, n_fd_denied_other, n_fd_denied_own, n_fd_error;
+        unsigned n_pid_symlinks;                /* PID entries that are symlinks (a bundle): not followed */
+        unsigned n_symlinks_named;
+        char symlink_pids[96];                  /* the first of them, for the limit line */
         unsigned n_maps_denied_other, n_maps_denied_own, n_maps_error, n_maps_dstate, n_maps_timeout;
         unsigned n_text_timeout, n_node_overflow, n_dl_error;
         int fd_errno, maps_errno;
@@ -906,6 +909,16 @@ static int inspect_pid(struct host_ctx *c, pid_t pid, const char *dirname, bool 
                 if (errno == EACCES || errno == EPERM) {
                         c->n_pid_denied++;
                         r = -EACCES;
+                } else if (errno == ELOOP || errno == ENOTDIR) {
+                        /* a symlink (or a file) where a process directory belongs: only a planted
+                         * bundle has one; never followed, but said */
+                        size_t used = strlen(c->symlink_pids);
+                        if (used + strlen(dirname) + 3 < sizeof(c->symlink_pids)) {
+                                snprintf(c->symlink_pids + used, sizeof(c->symlink_pids) - used, "%s%s", used ? ", " : "",
+                                         dirname);
+                                c->n_symlinks_named++;
+                        }
+                        c->n_pid_symlinks++;
                 }
                 goto out;
         }
@@ -990,6 +1003,11 @@ static const char *procs(unsigned n)
 
 static void compose_limits(struct host_ctx *c, struct host_report *r)
 {
+        if (c->n_pid_symlinks)
+                limit(r, "%u %s of %s %s not a directory (a symbolic link?) and %s left out, not followed: %s%s",
+                      c->n_pid_symlinks, c->n_pid_symlinks == 1 ? "process entry" : "process entries", c->proc_root,
+                      c->n_pid_symlinks == 1 ? "is" : "are", c->n_pid_symlinks == 1 ? "is" : "are", c->symlink_pids,
+                      c->n_pid_symlinks > c->n_symlinks_named ? ", ..." : "");
         if (c->bundle) {
                 for (size_t i = 0; i < c->bundle->n_limits; i++)
                         host_report_add_limit(r, c->bundle->limits[i]);

@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -705,18 +707,49 @@ int kmsg_reader_open_file(struct kmsg_reader *r, const char *path, bool follow,
                 kmsg_reader_init_fd(r, STDIN_FILENO, KMSG_SRC_STDIN, follow, t, NULL, NULL);
                 return 0;
         }
-        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        /* non-blocking: a FIFO must not block the open */
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0) {
                 int e = errno;
                 set_err(err, errlen, "cannot open %s: %s", path, strerror(e));
                 return -e;
         }
         struct stat st;
-        if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        if (fstat(fd, &st) < 0) {
+                int e = errno;
+                close(fd);
+                set_err(err, errlen, "%s: %s", path, strerror(e));
+                return -e;
+        }
+        if (S_ISDIR(st.st_mode)) {
                 close(fd);
                 set_err(err, errlen, "%s: is a directory, not a kernel log", path);
                 return -EISDIR;
         }
+        if (S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 && minor(st.st_rdev) == 11) {
+                /* /dev/kmsg under any name: one record per read, as the kernel gives them */
+                kmsg_reader_init_fd(r, fd, KMSG_SRC_KMSG, follow, t, NULL, NULL);
+                r->owns_fd = true;
+                return 0;
+        }
+        if (!S_ISREG(st.st_mode)) {
+                /* /dev/zero, /dev/urandom, a FIFO, a socket: endless or blocking, never a log */
+                close(fd);
+                set_err(err, errlen,
+                        "%s: not a regular file (%s): pass a saved kernel log (journalctl -k > FILE), "
+                        "/dev/kmsg, or - for standard input",
+                        path, S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device" : "a special file");
+                return -FILEIO_ENOTREG;
+        }
+        if (!follow && (uint64_t)st.st_size > KMSG_FILE_MAX) {
+                close(fd);
+                set_err(err, errlen, "%s: too large (%llu MiB; at most %u MiB): cut it, e.g. journalctl -k -b > FILE", path,
+                        (unsigned long long)(st.st_size >> 20), KMSG_FILE_MAX >> 20);
+                return -EFBIG;
+        }
+        int fl = fcntl(fd, F_GETFL);
+        if (fl >= 0)
+                (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
         kmsg_reader_init_fd(r, fd, KMSG_SRC_FILE, follow, t, NULL, NULL);
         r->owns_fd = true;
         return 0;
@@ -953,6 +986,9 @@ static int next_record_lines(struct kmsg_reader *r, struct kmsg_record *ret)
                 ssize_t n = r->read_fn(r->fd, r->chunk, 65536, r->read_ctx);
                 if (n > 0) {
                         r->chunk_len = (size_t)n > 65536 ? 65536 : (size_t)n;
+                        r->bytes += r->chunk_len;
+                        if (!r->follow && r->bytes > KMSG_FILE_MAX)
+                                return -EFBIG; /* a log read whole has a size cap (stdin too) */
                         continue;
                 }
                 if (n < 0 && errno == EINTR)

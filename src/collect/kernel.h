@@ -26,6 +26,8 @@
 /* First read() buffer for /dev/kmsg and the most it grows to on EINVAL. */
 #define KMSG_RECORD_BUF 8192
 #define KMSG_RECORD_BUF_MAX (1u << 20)
+/* A saved log (or standard input) read whole is at most this large. */
+#define KMSG_FILE_MAX (256u << 20)
 /* Most continuation lines joined to one record of a saved log. */
 #define KMSG_MAX_CONT_LINES 16
 
@@ -102,6 +104,7 @@ struct kmsg_reader {
         unsigned long truncated;        /* lines or records cut at KMSG_LINE_MAX */
         unsigned long records;          /* records returned */
         size_t record_buf_size;         /* current /dev/kmsg read size (grows on EINVAL) */
+        uint64_t bytes;                 /* read so far in line mode (capped at KMSG_FILE_MAX) */
 
         /* private */
         char *rbuf;
@@ -129,7 +132,10 @@ int kmsg_reader_open_kmsg(struct kmsg_reader *r, const char *path, bool follow,
  * alternatives). */
 void kmsg_open_error(int err, const char *path, char *out, size_t outlen);
 
-/* Open a saved log (path; "-" means standard input, which is not closed). */
+/* Open a saved log (path; "-" means standard input, which is not closed): a regular file (at
+ * most KMSG_FILE_MAX unless following), or /dev/kmsg under any name (read as /dev/kmsg).
+ * Anything else — /dev/zero, a FIFO, a socket — is refused with -FILEIO_ENOTREG and a line in
+ * err; a directory -EISDIR; a larger file -EFBIG. */
 int kmsg_reader_open_file(struct kmsg_reader *r, const char *path, bool follow,
                           const struct kmsg_time_opts *t, char *err, size_t errlen);
 

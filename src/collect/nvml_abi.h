@@ -150,6 +150,9 @@ typedef nvmlReturn_t (*nvmlDeviceGetMemoryInfo_v2_fn)(nvmlDevice_t, nvmlMemory_v
 typedef nvmlReturn_t (*nvmlDeviceGetProcesses_fn)(nvmlDevice_t, unsigned int *, void *);
 typedef nvmlReturn_t (*nvmlDeviceGetRunningProcessDetailList_fn)(nvmlDevice_t, nvmlProcessDetailList_v1_t *);
 typedef nvmlReturn_t (*nvmlDeviceGetMigMode_fn)(nvmlDevice_t, unsigned int *, unsigned int *);
+/* MIG devices (450+); GetMaxMigDeviceCount, GetGpuInstanceId and GetComputeInstanceId are
+ * nvmlDeviceGetUInt_fn */
+typedef nvmlReturn_t (*nvmlDeviceGetMigDeviceHandleByIndex_fn)(nvmlDevice_t, unsigned int, nvmlDevice_t *);
 typedef nvmlReturn_t (*nvmlEventSetCreate_fn)(nvmlEventSet_t *);
 typedef nvmlReturn_t (*nvmlDeviceRegisterEvents_fn)(nvmlDevice_t, unsigned long long, nvmlEventSet_t);
 typedef nvmlReturn_t (*nvmlEventSetWait_fn)(nvmlEventSet_t, nvmlEventData_t *, unsigned int);

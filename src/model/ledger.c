@@ -208,6 +208,8 @@ static void classify_owner(const struct facts *f, const struct gpu_info *g, cons
         o->pid = p->pid;
         o->used_bytes = p->used_bytes;
         o->used_known = p->used_known;
+        o->gpu_instance = p->gpu_instance;
+        o->compute_instance = p->compute_instance;
 
         if (pf && pf->present) {
                 const struct host_proc *hp = &pf->proc;
@@ -726,6 +728,41 @@ static void kernel_evidence(const struct facts *f, const struct gpu_ledger *l, c
 
 /* ---- the account ------------------------------------------------------------------------ */
 
+/* MIG: each MIG device's used memory split by the owners NVML listed in its instance, with the
+ * GPU's evidence of a dead owner (per-instance accounting; docs/verdicts.md, MIG). */
+static void account_mig(const struct facts *f, struct gpu_ledger *l)
+{
+        const struct gpu_info *g = NULL;
+        for (size_t i = 0; f->gpu && i < f->gpu->n_gpus; i++)
+                if (f->gpu->gpus[i].index == l->index)
+                        g = &f->gpu->gpus[i];
+        l->n_mig = 0;
+        for (size_t m = 0; g && m < g->n_mig && m < GPU_MAX_MIG; m++) {
+                const struct gpu_mig_device *d = &g->mig[m];
+                struct mig_ledger *ml = &l->mig[l->n_mig++];
+                uint64_t listed = 0, foreign = 0, stale = 0;
+                memset(ml, 0, sizeof(*ml));
+                ml->gpu_instance = d->gpu_instance;
+                ml->compute_instance = d->compute_instance;
+                ml->memory_known = d->memory_known;
+                ml->total = d->total_bytes;
+                ml->used = d->memory_known ? d->used_bytes : 0;
+                for (size_t k = 0; l->procs_known && k < l->n_owners; k++) {
+                        const struct owner *ow = &l->owners[k];
+                        if (ow->gpu_instance != d->gpu_instance || !ow->used_known)
+                                continue;
+                        listed += ow->cls == OWNER_LIVE ? ow->used_bytes : 0;
+                        foreign += ow->cls == OWNER_FOREIGN ? ow->used_bytes : 0;
+                        stale += ow->cls == OWNER_STALE ? ow->used_bytes : 0;
+                }
+                ml->listed = listed < ml->used ? listed : ml->used;
+                ml->foreign = foreign < ml->used - ml->listed ? foreign : ml->used - ml->listed;
+                uint64_t unexplained = ml->used - ml->listed - ml->foreign;
+                ml->ghost = l->ghost_evidence ? (stale < unexplained ? stale : unexplained) : 0;
+                ml->unattributed = unexplained - ml->ghost;
+        }
+}
+
 /* Split used into the four kinds (after attribution). Sets ghost_evidence and no_live_owner. */
 static void account(const struct facts *f, struct gpu_ledger *l)
 {
@@ -765,6 +802,7 @@ static void account(const struct facts *f, struct gpu_ledger *l)
         else
                 l->ghost = unexplained;
         l->unattributed = unexplained - l->ghost;
+        account_mig(f, l);
 }
 
 static void headline(struct finding *fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -844,23 +882,55 @@ static void partial_evidence(struct finding *fd, enum visibility v)
                 evidence(fd, "visibility is partial (see limits): a holder may be out of sight");
 }
 
-/* Holders of this GPU's node that are not attributed (daemons, monitors): a reset waits for
- * them. Named as such, never as holders of the ghost. */
-static void reset_blockers(struct finding *fd, const struct facts *f, const struct gpu_ledger *l,
+/* An unattributed CUDA process (nvidia-uvm) holding this GPU's node that is no live owner: no
+ * link names it, yet it may hold the ghost (a worker tied to a live job of another GPU). */
+static bool unlinked_cuda_holder(const struct scan_result *res, const struct gpu_ledger *l, const struct gpu_info *g,
+                                 const struct ledger_opts *o, size_t i)
+{
+        const struct host_proc *hp = &res->facts->host->holders[i];
+        return hp->pid != o->self_pid && !attributed_here(l, i) && holds_uvm(hp) && !gpu_daemon_of(hp) &&
+               !ledger_is_live_owner(res, hp->pid) && ledger_holds_gpu_node(hp, g, NULL);
+}
+
+static unsigned count_unlinked_cuda(const struct scan_result *res, const struct gpu_ledger *l, const struct gpu_info *g,
+                                    const struct ledger_opts *o)
+{
+        unsigned n = 0;
+        for (size_t i = 0; res->facts->host && i < res->facts->host->n_holders; i++)
+                n += unlinked_cuda_holder(res, l, g, o, i);
+        return n;
+}
+
+/* Holders of this GPU's node that are not attributed (daemons, monitors, CUDA processes no link
+ * names): a reset waits for them. Named as such, never as holders of the ghost. */
+static void reset_blockers(struct finding *fd, const struct scan_result *res, const struct gpu_ledger *l,
                            const struct gpu_info *g, const struct ledger_opts *o)
 {
-        const struct host_report *h = f->host;
+        const struct host_report *h = res->facts->host;
         unsigned n = 0;
-        for (size_t i = 0; h && i < h->n_holders && n < 3; i++) {
+        for (size_t i = 0; h && i < h->n_holders && n < 4; i++) {
                 const struct host_proc *hp = &h->holders[i];
                 if (hp->pid == o->self_pid || attributed_here(l, i) || !ledger_holds_gpu_node(hp, g, NULL))
                         continue;
                 const struct gpu_daemon *d = gpu_daemon_of(hp);
                 if (d && strcmp(d->kind, "ghostvram") == 0)
                         continue;
+                pid_t live = 0;
+                const char *what = NULL;
+                enum job_tie tie = ledger_live_tie(res, hp, NULL, &live, &what);
                 if (d)
                         evidence(fd, "PID %d (%s, a %s) holds /dev/nvidia%u but not the ghost; a GPU reset needs it stopped: %s",
                                  (int)hp->pid, hp->comm ? hp->comm : "?", d->kind, g->minor, d->stop);
+                else if (ledger_is_live_owner(res, hp->pid))
+                        evidence(fd, "PID %d (%s), a live owner, holds /dev/nvidia%u: a GPU reset needs it gone",
+                                 (int)hp->pid, hp->comm ? hp->comm : "?", g->minor);
+                else if (holds_uvm(hp) && tie != JOB_TIE_NONE)
+                        evidence(fd, "PID %d (%s) holds /dev/nvidia%u and nvidia-uvm with no link to the dead owner (%s of live PID %d): it may hold the ghost; a GPU reset needs it gone",
+                                 (int)hp->pid, hp->comm ? hp->comm : "?", g->minor,
+                                 tie == JOB_TIE_PARENT ? "a child" : tie == JOB_TIE_JOB && what ? what : job_tie_name(tie), (int)live);
+                else if (holds_uvm(hp))
+                        evidence(fd, "PID %d (%s) holds /dev/nvidia%u and nvidia-uvm with no link to the dead owner: it may hold the ghost; a GPU reset needs it gone",
+                                 (int)hp->pid, hp->comm ? hp->comm : "?", g->minor);
                 else
                         evidence(fd, "PID %d (%s) holds /dev/nvidia%u without nvidia-uvm (a monitor?); a GPU reset needs it gone",
                                  (int)hp->pid, hp->comm ? hp->comm : "?", g->minor);
@@ -923,6 +993,26 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                         evidence(fd, "query %s: %s", g->errors[e].query, g->errors[e].message);
                 next_step(fd, "check the driver with `nvidia-smi -q -i %s`%s and the kernel log (`ghostvram xid`); re-run with --timeout 30s",
                           ref, ref_note);
+                return;
+        }
+        if (!l->procs_known && g->mig_mode == 1) {
+                /* a MIG GPU's own lists are the aggregate of its instances only for a privileged
+                 * caller (nvml.h): NO_PERMISSION, or an empty list, for anyone else */
+                fd = add_finding(l, VERDICT_UNKNOWN, CONF_LOW, l->used);
+                headline(fd, "%llu MiB used on a MIG GPU, but NVML gives its process list only to a privileged caller: whose it is cannot be told",
+                         mib(l->used));
+                for (size_t e = 0; e < g->n_errors && e < 3; e++)
+                        if (e == 0 || strcmp(g->errors[e].message, g->errors[e - 1].message) != 0)
+                                evidence(fd, "query %s: %s", g->errors[e].query, g->errors[e].message);
+                evidence(fd, "MIG mode: the GPU's own process lists cover its instances only for root or a holder of the mig/monitor capability (/dev/nvidia-caps/nvidia-cap2)%s",
+                         h && h->euid != 0 ? "; this scan does not run as root" : "");
+                for (size_t m = 0; m < l->n_mig; m++)
+                        if (l->mig[m].memory_known && l->mig[m].used)
+                                evidence(fd, "MIG GPU instance %u (compute instance %u): %llu MiB used of %llu MiB",
+                                         l->mig[m].gpu_instance, l->mig[m].compute_instance, mib(l->mig[m].used),
+                                         mib(l->mig[m].total));
+                next_step(fd, "re-run as root: `sudo ghostvram scan --gpu %u`; nothing is reclaimed on this GPU without a process list",
+                          g->index);
                 return;
         }
         if (!l->procs_known) {
@@ -1022,10 +1112,14 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                                 next_step(fd, "%s; then `ghostvram scan --gpu %u`", d->stop, l->index);
                 }
                 bool stale = has_owner(l, OWNER_STALE);
+                unsigned unlinked = count_unlinked_cuda(res, l, g, o);
                 if (!fd && stale) {
-                        enum confidence c = vis == VIS_FULL ? CONF_HIGH : vis == VIS_NOT_ROOT ? CONF_LOW : CONF_MEDIUM;
+                        enum confidence c = vis == VIS_FULL && !unlinked ? CONF_HIGH : vis == VIS_NOT_ROOT ? CONF_LOW : CONF_MEDIUM;
                         fd = add_finding(l, VERDICT_STALE, c, l->ghost);
-                        if (vis == VIS_FULL)
+                        if (unlinked)
+                                headline(fd, "%llu MiB ghost: NVML lists a dead process; %u CUDA process%s hold%s the GPU with no link to it",
+                                         mib(l->ghost), unlinked, unlinked == 1 ? "" : "es", unlinked == 1 ? "s" : "");
+                        else if (vis == VIS_FULL)
                                 headline(fd, "%llu MiB ghost: NVML lists a dead process and nothing here holds the GPU", mib(l->ghost));
                         else
                                 headline(fd, "%llu MiB ghost: NVML lists a dead process and no holder is visible %s", mib(l->ghost),
@@ -1037,27 +1131,40 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                                         evidence(fd, "%u process%s in dead PID %u's process group or session cannot be inspected by this user: likely the holders",
                                                  l->owners[k].out_of_sight, l->owners[k].out_of_sight == 1 ? "" : "es", l->owners[k].pid);
                         partial_evidence(fd, vis);
-                        if (vis == VIS_FULL) {
-                                reset_blockers(fd, now, l, g, o);
+                        if (unlinked) {
+                                reset_blockers(fd, res, l, g, o);
+                                next_step(fd, "look at the CUDA processes named above first (`ghostvram scan --gpu %u --verbose`): if one belongs to the dead job, `sudo ghostvram reclaim --gpu %u --pid PID` ends it; a GPU reset would need them all gone",
+                                          l->index, l->index);
+                        } else if (vis == VIS_FULL) {
+                                reset_blockers(fd, res, l, g, o);
                                 next_step(fd, "the driver has not finished tearing the context down: wait a minute and re-run `ghostvram scan --gpu %u`; if it stays, check `ghostvram xid`, then reset the GPU: `sudo nvidia-smi --gpu-reset -i %s`%s",
                                           l->index, ref, ref_note);
                         } else {
                                 look_further(fd, vis, l->index);
                         }
-                } else if (!fd && !stuck && vis == VIS_FULL) {
+                } else if (!fd && !stuck && vis == VIS_FULL && !unlinked) {
                         fd = add_finding(l, VERDICT_DRIVER_LEAK, CONF_MEDIUM, l->ghost);
                         headline(fd, "%llu MiB used with no owner and no holder: held by the driver", mib(l->ghost));
                         evidence(fd, "no live owner, no process holds an NVIDIA device node for it, no task stuck in the driver");
                         evidence(fd, "full visibility: initial PID namespace, root, nothing hidden");
-                        reset_blockers(fd, now, l, g, o);
+                        reset_blockers(fd, res, l, g, o);
                         next_step(fd, "only a GPU reset or a module reload frees it: stop GPU users (and nvidia-persistenced), then `sudo nvidia-smi --gpu-reset -i %s`%s",
                                   ref, ref_note);
+                } else if (!fd && !stuck && unlinked) {
+                        fd = add_finding(l, VERDICT_UNKNOWN, CONF_LOW, l->ghost);
+                        headline(fd, "%llu MiB unexplained; %u CUDA process%s hold%s the GPU with no link to a dead owner",
+                                 mib(l->ghost), unlinked, unlinked == 1 ? "" : "es", unlinked == 1 ? "s" : "");
+                        evidence(fd, "not a driver leak while a CUDA process holds the GPU's node");
+                        partial_evidence(fd, vis);
+                        reset_blockers(fd, res, l, g, o);
+                        next_step(fd, "look at the CUDA processes named above (`ghostvram scan --gpu %u --verbose`): if one is a dead job's, `sudo ghostvram reclaim --gpu %u --pid PID` ends it",
+                                  l->index, l->index);
                 } else if (!fd && !stuck) {
                         fd = add_finding(l, VERDICT_UNKNOWN, CONF_LOW, l->ghost);
                         headline(fd, "%llu MiB unexplained and no holder in sight (partial visibility)", mib(l->ghost));
                         evidence(fd, "not a driver leak: part of the host is out of sight");
                         partial_evidence(fd, vis);
-                        reset_blockers(fd, now, l, g, o);
+                        reset_blockers(fd, res, l, g, o);
                         look_further(fd, vis, l->index);
                 }
         }

@@ -85,8 +85,19 @@ struct owner {
         uint64_t used_bytes;
         bool used_known;
         enum owner_class cls;
+        uint32_t gpu_instance;  /* MIG GPU / compute instance (GPU_INSTANCE_NONE outside MIG) */
+        uint32_t compute_instance;
         char why[160];          /* "no such process", "zombie", "PID reused by ..." */
         unsigned out_of_sight;  /* processes in its group or session whose files we cannot read */
+};
+
+/* MIG: one instance's share of the ledger, by the same rules as the GPU's (its used figure is
+ * NVML's answer on the MIG device; owners count where NVML listed them). */
+struct mig_ledger {
+        uint32_t gpu_instance, compute_instance;
+        bool memory_known;
+        uint64_t total, used;
+        uint64_t listed, foreign, ghost, unattributed;
 };
 
 struct gpu_ledger {
@@ -110,6 +121,8 @@ struct gpu_ledger {
         size_t n_attr;
         struct finding *findings;       /* the first is the verdict */
         size_t n_findings;
+        struct mig_ledger mig[GPU_MAX_MIG]; /* MIG mode: per MIG device */
+        size_t n_mig;
 };
 
 struct ledger_opts {

@@ -187,6 +187,19 @@ static const struct family F_ERRORS = { "ghostvram_scan_errors", FAM_COUNTER, NU
                                         "Scans that failed, by source: gpu (driver absent or not answering), host (/proc walk), kernel (kernel log)." };
 static const struct family F_AGE = { "ghostvram_data_age_seconds", FAM_GAUGE, "seconds",
                                      "Seconds since the latest completed scan (grows while the driver hangs)." };
+static const struct family F_DRIVER_UP = { "ghostvram_driver_up", FAM_GAUGE, NULL,
+                                           "1 when the latest collection got answers from NVML (library loaded, kernel module up, no missed deadline), else 0." };
+
+static int driver_up_sample(struct buf *b, bool up, enum metrics_format fmt)
+{
+        struct labels l;
+        int e = family_header(b, &F_DRIVER_UP, fmt);
+        if (!e) {
+                sample_start(b, &F_DRIVER_UP, &l);
+                e = sample_u64(b, &F_DRIVER_UP, &l, up ? 1 : 0);
+        }
+        return e;
+}
 
 static const char *const source_names[METRICS_N_SOURCES] = { "gpu", "host", "kernel" };
 
@@ -314,6 +327,7 @@ int metrics_render_status(struct buf *b, bool have_scan, double scan_duration_s,
         }
         if (!c || e)
                 return e;
+        e = driver_up_sample(b, c->driver_up, fmt);
         /* the Xid family is there from the start, with a sample per code seen since start */
         e = family_header(b, &F_XID, fmt);
         for (size_t i = 0; i < c->n_xid && !e; i++) {
@@ -349,6 +363,8 @@ int metrics_render(struct buf *b, const struct metrics_input *in, enum metrics_f
         if (!e)
                 e = metrics_render_status(b, in->res != NULL, in->scan_duration_s, in->last_scan_time,
                                           in->counters, fmt);
+        if (!e && !in->counters && in->res) /* one-shot (scan --textfile): from the result itself */
+                e = driver_up_sample(b, metrics_driver_answered(in->res->facts->gpu), fmt);
         return e;
 }
 
@@ -457,4 +473,9 @@ int metrics_write_textfile(const char *dir, const struct metrics_input *in)
                 e = write_file_atomic(path, b.data ? b.data : "", b.len);
         buf_free(&b);
         return e;
+}
+
+bool metrics_driver_answered(const struct gpu_report *g)
+{
+        return g && g->driver_present && !g->timed_out && strcmp(g->backend, "nvml") == 0;
 }

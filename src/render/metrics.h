@@ -29,6 +29,7 @@ enum metrics_source {
 
 /* Cumulative figures of a long-running exporter (serve, watch). */
 struct metrics_counters {
+        bool driver_up;                 /* ghostvram_driver_up: the latest collection got NVML's answers */
         uint64_t scan_errors[METRICS_N_SOURCES];
         uint64_t scans_full, scans_light;
         struct {
@@ -73,6 +74,11 @@ int metrics_label_value(struct buf *out, const char *s, size_t len);
 /* Does an HTTP Accept header ask for OpenMetrics? True when application/openmetrics-text is
  * acceptable (q > 0) and preferred at least as much as text/plain. */
 bool metrics_accept_openmetrics(const char *accept);
+
+/* Did this collection get answers from NVML (loaded, initialised, no missed deadline)? The
+ * value of ghostvram_driver_up. A bundle is not a driver: false. */
+struct gpu_report;
+bool metrics_driver_answered(const struct gpu_report *g);
 
 /* Add n Xid events of code xid to the counters (capped at METRICS_MAX_XID codes). */
 void metrics_count_xid(struct metrics_counters *c, unsigned xid, uint64_t n);

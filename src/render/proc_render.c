@@ -150,6 +150,17 @@ void host_proc_container_text(struct buf *out, const struct host_proc *p)
         }
 }
 
+void host_proc_detail_text(struct buf *out, const struct host_proc *p)
+{
+        host_proc_nodes_text(out, p);
+        buf_printf(out, "  ppid %d pgid %d sid %d", (int)p->ppid, (int)p->pgid, (int)p->sid);
+        struct buf c = BUF_INIT(0);
+        host_proc_container_text(&c, p);
+        if (c.len)
+                buf_printf(out, "  %s", buf_str(&c));
+        buf_free(&c);
+}
+
 void fmt_mib(struct buf *out, uint64_t bytes)
 {
         uint64_t mib = (bytes + (1u << 19)) >> 20;

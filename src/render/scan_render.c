@@ -83,12 +83,37 @@ static json_t *process_json(const struct facts *f, const struct gpu_ledger *l, c
         }
         json_decref(hj);
         json_set(o, "used_bytes", ow && ow->used_known ? json_integer((json_int_t)ow->used_bytes) : json_null());
+        /* MIG: the instance NVML listed the process in */
+        json_set(o, "gpu_instance", ow && ow->gpu_instance != GPU_INSTANCE_NONE ? json_integer(ow->gpu_instance) : json_null());
+        json_set(o, "compute_instance",
+                 ow && ow->compute_instance != GPU_INSTANCE_NONE ? json_integer(ow->compute_instance) : json_null());
         (void)f;
         (void)l;
         return o;
 }
 
 static bool shown(const struct scan_result *r, const struct gpu_ledger *l);
+
+/* MIG: the ledger of each MIG device (null parts where its memory is not known) */
+static json_t *mig_ledger_json(const struct gpu_ledger *l)
+{
+        json_t *a = json_array();
+        for (size_t m = 0; m < l->n_mig; m++) {
+                const struct mig_ledger *ml = &l->mig[m];
+                json_t *o = json_object();
+                bool k = ml->memory_known;
+                json_set(o, "gpu_instance", json_integer(ml->gpu_instance));
+                json_set(o, "compute_instance", json_integer(ml->compute_instance));
+                json_set(o, "total_bytes", k ? json_integer((json_int_t)ml->total) : json_null());
+                json_set(o, "used_bytes", k ? json_integer((json_int_t)ml->used) : json_null());
+                json_set(o, "listed_bytes", k ? json_integer((json_int_t)ml->listed) : json_null());
+                json_set(o, "foreign_bytes", k ? json_integer((json_int_t)ml->foreign) : json_null());
+                json_set(o, "ghost_bytes", k ? json_integer((json_int_t)ml->ghost) : json_null());
+                json_set(o, "unattributed_bytes", k ? json_integer((json_int_t)ml->unattributed) : json_null());
+                json_array_append_new(a, o);
+        }
+        return a;
+}
 
 #define GPU_KERNEL_EVENTS_MAX 20
 
@@ -136,6 +161,7 @@ json_t *scan_json(const struct scan_result *r, bool with_cmdline)
                 json_set(m, "unattributed_bytes", l->inspected ? json_integer((json_int_t)l->unattributed) : json_null());
                 json_set(m, "noise_floor_bytes", json_integer((json_int_t)l->noise_floor));
                 json_set(g, "ghost_confirmed", json_boolean(l->ghost_confirmed));
+                json_set(g, "mig_instances", mig_ledger_json(l));
                 json_set(g, "verdict", json_string(l->n_findings ? l->findings[0].code : "unknown"));
                 json_t *fa = json_array();
                 for (size_t k = 0; k < l->n_findings; k++)
@@ -188,16 +214,22 @@ static bool shown(const struct scan_result *r, const struct gpu_ledger *l)
         return r->only_gpu < 0 || (unsigned)r->only_gpu == l->index;
 }
 
+/* The worse condition wins: a GPU lost or not inspected (or no driver) is 3 even when another
+ * GPU has a confirmed ghost (1) — a lost GPU must page, and a ghost must not hide it. */
 int scan_exit_status(const struct scan_result *r)
 {
-        bool ghost = false, uninspected = !r->facts->gpu->driver_present;
+        bool ghost = false, hard = !r->facts->gpu->driver_present, soft = false;
         for (size_t i = 0; i < r->n_gpus; i++) {
-                if (!shown(r, &r->gpus[i]))
+                const struct gpu_ledger *l = &r->gpus[i];
+                if (!shown(r, l))
                         continue;
-                ghost |= r->gpus[i].ghost_confirmed;
-                uninspected |= !ledger_judged(&r->gpus[i]);
+                ghost |= l->ghost_confirmed;
+                /* a lost or uninspected GPU must page even beside a ghost; a GPU without a
+                 * process list is unknown, which a confirmed ghost elsewhere outranks */
+                hard |= !l->inspected || (l->n_findings && strcmp(l->findings[0].code, "gpu-lost") == 0);
+                soft |= !l->procs_known;
         }
-        return ghost ? 1 : uninspected ? 3 : 0;
+        return hard ? 3 : ghost ? 1 : soft ? 3 : 0;
 }
 
 static void put_esc(FILE *out, const char *s)
@@ -215,6 +247,19 @@ static void mib_str(char *out, size_t n, uint64_t bytes)
         fmt_mib(&b, bytes);
         snprintf(out, n, "%s", buf_str(&b));
         buf_free(&b);
+}
+
+/* "<indent>used U = listed L + foreign F + ghost G + unattributed N", in MiB, and a newline. */
+static void text_ledger_line(FILE *out, const char *indent, uint64_t used, uint64_t listed, uint64_t foreign,
+                             uint64_t ghost, uint64_t unattributed)
+{
+        char u[32], li[32], fo[32], gh[32], un[32];
+        mib_str(u, sizeof(u), used);
+        mib_str(li, sizeof(li), listed);
+        mib_str(fo, sizeof(fo), foreign);
+        mib_str(gh, sizeof(gh), ghost);
+        mib_str(un, sizeof(un), unattributed);
+        fprintf(out, "%sused %s = listed %s + foreign %s + ghost %s + unattributed %s\n", indent, u, li, fo, gh, un);
 }
 
 static const char *verdict_color(const char *code)
@@ -240,13 +285,7 @@ static void text_holder_line(FILE *out, const struct host_proc *hp, const char *
         }
         buf_reset(&b);
         buf_puts(&b, "\n        ");
-        host_proc_nodes_text(&b, hp);
-        buf_printf(&b, "  ppid %d pgid %d sid %d", (int)hp->ppid, (int)hp->pgid, (int)hp->sid);
-        struct buf c = BUF_INIT(0);
-        host_proc_container_text(&c, hp);
-        if (c.len)
-                buf_printf(&b, "  %s", buf_str(&c));
-        buf_free(&c);
+        host_proc_detail_text(&b, hp);
         fprintf(out, "%s\n", buf_str(&b));
         buf_free(&b);
 }
@@ -290,19 +329,23 @@ void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool v
                         fprintf(out, "  [%s confidence]\n", confidence_name(v->confidence));
                 }
                 if (l->inspected) {
-                        char u[32], li[32], fo[32], gh[32], un[32], rs[32], tot[32];
-                        mib_str(u, sizeof(u), l->used);
-                        mib_str(li, sizeof(li), l->listed);
-                        mib_str(fo, sizeof(fo), l->foreign);
-                        mib_str(gh, sizeof(gh), l->ghost);
-                        mib_str(un, sizeof(un), l->unattributed);
+                        char rs[32], tot[32];
+                        text_ledger_line(out, "  ", l->used, l->listed, l->foreign, l->ghost, l->unattributed);
                         mib_str(rs, sizeof(rs), l->reserved);
                         mib_str(tot, sizeof(tot), l->total);
-                        fprintf(out, "  used %s = listed %s + foreign %s + ghost %s + unattributed %s\n", u, li, fo, gh, un);
                         if (l->reserved_known)
                                 fprintf(out, "  (driver reservation %s apart; total %s)\n", rs, tot);
                         else
                                 fprintf(out, "  (old driver: used includes the driver's reservation; total %s)\n", tot);
+                        for (size_t m = 0; m < l->n_mig; m++) {
+                                const struct mig_ledger *ml = &l->mig[m];
+                                if (!ml->memory_known)
+                                        continue;
+                                mib_str(tot, sizeof(tot), ml->total);
+                                fprintf(out, "    MIG GPU instance %u (compute instance %u, %s): ", ml->gpu_instance,
+                                        ml->compute_instance, tot);
+                                text_ledger_line(out, "", ml->used, ml->listed, ml->foreign, ml->ghost, ml->unattributed);
+                        }
                 }
                 for (size_t k = 0; k < l->n_owners; k++) {
                         const struct owner *ow = &l->owners[k];
@@ -311,7 +354,11 @@ void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool v
                         char b[32] = "bytes n/a";
                         if (ow->used_known)
                                 mib_str(b, sizeof(b), ow->used_bytes);
-                        fprintf(out, "  NVML lists PID %u (%s): %s\n", ow->pid, b, ow->why);
+                        if (ow->gpu_instance != GPU_INSTANCE_NONE)
+                                fprintf(out, "  NVML lists PID %u (%s, MIG GPU instance %u, compute instance %u): %s\n",
+                                        ow->pid, b, ow->gpu_instance, ow->compute_instance, ow->why);
+                        else
+                                fprintf(out, "  NVML lists PID %u (%s): %s\n", ow->pid, b, ow->why);
                 }
                 if (hook)
                         hook(out, l->index, ctx);

@@ -19,6 +19,10 @@ json_t *facts_nvml_process_json(const struct facts *f, const struct gpu_proc *p)
         json_t *o = json_object();
         json_set(o, "pid", json_integer(p->pid));
         json_set(o, "used_bytes", json_u64_or_null(p->used_bytes, p->used_known));
+        /* MIG: the GPU and compute instance NVML listed it in (null outside MIG) */
+        json_set(o, "gpu_instance", p->gpu_instance != GPU_INSTANCE_NONE ? json_integer(p->gpu_instance) : json_null());
+        json_set(o, "compute_instance",
+                 p->compute_instance != GPU_INSTANCE_NONE ? json_integer(p->compute_instance) : json_null());
         const struct pid_fact *pf = facts_pid(f, p->pid);
         json_t *h = json_object();
         bool present = pf && pf->present;

@@ -9,7 +9,9 @@
 
 #include <jansson.h>
 
+#include "render/live_view.h"
 #include "render/scan_render.h"
+#include "serve/page.h"
 #include "util/buf.h"
 #include "util/deadline.h"
 
@@ -26,6 +28,8 @@ struct exporter {
         /* the collection thread's own */
         struct metrics_counters counters;
         struct exporter_published pub;
+        struct live_view *view;         /* the latest complete scan, for the page */
+        struct live_history hist;
 };
 
 /* ---- bodies --------------------------------------------------------------------------------- */
@@ -37,6 +41,7 @@ void exporter_bodies_put(struct exporter_bodies *b)
         free(b->metrics[0]);
         free(b->metrics[1]);
         free(b->scan_json);
+        free(b->page);
         free(b);
 }
 
@@ -181,22 +186,46 @@ static void exporter_swap(struct exporter *e, struct exporter_bodies *b)
         exporter_bodies_put(old);
 }
 
-static void status_of(const struct sample *s, char *out, size_t outlen)
+static double wall_s(void)
 {
-        out[0] = '\0';
-        if (s->errors == SCAN_ERR_KERNEL) {
-                snprintf(out, outlen, "%s", s->kernel_error);
-                return;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* After a cycle: keep the view of a complete result and add a point to the history (a gap
+ * when the cycle has none). */
+static void exporter_follow(struct exporter *e, const struct sample *smp)
+{
+        if (smp->published && smp->res) {
+                struct live_view *v = NULL;
+                if (live_view_build(smp->res, e->o.expose_cmdline, smp->full, smp->duration_s, &v) == 0) {
+                        v->finished = smp->finished;
+                        live_view_free(e->view);
+                        e->view = v;
+                }
+                live_history_add(&e->hist, v, smp->finished);
+        } else {
+                live_history_add(&e->hist, NULL, smp->finished);
         }
-        if (!s->errors)
-                return;
-        const struct gpu_report *g = s->res ? s->res->facts->gpu : NULL;
-        if (g && g->timed_out)
-                snprintf(out, outlen, "the NVIDIA driver did not answer in time");
-        else if (g && !g->driver_present)
-                snprintf(out, outlen, "no NVIDIA driver: %.150s", g->error[0] ? g->error : "not available");
-        else
-                snprintf(out, outlen, "%s", s->why);
+}
+
+static void exporter_page(struct exporter *e, struct exporter_bodies *b)
+{
+        struct buf page = BUF_INIT(BODY_CAP);
+        struct page_opts po = {
+                .refresh_s = (double)e->o.interval_ms / 1000.0,
+                .expose_cmdline = e->o.expose_cmdline,
+                .now = wall_s(),
+                .age_s = b->have_data ? monotonic_s() - b->data_mono : -1,
+                .stale_after_s = e->o.stale_after_s,
+                .status = b->status,
+        };
+        if (page_render(&page, b->have_data ? e->view : NULL, &e->hist, &po) == 0) {
+                b->page_len = page.len;
+                b->page = buf_steal(&page);
+        }
+        buf_free(&page);
 }
 
 static void *exporter_main(void *arg)
@@ -209,6 +238,10 @@ static void *exporter_main(void *arg)
                 int r = sampler_cycle(e->sampler, &smp);
                 if (r == -EINTR)
                         break;
+                /* ghostvram_driver_up: NVML answered this cycle (a cycle skipped by the hung
+                 * driver guard, or without a driver, did not) */
+                e->counters.driver_up = r >= 0 && smp.res && !(smp.errors & SCAN_ERR_GPU) &&
+                                        metrics_driver_answered(smp.res->facts->gpu);
                 if (r < 0) {
                         snprintf(status, sizeof(status), "collection failed: %s", strerror(-r));
                 } else {
@@ -229,11 +262,14 @@ static void *exporter_main(void *arg)
                         if (smp.published && smp.res)
                                 exporter_publish(&e->pub, smp.res, smp.duration_s, smp.finished, monotonic_s(),
                                                  e->o.expose_cmdline, smp.full ? "full" : "light");
-                        status_of(&smp, status, sizeof(status));
+                        live_sample_status(&smp, status, sizeof(status));
+                        exporter_follow(e, &smp);
                 }
                 struct exporter_bodies *b = exporter_compose(&e->pub, &e->counters, status);
-                if (b)
+                if (b) {
+                        exporter_page(e, b);
                         exporter_swap(e, b);
+                }
                 unsigned long long spent = monotonic_ms() - t0;
                 uint64_t left = spent < e->o.interval_ms ? e->o.interval_ms - spent : 0;
                 if (!exporter_wait(e, left))
@@ -261,6 +297,8 @@ int exporter_start(const struct exporter_opts *o, struct exporter **ret)
         if (r == 0) {
                 e->cur = exporter_compose(&e->pub, &e->counters, "starting: the first collection is running");
                 r = e->cur ? 0 : -ENOMEM;
+                if (e->cur)
+                        exporter_page(e, e->cur);
         }
         if (r == 0) {
                 r = -pthread_create(&e->thread, NULL, exporter_main, e);
@@ -288,6 +326,8 @@ void exporter_stop(struct exporter *e)
         pthread_join(e->thread, NULL);
         sampler_free(e->sampler);
         exporter_published_clear(&e->pub);
+        live_view_free(e->view);
+        live_history_free(&e->hist);
         exporter_bodies_put(e->cur);
         pthread_cond_destroy(&e->c);
         pthread_mutex_destroy(&e->m);

@@ -1,8 +1,9 @@
 /* exporter: the collecting side of `ghostvram serve`. A thread takes a sample every interval
- * (model/scan_run.h's sampler: NVML first, the /proc walk only when something is unexplained)
+ * (run/scan_run.h's sampler: NVML first, the /proc walk only when something is unexplained)
  * and renders every body a scrape can ask for right after it: the metrics in both formats and
  * the scan JSON. A scrape takes a reference to the latest bodies under a mutex and never waits
- * for a collection; a hung driver only makes the data age. */
+ * for a collection; a hung driver only makes the data age. It also keeps the live history
+ * (render/live_view.h: LIVE_HISTORY_MAX points a GPU) that the HTML page draws. */
 #pragma once
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -29,6 +30,8 @@ struct exporter_bodies {
         bool have_data;                 /* a complete scan was published */
         double data_mono;               /* monotonic seconds when it finished */
         char status[200];               /* the latest collection's problem, "" if none */
+        char *page;                     /* the HTML page (serve/page.h), NULL if it failed */
+        size_t page_len;
 };
 
 struct exporter;

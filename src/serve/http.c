@@ -11,6 +11,7 @@
 #include <microhttpd.h>
 
 #include "render/metrics.h"
+#include "serve/page.h"
 #include "util/deadline.h"
 #include "util/parse.h"
 
@@ -185,6 +186,33 @@ static enum MHD_Result serve_scan(struct http_server *s, struct MHD_Connection *
         return r;
 }
 
+/* A page answer in flight: the published bodies, referenced while libmicrohttpd sends. */
+static void page_answer_free(void *cls)
+{
+        exporter_bodies_put(cls);
+}
+
+static enum MHD_Result serve_page(struct http_server *s, struct MHD_Connection *c)
+{
+        struct exporter_bodies *b = exporter_bodies_get(s->e);
+        if (!b->page) {
+                exporter_bodies_put(b);
+                return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "the page could not be rendered\n");
+        }
+        const struct MHD_IoVec iov = { .iov_base = b->page, .iov_len = b->page_len };
+        struct MHD_Response *r = MHD_create_response_from_iovec(&iov, 1, page_answer_free, b);
+        if (!r) {
+                exporter_bodies_put(b);
+                return MHD_NO;
+        }
+        /* no script, no external resource: only the page's own inline style may apply */
+        MHD_add_response_header(r, "Content-Security-Policy", page_csp);
+        MHD_add_response_header(r, "X-Frame-Options", "DENY");
+        MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+        MHD_add_response_header(r, "Cross-Origin-Resource-Policy", "same-origin");
+        return queue(c, MHD_HTTP_OK, "text/html; charset=utf-8", r, NULL);
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                const char *version, const char *upload_data, size_t *upload_data_size,
                                void **req_cls)
@@ -213,10 +241,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         if (strcmp(url, "/api/v1/scan") == 0)
                 return serve_scan(s, c);
         if (strcmp(url, "/") == 0)
-                return reply_text(c, MHD_HTTP_OK, NULL,
-                                  "ghostvram exporter\n\n/metrics       Prometheus metrics (docs/metrics.md)\n"
-                                  "/healthz       200 while the data is fresh\n/api/v1/scan   the latest scan as JSON\n");
-        return reply_text(c, MHD_HTTP_NOT_FOUND, NULL, "not found: try /metrics, /healthz, /api/v1/scan\n");
+                return serve_page(s, c);
+        return reply_text(c, MHD_HTTP_NOT_FOUND, NULL, "not found: try /, /metrics, /healthz, /api/v1/scan\n");
 }
 
 /* libmicrohttpd's own messages (a client sending garbage) are not ours to print. */

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,11 +14,32 @@
 
 #include "util/buf.h"
 
+const char *fileio_strerror(int err)
+{
+        if (err < 0)
+                err = -err;
+        if (err == FILEIO_ENOTREG)
+                return "not a regular file";
+        if (err == EFBIG)
+                return "too large";
+        return strerror(err);
+}
+
 int read_file_at(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len)
 {
-        int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        /* non-blocking: a FIFO must not block the open (nor a read); regular files ignore it */
+        int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
                 return -errno;
+        struct stat st;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                close(fd);
+                return -FILEIO_ENOTREG; /* /dev/zero, a FIFO, a socket, a directory: never read */
+        }
+        if ((uint64_t)st.st_size > (uint64_t)max) {
+                close(fd);
+                return -EFBIG; /* known too large before reading a byte */
+        }
         size_t size = 4096;
         char *data = NULL;
         size_t len = 0;

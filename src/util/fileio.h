@@ -1,13 +1,23 @@
 /* fileio: read small files (procfs, sysfs, fixtures) safely. */
 #pragma once
+#include <errno.h>
 #include <stddef.h>
 #include <sys/types.h>
 
+/* read_file_at's "not a regular file" (a FIFO, a device such as /dev/zero, a socket, a
+ * directory): EBADFD, which no open or read of a regular file gives. */
+#define FILEIO_ENOTREG EBADFD
+
 /* Read the whole file `name` relative to dirfd (AT_FDCWD for a path) into a malloc'd,
- * NUL-terminated buffer (the NUL is not counted in *ret_len). Reads with one read() of
- * size+1 so truncation shows and retries larger, up to max bytes; a longer file gives
- * -EFBIG. Returns 0 or a negative errno (-ENOENT/-ESRCH when a process vanished). */
+ * NUL-terminated buffer (the NUL is not counted in *ret_len). Only regular files are read
+ * (opened non-blocking, so a FIFO never blocks): anything else gives -FILEIO_ENOTREG. Reads
+ * with one read() of size+1 so truncation shows and retries larger, up to max bytes; a longer
+ * file gives -EFBIG (at once when its size says so). Returns 0 or a negative errno
+ * (-ENOENT/-ESRCH when a process vanished). */
 int read_file_at(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len);
+
+/* strerror() for read_file_at's errors: "not a regular file", "too large", else strerror. */
+const char *fileio_strerror(int err);
 
 /* Write data to path atomically: a temporary file in the same directory, fsync, rename.
  * The temporary name starts with '.' and does not end in the final suffix. */

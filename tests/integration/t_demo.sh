@@ -20,4 +20,40 @@ dir=$(sed -n 's/^ghostvram demo — on a temporary SIMULATED host in \([^ ]*\) .
 for p in $(sed -n 's/.*forked worker PID \([0-9]*\).*/\1/p; s/.*(simulated: PID \([0-9]*\) .*/\1/p' <<<"$out"); do
         is_dead "$p" || fail "demo left PID $p running"
 done
+
+note "below the noise floor: refused in words, nothing started"
+set +e
+err=$("$GV_BIN" demo --mib 256 2>&1 >/dev/null); rc=$?
+set -e
+assert_eq "$rc" 2 "demo --mib 256"
+grep -q "under the noise floor of the simulated 81559 MiB GPU (816 MiB" <<<"$err" || fail "message: $err"
+
+note "SIGTERM in the middle: its processes are stopped and its directory removed"
+mkdir "$GV_TMP/td1"
+TMPDIR="$GV_TMP/td1" "$GV_BIN" demo --mib 1024 --workers 2 >"$GV_TMP/d1.out" 2>"$GV_TMP/d1.err" &
+DEMO=$!
+track "$DEMO"
+wait_for_line "$GV_TMP/d1.out" "3. nvidia-smi"
+kill -TERM "$DEMO"
+set +e
+wait "$DEMO"; rc=$?
+set -e
+assert_eq "$rc" 143 "exit status after SIGTERM"
+grep -q "interrupted (signal 15)" "$GV_TMP/d1.err" || fail "says it was interrupted: $(cat "$GV_TMP/d1.err")"
+assert_eq "$(ls -A "$GV_TMP/td1")" "" "temporary directory left behind"
+pids=$(sed -n 's/.*forked worker PID \([0-9]*\).*/\1/p; s/.*(simulated: PID \([0-9]*\) .*/\1/p' "$GV_TMP/d1.out")
+[ -n "$pids" ] || fail "no PIDs in the output"
+for p in $pids; do
+        for i in $(seq 200); do is_dead "$p" && break; sleep 0.01; done
+        is_dead "$p" || fail "interrupted demo left PID $p running"
+done
+
+note "demo | head: the reader goes away, the demo still cleans up"
+mkdir "$GV_TMP/td2"
+set +e
+TMPDIR="$GV_TMP/td2" "$GV_BIN" demo --mib 1024 --workers 2 2>/dev/null | head -3 >/dev/null
+set -e
+assert_eq "$(ls -A "$GV_TMP/td2")" "" "temporary directory left behind after | head"
+for i in $(seq 300); do pgrep -f "$GV_TMP/td2" >/dev/null || break; sleep 0.01; done
+pgrep -af "$GV_TMP/td2" && fail "processes of the demo left running after | head"
 echo "PASS"

@@ -73,3 +73,16 @@ GHOSTVRAM_SIM="$SIM" "$GV_BIN" experiment --mib 99999999 >/dev/null 2>&1; assert
 set -e
 grep -q "Reproduce the ghost on purpose" <<<"$("$GV_BIN" experiment --help)" || fail "help"
 echo "PASS"
+
+note "--reclaim touches only the processes the experiment started, never another job's ghost"
+sim_run --gpu 1 --mib 512 --workers 2
+FOREIGN_OWNER=$OWNER
+FOREIGN=("${WORKERS[@]}")
+kill_wait "$FOREIGN_OWNER"
+exp_rc --gpu 1 --mib 256 --workers 2 --timeout 1s --reclaim --json
+for p in "${FOREIGN[@]}"; do is_dead "$p" && fail "experiment --reclaim ended PID $p, another job's worker"; done
+own=$(jq -r '[.runs[0].workers[]] | sort | map(tostring) | join(" ")' <<<"$E")
+acted=$(jq -r '[.runs[0].after_reclaim.reclaim_actions[].pid] | sort | map(tostring) | join(" ")' <<<"$E")
+assert_eq "$acted" "$own" "reclaim acted on the experiment's own workers only"
+assert_eq "$(jq -r '.runs[0].after_reclaim.residual_bytes' <<<"$E")" 0 "its own memory back"
+assert_eq "$(used 1)" $((512 * MIB)) "the other job's ghost is still there"

@@ -94,14 +94,17 @@ grep -qE "GPU 1 +512 MiB → 0 MiB +freed 512 MiB +back in [0-9.]+ s" <<<"$text"
 grep -qE "PID $W +terminated" <<<"$text" || fail "text action line: $text"
 is_dead "$W" || fail "mapping-only worker still alive"
 
-note "explicit --pid: an unrelated process by request; PID 1 and ghostvram's parent never"
+note "explicit --pid: an unrelated process only with --force; PID 1 and ghostvram's parent never"
 reclaim_rc --yes --pid "$OTHER" --grace 1s
-assert_eq "$RC" 0 "explicit --pid exit"
+assert_eq "$RC" 3 "explicit --pid of a process holding no NVIDIA node, without --force"
+alive "$OTHER" || fail "refused target ended"
+reclaim_rc --yes --pid "$OTHER" --grace 1s --force
+assert_eq "$RC" 0 "explicit --pid --force exit"
 assert_eq "$(result_of "$OTHER")" terminated "explicit target"
 is_dead "$OTHER" || fail "explicit target alive"
 reclaim_rc --yes --pid 1
 assert_eq "$RC" 3 "--pid 1 refused"
-grep -q "refused: --pid 1 is PID 1" <<<"$(jq -r '.notes[]' <<<"$R")" || fail "PID 1 refusal: $(jq -c .notes <<<"$R")"
+grep -qE "refused: --pid 1 \(.*\): PID 1" <<<"$(jq -r '.notes[]' <<<"$R")" || fail "PID 1 refusal: $(jq -c .notes <<<"$R")"
 if [ $$ != 1 ]; then # the test's shell (PID 1 inside a new PID namespace)
         reclaim_rc --yes --pid $$
         assert_eq "$RC" 3 "--pid of an ancestor refused"

@@ -8,6 +8,7 @@
 # here can put a real task in D state on purpose.
 . "$(dirname "$0")/lib.sh"
 
+: "${GV_BIN_HOOKS:?GV_BIN_HOOKS must name ghostvram-testhooks (the build with the test hooks)}"
 reclaim() { GHOSTVRAM_SIM="$SIM" "$GV_BIN" reclaim --confirm 300ms "$@"; }
 result_of() { jq -r ".actions[] | select(.pid == $1) | .result" <<<"$R"; }
 signals_of() { jq -r ".actions[] | select(.pid == $1) | .signals | join(\",\")" <<<"$R"; }
@@ -16,7 +17,7 @@ reclaim_paused() {
         local stage=$1
         shift
         PAUSE="$GV_TMP/pause.$RANDOM"
-        GHOSTVRAM_TEST_PAUSE="$stage:$PAUSE" GHOSTVRAM_SIM="$SIM" "$GV_BIN" reclaim --confirm 300ms --json "$@" \
+        GHOSTVRAM_TEST_PAUSE="$stage:$PAUSE" GHOSTVRAM_SIM="$SIM" "$GV_BIN_HOOKS" reclaim --confirm 300ms --json "$@" \
                 >"$PAUSE.out" 2>"$PAUSE.err" &
         BG=$!
         track "$BG"
@@ -43,6 +44,19 @@ gone() { # not even a zombie: the PID is free
 }
 
 sim_new --gpus 2 --memory 16384 --reserved 512
+
+note "the shipped ghostvram carries no test hook: GHOSTVRAM_TEST_PAUSE does nothing there"
+grep -q GHOSTVRAM_TEST_PAUSE "$GV_BIN" && fail "GHOSTVRAM_TEST_PAUSE is compiled into $GV_BIN"
+grep -q GHOSTVRAM_TEST_PAUSE "$GV_BIN_HOOKS" || fail "the test build has no hook"
+sim_run --gpu 0 --mib 256 --workers 1
+kill_wait "$OWNER"
+set +e
+GHOSTVRAM_TEST_PAUSE="plan:$GV_TMP/nohook" GHOSTVRAM_SIM="$SIM" timeout 20 "$GV_BIN" reclaim --confirm 300ms --json \
+        --yes --grace 1s --timeout 5s >/dev/null 2>&1
+rc=$?
+set -e
+assert_eq "$rc" 0 "the shipped binary did not pause"
+[ -e "$GV_TMP/nohook.ready" ] && fail "the shipped binary paused for GHOSTVRAM_TEST_PAUSE"
 
 note "a job whose processes ignore SIGTERM: SIGKILL after the grace period"
 trap '' TERM    # ignored signals stay ignored across fork and exec: the job inherits it
@@ -96,9 +110,7 @@ note "a PID reused between the plan and the act is never signalled"
 # Reusing a PID on purpose needs a PID namespace of our own (nothing else forks there) and a
 # writable ns_last_pid (root).
 if ! unshare --pid --fork --mount-proc true 2>/dev/null; then
-        note "SKIPPED: unshare --pid is not allowed here (tests/unit/test_reclaim_act.c covers the re-check)"
-        echo "PASS"
-        exit 0
+        skip "unshare --pid is not allowed here (tests/unit/test_reclaim_act.c covers the re-check)"
 fi
 cat >"$GV_TMP/reuse.sh" <<'EOF'
 set -euo pipefail
@@ -108,7 +120,7 @@ w1=$(awk '/^worker/ {print $2; exit}' <<<"$out")
 w2=$(awk '/^worker/ {p=$2} END {print p}' <<<"$out")
 kill -9 "$owner"
 while [ -e "/proc/$owner" ]; do sleep 0.01; done
-GHOSTVRAM_TEST_PAUSE="plan:$P" GHOSTVRAM_SIM="$SIM" "$GV_BIN" reclaim --confirm 300ms --json --yes --grace 1s \
+GHOSTVRAM_TEST_PAUSE="plan:$P" GHOSTVRAM_SIM="$SIM" "$GV_BIN_HOOKS" reclaim --confirm 300ms --json --yes --grace 1s \
         --timeout 10s >"$P.out" 2>"$P.err" &
 bg=$!
 for i in $(seq 1000); do [ -e "$P.ready" ] && break; sleep 0.01; done
@@ -128,10 +140,10 @@ echo "w1 $w1"; echo "w2 $w2"; echo "new $new"; echo "rc $rc"; echo "alive $alive
 kill -9 "$new" "$w2" 2>/dev/null || true
 EOF
 P="$GV_TMP/reuse"
-out=$(GV_BIN="$GV_BIN" SIM="$SIM" P="$P" unshare --pid --fork --mount-proc bash "$GV_TMP/reuse.sh")
+out=$(GV_BIN="$GV_BIN" GV_BIN_HOOKS="$GV_BIN_HOOKS" SIM="$SIM" P="$P" unshare --pid --fork --mount-proc bash "$GV_TMP/reuse.sh")
 echo "$out" | sed "s/^/    /"
 if grep -q '^noreuse' <<<"$out"; then
-        note "SKIPPED: $(grep '^noreuse' <<<"$out") (tests/unit/test_reclaim_act.c covers the re-check)"
+        skip "$(grep '^noreuse' <<<"$out") (tests/unit/test_reclaim_act.c covers the re-check)"
 else
         w1=$(awk '/^w1/ {print $2}' <<<"$out")
         new=$(awk '/^new/ {print $2}' <<<"$out")

@@ -4,7 +4,7 @@
 # read from the pidfd_open call of the same trace).
 . "$(dirname "$0")/lib.sh"
 
-command -v strace >/dev/null || skip "strace is not installed (scripts/install-deps --test)"
+need_tool strace strace
 strace -f -qq -o /dev/null true 2>/dev/null || skip "ptrace is not allowed here"
 # LeakSanitizer stops the world with ptrace, which a traced process cannot do
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"

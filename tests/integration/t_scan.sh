@@ -124,6 +124,18 @@ assert_eq "$(mem 0 used_bytes)" $((512 * MIB)) "v1 used is the reservation"
 assert_eq "$RC" 3 "exit when a GPU could not be inspected"
 "$GV_BIN" sim set "$SIM" gpu_lost=default driver=default >/dev/null
 
+note "a confirmed ghost on GPU 0 does not hide a lost GPU 1: the worse wins (3)"
+sim_run --gpu 0 --mib 1024 --workers 1
+kill_wait "$OWNER"
+"$GV_BIN" sim set "$SIM" gpu_lost=1:on >/dev/null
+scan_rc
+assert_eq "$(verdict 0)" orphaned-holders "the ghost is still reported"
+assert_eq "$(verdict 1)" gpu-lost "the lost GPU"
+assert_eq "$RC" 3 "exit with a ghost and a lost GPU"
+assert_eq "$(jq -r .exit_status <<<"$S")" 3 "exit_status in the JSON"
+"$GV_BIN" sim set "$SIM" gpu_lost=default >/dev/null
+kill_wait "${WORKERS[@]}"
+
 note "usage errors"
 set +e
 GHOSTVRAM_SIM="$SIM" "$GV_BIN" scan --gpu 7 >/dev/null 2>&1; assert_eq $? 2 "--gpu beyond the GPUs"

@@ -92,6 +92,11 @@ assert_eq "$(attributed 1)" "$(sorted "${NS_WORKERS[@]}")" "the workers, as the 
 plan_rc
 assert_eq "$(targets)" "$(sorted "${NS_WORKERS[@]}")" "reclaim's targets inside"
 PFX=(env)
+note "   ... reclaim --yes: what it set out to free (the dead PID's 2048 MiB) comes back; the reservation stays"
+plan_rc --yes --grace 1s
+assert_eq "$PRC" 0 "reclaim's exit: the memory it set out to free came back"
+assert_eq "$(jq -r '.gpus[] | select(.index == 1) | .recovered' <<<"$R")" true "recovered on GPU 1"
+assert_eq "$(query | jq -r ".gpus[1].memory_v1.used")" $((512 * MIB)) "v1 used after the reclaim: the reservation only"
 kill_wait "${WORKERS[@]}"
 "$GV_BIN" sim set "$SIM" driver=default >/dev/null
 
@@ -193,11 +198,20 @@ kill_wait "$OWNER" "${WORKERS[@]}"
 "$GV_BIN" sim set "$SIM" hang=none >/dev/null
 
 note "12. not root: root's orphaned workers are out of sight"
+# another user runs a copy of the binary and its simulated libraries (the build tree may be in a
+# directory only root can enter, as under /root)
 chmod 755 "$GV_TMP" "$SIM"
+mkdir -p "$GV_TMP/bin"
+cp "$GV_BIN" "$GV_TMP/bin/ghostvram"
+cp -r "$GV_BUILD/sim" "$GV_TMP/bin/sim"
+chmod -R a+rX "$GV_TMP/bin"
 sim_run --gpu 1 --mib 1024 --workers 2
 kill_wait "$OWNER"
 PFX=(setpriv --reuid=65534 --regid=65534 --clear-groups env)
+GV_BIN_ROOT=$GV_BIN
+GV_BIN=$GV_TMP/bin/ghostvram
 scan_rc
+GV_BIN=$GV_BIN_ROOT
 assert_eq "$RC" 1 "exit: the ghost is confirmed all the same"
 assert_eq "$(verdict 1)" stale-owner "verdict without root"
 assert_eq "$(confidence 1)" low "never high confidence when resting on not seeing a holder"

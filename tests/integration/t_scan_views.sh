@@ -43,6 +43,19 @@ assert_eq $? 1 "bundle exit"
 set -e
 pick='[.gpus[] | {index, verdict, memory, ghost_confirmed, p: [.processes[] | {pid, attribution}]}]'
 assert_eq "$(jq -c "$pick" <<<"$OFF")" "$(jq -c "$pick" <<<"$LIVE")" "bundle reproduces the scan"
+# the comparison holds only if both are right: pin the values too (two wrong alike would pass)
+for S in "$LIVE" "$OFF"; do
+        assert_eq "$(jq -r '.gpus[1].verdict' <<<"$S")" orphaned-holders "verdict of GPU 1"
+        assert_eq "$(jq -r '.gpus[1].memory.ghost_bytes' <<<"$S")" $((1024 * MIB)) "ghost bytes of GPU 1"
+        assert_eq "$(jq -r '.gpus[1].memory.used_bytes' <<<"$S")" $((1024 * MIB)) "used bytes of GPU 1"
+        assert_eq "$(jq -r '.gpus[1].ghost_confirmed' <<<"$S")" true "confirmed"
+        assert_eq "$(jq -r '[.gpus[1].processes[] | select(.attribution != null) | .pid] | sort | map(tostring) | join(" ")' <<<"$S")" \
+                "$(printf '%s\n' "${WORKERS[@]}" | sort | tr '\n' ' ' | sed 's/ $//')" "attributed workers"
+        assert_eq "$(jq -r '[.gpus[1].processes[] | select(.attribution != null) | .attribution.link] | unique | join(",")' <<<"$S")" \
+                process-group "link"
+        assert_eq "$(jq -r '.gpus[0].verdict' <<<"$S")" ok "verdict of GPU 0"
+        assert_eq "$(jq -r '.gpus[0].memory.used_bytes' <<<"$S")" 0 "used bytes of GPU 0"
+done
 [ -d "$B/confirm/proc" ] || fail "the bundle holds the confirming sample"
 kill_wait "${WORKERS[@]}"
 

@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/serve_lib.sh"
 
-command -v promtool >/dev/null || skip "promtool is not installed (Debian package prometheus)"
+need_tool promtool prometheus
 sim_new --gpus 2 --memory 16384 --reserved 512
 
 note "a job whose processes are named 'ev\"il\\<0xff>name': run the simulated app through such a link"

@@ -28,7 +28,10 @@ expect_usage "init --gpus 0" "--gpus: '0' is not a number from 1 to 16" sim init
 expect_usage "init --memory junk" "--memory: 'lots' is not a size" sim init "$GV_TMP/x" --memory lots
 expect_usage "init reserved >= memory" "must be less than --memory" sim init "$GV_TMP/x" --memory 1024 --reserved 2048
 sim_new --gpus 3 --memory 16GiB --reserved 256
-assert_eq "$(ls "$SIM/dev" | sort | tr '\n' ' ')" "nvidia-uvm nvidia0 nvidia1 nvidia2 nvidiactl " "device files"
+assert_eq "$(ls "$SIM/dev" | sort | tr '\n' ' ')" "nvidia-caps nvidia-uvm nvidia0 nvidia1 nvidia2 nvidiactl " "device files"
+# MIG's config and monitor capabilities, root's alone (docs/simulator.md, MIG)
+assert_eq "$(stat -c '%n %a' "$SIM"/dev/nvidia-caps/* | sed "s|$SIM/dev/||" | tr '\n' ' ')" \
+        "nvidia-caps/nvidia-cap1 400 nvidia-caps/nvidia-cap2 400 " "MIG capability nodes"
 assert_eq "$(stat -c %s "$SIM/dev/nvidia2")" 65536 "device file size"
 expect_usage "init twice" "already holds a simulated host" sim init "$SIM"
 q=$(query)
@@ -44,6 +47,7 @@ note "run: bad input"
 expect_usage "run without --mib" "expected DIR, --gpu and --mib" sim run "$SIM" --gpu 0
 expect_usage "run on a GPU that does not exist" "this simulated host has GPUs 0 to 2" sim run "$SIM" --gpu 3 --mib 1
 expect_usage "run with bad --workers" "--workers: '99' is not a number from 0 to 64" sim run "$SIM" --gpu 0 --mib 1 --workers 99
+expect_usage "run with bad --mig-instance" "--mig-instance: '8' is not a GPU instance from 1 to 7" sim run "$SIM" --gpu 0 --mib 1 --mig-instance 8
 expect_usage "run on a non-sim dir" "is not a simulated host" sim run "$GV_TMP" --gpu 0 --mib 1
 rc=0
 "$GV_BIN" sim run "$SIM" --gpu 1 --mib 16200 >"$GV_TMP/out" 2>"$GV_TMP/err" || rc=$?

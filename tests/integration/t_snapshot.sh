@@ -68,5 +68,13 @@ GHOSTVRAM_SIM="$SIM" "$GV_BIN" snapshot --json --save-bundle "$GV_TMP/b" > "$GV_
 "$GV_BIN" snapshot --json --from-bundle "$GV_TMP/b" > "$GV_TMP/bundle.json"
 pick='{gpus: [.gpus[] | {index, memory, nvml_processes}], holders: [.holders[] | {pid, devices, via, pgid, state, comm}]}'
 assert_eq "$(jq -c "$pick" "$GV_TMP/bundle.json")" "$(jq -c "$pick" "$GV_TMP/live.json")" "bundle reproduces the snapshot"
+# pin the values as well: the same wrong answer twice would compare equal
+for f in "$GV_TMP/live.json" "$GV_TMP/bundle.json"; do
+        assert_eq "$(jq -r '.gpus[1].memory.used_bytes' "$f")" $((768 * MIB)) "used bytes of GPU 1 ($f)"
+        assert_eq "$(jq -r '[.gpus[1].nvml_processes[].pid] | join(",")' "$f")" "$OWNER" "the dead owner still listed ($f)"
+        assert_eq "$(jq -r "[.holders[] | select(.pid == ${WORKERS[0]}) | .devices[]] | sort | join(\",\")" "$f")" \
+                "nvidia-uvm,nvidia0,nvidia1,nvidiactl" "the worker's device nodes (CUDA opens every visible GPU's) ($f)"
+        assert_eq "$(jq -r ".holders[] | select(.pid == ${WORKERS[0]}) | .pgid" "$f")" "$OWNER" "the worker's process group ($f)"
+done
 assert_eq "$(jq -r '.from_bundle' "$GV_TMP/bundle.json")" true "from_bundle flag"
 echo "PASS"

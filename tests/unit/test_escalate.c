@@ -215,15 +215,26 @@ static void test_run_program(void **state)
         char *argv[] = { sh, (char *)"-c", (char *)"echo resetting; echo oops >&2; exit 3", NULL };
         struct buf out = BUF_INIT(4096);
         int status = -1;
-        assert_int_equal(escalate_run(argv, 5000, &out, &status), 0);
+        pid_t stuck = -1;
+        assert_int_equal(escalate_run(argv, 5000, &out, &status, &stuck), 0);
+        assert_int_equal(stuck, 0);
         assert_int_equal(status, 3);
         assert_string_equal(buf_str(&out), "resetting\noops\n");
         buf_free(&out);
         /* a program that does not finish is ended at the deadline */
         char *slow[] = { sh, (char *)"-c", (char *)"exec sleep 3", NULL };
         unsigned long long t0 = monotonic_ms();
-        assert_int_equal(escalate_run(slow, 200, NULL, &status), -ETIMEDOUT);
+        assert_int_equal(escalate_run(slow, 200, NULL, &status, &stuck), -ETIMEDOUT);
         assert_true(monotonic_ms() - t0 < 5000);
+        /* one that closes its output and goes on (a reset hanging in the driver after its last
+         * line): the deadline still holds — the wait for its exit is bounded too */
+        char *quiet[] = { sh, (char *)"-c", (char *)"exec >/dev/null 2>&1; exec sleep 4", NULL };
+        t0 = monotonic_ms();
+        assert_int_equal(escalate_run(quiet, 300, NULL, &status, &stuck), -ETIMEDOUT);
+        unsigned long long took = monotonic_ms() - t0;
+        assert_true(took >= 300);
+        assert_true(took < 1500);
+        assert_int_equal(stuck, 0);
 }
 
 int main(void)

@@ -714,6 +714,71 @@ static void test_not_root_never_high_or_reset(void **state)
         facts_destroy(f);
 }
 
+/* MIG: the GPU's ledger over its instances, each instance's own share, the holders tied by the
+ * GPU's node; without a process list (withheld from a non-root caller) unknown, and where the
+ * memory is said per instance. */
+static void test_mig_instances(void **state)
+{
+        (void)state;
+        struct facts *f = killed_job(1, 0, true); /* dead 31300 (2 GiB), workers 31301/31302 */
+        struct gpu_info *g = &f->gpu->gpus[0];
+        gpu_used(f, 0, 3 * GIB);
+        g->mig_mode = 1;
+        g->procs[0].gpu_instance = 2;
+        g->procs[0].compute_instance = 0;
+        nvml_proc(f, 0, 40000, 1 * GIB);
+        g->procs[1].gpu_instance = 1;
+        g->procs[1].compute_instance = 0;
+        struct host_proc owner = proc(40000, 1, 40000, 40000, 'R', "python");
+        cuda_nodes(&owner, 1);
+        node(&owner, "nvidia-caps/nvidia-cap12");
+        holder(f, owner);
+        g->mig[0] = (struct gpu_mig_device){ 1, 0, true, 40 * GIB, 1 * GIB };
+        g->mig[1] = (struct gpu_mig_device){ 2, 0, true, 40 * GIB, 2 * GIB };
+        g->n_mig = 2;
+        finish(f, NULL, 0);
+        struct scan_result *r = build(f, f);
+        const struct gpu_ledger *l = &r->gpus[0];
+        assert_string_equal(verdict(r, 0), "orphaned-holders");
+        assert_true(l->listed == 1 * GIB && l->ghost == 2 * GIB && l->unattributed == 0);
+        assert_true(attributed(r, 0, 31301) && attributed(r, 0, 31302) && !attributed(r, 0, 40000));
+        assert_int_equal(l->n_mig, 2);
+        assert_int_equal(l->mig[0].gpu_instance, 1);
+        assert_true(l->mig[0].listed == 1 * GIB && l->mig[0].ghost == 0 && l->mig[0].unattributed == 0);
+        assert_int_equal(l->mig[1].gpu_instance, 2);
+        assert_true(l->mig[1].listed == 0 && l->mig[1].ghost == 2 * GIB && l->mig[1].unattributed == 0);
+        assert_int_equal(l->owners[0].gpu_instance, 2);
+        assert_int_equal(l->owners[1].gpu_instance, 1);
+        assert_sums(r);
+        scan_result_free(r);
+
+        /* not root, the list withheld (NO_PERMISSION): unknown, each instance's memory unattributed */
+        f->host->euid = 1000;
+        g->procs_known = false;
+        g->n_procs = 0;
+        gpu_info_add_error(g, "compute", 4, "Insufficient Permissions");
+        r = build(f, f);
+        l = &r->gpus[0];
+        assert_string_equal(verdict(r, 0), "unknown");
+        assert_true(l->listed == 0 && l->ghost == 0 && l->unattributed == 3 * GIB);
+        assert_int_equal(l->n_attr, 0);
+        assert_true(l->mig[1].unattributed == 2 * GIB && l->mig[1].ghost == 0);
+        assert_true(r->any_uninspected);
+        assert_false(r->any_confirmed_ghost);
+        const struct finding *fd = main_finding(r, 0);
+        assert_non_null(strstr(fd->summary, "only to a privileged caller"));
+        assert_true(any_text(fd, "Insufficient Permissions"));
+        assert_true(any_text(fd, "mig/monitor capability"));
+        assert_true(any_text(fd, "MIG GPU instance 2 (compute instance 0): 2048 MiB used of 40960 MiB"));
+        assert_non_null(strstr(fd->next_step, "sudo ghostvram scan --gpu 0"));
+        assert_null(strstr(fd->next_step, "reset"));
+        scan_result_free(r);
+        g->n_procs = 2; /* freed by facts_destroy */
+        free(g->errors);
+        g->errors = NULL;
+        facts_destroy(f);
+}
+
 static void test_live_owner_unreadable_to_user(void **state)
 {
         (void)state;
@@ -729,6 +794,39 @@ static void test_live_owner_unreadable_to_user(void **state)
         assert_string_equal(verdict(r, 0), "ok");
         free(o.comm);
         free(o.cmdline);
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
+static void test_unlinked_cuda_holder_is_never_nothing(void **state)
+{
+        (void)state;
+        /* DDP under a launcher (30000, holds nothing): rank 0 (30001, GPU 0) killed, rank 1
+         * (30002, GPU 1) alive; rank 0's worker is in the launcher's group with the live rank */
+        struct facts *f = facts_new(2, true, 0);
+        gpu_used(f, 0, 2 * GIB);
+        nvml_proc(f, 0, 30001, 2 * GIB);
+        gpu_used(f, 1, 2 * GIB);
+        nvml_proc(f, 1, 30002, 2 * GIB);
+        struct host_proc r1 = proc(30002, 30000, 30000, 30000, 'R', "python");
+        cuda_nodes(&r1, 2);
+        holder(f, r1);
+        struct host_proc w = proc(30011, 1, 30000, 30000, 'S', "pt_data_worker");
+        cuda_nodes(&w, 2);
+        holder(f, w);
+        leader(f, 30000, true);
+        finish(f, NULL, 0);
+        struct scan_result *r = build(f, f);
+        assert_false(attributed(r, 0, 30011)); /* a group member of a live owner is never an orphan */
+        assert_string_equal(verdict(r, 0), "stale-owner");
+        const struct finding *fd = main_finding(r, 0);
+        assert_false(any_text(fd, "nothing here holds"));
+        assert_non_null(strstr(fd->summary, "1 CUDA process holds the GPU with no link to it"));
+        assert_true(any_text(fd, "PID 30011 (pt_data_worker) holds /dev/nvidia0 and nvidia-uvm with no link to the dead owner (process-group of live PID 30002)"));
+        assert_int_equal(fd->confidence, CONF_MEDIUM);
+        assert_null(strstr(fd->next_step, "--gpu-reset"));
+        assert_non_null(strstr(fd->next_step, "reclaim --gpu 0 --pid"));
+        assert_string_equal(verdict(r, 1), "ok");
         scan_result_free(r);
         facts_destroy(f);
 }
@@ -760,7 +858,9 @@ int main(void)
                 cmocka_unit_test(test_freeing_is_not_a_ghost),
                 cmocka_unit_test(test_no_process_list),
                 cmocka_unit_test(test_not_root_never_high_or_reset),
+                cmocka_unit_test(test_mig_instances),
                 cmocka_unit_test(test_live_owner_unreadable_to_user),
+                cmocka_unit_test(test_unlinked_cuda_holder_is_never_nothing),
                 cmocka_unit_test(test_zombie_owner_children),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

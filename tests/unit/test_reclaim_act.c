@@ -538,6 +538,51 @@ static void test_lock(void **state)
         rmdir(dir);
 }
 
+/* Never follow or truncate a file in a directory others can write into (a world-writable /tmp),
+ * nor a symlink or a hard link planted where the lock goes. */
+static void test_lock_unsafe_places(void **state)
+{
+        (void)state;
+        char dir[] = "/tmp/gv-lock-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        char victim[600], lock[600], path[512];
+        snprintf(victim, sizeof(victim), "%s/victim", dir);
+        snprintf(lock, sizeof(lock), "%s/reclaim.lock", dir);
+        assert_int_equal(write_file_atomic(victim, "precious\n", 9), 0);
+        pid_t holder;
+        /* world-writable (and sticky, like /tmp): refused, nothing created */
+        assert_int_equal(chmod(dir, 01777), 0);
+        assert_int_equal(reclaim_lock_at(dir, path, sizeof(path), &holder), -EPERM);
+        assert_int_equal(access(lock, F_OK), -1);
+        assert_int_equal(chmod(dir, 0700), 0);
+        /* a symlink planted at the lock's name: not followed, the target untouched */
+        assert_int_equal(symlink(victim, lock), 0);
+        assert_int_equal(reclaim_lock_at(dir, path, sizeof(path), &holder), -ELOOP);
+        unlink(lock);
+        /* a hard link to another file: not truncated */
+        assert_int_equal(link(victim, lock), 0);
+        assert_int_equal(reclaim_lock_at(dir, path, sizeof(path), &holder), -EPERM);
+        unlink(lock);
+        char *txt = NULL;
+        size_t len = 0;
+        assert_int_equal(read_file_at(AT_FDCWD, victim, 64, &txt, &len), 0);
+        assert_string_equal(txt, "precious\n");
+        free(txt);
+        /* a symlink as the directory itself: refused */
+        char sl[600];
+        snprintf(sl, sizeof(sl), "%s/dirlink", dir);
+        assert_int_equal(symlink(dir, sl), 0);
+        assert_int_equal(reclaim_lock_at(sl, path, sizeof(path), &holder), -ENOTDIR);
+        unlink(sl);
+        /* the same directory, safe: the lock is taken */
+        int fd = reclaim_lock_at(dir, path, sizeof(path), &holder);
+        assert_true(fd >= 0);
+        close(fd);
+        unlink(lock);
+        unlink(victim);
+        rmdir(dir);
+}
+
 /* ---- cgroups on a fake mount table ------------------------------------------------------------------ */
 
 static void put(const char *path, const char *text)
@@ -701,6 +746,7 @@ int main(void)
                 cmocka_unit_test(test_real_child),
                 cmocka_unit_test(test_recovery),
                 cmocka_unit_test(test_lock),
+                cmocka_unit_test(test_lock_unsafe_places),
                 cmocka_unit_test(test_cgroup_resolve_and_pids),
                 cmocka_unit_test(test_cgroup_kill_fallback),
         };

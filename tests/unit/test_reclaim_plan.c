@@ -532,13 +532,44 @@ static void test_explicit_pids(void **state)
         assert_non_null(target(p, 6000));
         assert_non_null(strstr(target(p, 6000)->warning, "--pid names it"));
         assert_non_null(strstr(target(p, 6001)->warning, "ends that container"));
-        assert_int_equal(target(p, 6002)->gpu, -1);
-        assert_int_equal(target(p, 6002)->start_ticks, 777);
-        assert_true(target(p, 6002)->explicit_pid);
+        /* a process holding no NVIDIA node frees nothing: refused without --force */
+        assert_null(target(p, 6002));
+        assert_int_equal(skipped(p, 6002)->rule, RECLAIM_NO_DEVICE);
+        assert_string_equal(reclaim_rule_name(RECLAIM_NO_DEVICE), "no-nvidia-device");
         /* an attributed holder keeps its GPU; W2 was not named */
         assert_int_equal(target(p, W1)->gpu, 1);
         assert_null(target(p, W2));
-        assert_int_equal(p->n_targets, 4); /* 6000 6001 6002 W1 (once) */
+        assert_int_equal(p->n_targets, 3); /* 6000 6001 W1 (once) */
+        world_free(w);
+
+        /* with --force the process holding no node is a target, with no GPU */
+        w = world_new();
+        w->o.extra = &extra;
+        w->o.n_extra = 1;
+        pid_t pids3[] = { 6002 };
+        w->o.explicit_pids = pids3;
+        w->o.n_explicit = 1;
+        w->o.force = true;
+        p = plan(w);
+        assert_int_equal(target(p, 6002)->gpu, -1);
+        assert_int_equal(target(p, 6002)->start_ticks, 777);
+        assert_true(target(p, 6002)->explicit_pid);
+        world_free(w);
+
+        /* another ghostvram (a running serve holds nvidiactl) is refused without --force */
+        w = world_new();
+        struct host_proc *gv = add_holder(w, 6100, 6100, 6100, "ghostvram", false);
+        gv->cmdline = (char *)"/usr/bin/ghostvram serve";
+        struct host_proc *gv2 = add_holder(w, 6101, 6101, 6101, "sleep", false);
+        gv2->cmdline = (char *)"/opt/ghostvram-testhooks watch";
+        pid_t pids4[] = { 6100, 6101 };
+        w->o.explicit_pids = pids4;
+        w->o.n_explicit = 2;
+        p = plan(w);
+        assert_int_equal(p->n_targets, 0);
+        assert_int_equal(skipped(p, 6100)->rule, RECLAIM_GHOSTVRAM);
+        assert_int_equal(skipped(p, 6101)->rule, RECLAIM_GHOSTVRAM);
+        assert_non_null(strstr(skipped(p, 6100)->reason, "--force"));
         world_free(w);
 
         /* ghostvram itself and an ancestor are refused even by --pid */
@@ -638,6 +669,35 @@ static void test_rule_names(void **state)
         assert_string_equal(reclaim_rule_name(RECLAIM_NVML_LISTED), "nvml-listed");
 }
 
+static void test_weak_link_and_group_ties(void **state)
+{
+        (void)state;
+        struct world *w = world_new();
+        /* an orphan link with low confidence: named by scan, ended only with --pid */
+        w->attr[1][0].link = LINK_ORPHAN;
+        w->attr[1][0].confidence = CONF_LOW;
+        assert_w1_skipped(w, RECLAIM_WEAK_LINK, "--pid");
+        w->attr[1][0].confidence = CONF_MEDIUM;
+        assert_non_null(target(plan(w), W1));
+        world_free(w);
+
+        /* in the process group of a live owner */
+        w = world_new();
+        holder_of(w, W1)->pgid = 7100;
+        struct host_proc *ow = live_owner(w, 0, 7101, 7101);
+        ow->pgid = 7100;
+        w->pids[0].proc.pgid = 7100;
+        assert_w1_skipped(w, RECLAIM_SHARES_GROUP, "process group of PID 7101");
+        world_free(w);
+
+        /* a child of a live owner */
+        w = world_new();
+        holder_of(w, W1)->ppid = 7201;
+        live_owner(w, 0, 7201, 7201);
+        assert_w1_skipped(w, RECLAIM_SHARES_GROUP, "a child of PID 7201");
+        world_free(w);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -650,6 +710,7 @@ int main(void)
                 cmocka_unit_test(test_nvml_blind),
                 cmocka_unit_test(test_shares_session_with_live_owner),
                 cmocka_unit_test(test_shares_job_cgroup_with_live_owner),
+                cmocka_unit_test(test_weak_link_and_group_ties),
                 cmocka_unit_test(test_namespace_init),
                 cmocka_unit_test(test_pid1_kthread_self_ancestor),
                 cmocka_unit_test(test_each_protected_name),

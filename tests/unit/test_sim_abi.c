@@ -88,9 +88,21 @@ static void set_knobs(const char *first, ...)
                 fail_msg("sim_knobs_set: %s", err);
 }
 
-/* A real process that creates a context of mib MiB on gpu (as gv-simcuda does) and, with
- * a worker, forks one after it that inherits the descriptors. Returns the owner's PID. */
-static pid_t spawn_ctx(unsigned gpu, unsigned mib, pid_t *ret_worker)
+/* This process's own descriptions of DIR/dev/nvidiactl and DIR/owners, opened as gv-simcuda
+ * opens them (-1 each on failure). */
+static void open_ctl_owners(int *ret_cfd, int *ret_ofd)
+{
+        char ctl[512], own[512];
+        snprintf(ctl, sizeof(ctl), "%s/dev/nvidiactl", sim_dir);
+        snprintf(own, sizeof(own), "%s/owners", sim_dir);
+        *ret_cfd = open(ctl, O_RDWR | O_CLOEXEC);
+        *ret_ofd = open(own, O_RDWR | O_CLOEXEC);
+}
+
+/* A real process that creates a context of mib MiB on gpu (in MIG GPU instance gi, or
+ * SIM_GI_NONE) as gv-simcuda does and, with a worker, forks one after it that inherits the
+ * descriptors. Returns the owner's PID. */
+static pid_t spawn_ctx_gi(unsigned gpu, unsigned gi, unsigned mib, pid_t *ret_worker)
 {
         int p[2];
         pid_t pids[2] = { 0, 0 };
@@ -98,14 +110,13 @@ static pid_t spawn_ctx(unsigned gpu, unsigned mib, pid_t *ret_worker)
         pid_t owner = fork();
         assert_true(owner >= 0);
         if (owner == 0) {
-                char ctl[512], own[512], err[SIM_ERR_LEN];
+                char err[SIM_ERR_LEN];
                 unsigned id;
+                int cfd, ofd;
                 close(p[0]);
-                snprintf(ctl, sizeof(ctl), "%s/dev/nvidiactl", sim_dir);
-                snprintf(own, sizeof(own), "%s/owners", sim_dir);
-                int cfd = open(ctl, O_RDWR | O_CLOEXEC), ofd = open(own, O_RDWR | O_CLOEXEC);
-                if (cfd < 0 || ofd < 0 || sim_context_create(sim_dir, gpu, (uint64_t)mib * MIB, cfd, ofd, &id, err,
-                                                             sizeof(err)) < 0)
+                open_ctl_owners(&cfd, &ofd);
+                if (cfd < 0 || ofd < 0 ||
+                    sim_context_create_gi(sim_dir, gpu, gi, (uint64_t)mib * MIB, cfd, ofd, &id, err, sizeof(err)) < 0)
                         _exit(1);
                 pids[0] = getpid();
                 if (ret_worker) {
@@ -131,6 +142,11 @@ static pid_t spawn_ctx(unsigned gpu, unsigned mib, pid_t *ret_worker)
                 *ret_worker = pids[1];
         }
         return owner;
+}
+
+static pid_t spawn_ctx(unsigned gpu, unsigned mib, pid_t *ret_worker)
+{
+        return spawn_ctx_gi(gpu, SIM_GI_NONE, mib, ret_worker);
 }
 
 /* Kill and wait for a process: ours to reap, or (a worker) until it is gone or a zombie. */
@@ -223,7 +239,7 @@ static void test_symbols_per_variant(void **state)
         } table[] = {
                 { "nvmlInit", { 1, 1, 1, 1, 1 } },
                 { "nvmlInit_v2", { 1, 1, 1, 1, 0 } },
-                { "nvmlInitWithFlags", { 1, 1, 1, 1, 0 } },
+                { "nvmlInitWithFlags", { 1, 1, 1, 1, 1 } }, /* every driver since 418 */
                 { "nvmlShutdown", { 1, 1, 1, 1, 1 } },
                 { "nvmlErrorString", { 1, 1, 1, 1, 1 } },
                 { "nvmlSystemGetDriverVersion", { 1, 1, 1, 1, 1 } },
@@ -242,8 +258,31 @@ static void test_symbols_per_variant(void **state)
                 { "nvmlDeviceGetRunningProcessDetailList", { 1, 0, 0, 0, 0 } },
                 { "nvmlDeviceGetConfComputeMemSizeInfo", { 1, 1, 1, 0, 0 } },
                 { "nvmlDeviceGetMigMode", { 1, 1, 1, 1, 0 } },
+                /* the MIG device API, with MIG in 450 */
+                { "nvmlDeviceGetMaxMigDeviceCount", { 1, 1, 1, 1, 0 } },
+                { "nvmlDeviceGetMigDeviceHandleByIndex", { 1, 1, 1, 1, 0 } },
+                { "nvmlDeviceIsMigDeviceHandle", { 1, 1, 1, 1, 0 } },
+                { "nvmlDeviceGetGpuInstanceId", { 1, 1, 1, 1, 0 } },
+                { "nvmlDeviceGetComputeInstanceId", { 1, 1, 1, 1, 0 } },
+                { "nvmlDeviceGetDeviceHandleFromMigDeviceHandle", { 1, 1, 1, 1, 0 } },
                 { "nvmlEventSetWait_v2", { 1, 1, 1, 1, 0 } },
                 { "nvmlEventSetWait", { 1, 1, 1, 1, 1 } },
+                /* what nvtop needs besides the above (t_oracle_nvtop.sh) */
+                { "nvmlDeviceGetClockInfo", { 1, 1, 1, 1, 1 } },
+                { "nvmlDeviceGetMaxClockInfo", { 1, 1, 1, 1, 1 } },
+                { "nvmlDeviceGetCurrPcieLinkGeneration", { 1, 1, 1, 1, 1 } },
+                { "nvmlDeviceGetCurrPcieLinkWidth", { 1, 1, 1, 1, 1 } },
+                { "nvmlDeviceGetMaxPcieLinkGeneration", { 1, 1, 1, 1, 1 } },
+                { "nvmlDeviceGetMaxPcieLinkWidth", { 1, 1, 1, 1, 1 } },
+                { "nvmlDeviceGetPcieThroughput", { 1, 1, 1, 1, 1 } },
+                { "nvmlDeviceGetTemperature", { 1, 1, 1, 1, 1 } },
+                { "nvmlDeviceGetTemperatureThreshold", { 1, 1, 1, 1, 1 } },
+                { "nvmlDeviceGetFanSpeed", { 1, 1, 1, 1, 1 } },
+                { "nvmlDeviceGetPowerUsage", { 1, 1, 1, 1, 1 } },
+                { "nvmlDeviceGetEnforcedPowerLimit", { 1, 1, 1, 1, 1 } },
+                { "nvmlDeviceGetUtilizationRates", { 1, 1, 1, 1, 1 } },
+                { "nvmlDeviceGetEncoderUtilization", { 1, 1, 1, 1, 1 } },
+                { "nvmlDeviceGetDecoderUtilization", { 1, 1, 1, 1, 1 } },
                 /* the state code inside must not leak out */
                 { "sim_observe", { 0, 0, 0, 0, 0 } },
                 { "parse_u64", { 0, 0, 0, 0, 0 } },
@@ -296,10 +335,26 @@ static void test_versions_and_mismatch(void **state)
         nvmlErrorString_fn es = (nvmlErrorString_fn)dlsym(h, "nvmlErrorString");
         nvmlDeviceGetCount_fn count = (nvmlDeviceGetCount_fn)dlsym(h, "nvmlDeviceGetCount_v2");
         nvmlShutdown_fn shutdown = (nvmlShutdown_fn)dlsym(h, "nvmlShutdown");
+        nvmlSystemGetString_fn nvml_version = (nvmlSystemGetString_fn)dlsym(h, "nvmlSystemGetNVMLVersion");
         unsigned n_gpus = 0;
+        char buf[NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE];
+        /* before init, as NVIDIA's 535.261.03 library does: init is checked before arguments,
+         * shutdown succeeds, the library's own version answers */
         assert_int_equal(count(&n_gpus), NVML_ERROR_UNINITIALIZED);
-        assert_int_equal(shutdown(), NVML_ERROR_UNINITIALIZED);
+        assert_int_equal(count(NULL), NVML_ERROR_UNINITIALIZED);
+        assert_int_equal(shutdown(), NVML_SUCCESS);
+        assert_int_equal(nvml_version(buf, sizeof(buf)), NVML_SUCCESS);
+        assert_string_equal(buf, "12.560.35.03");
+        assert_int_equal(nvml_version(buf, 4), NVML_ERROR_INSUFFICIENT_SIZE);
+        assert_int_equal(nvml_version(NULL, sizeof(buf)), NVML_ERROR_INVALID_ARGUMENT);
         assert_int_equal(init(), NVML_ERROR_LIB_RM_VERSION_MISMATCH);
+        /* and after a failed init */
+        assert_int_equal(count(NULL), NVML_ERROR_UNINITIALIZED);
+        assert_int_equal(shutdown(), NVML_SUCCESS);
+        assert_int_equal(nvml_version(buf, sizeof(buf)), NVML_SUCCESS);
+        assert_string_equal(es(NVML_ERROR_NO_DATA), "No data");
+        assert_string_equal(es(27), "System is not in ready state");
+        assert_string_equal(es(28), "Unknown Error");
         assert_string_equal(es(NVML_ERROR_LIB_RM_VERSION_MISMATCH), "Driver/library version mismatch");
         assert_string_equal(es(NVML_ERROR_GPU_IS_LOST), "GPU is lost");
         /* no simulated host: no driver */
@@ -430,6 +485,9 @@ static void check_records(struct nv *n, const char *sym, size_t stride, pid_t a,
         }
         if (stride == 32)
                 assert_int_equal(rec_u64(buf, 24), 0); /* usedGpuCcProtectedMemory */
+        /* the padding after pid is not zeroed, as a real driver need not */
+        assert_int_equal(rec_u32(buf, 4), 0xA5A5A5A5u);
+        assert_int_equal(rec_u32(buf, stride + 4), 0xA5A5A5A5u);
         assert_int_equal(buf[2 * stride], 0xEE);       /* nothing written past the last record */
 }
 
@@ -558,7 +616,21 @@ static void test_gpu_lost_and_notsup(void **state)
                               &count, NULL),
                          NVML_ERROR_NOT_SUPPORTED);
         assert_int_equal(mem_v2(&n, 0, nvmlMemory_v2, &m), NVML_SUCCESS);
-        set_knobs("gpu_lost=off", NULL);
+        /* gpu_lost keeps handles valid; gpu_lost_handle makes the lookup fail too */
+        nvmlDevice_t h = NULL;
+        assert_int_equal(CALL(&n, nvmlDeviceGetHandleByIndex_fn, "nvmlDeviceGetHandleByIndex_v2", 1, &h), NVML_SUCCESS);
+        assert_ptr_equal(h, n.dev[1]);
+        set_knobs("gpu_lost=1:on", "gpu_lost_handle=1:on", "notsup=persistence,memory_v2", "notsup=0:processes", NULL);
+        h = NULL;
+        assert_int_equal(CALL(&n, nvmlDeviceGetHandleByIndex_fn, "nvmlDeviceGetHandleByIndex_v2", 1, &h),
+                         NVML_ERROR_GPU_IS_LOST);
+        assert_null(h);
+        assert_int_equal(CALL(&n, nvmlDeviceGetHandleByIndex_fn, "nvmlDeviceGetHandleByIndex_v2", 0, &h), NVML_SUCCESS);
+        assert_int_equal(CALL(&n, nvmlDeviceGetCount_fn, "nvmlDeviceGetCount_v2", &count), NVML_SUCCESS);
+        assert_int_equal(count, 2); /* still counted */
+        set_knobs("gpu_lost=off", NULL); /* gpu_lost_handle implies gpu_lost */
+        assert_int_equal(mem_v2(&n, 1, nvmlMemory_v2, &m), NVML_ERROR_GPU_IS_LOST);
+        set_knobs("gpu_lost_handle=default", NULL);
         assert_int_equal(mem_v2(&n, 1, nvmlMemory_v2, &m), NVML_ERROR_NOT_SUPPORTED);
         assert_int_equal(CALL(&n, nvmlDeviceGetUInt_fn, "nvmlDeviceGetPersistenceMode", n.dev[1], &mode),
                          NVML_ERROR_NOT_SUPPORTED);
@@ -651,9 +723,15 @@ static void test_events(void **state)
         /* before 450: 24-byte event data */
         nv_open(&n, "440.33.01");
         assert_int_equal(CALL(&n, nvmlEventSetCreate_fn, "nvmlEventSetCreate", &set), NVML_SUCCESS);
+        /* single-bit ECC is not simulated: NOT_SUPPORTED, and nvml.h says none of the requested
+         * types is then registered - the Xid bit neither */
         assert_int_equal(CALL(&n, nvmlDeviceRegisterEvents_fn, "nvmlDeviceRegisterEvents", n.dev[0],
                               NVML_EVENT_TYPE_XID_CRITICAL_ERROR | 0x1ull, set),
-                         NVML_ERROR_NOT_SUPPORTED); /* single-bit ECC is not simulated */
+                         NVML_ERROR_NOT_SUPPORTED);
+        assert_int_equal(CALL(&n, nvmlEventSetWait_fn, "nvmlEventSetWait", set, &d, 100), NVML_ERROR_TIMEOUT);
+        assert_int_equal(CALL(&n, nvmlDeviceRegisterEvents_fn, "nvmlDeviceRegisterEvents", n.dev[0],
+                              NVML_EVENT_TYPE_XID_CRITICAL_ERROR, set),
+                         NVML_SUCCESS);
         memset(&d, 0x5A, sizeof(d));
         assert_int_equal(CALL(&n, nvmlEventSetWait_fn, "nvmlEventSetWait", set, &d, 2000), NVML_SUCCESS);
         assert_int_equal(d.eventData, 48);
@@ -718,12 +796,11 @@ static void test_dead_owner_and_free_delay(void **state)
 static void test_owner_asks_about_itself(void **state)
 {
         (void)state;
-        char ctl[512], own[512], err[SIM_ERR_LEN];
+        char err[SIM_ERR_LEN];
         unsigned id, pid = 0;
+        int cfd, ofd;
         struct nv n;
-        snprintf(ctl, sizeof(ctl), "%s/dev/nvidiactl", sim_dir);
-        snprintf(own, sizeof(own), "%s/owners", sim_dir);
-        int cfd = open(ctl, O_RDWR | O_CLOEXEC), ofd = open(own, O_RDWR | O_CLOEXEC);
+        open_ctl_owners(&cfd, &ofd);
         assert_true(cfd >= 0 && ofd >= 0);
         assert_int_equal(sim_context_create(sim_dir, 0, 64 * MIB, cfd, ofd, &id, err, sizeof(err)), 0);
         nv_open(&n, "current");
@@ -741,12 +818,11 @@ static void test_owner_asks_about_itself(void **state)
 static void test_out_of_memory(void **state)
 {
         (void)state;
-        char ctl[512], own[512], err[SIM_ERR_LEN];
+        char err[SIM_ERR_LEN];
         unsigned id;
+        int cfd, ofd;
         spawn_ctx(1, 80000, NULL);
-        snprintf(ctl, sizeof(ctl), "%s/dev/nvidiactl", sim_dir);
-        snprintf(own, sizeof(own), "%s/owners", sim_dir);
-        int cfd = open(ctl, O_RDWR | O_CLOEXEC), ofd = open(own, O_RDWR | O_CLOEXEC);
+        open_ctl_owners(&cfd, &ofd);
         assert_true(cfd >= 0 && ofd >= 0);
         /* 81559 - 579 reserved - 80000 = 980 MiB free */
         assert_int_equal(sim_context_create(sim_dir, 1, 981 * MIB, cfd, ofd, &id, err, sizeof(err)), -ENOMEM);
@@ -755,6 +831,182 @@ static void test_out_of_memory(void **state)
         assert_int_equal(sim_context_create(sim_dir, 2, MIB, cfd, ofd, &id, err, sizeof(err)), -ENODEV);
         close(cfd);
         close(ofd);
+}
+
+/* ---- MIG ------------------------------------------------------------------------------------ */
+
+typedef nvmlReturn_t (*mig_handle_fn)(nvmlDevice_t, unsigned int, nvmlDevice_t *);
+typedef nvmlReturn_t (*mig_parent_fn)(nvmlDevice_t, nvmlDevice_t *);
+
+/* Records of a process-list call on dev: count, and pid/bytes/GI/CI of each (stride 24). */
+static nvmlReturn_t mig_list(struct nv *n, const char *sym, nvmlDevice_t dev, unsigned *count, unsigned char *buf)
+{
+        *count = 8;
+        memset(buf, 0, 8 * 24);
+        return CALL(n, nvmlDeviceGetProcesses_fn, sym, dev, count, buf);
+}
+
+static void mig_record(const unsigned char *buf, unsigned i, unsigned *pid, uint64_t *bytes, unsigned *gi, unsigned *ci)
+{
+        memcpy(pid, buf + i * 24, 4);
+        memcpy(bytes, buf + i * 24 + 8, 8);
+        memcpy(gi, buf + i * 24 + 16, 4);
+        memcpy(ci, buf + i * 24 + 20, 4);
+}
+
+/* In a child that dropped root for nobody: what the parent's and a MIG device's compute lists
+ * answer. Exit status: 10 + the parent list's NVML code, plus 100 if the MIG device gave its
+ * one process, plus 50 if the parent gave both. */
+static int mig_unprivileged_probe(struct nv *n, nvmlDevice_t mig)
+{
+        pid_t c = fork();
+        assert_true(c >= 0);
+        if (c == 0) {
+                unsigned char buf[8 * 24];
+                unsigned count;
+                if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+                        _exit(1);
+                nvmlReturn_t r = mig_list(n, "nvmlDeviceGetComputeRunningProcesses_v3", n->dev[0], &count, buf);
+                int code = 10 + (int)r + (r == NVML_SUCCESS && count == 2 ? 50 : 0);
+                if (r == NVML_SUCCESS && count != 0 && count != 2)
+                        _exit(2);
+                r = mig_list(n, "nvmlDeviceGetComputeRunningProcesses_v3", mig, &count, buf);
+                _exit(code + (r == NVML_SUCCESS && count == 1 ? 100 : 0));
+        }
+        int st;
+        assert_int_equal(waitpid(c, &st, 0), c);
+        assert_true(WIFEXITED(st));
+        return WEXITSTATUS(st);
+}
+
+static void test_mig(void **state)
+{
+        (void)state;
+        struct nv n;
+        unsigned char buf[8 * 24];
+        unsigned count, v, cur, pend, pid, gi, ci;
+        uint64_t bytes;
+        nvmlMemory_v2_t m;
+        nvmlMemory_t m1;
+        nvmlDevice_t mig[2], parent;
+        char err[SIM_ERR_LEN], uuid[96];
+        unsigned id;
+
+        set_knobs("mig_instances=0:2", NULL);
+        /* under MIG a context needs an instance that exists, and fits in that instance */
+        int cfd, ofd;
+        open_ctl_owners(&cfd, &ofd);
+        assert_true(cfd >= 0 && ofd >= 0);
+        assert_int_equal(sim_context_create(sim_dir, 0, 64 * MIB, cfd, ofd, &id, err, sizeof(err)), -ENODEV);
+        assert_non_null(strstr(err, "MIG mode"));
+        assert_int_equal(sim_context_create_gi(sim_dir, 0, 3, 64 * MIB, cfd, ofd, &id, err, sizeof(err)), -ENODEV);
+        assert_int_equal(sim_context_create_gi(sim_dir, 1, 1, 64 * MIB, cfd, ofd, &id, err, sizeof(err)), -ENODEV);
+        /* (81559 - 579) / 2 = 40490 MiB an instance */
+        assert_int_equal(sim_context_create_gi(sim_dir, 0, 1, 40491 * MIB, cfd, ofd, &id, err, sizeof(err)), -ENOMEM);
+        assert_non_null(strstr(err, "MIG instance 1 has a total capacity of 40490 MiB"));
+        close(cfd);
+        close(ofd);
+
+        pid_t worker;
+        pid_t a = spawn_ctx_gi(0, 1, 1024, &worker);
+        pid_t b = spawn_ctx_gi(0, 2, 2048, NULL);
+        nv_open(&n, "current");
+
+        assert_int_equal(CALL(&n, nvmlDeviceGetMigMode_fn, "nvmlDeviceGetMigMode", n.dev[0], &cur, &pend), NVML_SUCCESS);
+        assert_int_equal(cur, NVML_DEVICE_MIG_ENABLE);
+        assert_int_equal(pend, NVML_DEVICE_MIG_ENABLE);
+        assert_int_equal(CALL(&n, nvmlDeviceGetUInt_fn, "nvmlDeviceGetMaxMigDeviceCount", n.dev[0], &v), NVML_SUCCESS);
+        assert_int_equal(v, 7);
+        assert_int_equal(CALL(&n, nvmlDeviceGetUInt_fn, "nvmlDeviceGetMaxMigDeviceCount", n.dev[1], &v), NVML_SUCCESS);
+        assert_int_equal(v, 0); /* "zero if MIG is not supported or enabled" */
+        for (unsigned i = 0; i < 2; i++)
+                assert_int_equal(CALL(&n, mig_handle_fn, "nvmlDeviceGetMigDeviceHandleByIndex", n.dev[0], i, &mig[i]),
+                                 NVML_SUCCESS);
+        assert_int_equal(CALL(&n, mig_handle_fn, "nvmlDeviceGetMigDeviceHandleByIndex", n.dev[0], 2, &parent),
+                         NVML_ERROR_NOT_FOUND);
+        assert_int_equal(CALL(&n, mig_handle_fn, "nvmlDeviceGetMigDeviceHandleByIndex", n.dev[1], 0, &parent),
+                         NVML_ERROR_NOT_SUPPORTED);
+        assert_int_equal(CALL(&n, nvmlDeviceGetUInt_fn, "nvmlDeviceIsMigDeviceHandle", mig[1], &v), NVML_SUCCESS);
+        assert_int_equal(v, 1);
+        assert_int_equal(CALL(&n, nvmlDeviceGetUInt_fn, "nvmlDeviceIsMigDeviceHandle", n.dev[0], &v), NVML_SUCCESS);
+        assert_int_equal(v, 0);
+        for (unsigned i = 0; i < 2; i++) {
+                assert_int_equal(CALL(&n, nvmlDeviceGetUInt_fn, "nvmlDeviceGetGpuInstanceId", mig[i], &v), NVML_SUCCESS);
+                assert_int_equal(v, i + 1);
+                assert_int_equal(CALL(&n, nvmlDeviceGetUInt_fn, "nvmlDeviceGetComputeInstanceId", mig[i], &v),
+                                 NVML_SUCCESS);
+                assert_int_equal(v, 0);
+                assert_int_equal(CALL(&n, mig_parent_fn, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle", mig[i], &parent),
+                                 NVML_SUCCESS);
+                assert_ptr_equal(parent, n.dev[0]);
+        }
+        assert_int_equal(CALL(&n, nvmlDeviceGetUInt_fn, "nvmlDeviceGetGpuInstanceId", n.dev[0], &v),
+                         NVML_ERROR_NOT_SUPPORTED);
+        assert_int_equal(CALL(&n, mig_parent_fn, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle", n.dev[0], &parent),
+                         NVML_ERROR_INVALID_ARGUMENT);
+        /* a parent-only query on a MIG device */
+        assert_int_equal(CALL(&n, nvmlDeviceGetUInt_fn, "nvmlDeviceGetPersistenceMode", mig[0], &v),
+                         NVML_ERROR_NOT_SUPPORTED);
+        assert_int_equal(CALL(&n, nvmlDeviceGetString_fn, "nvmlDeviceGetUUID", mig[0], uuid, sizeof(uuid)), NVML_SUCCESS);
+        assert_int_equal(strncmp(uuid, "MIG-", 4), 0);
+        assert_int_equal(strlen(uuid), 40);
+
+        /* memory: each instance its share and its contexts; the GPU the sum */
+        assert_int_equal(CALL(&n, nvmlDeviceGetMemoryInfo_v2_fn, "nvmlDeviceGetMemoryInfo_v2", mig[0],
+                              (memset(&m, 0, sizeof(m)), m.version = nvmlMemory_v2, &m)),
+                         NVML_SUCCESS);
+        assert_int_equal(m.total, 40490 * MIB);
+        assert_int_equal(m.reserved, 0);
+        assert_int_equal(m.used, 1024 * MIB);
+        assert_int_equal(m.free, (40490 - 1024) * MIB);
+        assert_int_equal(CALL(&n, nvmlDeviceGetMemoryInfo_fn, "nvmlDeviceGetMemoryInfo", mig[1], &m1), NVML_SUCCESS);
+        assert_int_equal(m1.used, 2048 * MIB);
+        assert_int_equal(m1.total, 40490 * MIB);
+        assert_int_equal(used_v2(&n, 0), 3072 * MIB);
+
+        /* the GPU's own lists (root): both, with their instance ids; a MIG device's: its own */
+        assert_int_equal(mig_list(&n, "nvmlDeviceGetComputeRunningProcesses_v3", n.dev[0], &count, buf), NVML_SUCCESS);
+        assert_int_equal(count, 2);
+        for (unsigned i = 0; i < 2; i++) {
+                mig_record(buf, i, &pid, &bytes, &gi, &ci);
+                assert_int_equal(pid, (unsigned)(gi == 1 ? a : b));
+                assert_int_equal(bytes, (gi == 1 ? 1024 : 2048) * MIB);
+                assert_int_equal(ci, 0);
+        }
+        assert_int_equal(mig_list(&n, "nvmlDeviceGetComputeRunningProcesses_v2", mig[1], &count, buf), NVML_SUCCESS);
+        assert_int_equal(count, 1);
+        mig_record(buf, 0, &pid, &bytes, &gi, &ci);
+        assert_int_equal(pid, (unsigned)b);
+        assert_int_equal(gi, 2);
+        assert_int_equal(ci, 0);
+
+        /* the owner killed, its worker keeps the context: the dead PID stays listed in its instance */
+        kill_wait(a);
+        assert_int_equal(mig_list(&n, "nvmlDeviceGetComputeRunningProcesses_v3", mig[0], &count, buf), NVML_SUCCESS);
+        assert_int_equal(count, 1);
+        mig_record(buf, 0, &pid, &bytes, &gi, &ci);
+        assert_int_equal(pid, (unsigned)a);
+        assert_int_equal(gi, 1);
+        assert_int_equal(used_v2(&n, 0), 3072 * MIB);
+
+        /* without the MIG monitor capability: NO_PERMISSION from the GPU's lists (or an empty
+         * list), its MIG devices still answer; the capability node readable: the aggregate */
+        assert_int_equal(chmod(sim_dir, 0755), 0);
+        assert_int_equal(mig_unprivileged_probe(&n, mig[0]), 110 + NVML_ERROR_NO_PERMISSION);
+        set_knobs("mig_unprivileged=empty", NULL);
+        assert_int_equal(mig_unprivileged_probe(&n, mig[0]), 110 + NVML_SUCCESS);
+        char cap[600];
+        snprintf(cap, sizeof(cap), "%s/dev/nvidia-caps/nvidia-cap2", sim_dir);
+        assert_int_equal(chmod(cap, 0444), 0);
+        assert_int_equal(mig_unprivileged_probe(&n, mig[0]), 160 + NVML_SUCCESS);
+
+        /* the instance gone (mig_instances lowered): its handle is no longer valid */
+        set_knobs("mig_instances=0:1", NULL);
+        assert_int_equal(CALL(&n, nvmlDeviceGetUInt_fn, "nvmlDeviceGetGpuInstanceId", mig[1], &v),
+                         NVML_ERROR_INVALID_ARGUMENT);
+        nv_close(&n);
+        kill_wait(worker);
+        kill_wait(b);
 }
 
 static void test_corrupt_state(void **state)
@@ -808,6 +1060,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_dead_owner_and_free_delay, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_owner_asks_about_itself, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_out_of_memory, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_mig, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_corrupt_state, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

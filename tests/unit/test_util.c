@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -16,6 +17,7 @@
 #include "util/escape.h"
 #include "util/fileio.h"
 #include "util/parse.h"
+#include "util/spawn.h"
 
 static void test_buf_cap(void **state)
 {
@@ -155,6 +157,24 @@ static void test_read_file_at(void **state)
         snprintf(path, sizeof(path), "%s/a/b/c", dir);
         assert_int_equal(mkdir_p(path), 0);
         assert_int_equal(access(path, F_OK), 0);
+        /* only regular files: a device never ends, a FIFO blocks (here: neither is read) */
+        char *d = NULL;
+        size_t dl = 0;
+        assert_int_equal(read_file_at(AT_FDCWD, "/dev/zero", 1 << 20, &d, &dl), -FILEIO_ENOTREG);
+        char fifo[300];
+        snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+        assert_int_equal(mkfifo(fifo, 0600), 0);
+        assert_int_equal(read_file_at(AT_FDCWD, fifo, 1 << 20, &d, &dl), -FILEIO_ENOTREG);
+        assert_int_equal(read_file_at(AT_FDCWD, dir, 1 << 20, &d, &dl), -FILEIO_ENOTREG);
+        assert_string_equal(fileio_strerror(-FILEIO_ENOTREG), "not a regular file");
+        /* a file known too large is refused by its size, before a byte is read */
+        char bigf[300];
+        snprintf(bigf, sizeof(bigf), "%s/big", dir);
+        int bfd = open(bigf, O_WRONLY | O_CREAT, 0600);
+        assert_true(bfd >= 0);
+        assert_int_equal(ftruncate(bfd, 200 << 20), 0);
+        close(bfd);
+        assert_int_equal(read_file_at(AT_FDCWD, bigf, 1 << 20, &d, &dl), -EFBIG);
         char cmd[300];
         snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
         assert_int_equal(system(cmd), 0);
@@ -192,13 +212,38 @@ static void test_deadline(void **state)
         usleep(500 * 1000); /* let the abandoned worker finish and free its argument */
 }
 
+/* The environment of a hook or a job, made before fork: the base without the names set, then
+ * the names with their values; a NULL value removes only. */
+static void test_env_build(void **state)
+{
+        (void)state;
+        char *base[] = { (char *)"PATH=/bin", (char *)"GHOSTVRAM_GPU=7", (char *)"GHOSTVRAM_GPUX=keep",
+                         (char *)"DROP=1", NULL };
+        const char *names[] = { "GHOSTVRAM_GPU", "DROP", "NEW" };
+        const char *values[] = { "0", NULL, "a=b c" };
+        char **env = NULL;
+        assert_int_equal(env_build(base, names, values, 3, &env), 0);
+        assert_string_equal(env[0], "PATH=/bin");
+        assert_string_equal(env[1], "GHOSTVRAM_GPUX=keep");
+        assert_string_equal(env[2], "GHOSTVRAM_GPU=0");
+        assert_string_equal(env[3], "NEW=a=b c");
+        assert_null(env[4]);
+        env_free(env);
+        assert_int_equal(env_build(NULL, names, values, 3, &env), 0);
+        assert_string_equal(env[0], "GHOSTVRAM_GPU=0");
+        assert_string_equal(env[1], "NEW=a=b c");
+        assert_null(env[2]);
+        env_free(env);
+        env_free(NULL);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_buf_cap),         cmocka_unit_test(test_esc_terminal),
                 cmocka_unit_test(test_utf8_repair),     cmocka_unit_test(test_parse_numbers),
                 cmocka_unit_test(test_parse_duration_size), cmocka_unit_test(test_read_file_at),
-                cmocka_unit_test(test_deadline),
+                cmocka_unit_test(test_deadline),        cmocka_unit_test(test_env_build),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,777 @@
+/* top: a live, full-screen view (ncurses) of the memory of each GPU split into reserved /
+ * listed / foreign / ghost / unattributed, the verdict, who holds the ghost, the Xid events.
+ *
+ * Two threads: the collector runs the sampler (run/scan_run.h) every --interval and publishes
+ * a live view (render/live_view.h) under a mutex; the main thread owns the terminal, answers
+ * keys every 100 ms and draws the latest view with its age. A hung driver call only ages the
+ * view (the sampler's calls have deadlines, and while one is stuck no new one is made); the
+ * keys keep answering. The terminal is restored on every exit: q, SIGINT, SIGTERM, SIGHUP,
+ * SIGQUIT, and a crash. */
+#define _GNU_SOURCE /* pthread_timedjoin_np */
+#include <errno.h>
+#include <getopt.h>
+#include <locale.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curses.h>
+#include <term.h>
+
+#include "cli/cli.h"
+#include "render/live_view.h"
+#include "render/top_screen.h"
+#include "run/scan_run.h"
+#include "util/buf.h"
+#include "util/deadline.h"
+#include "util/parse.h"
+
+#define PLAN_OUTPUT_MAX (256u << 10)
+
+static void top_usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: ghostvram top [--interval DURATION] [--gpu N|UUID|BUS] [--batch] [OPTIONS]\n\n"
+                "A live view, like nvtop, of what holds GPU memory: per GPU a bar of used memory split\n"
+                "into reserved (R) / listed (L) / foreign (F) / ghost (G) / unattributed (U), the verdict\n"
+                "and its confidence, a sparkline of the ghost; the processes (owners, workers of a dead\n"
+                "owner, monitors, daemons) with their link and evidence; the NVIDIA kernel events.\n"
+                "A hung driver never freezes it: the last sample stays, aged, with the reason.\n\n"
+                "Keys: q quit  g next GPU  up/down select  s sort  r reclaim's plan (dry run; A then y\n"
+                "acts, as root)  x Xid events  ? help  Esc close a dialog\n\n"
+                "Options:\n"
+                "  --interval DURATION  time between samples (default 1s; 200ms to 1h)\n"
+                "  --gpu N|UUID|BUS     show this GPU (index, UUID or PCI bus id); g cycles\n"
+                "  --batch              print plain frames instead of a full screen (also when the\n"
+                "                       output is not a terminal or the terminal cannot move the\n"
+                "                       cursor, e.g. TERM=dumb)\n"
+                "  --iterations N       stop after N frames (batch) or N samples\n"
+                "  --noise-floor MIB    minimum ghost in MiB (default 64; 1%% of the GPU if larger)\n"
+                "  --no-kernel          do not follow the kernel log (no Xid events)\n"
+                "  --timeout DURATION   deadline for each driver call and blocking /proc read (5s)\n"
+                "  --nvml-lib PATH, --proc DIR, --dev-prefix PREFIX   as for scan\n"
+                "  -h, --help           this help\n\n"
+                "Colour: off with NO_COLOR, on a monochrome terminal, or in batch mode (letters then).\n"
+                "Exit status: 0 quit or stopped by a signal; 2 usage error; 3 could not start.\n");
+}
+
+struct top {
+        struct cli_common c;
+        uint64_t interval_ms;
+        const char *gpu_arg;
+        unsigned iterations;
+        struct sampler *sampler;
+        pthread_t thread;
+        pthread_mutex_t m;
+        pthread_cond_t cv;              /* monotonic; signalled on stop */
+        /* guarded by m */
+        bool stop;
+        struct live_view *view;
+        struct live_history hist;
+        char status[200];
+        double cycle_started;           /* monotonic seconds, 0 while none runs */
+        unsigned gen;                   /* cycles finished */
+        /* the reclaim worker (guarded by m) */
+        bool plan_running;
+        char *plan_text;                /* finished output, taken by the UI */
+        char plan_title[96];
+        int err_fd;                     /* while the screen is ours, stderr goes to this file */
+        off_t err_seen;                 /* what the dialog already showed of it */
+};
+
+static volatile sig_atomic_t top_signal;
+
+static void on_stop_signal(int sig)
+{
+        top_signal = sig;
+}
+
+/* A crash while curses owns the terminal: give the terminal back, then die of the same signal
+ * (htop does the same). endwin is not async-signal-safe; the process is lost anyway. */
+static volatile sig_atomic_t top_screen_on;
+
+static void on_crash(int sig)
+{
+        if (top_screen_on)
+                endwin();
+        signal(sig, SIG_DFL);
+        raise(sig);
+}
+
+static void crash_handlers(void)
+{
+        static const int sigs[] = { SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL };
+        for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+                struct sigaction old;
+                /* a handler already there (a sanitizer's) stays */
+                if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL && !(old.sa_flags & SA_SIGINFO))
+                        signal(sigs[i], on_crash);
+        }
+}
+
+static double wall_now(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- the collector --------------------------------------------------------------------------- */
+
+static bool top_wait(void *ctx, uint64_t ms)
+{
+        struct top *t = ctx;
+        struct timespec until;
+        monotonic_after_ms(ms, &until);
+        pthread_mutex_lock(&t->m);
+        int r = 0;
+        while (!t->stop && r != ETIMEDOUT)
+                r = pthread_cond_timedwait(&t->cv, &t->m, &until);
+        bool go_on = !t->stop;
+        pthread_mutex_unlock(&t->m);
+        return go_on;
+}
+
+static void *collector_main(void *arg)
+{
+        struct top *t = arg;
+        for (;;) {
+                unsigned long long t0 = monotonic_ms();
+                pthread_mutex_lock(&t->m);
+                t->cycle_started = monotonic_s();
+                pthread_mutex_unlock(&t->m);
+                struct sample smp;
+                char status[200] = "";
+                struct live_view *v = NULL;
+                int r = sampler_cycle(t->sampler, &smp);
+                if (r == -EINTR)
+                        break;
+                if (r < 0) {
+                        snprintf(status, sizeof(status), "collection failed: %s", strerror(-r));
+                } else {
+                        live_sample_status(&smp, status, sizeof(status));
+                        if (smp.published && smp.res &&
+                            live_view_build(smp.res, true, smp.full, smp.duration_s, &v) == 0)
+                                v->finished = smp.finished;
+                }
+                pthread_mutex_lock(&t->m);
+                t->cycle_started = 0;
+                if (r == 0)
+                        live_history_add(&t->hist, v, smp.finished);
+                if (v) {
+                        live_view_free(t->view);
+                        t->view = v;
+                }
+                snprintf(t->status, sizeof(t->status), "%s", status);
+                t->gen++;
+                pthread_mutex_unlock(&t->m);
+                unsigned long long spent = monotonic_ms() - t0;
+                if (!top_wait(t, spent < t->interval_ms ? t->interval_ms - spent : 0))
+                        break;
+        }
+        return NULL;
+}
+
+/* Start a thread with every signal blocked: the main thread alone takes SIGINT, SIGTERM,
+ * SIGWINCH. Returns 0 or a negative errno. */
+static int start_quiet_thread(pthread_t *th, void *(*fn)(void *), void *arg, bool detach)
+{
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        int r = -pthread_create(th, NULL, fn, arg);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (!r && detach)
+                pthread_detach(*th);
+        return r;
+}
+
+/* ---- reclaim's plan: `ghostvram reclaim` in a child, on a worker thread ------------------- */
+
+struct plan_job {
+        struct top *t;
+        char gpu[16];
+        bool act;
+};
+
+static void *plan_main(void *arg)
+{
+        struct plan_job *j = arg;
+        struct top *t = j->t;
+        const char *args[16] = { "ghostvram", "reclaim", j->act ? "--yes" : "--dry-run" };
+        size_t n = 3;
+        if (j->gpu[0]) {
+                args[n++] = "--gpu";
+                args[n++] = j->gpu;
+        }
+        if (strcmp(t->c.proc_root, "/proc") != 0) {
+                args[n++] = "--proc";
+                args[n++] = t->c.proc_root;
+        }
+        if (!t->c.simulated && t->c.nvml_lib) {
+                args[n++] = "--nvml-lib";
+                args[n++] = t->c.nvml_lib;
+        }
+        args[n] = NULL;
+        /* the child inherits this thread's mask: give it none */
+        sigset_t none;
+        sigemptyset(&none);
+        pthread_sigmask(SIG_SETMASK, &none, NULL);
+        struct buf out = BUF_INIT(PLAN_OUTPUT_MAX);
+        int rc = cli_run_self(args, &out);
+        /* what it wrote to stderr (the screen's stderr is a file meanwhile) */
+        if (t->err_fd >= 0) {
+                char chunk[4096];
+                ssize_t got;
+                while ((got = pread(t->err_fd, chunk, sizeof(chunk), t->err_seen)) > 0) {
+                        buf_append(&out, chunk, (size_t)got);
+                        t->err_seen += got;
+                }
+        }
+        buf_printf(&out, "\n(ghostvram reclaim %s%s%s exited %d)\n", j->act ? "--yes" : "--dry-run",
+                   j->gpu[0] ? " --gpu " : "", j->gpu, rc);
+        if (!j->act)
+                buf_printf(&out, "To act on a fresh plan with the same rules: press A here (root only, asks first),\n"
+                                 "or run `sudo ghostvram reclaim%s%s --yes`.\n",
+                           j->gpu[0] ? " --gpu " : "", j->gpu);
+        char *text = buf_steal(&out);
+        buf_free(&out);
+        pthread_mutex_lock(&t->m);
+        free(t->plan_text);
+        t->plan_text = text;
+        t->plan_running = false;
+        pthread_mutex_unlock(&t->m);
+        free(j);
+        return NULL;
+}
+
+static const char *plan_start(struct top *t, int focus, bool act)
+{
+        struct plan_job *j = calloc(1, sizeof(*j));
+        if (!j)
+                return "out of memory";
+        j->t = t;
+        j->act = act;
+        if (focus >= 0)
+                snprintf(j->gpu, sizeof(j->gpu), "%d", focus);
+        pthread_mutex_lock(&t->m);
+        bool busy = t->plan_running;
+        if (!busy) {
+                t->plan_running = true;
+                snprintf(t->plan_title, sizeof(t->plan_title), "%s%s%s", act ? "Reclaim (acting)" : "Reclaim plan (dry run)",
+                         j->gpu[0] ? ": GPU " : ": every GPU", j->gpu);
+        }
+        pthread_mutex_unlock(&t->m);
+        if (busy) {
+                free(j);
+                return "reclaim is still running";
+        }
+        pthread_t th;
+        if (start_quiet_thread(&th, plan_main, j, true) < 0) {
+                pthread_mutex_lock(&t->m);
+                t->plan_running = false;
+                pthread_mutex_unlock(&t->m);
+                free(j);
+                return "cannot start reclaim";
+        }
+        return NULL;
+}
+
+/* ---- GPU selection ------------------------------------------------------------------------------- */
+
+/* The GPU index --gpu names in v, or -1. */
+static int resolve_gpu(const struct live_view *v, const char *arg)
+{
+        unsigned n;
+        for (size_t i = 0; i < v->n_gpus; i++) {
+                const struct live_gpu *g = &v->gpus[i];
+                if ((parse_uint_range(arg, 0, 1u << 20, &n) == 0 && n == g->index) || !strcasecmp(arg, g->uuid))
+                        return (int)g->index;
+                char bus[32];
+                if (g->bus[0] && pci_bus_id_normalize(arg, bus, sizeof(bus)) == 0 && !strcmp(bus, g->bus))
+                        return (int)g->index;
+        }
+        return -1;
+}
+
+static int next_focus(const struct live_view *v, int focus)
+{
+        if (!v || !v->n_gpus)
+                return -1;
+        if (focus < 0)
+                return (int)v->gpus[0].index;
+        for (size_t i = 0; i + 1 < v->n_gpus; i++)
+                if ((int)v->gpus[i].index == focus)
+                        return (int)v->gpus[i + 1].index;
+        return -1;
+}
+
+/* ---- painting ------------------------------------------------------------------------------------ */
+
+enum { PAIR_KIND = 1, PAIR_BAD = PAIR_KIND + LIVE_KINDS, PAIR_WARN, PAIR_GOOD, PAIR_SEL };
+
+static void colors_init(void)
+{
+        static const short kind_color[LIVE_KINDS] = { COLOR_WHITE, COLOR_GREEN, COLOR_BLUE, COLOR_RED, COLOR_YELLOW };
+        start_color();
+        use_default_colors();
+        for (int k = 0; k < LIVE_KINDS; k++)
+                init_pair((short)(PAIR_KIND + k), kind_color[k], -1);
+        init_pair(PAIR_BAD, COLOR_RED, -1);
+        init_pair(PAIR_WARN, COLOR_YELLOW, -1);
+        init_pair(PAIR_GOOD, COLOR_GREEN, -1);
+        init_pair(PAIR_SEL, COLOR_BLACK, COLOR_CYAN);
+}
+
+static chtype attr_of(unsigned char a, bool color)
+{
+        if (a >= TA_KIND && a < TA_KIND + LIVE_KINDS)
+                return color ? (chtype)COLOR_PAIR(PAIR_KIND + (a - TA_KIND)) | A_REVERSE
+                             : a == TA_KIND + LIVE_GHOST ? A_BOLD : A_NORMAL;
+        switch (a) {
+        case TA_FREE:
+        case TA_DIM:
+                return A_DIM;
+        case TA_BOLD:
+                return A_BOLD;
+        case TA_TITLE:
+                return A_REVERSE;
+        case TA_SELECTED:
+                return color ? (chtype)COLOR_PAIR(PAIR_SEL) : A_REVERSE | A_BOLD;
+        case TA_BAD:
+                return color ? (chtype)COLOR_PAIR(PAIR_BAD) | A_BOLD : A_BOLD;
+        case TA_WARN:
+                return color ? (chtype)COLOR_PAIR(PAIR_WARN) | A_BOLD : A_BOLD;
+        case TA_GOOD:
+                return color ? (chtype)COLOR_PAIR(PAIR_GOOD) : A_NORMAL;
+        default:
+                return A_NORMAL;
+        }
+}
+
+static void paint(const struct top_canvas *cv, bool color)
+{
+        for (int y = 0; y < cv->rows; y++) {
+                move(y, 0);
+                for (int x = 0; x < cv->cols; x++) {
+                        size_t k = (size_t)y * (size_t)cv->cols + (size_t)x;
+                        /* the last cell of the screen: addch there would scroll */
+                        if (y == cv->rows - 1 && x == cv->cols - 1)
+                                break;
+                        addch((chtype)(unsigned char)cv->ch[k] | attr_of(cv->at[k], color));
+                }
+        }
+        refresh();
+}
+
+/* ---- the loops ------------------------------------------------------------------------------------ */
+
+/* Draw the latest view into cv under the lock. */
+static void draw_locked(struct top *t, struct top_canvas *cv, struct top_state *s)
+{
+        pthread_mutex_lock(&t->m);
+        s->now = wall_now();
+        s->status = t->status;
+        s->collecting_s = t->cycle_started > 0 ? monotonic_s() - t->cycle_started : 0;
+        if (t->gpu_arg && t->view) {
+                s->focus = resolve_gpu(t->view, t->gpu_arg);
+                if (s->focus < 0)
+                        s->message = "--gpu names no GPU of this host: showing every GPU";
+                t->gpu_arg = NULL;
+        }
+        top_draw(cv, t->view, &t->hist, s);
+        pthread_mutex_unlock(&t->m);
+}
+
+static int batch_loop(struct top *t, struct top_state *s)
+{
+        struct top_canvas cv = { 0 };
+        const char *cols_env = getenv("COLUMNS");
+        unsigned cols = 120;
+        struct winsize ws;
+        if (cols_env)
+                parse_uint_range(cols_env, 40, 1000, &cols);
+        else if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40 && ws.ws_col <= 1000)
+                cols = ws.ws_col;
+        unsigned seen = 0, frames = 0;
+        while (!top_signal) {
+                pthread_mutex_lock(&t->m);
+                unsigned gen = t->gen;
+                size_t rows = t->view ? 12 + 6 * t->view->n_gpus + t->view->n_rows : 12;
+                pthread_mutex_unlock(&t->m);
+                if (gen == seen) {
+                        struct timespec ts = { 0, 50 * 1000000L };
+                        nanosleep(&ts, NULL);
+                        continue;
+                }
+                seen = gen;
+                if (top_canvas_resize(&cv, rows > 400 ? 400 : (int)rows, (int)cols) < 0)
+                        break;
+                draw_locked(t, &cv, s);
+                char line[1100];
+                int last = 0;
+                for (int y = 0; y < cv.rows; y++) {
+                        top_canvas_line(&cv, y, line, sizeof(line));
+                        if (line[0])
+                                last = y;
+                }
+                for (int y = 0; y <= last; y++) {
+                        top_canvas_line(&cv, y, line, sizeof(line));
+                        puts(line);
+                }
+                puts("");
+                fflush(stdout);
+                if (t->iterations && ++frames >= t->iterations)
+                        break;
+        }
+        top_canvas_free(&cv);
+        return EXIT_OK;
+}
+
+static void dialog_scroll(struct top_state *s, int delta)
+{
+        if (delta < 0 && s->dialog_scroll < (size_t)-delta)
+                s->dialog_scroll = 0;
+        else
+                s->dialog_scroll = (size_t)((long)s->dialog_scroll + delta);
+}
+
+/* While curses owns the terminal nothing else may write to it: stderr (a child's, a library's)
+ * goes to an unnamed temporary file, and comes back at the end. */
+static int stderr_away(struct top *t)
+{
+        FILE *f = tmpfile();
+        int saved = f ? dup(STDERR_FILENO) : -1;
+        if (saved < 0 || dup2(fileno(f), STDERR_FILENO) < 0) {
+                if (saved >= 0)
+                        close(saved);
+                if (f)
+                        fclose(f);
+                return -1;
+        }
+        t->err_fd = dup(fileno(f));
+        fclose(f);
+        return saved;
+}
+
+static void stderr_back(int saved)
+{
+        if (saved < 0)
+                return;
+        dup2(saved, STDERR_FILENO);
+        close(saved);
+}
+
+static int screen_loop(struct top *t, struct top_state *s)
+{
+        if (!initscr())
+                return EXIT_INCOMPLETE;
+        int saved_err = stderr_away(t);
+        top_screen_on = 1;
+        crash_handlers();
+        cbreak();
+        noecho();
+        keypad(stdscr, TRUE);
+        set_escdelay(25);
+        curs_set(0);
+        timeout(100);
+        const char *nc = getenv("NO_COLOR");
+        s->color = has_colors() && !(nc && *nc);
+        if (s->color)
+                colors_init();
+        struct top_canvas cv = { 0 };
+        char *plan = NULL;              /* the reclaim output shown in the dialog */
+        bool confirm = false;           /* A was pressed: the next key decides */
+        unsigned samples = 0, last_gen = 0;
+        int rc = EXIT_OK;
+        while (!top_signal) {
+                if ((cv.rows != LINES || cv.cols != COLS) && top_canvas_resize(&cv, LINES, COLS) < 0) {
+                        rc = EXIT_INCOMPLETE;
+                        break;
+                }
+                pthread_mutex_lock(&t->m);
+                if (t->plan_text) {
+                        free(plan);
+                        plan = t->plan_text;
+                        t->plan_text = NULL;
+                        s->dialog = TOP_DIALOG_TEXT;
+                        s->dialog_scroll = 0;
+                }
+                bool running = t->plan_running;
+                if (t->gen != last_gen) {
+                        last_gen = t->gen;
+                        samples++;
+                }
+                pthread_mutex_unlock(&t->m);
+                if (t->iterations && samples > t->iterations)
+                        break;
+                s->dialog_title = t->plan_title;
+                s->dialog_text = running ? "running ghostvram reclaim (a fresh scan: two samples)..." : plan;
+                if (confirm)
+                        s->message = "Act on a fresh plan: end the processes it names? y: yes, any other key: no";
+                draw_locked(t, &cv, s);
+                paint(&cv, s->color);
+                int ch = getch();
+                if (ch == ERR)
+                        continue;
+                s->message = "";
+                if (confirm) {
+                        confirm = false;
+                        if (ch == 'y' || ch == 'Y') {
+                                const char *why = plan_start(t, s->focus, true);
+                                if (why)
+                                        s->message = why;
+                                s->dialog = TOP_DIALOG_TEXT;
+                        } else {
+                                s->message = "nothing done";
+                        }
+                        continue;
+                }
+                switch (ch) {
+                case 'q':
+                case 'Q':
+                        top_signal = -1;
+                        break;
+                case 27: /* Esc */
+                        s->dialog = TOP_DIALOG_NONE;
+                        break;
+                case 'g':
+                        pthread_mutex_lock(&t->m);
+                        s->focus = next_focus(t->view, s->focus);
+                        pthread_mutex_unlock(&t->m);
+                        s->selected = 0;
+                        break;
+                case 's':
+                        s->sort = (enum top_sort)((s->sort + 1) % TOP_SORT_COUNT);
+                        break;
+                case KEY_UP:
+                case 'k':
+                        if (s->dialog)
+                                dialog_scroll(s, -1);
+                        else if (s->selected)
+                                s->selected--;
+                        break;
+                case KEY_DOWN:
+                case 'j':
+                        if (s->dialog)
+                                dialog_scroll(s, 1);
+                        else
+                                s->selected++;
+                        break;
+                case KEY_PPAGE:
+                        dialog_scroll(s, -10);
+                        break;
+                case KEY_NPAGE:
+                        dialog_scroll(s, 10);
+                        break;
+                case 'r': {
+                        const char *why = plan_start(t, s->focus, false);
+                        s->dialog = TOP_DIALOG_TEXT;
+                        s->dialog_scroll = 0;
+                        if (why)
+                                s->message = why;
+                        break;
+                }
+                case 'A':
+                        if (s->dialog != TOP_DIALOG_TEXT || !plan)
+                                s->message = "A acts on reclaim's plan: press r first";
+                        else if (geteuid() != 0)
+                                s->message = "acting needs root: run sudo ghostvram reclaim --gpu N --yes";
+                        else
+                                confirm = true;
+                        break;
+                case 'x':
+                        s->dialog = TOP_DIALOG_XID;
+                        s->dialog_scroll = 0;
+                        break;
+                case '?':
+                case 'h':
+                        s->dialog = TOP_DIALOG_HELP;
+                        s->dialog_scroll = 0;
+                        break;
+                case KEY_RESIZE:
+                        break;
+                default:
+                        break;
+                }
+        }
+        top_screen_on = 0;
+        endwin();
+        stderr_back(saved_err);
+        top_canvas_free(&cv);
+        free(plan);
+        return rc;
+}
+
+/* Can this terminal be driven full-screen (cursor addressing)? */
+static bool terminal_addressable(void)
+{
+        int err = 0;
+        if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO))
+                return false;
+        if (setupterm(NULL, STDOUT_FILENO, &err) != OK)
+                return false;
+        const char *cup = tigetstr("cup");
+        bool ok = cup && cup != (char *)-1;
+        del_curterm(cur_term);
+        return ok;
+}
+
+int cmd_top(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                CLI_COMMON_LONGOPTS,
+                { "interval", required_argument, NULL, 'i' },
+                { "gpu", required_argument, NULL, 'g' },
+                { "batch", no_argument, NULL, 'b' },
+                { "iterations", required_argument, NULL, 'n' },
+                { "noise-floor", required_argument, NULL, 'F' },
+                { "no-kernel", no_argument, NULL, 'N' },
+                { "help", no_argument, NULL, 'h' },
+                { 0 },
+        };
+        struct top t;
+        memset(&t, 0, sizeof(t));
+        t.err_fd = -1;
+        cli_common_init(&t.c);
+        t.interval_ms = 1000;
+        uint64_t floor_mib = 64;
+        bool batch = false, no_kernel = false;
+        int opt;
+        optind = 1;
+        while ((opt = getopt_long(argc, argv, "hvbn:", opts, NULL)) != -1) {
+                switch (opt) {
+                case 'h':
+                        top_usage(stdout);
+                        return EXIT_OK;
+                case 'i':
+                        if (parse_duration_ms(optarg, &t.interval_ms) < 0 || t.interval_ms < 200 || t.interval_ms > 3600000) {
+                                cli_error("top", "--interval: '%s' is not a duration from 200ms to 1h", optarg);
+                                return EXIT_USAGE;
+                        }
+                        continue;
+                case 'g':
+                        t.gpu_arg = optarg;
+                        continue;
+                case 'b':
+                        batch = true;
+                        continue;
+                case 'n':
+                        if (parse_uint_range(optarg, 1, 1u << 30, &t.iterations) < 0) {
+                                cli_error("top", "--iterations: '%s' is not a positive number", optarg);
+                                return EXIT_USAGE;
+                        }
+                        continue;
+                case 'F':
+                        if (parse_u64(optarg, &floor_mib) < 0 || floor_mib > (1u << 24)) {
+                                cli_error("top", "--noise-floor: '%s' is not a number of MiB", optarg);
+                                return EXIT_USAGE;
+                        }
+                        continue;
+                case 'N':
+                        no_kernel = true;
+                        continue;
+                default:
+                        break;
+                }
+                int r = cli_common_option(&t.c, opt, optarg, "top");
+                if (r < 0)
+                        return EXIT_USAGE;
+                if (r == 0) {
+                        top_usage(stderr);
+                        return EXIT_USAGE;
+                }
+        }
+        if (optind < argc) {
+                cli_error("top", "unexpected argument '%s' (see --help)", argv[optind]);
+                return EXIT_USAGE;
+        }
+        if (t.c.json || t.c.save_bundle || t.c.from_bundle) {
+                cli_error("top", "--json, --save-bundle and --from-bundle are for scan and snapshot");
+                return EXIT_USAGE;
+        }
+        if (cli_common_finish(&t.c, "top") < 0)
+                return EXIT_USAGE;
+        if (!batch && !terminal_addressable()) {
+                batch = true;
+                if (isatty(STDERR_FILENO))
+                        fprintf(stderr, "ghostvram top: this terminal cannot move the cursor: plain frames follow\n");
+        }
+        setlocale(LC_ALL, "");
+
+        struct scan_once_opts so;
+        cli_scan_once_opts(&t.c, &so);
+        struct sampler_opts sop;
+        memset(&sop, 0, sizeof(sop));
+        sop.facts = so.facts;
+        sop.facts.read_kernel = !no_kernel;
+        sop.ledger = so.ledger;
+        sop.ledger.floor_min_bytes = floor_mib << 20;
+        sop.confirm_ms = 0;             /* the second cycle confirms: the first screen comes at once */
+        sop.light = true;
+        sop.wait = top_wait;
+        sop.wait_ctx = &t;
+
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&t.cv, &ca);
+        pthread_condattr_destroy(&ca);
+        pthread_mutex_init(&t.m, NULL);
+
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_stop_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+        sigaction(SIGQUIT, &sa, NULL);
+        signal(SIGPIPE, SIG_IGN);
+
+        int r = sampler_new(&sop, &t.sampler);
+        if (r == 0)
+                r = start_quiet_thread(&t.thread, collector_main, &t, false);
+        if (r < 0) {
+                cli_error("top", "cannot start the collection: %s", strerror(-r));
+                sampler_free(t.sampler);
+                return EXIT_INCOMPLETE;
+        }
+        struct top_state s;
+        memset(&s, 0, sizeof(s));
+        s.interval_s = (double)t.interval_ms / 1000.0;
+        s.stale_after_s = 3 * s.interval_s + 1;
+        s.focus = -1;
+        s.message = "";
+        int rc = batch ? batch_loop(&t, &s) : screen_loop(&t, &s);
+        if (rc == EXIT_INCOMPLETE && !batch)
+                cli_error("top", "cannot start the terminal (TERM=%s)", getenv("TERM") ? getenv("TERM") : "");
+
+        /* the terminal is already restored; stop the collector, but never wait on a driver
+         * call for long: past the deadline the process ends with the thread in it */
+        pthread_mutex_lock(&t.m);
+        t.stop = true;
+        bool in_cycle = t.cycle_started > 0;
+        pthread_cond_broadcast(&t.cv);
+        pthread_mutex_unlock(&t.m);
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 500 * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+        }
+        /* a cycle in progress may wait on the driver: quit at once, the thread ends with us */
+        if (!in_cycle && pthread_timedjoin_np(t.thread, NULL, &until) == 0) {
+                sampler_free(t.sampler);
+                live_view_free(t.view);
+                live_history_free(&t.hist);
+        }
+        return rc;
+}

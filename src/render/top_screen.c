@@ -1,0 +1,491 @@
+#include "render/top_screen.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/buf.h"
+#include "util/escape.h"
+
+int top_canvas_resize(struct top_canvas *c, int rows, int cols)
+{
+        if (rows < 1)
+                rows = 1;
+        if (cols < 1)
+                cols = 1;
+        size_t n = (size_t)rows * (size_t)cols;
+        char *ch = malloc(n);
+        unsigned char *at = calloc(n, 1);
+        if (!ch || !at) {
+                free(ch);
+                free(at);
+                return -ENOMEM;
+        }
+        memset(ch, ' ', n);
+        free(c->ch);
+        free(c->at);
+        c->ch = ch;
+        c->at = at;
+        c->rows = rows;
+        c->cols = cols;
+        return 0;
+}
+
+void top_canvas_free(struct top_canvas *c)
+{
+        free(c->ch);
+        free(c->at);
+        memset(c, 0, sizeof(*c));
+}
+
+void top_canvas_line(const struct top_canvas *c, int y, char *out, size_t outlen)
+{
+        size_t n = 0;
+        if (y >= 0 && y < c->rows) {
+                const char *row = c->ch + (size_t)y * (size_t)c->cols;
+                n = (size_t)c->cols;
+                while (n && row[n - 1] == ' ')
+                        n--;
+                if (n >= outlen)
+                        n = outlen - 1;
+                memcpy(out, row, n);
+        }
+        out[n] = '\0';
+}
+
+/* Write n bytes of ASCII text at (y, x), clipped to the row; returns the column after it. */
+static int put(struct top_canvas *c, int y, int x, const char *s, size_t n, unsigned char at)
+{
+        if (y < 0 || y >= c->rows)
+                return x;
+        for (size_t i = 0; i < n && x < c->cols; i++, x++) {
+                if (x < 0)
+                        continue;
+                unsigned char b = (unsigned char)s[i];
+                size_t k = (size_t)y * (size_t)c->cols + (size_t)x;
+                c->ch[k] = b >= 0x20 && b < 0x7f ? (char)b : '?';
+                c->at[k] = at;
+        }
+        return x;
+}
+
+static int puts_at(struct top_canvas *c, int y, int x, const char *s, unsigned char at)
+{
+        return put(c, y, x, s, strlen(s), at);
+}
+
+static int printf_at(struct top_canvas *c, int y, int x, unsigned char at, const char *fmt, ...)
+        __attribute__((format(printf, 5, 6)));
+static int printf_at(struct top_canvas *c, int y, int x, unsigned char at, const char *fmt, ...)
+{
+        char tmp[512];
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                return x;
+        return put(c, y, x, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1, at);
+}
+
+/* Text someone else controls: escaped for a terminal (no control byte survives), then every
+ * byte outside ASCII shown as '?' (put does it), at most maxw columns. */
+static int put_hostile(struct top_canvas *c, int y, int x, const char *s, int maxw, unsigned char at)
+{
+        if (!s || maxw <= 0)
+                return x;
+        struct buf b = BUF_INIT(4096);
+        esc_terminal(&b, s, strnlen(s, 2048));
+        size_t n = b.len < (size_t)maxw ? b.len : (size_t)maxw;
+        x = put(c, y, x, buf_str(&b), n, at);
+        buf_free(&b);
+        return x;
+}
+
+static void fill(struct top_canvas *c, int y, unsigned char at)
+{
+        for (int x = 0; y >= 0 && y < c->rows && x < c->cols; x++)
+                c->at[(size_t)y * (size_t)c->cols + (size_t)x] = at;
+}
+
+static const char *const sort_names[TOP_SORT_COUNT] = { "gpu", "pid", "memory", "role" };
+
+const char *top_sort_name(enum top_sort s)
+{
+        return (unsigned)s < TOP_SORT_COUNT ? sort_names[s] : "?";
+}
+
+static bool row_in_focus(const struct live_row *w, int focus)
+{
+        if (focus < 0 || w->gpu == focus)
+                return true;
+        if (w->gpu >= 0)
+                return false;
+        char want[16];
+        snprintf(want, sizeof(want), "%d", focus);
+        for (const char *p = w->gpus; *p;) {
+                size_t n = strcspn(p, ",");
+                if (n == strlen(want) && !strncmp(p, want, n))
+                        return true;
+                p += n + (p[n] == ',');
+        }
+        return false;
+}
+
+/* Is a before b in sort order s? (ties keep the view's order: the sort is stable) */
+static bool before(const struct live_row *a, const struct live_row *b, enum top_sort s)
+{
+        switch (s) {
+        case TOP_SORT_PID:
+                return a->pid < b->pid;
+        case TOP_SORT_MEM:
+                return a->listed_bytes > b->listed_bytes;
+        case TOP_SORT_ROLE:
+                if (a->ghost_holder != b->ghost_holder)
+                        return a->ghost_holder;
+                return strcmp(a->role, b->role) < 0;
+        default:
+                return false;
+        }
+}
+
+size_t top_rows(const struct live_view *v, const struct top_state *s, size_t *idx, size_t max)
+{
+        size_t n = 0;
+        for (size_t i = 0; v && i < v->n_rows && n < max; i++) {
+                if (!row_in_focus(&v->rows[i], s->focus))
+                        continue;
+                /* insertion sort: a few hundred rows at most */
+                size_t at = n;
+                while (at > 0 && before(&v->rows[i], &v->rows[idx[at - 1]], s->sort)) {
+                        idx[at] = idx[at - 1];
+                        at--;
+                }
+                idx[at] = i;
+                n++;
+        }
+        return n;
+}
+
+void top_sparkline(const struct live_ring *r, char *out, size_t width)
+{
+        static const char levels[] = " .:-=+*#";
+        size_t n = r ? r->n : 0, k = n ? (n + width - 1) / width : 1, cols = n ? (n + k - 1) / k : 0;
+        uint32_t top = 0;
+        for (size_t i = 0; i < n; i++) {
+                const struct live_point *p = live_ring_at(r, i);
+                if (p->valid && p->mib[LIVE_GHOST] > top)
+                        top = p->mib[LIVE_GHOST];
+        }
+        memset(out, ' ', width);
+        /* the newest column ends at the right edge; each column is the most ghost of its k points */
+        for (size_t c = 0; c < cols; c++) {
+                size_t back = (cols - c) * k, from = back < n ? n - back : 0, to = n - (cols - 1 - c) * k;
+                bool any = false;
+                uint32_t most = 0;
+                for (size_t i = from; i < to; i++) {
+                        const struct live_point *p = live_ring_at(r, i);
+                        if (p->valid) {
+                                any = true;
+                                if (p->mib[LIVE_GHOST] > most)
+                                        most = p->mib[LIVE_GHOST];
+                        }
+                }
+                out[width - cols + c] = !any ? '?' : !most ? '_' : levels[1 + (size_t)most * 6 / (top ? top : 1)];
+        }
+        out[width] = '\0';
+}
+
+static unsigned long long mib(uint64_t bytes)
+{
+        return (unsigned long long)((bytes + (1u << 19)) >> 20);
+}
+
+static void hhmmss(double t, char *out, size_t n)
+{
+        time_t s = (time_t)t;
+        struct tm tm;
+        if (t <= 0 || !gmtime_r(&s, &tm))
+                snprintf(out, n, "--:--:--");
+        else
+                strftime(out, n, "%H:%M:%S", &tm);
+}
+
+/* A bar of width w: reserved, listed, foreign, ghost, unattributed, then free. */
+static void bar(struct top_canvas *c, int y, int x, int w, const struct live_gpu *g, bool color)
+{
+        put(c, y, x++, "[", 1, TA_NONE);
+        int filled = 0;
+        double total = g->total ? (double)g->total : 1;
+        double acc = 0;
+        for (int k = 0; k < LIVE_KINDS && g->inspected; k++) {
+                acc += (double)g->kind[k];
+                int upto = (int)(acc / total * w + 0.5);
+                if (g->kind[k] && upto == filled && filled < w)
+                        upto = filled + 1;      /* anything present shows */
+                if (upto > w)
+                        upto = w;
+                char ch = color ? ' ' : live_kind_letter(k);
+                for (; filled < upto; filled++)
+                        put(c, y, x + filled, &ch, 1, (unsigned char)(TA_KIND + k));
+        }
+        for (; filled < w; filled++)
+                put(c, y, x + filled, g->inspected ? "." : "?", 1, TA_FREE);
+        put(c, y, x + w, "]", 1, TA_NONE);
+}
+
+static int gpu_block(struct top_canvas *c, int y, const struct live_gpu *g, const struct live_ring *r,
+                     const struct top_state *s, bool detail)
+{
+        int x = printf_at(c, y, 0, TA_BOLD, "GPU %u ", g->index);
+        x = put_hostile(c, y, x, g->name, 40, TA_NONE);
+        x = put(c, y, x, "  ", 2, TA_NONE);
+        x = put_hostile(c, y, x, g->bus[0] ? g->bus : g->uuid, 40, TA_DIM);
+        x = put(c, y, x, "  ", 2, TA_NONE);
+        x = put_hostile(c, y, x, g->verdict, 24, live_verdict_alarming(g->verdict) ? TA_BAD : TA_GOOD);
+        if (g->confidence[0])
+                printf_at(c, y, x, TA_NONE, " (%s confidence)", g->confidence);
+        y++;
+        int w = c->cols - 44;
+        if (w > 60)
+                w = 60;
+        if (w < 10)
+                w = 10;
+        bar(c, y, 2, w, g, s->color);
+        if (g->inspected)
+                printf_at(c, y, w + 5, TA_NONE, "%llu/%llu MiB  ghost %llu MiB%s", mib(g->used + g->kind[LIVE_RESERVED]),
+                          mib(g->total), mib(g->kind[LIVE_GHOST]), g->ghost_confirmed ? " (confirmed)" : "");
+        else
+                put_hostile(c, y, w + 5, g->status[0] ? g->status : "not inspected", c->cols, TA_BAD);
+        y++;
+        char spark[32];
+        top_sparkline(r, spark, 24);
+        x = puts_at(c, y, 2, "ghost ", TA_DIM);
+        x = put(c, y, x, spark, 24, TA_BOLD);
+        double span = r && r->n > 1 ? (double)live_ring_at(r, r->n - 1)->t - live_ring_at(r, 0)->t : 0;
+        x = printf_at(c, y, x, TA_DIM, span >= 120 ? " %3.0fm  " : " %3.0fs  ", span >= 120 ? span / 60 : span);
+        put_hostile(c, y, x, g->summary, c->cols - x, TA_NONE);
+        y++;
+        if (detail && live_verdict_alarming(g->verdict)) {
+                for (size_t e = 0; e < g->n_evidence && e < 4; e++, y++) {
+                        x = puts_at(c, y, 4, "- ", TA_DIM);
+                        put_hostile(c, y, x, g->evidence[e], c->cols - x, TA_NONE);
+                }
+                if (g->next_step[0]) {
+                        x = puts_at(c, y, 2, "next: ", TA_BOLD);
+                        put_hostile(c, y, x, g->next_step, c->cols - x, TA_NONE);
+                        y++;
+                }
+        }
+        return y;
+}
+
+static void dialog(struct top_canvas *c, const struct live_view *v, const struct top_state *s)
+{
+        int top = 2, left = 3, h = c->rows - 4, w = c->cols - 6;
+        if (h < 5 || w < 20)
+                return;
+        const char *title = "";
+        struct buf text = BUF_INIT(1 << 20);
+        switch (s->dialog) {
+        case TOP_DIALOG_HELP:
+                title = "Help";
+                buf_puts(&text, "ghostvram top: used GPU memory split into what NVML charges to live processes\n"
+                                "(listed), to processes of other PID namespaces (foreign), ghost (a dead owner's\n"
+                                "memory still held, e.g. by forked workers) and unattributed; the driver's\n"
+                                "reservation apart.\n\n"
+                                "Bar: R reserved  L listed  F foreign  G ghost  U unattributed  . free\n"
+                                "Sparkline: the ghost over the last samples (_ none, ? no data: the driver hung)\n\n"
+                                "Keys:\n"
+                                "  q          quit\n"
+                                "  g          next GPU (then every GPU again)\n"
+                                "  up/down    select a process (its evidence shows at the bottom)\n"
+                                "  s          sort by gpu, pid, memory, role\n"
+                                "  r          reclaim's plan for the GPU in view (a dry run); from there A acts,\n"
+                                "             after an explicit confirmation, and only as root\n"
+                                "  x          the recent NVIDIA kernel events (Xid)\n"
+                                "  ?          this help\n"
+                                "  Esc        close a dialog\n\n"
+                                "A hung driver never freezes the screen: the last sample stays, aged, with the\n"
+                                "reason, while a new one is collected.\n");
+                break;
+        case TOP_DIALOG_XID:
+                title = "Recent NVIDIA kernel events (newest first)";
+                for (size_t i = v ? v->n_xids : 0; i-- > 0;) {
+                        const struct live_xid *e = &v->xids[i];
+                        char t[16];
+                        hhmmss(e->time, t, sizeof(t));
+                        buf_printf(&text, "%s UTC  GPU %d  ", t, e->gpu);
+                        if (e->xid >= 0)
+                                buf_printf(&text, "Xid %d  ", e->xid);
+                        esc_terminal(&text, e->title, strlen(e->title));
+                        buf_printf(&text, " [%s]", e->severity);
+                        if (e->pid) {
+                                buf_printf(&text, "  pid %u ", e->pid);
+                                esc_terminal(&text, e->process, strlen(e->process));
+                        }
+                        buf_putc(&text, '\n');
+                }
+                if (!v || !v->n_xids)
+                        buf_puts(&text, "None for these GPUs.\n");
+                if (v && v->kernel_error[0]) {
+                        buf_puts(&text, "\nThe kernel log is not read: ");
+                        esc_terminal(&text, v->kernel_error, strlen(v->kernel_error));
+                        buf_putc(&text, '\n');
+                }
+                break;
+        default:
+                title = s->dialog_title ? s->dialog_title : "";
+                buf_puts(&text, s->dialog_text ? s->dialog_text : "");
+        }
+        for (int y = top; y < top + h; y++) {
+                for (int x = left; x < left + w; x++)
+                        put(c, y, x, " ", 1, TA_NONE);
+                put(c, y, left, "|", 1, TA_TITLE);
+                put(c, y, left + w - 1, "|", 1, TA_TITLE);
+        }
+        for (int x = left; x < left + w; x++) {
+                put(c, top, x, "-", 1, TA_TITLE);
+                put(c, top + h - 1, x, "-", 1, TA_TITLE);
+        }
+        printf_at(c, top, left + 2, TA_TITLE, " %s ", title);
+        printf_at(c, top + h - 1, left + 2, TA_TITLE, " Esc close  up/down scroll ");
+        /* the lines, from dialog_scroll on */
+        const char *p = buf_str(&text);
+        size_t line = 0;
+        int y = top + 1;
+        while (*p && y < top + h - 1) {
+                size_t n = strcspn(p, "\n");
+                if (line++ >= s->dialog_scroll) {
+                        put(c, y, left + 2, p, n < (size_t)(w - 4) ? n : (size_t)(w - 4), TA_NONE);
+                        y++;
+                }
+                p += n + (p[n] == '\n');
+        }
+        buf_free(&text);
+}
+
+void top_draw(struct top_canvas *c, const struct live_view *v, const struct live_history *h,
+              const struct top_state *s)
+{
+        memset(c->ch, ' ', (size_t)c->rows * (size_t)c->cols);
+        memset(c->at, 0, (size_t)c->rows * (size_t)c->cols);
+        /* line 0: what this is and the keys */
+        fill(c, 0, TA_TITLE);
+        int x = puts_at(c, 0, 0, "ghostvram top", TA_TITLE);
+        if (v && v->simulated)
+                x = puts_at(c, 0, x, "  SIMULATED HOST", TA_TITLE);
+        if (s->focus >= 0)
+                x = printf_at(c, 0, x, TA_TITLE, "  GPU %d", s->focus);
+        const char *keys = "q quit  g gpu  s sort  r reclaim  x xid  ? help";
+        if (c->cols - (int)strlen(keys) > x + 2)
+                puts_at(c, 0, c->cols - (int)strlen(keys), keys, TA_TITLE);
+        /* line 1: how fresh the sample is, and why not */
+        double age = v && v->finished > 0 ? s->now - v->finished : -1;
+        bool stale = !v || age > s->stale_after_s || (s->status && s->status[0]);
+        char t[16];
+        if (!v) {
+                x = printf_at(c, 1, 0, TA_WARN, "waiting for the first sample (collecting for %.1f s)", s->collecting_s);
+        } else {
+                hhmmss(v->finished, t, sizeof(t));
+                x = printf_at(c, 1, 0, stale ? TA_BAD : TA_NONE, "%ssample %s UTC, %.1f s old", stale ? "STALE " : "", t,
+                              age < 0 ? 0 : age);
+                x = printf_at(c, 1, x, TA_DIM, "  every %.3g s  %s walk %.0f ms", s->interval_s,
+                              v->full_walk ? "full" : "light", v->duration_s * 1000);
+        }
+        /* line 2: why the sample is not fresh */
+        x = 0;
+        if (s->status && s->status[0])
+                x = put_hostile(c, 2, 0, s->status, c->cols, TA_BAD);
+        if (v && s->collecting_s > s->interval_s + 0.5)
+                printf_at(c, 2, x ? x + 2 : 0, TA_WARN, "(collecting for %.0f s; keys still work)", s->collecting_s);
+        int y = 3;
+        if (v && !v->driver_present) {
+                x = puts_at(c, y, 0, "NVIDIA driver: ", TA_BAD);
+                put_hostile(c, y++, x, v->driver, c->cols - x, TA_BAD);
+        }
+        /* the GPUs */
+        size_t shown = 0;
+        for (size_t i = 0; v && i < v->n_gpus && y < c->rows - 6; i++) {
+                const struct live_gpu *g = &v->gpus[i];
+                if (s->focus >= 0 && (int)g->index != s->focus)
+                        continue;
+                y = gpu_block(c, y, g, live_history_gpu(h, g->index), s, s->focus >= 0);
+                shown++;
+        }
+        if (v && s->focus >= 0 && !shown)
+                printf_at(c, y++, 0, TA_BAD, "GPU %d is not in this sample", s->focus);
+        /* the processes */
+        y++;
+        size_t idx[LIVE_MAX_ROWS];
+        size_t n = top_rows(v, s, idx, LIVE_MAX_ROWS);
+        fill(c, y, TA_TITLE);
+        printf_at(c, y, 0, TA_TITLE, "%7s %-10s S %-5s %8s  %-26s %s", "PID", "USER", "GPU", "NVML MiB", "ROLE",
+                  "LINK / COMMAND");
+        if (c->cols >= 100)
+                printf_at(c, y, c->cols - 14, TA_TITLE, "sort: %s", top_sort_name(s->sort));
+        y++;
+        int bottom = c->rows - 4;       /* the selected row's evidence, the last Xid, a note */
+        int room = bottom - y;
+        size_t sel = n && s->selected >= n ? n - 1 : s->selected;
+        size_t first = room > 0 && sel >= (size_t)room ? sel - (size_t)room + 1 : 0;
+        for (size_t k = first; k < n && y < bottom; k++, y++) {
+                const struct live_row *w = &v->rows[idx[k]];
+                unsigned char at = k == sel ? TA_SELECTED : w->ghost_holder ? TA_BAD : TA_NONE;
+                if (k == sel)
+                        fill(c, y, TA_SELECTED);
+                char gpu[16], mem[24];
+                if (w->gpu >= 0)
+                        snprintf(gpu, sizeof(gpu), "%d", w->gpu);
+                else
+                        snprintf(gpu, sizeof(gpu), "%.5s", w->gpus[0] ? w->gpus : "-");
+                if (w->listed_bytes >= 0)
+                        snprintf(mem, sizeof(mem), "%llu", mib((uint64_t)w->listed_bytes));
+                else
+                        snprintf(mem, sizeof(mem), "-");
+                x = printf_at(c, y, 0, at, "%7d ", (int)w->pid);
+                int ux = put_hostile(c, y, x, w->user[0] ? w->user : "?", 10, at);
+                x = printf_at(c, y, x + 11, at, "%c %-5s %8s  ", w->state > ' ' && w->state < 0x7f ? w->state : '?', gpu, mem);
+                (void)ux;
+                int rx = put_hostile(c, y, x, w->role, 26, at);
+                x = rx < x + 27 ? x + 27 : rx + 1;
+                x = put_hostile(c, y, x, w->comm[0] ? w->comm : "", 16, at);
+                x = put(c, y, x, "  ", 2, at);
+                put_hostile(c, y, x, w->cmdline ? w->cmdline : "", c->cols - x, at);
+        }
+        if (!n)
+                puts_at(c, y, 2, v ? "no process holds an NVIDIA device node or is listed by NVML" : "", TA_DIM);
+        /* the selected row's evidence */
+        if (n) {
+                const struct live_row *w = &v->rows[idx[sel]];
+                x = printf_at(c, bottom, 0, TA_BOLD, "PID %d: ", (int)w->pid);
+                x = put_hostile(c, bottom, x, w->link[0] ? w->link : w->role, c->cols - x, TA_NONE);
+                if (w->confidence[0])
+                        printf_at(c, bottom, x, TA_NONE, " (%s confidence)", w->confidence);
+                x = puts_at(c, bottom + 1, 2, "", TA_NONE);
+                put_hostile(c, bottom + 1, x, w->detail, c->cols - x, TA_DIM);
+        }
+        /* the latest kernel event of the GPUs in view */
+        for (size_t i = v ? v->n_xids : 0; i-- > 0;) {
+                const struct live_xid *e = &v->xids[i];
+                if (s->focus >= 0 && e->gpu != s->focus)
+                        continue;
+                hhmmss(e->time, t, sizeof(t));
+                x = printf_at(c, bottom + 2, 0, TA_WARN, "kernel %s GPU %d ", t, e->gpu);
+                if (e->xid >= 0)
+                        x = printf_at(c, bottom + 2, x, TA_WARN, "Xid %d ", e->xid);
+                x = put_hostile(c, bottom + 2, x, e->title, 40, TA_NONE);
+                if (e->pid)
+                        x = printf_at(c, bottom + 2, x, TA_NONE, " (pid %u)", e->pid);
+                printf_at(c, bottom + 2, x, TA_DIM, "  %zu event%s: x", v->n_xids, v->n_xids == 1 ? "" : "s");
+                break;
+        }
+        if (s->message && s->message[0])
+                put_hostile(c, bottom + 3, 0, s->message, c->cols, TA_WARN);
+        else if (!s->color)
+                puts_at(c, bottom + 3, 0, "bar: R reserved  L listed  F foreign  G ghost  U unattributed  . free", TA_DIM);
+        if (s->dialog != TOP_DIALOG_NONE)
+                dialog(c, v, s);
+}

@@ -1,0 +1,76 @@
+/* top_screen: the screen of `ghostvram top`, drawn into a plain character grid (a canvas of
+ * ASCII cells, each with an attribute) from a live view and its history. The command paints
+ * the grid with ncurses, or prints it as lines where the terminal cannot address the cursor;
+ * tests read it directly. Nothing here prints or calls curses.
+ *
+ * Without colour, bars are letters (R reserved, L listed, F foreign, G ghost, U unattributed,
+ * '.' free); with colour the same cells carry the kind's attribute and the painter fills them.
+ * Every string a process, the kernel or the driver controls goes through the terminal escaper,
+ * and what is not ASCII becomes '?': a cell is one byte, one column. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "render/live_view.h"
+
+enum top_attr {
+        TA_NONE = 0,
+        TA_KIND,                        /* TA_KIND + enum live_kind: a bar cell of that kind */
+        TA_FREE = TA_KIND + LIVE_KINDS, /* the free part of a bar */
+        TA_BOLD,
+        TA_DIM,
+        TA_TITLE,                       /* the top line and table headers */
+        TA_SELECTED,                    /* the selected row */
+        TA_BAD,                         /* an alarming verdict, a stale sample, an error */
+        TA_WARN,
+        TA_GOOD,
+        TA_COUNT
+};
+
+struct top_canvas {
+        int rows, cols;
+        char *ch;                       /* rows * cols cells */
+        unsigned char *at;
+};
+
+/* Size the canvas (cleared to spaces). Returns 0 or -ENOMEM (the canvas unchanged). */
+int top_canvas_resize(struct top_canvas *c, int rows, int cols);
+void top_canvas_free(struct top_canvas *c);
+/* Row y as a string without its trailing blanks (into out[outlen]). */
+void top_canvas_line(const struct top_canvas *c, int y, char *out, size_t outlen);
+
+enum top_sort { TOP_SORT_GPU = 0, TOP_SORT_PID, TOP_SORT_MEM, TOP_SORT_ROLE, TOP_SORT_COUNT };
+const char *top_sort_name(enum top_sort s);
+
+enum top_dialog { TOP_DIALOG_NONE = 0, TOP_DIALOG_HELP, TOP_DIALOG_XID, TOP_DIALOG_TEXT };
+
+struct top_state {
+        bool color;
+        double now;                     /* epoch seconds */
+        double interval_s;
+        int focus;                      /* a GPU index, -1: every GPU */
+        enum top_sort sort;
+        size_t selected;                /* position in the sorted, filtered rows */
+        size_t dialog_scroll;
+        enum top_dialog dialog;
+        const char *dialog_title;       /* TOP_DIALOG_TEXT: a title and lines (our own text) */
+        const char *dialog_text;
+        const char *status;             /* the latest cycle's problem ("" none) */
+        double collecting_s;            /* how long the running collection has taken (0: none) */
+        double stale_after_s;
+        const char *message;            /* a one-line note at the bottom ("" none) */
+};
+
+/* The rows shown (GPU focus applied), sorted, as indexes into v->rows; returns how many
+ * (at most max). */
+size_t top_rows(const struct live_view *v, const struct top_state *s, size_t *idx, size_t max);
+
+/* Draw the whole screen. v may be NULL (nothing collected yet). */
+void top_draw(struct top_canvas *c, const struct live_view *v, const struct live_history *h,
+              const struct top_state *s);
+
+/* The ghost of a whole ring as `width` sparkline characters from " .:-=+*#" ('_' none), scaled
+ * to its largest ghost: each character the most ghost of its share of the points (a short
+ * ghost never vanishes), '?' where they are all gaps (the driver hung). Right-aligned; writes
+ * width bytes and a NUL. */
+void top_sparkline(const struct live_ring *r, char *out, size_t width);

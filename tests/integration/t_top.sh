@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# `ghostvram top` under tmux on the simulated driver: a killed job's ghost (the bar's letters
+# without colour, the MiB, the verdict), its workers' PIDs and links, the Xid 45 of the kill;
+# the keys (g, up/down, r: reclaim's dry-run plan, x, ?); resizing; a hung GPU (the sample
+# ages with the reason while the keys answer); quitting with q and with SIGTERM leaves the
+# terminal clean (the screen restored, the tty back in canonical mode with echo); TERM=dumb
+# gives plain frames with letters.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/serve_lib.sh"
+
+command -v tmux >/dev/null || fail "tmux is missing: scripts/install-deps --test installs it"
+
+sim_new --gpus 2 --memory 16384 --reserved 512
+sim_run --gpu 1 --mib 2048 --workers 2 --busy
+kill_wait "$OWNER"
+W1=${WORKERS[0]} W2=${WORKERS[1]}
+
+TM=(tmux -S "$GV_TMP/tmux.sock" -f /dev/null)
+trap 'rc=$?; "${TM[@]}" kill-server 2>/dev/null; (exit $rc); gv_cleanup' EXIT
+
+# top_session NAME COLS ROWS ENV...: run top in a tmux session; when it ends the pane records
+# its exit status and the terminal's modes in $GV_TMP/NAME.rc, NAME.stty. $GV_TMP/NAME.pid
+# gets top's PID.
+top_session() {
+        local name=$1 cols=$2 rows=$3
+        shift 3
+        "${TM[@]}" new-session -d -s "$name" -x "$cols" -y "$rows" \
+                "sh -c 'echo \$\$ >$GV_TMP/$name.pid; exec env GHOSTVRAM_SIM=$SIM $* $GV_BIN top --interval 1s --timeout 1s'; \
+                 echo \"EXITED rc=\$?\" >$GV_TMP/$name.rc; stty -a >$GV_TMP/$name.stty; echo AFTER-TOP; sleep 600"
+        wait_until 10 test -s "$GV_TMP/$name.pid" || fail "top did not start"
+        track "$(cat "$GV_TMP/$name.pid")"
+}
+screen_of() { "${TM[@]}" capture-pane -p -t "$1"; }
+# wait_screen NAME SECONDS ERE [gone]: until the screen has a line matching ERE (with "gone":
+# until no line does)
+wait_screen() {
+        local end=$((SECONDS + $2)) want=0
+        [ "${4:-}" = gone ] && want=1
+        until [ "$(screen_of "$1" | grep -cE -- "$3" || true)" -eq 0 ] && [ $want = 1 ] ||
+                { [ $want = 0 ] && screen_of "$1" | grep -qE -- "$3"; }; do
+                [ "$SECONDS" -lt "$end" ] || { screen_of "$1" >&2; fail "screen of $1: '$3' ${4:-not found}"; }
+                sleep 0.1
+        done
+}
+no_screen() { # NAME ERE: no line matches now
+        ! screen_of "$1" | grep -qE -- "$2" || { screen_of "$1" >&2; fail "a line matches '$2' on $1"; }
+}
+key() { "${TM[@]}" send-keys -t "$1" "${@:2}"; }
+# the terminal is clean after top: its screen gone (where the terminal has an alternate screen;
+# not with "no-alt": vt100 has none, the last frame stays as with any program), canonical mode
+# and echo back
+clean_after() {
+        wait_until 3 test -s "$GV_TMP/$1.rc" || fail "top did not exit within 3 s"
+        assert_eq "$(cat "$GV_TMP/$1.rc")" "EXITED rc=0" "top's exit status"
+        if [ "${2:-}" != no-alt ]; then
+                wait_screen "$1" 3 '^AFTER-TOP$'
+                no_screen "$1" 'ghostvram top|worker of dead PID'
+        fi
+        grep -qE '(^|[ ;])icanon( |$)' "$GV_TMP/$1.stty" || fail "tty left without icanon: $(cat "$GV_TMP/$1.stty")"
+        grep -qE '(^|[ ;])echo( |$)' "$GV_TMP/$1.stty" || fail "tty left without echo"
+}
+
+note "the ghost: 140x40, NO_COLOR (letters in the bar)"
+top_session a 140 40 NO_COLOR=1
+# GPU 1: 512 MiB reserved + 2048 MiB ghost of 16384 on a 60-cell bar: RR, then 7 G, 51 free
+wait_screen a 10 '^GPU 1 .* orphaned-holders \(high confidence\)$'
+wait_screen a 5 "^  \[RRGGGGGGG\.{51}\] 2560/16384 MiB  ghost 2048 MiB \(confirmed\)$"
+wait_screen a 2 "^  \[RR\.{58}\] 512/16384 MiB  ghost 0 MiB$"
+wait_screen a 2 '^GPU 0 .* ok \(high confidence\)$'
+wait_screen a 2 "^ +$OWNER .* 1 +2048  dead owner"
+wait_screen a 2 "^ +$W1 root +S 1 +-  worker of dead PID $OWNER +gv-simcuda"
+wait_screen a 2 "^ +$W2 root +S 1 +-  worker of dead PID $OWNER +gv-simcuda"
+wait_screen a 2 "^kernel [0-9:]{8} GPU 1 Xid 45 .*\(pid $OWNER\)"
+wait_screen a 2 "^bar: R reserved  L listed  F foreign  G ghost  U unattributed  \. free"
+wait_screen a 2 "2048 MiB ghost held by 2 orphaned processes of a dead job"
+
+note "keys: down selects a worker and shows its link; g focuses; r plans; x; ?"
+key a Down
+wait_screen a 2 "^PID $W1: worker of dead PID $OWNER, same process group \(high confidence\)"
+key a g
+wait_screen a 2 '^ghostvram top  SIMULATED HOST  GPU 0 '
+no_screen a "worker of dead PID"
+key a g
+wait_screen a 2 '^ghostvram top  SIMULATED HOST  GPU 1 '
+wait_screen a 2 "^    - NVML lists PID $OWNER with 2048 MiB: (no such process|zombie)"
+key a r
+wait_screen a 10 "PID $W1 +gv-simcuda \(state S\): worker of dead PID $OWNER, same process group"
+wait_screen a 2 "PID $W2 +gv-simcuda \(state S\): worker of dead PID $OWNER"
+wait_screen a 2 "Dry run: 2 processes would get SIGTERM"
+wait_screen a 2 'Reclaim plan \(dry run\): GPU 1'
+is_dead "$W1" && fail "the dry run ended a worker"
+key a Escape
+wait_screen a 2 'Dry run' gone
+key a x
+wait_screen a 2 "GPU 1  Xid 45  .*pid $OWNER gv-simcuda"
+key a Escape '?'
+wait_screen a 2 '^ +\|   r +reclaim.s plan'
+key a Escape s
+wait_screen a 2 'sort: pid'
+
+note "resizing to 90x24: the bar follows the width"
+"${TM[@]}" resize-window -t a -x 90 -y 24
+# 46-cell bar: 1 R, then 6 G, 39 free
+wait_screen a 3 "^  \[RGGGGGG\.{39}\] 2560/16384 MiB  ghost 2048 MiB"
+width=$(screen_of a | awk '{ if (length($0) > m) m = length($0) } END { print m }')
+[ "$width" -le 90 ] || fail "a line is $width columns wide after resizing to 90"
+
+note "GPU 1's driver hangs: the sample ages with the reason, keys still answer"
+"$GV_BIN" sim set "$SIM" hang=1:any
+wait_screen a 10 '^STALE sample [0-9:]{8} UTC, [0-9.]+ s old'
+wait_screen a 3 '^the NVIDIA driver'
+key a '?'
+wait_screen a 3 'Keys:'
+key a Escape
+wait_screen a 2 "^  \[RGGGGGG\.{39}\] 2560/16384 MiB  ghost 2048 MiB"
+wait_screen a 2 "^  ghost +[_.:=+*#-]*[?]+ "
+# a hung call never returns (docs/simulator.md): the age only grows; top makes no new call
+wait_screen a 10 '^STALE sample [0-9:]{8} UTC, ([5-9]|[1-9][0-9])\.[0-9] s old'
+"$GV_BIN" sim set "$SIM" hang=none
+
+note "q quits and leaves the terminal clean"
+key a q
+clean_after a
+
+note "SIGTERM and SIGQUIT, while the driver hangs, leave the terminal clean too"
+"$GV_BIN" sim set "$SIM" hang=any
+top_session b 100 30
+wait_screen b 10 '^(STALE sample|waiting for the first sample)'
+kill -TERM "$(cat "$GV_TMP/b.pid")"
+clean_after b
+top_session q 100 30
+wait_screen q 10 '^(STALE sample|waiting for the first sample)'
+kill -QUIT "$(cat "$GV_TMP/q.pid")"
+clean_after q
+"$GV_BIN" sim set "$SIM" hang=none
+
+note "colour on: the same values, no letters in the bar"
+top_session c 140 40
+wait_screen c 10 "^  \[ {9}\.{51}\] 2560/16384 MiB  ghost 2048 MiB \(confirmed\)$"
+key c q
+clean_after c
+
+note "a monochrome terminal (vt100): letters although NO_COLOR is not set"
+top_session m 140 40 TERM=vt100
+wait_screen m 10 "^  \[RRGGGGGGG\.{51}\] 2560/16384 MiB  ghost 2048 MiB \(confirmed\)$"
+key m q
+clean_after m no-alt
+
+note "TERM=dumb: plain frames with letters"
+"${TM[@]}" new-session -d -s d -x 140 -y 40 \
+        "env GHOSTVRAM_SIM=$SIM TERM=dumb $GV_BIN top --interval 1s --iterations 2; echo \$? >$GV_TMP/dumb.rc; sleep 600"
+wait_until 15 test -s "$GV_TMP/dumb.rc" || fail "top with TERM=dumb did not end after 2 frames"
+assert_eq "$(cat "$GV_TMP/dumb.rc")" 0 "exit status with TERM=dumb"
+"${TM[@]}" capture-pane -p -S -500 -t d >"$GV_TMP/dumb.out"
+grep -q "cannot move the cursor: plain frames follow" "$GV_TMP/dumb.out" || fail "no note about the dumb terminal"
+grep -qE "^  \[RRGGGGGGG\.{51}\] 2560/16384 MiB  ghost 2048 MiB" "$GV_TMP/dumb.out" || fail "no lettered bar: $(cat "$GV_TMP/dumb.out")"
+grep -qE "^ +$W1 root +S 1 +-  worker of dead PID $OWNER" "$GV_TMP/dumb.out" || fail "no worker row with TERM=dumb"
+[ "$(grep -c '^ghostvram top  ' "$GV_TMP/dumb.out")" -eq 2 ] || fail "not 2 frames: $(cat "$GV_TMP/dumb.out")"
+
+note "not a terminal: the same frames, no escape sequence"
+GHOSTVRAM_SIM=$SIM "$GV_BIN" top --interval 1s --iterations 1 >"$GV_TMP/pipe.out" 2>&1 </dev/null || fail "top into a pipe failed"
+grep -qE "^GPU 1 .* orphaned-holders \(high confidence\)$" "$GV_TMP/pipe.out" || fail "no GPU 1 verdict in a pipe"
+grep -q $'\e' "$GV_TMP/pipe.out" && fail "escape sequences written into a pipe"
+note "--gpu by PCI bus id: only that GPU"
+GHOSTVRAM_SIM=$SIM "$GV_BIN" top --gpu 0000:43:00.0 --iterations 1 >"$GV_TMP/gpu.out" 2>&1 </dev/null || fail "top --gpu failed"
+grep -qE "^ghostvram top  SIMULATED HOST  GPU 1 " "$GV_TMP/gpu.out" || fail "--gpu 0000:43:00.0 is not GPU 1: $(cat "$GV_TMP/gpu.out")"
+grep -q "^GPU 0 " "$GV_TMP/gpu.out" && fail "GPU 0 shown with --gpu naming GPU 1"
+grep -qE "^ +$W2 root +S 1 +-  worker of dead PID $OWNER" "$GV_TMP/gpu.out" || fail "no worker row with --gpu"
+
+note "acting from top: A needs a plan and a y; then reclaim ends the workers and the memory comes back"
+top_session e 140 40 NO_COLOR=1
+wait_screen e 10 "^  \[RRGGGGGGG\.{51}\] 2560/16384 MiB  ghost 2048 MiB \(confirmed\)$"
+key e A
+wait_screen e 2 "^A acts on reclaim.s plan: press r first"
+key e r
+wait_screen e 10 "Dry run: 2 processes would get SIGTERM"
+wait_screen e 2 'Reclaim plan \(dry run\): every GPU'
+key e A
+wait_screen e 2 "^Act on a fresh plan: end the processes it names\? y: yes, any other key: no"
+key e n
+wait_screen e 2 "^nothing done"
+is_dead "$W1" && fail "a worker ended although the confirmation was refused"
+key e A
+wait_screen e 2 "^Act on a fresh plan"
+key e y
+wait_screen e 2 'Reclaim \(acting\): every GPU'
+wait_screen e 30 'ghostvram reclaim --yes exited 0\)'
+for w in "$W1" "$W2"; do wait_until 10 is_dead "$w" || fail "worker $w still alive after reclaim from top"; done
+key e Escape
+wait_screen e 15 '^GPU 1 .* ok \(high confidence\)$'
+wait_screen e 5 "^  \[RR\.{58}\] 512/16384 MiB  ghost 0 MiB$"
+key e q
+clean_after e
+echo "PASS"

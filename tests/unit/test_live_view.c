@@ -1,0 +1,214 @@
+/* live_view, serve's page and top's screen on hand-built samples: the killed-job scenario's
+ * view (rows, roles, links), the history ring (bounded, oldest first, gaps), HTML escaping,
+ * the page's timeline and thinning, top's bar letters, sparkline, sorting and escaping. */
+#include "facts_builder.h"
+
+#include "render/live_view.h"
+#include "render/top_screen.h"
+#include "serve/page.h"
+
+static struct live_view *killed_view(struct facts **ret_f, struct scan_result **ret_r)
+{
+        struct facts *f = killed_job(2, 1, true);
+        /* a hostile comm on one worker */
+        free(f->host->holders[1].comm);
+        f->host->holders[1].comm = strdup("\033]0;x\a<b>&");
+        struct facts *before = killed_job(2, 1, true);
+        struct scan_result *r = build(f, before);
+        assert_string_equal(verdict(r, 1), "orphaned-holders");
+        struct live_view *v = NULL;
+        assert_int_equal(live_view_build(r, false, true, 0.01, &v), 0);
+        v->finished = T0;
+        facts_destroy(before);
+        *ret_f = f;
+        *ret_r = r;
+        return v;
+}
+
+static void test_view_rows(void **state)
+{
+        (void)state;
+        struct facts *f;
+        struct scan_result *r;
+        struct live_view *v = killed_view(&f, &r);
+        assert_int_equal(v->n_gpus, 2);
+        const struct live_gpu *g = live_view_gpu(v, 1);
+        assert_non_null(g);
+        assert_string_equal(g->verdict, "orphaned-holders");
+        assert_true(g->kind[LIVE_GHOST] == 2 * GIB);
+        assert_true(g->kind[LIVE_RESERVED] == 512 * MIB);
+        assert_int_equal(v->n_rows, 3);
+        assert_int_equal(v->rows[0].pid, 31300);
+        assert_string_equal(v->rows[0].role, "dead owner");
+        assert_true(v->rows[0].listed_bytes == (int64_t)(2 * GIB));
+        for (int i = 1; i <= 2; i++) {
+                assert_int_equal(v->rows[i].pid, 31300 + i);
+                assert_int_equal(v->rows[i].gpu, 1);
+                assert_string_equal(v->rows[i].role, "worker of dead PID 31300");
+                assert_true(v->rows[i].ghost_holder);
+                assert_null(v->rows[i].cmdline);
+        }
+        live_view_free(v);
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
+static void test_ring(void **state)
+{
+        (void)state;
+        struct live_history h = { 0 };
+        struct live_view v;
+        struct live_gpu g;
+        memset(&v, 0, sizeof(v));
+        memset(&g, 0, sizeof(g));
+        g.index = 3;
+        g.inspected = true;
+        g.total = 16 * GIB;
+        v.gpus = &g;
+        v.n_gpus = 1;
+        for (unsigned i = 0; i < LIVE_HISTORY_MAX + 80; i++) {
+                g.kind[LIVE_GHOST] = (uint64_t)i * MIB;
+                assert_int_equal(live_history_add(&h, i == 100 ? NULL : &v, 1000 + i), 0);
+        }
+        const struct live_ring *r = live_history_gpu(&h, 3);
+        assert_non_null(r);
+        assert_null(live_history_gpu(&h, 0));
+        assert_int_equal(r->n, LIVE_HISTORY_MAX);
+        assert_int_equal(live_ring_at(r, 0)->t, 1080);          /* the oldest 80 are gone */
+        assert_int_equal(live_ring_at(r, 0)->mib[LIVE_GHOST], 80);
+        assert_int_equal(live_ring_at(r, 20)->valid, 0);        /* the gap at i == 100 */
+        assert_int_equal(live_ring_at(r, LIVE_HISTORY_MAX - 1)->mib[LIVE_GHOST], LIVE_HISTORY_MAX + 79);
+        assert_int_equal(r->total_mib, 16384);
+        assert_int_equal(live_history_bytes(&h), sizeof(struct live_ring));
+        assert_true(sizeof(struct live_point) == 28);
+        /* top's sparkline: 720 points in 8 columns of 90, each its most ghost (169, 259, ...,
+         * 799 MiB) scaled to 799 */
+        char sp[9];
+        top_sparkline(r, sp, 8);
+        assert_string_equal(sp, "::-==+*#");
+        live_history_free(&h);
+}
+
+static void test_page_esc(void **state)
+{
+        (void)state;
+        struct buf b = BUF_INIT(0);
+        const char in[] = "<a href='x'>&\"\x01\xff";
+        assert_int_equal(page_esc(&b, in, sizeof(in) - 1), 0);
+        assert_string_equal(buf_str(&b), "&lt;a href=&#39;x&#39;&gt;&amp;&quot;\xef\xbf\xbd\xef\xbf\xbd");
+        buf_free(&b);
+}
+
+static void test_page(void **state)
+{
+        (void)state;
+        struct facts *f;
+        struct scan_result *r;
+        struct live_view *v = killed_view(&f, &r);
+        struct live_history h = { 0 };
+        /* 720 samples, one a second; the ghost appears for 2 s only in the middle */
+        struct live_gpu *g1 = &v->gpus[1];
+        uint64_t ghost = g1->kind[LIVE_GHOST];
+        for (unsigned i = 0; i < LIVE_HISTORY_MAX; i++) {
+                g1->kind[LIVE_GHOST] = i == 400 || i == 401 ? ghost : 0;
+                live_history_add(&h, v, T0 - LIVE_HISTORY_MAX + 1 + i);
+        }
+        g1->kind[LIVE_GHOST] = ghost;
+        struct buf out = BUF_INIT(0);
+        struct page_opts po = { .refresh_s = 15, .now = T0, .age_s = 0.5, .stale_after_s = 60, .status = "" };
+        assert_int_equal(page_render(&out, v, &h, &po), 0);
+        const char *p = buf_str(&out);
+        assert_non_null(strstr(p, "<meta http-equiv=\"refresh\" content=\"15\">"));
+        assert_non_null(strstr(p, "data-verdict=\"orphaned-holders\""));
+        assert_non_null(strstr(p, "data-pid=\"31301\" data-role=\"worker of dead PID 31300\""));
+        /* the hostile comm, escaped: no raw control byte, no tag */
+        assert_non_null(strstr(p, "\xef\xbf\xbd]0;x\xef\xbf\xbd&lt;b&gt;&amp;"));
+        assert_null(strchr(p, '\033'));
+        assert_null(strstr(p, "<script"));
+        /* the 2 s ghost survives the thinning to 240 points: its band reaches 2560 MiB of
+         * 80 GiB (y = 158 - 2560 / 81920 * 150 = 153.3) */
+        /* GPU 0 never had a ghost: its ghost series is there, empty */
+        assert_non_null(strstr(p, "<path class=\"series ghost\" data-kind=\"ghost\" fill=\"#e53935\" d=\"\"><title>ghost: 0 MiB now"));
+        const char *gp = strstr(p, "id=\"timeline-gpu1\"");
+        assert_non_null(gp);
+        gp = strstr(gp, "<path class=\"series ghost\" data-kind=\"ghost\" fill=\"#e53935\" d=\"M");
+        assert_non_null(gp);
+        const char *end = strstr(gp, "\">");          /* the end of d */
+        size_t pts = 0;
+        for (const char *q = gp; q < end; q++)
+                pts += *q == 'L' || *q == 'M';
+        assert_true(pts == 2 * 240);
+        char *band = strndup(gp, (size_t)(end - gp));
+        assert_non_null(strstr(band, ",153.3"));
+        free(band);
+        /* the page stays small with a full ring: a few tens of KiB a GPU */
+        assert_true(out.len < 2 * 45000);
+        buf_free(&out);
+        /* no data yet */
+        po.age_s = -1;
+        assert_int_equal(page_render(&out, NULL, &h, &po), 0);
+        assert_non_null(strstr(buf_str(&out), "No data yet"));
+        buf_free(&out);
+        live_history_free(&h);
+        live_view_free(v);
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
+static void test_top_screen(void **state)
+{
+        (void)state;
+        struct facts *f;
+        struct scan_result *r;
+        struct live_view *v = killed_view(&f, &r);
+        struct top_canvas c = { 0 };
+        assert_int_equal(top_canvas_resize(&c, 30, 104), 0);    /* a 60-cell bar */
+        struct top_state s = { .now = T0 + 1, .interval_s = 1, .focus = -1, .stale_after_s = 4, .status = "",
+                               .message = "" };
+        top_draw(&c, v, NULL, &s);
+        char line[200];
+        bool bar = false, worker = false, esc = false;
+        for (int y = 0; y < c.rows; y++) {
+                top_canvas_line(&c, y, line, sizeof(line));
+                /* 80 GiB on 60 cells: 512 MiB reserved rounds to 0 cells but shows as 1; the
+                 * ghost ends at 2560 MiB: cell 2 */
+                bar |= !strncmp(line, "  [RG..........", 15) && strstr(line, "] 2560/81920 MiB  ghost 2048 MiB");
+                worker |= strstr(line, "31301 ") && strstr(line, "worker of dead PID 31300");
+                esc |= strstr(line, "\\e]0;x\\x07<b>&") != NULL;
+                for (const char *q = line; *q; q++)
+                        assert_true(*q >= 0x20 && *q < 0x7f);
+        }
+        assert_true(bar);
+        assert_true(worker);
+        assert_true(esc);
+        /* sorted by memory: the listed dead owner first; focus on GPU 0: no rows */
+        size_t idx[8];
+        s.sort = TOP_SORT_MEM;
+        assert_int_equal(top_rows(v, &s, idx, 8), 3);
+        assert_int_equal(v->rows[idx[0]].pid, 31300);
+        s.sort = TOP_SORT_PID;
+        s.focus = 0;
+        assert_int_equal(top_rows(v, &s, idx, 8), 0);
+        /* stale: the reason shows on line 2 */
+        s.focus = -1;
+        s.now = T0 + 30;
+        s.status = "the NVIDIA driver did not answer in time";
+        top_draw(&c, v, NULL, &s);
+        top_canvas_line(&c, 1, line, sizeof(line));
+        assert_true(!strncmp(line, "STALE sample ", 13) && strstr(line, ", 30.0 s old"));
+        top_canvas_line(&c, 2, line, sizeof(line));
+        assert_string_equal(line, "the NVIDIA driver did not answer in time");
+        top_canvas_free(&c);
+        live_view_free(v);
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_view_rows), cmocka_unit_test(test_ring), cmocka_unit_test(test_page_esc),
+                cmocka_unit_test(test_page), cmocka_unit_test(test_top_screen),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
