@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# Slurm Epilog (slurm.conf: Epilog=/etc/slurm/ghostvram/epilog.sh): after each job, look at
+# the GPUs the job used (SLURM_JOB_GPUS, else every GPU), end what the job left holding GPU
+# memory (its cgroup when it still exists under cgroup v2, its orphaned workers through
+# `ghostvram reclaim`), measure the memory coming back, and drain the node with the reason when
+# it does not. Idempotent (a second run finds nothing to do, or drains with the same reason),
+# bounded by GV_TIME_LIMIT, and it always exits 0: a failing Epilog makes Slurm drain the node
+# with "Epilog error", which tells nobody what is wrong. docs/fleet.md.
+. "$(dirname "$(readlink -f "$0")")/ghostvram-slurm-lib.sh"
+gv_load epilog
+
+gv_inspect job || exit 0
+if [ -z "$GV_BAD" ]; then
+        gv_log "GPU ${GV_SEL# } clean"
+        exit 0
+fi
+gv_log "left behind: $(gv_describe)"
+
+# The job's own cgroup, where Slurm's cgroup/v2 left it (a v1 job cgroup is removed by
+# proctrack/cgroup before the Epilog runs; its orphans are ended below like any other).
+gv_job_cgroup() {
+        local cg2
+        cg2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+        [ -n "$cg2" ] && [ -n "$GV_JOB" ] || return 1
+        gv_bounded 5 find "$cg2" -maxdepth 4 -type d -name "job_$GV_JOB" -print -quit 2>/dev/null | grep .
+}
+
+if [ "$GV_RECLAIM" = yes ]; then
+        opts=(--yes --grace "$GV_GRACE" --timeout "$GV_RECLAIM_TIMEOUT" --confirm "$GV_CONFIRM"
+                --noise-floor "$GV_NOISE_FLOOR")
+        [ -n "$GV_POLICY" ] && opts+=(--policy "$GV_POLICY")
+        limit=$(($(gv_secs "$GV_RECLAIM_TIMEOUT") + $(gv_secs "$GV_CONFIRM") + 10))
+        if cg=$(gv_job_cgroup) && [ -n "$(cat "$cg/cgroup.procs" 2>/dev/null)" ]; then
+                out=$(gv_bounded "$limit" "$GHOSTVRAM" reclaim --cgroup "$cg" "${opts[@]}" 2>&1) && rc=0 || rc=$?
+                mem=$(grep -E "^  GPU [0-9]+  +[0-9]+ MiB →" <<<"$out" | sed 's/  */ /g; s/^ //' | paste -sd ';' -)
+                gv_log "reclaim --cgroup $cg: exit $rc: ${mem:-no measurement}: $(tail -n 1 <<<"$out")"
+                gv_inspect job || exit 0
+        fi
+        for n in $GV_BAD; do
+                [ "${GV_GHOST[$n]:-0}" -gt 0 ] || continue
+                out=$(gv_bounded "$limit" "$GHOSTVRAM" reclaim --gpu "$n" "${opts[@]}" 2>&1) && rc=0 || rc=$?
+                # "GPU 1  3072 MiB → 0 MiB  freed 3072 MiB  back in 0.009 s": reclaim's measurement
+                mem=$(grep -E "^  GPU $n  +[0-9]+ MiB →" <<<"$out" | sed 's/  */ /g; s/^ //' | head -n 1)
+                gv_log "reclaim GPU $n: exit $rc: ${mem:-no measurement}: $(tail -n 1 <<<"$out")"
+        done
+fi
+
+gv_inspect job || exit 0
+if [ -z "$GV_BAD" ]; then
+        gv_log "memory back on GPU ${GV_SEL# }"
+        exit 0
+fi
+# a ghost is what the job left; a lost GPU or a task stuck in the driver is only seen after it
+how="left by job ${GV_JOB:-?}, not freed"
+for n in $GV_BAD; do [ "${GV_GHOST[$n]:-0}" -gt 0 ] || how="seen after job ${GV_JOB:-?}"; done
+[ "$GV_RECLAIM" = yes ] || how="$how (GV_RECLAIM=$GV_RECLAIM)"
+gv_drain "$(gv_describe) $how"
+exit 0
