@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # ghostvram track: a job's allocations recorded by the preload library on the simulated
 # libcuda.so.1 (by symbol, through cuGetProcAddress both versions, dlsym on a dlopen'ed handle,
-# VMM, stream-ordered), read back by `scan --ledger-dir` after the owner's kill -9; forked
-# workers that allocate nothing leave no ledger.
+# VMM, stream-ordered), read back by `scan --ledger-dir` and serve's /api/v1/scan after the
+# owner's kill -9; forked workers that allocate nothing leave no ledger.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/track_lib.sh"
+. "$(dirname "$0")/serve_lib.sh"
 
 sim_new --gpus 2
 LEDGER="$GV_TMP/ledger"
@@ -40,6 +41,16 @@ grep -q "ledger: dead PID $OWNER still had 3072 MiB in 1 allocation; top sites: 
 # without --ledger-dir scan says nothing of ledgers
 doc=$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" scan --json --confirm 0 || true)
 jq -e '.gpus[1] | has("ledger") | not' <<<"$doc" >/dev/null || fail "a ledger key without --ledger-dir"
+note "serve's /api/v1/scan with --ledger-dir carries the same ledger"
+serve_start --interval 1s --ledger-dir "$LEDGER"
+api_ledger() { curl -gfsS --max-time 10 "$URL/api/v1/scan" | jq -c '.gpus[] | select(.index == 1) | .ledger'; }
+# (503 until the first complete scan: its text body is no JSON, jq fails on it)
+wait_until 20 sh -c "curl -gsS --max-time 10 '$URL/api/v1/scan' | jq -e '.gpus[1].ledger.owner_pid == $OWNER' >/dev/null 2>&1" ||
+        fail "/api/v1/scan: $(curl -gsS --max-time 10 "$URL/api/v1/scan" | head -c 600)"
+a=$(api_ledger)
+assert_eq "$(jq -r '[.outstanding_bytes, .allocations, .top_sites[0].api] | join(" ")' <<<"$a")" \
+        "$((3072 * MIB)) 1 cuMemAlloc_v2" "/api/v1/scan ledger"
+serve_stop
 kill_wait "${WORKERS[@]}"
 
 note "each allocation route of the simulated CUDA application"
