@@ -48,6 +48,7 @@ fuzz:
 
 bench: build
 	bench/run-all $(BUILD)
+	bench/track/run $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD)-fuzz

@@ -1,9 +1,11 @@
 /* gv-simcuda: the simulated CUDA application (started by `ghostvram sim run`).
  *
- * It does to the simulated device files what the CUDA runtime does to /dev/nvidia*: opens
- * nvidiactl, nvidia-uvm and the node of every visible GPU (CUDA_VISIBLE_DEVICES) with
- * O_CLOEXEC, maps each (MAP_SHARED, one page), and creates its context on its own open
- * description of nvidiactl (sim_context_create). Then, like a training job with data-loader
+ * It is a CUDA program: it links the simulated libcuda.so.1 (sim/cuda/cuda_sim.c) and calls the
+ * driver API — cuInit (which opens nvidiactl, nvidia-uvm and the node of every visible GPU with
+ * O_CLOEXEC and maps each, as the real driver does to /dev/nvidia*), cuCtxCreate (the context,
+ * on its own open description of nvidiactl) and allocations of --mib through the route --alloc
+ * names (by symbol, through cuGetProcAddress, VMM), which charge the context. So ghostvram's
+ * allocation tracker (`ghostvram track`) sees it as it sees a real job. Then, like a training job with data-loader
  * workers, it forks workers that inherit the descriptors and the mappings, and optionally a
  * child that execs `sleep` (close-on-exec and exec leave it holding nothing).
  *
@@ -13,10 +15,11 @@
  * session, and reaps its children like a shell), --launcher-exits (the launcher exits once the
  * job is ready: the owner is reparented and leads no group).
  *
- * Under MIG (--mig-instance GI) it also opens the capability nodes of the GPU instance and of its
- * compute instance 0, DIR/dev/nvidia-caps/nvidia-capN, as CUDA does to reach a MIG device (the
- * GPU's own node stays open too); like nvidia-modprobe, it creates a missing one. The context
- * then charges that instance.
+ * Under MIG (--mig-instance GI, passed to the simulated libcuda with gvsim_set_mig_instance) the
+ * driver also opens the capability nodes of the GPU instance and of its compute instance 0,
+ * DIR/dev/nvidia-caps/nvidia-capN, as CUDA does to reach a MIG device (the GPU's own node stays
+ * open too); like nvidia-modprobe, it creates a missing one. The context then charges that
+ * instance.
  *
  * For the context it starts the driver's teardown watcher (gv-simteardown) in a session of its
  * own, holding nothing of the job's: it records when the context's description is released and,
@@ -27,6 +30,7 @@
  * until killed (the launcher: until its children are gone). */
 #define _GNU_SOURCE 1 /* close_range */
 #include <errno.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
@@ -41,13 +45,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "simcuda_api.h"
 #include "simstate.h"
 #include "util/buf.h"
 #include "util/fileio.h"
 #include "util/parse.h"
 #include "util/spawn.h"
-
-#define MAX_FDS (SIM_MAX_GPUS + 4)
 
 static int report_fd = 1;
 
@@ -90,84 +93,15 @@ static void __attribute__((noreturn)) sleep_forever(void)
                 pause();
 }
 
-/* CUDA_VISIBLE_DEVICES: indices or GPU-UUID prefixes, comma-separated; like CUDA, parsing
- * stops at the first entry that names no device. Unset: every GPU. */
-static unsigned visible_devices(const struct sim_host *h, unsigned *out)
-{
-        const char *env = getenv("CUDA_VISIBLE_DEVICES");
-        unsigned n = 0;
-        if (!env) {
-                for (unsigned i = 0; i < h->n_gpus; i++)
-                        out[n++] = i;
-                return n;
-        }
-        char tok[128];
-        while (*env && n < h->n_gpus) {
-                size_t len = strcspn(env, ",");
-                int found = -1;
-                if (len < sizeof(tok)) {
-                        memcpy(tok, env, len);
-                        tok[len] = '\0';
-                        unsigned idx;
-                        if (parse_uint_range(tok, 0, h->n_gpus - 1, &idx) == 0)
-                                found = (int)idx;
-                        else if (strncmp(tok, "GPU-", 4) == 0)
-                                for (unsigned i = 0; i < h->n_gpus; i++)
-                                        if (strncmp(h->gpus[i].uuid, tok, len) == 0)
-                                                found = (int)i;
-                }
-                for (unsigned i = 0; i < n; i++)
-                        if (found >= 0 && out[i] == (unsigned)found)
-                                found = -1; /* a repeated device ends the list too */
-                if (found < 0)
-                        break;
-                out[n++] = (unsigned)found;
-                env += len;
-                if (*env == ',')
-                        env++;
-        }
-        return n;
-}
-
-static int open_and_map(const char *dir, const char *node, int *ret_fd)
-{
-        char p[PATH_MAX];
-        int n = snprintf(p, sizeof(p), "%s/dev/%s", dir, node);
-        if (n < 0 || (size_t)n >= sizeof(p))
-                return -ENAMETOOLONG;
-        int fd = open(p, O_RDWR | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return -errno;
-        void *m = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (m == MAP_FAILED) {
-                int e = -errno;
-                close(fd);
-                return e;
-        }
-        *ret_fd = fd;
-        return 0;
-}
-
-/* Open (creating it when missing, as nvidia-modprobe does) a MIG capability node: a descriptor
- * only, CUDA does not map them. */
-static int open_cap(const char *dir, unsigned minor, int *ret_fd)
-{
-        char p[PATH_MAX];
-        int r = sim_mig_cap_path(dir, minor, p, sizeof(p));
-        if (r < 0)
-                return r;
-        int fd = open(p, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, 0444);
-        if (fd < 0)
-                return -errno;
-        *ret_fd = fd;
-        return 0;
-}
-
 static void usage(FILE *f)
 {
         fprintf(f, "Usage: gv-simcuda --dir DIR --gpu I --mib M [--workers K] [--close-fds-in-workers]\n"
                    "                  [--exec-child] [--worker-setsid] [--launcher] [--launcher-exits]\n"
-                   "                  [--busy] [--mig-instance GI] [--report-fd FD]\n"
+                   "                  [--busy] [--mig-instance GI] [--alloc ROUTE] [--report-fd FD]\n"
+                   "ROUTE: how the memory is allocated through libcuda.so.1: symbol (default: one\n"
+                   "cuMemAlloc_v2), mixed (half by symbol, half through cuGetProcAddress_v2), procaddr,\n"
+                   "procaddr-v1 (cuGetProcAddress), dlsym (dlopen + dlsym of cuGetProcAddress_v2),\n"
+                   "vmm (cuMemCreate + cuMemMap), async (cuMemAllocAsync)\n"
                    "The simulated CUDA application; use 'ghostvram sim run', which starts it.\n");
 }
 
@@ -183,6 +117,7 @@ struct job {
         bool launcher_exits;    /* the launcher exits once the job is ready */
         bool busy;              /* work pending: the owner's death logs Xid 45 */
         unsigned gi;            /* MIG GPU instance, SIM_GI_NONE outside MIG */
+        const char *alloc;      /* the allocation route (usage) */
 };
 
 static int run(const struct job *j);
@@ -203,10 +138,11 @@ int main(int argc, char **argv)
                 { "busy", no_argument, NULL, 'b' },
                 { "mig-instance", required_argument, NULL, 'i' },
                 { "report-fd", required_argument, NULL, 'r' },
+                { "alloc", required_argument, NULL, 'a' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        struct job j = { .gi = SIM_GI_NONE };
+        struct job j = { .alloc = "symbol", .gi = SIM_GI_NONE };
         unsigned rfd;
         bool have_gpu = false;
         int c;
@@ -232,6 +168,13 @@ int main(int argc, char **argv)
                 case 'l': j.launcher = true; break;
                 case 'e': j.launcher = j.launcher_exits = true; break;
                 case 'b': j.busy = true; break;
+                case 'a':
+                        if (strcmp(optarg, "mixed") && strcmp(optarg, "symbol") && strcmp(optarg, "procaddr") &&
+                            strcmp(optarg, "procaddr-v1") && strcmp(optarg, "dlsym") && strcmp(optarg, "vmm") &&
+                            strcmp(optarg, "async"))
+                                goto bad;
+                        j.alloc = optarg;
+                        break;
                 case 'i':
                         if (parse_uint_range(optarg, 1, SIM_MAX_MIG, &j.gi) < 0)
                                 goto bad;
@@ -359,57 +302,94 @@ static int launch(const struct job *j)
         return WIFEXITED(last) ? WEXITSTATUS(last) : 128 + WTERMSIG(last);
 }
 
+/* cuMemAlloc_v2 as the CUDA runtime finds it: through cuGetProcAddress_v2 (or the 11.x
+ * cuGetProcAddress), itself looked up by symbol or with dlsym on a dlopen'ed libcuda.so.1. */
+static cu_mem_alloc_fn alloc_fn_by_procaddr(const char *route)
+{
+        void *fn = NULL;
+        if (strcmp(route, "procaddr-v1") == 0) {
+                return cuGetProcAddress("cuMemAlloc", &fn, 11030, CU_GET_PROC_ADDRESS_DEFAULT) == CUDA_SUCCESS
+                               ? (cu_mem_alloc_fn)fn
+                               : NULL;
+        }
+        cu_get_proc_address_v2_fn gpa = cuGetProcAddress_v2;
+        if (strcmp(route, "dlsym") == 0) {
+                void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+                gpa = h ? (cu_get_proc_address_v2_fn)dlsym(h, "cuGetProcAddress_v2") : NULL;
+                if (!gpa)
+                        return NULL;
+        }
+        CUdriverProcAddressQueryResult status = -1;
+        if (gpa("cuMemAlloc", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS ||
+            status != CU_GET_PROC_ADDRESS_SUCCESS)
+                return NULL;
+        return (cu_mem_alloc_fn)fn;
+}
+
+/* Allocate `bytes` on the current context the way the route says (usage). Returns a CUresult;
+ * the memory stays allocated (a job holds its tensors until it dies). */
+static CUresult allocate(const char *route, CUdevice dev, uint64_t bytes)
+{
+        CUdeviceptr p;
+        if (strcmp(route, "symbol") == 0)
+                return cuMemAlloc_v2(&p, bytes);
+        if (strcmp(route, "async") == 0)
+                return cuMemAllocAsync(&p, bytes, NULL);
+        if (strcmp(route, "vmm") == 0) {
+                /* PyTorch's expandable segments: physical memory in 2 MiB granules, mapped */
+                CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                             .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev } };
+                uint64_t gran = (uint64_t)2 << 20, size = (bytes + gran - 1) / gran * gran;
+                CUmemGenericAllocationHandle h;
+                CUresult r = cuMemCreate(&h, size, &prop, 0);
+                if (r == CUDA_SUCCESS)
+                        r = cuMemMap(0x7e0000000000ull, size, 0, h, 0);
+                return r;
+        }
+        if (strcmp(route, "mixed") == 0) {
+                /* two call sites, two routes; out of memory is reported for the whole request
+                 * (what `sim run` always said): what was allocated is freed and the whole is
+                 * asked for once, which fails with the driver's message for it */
+                uint64_t half = bytes / 2;
+                CUdeviceptr first = 0;
+                CUresult r = half ? cuMemAlloc_v2(&first, half) : CUDA_SUCCESS;
+                cu_mem_alloc_fn f = alloc_fn_by_procaddr("procaddr");
+                if (r == CUDA_SUCCESS)
+                        r = f ? f(&p, bytes - half) : CUDA_ERROR_NOT_FOUND;
+                if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+                        if (first)
+                                (void)cuMemFree_v2(first);
+                        r = cuMemAlloc_v2(&p, bytes);
+                }
+                return r;
+        }
+        cu_mem_alloc_fn f = alloc_fn_by_procaddr(route);
+        return f ? f(&p, bytes) : CUDA_ERROR_NOT_FOUND;
+}
+
 static int run(const struct job *j)
 {
         const char *dir = j->dir;
-        struct sim_host h;
-        unsigned visible[SIM_MAX_GPUS];
-        int fds[MAX_FDS], nfds = 0, owners_fd, r;
-        char err[SIM_ERR_LEN], node[32];
-        r = sim_host_load(dir, &h);
-        if (r < 0) {
-                report("error %s is not a simulated host (%s)", dir, strerror(-r));
-                return 1;
-        }
-        unsigned nvis = visible_devices(&h, visible);
-        if (nvis == 0) {
-                report("error CUDA error: no CUDA-capable device is detected (CUDA_VISIBLE_DEVICES)");
-                return 1;
-        }
-        if (j->gpu >= nvis) {
-                report("error CUDA error: invalid device ordinal (GPU %u; %u visible)", j->gpu, nvis);
-                return 1;
-        }
-        /* fds[0] is nvidiactl: the context lives on its open file description */
-        r = open_and_map(dir, "nvidiactl", &fds[nfds]);
-        if (r == 0)
-                r = open_and_map(dir, "nvidia-uvm", &fds[++nfds]);
-        for (unsigned i = 0; r == 0 && i < nvis; i++) {
-                snprintf(node, sizeof(node), "nvidia%u", h.gpus[visible[i]].minor);
-                r = open_and_map(dir, node, &fds[++nfds]);
-        }
-        /* a MIG device: its GPU instance's and its compute instance's capabilities */
-        if (r == 0 && j->gi != SIM_GI_NONE)
-                r = open_cap(dir, sim_mig_cap_minor(h.gpus[visible[j->gpu]].minor, j->gi, false), &fds[++nfds]);
-        if (r == 0 && j->gi != SIM_GI_NONE)
-                r = open_cap(dir, sim_mig_cap_minor(h.gpus[visible[j->gpu]].minor, j->gi, true), &fds[++nfds]);
-        if (r < 0) {
-                report("error cannot open the simulated device files in %s/dev: %s", dir, strerror(-r));
-                return 1;
-        }
-        nfds++;
-        char owners[PATH_MAX];
-        snprintf(owners, sizeof(owners), "%s/owners", dir);
-        owners_fd = open(owners, O_RDWR | O_CLOEXEC | O_NOCTTY);
-        if (owners_fd < 0) {
-                report("error cannot open %s: %s", owners, strerror(errno));
-                return 1;
-        }
+        int fds[SIM_MAX_GPUS + 4], nfds, r;
+        char err[SIM_ERR_LEN];
+        CUdevice dev;
+        CUcontext ctx;
         unsigned id;
-        r = sim_context_create_gi(dir, visible[j->gpu], j->gi, j->mib << 20, fds[0], owners_fd, &id, err,
-                                  sizeof(err));
-        if (r == 0)
-                r = start_watcher(dir, id, j->busy, err, sizeof(err));
+        /* the simulated libcuda.so.1 reads the host named here, as the stand-in NVML does */
+        if (setenv("GHOSTVRAM_SIM", dir, 1) < 0) {
+                report("error setenv: %s", strerror(errno));
+                return 1;
+        }
+        /* a MIG device (CUDA_VISIBLE_DEVICES=MIG-... on a real host): the simulator's own call */
+        gvsim_set_mig_instance(j->gi);
+        if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, (int)j->gpu) != CUDA_SUCCESS ||
+            cuCtxCreate_v2(&ctx, 0, dev) != CUDA_SUCCESS || allocate(j->alloc, dev, j->mib << 20) != CUDA_SUCCESS ||
+            gvsim_ctx_id(&id) != CUDA_SUCCESS) {
+                report("error %s", gvsim_last_error()[0] ? gvsim_last_error() : "CUDA error: the allocation route failed");
+                return 1;
+        }
+        nfds = gvsim_device_fds(fds, SIM_MAX_GPUS + 4);
+        r = start_watcher(dir, id, j->busy, err, sizeof(err));
         if (r < 0) {
                 report("error %s", err);
                 return 1;

@@ -480,6 +480,69 @@ static int lock_take(int fd, int cmd, unsigned id)
         return fcntl(fd, cmd, &fl) < 0 ? -errno : 0;
 }
 
+/* Take the writers' lock (into *ret_lock, for sim_unlock) and look at every context under it.
+ * Returns 0 or a negative errno with a message in err. */
+static int lock_observe(const char *dir, struct sim_client *cl, const struct sim_knobs *k, struct ctx_list *l,
+                        struct sim_observation *o, int *ret_lock, char *err, size_t errlen)
+{
+        int r = sim_lock(dir);
+        *ret_lock = r;
+        if (r < 0) {
+                snprintf(err, errlen, "cannot lock %s/lock: %s", dir, strerror(-r));
+                return r;
+        }
+        r = ctx_observe(cl, k, l, o, true);
+        if (r < 0)
+                snprintf(err, errlen, "cannot read %s/contexts: %s", dir, strerror(-r));
+        return r;
+}
+
+/* CUDA's out-of-memory message (what PyTorch prints); returns -ENOMEM. */
+static int oom_message(char *err, size_t errlen, uint64_t bytes, unsigned gpu, const struct sim_gpu *g, uint64_t avail)
+{
+        snprintf(err, errlen,
+                 "CUDA error: out of memory (tried to allocate %llu MiB; GPU %u has a total capacity of %llu MiB of "
+                 "which %llu MiB is free)",
+                 (unsigned long long)(bytes >> 20), gpu, (unsigned long long)(g->total_bytes >> 20),
+                 (unsigned long long)(avail >> 20));
+        return -ENOMEM;
+}
+
+/* May a context in gpu (MIG GPU instance gi, or SIM_GI_NONE) take bytes more? Under MIG, CUDA
+ * sees instances, not the GPU: a context lives in one instance and only that instance's memory
+ * is its to take. Returns 0, -ENODEV or -ENOMEM with CUDA's message in err. */
+static int room_check(const struct sim_client *cl, const struct sim_knobs *k, const struct sim_observation *o,
+                      unsigned gpu, unsigned gi, uint64_t bytes, char *err, size_t errlen)
+{
+        const struct sim_gpu *g = &cl->host.gpus[gpu];
+        uint64_t avail = g->total_bytes - g->reserved_bytes - sim_used_bytes(&cl->host, k, o, gpu);
+        if (k->gpu[gpu].mig_instances && gi == SIM_GI_NONE) {
+                snprintf(err, errlen, "CUDA error: no CUDA-capable device is detected (GPU %u is in MIG mode: run "
+                                      "in one of its %u GPU instances, --mig-instance 1..%u)",
+                         gpu, k->gpu[gpu].mig_instances, k->gpu[gpu].mig_instances);
+                return -ENODEV;
+        }
+        if (gi != SIM_GI_NONE && (gi < 1 || gi > k->gpu[gpu].mig_instances)) {
+                snprintf(err, errlen, "CUDA error: invalid device ordinal (GPU %u has no MIG GPU instance %u)", gpu, gi);
+                return -ENODEV;
+        }
+        if (gi != SIM_GI_NONE) {
+                uint64_t size = sim_mig_instance_total(&cl->host, gpu, k->gpu[gpu].mig_instances);
+                uint64_t in = size - sim_mig_used_bytes(&cl->host, k, o, gpu, gi);
+                /* the parent's uncharged memory may leave less than the instance's share */
+                in = in < avail ? in : avail;
+                if (bytes > in) {
+                        snprintf(err, errlen,
+                                 "CUDA error: out of memory (tried to allocate %llu MiB; GPU %u MIG instance %u has a "
+                                 "total capacity of %llu MiB of which %llu MiB is free)",
+                                 (unsigned long long)(bytes >> 20), gpu, gi, (unsigned long long)(size >> 20),
+                                 (unsigned long long)(in >> 20));
+                        return -ENOMEM;
+                }
+        }
+        return bytes > avail ? oom_message(err, errlen, bytes, gpu, g, avail) : 0;
+}
+
 int sim_context_create(const char *dir, unsigned gpu, uint64_t bytes, int ctl_fd, int owners_fd,
                        unsigned *ret_id, char *err, size_t errlen)
 {
@@ -493,9 +556,7 @@ int sim_context_create_gi(const char *dir, unsigned gpu, unsigned gi, uint64_t b
         struct sim_knobs *k = malloc(sizeof(*k));
         struct ctx_list *l = malloc(sizeof(*l));
         struct sim_observation *o = malloc(sizeof(*o));
-        const struct sim_gpu *g;
         struct sim_ctx *c;
-        uint64_t used, avail;
         int lock = -1, r;
 
         if (!cl || !k || !l || !o) {
@@ -519,60 +580,12 @@ int sim_context_create_gi(const char *dir, unsigned gpu, unsigned gi, uint64_t b
                                                               : "CUDA error: GPU %u has fallen off the bus", gpu);
                 goto out;
         }
-        lock = sim_lock(dir);
-        if (lock < 0) {
-                r = lock;
-                snprintf(err, errlen, "cannot lock %s/lock: %s", dir, strerror(-r));
+        r = lock_observe(dir, cl, k, l, o, &lock, err, errlen);
+        if (r < 0)
                 goto out;
-        }
-        r = ctx_observe(cl, k, l, o, true);
-        if (r < 0) {
-                snprintf(err, errlen, "cannot read %s/contexts: %s", dir, strerror(-r));
+        r = room_check(cl, k, o, gpu, gi, bytes, err, errlen);
+        if (r < 0)
                 goto out;
-        }
-        /* under MIG, CUDA sees instances, not the GPU: a context lives in one instance and
-         * only that instance's memory is its to take */
-        if (k->gpu[gpu].mig_instances && gi == SIM_GI_NONE) {
-                r = -ENODEV;
-                snprintf(err, errlen, "CUDA error: no CUDA-capable device is detected (GPU %u is in MIG mode: run "
-                                      "in one of its %u GPU instances, --mig-instance 1..%u)",
-                         gpu, k->gpu[gpu].mig_instances, k->gpu[gpu].mig_instances);
-                goto out;
-        }
-        if (gi != SIM_GI_NONE && (gi < 1 || gi > k->gpu[gpu].mig_instances)) {
-                r = -ENODEV;
-                snprintf(err, errlen, "CUDA error: invalid device ordinal (GPU %u has no MIG GPU instance %u)", gpu, gi);
-                goto out;
-        }
-        g = &cl->host.gpus[gpu];
-        if (gi != SIM_GI_NONE) {
-                uint64_t size = sim_mig_instance_total(&cl->host, gpu, k->gpu[gpu].mig_instances);
-                used = sim_mig_used_bytes(&cl->host, k, o, gpu, gi);
-                avail = size - used;
-                /* the parent's uncharged memory may leave less than the instance's share */
-                uint64_t parent = g->total_bytes - g->reserved_bytes - sim_used_bytes(&cl->host, k, o, gpu);
-                avail = avail < parent ? avail : parent;
-                if (bytes > avail) {
-                        r = -ENOMEM;
-                        snprintf(err, errlen,
-                                 "CUDA error: out of memory (tried to allocate %llu MiB; GPU %u MIG instance %u has a "
-                                 "total capacity of %llu MiB of which %llu MiB is free)",
-                                 (unsigned long long)(bytes >> 20), gpu, gi, (unsigned long long)(size >> 20),
-                                 (unsigned long long)(avail >> 20));
-                        goto out;
-                }
-        }
-        used = sim_used_bytes(&cl->host, k, o, gpu);
-        avail = g->total_bytes - g->reserved_bytes - used;
-        if (bytes > avail) {
-                r = -ENOMEM;
-                snprintf(err, errlen,
-                         "CUDA error: out of memory (tried to allocate %llu MiB; GPU %u has a total capacity of "
-                         "%llu MiB of which %llu MiB is free)",
-                         (unsigned long long)(bytes >> 20), gpu, (unsigned long long)(g->total_bytes >> 20),
-                         (unsigned long long)(avail >> 20));
-                goto out;
-        }
         if (l->n >= SIM_MAX_CONTEXTS || l->next >= INT32_MAX) {
                 r = -ENOSPC;
                 snprintf(err, errlen, "too many contexts on this simulated host");
@@ -668,5 +681,88 @@ int sim_context_mark(const char *dir, unsigned id, pid_t watcher, uint64_t relea
 out:
         sim_unlock(lock);
         free(l);
+        return r;
+}
+
+int sim_context_charge(const char *dir, unsigned id, int64_t delta, int owners_fd, char *err, size_t errlen)
+{
+        struct sim_client *cl = malloc(sizeof(*cl));
+        struct sim_knobs *k = malloc(sizeof(*k));
+        struct ctx_list *l = malloc(sizeof(*l));
+        struct sim_observation *o = malloc(sizeof(*o));
+        int lock = -1, r;
+        char p[PATH_MAX];
+
+        if (!cl || !k || !l || !o) {
+                r = -ENOMEM;
+                snprintf(err, errlen, "out of host memory");
+                goto out;
+        }
+        /* a client by hand: its own description of nvidiactl (closing it drops no lock of
+         * ours: the context's is an OFD lock on another description), and the owner's own
+         * descriptor of owners — opening and closing another one would drop the owner's
+         * POSIX lock */
+        memset(cl, 0, sizeof(*cl));
+        cl->ctl_fd = -1;
+        cl->owners_fd = -1;
+        if (strlen(dir) >= sizeof(cl->dir)) {
+                r = -ENAMETOOLONG;
+                snprintf(err, errlen, "directory name too long");
+                goto out;
+        }
+        memcpy(cl->dir, dir, strlen(dir) + 1);
+        r = sim_host_load(dir, &cl->host);
+        if (r == 0)
+                r = sim_knobs_load(dir, k);
+        if (r == 0)
+                r = sim_path(p, sizeof(p), dir, "dev/nvidiactl");
+        if (r == 0 && (cl->ctl_fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
+                r = -errno;
+        if (r < 0) {
+                snprintf(err, errlen, "%s is not a simulated host (%s)", dir, strerror(-r));
+                goto out;
+        }
+        cl->owners_fd = owners_fd;
+        r = lock_observe(dir, cl, k, l, o, &lock, err, errlen);
+        if (r < 0)
+                goto out;
+        struct sim_ctx *c = NULL;
+        for (size_t i = 0; i < l->n; i++)
+                if (l->ctx[i].id == id)
+                        c = &l->ctx[i];
+        if (!c) {
+                r = -ENOENT;
+                snprintf(err, errlen, "context %u is gone", id);
+                goto out;
+        }
+        if (delta > 0) {
+                if (k->gpu[c->gpu].lost) {
+                        r = -ENODEV;
+                        snprintf(err, errlen, "CUDA error: GPU %u has fallen off the bus", c->gpu);
+                        goto out;
+                }
+                r = c->bytes + (uint64_t)delta > ((uint64_t)1 << 44)
+                            ? oom_message(err, errlen, (uint64_t)delta, c->gpu, &cl->host.gpus[c->gpu], 0)
+                            : room_check(cl, k, o, c->gpu, c->gi, (uint64_t)delta, err, errlen);
+                if (r < 0)
+                        goto out;
+                c->bytes += (uint64_t)delta;
+        } else {
+                uint64_t d = (uint64_t)(-(delta + 1)) + 1;
+                c->bytes = d > c->bytes ? 0 : c->bytes - d;
+        }
+        r = ctx_store(dir, l);
+        if (r < 0)
+                snprintf(err, errlen, "cannot write %s/contexts: %s", dir, strerror(-r));
+out:
+        sim_unlock(lock);
+        if (cl) {
+                cl->owners_fd = -1; /* the caller's */
+                sim_client_close(cl);
+        }
+        free(o);
+        free(l);
+        free(k);
+        free(cl);
         return r;
 }

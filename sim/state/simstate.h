@@ -284,6 +284,13 @@ int sim_context_create(const char *dir, unsigned gpu, uint64_t bytes, int ctl_fd
 int sim_context_create_gi(const char *dir, unsigned gpu, unsigned gi, uint64_t bytes, int ctl_fd,
                           int owners_fd, unsigned *ret_id, char *err, size_t errlen);
 
+/* Charge (delta > 0) or credit (delta < 0) context id's bytes: what the simulated libcuda.so.1
+ * does for each allocation and free. owners_fd is the owner's own descriptor of DIR/owners
+ * (used for lock probes, never closed: closing any descriptor of that file would drop the
+ * owner's lock). Returns 0, -ENOMEM when the GPU lacks free memory (CUDA's message in err),
+ * -ENODEV for a lost GPU, -ENOENT for an unknown context, or another negative errno. */
+int sim_context_charge(const char *dir, unsigned id, int64_t delta, int owners_fd, char *err, size_t errlen);
+
 /* Context `id` as DIR/contexts has it. Returns 0, -ENOENT (unknown or forgotten) or a
  * negative errno. */
 int sim_context_get(const char *dir, unsigned id, struct sim_ctx *ret);

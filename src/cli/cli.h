@@ -119,3 +119,4 @@ int cmd_serve(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_reclaim(int argc, char **argv);
 int cmd_experiment(int argc, char **argv);
+int cmd_track(int argc, char **argv);

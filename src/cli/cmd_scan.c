@@ -10,6 +10,8 @@
 #include "run/scan_run.h"
 #include "render/metrics.h"
 #include "render/scan_render.h"
+#include "render/track_render.h"
+#include "track/track_scan.h"
 #include "util/parse.h"
 
 static void scan_usage(FILE *f)
@@ -39,6 +41,8 @@ static void scan_usage(FILE *f)
                 "  --kmsg FILE          read NVRM/Xid kernel events from a saved log (dmesg, journalctl -k,\n"
                 "                       syslog; - for stdin) instead of /dev/kmsg\n"
                 "  --no-kernel          do not read the kernel log\n"
+                "  --ledger-dir DIR     read the allocation ledgers of `ghostvram track` in DIR: a dead\n"
+                "                       owner's outstanding allocations and their call sites\n"
                 "  --textfile DIR       also write DIR/ghostvram.prom for node_exporter's textfile\n"
                 "                       collector (atomically; docs/metrics.md lists the metrics)\n"
                 CLI_COMMON_HELP
@@ -81,6 +85,7 @@ int cmd_scan(int argc, char **argv)
                 { "kmsg", required_argument, NULL, 'K' },
                 { "no-kernel", no_argument, NULL, 'N' },
                 { "textfile", required_argument, NULL, 'T' },
+                { "ledger-dir", required_argument, NULL, 'L' },
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
@@ -90,7 +95,7 @@ int cmd_scan(int argc, char **argv)
         ledger_opts_default(&lo);
         int only_gpu = -1;
         uint64_t confirm_ms = 2000;
-        const char *textfile = NULL, *kmsg = NULL;
+        const char *textfile = NULL, *kmsg = NULL, *ledger_dir = NULL;
         bool no_kernel = false;
         int opt;
         optind = 1;
@@ -116,6 +121,9 @@ int cmd_scan(int argc, char **argv)
                         continue;
                 case 'T':
                         textfile = optarg;
+                        continue;
+                case 'L':
+                        ledger_dir = optarg;
                         continue;
                 case 'K':
                         kmsg = optarg;
@@ -168,12 +176,27 @@ int cmd_scan(int argc, char **argv)
         }
         res->only_gpu = only_gpu;
         int status = scan_exit_status(res);
+        struct track_scan *ts = NULL;
+        if (ledger_dir) {
+                ts = calloc(1, sizeof(*ts));
+                if (!ts || track_scan_collect(res, ledger_dir, c.proc_root, ts) < 0) {
+                        cli_error("scan", "--ledger-dir %s: out of memory", ledger_dir);
+                        status = EXIT_INCOMPLETE;
+                } else if (ts->error[0]) {
+                        cli_error("scan", "%s", ts->error);
+                }
+        }
         if (c.json) {
-                cli_print_json(scan_json(res, true));
+                json_t *doc = scan_json(res, true);
+                if (ts)
+                        track_scan_attach_json(doc, ts);
+                cli_print_json(doc);
         } else {
                 cli_sim_banner(stdout, &c);
-                scan_text(stdout, res, cli_use_color(stdout), c.verbose);
+                scan_text_hooked(stdout, res, cli_use_color(stdout), c.verbose, ts ? track_scan_text_hook : NULL, ts);
         }
+        track_scan_free(ts);
+        free(ts);
         if (textfile) {
                 struct metrics_input mi = { .res = res, .scan_duration_s = run->duration_s,
                                             .last_scan_time = res->facts->gpu->sample_time };

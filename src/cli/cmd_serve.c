@@ -42,6 +42,8 @@ static void serve_usage(FILE *f)
                 "                       at least 60s)\n"
                 "  --expose-cmdline     include command lines in /api/v1/scan and the page (they can\n"
                 "                       carry secrets)\n"
+                "  --ledger-dir DIR     /api/v1/scan also carries the allocation ledgers of dead owners\n"
+                "                       (gpus[].ledger; `ghostvram track`, docs/track.md)\n"
                 "  --max-connections N  concurrent connections (default 64; more wait in the backlog)\n"
                 "  --noise-floor MIB    minimum ghost in MiB (default 64; 1%% of the GPU if larger)\n"
                 "  --no-kernel          do not follow the kernel log (no Xid counts; /dev/kmsg needs root\n"
@@ -64,6 +66,7 @@ int cmd_serve(int argc, char **argv)
                 { "interval", required_argument, NULL, 'i' },
                 { "stale-after", required_argument, NULL, 's' },
                 { "expose-cmdline", no_argument, NULL, 'x' },
+                { "ledger-dir", required_argument, NULL, 'L' },
                 { "max-connections", required_argument, NULL, 'm' },
                 { "noise-floor", required_argument, NULL, 'F' },
                 { "no-kernel", no_argument, NULL, 'N' },
@@ -76,6 +79,7 @@ int cmd_serve(int argc, char **argv)
         uint64_t interval_ms = 15000, stale_ms = 0, floor_mib = 64;
         unsigned max_conns = 64;
         bool expose = false, no_kernel = false;
+        const char *ledger_dir = NULL;
         int opt;
         optind = 1;
         while ((opt = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
@@ -100,6 +104,9 @@ int cmd_serve(int argc, char **argv)
                         continue;
                 case 'x':
                         expose = true;
+                        continue;
+                case 'L':
+                        ledger_dir = optarg;
                         continue;
                 case 'N':
                         no_kernel = true;
@@ -158,6 +165,7 @@ int cmd_serve(int argc, char **argv)
         double stale = stale_ms ? (double)stale_ms / 1000.0 : 4.0 * (double)interval_ms / 1000.0;
         eo.stale_after_s = stale_ms || stale >= 60 ? stale : 60;
         eo.expose_cmdline = expose;
+        eo.ledger_dir = ledger_dir;
 
         /* only this thread takes SIGINT/SIGTERM; the threads started below inherit the mask */
         cli_block_stop_signals();

@@ -170,7 +170,12 @@ static const char sim_run_help[] =
         "  --mig-instance GI       run in MIG GPU instance GI (1..N of mig_instances=GPU:N):\n"
         "                          the job also opens the instance's capability nodes\n"
         "                          DIR/dev/nvidia-caps/nvidia-capK; its context charges\n"
-        "                          that instance (required on a GPU with MIG instances)\n\n"
+        "                          that instance (required on a GPU with MIG instances)\n"
+        "  --alloc ROUTE           how the owner allocates through the simulated\n"
+        "                          libcuda.so.1: symbol (default: one cuMemAlloc_v2),\n"
+        "                          mixed (half by symbol, half through\n"
+        "                          cuGetProcAddress_v2), procaddr, procaddr-v1, dlsym,\n"
+        "                          vmm, async (docs/track.md)\n\n"
         "Exit status: 0 started, 1 the job failed (out of memory, GPU lost), 2 bad usage.\n";
 
 static int sim_run_spawn(const char *app, const char *dir, char **args, int *ret_fd, pid_t *ret_pid)
@@ -219,10 +224,11 @@ static int sim_cmd_run(int argc, char **argv)
                 { "launcher-exits", no_argument, NULL, 'e' },
                 { "busy", no_argument, NULL, 'b' },
                 { "mig-instance", required_argument, NULL, 'i' },
+                { "alloc", required_argument, NULL, 'a' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        const char *cmd = "sim run";
+        const char *cmd = "sim run", *alloc = NULL;
         unsigned gpu = 0, workers = 0, gi = 0;
         uint64_t mib = 0;
         bool have_gpu = false, close_fds = false, exec_child = false, worker_setsid = false, launcher = false,
@@ -263,6 +269,15 @@ static int sim_cmd_run(int argc, char **argv)
                 case 'l': launcher = true; break;
                 case 'e': launcher = launcher_exits = true; break;
                 case 'b': busy = true; break;
+                case 'a':
+                        if (strcmp(optarg, "mixed") && strcmp(optarg, "symbol") && strcmp(optarg, "procaddr") &&
+                            strcmp(optarg, "procaddr-v1") && strcmp(optarg, "dlsym") && strcmp(optarg, "vmm") &&
+                            strcmp(optarg, "async")) {
+                                cli_error(cmd, "--alloc: '%s' is not a route (see --help)", optarg);
+                                return EXIT_USAGE;
+                        }
+                        alloc = optarg;
+                        break;
                 case 'i':
                         if (parse_uint_range(optarg, 1, SIM_MAX_MIG, &gi) < 0) {
                                 cli_error(cmd, "--mig-instance: '%s' is not a GPU instance from 1 to %u", optarg,
@@ -310,6 +325,10 @@ static int sim_cmd_run(int argc, char **argv)
                 args[n++] = (char *)(launcher_exits ? "--launcher-exits" : "--launcher");
         if (busy)
                 args[n++] = (char *)"--busy";
+        if (alloc) {
+                args[n++] = (char *)"--alloc";
+                args[n++] = (char *)alloc;
+        }
         if (gi) {
                 snprintf(gi_s, sizeof(gi_s), "%u", gi);
                 args[n++] = (char *)"--mig-instance";

@@ -20,6 +20,7 @@ static const struct command {
         { "reclaim", cmd_reclaim, "end a ghost's orphaned holders safely; time the memory coming back" },
         { "experiment", cmd_experiment, "reproduce the ghost on purpose; measure residual and recovery time" },
         { "demo", cmd_demo, "the ghost-memory story end to end on a temporary simulated host" },
+        { "track", cmd_track, "run a command with an allocation ledger that survives kill -9; report leaks" },
         { "sim", cmd_sim, "the simulated driver: init a host, run jobs, set knobs (tests, learning)" },
 };
 

@@ -300,6 +300,12 @@ static bool holder_attributed(const struct scan_result *r, pid_t pid)
 
 void scan_text(FILE *out, const struct scan_result *r, bool color, bool verbose)
 {
+        scan_text_hooked(out, r, color, verbose, NULL, NULL);
+}
+
+void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool verbose, scan_gpu_text_hook hook,
+                      const void *ctx)
+{
         const struct facts *f = r->facts;
         const struct gpu_report *gr = f->gpu;
         if (!gr->driver_present) {
@@ -354,6 +360,8 @@ void scan_text(FILE *out, const struct scan_result *r, bool color, bool verbose)
                         else
                                 fprintf(out, "  NVML lists PID %u (%s): %s\n", ow->pid, b, ow->why);
                 }
+                if (hook)
+                        hook(out, l->index, ctx);
                 if (l->n_attr) {
                         fprintf(out, "  held by:\n");
                         for (size_t a = 0; a < l->n_attr; a++)

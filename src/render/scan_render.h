@@ -11,5 +11,10 @@
 json_t *scan_json(const struct scan_result *r, bool with_cmdline);
 /* A headline per GPU, the breakdown, the attributed holders with their link, the next step. */
 void scan_text(FILE *out, const struct scan_result *r, bool color, bool verbose);
+/* scan_text with extra lines for each shown GPU after its NVML lines (hook may be NULL): the
+ * allocation ledgers of dead owners (render/track_render.h). */
+typedef void (*scan_gpu_text_hook)(FILE *out, unsigned gpu_index, const void *ctx);
+void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool verbose, scan_gpu_text_hook hook,
+                      const void *ctx);
 /* 1 if any GPU has a confirmed ghost, else 3 if any GPU could not be inspected, else 0. */
 int scan_exit_status(const struct scan_result *r);

@@ -12,6 +12,8 @@
 #include "render/live_view.h"
 #include "render/scan_render.h"
 #include "serve/page.h"
+#include "render/track_render.h"
+#include "track/track_scan.h"
 #include "util/buf.h"
 #include "util/deadline.h"
 
@@ -70,6 +72,13 @@ void exporter_published_clear(struct exporter_published *p)
 int exporter_publish(struct exporter_published *p, const struct scan_result *res, double duration_s,
                      double finished, double data_mono, bool expose_cmdline, const char *walk)
 {
+        return exporter_publish_ledgers(p, res, duration_s, finished, data_mono, expose_cmdline, walk, NULL, NULL);
+}
+
+int exporter_publish_ledgers(struct exporter_published *p, const struct scan_result *res, double duration_s,
+                             double finished, double data_mono, bool expose_cmdline, const char *walk,
+                             const char *ledger_dir, const char *proc_root)
+{
         struct buf g[2] = { BUF_INIT(BODY_CAP), BUF_INIT(BODY_CAP) };
         char *json = NULL;
         int e = 0;
@@ -77,6 +86,11 @@ int exporter_publish(struct exporter_published *p, const struct scan_result *res
                 e = metrics_render_gpus(&g[f], res, 0, (enum metrics_format)f);
         if (!e) {
                 json_t *doc = scan_json(res, expose_cmdline);
+                struct track_scan *ts = doc && ledger_dir ? calloc(1, sizeof(*ts)) : NULL;
+                if (ts && track_scan_collect(res, ledger_dir, proc_root ? proc_root : "/proc", ts) == 0)
+                        track_scan_attach_json(doc, ts);
+                track_scan_free(ts);
+                free(ts);
                 if (doc) {
                         json_object_set_new(doc, "walk", json_string(walk));
                         json_object_set_new(doc, "scan_duration_seconds", json_real(duration_s));
@@ -260,8 +274,9 @@ static void *exporter_main(void *arg)
                                 if (smp.new_events[i].xid != XID_NONE)
                                         metrics_count_xid(&e->counters, (unsigned)smp.new_events[i].xid, 1);
                         if (smp.published && smp.res)
-                                exporter_publish(&e->pub, smp.res, smp.duration_s, smp.finished, monotonic_s(),
-                                                 e->o.expose_cmdline, smp.full ? "full" : "light");
+                                exporter_publish_ledgers(&e->pub, smp.res, smp.duration_s, smp.finished, monotonic_s(),
+                                                         e->o.expose_cmdline, smp.full ? "full" : "light",
+                                                         e->o.ledger_dir, e->o.sampler.facts.host.proc_root);
                         live_sample_status(&smp, status, sizeof(status));
                         exporter_follow(e, &smp);
                 }

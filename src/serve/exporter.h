@@ -18,6 +18,7 @@ struct exporter_opts {
         uint64_t interval_ms;           /* between the starts of two collections */
         double stale_after_s;           /* /healthz answers 503 when the data is older */
         bool expose_cmdline;            /* command lines in /api/v1/scan (they can carry secrets) */
+        const char *ledger_dir;         /* gpus[].ledger in /api/v1/scan (docs/track.md); NULL: none */
 };
 
 /* What a scrape serves: immutable once published, reference-counted. */
@@ -63,6 +64,11 @@ struct exporter_published {
  * 0, -ENOMEM or -E2BIG (p unchanged then). */
 int exporter_publish(struct exporter_published *p, const struct scan_result *res, double duration_s,
                      double finished, double data_mono, bool expose_cmdline, const char *walk);
+/* The same, with the allocation ledgers of dead owners found in ledger_dir attached to the scan
+ * JSON as `scan --ledger-dir` does (NULL: none); proc_root tells the dead from the living. */
+int exporter_publish_ledgers(struct exporter_published *p, const struct scan_result *res, double duration_s,
+                             double finished, double data_mono, bool expose_cmdline, const char *walk,
+                             const char *ledger_dir, const char *proc_root);
 void exporter_published_clear(struct exporter_published *p);
 /* Bodies from the latest complete scan and the current counters, with one reference; NULL on
  * ENOMEM. status: the latest collection's problem ("" or NULL if none). */

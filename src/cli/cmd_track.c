@@ -1,0 +1,476 @@
+/* ghostvram track: run a command with the allocation tracker preloaded (docs/track.md). */
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "render/json_util.h"
+#include "render/proc_render.h"
+#include "render/track_render.h"
+#include "track/ledger_read.h"
+#include "util/buf.h"
+#include "util/escape.h"
+#include "util/fileio.h"
+#include "util/parse.h"
+
+#define TRACK_DEFAULT_DIR "/run/ghostvram/ledger"
+#define TRACK_LIB_NAME "libghostvram-track.so"
+#define TRACK_REPORT_MAX 256            /* ledgers in one leak report */
+
+static void track_usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: ghostvram track [OPTIONS] -- CMD [ARGS...]\n\n"
+                "Run CMD with ghostvram's allocation tracker preloaded (LD_PRELOAD). Every GPU memory\n"
+                "allocation and free made through the CUDA driver API (cuMemAlloc_v2, cuMemAllocPitch_v2,\n"
+                "cuMemAllocManaged, cuMemAllocAsync, cuMemAllocFromPoolAsync, cuMemFree_v2, cuMemFreeAsync,\n"
+                "cuMemCreate/Release/Map/Unmap; also when the CUDA runtime fetches them through\n"
+                "cuGetProcAddress) is appended to a per-process ledger file before the call returns, with\n"
+                "its device, size and call site. A ledger survives kill -9: `ghostvram scan --ledger-dir\n"
+                "DIR` then says what a dead owner still had allocated and where.\n\n"
+                "When CMD exits, track reports what its processes left allocated by call site (the leak\n"
+                "check) and exits with CMD's status. Processes of CMD that still run (a daemonised job)\n"
+                "are listed; their ledgers stay in DIR.\n\n"
+                "Options:\n"
+                "  --ledger-dir DIR     where ledgers go (default " TRACK_DEFAULT_DIR "; created)\n"
+                "  --json               the report as JSON (schema_version inside)\n"
+                "  --report FILE        write the report to FILE instead of standard error (CMD's\n"
+                "                       standard output stays CMD's)\n"
+                "  --max-age DURATION   prune ledgers of dead processes older than this (default 7d)\n"
+                "  --max-total SIZE     then keep at most SIZE MiB of them, oldest go first (default 256)\n"
+                "  --show FILE          print what one ledger file holds (JSON) and exit: 0 a ledger,\n"
+                "                       1 not one\n"
+                "  --preload PATH       the tracker library (default: " TRACK_LIB_NAME " next to\n"
+                "                       ghostvram, or in ../lib/ghostvram/)\n"
+                "  -h, --help           this help\n\n"
+                "Examples:\n"
+                "  ghostvram track -- python train.py\n"
+                "  ghostvram track --ledger-dir /tmp/l -- torchrun --nproc-per-node 8 train.py\n"
+                "  ghostvram scan --ledger-dir /run/ghostvram/ledger   # after a kill -9\n\n"
+                "Exit status: CMD's (128+N when a signal N ended it); 2 usage error; 125 track itself\n"
+                "failed (no ledger directory, no tracker library); 127 CMD could not be run.\n");
+}
+
+static int find_preload(const char *given, char *out, size_t outlen)
+{
+        const char *env = getenv("GHOSTVRAM_TRACK_LIB");
+        if (given || (env && env[0])) {
+                const char *p = given ? given : env;
+                if (access(p, R_OK) < 0)
+                        return -errno;
+                if (!realpath(p, out) || strlen(out) >= outlen)
+                        return -ENAMETOOLONG;
+                return 0;
+        }
+        char exe[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        if (n <= 0)
+                return -ENOENT;
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (!slash)
+                return -ENOENT;
+        *slash = '\0';
+        static const char *const rel[] = { "/" TRACK_LIB_NAME, "/../lib/ghostvram/" TRACK_LIB_NAME,
+                                           "/../lib64/ghostvram/" TRACK_LIB_NAME };
+        for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+                char p[PATH_MAX + 64];
+                snprintf(p, sizeof(p), "%s%s", exe, rel[i]);
+                if (access(p, R_OK) == 0 && realpath(p, out) && strlen(out) < outlen)
+                        return 0;
+        }
+        return -ENOENT;
+}
+
+struct report_proc {
+        char file[96];
+        struct track_ledger *l;
+        struct track_summary s;
+        bool alive;
+};
+
+static void report_free(struct report_proc *rp, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                track_ledger_free(rp[i].l);
+                free(rp[i].l);
+        }
+        free(rp);
+}
+
+/* Does the ledger dir/name belong to this session? Only its header is read. */
+static bool of_session(int dirfd, const char *name, uint64_t session)
+{
+        struct gvl_header h;
+        int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0)
+                return false;
+        bool ok = read(fd, &h, sizeof(h)) == (ssize_t)sizeof(h) && h.session == session;
+        close(fd);
+        return ok;
+}
+
+/* The ledgers of this session in dir (at most TRACK_REPORT_MAX). */
+static int collect(const char *dir, uint64_t session, struct report_proc **ret, size_t *ret_n)
+{
+        DIR *d = opendir(dir);
+        if (!d)
+                return -errno;
+        struct report_proc *rp = calloc(TRACK_REPORT_MAX, sizeof(*rp));
+        size_t n = 0;
+        unsigned seen = 0;
+        struct dirent *e;
+        while (rp && (e = readdir(d)) && seen++ < TRACK_DIR_FILES_MAX && n < TRACK_REPORT_MAX) {
+                pid_t pid;
+                uint64_t start;
+                if (!track_ledger_name(e->d_name, &pid, &start) || strlen(e->d_name) >= sizeof(rp[n].file))
+                        continue;
+                if (!of_session(dirfd(d), e->d_name, session))
+                        continue; /* another run's: not read further */
+                struct track_ledger *l = malloc(sizeof(*l));
+                if (!l)
+                        break;
+                if (track_ledger_load(dirfd(d), e->d_name, l) < 0 || l->hdr.session != session) {
+                        track_ledger_free(l);
+                        free(l);
+                        continue;
+                }
+                memcpy(rp[n].file, e->d_name, strlen(e->d_name) + 1);
+                rp[n].l = l;
+                rp[n].alive = track_process_alive("/proc", pid, start);
+                track_ledger_summary(l, NULL, &rp[n].s);
+                n++;
+        }
+        closedir(d);
+        if (!rp)
+                return -ENOMEM;
+        *ret = rp;
+        *ret_n = n;
+        return 0;
+}
+
+static json_t *report_json(char **cmd, int status, const char *dir, const struct report_proc *rp, size_t n)
+{
+        json_t *doc = json_object();
+        json_set(doc, "schema_version", json_integer(1));
+        json_t *c = json_array();
+        for (char **a = cmd; *a; a++)
+                json_array_append_new(c, json_text(*a));
+        json_set(doc, "command", c);
+        json_set(doc, "exit_status", json_integer(status));
+        json_set(doc, "ledger_dir", json_text(dir));
+        uint64_t leaked = 0, leaked_n = 0;
+        json_t *pa = json_array();
+        for (size_t i = 0; i < n; i++) {
+                const struct report_proc *p = &rp[i];
+                json_t *o = json_object();
+                json_set(o, "pid", json_integer(p->l->hdr.pid));
+                json_set(o, "ppid", json_integer(p->l->hdr.ppid));
+                json_set(o, "comm", json_textn(p->l->hdr.comm, strnlen(p->l->hdr.comm, sizeof(p->l->hdr.comm))));
+                json_set(o, "alive", json_boolean(p->alive));
+                json_set(o, "file", json_text(p->file));
+                json_set(o, "allocs", json_integer((json_int_t)p->l->allocs));
+                json_set(o, "frees", json_integer((json_int_t)p->l->frees));
+                json_set(o, "outstanding_bytes", json_integer((json_int_t)p->s.outstanding_bytes));
+                json_set(o, "allocations", json_integer((json_int_t)p->s.allocations));
+                json_set(o, "sites", track_sites_json(p->l, &p->s, TRACK_SITES_MAX));
+                json_set(o, "skipped_bytes", json_integer((json_int_t)p->l->skipped_bytes));
+                json_set(o, "torn_tail_bytes", json_integer((json_int_t)p->l->tail_bytes));
+                json_array_append_new(pa, o);
+                if (!p->alive) {
+                        leaked += p->s.outstanding_bytes;
+                        leaked_n += p->s.allocations;
+                }
+        }
+        json_set(doc, "processes", pa);
+        json_set(doc, "leaked_bytes", json_integer((json_int_t)leaked));
+        json_set(doc, "leaked_allocations", json_integer((json_int_t)leaked_n));
+        return doc;
+}
+
+static void put_esc(FILE *out, const char *s, size_t max)
+{
+        struct buf b = BUF_INIT(0);
+        esc_terminal(&b, s, strnlen(s, max));
+        fputs(buf_str(&b), out);
+        buf_free(&b);
+}
+
+static void report_text(FILE *out, int status, const char *dir, const struct report_proc *rp, size_t n)
+{
+        uint64_t leaked = 0, leaked_n = 0;
+        unsigned running = 0;
+        for (size_t i = 0; i < n; i++) {
+                const struct report_proc *p = &rp[i];
+                struct buf mib = BUF_INIT(0);
+                fmt_mib(&mib, p->s.outstanding_bytes);
+                fprintf(out, "PID %u (", p->l->hdr.pid);
+                put_esc(out, p->l->hdr.comm, sizeof(p->l->hdr.comm));
+                if (p->alive) {
+                        running++;
+                        fprintf(out, ") still runs: %s in %llu allocation%s so far (ledger %s/%s)\n", buf_str(&mib),
+                                (unsigned long long)p->s.allocations, p->s.allocations == 1 ? "" : "s", dir, p->file);
+                } else if (p->s.allocations) {
+                        leaked += p->s.outstanding_bytes;
+                        leaked_n += p->s.allocations;
+                        fprintf(out, ") exited with %s in %llu allocation%s never freed:\n", buf_str(&mib),
+                                (unsigned long long)p->s.allocations, p->s.allocations == 1 ? "" : "s");
+                } else {
+                        fprintf(out, ") freed all %llu allocation%s\n", (unsigned long long)p->l->allocs,
+                                p->l->allocs == 1 ? "" : "s");
+                }
+                buf_free(&mib);
+                for (size_t k = 0; !p->alive && k < p->s.n_sites; k++) {
+                        struct track_summary one = p->s;
+                        one.sites[0] = p->s.sites[k];
+                        one.n_sites = 1;
+                        fputs("    ", out);
+                        track_sites_text(out, p->l, &one, 1, GVL_FRAMES);
+                        fputc('\n', out);
+                }
+        }
+        struct buf mib = BUF_INIT(0);
+        fmt_mib(&mib, leaked);
+        fprintf(out, "LEAK SUMMARY: %s (%llu bytes) leaked in %llu allocation%s by %zu tracked process%s",
+                buf_str(&mib), (unsigned long long)leaked, (unsigned long long)leaked_n, leaked_n == 1 ? "" : "s", n,
+                n == 1 ? "" : "es");
+        if (running)
+                fprintf(out, "; %u still running (`ghostvram scan --ledger-dir %s` once they are gone)", running, dir);
+        fprintf(out, "; command exit status %d\n", status);
+        buf_free(&mib);
+}
+
+/* --show FILE: the ledger's header, counts and outstanding allocations as JSON. */
+static int track_show(const char *path)
+{
+        struct track_ledger *l = malloc(sizeof(*l));
+        if (!l)
+                return EXIT_INCOMPLETE;
+        int r = track_ledger_load(AT_FDCWD, path, l);
+        if (r < 0) {
+                cli_error("track", "%s: %s", path, r == -EBADMSG ? "not an allocation ledger (bad header)" : strerror(-r));
+                free(l);
+                return EXIT_FINDING;
+        }
+        struct track_summary *s = malloc(sizeof(*s));
+        if (!s) {
+                track_ledger_free(l);
+                free(l);
+                return EXIT_INCOMPLETE;
+        }
+        track_ledger_summary(l, NULL, s);
+        json_t *o = json_object();
+        json_set(o, "schema_version", json_integer(1));
+        json_set(o, "file", json_text(path));
+        json_set(o, "pid", json_integer(l->hdr.pid));
+        json_set(o, "ppid", json_integer(l->hdr.ppid));
+        json_set(o, "start_ticks", json_integer((json_int_t)l->hdr.start_ticks));
+        json_set(o, "session", json_integer((json_int_t)l->hdr.session));
+        json_set(o, "comm", json_textn(l->hdr.comm, strnlen(l->hdr.comm, sizeof(l->hdr.comm))));
+        json_set(o, "exe", json_textn(l->hdr.exe, strnlen(l->hdr.exe, sizeof(l->hdr.exe))));
+        json_set(o, "records", json_integer((json_int_t)l->records));
+        json_set(o, "skipped_bytes", json_integer((json_int_t)l->skipped_bytes));
+        json_set(o, "torn_tail_bytes", json_integer((json_int_t)l->tail_bytes));
+        json_set(o, "gave_up", json_boolean(l->gave_up));
+        json_set(o, "allocs", json_integer((json_int_t)l->allocs));
+        json_set(o, "frees", json_integer((json_int_t)l->frees));
+        json_set(o, "unmatched_frees", json_integer((json_int_t)l->unmatched_frees));
+        json_set(o, "execs", json_integer((json_int_t)l->execs));
+        json_set(o, "modules", json_integer((json_int_t)l->n_modules));
+        json_set(o, "outstanding_bytes", json_integer((json_int_t)s->outstanding_bytes));
+        json_set(o, "allocations", json_integer((json_int_t)s->allocations));
+        json_set(o, "sites", track_sites_json(l, s, TRACK_SITES_MAX));
+        cli_print_json(o);
+        free(s);
+        track_ledger_free(l);
+        free(l);
+        return EXIT_OK;
+}
+
+int cmd_track(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                { "ledger-dir", required_argument, NULL, 'd' },
+                { "json", no_argument, NULL, 'j' },
+                { "max-age", required_argument, NULL, 'a' },
+                { "max-total", required_argument, NULL, 't' },
+                { "preload", required_argument, NULL, 'p' },
+                { "report", required_argument, NULL, 'r' },
+                { "show", required_argument, NULL, 's' },
+                { "help", no_argument, NULL, 'h' },
+                { 0 },
+        };
+        const char *dir_arg = TRACK_DEFAULT_DIR, *preload_arg = NULL, *report_path = NULL;
+        bool json = false;
+        uint64_t max_age_ms = 7ull * 24 * 3600 * 1000, max_total_mib = 256;
+        int opt;
+        optind = 1;
+        /* '+': stop at the first non-option, CMD's own options are CMD's */
+        while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+                switch (opt) {
+                case 'h':
+                        track_usage(stdout);
+                        return EXIT_OK;
+                case 'd':
+                        dir_arg = optarg;
+                        break;
+                case 'j':
+                        json = true;
+                        break;
+                case 'a':
+                        if (parse_duration_ms(optarg, &max_age_ms) < 0) {
+                                cli_error("track", "--max-age: '%s' is not a duration (e.g. 7d, 12h)", optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                case 't':
+                        if (parse_u64(optarg, &max_total_mib) < 0 || max_total_mib > (1u << 24)) {
+                                cli_error("track", "--max-total: '%s' is not a number of MiB", optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                case 'p':
+                        preload_arg = optarg;
+                        break;
+                case 'r':
+                        report_path = optarg;
+                        break;
+                case 's':
+                        return track_show(optarg);
+                default:
+                        track_usage(stderr);
+                        return EXIT_USAGE;
+                }
+        }
+        if (optind >= argc) {
+                cli_error("track", "no command to run (ghostvram track [OPTIONS] -- CMD [ARGS...])");
+                return EXIT_USAGE;
+        }
+        char **cmd = argv + optind;
+
+        char dir[PATH_MAX], lib[PATH_MAX];
+        int r = mkdir_p(dir_arg);
+        if (r == 0 && mkdir(dir_arg, 0755) < 0 && errno != EEXIST)
+                r = -errno;
+        if (r < 0 || !realpath(dir_arg, dir)) {
+                cli_error("track", "cannot create the ledger directory %s: %s%s", dir_arg, strerror(r < 0 ? -r : errno),
+                          strcmp(dir_arg, TRACK_DEFAULT_DIR) == 0 ? " (run as root, or choose one with --ledger-dir)" : "");
+                return 125;
+        }
+        r = find_preload(preload_arg, lib, sizeof(lib));
+        if (r < 0) {
+                cli_error("track", "cannot find the tracker library %s: %s (--preload PATH)",
+                          preload_arg ? preload_arg : TRACK_LIB_NAME, strerror(-r));
+                return 125;
+        }
+        if (strchr(lib, ' ') || strchr(lib, ':')) {
+                cli_error("track", "the tracker library's path %s contains a space or ':', which LD_PRELOAD cannot carry",
+                          lib);
+                return 125;
+        }
+        struct track_prune_opts po = { .max_age_s = max_age_ms / 1000, .max_total_bytes = max_total_mib << 20,
+                                       .proc_root = "/proc" };
+        struct track_prune_result pr;
+        (void)track_prune(dir, &po, &pr); /* best effort: a full directory is no reason not to run */
+
+        uint64_t session = 0;
+        if (getrandom(&session, sizeof(session), GRND_NONBLOCK) != (ssize_t)sizeof(session))
+                session = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
+        session &= (1ull << 62) - 1;
+        if (!session)
+                session = 1;
+        char session_s[24], preload[PATH_MAX * 2 + 2];
+        snprintf(session_s, sizeof(session_s), "%llu", (unsigned long long)session);
+        const char *old = getenv("LD_PRELOAD");
+        if (snprintf(preload, sizeof(preload), "%s%s%s", lib, old && old[0] ? " " : "", old ? old : "") >=
+            (int)sizeof(preload)) {
+                cli_error("track", "LD_PRELOAD is too long");
+                return 125;
+        }
+
+        /* like system(): the terminal's ^C and ^\ go to CMD, track stays to report */
+        struct sigaction ign = { .sa_handler = SIG_IGN }, old_int, old_quit;
+        sigemptyset(&ign.sa_mask);
+        sigaction(SIGINT, &ign, &old_int);
+        sigaction(SIGQUIT, &ign, &old_quit);
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0) {
+                cli_error("track", "pipe: %s", strerror(errno));
+                return 125;
+        }
+        fflush(NULL);
+        pid_t child = fork();
+        if (child < 0) {
+                cli_error("track", "fork: %s", strerror(errno));
+                return 125;
+        }
+        if (child == 0) {
+                sigaction(SIGINT, &old_int, NULL);
+                sigaction(SIGQUIT, &old_quit, NULL);
+                close(p[0]);
+                if (setenv("LD_PRELOAD", preload, 1) < 0 || setenv(GVL_ENV_DIR, dir, 1) < 0 ||
+                    setenv(GVL_ENV_SESSION, session_s, 1) < 0)
+                        _exit(125);
+                execvp(cmd[0], cmd);
+                int e = errno;
+                (void)!write(p[1], &e, sizeof(e));
+                _exit(127);
+        }
+        close(p[1]);
+        int e = 0, st = 0;
+        ssize_t got;
+        while ((got = read(p[0], &e, sizeof(e))) < 0 && errno == EINTR)
+                ;
+        close(p[0]);
+        /* the command's lifetime is the user's: this wait ends when CMD does (a daemonising
+         * CMD returns at once; its processes' ledgers are reported as still running) */
+        while (waitpid(child, &st, 0) < 0 && errno == EINTR)
+                ;
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGQUIT, &old_quit, NULL);
+        if (got == (ssize_t)sizeof(e)) {
+                cli_error("track", "cannot run %s: %s", cmd[0], strerror(e));
+                return 127;
+        }
+        int status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+
+        struct report_proc *rp = NULL;
+        size_t n = 0;
+        r = collect(dir, session, &rp, &n);
+        if (r < 0) {
+                cli_error("track", "cannot read the ledgers in %s: %s", dir, strerror(-r));
+                return status;
+        }
+        FILE *out = report_path ? fopen(report_path, "we") : stderr;
+        if (!out) {
+                cli_error("track", "--report %s: %s", report_path, strerror(errno));
+                report_free(rp, n);
+                return status;
+        }
+        if (json) {
+                json_t *doc = report_json(cmd, status, dir, rp, n);
+                char *s = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_ENSURE_ASCII) : NULL;
+                if (s)
+                        fprintf(out, "%s\n", s);
+                free(s);
+                json_decref(doc);
+        } else {
+                report_text(out, status, dir, rp, n);
+        }
+        if (out != stderr && fclose(out) != 0)
+                cli_error("track", "--report %s: %s", report_path, strerror(errno));
+        report_free(rp, n);
+        return status;
+}

@@ -1,0 +1,27 @@
+/* track_render: allocation ledgers (`ghostvram track`, `scan --ledger-dir`) as JSON and text. */
+#pragma once
+#include <jansson.h>
+#include <stdio.h>
+
+#include "track/ledger_read.h"
+#include "track/track_scan.h"
+
+#define TRACK_TOP_SITES 5
+
+/* [{ "bytes", "allocations", "api", "via": "symbol"|"cuGetProcAddress", "frames": ["obj+0xOFF", ...] }]
+ * for the first max sites of s. */
+json_t *track_sites_json(const struct track_ledger *l, const struct track_summary *s, size_t max);
+/* "SITE (X MiB in K)" for the first max sites, separated by "; ", the caller frame first and
+ * at most `depth` frames each ("a ← b"). */
+void track_sites_text(FILE *out, const struct track_ledger *l, const struct track_summary *s, size_t max,
+                      unsigned depth);
+/* gpus[].ledger of a scan: { "owner_pid", "outstanding_bytes", "allocations", "top_sites",
+ * "file", "skipped_bytes", "torn_tail_bytes" } for GPU index (the first dead owner with a
+ * ledger; NULL when none). */
+json_t *track_scan_gpu_json(const struct track_scan *ts, unsigned gpu_index);
+/* Add "ledger" to each element of a scan document's "gpus" that has one, and "ledger_dir". */
+void track_scan_attach_json(json_t *doc, const struct track_scan *ts);
+/* "  ledger: dead PID N still had X MiB in K allocations; top sites: ..." for GPU index. */
+void track_scan_gpu_text(FILE *out, const struct track_scan *ts, unsigned gpu_index);
+/* scan_text's per-GPU hook (ctx: a struct track_scan). */
+void track_scan_text_hook(FILE *out, unsigned gpu_index, const void *ctx);
