@@ -1137,8 +1137,10 @@ int host_scan(const struct host_opts *o, struct host_report **ret)
                         goto out;
                 }
         }
-        if (c.bundle)
+        if (c.bundle) {
                 r->procs_scanned = c.bundle->procs_scanned;
+                r->holder_source = HOST_SOURCE_BUNDLE;
+        }
         host_procs_sort(r->holders, r->n_holders);
         host_procs_sort(r->unverified, r->n_unverified);
         compose_limits(&c, r);
@@ -1149,6 +1151,59 @@ int host_scan(const struct host_opts *o, struct host_report **ret)
 out:
         if (d)
                 closedir(d);
+        ctx_free(&c);
+        host_report_free(r);
+        return e;
+}
+
+int host_scan_pids(const struct host_opts *o, const pid_t *pids, size_t n, struct host_report **ret)
+{
+        struct host_ctx c;
+        size_t holders_alloc = 0, unverified_alloc = 0, opaque_alloc = 0;
+        int e;
+        if (o->save_dir && *o->save_dir)
+                return -EINVAL;
+        struct host_report *r = calloc(1, sizeof(*r));
+        if (!r)
+                return -ENOMEM;
+        e = ctx_init(&c, o, r, true);
+        if (e < 0)
+                goto out;
+        if (c.bundle) {
+                e = -EINVAL;
+                goto out;
+        }
+        r->holder_source = HOST_SOURCE_OWNERS;
+        for (size_t i = 0; i < n; i++) {
+                bool seen = pids[i] <= 0;
+                for (size_t k = 0; k < i && !seen; k++)
+                        seen = pids[k] == pids[i];
+                if (seen)
+                        continue;
+                char name[16];
+                snprintf(name, sizeof(name), "%d", (int)pids[i]);
+                r->procs_scanned++;
+                struct host_proc p;
+                enum pid_class cls;
+                if (inspect_pid(&c, pids[i], name, false, &p, &cls) < 0)
+                        continue;
+                int a = cls == PID_HOLDER ? host_procs_append(&r->holders, &r->n_holders, &holders_alloc, &p) :
+                        cls == PID_UNVERIFIED ? host_procs_append(&r->unverified, &r->n_unverified,
+                                                                  &unverified_alloc, &p) :
+                        cls == PID_OPAQUE ? host_refs_append(r, &opaque_alloc, &p) : 0;
+                host_proc_clear(&p);
+                if (a < 0) {
+                        e = a;
+                        goto out;
+                }
+        }
+        host_procs_sort(r->holders, r->n_holders);
+        host_procs_sort(r->unverified, r->n_unverified);
+        compose_limits(&c, r);
+        *ret = r;
+        r = NULL;
+        e = 0;
+out:
         ctx_free(&c);
         host_report_free(r);
         return e;
