@@ -3,9 +3,10 @@
  *   iter/task       one GV_REC_TASK per thread-group leader (the processes there are);
  *   iter/task_file  one GV_REC_FD per descriptor on a candidate file (the kernel skips threads
  *                   that share their leader's descriptor table);
- *   iter/task_vma   one GV_REC_VMA per mapping of a candidate file, and GV_REC_VMA_SEEN once per
- *                   address space read (the kernel skips a task whose mmap lock it cannot take
- *                   at once: such a process is "unverified", as in the /proc walk).
+ *   iter/task_vma   one GV_REC_VMA per mapping of a candidate file (b = 1 on the first record of
+ *                   a process), else GV_REC_VMA_SEEN once per address space read (the kernel
+ *                   skips a task whose mmap lock it cannot take at once: such a process is
+ *                   "unverified", as in the /proc walk).
  * A candidate: a file whose (s_dev, i_ino) is in `targets`, or for descriptors a character
  * device whose i_rdev or major is. The naming is done in user space with the /proc walk's own
  * rule (host_scan.c match_stat), so both paths answer alike. PIDs are translated into the
@@ -121,23 +122,23 @@ int gv_vmas(struct bpf_iter__task_vma *ctx)
         __u32 pid = tgid_at(t, reader_level());
         if (!pid)
                 return 0;
-        struct gv_rec r = { .pid = pid };
-        if (last_seen != pid) {
-                last_seen = pid;
-                r.kind = GV_REC_VMA_SEEN;
-                bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
-        }
+        /* One write per call: when the seq_file buffer overflows, the kernel drops what this
+         * call wrote and calls it again for the same mapping, so last_seen moves only once the
+         * record is in. */
+        struct gv_rec r = { .kind = GV_REC_VMA_SEEN, .pid = pid };
         struct file *f = BPF_CORE_READ(v, vm_file);
-        if (!f)
+        struct inode *in = f ? BPF_CORE_READ(f, f_inode) : 0;
+        if (in) {
+                r.dev = BPF_CORE_READ(in, i_sb, s_dev);
+                r.ino = BPF_CORE_READ(in, i_ino);
+                if (is_target(r.dev, r.ino)) {
+                        r.kind = GV_REC_VMA;
+                        r.b = last_seen != pid;         /* also the first mapping seen of it */
+                }
+        }
+        if (r.kind == GV_REC_VMA_SEEN && last_seen == pid)
                 return 0;
-        struct inode *in = BPF_CORE_READ(f, f_inode);
-        if (!in)
-                return 0;
-        r.dev = BPF_CORE_READ(in, i_sb, s_dev);
-        r.ino = BPF_CORE_READ(in, i_ino);
-        if (!is_target(r.dev, r.ino))
-                return 0;
-        r.kind = GV_REC_VMA;
-        bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
+        if (bpf_seq_write(ctx->meta->seq, &r, sizeof(r)) == 0)
+                last_seen = pid;
         return 0;
 }

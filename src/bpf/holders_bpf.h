@@ -7,7 +7,8 @@ enum gv_rec_kind {
                                  * ino = exit_state */
         GV_REC_FD = 2,          /* a descriptor on a candidate file: a = fd, b = 1 if a character
                                  * device (rdev = i_rdev); dev = s_dev, ino = i_ino */
-        GV_REC_VMA = 3,         /* a mapping of a candidate file: dev = s_dev, ino = i_ino */
+        GV_REC_VMA = 3,         /* a mapping of a candidate file: dev = s_dev, ino = i_ino; b = 1:
+                                 * the first record of this process (it counts as SEEN too) */
         GV_REC_VMA_SEEN = 4,    /* the mapping iterator read this process's address space */
 };
 

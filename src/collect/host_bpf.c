@@ -174,6 +174,13 @@ int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret,
                         t->exit_state = (unsigned)g.ino;
                         continue;
                 }
+                if (g.kind == GV_REC_VMA && g.b == 1) {
+                        if (host_grow(&res.tasks, &res.tasks_alloc, res.n_tasks, sizeof(*res.tasks)) < 0) {
+                                r = -ENOMEM;
+                                goto out;
+                        }
+                        res.tasks[res.n_tasks++] = (struct host_bpf_task){ .pid = (pid_t)g.pid, .seen_only = true };
+                }
                 if (g.kind != GV_REC_FD && g.kind != GV_REC_VMA)
                         continue;
                 if (host_grow(&res.hits, &res.hits_alloc, res.n_hits, sizeof(*res.hits)) < 0) {
