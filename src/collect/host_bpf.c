@@ -159,7 +159,7 @@ int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret,
         for (size_t i = 0; i < n; i++) {
                 struct gv_rec g;
                 memcpy(&g, b.data + i * sizeof(g), sizeof(g));
-                if (g.kind == GV_REC_TASK || g.kind == GV_REC_VMA_SEEN) {
+                if (g.kind == GV_REC_TASK || g.kind == GV_REC_VMA_SEEN || (g.kind == GV_REC_VMA && g.b == 1)) {
                         if (host_grow(&res.tasks, &res.tasks_alloc, res.n_tasks, sizeof(*res.tasks)) < 0) {
                                 r = -ENOMEM;
                                 goto out;
@@ -167,19 +167,13 @@ int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret,
                         struct host_bpf_task *t = &res.tasks[res.n_tasks++];
                         memset(t, 0, sizeof(*t));
                         t->pid = (pid_t)g.pid;
-                        t->seen_only = g.kind == GV_REC_VMA_SEEN;
-                        t->flags = g.a;
-                        t->state = g.b;
-                        t->has_mm = g.dev != 0;
-                        t->exit_state = (unsigned)g.ino;
-                        continue;
-                }
-                if (g.kind == GV_REC_VMA && g.b == 1) {
-                        if (host_grow(&res.tasks, &res.tasks_alloc, res.n_tasks, sizeof(*res.tasks)) < 0) {
-                                r = -ENOMEM;
-                                goto out;
+                        t->seen_only = g.kind != GV_REC_TASK;
+                        if (g.kind == GV_REC_TASK) {
+                                t->flags = g.a;
+                                t->state = g.b;
+                                t->has_mm = g.dev != 0;
+                                t->exit_state = (unsigned)g.ino;
                         }
-                        res.tasks[res.n_tasks++] = (struct host_bpf_task){ .pid = (pid_t)g.pid, .seen_only = true };
                 }
                 if (g.kind != GV_REC_FD && g.kind != GV_REC_VMA)
                         continue;

@@ -1149,6 +1149,26 @@ static int host_refs_append(struct host_report *r, size_t *alloc, const struct h
         return 0;
 }
 
+/* The sizes of a report's growing arrays. */
+struct report_allocs {
+        size_t holders, unverified, opaque;
+};
+
+/* Inspect one process of a walk and file it in r as the walk classes it (nothing when it holds
+ * nothing or vanished). 0 or -ENOMEM. */
+static int walk_pid(struct host_ctx *c, struct host_report *r, struct report_allocs *al, pid_t pid, const char *name)
+{
+        struct host_proc p;
+        enum pid_class cls;
+        if (inspect_pid(c, pid, name, false, &p, &cls) < 0)
+                return 0;
+        int a = cls == PID_HOLDER ? host_procs_append(&r->holders, &r->n_holders, &al->holders, &p) :
+                cls == PID_UNVERIFIED ? host_procs_append(&r->unverified, &r->n_unverified, &al->unverified, &p) :
+                cls == PID_OPAQUE ? host_refs_append(r, &al->opaque, &p) : 0;
+        host_proc_clear(&p);
+        return a;
+}
+
 /* The iterators see the live kernel: only for the live /proc (not a fixture tree or a bundle),
  * and not while recording a bundle (which keeps the /proc files the walk read). */
 static bool bpf_eligible(const struct host_ctx *c, const struct host_opts *o)
@@ -1179,7 +1199,7 @@ static int bpf_walk(struct host_ctx *c, struct host_report *r)
         struct host_bpf_target targets[HOST_MAX_HOST_NODES];
         unsigned majors[HOST_MAX_MAJORS];
         struct host_bpf_result res;
-        size_t holders_alloc = 0, unverified_alloc = 0;
+        struct report_allocs al = { 0, 0, 0 };
         for (size_t i = 0; i < c->n_nodes; i++)
                 targets[i] = (struct host_bpf_target){ .dev = c->nodes[i].dev, .ino = c->nodes[i].ino,
                                                        .chr = c->nodes[i].chr, .rdev = c->nodes[i].rdev };
@@ -1211,17 +1231,9 @@ static int bpf_walk(struct host_ctx *c, struct host_report *r)
                         continue;
                 char name[16];
                 snprintf(name, sizeof(name), "%d", (int)t->pid);
-                struct host_proc p;
-                enum pid_class cls;
                 c->preset = &b;
-                int k = inspect_pid(c, t->pid, name, false, &p, &cls);
+                int a = walk_pid(c, r, &al, t->pid, name);
                 c->preset = NULL;
-                if (k < 0)
-                        continue;
-                int a = cls == PID_HOLDER ? host_procs_append(&r->holders, &r->n_holders, &holders_alloc, &p) :
-                        cls == PID_UNVERIFIED ? host_procs_append(&r->unverified, &r->n_unverified,
-                                                                  &unverified_alloc, &p) : 0;
-                host_proc_clear(&p);
                 if (a < 0) {
                         host_bpf_result_free(&res);
                         return a;
@@ -1235,7 +1247,7 @@ static int bpf_walk(struct host_ctx *c, struct host_report *r)
 int host_scan(const struct host_opts *o, struct host_report **ret)
 {
         struct host_ctx c;
-        size_t holders_alloc = 0, unverified_alloc = 0, opaque_alloc = 0;
+        struct report_allocs al = { 0, 0, 0 };
         DIR *d = NULL;
         struct dirent *de;
         int e;
@@ -1273,19 +1285,9 @@ int host_scan(const struct host_opts *o, struct host_report **ret)
                                 continue;       /* saved for a lookup, not part of the walk */
                 }
                 r->procs_scanned++;
-                struct host_proc p;
-                enum pid_class cls;
-                if (inspect_pid(&c, pid, de->d_name, false, &p, &cls) < 0)
-                        continue;
-                int a = cls == PID_HOLDER ? host_procs_append(&r->holders, &r->n_holders, &holders_alloc, &p) :
-                        cls == PID_UNVERIFIED ? host_procs_append(&r->unverified, &r->n_unverified,
-                                                                  &unverified_alloc, &p) :
-                        cls == PID_OPAQUE ? host_refs_append(r, &opaque_alloc, &p) : 0;
-                host_proc_clear(&p);
-                if (a < 0) {
-                        e = a;
+                e = walk_pid(&c, r, &al, pid, de->d_name);
+                if (e < 0)
                         goto out;
-                }
         }
         if (c.bundle) {
                 r->procs_scanned = c.bundle->procs_scanned;
@@ -1310,7 +1312,7 @@ out:
 int host_scan_pids(const struct host_opts *o, const pid_t *pids, size_t n, struct host_report **ret)
 {
         struct host_ctx c;
-        size_t holders_alloc = 0, unverified_alloc = 0, opaque_alloc = 0;
+        struct report_allocs al = { 0, 0, 0 };
         int e;
         if (o->save_dir && *o->save_dir)
                 return -EINVAL;
@@ -1334,19 +1336,9 @@ int host_scan_pids(const struct host_opts *o, const pid_t *pids, size_t n, struc
                 char name[16];
                 snprintf(name, sizeof(name), "%d", (int)pids[i]);
                 r->procs_scanned++;
-                struct host_proc p;
-                enum pid_class cls;
-                if (inspect_pid(&c, pids[i], name, false, &p, &cls) < 0)
-                        continue;
-                int a = cls == PID_HOLDER ? host_procs_append(&r->holders, &r->n_holders, &holders_alloc, &p) :
-                        cls == PID_UNVERIFIED ? host_procs_append(&r->unverified, &r->n_unverified,
-                                                                  &unverified_alloc, &p) :
-                        cls == PID_OPAQUE ? host_refs_append(r, &opaque_alloc, &p) : 0;
-                host_proc_clear(&p);
-                if (a < 0) {
-                        e = a;
+                e = walk_pid(&c, r, &al, pids[i], name);
+                if (e < 0)
                         goto out;
-                }
         }
         host_procs_sort(r->holders, r->n_holders);
         host_procs_sort(r->unverified, r->n_unverified);
