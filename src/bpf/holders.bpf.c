@@ -33,6 +33,13 @@ struct {
 /* the last process GV_REC_VMA_SEEN was written for (reset by user space before each read) */
 __u32 last_seen = 0;
 
+/* Filled by user space before the iterators run, so that most files are turned away without a
+ * map lookup: chr_majors[M] is 1 when a character device of major M can be a candidate (an
+ * nvidia driver's, or a host node's), s_devs[] the filesystems the target files live on. */
+__u8 chr_majors[GV_MAX_MAJOR] = {};
+__u32 s_devs[GV_MAX_SDEVS] = {};
+__u32 n_s_devs = 0;
+
 /* The reader's PID namespace level: the iterator runs in read(), on the reader's task. */
 static __always_inline unsigned int reader_level(void)
 {
@@ -49,6 +56,18 @@ static __always_inline __u32 tgid_at(struct task_struct *t, unsigned int level)
                 return 0;
         bpf_core_read(&nr, sizeof(nr), &p->numbers[level].nr);
         return nr > 0 ? (__u32)nr : 0;
+}
+
+/* Is a file of filesystem dev possibly a target (a cheap test before the map lookup)? */
+static __always_inline int on_target_fs(__u64 dev)
+{
+        for (__u32 i = 0; i < GV_MAX_SDEVS; i++) {
+                if (i >= n_s_devs)
+                        return 0;
+                if (s_devs[i] == dev)
+                        return 1;
+        }
+        return 0;
 }
 
 static __always_inline int is_target(__u64 dev, __u64 ino)
@@ -97,12 +116,16 @@ int gv_files(struct bpf_iter__task_file *ctx)
         r.dev = BPF_CORE_READ(in, i_sb, s_dev);
         r.ino = BPF_CORE_READ(in, i_ino);
         if ((mode & GV_S_IFMT) == GV_S_IFCHR) {
+                /* a character device is one of ours by its number: an nvidia major, or a host
+                 * node's device number (which a node with the same st_dev, st_ino also has) */
                 r.b = 1;
                 r.rdev = BPF_CORE_READ(in, i_rdev);
-                if (!is_target(r.rdev, GV_KEY_RDEV) && !is_target(r.rdev >> 20, GV_KEY_MAJOR) &&
-                    !is_target(r.dev, r.ino))
+                __u32 maj = (__u32)(r.rdev >> 20);
+                if (maj >= GV_MAX_MAJOR || !chr_majors[maj])
                         return 0;
-        } else if (!is_target(r.dev, r.ino)) {
+                if (!is_target(r.rdev, GV_KEY_RDEV) && !is_target(maj, GV_KEY_MAJOR))
+                        return 0;
+        } else if (!on_target_fs(r.dev) || !is_target(r.dev, r.ino)) {
                 return 0;
         }
         r.pid = tgid_at(t, reader_level());
@@ -131,7 +154,7 @@ int gv_vmas(struct bpf_iter__task_vma *ctx)
         if (in) {
                 r.dev = BPF_CORE_READ(in, i_sb, s_dev);
                 r.ino = BPF_CORE_READ(in, i_ino);
-                if (is_target(r.dev, r.ino)) {
+                if (on_target_fs(r.dev) && is_target(r.dev, r.ino)) {
                         r.kind = GV_REC_VMA;
                         r.b = last_seen != pid;         /* also the first mapping seen of it */
                 }

@@ -15,6 +15,8 @@ enum gv_rec_kind {
 /* Keys of the `targets` map: a file by (s_dev, i_ino), a character device by i_rdev
  * (ino = GV_KEY_RDEV), or a driver's major number (ino = GV_KEY_MAJOR). Kernel dev_t encoding
  * (major << 20 | minor). */
+#define GV_MAX_MAJOR 4096             /* majors are 12 bits */
+#define GV_MAX_SDEVS 16
 #define GV_KEY_RDEV 0xffffffffffffffffULL
 #define GV_KEY_MAJOR 0xfffffffffffffffeULL
 

@@ -124,6 +124,21 @@ int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret,
         uint32_t one = 1;
         for (size_t i = 0; i < s->n_targets; i++) {
                 const struct host_bpf_target *t = &s->targets[i];
+                uint32_t sd = (uint32_t)kdev(t->dev);
+                unsigned d;
+                for (d = 0; d < skel->bss->n_s_devs && skel->bss->s_devs[d] != sd; d++)
+                        ;
+                if (d == skel->bss->n_s_devs) {
+                        if (d == GV_MAX_SDEVS) {
+                                r = -E2BIG;
+                                snprintf(err, errlen, "BPF iterators not used: device nodes on more than %d filesystems",
+                                         GV_MAX_SDEVS);
+                                goto out;
+                        }
+                        skel->bss->s_devs[skel->bss->n_s_devs++] = sd;
+                }
+                if (t->chr && major(t->rdev) < GV_MAX_MAJOR)
+                        skel->bss->chr_majors[major(t->rdev)] = 1;
                 struct gv_key k = { .dev = kdev(t->dev), .ino = (uint64_t)t->ino };
                 r = bpf_map__update_elem(skel->maps.targets, &k, sizeof(k), &one, sizeof(one), BPF_ANY);
                 if (r == 0 && t->chr) {
@@ -137,6 +152,8 @@ int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret,
         }
         for (size_t i = 0; i < s->n_majors; i++) {
                 struct gv_key k = { .dev = s->majors[i], .ino = GV_KEY_MAJOR };
+                if (s->majors[i] < GV_MAX_MAJOR)
+                        skel->bss->chr_majors[s->majors[i]] = 1;
                 r = bpf_map__update_elem(skel->maps.targets, &k, sizeof(k), &one, sizeof(one), BPF_ANY);
                 if (r < 0) {
                         say(err, errlen, r, "BPF map not filled");
