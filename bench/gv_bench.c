@@ -6,8 +6,9 @@
  * --map-every-th one holds only a mapping, like a data-loader worker whose owner closed its
  * descriptors) plus --others processes holding as many descriptors on unrelated files, and
  * times, --runs times each, interleaved:
- *   ghostvram (in-process)   host_scan() called here
- *   ghostvram (exec)         this program re-executed with --scan, process start included
+ *   ghostvram snapshot --json --holders bpf|proc   the whole command (--ghostvram PATH), its
+ *                            holders read from the JSON (and its holder_source checked)
+ *   host_scan (in-process)   host_scan() called here, BPF iterators and /proc walk
  *   fuser FILE...            PIDs on stdout
  *   lsof -t -w FILE...       PIDs on stdout
  * Each answer is checked against the set of PIDs started. Everything it started is killed
@@ -32,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "collect/host.h"
 #include "util/deadline.h"
 #include "util/fileio.h"
@@ -49,6 +52,7 @@ static const char *const node_names[] = { "nvidiactl", "nvidia-uvm", "nvidia0", 
 struct opts {
         unsigned procs, fds, map_every, others, runs;
         bool no_fuser, no_lsof;
+        const char *ghostvram;          /* the binary for the snapshot contenders (NULL: none) */
 };
 
 static char g_tmp[64];
@@ -220,8 +224,8 @@ static size_t pid_set(pid_t *p, size_t n)
         return k;
 }
 
-/* Run argv with stdout captured (stderr to /dev/null); PIDs printed are stored in out. */
-static size_t run_pids(char *const argv[], pid_t *out, size_t max)
+/* Run argv with stdout captured (stderr to /dev/null); returns what it printed (malloc'd). */
+static char *run_capture(char *const argv[])
 {
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0)
@@ -243,11 +247,26 @@ static size_t run_pids(char *const argv[], pid_t *out, size_t max)
         if (!buf)
                 die("malloc");
         ssize_t k;
-        while ((k = read(p[0], buf + len, cap - len)) > 0)
+        while ((k = read(p[0], buf + len, cap - len)) > 0) {
                 len += (size_t)k;
+                if (len == cap) {       /* a snapshot of thousands of holders is many MiB */
+                        char *nb = realloc(buf, 2 * cap + 1);
+                        if (!nb)
+                                die("realloc");
+                        buf = nb;
+                        cap *= 2;
+                }
+        }
         close(p[0]);
         buf[len] = '\0';
         waitpid(pid, NULL, 0);
+        return buf;
+}
+
+/* Run argv; the PIDs it prints are stored in out. */
+static size_t run_pids(char *const argv[], pid_t *out, size_t max)
+{
+        char *buf = run_capture(argv);
         size_t n = 0;
         char *save = NULL;
         for (char *t = strtok_r(buf, " \t\n", &save); t && n < max; t = strtok_r(NULL, " \t\n", &save)) {
@@ -260,9 +279,28 @@ static size_t run_pids(char *const argv[], pid_t *out, size_t max)
         return n;
 }
 
-static size_t scan_pids(const char *prefix, pid_t *out, size_t max)
+/* `ghostvram snapshot --json ...`: the holders' PIDs from its JSON; 0 PIDs and *ret_ok false
+ * when the walk was not the one asked for (holder_source). */
+static size_t snapshot_pids(char *const argv[], const char *source, pid_t *out, size_t max, bool *ret_ok)
 {
-        struct host_opts o = { .dev_prefix = prefix, .timeout_ms = 2000 };
+        char *buf = run_capture(argv);
+        json_error_t err;
+        json_t *doc = json_loads(buf, 0, &err);
+        free(buf);
+        size_t n = 0, i;
+        json_t *h;
+        *ret_ok = doc && json_is_string(json_object_get(json_object_get(doc, "host"), "holder_source")) &&
+                  strcmp(json_string_value(json_object_get(json_object_get(doc, "host"), "holder_source")), source) == 0;
+        json_array_foreach(json_object_get(doc, "holders"), i, h)
+                if (n < max)
+                        out[n++] = (pid_t)json_integer_value(json_object_get(h, "pid"));
+        json_decref(doc);
+        return n;
+}
+
+static size_t scan_pids(const char *prefix, enum host_holders_mode mode, pid_t *out, size_t max)
+{
+        struct host_opts o = { .dev_prefix = prefix, .timeout_ms = 2000, .holders = mode };
         struct host_report *r;
         int e = host_scan(&o, &r);
         if (e < 0) {
@@ -276,8 +314,11 @@ static size_t scan_pids(const char *prefix, pid_t *out, size_t max)
         return n;
 }
 
-enum tool { T_INPROC, T_EXEC, T_FUSER, T_LSOF, N_TOOLS };
-static const char *const tool_names[] = { "ghostvram host_scan (in-process)", "ghostvram host_scan (exec'd)",
+enum tool { T_SNAP_BPF, T_SNAP_PROC, T_INPROC_BPF, T_INPROC_PROC, T_FUSER, T_LSOF, N_TOOLS };
+static const char *const tool_names[] = { "ghostvram snapshot --json (BPF iterators)",
+                                          "ghostvram snapshot --json (/proc walk)",
+                                          "host_scan() in-process (BPF iterators)",
+                                          "host_scan() in-process (/proc walk)",
                                           "fuser FILE...", "lsof -t -w FILE..." };
 
 static int dbl_cmp(const void *a, const void *b)
@@ -295,7 +336,7 @@ static double median(double *v, unsigned n)
 static int usage(FILE *f)
 {
         fprintf(f, "usage: gv_bench [--procs N] [--fds M] [--map-every K] [--others N] [--runs R]\n"
-                   "                [--no-fuser] [--no-lsof]\n"
+                   "                [--no-fuser] [--no-lsof] [--ghostvram PATH]\n"
                    "       gv_bench --scan PREFIX   (one walk; prints the holders' PIDs)\n");
         return f == stdout ? 0 : 2;
 }
@@ -303,7 +344,7 @@ static int usage(FILE *f)
 static int scan_only(const char *prefix)
 {
         static pid_t pids[1 << 16];
-        size_t n = scan_pids(prefix, pids, sizeof(pids) / sizeof(pids[0]));
+        size_t n = scan_pids(prefix, HOST_HOLDERS_AUTO, pids, sizeof(pids) / sizeof(pids[0]));
         for (size_t i = 0; i < n; i++)
                 printf("%d\n", (int)pids[i]);
         return 0;
@@ -317,7 +358,8 @@ int main(int argc, char **argv)
                 { "map-every", required_argument, NULL, 'm' }, { "others", required_argument, NULL, 'o' },
                 { "runs", required_argument, NULL, 'r' }, { "no-fuser", no_argument, NULL, 'F' },
                 { "no-lsof", no_argument, NULL, 'L' }, { "scan", required_argument, NULL, 's' },
-                { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+                { "ghostvram", required_argument, NULL, 'g' }, { "help", no_argument, NULL, 'h' },
+                { NULL, 0, NULL, 0 },
         };
         int c;
         while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -332,6 +374,8 @@ int main(int argc, char **argv)
                         o.no_fuser = true;
                 } else if (c == 'L') {
                         o.no_lsof = true;
+                } else if (c == 'g') {
+                        o.ghostvram = optarg;
                 } else if (c == 's') {
                         return scan_only(optarg);
                 } else {
@@ -394,12 +438,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "gv_bench: %u holders x %u descriptors (every %u-th by mapping only), %u others, "
                         "started in %.1f s\n", o.procs, o.fds, o.map_every, o.others, now_s() - t0);
 
-        char self[4096];
-        ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
-        if (sl < 0)
-                die("readlink /proc/self/exe");
-        self[sl] = '\0';
-        char *exec_argv[] = { self, (char *)"--scan", prefix, NULL };
+        /* no NVML (a library that is not there): the walk is what is timed, as for fuser */
+        char *snap_argv[2][11];
+        for (int m = 0; m < 2; m++) {
+                char *const a[] = { (char *)o.ghostvram, (char *)"snapshot", (char *)"--json", (char *)"--holders",
+                                    (char *)(m == 0 ? "bpf" : "proc"), (char *)"--dev-prefix", prefix,
+                                    (char *)"--nvml-lib", (char *)"/nonexistent/libnvidia-ml.so.1", NULL };
+                memcpy(snap_argv[m], a, sizeof(a));
+        }
         char *fuser_argv[N_NODES + 2], *lsof_argv[N_NODES + 4];
         fuser_argv[0] = (char *)"fuser";
         lsof_argv[0] = (char *)"lsof";
@@ -413,17 +459,24 @@ int main(int argc, char **argv)
         for (int k = 0; k < N_TOOLS; k++)
                 if (!(t[k] = calloc(o.runs, sizeof(double))))
                         die("calloc");
-        bool skip[N_TOOLS] = { false, false, o.no_fuser, o.no_lsof };
+        bool skip[N_TOOLS] = { !o.ghostvram, !o.ghostvram, false, false, o.no_fuser, o.no_lsof };
         int bad = 0;
         for (unsigned run = 0; run < o.runs; run++) {
                 for (int k = 0; k < N_TOOLS; k++) {
                         if (skip[k])
                                 continue;
                         double s = now_s();
-                        size_t n = k == T_INPROC ? scan_pids(prefix, got, cap) :
-                                   k == T_EXEC ? run_pids(exec_argv, got, cap) :
+                        bool ok = true;
+                        size_t n = k == T_SNAP_BPF ? snapshot_pids(snap_argv[0], "bpf", got, cap, &ok) :
+                                   k == T_SNAP_PROC ? snapshot_pids(snap_argv[1], "proc", got, cap, &ok) :
+                                   k == T_INPROC_BPF ? scan_pids(prefix, HOST_HOLDERS_BPF, got, cap) :
+                                   k == T_INPROC_PROC ? scan_pids(prefix, HOST_HOLDERS_PROC, got, cap) :
                                    k == T_FUSER ? run_pids(fuser_argv, got, cap) : run_pids(lsof_argv, got, cap);
                         t[k][run] = now_s() - s;
+                        if (!ok) {
+                                fprintf(stderr, "gv_bench: %s did not use the path asked for\n", tool_names[k]);
+                                bad = 1;
+                        }
                         n = pid_set(got, n);
                         if (n != n_expect || memcmp(got, expect, n * sizeof(pid_t)) != 0) {
                                 fprintf(stderr, "gv_bench: %s found %zu holders, expected %zu\n", tool_names[k], n,

@@ -26,6 +26,7 @@ struct cli_common {
         bool verbose;
         const char *save_bundle;
         const char *from_bundle;
+        enum host_holders_mode holders;
         bool simulated;         /* GHOSTVRAM_SIM is set */
         const char *sim_dir;
         char sim_lib[4096];
@@ -44,6 +45,7 @@ struct cli_common {
         { "json", no_argument, NULL, CLI_OPT_BASE + 4 },                        \
         { "save-bundle", required_argument, NULL, CLI_OPT_BASE + 5 },           \
         { "from-bundle", required_argument, NULL, CLI_OPT_BASE + 6 },           \
+        { "holders", required_argument, NULL, CLI_OPT_BASE + 7 },               \
         { "verbose", no_argument, NULL, 'v' }
 
 #define CLI_COMMON_HELP                                                                       \
@@ -54,6 +56,8 @@ struct cli_common {
         "  --nvml-lib PATH      load this NVML library instead of libnvidia-ml.so.1\n"      \
         "  --proc DIR           read processes from DIR instead of /proc\n"                 \
         "  --dev-prefix PREFIX  device nodes start with PREFIX (default /dev/nvidia)\n"     \
+        "  --holders HOW        auto (default: BPF iterators when they load, else /proc),\n" \
+        "                       bpf (fail if they cannot load) or proc\n"                  \
         "  --save-bundle DIR    also record every answer read into DIR, a new or empty\n"   \
         "                       directory (for bug reports)\n"                              \
         "  --from-bundle DIR    read a recorded bundle instead of this host (its files must\n" \

@@ -187,6 +187,7 @@ int cmd_check(int argc, char **argv)
                 return unknown("%s", "out of memory");
         cli_scan_once_opts(&c, &j->o);
         j->o.confirm_ms = confirm_ms;
+        j->o.light = true;      /* nothing unexplained: no walk */
         j->o.facts.read_kernel = !no_kernel;
         j->o.ledger.floor_min_bytes = floor_mib << 20;
         /* a single driver call gets at most half the budget: a hung driver then shows as the

@@ -159,6 +159,7 @@ int cmd_scan(int argc, char **argv)
         cli_scan_once_opts(&c, &so);
         so.ledger.floor_min_bytes = lo.floor_min_bytes;
         so.confirm_ms = confirm_ms;
+        so.light = true;        /* nothing unexplained: no walk */
         so.facts.read_kernel = !no_kernel;
         so.facts.kernel.kmsg_path = kmsg;
         struct scan_once *run = NULL;

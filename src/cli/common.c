@@ -80,6 +80,18 @@ int cli_common_option(struct cli_common *c, int opt, const char *arg, const char
         case CLI_OPT_BASE + 4: c->json = true; return 1;
         case CLI_OPT_BASE + 5: c->save_bundle = arg; return 1;
         case CLI_OPT_BASE + 6: c->from_bundle = arg; return 1;
+        case CLI_OPT_BASE + 7:
+                if (strcmp(arg, "auto") == 0)
+                        c->holders = HOST_HOLDERS_AUTO;
+                else if (strcmp(arg, "bpf") == 0)
+                        c->holders = HOST_HOLDERS_BPF;
+                else if (strcmp(arg, "proc") == 0)
+                        c->holders = HOST_HOLDERS_PROC;
+                else {
+                        cli_error(cmd, "--holders: '%s' is not auto, bpf or proc", arg);
+                        return -1;
+                }
+                return 1;
         case 'v': c->verbose = true; return 1;
         default: return 0;
         }
@@ -194,6 +206,7 @@ void cli_common_host_opts(const struct cli_common *c, struct host_opts *o)
         o->timeout_ms = c->timeout_ms < 2000 ? c->timeout_ms : 2000;
         o->save_dir = c->save_bundle;
         o->read_env = true;
+        o->holders = c->holders;
 }
 
 bool cli_use_color(FILE *f)

@@ -79,6 +79,21 @@ struct host_pid_ref {
 };
 #define HOST_MAX_OPAQUE 65536
 
+/* Which mechanism found the holders of a report. */
+enum host_holder_source {
+        HOST_SOURCE_PROC = 0,   /* the /proc walk (fd links, maps) */
+        HOST_SOURCE_BPF,        /* the kernel's iter/task_file and iter/task_vma (host_bpf.c) */
+        HOST_SOURCE_OWNERS,     /* no walk: only the listed owners were looked at */
+        HOST_SOURCE_BUNDLE,     /* read back from a recorded bundle */
+};
+
+/* How the walk finds holders (host_opts.holders). */
+enum host_holders_mode {
+        HOST_HOLDERS_AUTO = 0,  /* the BPF iterators when they load, else /proc */
+        HOST_HOLDERS_PROC,      /* /proc only */
+        HOST_HOLDERS_BPF,       /* the BPF iterators or fail (-EOPNOTSUPP, -EPERM, ...) */
+};
+
 struct host_report {
         struct host_proc *holders;      /* every process holding a node, by pid */
         size_t n_holders;
@@ -102,6 +117,9 @@ struct host_report {
         pid_t self_pid;                 /* our own PID as proc_root shows it, 0 if not there */
         unsigned nvidia_majors[8];      /* from /proc/devices */
         unsigned n_nvidia_majors;
+        enum host_holder_source holder_source;
+        /* Why the BPF iterators did not answer ("" if they did or were not tried). */
+        char bpf_error[160];
 };
 
 struct host_opts {
@@ -117,7 +135,11 @@ struct host_opts {
          * the report is the one that was saved (use dev_prefix "/dev/nvidia"). */
         const char *save_dir;
         bool read_env;                  /* read the allow-listed environment variables */
+        enum host_holders_mode holders; /* live walks only; bundles and save_dir use /proc */
 };
+
+/* "proc", "bpf", "owners", "bundle". */
+const char *host_holder_source_name(enum host_holder_source s);
 
 /* The environment variables ghostvram reads, nothing else from the environment. */
 extern const char *const host_env_allowlist[];
@@ -130,6 +152,13 @@ extern const char *const host_env_allowlist[];
  * blocking reads get 50 ms, so the walk ends in bounded time. */
 int host_scan(const struct host_opts *o, struct host_report **ret);
 void host_report_free(struct host_report *r);
+
+/* No walk: a report with the machine facts (as host_scan gives them) whose holders are the
+ * processes among pids[0..n) that hold a node, found by reading only their own fd tables and
+ * maps (holder_source HOST_SOURCE_OWNERS). PIDs that are absent or hold nothing are left out;
+ * procs_scanned counts the PIDs looked at. Returns 0 and *ret, or a negative errno as host_scan.
+ * Not for bundles or save_dir (-EINVAL): those record a walk. */
+int host_scan_pids(const struct host_opts *o, const pid_t *pids, size_t n, struct host_report **ret);
 
 /* Facts for one PID (for NVML-listed PIDs), nodes included: 0, -ESRCH if there is no such
  * process here, -EACCES if its /proc entry cannot be read (hidepid). *ret is written only on

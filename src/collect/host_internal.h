@@ -168,3 +168,52 @@ int host_bundle_save_host_files(const char *save_dir, uint64_t btime, bool have_
  * Process entries are merged in (a holder stays a holder). 0 or a negative errno. */
 int host_bundle_write_json(const char *save_dir, const struct host_report *facts, bool is_scan,
                            const struct host_bundle_proc *procs, size_t n_procs);
+
+/* --- the BPF iterators (host_bpf.c) ---------------------------------------------------------- */
+
+/* A host node to look for: by (dev, ino), and a character device also by rdev. */
+struct host_bpf_target {
+        dev_t dev;
+        ino_t ino;
+        bool chr;
+        dev_t rdev;
+};
+
+struct host_bpf_spec {
+        const struct host_bpf_target *targets;
+        size_t n_targets;
+        const unsigned *majors;         /* nvidia* character-device majors (/proc/devices) */
+        size_t n_majors;
+};
+
+/* A process of our PID namespace (seen_only: a record that only says the mapping iterator read
+ * its address space). flags and state are the kernel's (PF_*, TASK_*). */
+struct host_bpf_task {
+        pid_t pid;
+        bool seen_only;
+        unsigned flags, state, exit_state;
+        bool has_mm;
+};
+
+/* A descriptor (via HOST_VIA_FD, fd) or a mapping (HOST_VIA_MMAP) on a candidate file. */
+struct host_bpf_hit {
+        pid_t pid;
+        unsigned via;
+        int fd;
+        bool chr;
+        dev_t dev, rdev;
+        ino_t ino;
+};
+
+struct host_bpf_result {
+        struct host_bpf_task *tasks;
+        size_t n_tasks, tasks_alloc;
+        struct host_bpf_hit *hits;
+        size_t n_hits, hits_alloc;
+};
+
+/* Load the iterators, look for s's targets, read them once. 0 and *ret (free with
+ * host_bpf_result_free), or a negative errno and a sentence in err (not built in, no BTF, not
+ * privileged, ...): the caller falls back to /proc. */
+int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret, char *err, size_t errlen);
+void host_bpf_result_free(struct host_bpf_result *r);

@@ -20,6 +20,17 @@ void host_proc_clear(struct host_proc *p)
         memset(p, 0, sizeof(*p));
 }
 
+const char *host_holder_source_name(enum host_holder_source s)
+{
+        switch (s) {
+        case HOST_SOURCE_BPF: return "bpf";
+        case HOST_SOURCE_OWNERS: return "owners";
+        case HOST_SOURCE_BUNDLE: return "bundle";
+        case HOST_SOURCE_PROC: break;
+        }
+        return "proc";
+}
+
 void host_report_free(struct host_report *r)
 {
         if (!r)

@@ -87,6 +87,17 @@ struct host_ctx {
         struct buf smaps;
         struct host_bundle_proc *saved;         /* host.json entries of the processes saved */
         size_t n_saved, saved_alloc;
+        /* the BPF walk: what the iterators found for the process being inspected (NULL: read
+         * its fd/ and maps) */
+        const struct bpf_preset *preset;
+        unsigned n_maps_locked;                 /* address spaces the iterator could not lock */
+};
+
+/* What the BPF iterators found for one process. */
+struct bpf_preset {
+        const struct host_bpf_hit *hits;
+        size_t n_hits;
+        bool maps_unread;                       /* its mmap lock was taken: mappings not seen */
 };
 
 /* One process being inspected. */
@@ -609,23 +620,28 @@ static void scan_fds(struct host_ctx *c, struct pid_scan *s)
                 const char *nm = e->d_name;
                 if (nm[0] < '0' || nm[0] > '9')
                         continue;
-                ssize_t n = readlinkat(fdd, nm, target, sizeof(target) - 1);
-                if (n < 0 && (errno == EACCES || errno == EPERM)) {
+                /* the file itself, as the BPF walk sees it: a character device by its device
+                 * number, anything else by (st_dev, st_ino) (match_stat) */
+                struct stat st;
+                char name[48];
+                bool hit;
+                if (fstatat(fdd, nm, &st, 0) == 0) {
+                        hit = match_stat(c, &st, name);
+                } else if (errno == EACCES || errno == EPERM) {
                         /* the directory lists, but the links need ptrace rights */
                         s->p.skipped |= HOST_SKIP_FDS;
                         note_denied(c, s, &c->n_fd_denied_other, &c->n_fd_denied_own);
                         break;
-                }
-                if (n <= 0)
-                        continue;       /* closed meanwhile */
-                target[n] = '\0';
-                bool deleted;
-                size_t tl = host_strip_deleted(target, (size_t)n, &deleted);
-                char name[48];
-                bool hit = match_prefix(c, target, tl, name);
-                if (!hit && tl > 5 && memcmp(target, "/dev/", 5) == 0) {
-                        struct stat st;
-                        hit = fstatat(fdd, nm, &st, 0) == 0 && match_stat(c, &st, name);
+                } else {
+                        /* a link to nothing: closed meanwhile, or a fixture's or bundle's link
+                         * text naming a node of another machine: matched by its path */
+                        ssize_t n = readlinkat(fdd, nm, target, sizeof(target) - 1);
+                        if (n <= 0)
+                                continue;
+                        target[n] = '\0';
+                        bool deleted;
+                        size_t tl = host_strip_deleted(target, (size_t)n, &deleted);
+                        hit = match_prefix(c, target, tl, name);
                 }
                 if (!hit)
                         continue;
@@ -703,6 +719,38 @@ static void scan_maps(struct host_ctx *c, struct pid_scan *s, char state)
                 add_node(c, s, name, HOST_VIA_MMAP);
                 if (c->save_dir)
                         save_maps_line(c, line, &m, name);
+        }
+}
+
+/* The nodes the BPF iterators found for s, named with the /proc walk's rule: a descriptor's
+ * file by match_stat, a mapping's by its (st_dev, st_ino) (match_devino, as a maps line). */
+static void apply_preset(struct host_ctx *c, struct pid_scan *s)
+{
+        const struct bpf_preset *b = c->preset;
+        for (size_t i = 0; i < b->n_hits; i++) {
+                const struct host_bpf_hit *h = &b->hits[i];
+                char name[48];
+                bool hit;
+                if (h->via == HOST_VIA_FD) {
+                        struct stat st;
+                        memset(&st, 0, sizeof(st));
+                        st.st_mode = h->chr ? S_IFCHR : S_IFREG;
+                        st.st_dev = h->dev;
+                        st.st_ino = h->ino;
+                        st.st_rdev = h->chr ? h->rdev : 0;
+                        hit = match_stat(c, &st, name);
+                } else {
+                        struct host_maps_line m = { .dev_major = major(h->dev), .dev_minor = minor(h->dev),
+                                                    .ino = (uint64_t)h->ino };
+                        hit = match_devino(c, &m, name);
+                }
+                if (hit)
+                        add_node(c, s, name, h->via);
+        }
+        if (b->maps_unread) {
+                s->p.skipped |= HOST_SKIP_MAPS;
+                s->unverifiable = true;
+                c->n_maps_locked++;
         }
 }
 
@@ -942,7 +990,9 @@ static int inspect_pid(struct host_ctx *c, pid_t pid, const char *dirname, bool 
         /* kernel threads have no descriptors; zombies have released theirs and their memory,
          * unless other threads of a zombie leader still run (a bundle keeps what they held at
          * the PID's level) */
-        if (!s.p.kernel_thread && ((s.p.state != 'Z' && s.p.state != 'X') || c->bundle)) {
+        if (c->preset) {
+                apply_preset(c, &s);
+        } else if (!s.p.kernel_thread && ((s.p.state != 'Z' && s.p.state != 'X') || c->bundle)) {
                 scan_fds(c, &s);
                 scan_maps(c, &s, s.p.state);
         } else if (!s.p.kernel_thread && s.p.num_threads > 1) {
@@ -1049,6 +1099,10 @@ static void compose_limits(struct host_ctx *c, struct host_report *r)
                 limit(r, "reading the memory maps of %u %s did not finish within the deadline (the address space "
                          "is locked, probably by a thread stuck in the driver): a mapping they hold is not seen",
                       c->n_maps_timeout, procs(c->n_maps_timeout));
+        if (c->n_maps_locked)
+                limit(r, "the memory maps of %u %s were not read: the BPF iterator found the address space "
+                         "locked (probably by a thread stuck in the driver): a mapping they hold is not seen",
+                      c->n_maps_locked, procs(c->n_maps_locked));
         if (c->n_text_timeout)
                 limit(r, "reading the command line or environment of %u %s did not finish within the deadline",
                       c->n_text_timeout, procs(c->n_text_timeout));
@@ -1095,10 +1149,105 @@ static int host_refs_append(struct host_report *r, size_t *alloc, const struct h
         return 0;
 }
 
+/* The sizes of a report's growing arrays. */
+struct report_allocs {
+        size_t holders, unverified, opaque;
+};
+
+/* Inspect one process of a walk and file it in r as the walk classes it (nothing when it holds
+ * nothing or vanished). 0 or -ENOMEM. */
+static int walk_pid(struct host_ctx *c, struct host_report *r, struct report_allocs *al, pid_t pid, const char *name)
+{
+        struct host_proc p;
+        enum pid_class cls;
+        if (inspect_pid(c, pid, name, false, &p, &cls) < 0)
+                return 0;
+        int a = cls == PID_HOLDER ? host_procs_append(&r->holders, &r->n_holders, &al->holders, &p) :
+                cls == PID_UNVERIFIED ? host_procs_append(&r->unverified, &r->n_unverified, &al->unverified, &p) :
+                cls == PID_OPAQUE ? host_refs_append(r, &al->opaque, &p) : 0;
+        host_proc_clear(&p);
+        return a;
+}
+
+/* The iterators see the live kernel: only for the live /proc (not a fixture tree or a bundle),
+ * and not while recording a bundle (which keeps the /proc files the walk read). */
+static bool bpf_eligible(const struct host_ctx *c, const struct host_opts *o)
+{
+        char real[PATH_MAX];
+        return o->holders != HOST_HOLDERS_PROC && !c->bundle && !c->save_dir && realpath(c->proc_root, real) &&
+               strcmp(real, "/proc") == 0;
+}
+
+static int cmp_hit(const void *a, const void *b)
+{
+        const struct host_bpf_hit *x = a, *y = b;
+        return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+static int cmp_task(const void *a, const void *b)
+{
+        const struct host_bpf_task *x = a, *y = b;
+        if (x->pid != y->pid)
+                return (x->pid > y->pid) - (x->pid < y->pid);
+        return (int)x->seen_only - (int)y->seen_only;
+}
+
+/* The walk by the BPF iterators: every process of the namespace counted, the facts read from
+ * /proc only for those that hold a node or whose mappings the iterator could not see. */
+static int bpf_walk(struct host_ctx *c, struct host_report *r)
+{
+        struct host_bpf_target targets[HOST_MAX_HOST_NODES];
+        unsigned majors[HOST_MAX_MAJORS];
+        struct host_bpf_result res;
+        struct report_allocs al = { 0, 0, 0 };
+        for (size_t i = 0; i < c->n_nodes; i++)
+                targets[i] = (struct host_bpf_target){ .dev = c->nodes[i].dev, .ino = c->nodes[i].ino,
+                                                       .chr = c->nodes[i].chr, .rdev = c->nodes[i].rdev };
+        for (unsigned i = 0; i < c->majors.n; i++)
+                majors[i] = c->majors.m[i].major;
+        struct host_bpf_spec spec = { .targets = targets, .n_targets = c->n_nodes, .majors = majors,
+                                      .n_majors = c->majors.n };
+        memset(&res, 0, sizeof(res));
+        int e = host_bpf_collect(&spec, &res, r->bpf_error, sizeof(r->bpf_error));
+        if (e < 0)
+                return e;
+        qsort(res.hits, res.n_hits, sizeof(*res.hits), cmp_hit);
+        qsort(res.tasks, res.n_tasks, sizeof(*res.tasks), cmp_task);
+        size_t h = 0;
+        for (size_t i = 0; i < res.n_tasks; i++) {
+                const struct host_bpf_task *t = &res.tasks[i];
+                if (t->seen_only)
+                        continue;       /* a pid the task iterator did not list: started since */
+                bool seen = i + 1 < res.n_tasks && res.tasks[i + 1].pid == t->pid && res.tasks[i + 1].seen_only;
+                r->procs_scanned++;
+                while (h < res.n_hits && res.hits[h].pid < t->pid)
+                        h++;
+                size_t h0 = h;
+                while (h < res.n_hits && res.hits[h].pid == t->pid)
+                        h++;
+                struct bpf_preset b = { .hits = res.hits + h0, .n_hits = h - h0,
+                                        .maps_unread = t->has_mm && !seen && !(t->flags & HOST_PF_KTHREAD) };
+                if (!b.n_hits && !b.maps_unread)
+                        continue;
+                char name[16];
+                snprintf(name, sizeof(name), "%d", (int)t->pid);
+                c->preset = &b;
+                int a = walk_pid(c, r, &al, t->pid, name);
+                c->preset = NULL;
+                if (a < 0) {
+                        host_bpf_result_free(&res);
+                        return a;
+                }
+        }
+        host_bpf_result_free(&res);
+        r->holder_source = HOST_SOURCE_BPF;
+        return 0;
+}
+
 int host_scan(const struct host_opts *o, struct host_report **ret)
 {
         struct host_ctx c;
-        size_t holders_alloc = 0, unverified_alloc = 0, opaque_alloc = 0;
+        struct report_allocs al = { 0, 0, 0 };
         DIR *d = NULL;
         struct dirent *de;
         int e;
@@ -1108,6 +1257,19 @@ int host_scan(const struct host_opts *o, struct host_report **ret)
         e = ctx_init(&c, o, r, true);
         if (e < 0)
                 goto out;
+        if (bpf_eligible(&c, o)) {
+                e = bpf_walk(&c, r);
+                if (e == 0)
+                        goto done;
+                if (e == -ENOMEM || o->holders == HOST_HOLDERS_BPF)
+                        goto out;
+                /* the /proc walk answers; r->bpf_error says why the iterators did not */
+        } else if (o->holders == HOST_HOLDERS_BPF) {
+                snprintf(r->bpf_error, sizeof(r->bpf_error), "BPF iterators are used only on the live /proc, "
+                         "without --save-bundle");
+                e = -EOPNOTSUPP;
+                goto out;
+        }
         d = host_opendirat(c.proc_fd, ".");
         if (!d) {
                 e = host_neg_errno();
@@ -1123,22 +1285,15 @@ int host_scan(const struct host_opts *o, struct host_report **ret)
                                 continue;       /* saved for a lookup, not part of the walk */
                 }
                 r->procs_scanned++;
-                struct host_proc p;
-                enum pid_class cls;
-                if (inspect_pid(&c, pid, de->d_name, false, &p, &cls) < 0)
-                        continue;
-                int a = cls == PID_HOLDER ? host_procs_append(&r->holders, &r->n_holders, &holders_alloc, &p) :
-                        cls == PID_UNVERIFIED ? host_procs_append(&r->unverified, &r->n_unverified,
-                                                                  &unverified_alloc, &p) :
-                        cls == PID_OPAQUE ? host_refs_append(r, &opaque_alloc, &p) : 0;
-                host_proc_clear(&p);
-                if (a < 0) {
-                        e = a;
+                e = walk_pid(&c, r, &al, pid, de->d_name);
+                if (e < 0)
                         goto out;
-                }
         }
-        if (c.bundle)
+        if (c.bundle) {
                 r->procs_scanned = c.bundle->procs_scanned;
+                r->holder_source = HOST_SOURCE_BUNDLE;
+        }
+done:
         host_procs_sort(r->holders, r->n_holders);
         host_procs_sort(r->unverified, r->n_unverified);
         compose_limits(&c, r);
@@ -1149,6 +1304,49 @@ int host_scan(const struct host_opts *o, struct host_report **ret)
 out:
         if (d)
                 closedir(d);
+        ctx_free(&c);
+        host_report_free(r);
+        return e;
+}
+
+int host_scan_pids(const struct host_opts *o, const pid_t *pids, size_t n, struct host_report **ret)
+{
+        struct host_ctx c;
+        struct report_allocs al = { 0, 0, 0 };
+        int e;
+        if (o->save_dir && *o->save_dir)
+                return -EINVAL;
+        struct host_report *r = calloc(1, sizeof(*r));
+        if (!r)
+                return -ENOMEM;
+        e = ctx_init(&c, o, r, true);
+        if (e < 0)
+                goto out;
+        if (c.bundle) {
+                e = -EINVAL;
+                goto out;
+        }
+        r->holder_source = HOST_SOURCE_OWNERS;
+        for (size_t i = 0; i < n; i++) {
+                bool seen = pids[i] <= 0;
+                for (size_t k = 0; k < i && !seen; k++)
+                        seen = pids[k] == pids[i];
+                if (seen)
+                        continue;
+                char name[16];
+                snprintf(name, sizeof(name), "%d", (int)pids[i]);
+                r->procs_scanned++;
+                e = walk_pid(&c, r, &al, pids[i], name);
+                if (e < 0)
+                        goto out;
+        }
+        host_procs_sort(r->holders, r->n_holders);
+        host_procs_sort(r->unverified, r->n_unverified);
+        compose_limits(&c, r);
+        *ret = r;
+        r = NULL;
+        e = 0;
+out:
         ctx_free(&c);
         host_report_free(r);
         return e;

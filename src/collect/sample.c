@@ -144,6 +144,25 @@ static void read_kernel(struct facts *f, const struct facts_opts *o)
                 xid_map_gpus(f->kernel.ev, f->kernel.n, f->gpu);
 }
 
+/* The host side of an owners-only sample: the PIDs every GPU lists, and nobody else. */
+static int scan_listed(const struct gpu_report *gpu, const struct host_opts *ho, struct host_report **ret)
+{
+        size_t n = 0;
+        for (size_t g = 0; g < gpu->n_gpus; g++)
+                n += gpu->gpus[g].n_procs;
+        pid_t *pids = calloc(n ? n : 1, sizeof(*pids));
+        if (!pids)
+                return -ENOMEM;
+        n = 0;
+        for (size_t g = 0; g < gpu->n_gpus; g++)
+                for (size_t i = 0; i < gpu->gpus[g].n_procs; i++)
+                        if (gpu->gpus[g].procs[i].pid <= (uint32_t)0x7fffffff)
+                                pids[n++] = (pid_t)gpu->gpus[g].procs[i].pid;
+        int r = host_scan_pids(ho, pids, n, ret);
+        free(pids);
+        return r;
+}
+
 int facts_collect(const struct facts_opts *o, struct facts **ret)
 {
         struct gpu_report *gpu = NULL;
@@ -169,7 +188,11 @@ int facts_collect_from(const struct facts_opts *o, struct gpu_report *gpu, struc
                 if (r < 0)
                         goto fail;
         }
-        if (!o->skip_host) {
+        if (o->owners_only) {
+                r = scan_listed(f->gpu, &o->host, &f->host);
+                if (r < 0)
+                        goto fail;
+        } else if (!o->skip_host) {
                 r = host_scan(&o->host, &f->host);
                 if (r < 0)
                         goto fail;
@@ -188,12 +211,12 @@ int facts_collect_from(const struct facts_opts *o, struct gpu_report *gpu, struc
                         goto fail;
         }
         /* our own facts, only from the live /proc (a fixture tree's PIDs are not ours) */
-        if (f->host && !f->from_bundle && (!o->host.proc_root || strcmp(o->host.proc_root, "/proc") == 0)) {
+        if (f->host && !o->owners_only && !f->from_bundle && (!o->host.proc_root || strcmp(o->host.proc_root, "/proc") == 0)) {
                 struct host_opts so = o->host;
                 so.save_dir = NULL;
                 f->self_known = host_proc_lookup(&so, getpid(), &f->self) == 0;
         }
-        for (size_t i = 0; f->host && i < f->host->n_holders; i++) {
+        for (size_t i = 0; f->host && !o->owners_only && i < f->host->n_holders; i++) {
                 const struct host_proc *h = &f->host->holders[i];
                 r = facts_add_leader(f, &o->host, h->pgid);
                 if (r == 0)

@@ -52,6 +52,10 @@ struct facts_opts {
         const char *save_bundle;        /* record what was read into this directory */
         bool simulated;
         bool skip_host;                 /* NVML only (e.g. nothing unexplained) */
+        /* No walk: look only at the PIDs NVML lists (host_scan_pids); no process-group or
+         * session leaders and no facts of our own either (they matter only to holders that are
+         * not listed, which this sample does not know). For "is everything explained?". */
+        bool owners_only;
         bool read_kernel;               /* also read the kernel log (kernel below) */
         struct xid_source_opts kernel;
 };

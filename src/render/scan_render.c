@@ -418,7 +418,11 @@ void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool v
         size_t other = 0;
         for (size_t i = 0; f->host && i < f->host->n_holders; i++)
                 other += !holder_attributed(r, f->host->holders[i].pid);
-        if (verbose && f->host) {
+        if (verbose && f->host && f->host->holder_source == HOST_SOURCE_OWNERS) {
+                fprintf(out, "\nHolders: not walked (the listed owners explain every GPU; only their descriptors were read).\n");
+        } else if (verbose && f->host) {
+                fprintf(out, "\nHolders found by %s%s%s.\n", host_holder_source_name(f->host->holder_source),
+                        f->host->bpf_error[0] ? "; BPF iterators not used: " : "", f->host->bpf_error);
                 fprintf(out, "\nOther holders of NVIDIA device nodes (not linked to a ghost; never counted):\n");
                 for (size_t i = 0; i < f->host->n_holders; i++)
                         if (!holder_attributed(r, f->host->holders[i].pid))

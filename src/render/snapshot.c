@@ -85,6 +85,8 @@ json_t *snapshot_json(const struct facts *f)
                 json_set(host, "initial_pidns", json_boolean(f->host->initial_pidns));
                 json_set(host, "euid", json_integer(f->host->euid));
                 json_set(host, "processes_scanned", json_integer(f->host->procs_scanned));
+                json_set(host, "holder_source", json_string(host_holder_source_name(f->host->holder_source)));
+                json_set(host, "bpf_error", f->host->bpf_error[0] ? json_text(f->host->bpf_error) : json_null());
         }
         json_set(o, "host", host);
         json_set(o, "holders", facts_holders_json(f, true));
@@ -233,8 +235,8 @@ void snapshot_text(FILE *out, const struct facts *f, bool color, bool verbose)
                         }
         }
         if (f->host) {
-                fprintf(out, "\nHolders of NVIDIA device nodes (%zu of %u processes):\n", f->host->n_holders,
-                        f->host->procs_scanned);
+                fprintf(out, "\nHolders of NVIDIA device nodes (%zu of %u processes, found by %s):\n",
+                        f->host->n_holders, f->host->procs_scanned, host_holder_source_name(f->host->holder_source));
                 for (size_t i = 0; i < f->host->n_holders; i++)
                         text_holder(out, &f->host->holders[i]);
                 if (!f->host->n_holders)

@@ -80,6 +80,63 @@ static bool bundle_has_confirm(const char *dir)
         return t != NULL;
 }
 
+/* Does a sample of the listed owners alone (facts_opts.owners_only) answer the whole question?
+ * Every GPU judged, every owner NVML lists alive here and holding what its context needs, and
+ * the bytes charged to nobody within the noise floor: then no holder can change the verdict. */
+static bool owners_explain_all(const struct scan_result *res)
+{
+        const struct facts *f = res->facts;
+        if (!f->gpu->driver_present || f->gpu->timed_out || f->gpu->n_gpus == 0 || !f->host ||
+            ledger_needs_confirmation(res) || res->n_gpus != f->gpu->n_gpus)
+                return false;
+        for (size_t g = 0; g < res->n_gpus; g++) {
+                const struct gpu_ledger *l = &res->gpus[g];
+                if (!ledger_judged(l) || l->ghost || l->foreign || l->unattributed > l->noise_floor)
+                        return false;
+                if (l->n_findings && l->findings[0].verdict != VERDICT_OK &&
+                    l->findings[0].verdict != VERDICT_RESERVED_ONLY)
+                        return false;
+                for (size_t k = 0; k < l->n_owners; k++)
+                        if (l->owners[k].cls != OWNER_LIVE || !l->owners[k].used_known)
+                                return false;
+        }
+        return true;
+}
+
+/* scan and check on a live host: NVML, then the listed owners alone. 1 when they explain every
+ * GPU (s->first and s->res set: no walk), 0 when s->first is a walk taken on the same NVML
+ * answer and kernel events, or a negative errno. */
+static int first_sample_light(const struct scan_once_opts *o, const struct ledger_opts *lo, struct scan_once *s)
+{
+        struct facts_opts fo = o->facts;
+        struct facts *f = NULL;
+        struct scan_result *res = NULL;
+        fo.owners_only = true;
+        int r = facts_collect(&fo, &f);
+        if (r < 0)
+                return r;
+        r = ledger_build(f, NULL, lo, &res);
+        if (r < 0) {
+                facts_free(f);
+                return r;
+        }
+        if (owners_explain_all(res)) {
+                s->first = f;
+                s->res = res;
+                return 1;
+        }
+        scan_result_free(res);
+        struct gpu_report *gpu = f->gpu;
+        f->gpu = NULL;
+        fo.owners_only = false;
+        fo.read_kernel = false;
+        r = facts_collect_from(&fo, gpu, &s->first);    /* takes gpu */
+        if (r == 0)
+                facts_take_kernel(s->first, f);
+        facts_free(f);
+        return r;
+}
+
 int scan_once_run(const struct scan_once_opts *o, struct scan_once **ret)
 {
         double t0 = monotonic_s();
@@ -88,9 +145,18 @@ int scan_once_run(const struct scan_once_opts *o, struct scan_once **ret)
                 return -ENOMEM;
         struct ledger_opts lo = o->ledger;
         lo.two_samples = false;
-        int r = collect_sample(o, ".", NULL, true, &s->first);
-        if (r < 0)
-                goto fail;
+        int r;
+        if (o->light && !o->from_bundle && !o->save_bundle) {
+                r = first_sample_light(o, &lo, s);
+                if (r < 0)
+                        goto fail;
+                if (r == 1)
+                        goto done;
+        } else {
+                r = collect_sample(o, ".", NULL, true, &s->first);
+                if (r < 0)
+                        goto fail;
+        }
         r = ledger_build(s->first, NULL, &lo, &s->res);
         if (r < 0)
                 goto fail;
@@ -431,6 +497,40 @@ fail:
         return r;
 }
 
+/* A cycle that would walk: do the listed owners alone explain every GPU? 1 and *ret (gpu taken)
+ * when they do, 0 when the walk is needed (*gpu stays with the caller), or -ENOMEM. Not while a
+ * ghost is being followed, nor when the periodic walk is due. */
+static int owners_cycle(struct sampler *s, struct gpu_report **gpu, struct facts **ret)
+{
+        const struct sampler_opts *o = &s->o;
+        if ((s->res && ledger_needs_confirmation(s->res)) ||
+            (s->full && o->full_every && s->since_full + 1 >= o->full_every))
+                return 0;
+        struct facts_opts fo = o->facts;
+        struct facts *f = NULL;
+        struct scan_result *res = NULL;
+        fo.owners_only = true;
+        int r = facts_collect_from(&fo, *gpu, &f);      /* takes *gpu, also on error */
+        *gpu = NULL;
+        if (r < 0)
+                return r == -ENOMEM ? r : 0;
+        struct ledger_opts lo = o->ledger;
+        lo.two_samples = false;
+        r = kernel_inject(&s->k, f);
+        if (r == 0)
+                r = ledger_build(f, NULL, &lo, &res);
+        if (r == 0 && owners_explain_all(res)) {
+                scan_result_free(res);
+                *ret = f;
+                return 1;
+        }
+        scan_result_free(res);
+        *gpu = f->gpu;
+        f->gpu = NULL;
+        facts_free(f);
+        return r < 0 ? r : 0;
+}
+
 /* Forget the older samples once `now` is the latest (and, if walked, the latest walk). */
 static void keep_latest(struct sampler *s, struct facts *now, bool walked)
 {
@@ -487,7 +587,26 @@ int sampler_cycle(struct sampler *s, struct sample *ret)
                 }
                 walk = r == 1;
         }
+        bool owners = false;
+        if (walk && o->light) {
+                r = owners_cycle(s, &gpu, &now);
+                if (r < 0) {
+                        gpu_report_free(gpu);
+                        return r;
+                }
+                if (r == 1) {
+                        walk = false;
+                        owners = true;
+                }
+        }
         if (walk) {
+                if (!gpu)
+                        r = gpu_collect(&o->facts.gpu, &gpu);
+                if (!gpu) {
+                        ret->errors = SCAN_ERR_GPU;
+                        snprintf(ret->why, sizeof(ret->why), "the NVIDIA driver could not be asked again");
+                        goto finish;
+                }
                 r = facts_collect_from(&o->facts, gpu, &now);   /* takes gpu */
                 gpu = NULL;
                 if (r == -ENOMEM)
@@ -498,6 +617,8 @@ int sampler_cycle(struct sampler *s, struct sample *ret)
                                  strerror(-r));
                         goto finish;
                 }
+        } else if (owners) {
+                snprintf(ret->why, sizeof(ret->why), "nothing unexplained: looked at the listed owners only");
         } else {
                 snprintf(ret->why, sizeof(ret->why), "nothing unexplained: re-checked the listed PIDs");
         }

@@ -19,6 +19,9 @@
  *                   - `full_every` cycles passed since the last walk.
  *   otherwise       the listed PIDs are re-checked one by one in /proc (their stale-owner
  *                   test) and the ledger is built from NVML plus those re-checks.
+ *   and before any walk (unless a ghost is followed or the periodic walk is due) the listed
+ *   owners alone are looked at (facts_opts.owners_only): when they explain every GPU, the
+ *   cycle walks nothing. A healthy host is thus never walked, from the first cycle on.
  *
  * With facts.read_kernel the sampler follows the kernel log instead of reading it whole each
  * cycle: it reads what is there when it starts (history, which the ledger needs: an Xid 79
@@ -43,6 +46,9 @@ struct scan_once_opts {
         uint64_t confirm_ms;            /* delay before the confirming sample; 0: one sample */
         const char *from_bundle;        /* read DIR/ and DIR/confirm/ instead of this host */
         const char *save_bundle;        /* record into DIR/ and DIR/confirm/ */
+        /* scan, check: no walk when the listed owners explain every GPU (their own fd tables
+         * and maps are all that is read; holder_source "owners"); never with a bundle */
+        bool light;
         scan_wait_fn wait;
         void *wait_ctx;
 };

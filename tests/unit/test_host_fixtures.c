@@ -689,6 +689,42 @@ static void test_bundle_roundtrip(void **state)
         th_rmrf(tmp);
 }
 
+/* No walk: only the PIDs asked for are looked at; holders and unverified among them as the walk
+ * classes them, the absent and the non-holders left out, the source said. */
+static void test_scan_pids(void **state)
+{
+        (void)state;
+        struct host_report *full = scan_basic();
+        struct host_opts o = { .proc_root = GV_FIXTURES "/proc-basic", .timeout_ms = 2000, .read_env = true };
+        static const pid_t pids[] = { 100, 111, 103, 99999, 100, 0 };
+        struct host_report *r = NULL;
+        assert_int_equal(host_scan_pids(&o, pids, sizeof(pids) / sizeof(pids[0]), &r), 0);
+        assert_int_equal(r->holder_source, HOST_SOURCE_OWNERS);
+        assert_string_equal(host_holder_source_name(r->holder_source), "owners");
+        assert_int_equal(r->procs_scanned, 4);  /* 100, 111, 103, 99999: duplicates and 0 not counted */
+        assert_int_equal(r->n_holders, 1);
+        assert_int_equal(r->holders[0].pid, 100);
+        const struct host_proc *w = host_report_find(full, 100);
+        assert_non_null(w);
+        assert_int_equal(r->holders[0].n_nodes, w->n_nodes);
+        for (unsigned i = 0; i < w->n_nodes; i++) {
+                assert_string_equal(r->holders[0].nodes[i].name, w->nodes[i].name);
+                assert_int_equal(r->holders[0].nodes[i].via, w->nodes[i].via);
+        }
+        assert_int_equal(r->n_unverified, 1);
+        assert_int_equal(r->unverified[0].pid, 103);
+        assert_null(host_report_find(r, 111));
+        assert_int_equal(r->n_nvidia_majors, 3);
+        host_report_free(r);
+        assert_int_equal(full->holder_source, HOST_SOURCE_PROC);
+        host_report_free(full);
+        /* a bundle records a walk: not without one */
+        o.save_dir = "/nonexistent";
+        r = NULL;
+        assert_int_equal(host_scan_pids(&o, pids, 1, &r), -EINVAL);
+        assert_null(r);
+}
+
 static void test_bad_roots(void **state)
 {
         (void)state;
@@ -739,6 +775,7 @@ int main(void)
                 cmocka_unit_test(test_fifo_wait_budget),
                 cmocka_unit_test(test_permission_denied),
                 cmocka_unit_test(test_bundle_roundtrip),
+                cmocka_unit_test(test_scan_pids),
                 cmocka_unit_test(test_bad_roots),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

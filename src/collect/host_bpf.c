@@ -1,0 +1,240 @@
+/* host_bpf: the holder walk done by the kernel's BPF iterators (src/bpf/holders.bpf.c): one
+ * read of iter/task, iter/task_file and iter/task_vma gives every process of our PID namespace,
+ * every descriptor and every mapping on a candidate file, without a syscall per process or per
+ * descriptor. host_scan.c names what was found with the rule of its /proc walk.
+ *
+ * Needs: the skeleton built in (GV_HAVE_BPF), kernel BTF (/sys/kernel/btf/vmlinux), kernel 5.8
+ * (task_file) and 5.12 (task_vma), CAP_BPF+CAP_PERFMON or CAP_SYS_ADMIN in the initial user
+ * namespace, and no lockdown that forbids reading kernel memory. Any of them missing is an
+ * error with a sentence, and the walk falls back to /proc. */
+#include "collect/host_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "config.h"
+
+#if GV_HAVE_BPF
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <pthread.h>
+
+#include "bpf/holders_bpf.h"
+#include "holders.skel.h"
+
+/* Records from one iterator are at most this many bytes (a 40-byte record each). */
+#define HOST_BPF_CAP (256u << 20)
+
+static int silent_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+        (void)level;
+        (void)fmt;
+        (void)ap;
+        return 0;       /* library code does not print: errors come back as numbers */
+}
+
+static pthread_once_t print_once = PTHREAD_ONCE_INIT;
+
+static void quiet_libbpf(void)
+{
+        libbpf_set_print(silent_print);
+}
+
+static uint64_t kdev(dev_t d)
+{
+        return ((uint64_t)major(d) << 20) | (uint64_t)minor(d);
+}
+
+static dev_t udev(uint64_t k)
+{
+        return makedev((unsigned)(k >> 20), (unsigned)(k & 0xfffff));
+}
+
+/* Run one iterator program to the end; its records are appended to *buf. */
+static int read_iter(struct bpf_program *prog, struct buf *out)
+{
+        struct bpf_link *link = bpf_program__attach_iter(prog, NULL);
+        if (!link)
+                return host_neg_errno();
+        int r = 0;
+        int fd = bpf_iter_create(bpf_link__fd(link));
+        if (fd < 0) {
+                r = fd;
+                goto out;
+        }
+        char chunk[65536];
+        for (;;) {
+                ssize_t k = read(fd, chunk, sizeof(chunk));
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        r = host_neg_errno();
+                        break;
+                }
+                if (k == 0)
+                        break;
+                if (buf_append(out, chunk, (size_t)k) < 0) {
+                        r = -E2BIG;
+                        break;
+                }
+        }
+        close(fd);
+out:
+        bpf_link__destroy(link);
+        return r;
+}
+
+static void say(char *err, size_t errlen, int e, const char *what)
+{
+        const char *why = e == -EPERM || e == -EACCES ? "needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN, in the initial user namespace (or lockdown forbids it)"
+                        : e == -ENOENT || e == -ESRCH ? "the kernel has no BTF or lacks the task_file/task_vma iterators (Linux 5.8/5.12)"
+                        : e == -EINVAL || e == -ENOTSUP || e == -EOPNOTSUPP ? "the kernel does not support the iterators (Linux 5.12 with BTF needed)"
+                        : strerror(-e);
+        snprintf(err, errlen, "%s: %s", what, why);
+}
+
+int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret, char *err, size_t errlen)
+{
+        struct holders_bpf *skel = NULL;
+        struct buf b = BUF_INIT(HOST_BPF_CAP);
+        struct host_bpf_result res;
+        int r;
+        memset(&res, 0, sizeof(res));
+        pthread_once(&print_once, quiet_libbpf);
+        if (access("/sys/kernel/btf/vmlinux", R_OK) < 0) {
+                r = -ENOENT;
+                snprintf(err, errlen, "BPF iterators not loaded: the kernel exposes no BTF (/sys/kernel/btf/vmlinux)");
+                goto out;
+        }
+        skel = holders_bpf__open();
+        if (!skel) {
+                r = host_neg_errno();
+                say(err, errlen, r, "BPF iterators not opened");
+                goto out;
+        }
+        r = holders_bpf__load(skel);
+        if (r < 0) {
+                say(err, errlen, r, "BPF iterators not loaded");
+                goto out;
+        }
+        uint32_t one = 1;
+        for (size_t i = 0; i < s->n_targets; i++) {
+                const struct host_bpf_target *t = &s->targets[i];
+                uint32_t sd = (uint32_t)kdev(t->dev);
+                unsigned d;
+                for (d = 0; d < skel->bss->n_s_devs && skel->bss->s_devs[d] != sd; d++)
+                        ;
+                if (d == skel->bss->n_s_devs) {
+                        if (d == GV_MAX_SDEVS) {
+                                r = -E2BIG;
+                                snprintf(err, errlen, "BPF iterators not used: device nodes on more than %d filesystems",
+                                         GV_MAX_SDEVS);
+                                goto out;
+                        }
+                        skel->bss->s_devs[skel->bss->n_s_devs++] = sd;
+                }
+                if (t->chr && major(t->rdev) < GV_MAX_MAJOR)
+                        skel->bss->chr_majors[major(t->rdev)] = 1;
+                struct gv_key k = { .dev = kdev(t->dev), .ino = (uint64_t)t->ino };
+                r = bpf_map__update_elem(skel->maps.targets, &k, sizeof(k), &one, sizeof(one), BPF_ANY);
+                if (r == 0 && t->chr) {
+                        k = (struct gv_key){ .dev = kdev(t->rdev), .ino = GV_KEY_RDEV };
+                        r = bpf_map__update_elem(skel->maps.targets, &k, sizeof(k), &one, sizeof(one), BPF_ANY);
+                }
+                if (r < 0) {
+                        say(err, errlen, r, "BPF map not filled");
+                        goto out;
+                }
+        }
+        for (size_t i = 0; i < s->n_majors; i++) {
+                struct gv_key k = { .dev = s->majors[i], .ino = GV_KEY_MAJOR };
+                if (s->majors[i] < GV_MAX_MAJOR)
+                        skel->bss->chr_majors[s->majors[i]] = 1;
+                r = bpf_map__update_elem(skel->maps.targets, &k, sizeof(k), &one, sizeof(one), BPF_ANY);
+                if (r < 0) {
+                        say(err, errlen, r, "BPF map not filled");
+                        goto out;
+                }
+        }
+        /* tasks first: a process that starts later has no records and is not one */
+        r = read_iter(skel->progs.gv_tasks, &b);
+        if (r == 0)
+                r = read_iter(skel->progs.gv_files, &b);
+        if (r == 0) {
+                skel->bss->last_seen = 0;
+                r = read_iter(skel->progs.gv_vmas, &b);
+        }
+        if (r < 0) {
+                say(err, errlen, r, "BPF iterators not read");
+                goto out;
+        }
+        size_t n = b.len / sizeof(struct gv_rec);
+        for (size_t i = 0; i < n; i++) {
+                struct gv_rec g;
+                memcpy(&g, b.data + i * sizeof(g), sizeof(g));
+                if (g.kind == GV_REC_TASK || g.kind == GV_REC_VMA_SEEN || (g.kind == GV_REC_VMA && g.b == 1)) {
+                        if (host_grow(&res.tasks, &res.tasks_alloc, res.n_tasks, sizeof(*res.tasks)) < 0) {
+                                r = -ENOMEM;
+                                goto out;
+                        }
+                        struct host_bpf_task *t = &res.tasks[res.n_tasks++];
+                        memset(t, 0, sizeof(*t));
+                        t->pid = (pid_t)g.pid;
+                        t->seen_only = g.kind != GV_REC_TASK;
+                        if (g.kind == GV_REC_TASK) {
+                                t->flags = g.a;
+                                t->state = g.b;
+                                t->has_mm = g.dev != 0;
+                                t->exit_state = (unsigned)g.ino;
+                        }
+                }
+                if (g.kind != GV_REC_FD && g.kind != GV_REC_VMA)
+                        continue;
+                if (host_grow(&res.hits, &res.hits_alloc, res.n_hits, sizeof(*res.hits)) < 0) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+                struct host_bpf_hit *h = &res.hits[res.n_hits++];
+                memset(h, 0, sizeof(*h));
+                h->pid = (pid_t)g.pid;
+                h->via = g.kind == GV_REC_FD ? HOST_VIA_FD : HOST_VIA_MMAP;
+                h->fd = (int)g.a;
+                h->chr = g.b == 1;
+                h->dev = udev(g.dev);
+                h->ino = (ino_t)g.ino;
+                h->rdev = udev(g.rdev);
+        }
+        *ret = res;
+        memset(&res, 0, sizeof(res));
+        r = 0;
+out:
+        holders_bpf__destroy(skel);
+        buf_free(&b);
+        host_bpf_result_free(&res);
+        return r;
+}
+
+#else
+
+int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret, char *err, size_t errlen)
+{
+        (void)s;
+        (void)ret;
+        snprintf(err, errlen, "BPF iterators not built in (configured with -DGV_BPF=OFF)");
+        return -EOPNOTSUPP;
+}
+
+#endif
+
+void host_bpf_result_free(struct host_bpf_result *r)
+{
+        if (!r)
+                return;
+        free(r->tasks);
+        free(r->hits);
+        memset(r, 0, sizeof(*r));
+}
