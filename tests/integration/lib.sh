@@ -149,3 +149,20 @@ wait_for_line() {
         for i in $(seq 500); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.01; done
         fail "no '$2' in $1"
 }
+
+# For a run as another user (setpriv --reuid=65534): copies, readable by anyone, of the binary
+# and its simulated libraries, and of any files given, in $GV_TMP/nobody (the build and source
+# trees may lie where only root can enter, as under /root). Sets NOBODY_BIN (ghostvram there,
+# which finds the libraries beside it), NOBODY_SIMLIB (the libraries) and NOBODY_DIR.
+nobody_copy() { # [FILE...]
+        NOBODY_DIR=$GV_TMP/nobody
+        mkdir -p "$NOBODY_DIR"
+        chmod 755 "$GV_TMP"
+        [ -e "$NOBODY_DIR/ghostvram" ] || cp "$GV_BIN" "$NOBODY_DIR/ghostvram"
+        [ -e "$NOBODY_DIR/sim" ] || cp -r "$GV_BUILD/sim" "$NOBODY_DIR/sim"
+        local f
+        for f in "$@"; do cp -rL "$f" "$NOBODY_DIR/"; done
+        chmod -R a+rX "$NOBODY_DIR"
+        NOBODY_BIN=$NOBODY_DIR/ghostvram
+        NOBODY_SIMLIB=$NOBODY_DIR/sim
+}

@@ -115,10 +115,10 @@ for variant in current 535.54.03 535.98 470.42.01 440.33.01; do
         # looks it up first), its MIG devices still answer
         if [ "$variant" = current ]; then
                 chmod 755 "$GV_TMP" "$SIM"
-                # the cache lies in root's home: nobody reads a copy
-                mkdir -p "$GV_TMP/pynvml" && cp "$NV/pynvml/pynvml.py" "$GV_TMP/pynvml/" && chmod -R a+rX "$GV_TMP/pynvml"
+                # the cache, the build and the source trees may lie in root's home: nobody reads copies
+                nobody_copy "$NV/pynvml" "$ORACLE/pynvml_read.py"
                 out=$(setpriv --reuid=65534 --regid=65534 --clear-groups env "${FOREIGN_ENV[@]}" GHOSTVRAM_SIM="$SIM" \
-                        LD_LIBRARY_PATH="$GV_BUILD/sim/$variant" PYTHONPATH="$GV_TMP/pynvml" "$PY" "$ORACLE/pynvml_read.py") ||
+                        LD_LIBRARY_PATH="$NOBODY_SIMLIB/$variant" PYTHONPATH="$NOBODY_DIR/pynvml" "$PY" "$NOBODY_DIR/pynvml_read.py") ||
                         fail "pynvml_read.py as nobody crashed"
                 assert_eq "$(jq -c '.gpus[1].compute' <<<"$out")" '{"error":4,"text":"Insufficient Permissions"}' \
                         "pynvml as nobody: the MIG GPU's own list"

@@ -86,6 +86,9 @@ assert_eq "$(jq -r '[.plan.targets[].gpu] | unique | join(",")' <<<"$R")" 0 "tar
 
 note "not root: the MIG GPU's own list is NO_PERMISSION: unknown, exit 3, no target, never a reset"
 chmod 755 "$GV_TMP" "$SIM"
+nobody_copy
+GV_BIN_ROOT=$GV_BIN
+GV_BIN=$NOBODY_BIN # another user runs a copy (the build tree may be closed to it)
 PFX=(setpriv --reuid=65534 --regid=65534 --clear-groups env)
 unprivileged() { # WHAT: the assertions every unprivileged view of the MIG GPU must pass
         scan_rc
@@ -127,6 +130,7 @@ assert_eq "$(ledger 0)" "1024 0 2048 0" "the live owner (unreadable, taken as li
 next_step 0 | grep -q "gpu-reset" && fail "never a reset on a partial view"
 chmod 0400 "$SIM/dev/nvidia-caps/nvidia-cap2"
 PFX=(env)
+GV_BIN=$GV_BIN_ROOT
 
 note "the workers gone: the instance's memory comes back"
 kill_wait "${DEAD_WORKERS[@]}"

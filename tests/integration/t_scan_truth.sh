@@ -198,18 +198,13 @@ kill_wait "$OWNER" "${WORKERS[@]}"
 "$GV_BIN" sim set "$SIM" hang=none >/dev/null
 
 note "12. not root: root's orphaned workers are out of sight"
-# another user runs a copy of the binary and its simulated libraries (the build tree may be in a
-# directory only root can enter, as under /root)
 chmod 755 "$GV_TMP" "$SIM"
-mkdir -p "$GV_TMP/bin"
-cp "$GV_BIN" "$GV_TMP/bin/ghostvram"
-cp -r "$GV_BUILD/sim" "$GV_TMP/bin/sim"
-chmod -R a+rX "$GV_TMP/bin"
+nobody_copy
 sim_run --gpu 1 --mib 1024 --workers 2
 kill_wait "$OWNER"
 PFX=(setpriv --reuid=65534 --regid=65534 --clear-groups env)
 GV_BIN_ROOT=$GV_BIN
-GV_BIN=$GV_TMP/bin/ghostvram
+GV_BIN=$NOBODY_BIN
 scan_rc
 GV_BIN=$GV_BIN_ROOT
 assert_eq "$RC" 1 "exit: the ghost is confirmed all the same"
