@@ -1,4 +1,5 @@
 #include <dirent.h>
+#include <getopt.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -6,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -178,6 +180,49 @@ int cli_common_finish(struct cli_common *c, const char *cmd)
         return 0;
 }
 
+/* PCI bus id in any of nvidia-smi's forms ("3b:00.0" has domain 0), normalised; 0 or -EINVAL. */
+static int gpu_spec_pci(const char *spec, char *out, size_t outlen)
+{
+        if (strlen(spec) > 31 || strchr(spec, ' '))
+                return -EINVAL;
+        return pci_bus_id_normalize(spec, out, outlen);
+}
+
+int cli_gpu_spec_check(const char *spec)
+{
+        unsigned u;
+        char pci[32];
+        if (parse_uint_range(spec, 0, 1023, &u) == 0)
+                return 0;
+        if ((strncasecmp(spec, "GPU-", 4) == 0 || strncasecmp(spec, "MIG-", 4) == 0) && strlen(spec) > 4 &&
+            strlen(spec) < 96 && strspn(spec + 4, "0123456789abcdefABCDEF-") == strlen(spec + 4))
+                return 0;
+        return gpu_spec_pci(spec, pci, sizeof(pci));
+}
+
+int cli_gpu_spec_resolve(const char *spec, const struct gpu_report *r, unsigned *ret_index)
+{
+        unsigned u;
+        char pci[32];
+        if (parse_uint_range(spec, 0, 1023, &u) == 0) {
+                for (size_t i = 0; i < r->n_gpus; i++)
+                        if (r->gpus[i].index == u) {
+                                *ret_index = u;
+                                return 0;
+                        }
+                return -ENOENT;
+        }
+        bool is_pci = gpu_spec_pci(spec, pci, sizeof(pci)) == 0;
+        for (size_t i = 0; i < r->n_gpus; i++) {
+                const struct gpu_info *g = &r->gpus[i];
+                if ((is_pci && strcmp(g->pci_bus_id, pci) == 0) || (!is_pci && g->uuid[0] && strcasecmp(g->uuid, spec) == 0)) {
+                        *ret_index = g->index;
+                        return 0;
+                }
+        }
+        return -ENOENT;
+}
+
 void cli_common_gpu_opts(const struct cli_common *c, struct gpu_opts *o)
 {
         memset(o, 0, sizeof(*o));
@@ -196,10 +241,27 @@ void cli_common_host_opts(const struct cli_common *c, struct host_opts *o)
         o->read_env = true;
 }
 
+void cli_bad_option(const char *cmd, int argc, char **argv, int opt)
+{
+        char name[64];
+        const char *arg = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+        if (optopt && optopt != '?')
+                snprintf(name, sizeof(name), "-%c", optopt);
+        else
+                snprintf(name, sizeof(name), "%.*s", (int)strcspn(arg, "="), arg);
+        if (opt == ':')
+                cli_error(cmd, "option '%s' needs a value; see 'ghostvram help %s'", name, cmd);
+        else
+                cli_error(cmd, "unknown option '%s'; see 'ghostvram help %s'", name, cmd);
+}
+
 bool cli_use_color(FILE *f)
 {
         const char *nc = getenv("NO_COLOR");
         if (nc && *nc)
+                return false;
+        const char *term = getenv("TERM");
+        if (term && strcmp(term, "dumb") == 0)
                 return false;
         return isatty(fileno(f));
 }
