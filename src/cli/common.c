@@ -245,10 +245,11 @@ void cli_bad_option(const char *cmd, int argc, char **argv, int opt)
 {
         char name[64];
         const char *arg = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
-        if (optopt && optopt != '?')
-                snprintf(name, sizeof(name), "-%c", optopt);
-        else
+        /* a long option is named as typed (getopt's optopt then holds its value, not a letter) */
+        if (strncmp(arg, "--", 2) == 0 || !optopt || optopt > 127)
                 snprintf(name, sizeof(name), "%.*s", (int)strcspn(arg, "="), arg);
+        else
+                snprintf(name, sizeof(name), "-%c", optopt);
         if (opt == ':')
                 cli_error(cmd, "option '%s' needs a value; see 'ghostvram help %s'", name, cmd);
         else
