@@ -257,8 +257,7 @@ int cmd_doctor(int argc, char **argv)
         uint64_t cache_mib = 1024;
         int opt;
         optind = 1;
-        opterr = 0;
-        while ((opt = getopt_long(argc, argv, ":hv", opts, NULL)) != -1) {
+        while ((opt = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
                 switch (opt) {
                 case 'h':
                         doctor_usage(stdout);
@@ -282,10 +281,6 @@ int cmd_doctor(int argc, char **argv)
                 case 'R':
                         root = optarg;
                         continue;
-                case '?':
-                case ':':
-                        cli_bad_option("doctor", argc, argv, opt);
-                        return EXIT_USAGE;
                 default:
                         break;
                 }

@@ -22,8 +22,14 @@
 #include "util/parse.h"
 #include "util/spawn.h"
 
+int cli_argc;
+char **cli_argv;
+
 void cli_common_init(struct cli_common *c)
 {
+        /* a bad option is reported by cli_common_option in one line (cli_bad_option), not by
+         * getopt with the command's name as the program's */
+        opterr = 0;
         memset(c, 0, sizeof(*c));
         c->proc_root = "/proc";
         c->dev_prefix = "/dev/nvidia";
@@ -83,6 +89,10 @@ int cli_common_option(struct cli_common *c, int opt, const char *arg, const char
         case CLI_OPT_BASE + 5: c->save_bundle = arg; return 1;
         case CLI_OPT_BASE + 6: c->from_bundle = arg; return 1;
         case 'v': c->verbose = true; return 1;
+        case '?':
+        case ':':
+                cli_bad_option(cmd, cli_argc, cli_argv, opt);
+                return -1;
         default: return 0;
         }
 }
@@ -223,6 +233,43 @@ int cli_gpu_spec_resolve(const char *spec, const struct gpu_report *r, unsigned 
         return -ENOENT;
 }
 
+int cli_gpu_resolve(const struct cli_common *c, const char *spec, bool check_index, int *ret_index, const char *cmd)
+{
+        unsigned u;
+        *ret_index = -1;
+        if (!spec)
+                return EXIT_OK;
+        bool numeric = parse_uint_range(spec, 0, 1023, &u) == 0;
+        if (numeric && !check_index) {
+                *ret_index = (int)u; /* the command checks it against its own sample */
+                return EXIT_OK;
+        }
+        struct gpu_opts o;
+        struct gpu_report *r = NULL;
+        cli_common_gpu_opts(c, &o);
+        if (gpu_collect(&o, &r) < 0) {
+                cli_error(cmd, "out of memory");
+                return EXIT_INCOMPLETE;
+        }
+        int status = EXIT_OK;
+        if (!r->driver_present || r->timed_out) {
+                if (numeric) {
+                        *ret_index = (int)u; /* the command reports the driver itself */
+                } else {
+                        cli_error(cmd, "--gpu %s: the driver cannot be asked which GPU that is (%s)", spec,
+                                  r->error[0] ? r->error : "no answer");
+                        status = EXIT_INCOMPLETE;
+                }
+        } else if (cli_gpu_spec_resolve(spec, r, &u) == 0) {
+                *ret_index = (int)u;
+        } else {
+                cli_error(cmd, "--gpu %s: this host has %zu GPU%s", spec, r->n_gpus, r->n_gpus == 1 ? "" : "s");
+                status = EXIT_USAGE;
+        }
+        gpu_report_free(r);
+        return status;
+}
+
 void cli_common_gpu_opts(const struct cli_common *c, struct gpu_opts *o)
 {
         memset(o, 0, sizeof(*o));
@@ -250,7 +297,9 @@ void cli_bad_option(const char *cmd, int argc, char **argv, int opt)
                 snprintf(name, sizeof(name), "%.*s", (int)strcspn(arg, "="), arg);
         else
                 snprintf(name, sizeof(name), "-%c", optopt);
-        if (opt == ':')
+        /* getopt without a leading ':' in optstring says '?' for a missing value too, with
+         * optopt set to the option (0 for an unknown long option) */
+        if (opt == ':' || (optopt && strncmp(arg, "--", 2) == 0))
                 cli_error(cmd, "option '%s' needs a value; see 'ghostvram help %s'", name, cmd);
         else
                 cli_error(cmd, "unknown option '%s'; see 'ghostvram help %s'", name, cmd);

@@ -73,6 +73,8 @@ int main(int argc, char **argv)
                                 printf("ghostvram %s\n", GV_VERSION);
                                 return EXIT_OK;
                         }
+                cli_argc = argc - 1;
+                cli_argv = argv + 1;
                 return commands[i].fn(argc - 1, argv + 1);
         }
         fprintf(stderr, "ghostvram: unknown command '%s'; run 'ghostvram help' for the list\n", cmd);
