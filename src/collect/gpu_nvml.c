@@ -834,7 +834,8 @@ static int nvml_collect(const struct gpu_opts *o, struct gpu_report **ret)
                                  "`sudo modprobe nvidia`; after a driver upgrade, reboot; if it fails, `dkms status`",
                                  where, lib_version[0] ? ", NVML " : "", lib_version);
                 }
-                else if (ir == NVML_ERROR_LIB_RM_VERSION_MISMATCH)
+                else if (ir == NVML_ERROR_LIB_RM_VERSION_MISMATCH &&
+                         snprintf(rep->nvml_version, sizeof(rep->nvml_version), "%s", lib_version) >= 0)
                         snprintf(rep->error, sizeof(rep->error),
                                  "NVML library and kernel driver versions differ (driver upgraded without reboot?)");
                 else
