@@ -19,7 +19,7 @@ static const struct command {
         { "xid", cmd_xid, "NVRM/Xid kernel events, explained and tied to GPUs and processes" },
         { "reclaim", cmd_reclaim, "end a ghost's orphaned holders safely; time the memory coming back" },
         { "experiment", cmd_experiment, "reproduce the ghost on purpose; measure residual and recovery time" },
-        { "doctor", cmd_doctor, "check the setup: persistence, nvidia_uvm, known driver issues, pending resets" },
+        { "doctor", cmd_doctor, "check the setup: persistence, uvm, known driver bugs, pending resets" },
         { "demo", cmd_demo, "the ghost-memory story end to end on a temporary simulated host" },
         { "sim", cmd_sim, "the simulated driver: init a host, run jobs, set knobs (tests, learning)" },
 };
@@ -33,7 +33,7 @@ static void usage(FILE *f)
                    "and says what to do next.\n\nCommands:\n");
         for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
                 fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-        fprintf(f, "\nRun 'ghostvram help COMMAND' (or 'ghostvram COMMAND --help') for a command's options.\n"
+        fprintf(f, "\nRun 'ghostvram help COMMAND' for a command's options.\n"
                    "Environment: GHOSTVRAM_SIM=DIR reads a simulated host (see 'ghostvram sim --help');\n"
                    "NO_COLOR or TERM=dumb disables colour.\n"
                    "Start here: 'sudo ghostvram scan' (root sees every process).\n");

@@ -196,6 +196,7 @@ assert_eq "$(jq '[.known_issues[] | select((.source | test("https://")) | not)] 
 note "the command line: help CMD, a one-line unknown option, --version after the command"
 "$GV_BIN" help doctor | grep -q '^Usage: ghostvram doctor' || fail "ghostvram help doctor"
 "$GV_BIN" help scan | grep -q '^Usage: ghostvram scan' || fail "ghostvram help scan"
+[ "$("$GV_BIN" help doctor | wc -L)" -le 80 ] || fail "doctor's help is wider than 80 columns"
 rc=0; "$GV_BIN" help nosuch 2>/dev/null || rc=$?
 assert_eq "$rc" 2 "help of an unknown command"
 rc=0; "$GV_BIN" doctor --frobnicate >"$GV_TMP/out" 2>"$GV_TMP/err" || rc=$?
