@@ -26,6 +26,15 @@ printf '%s\n3,300,95000000,-;NVIDIA-GPU %s: DRM: Failed to reclaim vram for pid 
 J=$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" xid --json)
 assert_eq "$(jq -r '[.events[] | select(.kind == "drm") | "\(.gpu_index):\(.pid)"] | join(",")' <<<"$J")" "0:99" "GPU and pid"
 
+note "xid --gpu by UUID (the common lookup) and by bus id"
+uuid0=$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" snapshot --json | jq -r '.gpus[0].uuid')
+uuid1=$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" snapshot --json | jq -r '.gpus[1].uuid')
+assert_eq "$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" xid --json --gpu "$uuid0" | jq '[.events[] | select(.kind == "drm")] | length')" 1 "--gpu UUID of GPU 0"
+assert_eq "$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" xid --json --gpu "$uuid1" | jq '[.events[] | select(.kind == "drm")] | length')" 0 "--gpu UUID of GPU 1"
+assert_eq "$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" xid --json --gpu "$bus0" | jq '[.events[] | select(.kind == "drm")] | length')" 1 "--gpu bus id"
+rc=0; GHOSTVRAM_SIM="$SIM" "$GV_BIN" xid --gpu GPU-00000000-0000-0000-0000-000000000000 2>/dev/null || rc=$?
+assert_eq "$rc" 2 "an unknown UUID"
+
 note "scan: the dead owner's reclaim failure is evidence for its ghost"
 sim_run --gpu 0 --mib 1024 --workers 1
 kill_wait "$OWNER"
