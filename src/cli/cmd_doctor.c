@@ -105,7 +105,7 @@ static void gather_host(const struct cli_common *c, const char *root, struct doc
         f->persistenced = -1;
         if (host_scan(&ho, &in->host) == 0) {
                 in->holders = calloc(in->host->n_holders ? in->host->n_holders : 1, sizeof(*in->holders));
-                f->persistenced = 0;
+                f->persistenced = in->holders ? 0 : -1;
                 for (size_t i = 0; in->holders && i < in->host->n_holders; i++) {
                         const struct host_proc *p = &in->host->holders[i];
                         struct doctor_holder *h = &in->holders[f->n_holders++];

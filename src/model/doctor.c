@@ -450,7 +450,7 @@ static void check_uvm(const struct doctor_facts *f, struct fl *l)
             "('ghostvram reclaim') instead");
 }
 
-static void check_known_issue(const struct doctor_facts *f, const char *ver, bool open, struct fl *l)
+static void check_known_issue(const char *ver, bool open, struct fl *l)
 {
         size_t n;
         const struct doctor_known_issue *t = doctor_known_issues(&n);
@@ -462,7 +462,6 @@ static void check_known_issue(const struct doctor_facts *f, const char *ver, boo
                 SET(d, evidence, "neither NVML nor /proc/driver/nvidia/version gave a version");
                 return;
         }
-        (void)f;
         bool hit = false;
         for (size_t i = 0; i < n; i++) {
                 if (version_cmp(v, t[i].from) < 0 || version_cmp(v, t[i].before) >= 0)
@@ -661,7 +660,7 @@ int doctor_run(const struct doctor_facts *f, struct doctor_finding **ret, size_t
                 }
         }
         const char *ver = r && r->driver_version[0] ? r->driver_version : modver;
-        check_known_issue(f, ver, open, &l);
+        check_known_issue(ver, open, &l);
         check_uvm(f, &l);
         check_params(f, &l);
         check_dmesg(f, &l);
