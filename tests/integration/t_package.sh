@@ -109,7 +109,8 @@ for p in $(sed -n 's/^build_pkgs=(\(.*\))/\1/p' "$GV_SRC/scripts/install-deps");
 done
 run_line=$(sed -n '/^FROM debian:bookworm-slim$/,$p' "$DF" | grep 'apt-get install')
 ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
-for so in $(objdump -p "$GV_BIN" | awk '/NEEDED/ {print $2}'); do
+# (a sanitizer build links its runtimes too: not what the recipe's plain build needs)
+for so in $(objdump -p "$GV_BIN" | awk '/NEEDED/ {print $2}' | grep -vE '^lib(asan|ubsan|tsan|lsan)\.'); do
         pkg=$(dpkg -S "*/$ma/$so" 2>/dev/null | head -1 | cut -d: -f1)
         [ -n "$pkg" ] || fail "no package owns $so"
         case $pkg in libc6 | libtinfo6) continue ;; esac # in every Debian image (essential, or needed by bash)
