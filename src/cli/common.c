@@ -301,6 +301,9 @@ void cli_bad_option(const char *cmd, int argc, char **argv, int opt)
          * optopt set to the option (0 for an unknown long option) */
         if (opt == ':' || (optopt && strncmp(arg, "--", 2) == 0))
                 cli_error(cmd, "option '%s' needs a value; see 'ghostvram help %s'", name, cmd);
+        else if (optopt && optopt <= 127)
+                /* getopt does not tell an unknown letter from one missing its value */
+                cli_error(cmd, "option '%s' is unknown or needs a value; see 'ghostvram help %s'", name, cmd);
         else
                 cli_error(cmd, "unknown option '%s'; see 'ghostvram help %s'", name, cmd);
 }

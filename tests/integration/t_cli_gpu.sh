@@ -57,6 +57,9 @@ for cmd in scan snapshot watch serve xid reclaim experiment top doctor; do
 done
 rc=0; "$GV_BIN" scan --timeout 2>"$GV_TMP/err" || rc=$?
 assert_eq "$(cat "$GV_TMP/err")" "ghostvram scan: option '--timeout' needs a value; see 'ghostvram help scan'" "missing value"
+rc=0; "$GV_BIN" scan -z 2>"$GV_TMP/err" || rc=$?
+assert_eq "$rc" 2 "scan -z"
+assert_eq "$(cat "$GV_TMP/err")" "ghostvram scan: option '-z' is unknown or needs a value; see 'ghostvram help scan'" "a short option"
 
 note "TERM=dumb: no colour on a terminal"
 need_tool script bsdutils
