@@ -7,7 +7,10 @@ ifeq ($(CI),true)
 CMAKE_ARGS += -DGV_WERROR=ON
 endif
 
-.PHONY: all deps test-deps oracle-deps build build-asan run test test-unit test-asan test-valgrind fuzz bench clean
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+
+.PHONY: all deps test-deps oracle-deps build build-asan run test test-unit test-asan test-valgrind fuzz bench clean install deb
 
 all: build
 
@@ -42,6 +45,16 @@ test: test-deps oracle-deps build build-asan
 	cd $(BUILD_ASAN) && ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		ctest --output-on-failure -j $(JOBS) -LE no-asan
 	scripts/valgrind-unit $(BUILD)
+
+# The binary, the simulated driver demo needs, the man page, completions, systemd units (their
+# ExecStart under PREFIX) and deploy examples: `make install PREFIX=/usr DESTDIR=/tmp/stage`.
+install: build
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
+
+# A Debian package of this tree's build (scripts/build-deb; debian/ also builds with
+# dpkg-buildpackage -us -uc -b).
+deb: build
+	scripts/build-deb $(BUILD) .
 
 fuzz:
 	scripts/fuzz-run $(BUILD)-fuzz 30

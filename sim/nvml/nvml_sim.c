@@ -556,6 +556,8 @@ SIM_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *cur
         if (r)
                 return r;
         *currentMode = *pendingMode = sim_mig_on(&sim_k.gpu[gpu]) ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
+        if (sim_k.gpu[gpu].mig_pending) /* nvidia-smi -mig N set, no reset yet */
+                *pendingMode = *currentMode == NVML_DEVICE_MIG_ENABLE ? NVML_DEVICE_MIG_DISABLE : NVML_DEVICE_MIG_ENABLE;
         return sim_leave(NVML_SUCCESS);
 }
 
@@ -807,6 +809,65 @@ SIM_API nvmlReturn_t nvmlDeviceGetConfComputeMemSizeInfo(nvmlDevice_t device, si
  * every return code. The values are those of an idle H100 SXM (no fan: NOT_SUPPORTED, as
  * there). Nothing in the simulator computes: utilization stays 0, which is what a GPU whose
  * memory is held by sleeping workers of a killed job shows. */
+
+/* ---- memory health (R450+ row remapping, retired pages, ECC counters) ----------------------
+ * nvml.h: GetRemappedRows "isPending: reference in which to return if there is a pending
+ * remapping. A reset will be required to actually remap the row"; RetiredPagesPendingStatus
+ * "pages retired but not yet retired... until the next reboot/reset". The reset_required knob
+ * makes them answer NVML_ERROR_RESET_REQUIRED, as a GPU that needs a reset does. */
+
+static nvmlReturn_t sim_health_enter(const char *fn, nvmlDevice_t device, unsigned *gpu)
+{
+        nvmlReturn_t r = sim_dev_enter(fn, device, SIM_Q_HEALTH, gpu);
+        if (r)
+                return r;
+        if (sim_k.gpu[*gpu].reset_required)
+                return sim_leave(NVML_ERROR_RESET_REQUIRED);
+        return NVML_SUCCESS;
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int *corrRows, unsigned int *uncRows,
+                                               unsigned int *isPending, unsigned int *failureOccurred)
+{
+        unsigned gpu;
+        if (!corrRows || !uncRows || !isPending || !failureOccurred)
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_health_enter("nvmlDeviceGetRemappedRows", device, &gpu);
+        if (r)
+                return r;
+        bool pending = sim_k.gpu[gpu].remap_pending;
+        *corrRows = 0;
+        *uncRows = pending ? 1 : 0;
+        *isPending = pending;
+        *failureOccurred = 0;
+        return sim_leave(NVML_SUCCESS);
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device, unsigned int *isPending)
+{
+        unsigned gpu;
+        if (!isPending)
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_health_enter("nvmlDeviceGetRetiredPagesPendingStatus", device, &gpu);
+        if (r)
+                return r;
+        *isPending = sim_k.gpu[gpu].retired_pending ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+        return sim_leave(NVML_SUCCESS);
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, unsigned int errorType, unsigned int counterType,
+                                                 unsigned long long *eccCounts)
+{
+        unsigned gpu;
+        if (!eccCounts || errorType > 1 || counterType > 1)
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_health_enter("nvmlDeviceGetTotalEccErrors", device, &gpu);
+        if (r)
+                return r;
+        /* only uncorrected errors are modelled; volatile and aggregate alike */
+        *eccCounts = errorType == GV_NVML_MEMORY_ERROR_TYPE_UNCORRECTED ? sim_k.gpu[gpu].ecc_uncorrected : 0;
+        return sim_leave(NVML_SUCCESS);
+}
 
 /* nvmlUtilization_t: two unsigned ints, percent over the last sample period */
 typedef struct {

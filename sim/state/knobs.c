@@ -38,6 +38,7 @@ static const char *const sim_hang_functions[] = {
         "nvmlDeviceGetRunningProcessDetailList", "nvmlDeviceGetConfComputeMemSizeInfo",
         "nvmlEventSetCreate", "nvmlDeviceRegisterEvents", "nvmlEventSetWait_v2", "nvmlEventSetWait",
         "nvmlEventSetFree",
+        "nvmlDeviceGetRemappedRows", "nvmlDeviceGetRetiredPagesPendingStatus", "nvmlDeviceGetTotalEccErrors",
 };
 
 static const struct {
@@ -46,7 +47,7 @@ static const struct {
 } sim_query_names[] = {
         { "memory", SIM_Q_MEMORY }, { "memory_v2", SIM_Q_MEMORY_V2 }, { "processes", SIM_Q_PROCESSES },
         { "persistence", SIM_Q_PERSISTENCE }, { "mig", SIM_Q_MIG }, { "pci", SIM_Q_PCI },
-        { "minor", SIM_Q_MINOR }, { "events", SIM_Q_EVENTS },
+        { "minor", SIM_Q_MINOR }, { "events", SIM_Q_EVENTS }, { "health", SIM_Q_HEALTH },
 };
 
 enum knob_type { K_BOOL, K_U64, K_ENUM, K_VARIANT, K_HANG, K_NOTSUP, K_XID };
@@ -92,7 +93,7 @@ static const struct knob_def knob_defs[] = {
         { "notsup", K_NOTSUP, true, false, 0, NULL, "LIST|none",
           "these queries return NOT_SUPPORTED (3), comma-separated:\n"
           "memory, memory_v2, processes, persistence, mig, pci,\n"
-          "minor, events" },
+          "minor, events, health" },
         { "uncharged_mib", K_U64, true, false, (uint64_t)1 << 24, NULL, "MIB",
           "used memory no process is charged for (managed\n"
           "memory, kernel clients)" },
@@ -110,6 +111,20 @@ static const struct knob_def knob_defs[] = {
         { "xid_event", K_XID, true, true, 0, NULL, "GPU:CODE|GPU:none",
           "deliver one Xid critical-error event with CODE to the\n"
           "next event wait on that GPU" },
+        { "remap_pending", K_BOOL, true, false, 0, NULL, "on|off",
+          "a row remapping is pending: it takes effect at the next\n"
+          "GPU reset (nvmlDeviceGetRemappedRows isPending)" },
+        { "retired_pending", K_BOOL, true, false, 0, NULL, "on|off",
+          "retired pages wait for a reset\n"
+          "(nvmlDeviceGetRetiredPagesPendingStatus)" },
+        { "ecc_uncorrected", K_U64, true, false, 1000000000, NULL, "N",
+          "volatile uncorrected ECC errors since the driver loaded\n"
+          "(nvmlDeviceGetTotalEccErrors; default 0)" },
+        { "mig_pending", K_BOOL, true, false, 0, NULL, "on|off",
+          "the MIG mode was changed and waits for a reset (the\n"
+          "pending mode of nvmlDeviceGetMigMode is the other one)" },
+        { "reset_required", K_BOOL, true, false, 0, NULL, "on|off",
+          "the health queries answer NVML_ERROR_RESET_REQUIRED (16)" },
 };
 
 static const struct knob_def *knob_find(const char *key, size_t klen)
@@ -290,6 +305,16 @@ static void knob_apply_one(struct sim_knobs *k, unsigned g, const struct knob_as
                 gk->mig = b;
         } else if (!strcmp(a->def->key, "mig_instances") && parse_u64(v, &u) == 0 && u <= SIM_MAX_MIG) {
                 gk->mig_instances = (unsigned)u;
+        } else if (!strcmp(a->def->key, "remap_pending") && parse_bool(v, &b) == 0) {
+                gk->remap_pending = b;
+        } else if (!strcmp(a->def->key, "retired_pending") && parse_bool(v, &b) == 0) {
+                gk->retired_pending = b;
+        } else if (!strcmp(a->def->key, "ecc_uncorrected") && parse_u64(v, &u) == 0) {
+                gk->ecc_uncorrected = u;
+        } else if (!strcmp(a->def->key, "mig_pending") && parse_bool(v, &b) == 0) {
+                gk->mig_pending = b;
+        } else if (!strcmp(a->def->key, "reset_required") && parse_bool(v, &b) == 0) {
+                gk->reset_required = b;
         } else if (!strcmp(a->def->key, "xid_event")) {
                 gk->xid_event = parse_u64(v, &u) == 0 ? (int)u : -1;
         }

@@ -197,6 +197,11 @@ int simstate_find_file(const char *rel, char *out, size_t outlen)
                                 return 0;
                         if (sim_try_file(exe, rel, out, outlen) == 0)
                                 return 0;
+                        /* an install (make install, the Debian package, a DESTDIR copy):
+                         * PREFIX/bin/ghostvram and PREFIX/lib/ghostvram/sim, wherever PREFIX is */
+                        k = snprintf(sub, sizeof(sub), "%s/../lib/ghostvram/sim", exe);
+                        if (k > 0 && (size_t)k < sizeof(sub) && sim_try_file(sub, rel, out, outlen) == 0)
+                                return 0;
                 }
         }
         if (sim_try_file(GV_SIM_LIBDIR_BUILD, rel, out, outlen) == 0)

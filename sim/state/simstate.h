@@ -98,6 +98,7 @@ enum sim_query {
         SIM_Q_PCI = 1u << 5,
         SIM_Q_MINOR = 1u << 6,
         SIM_Q_EVENTS = 1u << 7,         /* nvmlDeviceRegisterEvents */
+        SIM_Q_HEALTH = 1u << 8,         /* RemappedRows, RetiredPagesPendingStatus, TotalEccErrors */
 };
 
 struct sim_gpu_knobs {
@@ -111,6 +112,11 @@ struct sim_gpu_knobs {
         bool mig;
         unsigned mig_instances;         /* GPU instances (GI ids 1..N, one CI 0 each); implies MIG on */
         int xid_event;                  /* pending Xid to deliver once, -1 none */
+        bool remap_pending;             /* a row remapping waits for a GPU reset */
+        bool retired_pending;           /* retired pages wait for a reset (pre-Ampere mechanism) */
+        uint64_t ecc_uncorrected;       /* volatile uncorrected ECC errors */
+        bool mig_pending;               /* MIG mode changes at the next reset */
+        bool reset_required;            /* the health queries answer NVML_ERROR_RESET_REQUIRED */
 };
 
 /* What a caller without MIG monitoring privileges gets from a MIG GPU's parent-device

@@ -68,10 +68,29 @@ void cli_common_init(struct cli_common *c);
 int cli_common_option(struct cli_common *c, int opt, const char *arg, const char *cmd);
 /* After option parsing: apply GHOSTVRAM_SIM and bundles; prints and returns -1 on error. */
 int cli_common_finish(struct cli_common *c, const char *cmd);
+/* --gpu SPEC: an index ("0"), a UUID ("GPU-5fd2...") or a PCI bus id ("0000:3b:00.0",
+ * "00000000:3B:00.0", "3b:00.0"), as nvidia-smi -i takes. cli_gpu_spec_check validates the form
+ * when the option is parsed (0 or -EINVAL); cli_gpu_spec_resolve finds the GPU in a report:
+ * 0 and its index, -ENOENT when no GPU matches. */
+#define CLI_GPU_HELP "  --gpu ID             only this GPU: an index, a UUID or a PCI bus id\n"
+int cli_gpu_spec_check(const char *spec);
+int cli_gpu_spec_resolve(const char *spec, const struct gpu_report *r, unsigned *ret_index);
+/* After cli_common_finish: *ret_index for --gpu SPEC (-1 when spec is NULL). A UUID or PCI bus id
+ * is looked up in one collection; so is an index when check_index (else the command checks it
+ * against its own sample). Returns EXIT_OK, EXIT_USAGE (no such GPU; printed) or
+ * EXIT_INCOMPLETE (no driver to look a UUID or bus id up; printed). */
+int cli_gpu_resolve(const struct cli_common *c, const char *spec, bool check_index, int *ret_index, const char *cmd);
 void cli_common_gpu_opts(const struct cli_common *c, struct gpu_opts *o);
 void cli_common_host_opts(const struct cli_common *c, struct host_opts *o);
 
-/* Colour on a terminal unless NO_COLOR is set (https://no-color.org). */
+/* getopt_long with opterr = 0 and an optstring starting with ':' returned '?' or ':' (opt):
+ * print one line naming the option and a hint to 'ghostvram help CMD', not the whole help. */
+void cli_bad_option(const char *cmd, int argc, char **argv, int opt);
+/* The command's argc/argv (argv[0] the command's name), set by main for cli_common_option. */
+extern int cli_argc;
+extern char **cli_argv;
+
+/* Colour on a terminal unless NO_COLOR is set (https://no-color.org) or TERM=dumb. */
 bool cli_use_color(FILE *f);
 /* Print "ghostvram CMD: message" to stderr. */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -124,3 +143,4 @@ int cmd_top(int argc, char **argv);
 int cmd_reclaim(int argc, char **argv);
 int cmd_experiment(int argc, char **argv);
 int cmd_track(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);

@@ -41,7 +41,7 @@ static void check_usage(FILE *f)
                 "                       UNKNOWN if the scan has not finished by then (default 10; also\n"
                 "                       500ms, 1m); each driver call gets at most half of it. Here this\n"
                 "                       replaces the per-call --timeout below.\n"
-                "  --gpu N              only GPU N counts\n"
+                "  --gpu ID             only this GPU counts: an index, a UUID or a PCI bus id\n"
                 "  --confirm DURATION   wait this long before the confirming sample (default 2s, or a\n"
                 "                       quarter of -t when that is less: -t covers the whole scan;\n"
                 "                       0 = one sample). A --confirm over half of -t is UNKNOWN.\n"
@@ -120,6 +120,7 @@ int cmd_check(int argc, char **argv)
         uint64_t timeout_ms = CHECK_DEFAULT_TIMEOUT_MS, confirm_ms = 2000, floor_mib = 64;
         bool confirm_set = false;
         int only_gpu = -1;
+        const char *gpu_spec = NULL;
         bool no_kernel = false;
         int opt;
         optind = 1;
@@ -140,9 +141,11 @@ int cmd_check(int argc, char **argv)
                                 return unknown("-t: '%s' is not a number of seconds up to 3600", optarg);
                         continue;
                 case 'g':
-                        if (parse_uint_range(optarg, 0, 1023, &u) < 0)
-                                return unknown("--gpu: '%s' is not a GPU index", optarg);
-                        only_gpu = (int)u;
+                        if (cli_gpu_spec_check(optarg) < 0)
+                                return unknown("--gpu: '%s' is not a GPU index, UUID or PCI bus id", optarg);
+                        gpu_spec = optarg;
+                        if (parse_uint_range(optarg, 0, 1023, &u) == 0)
+                                only_gpu = (int)u;
                         continue;
                 case 'C':
                         if (parse_duration_ms(optarg, &confirm_ms) < 0 || confirm_ms > 600000)
@@ -220,6 +223,16 @@ int cmd_check(int argc, char **argv)
                 return unknown("cannot scan: %s", strerror(-e));
         }
         struct scan_result *sr = j->run->res;
+        if (gpu_spec && only_gpu < 0) { /* a UUID or PCI bus id: looked up in this scan's GPUs */
+                unsigned idx;
+                if (!sr->facts->gpu->driver_present || cli_gpu_spec_resolve(gpu_spec, sr->facts->gpu, &idx) < 0) {
+                        char why[160];
+                        snprintf(why, sizeof(why), "--gpu %.100s: no such GPU on this host", gpu_spec);
+                        check_job_free(j);
+                        return unknown("%s", why);
+                }
+                only_gpu = (int)idx;
+        }
         if (sr->facts->gpu->driver_present && only_gpu >= 0 && (size_t)only_gpu >= sr->facts->gpu->n_gpus) {
                 char why[96];
                 snprintf(why, sizeof(why), "--gpu %d: this host has %zu GPU%s", only_gpu, sr->facts->gpu->n_gpus,

@@ -59,7 +59,7 @@ static void reclaim_usage(FILE *f)
                 "signal: a reused PID is never signalled. Signals go through the pidfd only.\n"
                 "\n"
                 "Options:\n"
-                "  --gpu N              only the ghost of GPU N\n"
+                "  --gpu ID             only the ghost of this GPU: an index, a UUID or a PCI bus id\n"
                 "  --pid P[,P...]       exactly these processes, not the default targets (never\n"
                 "                       PID 1, kernel threads, ghostvram or its ancestors; a\n"
                 "                       process holding no NVIDIA device node, or another\n"
@@ -115,6 +115,7 @@ static void reclaim_usage(FILE *f)
 struct rc_opts {
         struct cli_common c;
         int only_gpu;
+        const char *gpu_spec;   /* --gpu as given (an index is also in only_gpu) */
         pid_t pids[RC_MAX_PIDS];
         size_t n_pids;
         const char *cgroup;
@@ -946,11 +947,13 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                         reclaim_usage(stdout);
                         return 1;
                 case 'g':
-                        if (parse_uint_range(optarg, 0, 1023, &u) < 0) {
-                                cli_error(cmd, "--gpu: '%s' is not a GPU index (0, 1, ...)", optarg);
+                        if (cli_gpu_spec_check(optarg) < 0) {
+                                cli_error(cmd, "--gpu: '%s' is not a GPU index, UUID or PCI bus id", optarg);
                                 return -1;
                         }
-                        o->only_gpu = (int)u;
+                        o->gpu_spec = optarg;
+                        if (parse_uint_range(optarg, 0, 1023, &u) == 0)
+                                o->only_gpu = (int)u;
                         continue;
                 case 'p':
                         if (parse_pids(o, optarg) < 0) {
@@ -1029,7 +1032,7 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                 cli_error(cmd, "--reset-gpu, --reload-uvm, --cgroup and --pid are separate modes: use one");
                 return -1;
         }
-        if (o->reset_gpu && o->only_gpu < 0) {
+        if (o->reset_gpu && !o->gpu_spec) {
                 cli_error(cmd, "--reset-gpu needs --gpu N (the GPU to reset)");
                 return -1;
         }
@@ -1073,6 +1076,11 @@ static int reclaim_main(int argc, char **argv)
                 return r > 0 ? EXIT_OK : EXIT_USAGE;
         if (cli_common_finish(&o.c, "reclaim") < 0)
                 return EXIT_USAGE;
+        if (o.gpu_spec && o.only_gpu < 0) { /* a UUID or PCI bus id */
+                int gr = cli_gpu_resolve(&o.c, o.gpu_spec, false, &o.only_gpu, "reclaim");
+                if (gr != EXIT_OK)
+                        return gr;
+        }
 
         struct rc_ctx x;
         memset(&x, 0, sizeof(x));

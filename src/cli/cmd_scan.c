@@ -34,7 +34,8 @@ static void scan_usage(FILE *f)
                 "noise floor (the larger of 64 MiB and 1%% of the GPU) and in two samples a few seconds\n"
                 "apart, because the driver frees memory with a delay while a job tears down.\n\n"
                 "Options:\n"
-                "  --gpu N              report only GPU N (the account always looks at every GPU)\n"
+                "  --gpu ID             report only this GPU: an index, a UUID or a PCI bus id (the\n"
+                "                       account always looks at every GPU)\n"
                 "  --confirm DURATION   wait this long before the confirming sample (default 2s; 0 = one\n"
                 "                       sample, nothing confirmed by time)\n"
                 "  --noise-floor MIB    minimum ghost in MiB (default 64; 1%% of the GPU if larger)\n"
@@ -94,24 +95,24 @@ int cmd_scan(int argc, char **argv)
         struct ledger_opts lo;
         ledger_opts_default(&lo);
         int only_gpu = -1;
+        const char *gpu_spec = NULL;
         uint64_t confirm_ms = 2000;
         const char *textfile = NULL, *kmsg = NULL, *ledger_dir = NULL;
         bool no_kernel = false;
         int opt;
         optind = 1;
         while ((opt = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
-                unsigned u;
                 uint64_t v;
                 switch (opt) {
                 case 'h':
                         scan_usage(stdout);
                         return EXIT_OK;
                 case 'g':
-                        if (parse_uint_range(optarg, 0, 1023, &u) < 0) {
-                                cli_error("scan", "--gpu: '%s' is not a GPU index (0, 1, ...)", optarg);
+                        if (cli_gpu_spec_check(optarg) < 0) {
+                                cli_error("scan", "--gpu: '%s' is not a GPU index, UUID or PCI bus id", optarg);
                                 return EXIT_USAGE;
                         }
-                        only_gpu = (int)u;
+                        gpu_spec = optarg;
                         continue;
                 case 'C':
                         if (parse_duration_ms(optarg, &confirm_ms) < 0 || confirm_ms > 600000) {
@@ -155,6 +156,9 @@ int cmd_scan(int argc, char **argv)
         }
         if (cli_common_finish(&c, "scan") < 0)
                 return EXIT_USAGE;
+        int gr = cli_gpu_resolve(&c, gpu_spec, false, &only_gpu, "scan");
+        if (gr != EXIT_OK)
+                return gr;
         struct scan_once_opts so;
         cli_scan_once_opts(&c, &so);
         so.ledger.floor_min_bytes = lo.floor_min_bytes;

@@ -46,7 +46,7 @@ static void watch_usage(FILE *f)
                 "  --exec-timeout DURATION\n"
                 "                       default 30s\n"
                 "  --textfile DIR       write DIR/ghostvram.prom after each sample (node_exporter)\n"
-                "  --gpu N              watch only GPU N\n"
+                "  --gpu ID             watch only this GPU: an index, a UUID or a PCI bus id\n"
                 "  --count N            stop after N samples (default: until SIGINT/SIGTERM)\n"
                 "  --reclaim            heal: while an alert stands, run 'ghostvram reclaim --gpu N --yes'\n"
                 "                       (every safety rule of reclaim applies: a fresh two-sample scan,\n"
@@ -419,6 +419,7 @@ int cmd_watch(int argc, char **argv)
         w.for_ms = 30000;
         w.exec_timeout_ms = 30000;
         w.only_gpu = -1;
+        const char *gpu_spec = NULL;
         uint64_t floor_mib = 64, v;
         bool reclaim = false, no_kernel = false;
         int opt;
@@ -462,11 +463,13 @@ int cmd_watch(int argc, char **argv)
                         w.textfile = optarg;
                         continue;
                 case 'g':
-                        if (parse_uint_range(optarg, 0, WATCH_MAX_GPUS - 1, &u) < 0) {
-                                cli_error("watch", "--gpu: '%s' is not a GPU index", optarg);
+                        if (cli_gpu_spec_check(optarg) < 0 ||
+                            (parse_uint_range(optarg, 0, 1023, &u) == 0 && u >= WATCH_MAX_GPUS)) {
+                                cli_error("watch", "--gpu: '%s' is not a GPU index (below %d), UUID or PCI bus id", optarg,
+                                          WATCH_MAX_GPUS);
                                 return EXIT_USAGE;
                         }
-                        w.only_gpu = (int)u;
+                        gpu_spec = optarg;
                         continue;
                 case 'n':
                         if (parse_u64(optarg, &w.count) < 0 || w.count == 0) {
@@ -514,6 +517,10 @@ int cmd_watch(int argc, char **argv)
         }
         if (cli_common_finish(&w.c, "watch") < 0)
                 return EXIT_USAGE;
+        /* as scan: a GPU this host does not have is a usage error, found before watching starts */
+        int gr = cli_gpu_resolve(&w.c, gpu_spec, true, &w.only_gpu, "watch");
+        if (gr != EXIT_OK)
+                return gr;
 
         struct scan_once_opts so;
         cli_scan_once_opts(&w.c, &so);

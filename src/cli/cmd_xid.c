@@ -37,8 +37,8 @@ static void xid_usage(FILE *f)
                 "                       2h, 1d), a date-time (2026-11-30, '2026-11-30 10:00',\n"
                 "                       2026-11-30T10:00:00Z; local time unless a zone is given),\n"
                 "                       @EPOCH, or 'now' (with --follow: only new events)\n"
-                "  --gpu N|PCI          only events of GPU index N (needs the NVIDIA driver) or of the\n"
-                "                       GPU at PCI bus id PCI (0000:3b:00.0; works without a driver)\n"
+                "  --gpu ID             only events of this GPU: an index or a UUID (need the\n"
+                "                       driver), or a PCI bus id (0000:3b:00.0; works without one)\n"
                 "  --follow, -f         keep reading and print new events as they come (Ctrl-C stops)\n"
                 "  --this-boot          FILE comes from this host's current boot: turn its [seconds]\n"
                 "                       stamps into wall-clock time as dmesg -T does, and name GPU\n"
@@ -218,6 +218,7 @@ struct gpu_filter {
         bool by_index;
         unsigned index;
         char pci[16];
+        const char *uuid;       /* a UUID: looked up to an index once the driver is open */
 };
 
 static int parse_gpu_filter(const char *s, struct gpu_filter *g)
@@ -231,6 +232,10 @@ static int parse_gpu_filter(const char *s, struct gpu_filter *g)
         size_t len = strlen(s);
         if (xid_pci_parse(s, len, g->pci) == (int)len)
                 return 0;
+        if ((strncasecmp(s, "GPU-", 4) == 0 || strncasecmp(s, "MIG-", 4) == 0) && cli_gpu_spec_check(s) == 0) {
+                g->uuid = s;
+                return 0;
+        }
         return -EINVAL;
 }
 
@@ -735,8 +740,8 @@ int cmd_xid(int argc, char **argv)
                         continue;
                 case 'g':
                         if (parse_gpu_filter(optarg, &x.gpu) < 0) {
-                                cli_error("xid", "--gpu: '%s' is neither a GPU index (0, 1, ...) nor a PCI bus id "
-                                                 "(0000:3b:00.0)", optarg);
+                                cli_error("xid", "--gpu: '%s' is not a GPU index (0, 1, ...), a UUID or a PCI bus "
+                                                 "id (0000:3b:00.0)", optarg);
                                 return EXIT_USAGE;
                         }
                         continue;
@@ -773,6 +778,13 @@ int cmd_xid(int argc, char **argv)
         }
         if (cli_common_finish(&x.c, "xid") < 0)
                 return EXIT_USAGE;
+        if (x.gpu.uuid) { /* the same lookup as every command's --gpu */
+                int idx, gr = cli_gpu_resolve(&x.c, x.gpu.uuid, true, &idx, "xid");
+                if (gr != EXIT_OK)
+                        return gr;
+                x.gpu.by_index = true;
+                x.gpu.index = (unsigned)idx;
+        }
         x.view.json = x.c.json;
         x.view.color = !x.c.json && cli_use_color(stdout);
 

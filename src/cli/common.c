@@ -1,4 +1,5 @@
 #include <dirent.h>
+#include <getopt.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -6,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -20,8 +22,14 @@
 #include "util/parse.h"
 #include "util/spawn.h"
 
+int cli_argc;
+char **cli_argv;
+
 void cli_common_init(struct cli_common *c)
 {
+        /* a bad option is reported by cli_common_option in one line (cli_bad_option), not by
+         * getopt with the command's name as the program's */
+        opterr = 0;
         memset(c, 0, sizeof(*c));
         c->proc_root = "/proc";
         c->dev_prefix = "/dev/nvidia";
@@ -93,6 +101,10 @@ int cli_common_option(struct cli_common *c, int opt, const char *arg, const char
                 }
                 return 1;
         case 'v': c->verbose = true; return 1;
+        case '?':
+        case ':':
+                cli_bad_option(cmd, cli_argc, cli_argv, opt);
+                return -1;
         default: return 0;
         }
 }
@@ -190,6 +202,86 @@ int cli_common_finish(struct cli_common *c, const char *cmd)
         return 0;
 }
 
+/* PCI bus id in any of nvidia-smi's forms ("3b:00.0" has domain 0), normalised; 0 or -EINVAL. */
+static int gpu_spec_pci(const char *spec, char *out, size_t outlen)
+{
+        if (strlen(spec) > 31 || strchr(spec, ' '))
+                return -EINVAL;
+        return pci_bus_id_normalize(spec, out, outlen);
+}
+
+int cli_gpu_spec_check(const char *spec)
+{
+        unsigned u;
+        char pci[32];
+        if (parse_uint_range(spec, 0, 1023, &u) == 0)
+                return 0;
+        if ((strncasecmp(spec, "GPU-", 4) == 0 || strncasecmp(spec, "MIG-", 4) == 0) && strlen(spec) > 4 &&
+            strlen(spec) < 96 && strspn(spec + 4, "0123456789abcdefABCDEF-") == strlen(spec + 4))
+                return 0;
+        return gpu_spec_pci(spec, pci, sizeof(pci));
+}
+
+int cli_gpu_spec_resolve(const char *spec, const struct gpu_report *r, unsigned *ret_index)
+{
+        unsigned u;
+        char pci[32];
+        if (parse_uint_range(spec, 0, 1023, &u) == 0) {
+                for (size_t i = 0; i < r->n_gpus; i++)
+                        if (r->gpus[i].index == u) {
+                                *ret_index = u;
+                                return 0;
+                        }
+                return -ENOENT;
+        }
+        bool is_pci = gpu_spec_pci(spec, pci, sizeof(pci)) == 0;
+        for (size_t i = 0; i < r->n_gpus; i++) {
+                const struct gpu_info *g = &r->gpus[i];
+                if ((is_pci && strcmp(g->pci_bus_id, pci) == 0) || (!is_pci && g->uuid[0] && strcasecmp(g->uuid, spec) == 0)) {
+                        *ret_index = g->index;
+                        return 0;
+                }
+        }
+        return -ENOENT;
+}
+
+int cli_gpu_resolve(const struct cli_common *c, const char *spec, bool check_index, int *ret_index, const char *cmd)
+{
+        unsigned u;
+        *ret_index = -1;
+        if (!spec)
+                return EXIT_OK;
+        bool numeric = parse_uint_range(spec, 0, 1023, &u) == 0;
+        if (numeric && !check_index) {
+                *ret_index = (int)u; /* the command checks it against its own sample */
+                return EXIT_OK;
+        }
+        struct gpu_opts o;
+        struct gpu_report *r = NULL;
+        cli_common_gpu_opts(c, &o);
+        if (gpu_collect(&o, &r) < 0) {
+                cli_error(cmd, "out of memory");
+                return EXIT_INCOMPLETE;
+        }
+        int status = EXIT_OK;
+        if (!r->driver_present || r->timed_out) {
+                if (numeric) {
+                        *ret_index = (int)u; /* the command reports the driver itself */
+                } else {
+                        cli_error(cmd, "--gpu %s: the driver cannot be asked which GPU that is (%s)", spec,
+                                  r->error[0] ? r->error : "no answer");
+                        status = EXIT_INCOMPLETE;
+                }
+        } else if (cli_gpu_spec_resolve(spec, r, &u) == 0) {
+                *ret_index = (int)u;
+        } else {
+                cli_error(cmd, "--gpu %s: this host has %zu GPU%s", spec, r->n_gpus, r->n_gpus == 1 ? "" : "s");
+                status = EXIT_USAGE;
+        }
+        gpu_report_free(r);
+        return status;
+}
+
 void cli_common_gpu_opts(const struct cli_common *c, struct gpu_opts *o)
 {
         memset(o, 0, sizeof(*o));
@@ -209,10 +301,33 @@ void cli_common_host_opts(const struct cli_common *c, struct host_opts *o)
         o->holders = c->holders;
 }
 
+void cli_bad_option(const char *cmd, int argc, char **argv, int opt)
+{
+        char name[64];
+        const char *arg = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+        /* a long option is named as typed (getopt's optopt then holds its value, not a letter) */
+        if (strncmp(arg, "--", 2) == 0 || !optopt || optopt > 127)
+                snprintf(name, sizeof(name), "%.*s", (int)strcspn(arg, "="), arg);
+        else
+                snprintf(name, sizeof(name), "-%c", optopt);
+        /* getopt without a leading ':' in optstring says '?' for a missing value too, with
+         * optopt set to the option (0 for an unknown long option) */
+        if (opt == ':' || (optopt && strncmp(arg, "--", 2) == 0))
+                cli_error(cmd, "option '%s' needs a value; see 'ghostvram help %s'", name, cmd);
+        else if (optopt && optopt <= 127)
+                /* getopt does not tell an unknown letter from one missing its value */
+                cli_error(cmd, "option '%s' is unknown or needs a value; see 'ghostvram help %s'", name, cmd);
+        else
+                cli_error(cmd, "unknown option '%s'; see 'ghostvram help %s'", name, cmd);
+}
+
 bool cli_use_color(FILE *f)
 {
         const char *nc = getenv("NO_COLOR");
         if (nc && *nc)
+                return false;
+        const char *term = getenv("TERM");
+        if (term && strcmp(term, "dumb") == 0)
                 return false;
         return isatty(fileno(f));
 }

@@ -19,6 +19,7 @@ static const struct command {
         { "xid", cmd_xid, "NVRM/Xid kernel events, explained and tied to GPUs and processes" },
         { "reclaim", cmd_reclaim, "end a ghost's orphaned holders safely; time the memory coming back" },
         { "experiment", cmd_experiment, "reproduce the ghost on purpose; measure residual and recovery time" },
+        { "doctor", cmd_doctor, "check the setup: persistence, uvm, known driver bugs, pending resets" },
         { "demo", cmd_demo, "the ghost-memory story end to end on a temporary simulated host" },
         { "track", cmd_track, "run a command with an allocation ledger that survives kill -9; report leaks" },
         { "sim", cmd_sim, "the simulated driver: init a host, run jobs, set knobs (tests, learning)" },
@@ -33,9 +34,9 @@ static void usage(FILE *f)
                    "and says what to do next.\n\nCommands:\n");
         for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
                 fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-        fprintf(f, "\nRun 'ghostvram COMMAND --help' for a command's options.\n"
+        fprintf(f, "\nRun 'ghostvram help COMMAND' for a command's options.\n"
                    "Environment: GHOSTVRAM_SIM=DIR reads a simulated host (see 'ghostvram sim --help');\n"
-                   "NO_COLOR disables colour.\n"
+                   "NO_COLOR or TERM=dumb disables colour.\n"
                    "Start here: 'sudo ghostvram scan' (root sees every process).\n");
 }
 
@@ -46,6 +47,16 @@ int main(int argc, char **argv)
                 return EXIT_USAGE;
         }
         const char *cmd = argv[1];
+        if (strcmp(cmd, "help") == 0 && argc >= 3) {
+                /* ghostvram help CMD: the command's own --help */
+                for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                        if (strcmp(argv[2], commands[i].name) == 0) {
+                                char *args[] = { argv[2], (char *)"--help", NULL };
+                                return commands[i].fn(2, args);
+                        }
+                fprintf(stderr, "ghostvram: no command '%s'; run 'ghostvram help' for the list\n", argv[2]);
+                return EXIT_USAGE;
+        }
         if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
                 usage(stdout);
                 return EXIT_OK;
@@ -54,10 +65,19 @@ int main(int argc, char **argv)
                 printf("ghostvram %s\n", GV_VERSION);
                 return EXIT_OK;
         }
-        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-                if (strcmp(cmd, commands[i].name) == 0)
-                        return commands[i].fn(argc - 1, argv + 1);
-        fprintf(stderr, "ghostvram: unknown command '%s'\n\n", cmd);
-        usage(stderr);
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+                if (strcmp(cmd, commands[i].name) != 0)
+                        continue;
+                /* --version after any command, as before it */
+                for (int k = 2; k < argc && strcmp(argv[k], "--") != 0; k++)
+                        if (strcmp(argv[k], "--version") == 0) {
+                                printf("ghostvram %s\n", GV_VERSION);
+                                return EXIT_OK;
+                        }
+                cli_argc = argc - 1;
+                cli_argv = argv + 1;
+                return commands[i].fn(argc - 1, argv + 1);
+        }
+        fprintf(stderr, "ghostvram: unknown command '%s'; run 'ghostvram help' for the list\n", cmd);
         return EXIT_USAGE;
 }

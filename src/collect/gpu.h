@@ -49,6 +49,18 @@ struct gpu_query_error {
         char message[96];
 };
 
+/* Memory health a reset settles (doctor): read only with gpu_opts.health. Each int is -1 when
+ * unknown (not supported, no permission, an older driver). */
+struct gpu_health {
+        bool queried;
+        int remap_pending;              /* nvmlDeviceGetRemappedRows isPending */
+        int remap_failed;               /* ... failureOccurred */
+        int retired_pending;            /* nvmlDeviceGetRetiredPagesPendingStatus */
+        long long ecc_uncorrected;      /* volatile uncorrected ECC errors since the driver loaded */
+        int mig_pending;                /* MIG mode: pending differs from current */
+        bool reset_required;            /* a health query answered NVML_ERROR_RESET_REQUIRED */
+};
+
 struct gpu_info {
         unsigned index;
         unsigned minor;         /* /dev/nvidia<minor> */
@@ -64,6 +76,8 @@ struct gpu_info {
 
         int persistence;        /* -1 unknown, 0 off, 1 on */
         int mig_mode;           /* -1 unknown, 0 off, 1 on */
+        int mig_pending_mode;   /* what MIG mode becomes at the next reset; -1 unknown */
+        struct gpu_health health;
         struct gpu_mig_device mig[GPU_MAX_MIG]; /* MIG mode: its MIG devices */
         size_t n_mig;
 
@@ -106,6 +120,8 @@ struct gpu_opts {
         const char *bundle_dir; /* read from a bundle instead of the driver */
         bool memory_only;       /* only memory figures (no names, PCI, modes, processes): cheap
                                  * enough to sample every few tens of milliseconds */
+        bool health;            /* also read struct gpu_health (row remapping, retired pages,
+                                 * ECC): doctor only */
 };
 
 /* The backend table. */

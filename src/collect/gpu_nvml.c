@@ -41,6 +41,9 @@ struct nv_lib {
         nvmlDeviceGetMigMode_fn mig_mode;
         nvmlDeviceGetUInt_fn mig_count, mig_gi, mig_ci;
         nvmlDeviceGetMigDeviceHandleByIndex_fn mig_handle;
+        nvmlDeviceGetRemappedRows_fn remapped_rows;
+        nvmlDeviceGetUInt_fn retired_pending;
+        nvmlDeviceGetTotalEccErrors_fn ecc_total;
 };
 
 static const char *const proc_sym[3][3] = {
@@ -82,6 +85,9 @@ static void nv_resolve(struct nv_lib *lib)
         SYM(mig_handle, "nvmlDeviceGetMigDeviceHandleByIndex");
         SYM(mig_gi, "nvmlDeviceGetGpuInstanceId");
         SYM(mig_ci, "nvmlDeviceGetComputeInstanceId");
+        SYM(remapped_rows, "nvmlDeviceGetRemappedRows");
+        SYM(retired_pending, "nvmlDeviceGetRetiredPagesPendingStatus");
+        SYM(ecc_total, "nvmlDeviceGetTotalEccErrors");
         lib->conf_compute_mem = dlsym(lib->handle, "nvmlDeviceGetConfComputeMemSizeInfo");
         lib->detail_list = dlsym(lib->handle, "nvmlDeviceGetRunningProcessDetailList");
         for (int k = 0; k < 3; k++)
@@ -96,7 +102,7 @@ static void nv_resolve(struct nv_lib *lib)
 enum nv_op {
         OP_INIT, OP_SHUTDOWN, OP_DRIVER_VERSION, OP_NVML_VERSION, OP_COUNT, OP_HANDLE, OP_NAME,
         OP_UUID, OP_MINOR, OP_PERSISTENCE, OP_PCI, OP_MEM_V2, OP_MEM_V1, OP_PROCS, OP_MIG,
-        OP_MIG_COUNT, OP_MIG_HANDLE, OP_MIG_GI, OP_MIG_CI,
+        OP_MIG_COUNT, OP_MIG_HANDLE, OP_MIG_GI, OP_MIG_CI, OP_REMAP, OP_RETIRED, OP_ECC,
 };
 
 struct nv_job {
@@ -107,7 +113,8 @@ struct nv_job {
         unsigned idx;
         void *fn;               /* for OP_PCI and OP_PROCS: which symbol */
         nvmlReturn_t ret;
-        unsigned u1, u2;
+        unsigned u1, u2, u3, u4;
+        unsigned long long ull;
         char str[NVML_DEVICE_UUID_V2_BUFFER_SIZE]; /* >= every string query's buffer */
         nvmlPciInfo_t pci;
         nvmlMemory_t mem;
@@ -155,6 +162,11 @@ static int nv_job_run(void *p)
         case OP_MIG_HANDLE: j->ret = l->mig_handle(j->dev, j->idx, &j->dev); break;
         case OP_MIG_GI: j->ret = l->mig_gi(j->dev, &j->u1); break;
         case OP_MIG_CI: j->ret = l->mig_ci(j->dev, &j->u1); break;
+        case OP_REMAP: j->ret = l->remapped_rows(j->dev, &j->u1, &j->u2, &j->u3, &j->u4); break;
+        case OP_RETIRED: j->ret = l->retired_pending(j->dev, &j->u1); break;
+        case OP_ECC:
+                j->ret = l->ecc_total(j->dev, GV_NVML_MEMORY_ERROR_TYPE_UNCORRECTED, GV_NVML_VOLATILE_ECC, &j->ull);
+                break;
         }
         return 0;
 }
@@ -166,6 +178,7 @@ struct nv_ctx {
         unsigned timeouts;      /* calls that missed the deadline (or were not made: guarded) */
         unsigned guarded;       /* calls not made: an earlier one for the GPU is still stuck */
         bool memory_only;       /* gpu_opts.memory_only */
+        bool health;            /* gpu_opts.health */
 };
 
 /* Abandoned calls still inside the driver (may go below 0 for a moment: a call can return
@@ -488,11 +501,49 @@ static int nv_query_mig(struct nv_ctx *c, nvmlDevice_t dev, struct gpu_info *g)
         return 0;
 }
 
+/* Row remapping, retired pages, volatile uncorrected ECC (doctor). NOT_SUPPORTED and the
+ * like leave a field unknown; RESET_REQUIRED is itself the finding. Returns 0 or -ETIMEDOUT. */
+static int nv_query_health(struct nv_ctx *c, nvmlDevice_t dev, struct gpu_info *g)
+{
+        static const struct {
+                enum nv_op op;
+                const char *what;
+        } qs[] = { { OP_REMAP, "remapped_rows" }, { OP_RETIRED, "retired_pages" }, { OP_ECC, "ecc" } };
+        struct gpu_health *h = &g->health;
+        h->queried = true;
+        for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
+                if ((qs[i].op == OP_REMAP && !c->lib.remapped_rows) || (qs[i].op == OP_RETIRED && !c->lib.retired_pending) ||
+                    (qs[i].op == OP_ECC && !c->lib.ecc_total))
+                        continue;
+                struct nv_job *j = nv_job_new(qs[i].op, dev);
+                int ret = nv_simple(c, g, j, qs[i].what);
+                if (NV_TIMED_OUT(ret))
+                        return -ETIMEDOUT;
+                if (ret == NVML_SUCCESS && qs[i].op == OP_REMAP) {
+                        h->remap_pending = j->u3 != 0;
+                        h->remap_failed = j->u4 != 0;
+                } else if (ret == NVML_SUCCESS && qs[i].op == OP_RETIRED) {
+                        h->retired_pending = j->u1 == NVML_FEATURE_ENABLED;
+                } else if (ret == NVML_SUCCESS && qs[i].op == OP_ECC) {
+                        h->ecc_uncorrected = j->ull > (unsigned long long)LLONG_MAX ? LLONG_MAX : (long long)j->ull;
+                } else if (ret == NVML_ERROR_RESET_REQUIRED) {
+                        h->reset_required = true;
+                } else if (ret != NVML_ERROR_NOT_SUPPORTED) {
+                        nv_note(c, g, qs[i].what, ret);
+                }
+                nv_job_free(j);
+        }
+        return 0;
+}
+
 static void nv_collect_gpu(struct nv_ctx *c, const char *driver_version, unsigned idx, struct gpu_info *g)
 {
         g->index = idx;
         g->persistence = -1;
         g->mig_mode = -1;
+        g->mig_pending_mode = -1;
+        g->health = (struct gpu_health){ .remap_pending = -1, .remap_failed = -1, .retired_pending = -1,
+                                         .ecc_uncorrected = -1, .mig_pending = -1 };
         struct nv_job *j = nv_job_new(OP_HANDLE, NULL);
         if (!j) {
                 g->status = GPU_ERROR;
@@ -619,12 +670,16 @@ static void nv_collect_gpu(struct nv_ctx *c, const char *driver_version, unsigne
                 ret = nv_simple(c, g, j, "mig");
                 if (NV_TIMED_OUT(ret))
                         goto timeout;
-                if (ret == NVML_SUCCESS)
+                if (ret == NVML_SUCCESS) {
                         g->mig_mode = j->u1 == NVML_DEVICE_MIG_ENABLE;
-                else if (ret == NVML_ERROR_NOT_SUPPORTED)
-                        g->mig_mode = 0;  /* a GPU without MIG is a GPU with MIG off */
-                else
+                        g->mig_pending_mode = j->u2 == NVML_DEVICE_MIG_ENABLE;
+                        g->health.mig_pending = g->mig_mode != g->mig_pending_mode;
+                } else if (ret == NVML_ERROR_NOT_SUPPORTED) {
+                        g->mig_mode = g->mig_pending_mode = 0; /* a GPU without MIG is a GPU with MIG off */
+                        g->health.mig_pending = 0;
+                } else {
                         nv_note(c, g, "mig", ret);
+                }
                 nv_job_free(j);
         }
         if (g->status == GPU_LOST)
@@ -636,6 +691,8 @@ static void nv_collect_gpu(struct nv_ctx *c, const char *driver_version, unsigne
         if (g->status == GPU_LOST)
                 goto lost;
         if (g->mig_mode == 1 && nv_query_mig(c, dev, g) == -ETIMEDOUT)
+                goto timeout;
+        if (c->health && nv_query_health(c, dev, g) == -ETIMEDOUT)
                 goto timeout;
         /* MIG: a GPU's own lists give the aggregate "only if the caller has appropriate
          * privileges" (nvml.h); the rest may get NO_PERMISSION (no list: said above) or an
@@ -730,6 +787,7 @@ static int nvml_collect(const struct gpu_opts *o, struct gpu_report **ret)
         snprintf(rep->backend, sizeof(rep->backend), "nvml");
         c->timeout_ms = o->timeout_ms ? o->timeout_ms : 5000;
         c->memory_only = o->memory_only;
+        c->health = o->health && !o->memory_only;
         bool initialised = false;
 
         if (nv_open(o, rep, &c->lib) < 0) {
@@ -776,7 +834,8 @@ static int nvml_collect(const struct gpu_opts *o, struct gpu_report **ret)
                                  "`sudo modprobe nvidia`; after a driver upgrade, reboot; if it fails, `dkms status`",
                                  where, lib_version[0] ? ", NVML " : "", lib_version);
                 }
-                else if (ir == NVML_ERROR_LIB_RM_VERSION_MISMATCH)
+                else if (ir == NVML_ERROR_LIB_RM_VERSION_MISMATCH &&
+                         snprintf(rep->nvml_version, sizeof(rep->nvml_version), "%s", lib_version) >= 0)
                         snprintf(rep->error, sizeof(rep->error),
                                  "NVML library and kernel driver versions differ (driver upgraded without reboot?)");
                 else

@@ -50,6 +50,10 @@ enum {
 #define NVML_DEVICE_MIG_DISABLE 0
 #define NVML_DEVICE_MIG_ENABLE 1
 #define NVML_EVENT_TYPE_XID_CRITICAL_ERROR 0x0000000000000008ull
+/* nvmlMemoryErrorType_t / nvmlEccCounterType_t values (enums in nvml.h, passed as unsigned int);
+ * named apart from nvml.h's enumerators, which a header may not redefine as macros */
+#define GV_NVML_MEMORY_ERROR_TYPE_UNCORRECTED 1
+#define GV_NVML_VOLATILE_ECC 0
 /* gpuInstanceId / computeInstanceId of a process not in a MIG instance */
 #define NVML_INSTANCE_ID_INVALID 0xFFFFFFFFu
 
@@ -153,6 +157,12 @@ typedef nvmlReturn_t (*nvmlDeviceGetMigMode_fn)(nvmlDevice_t, unsigned int *, un
 /* MIG devices (450+); GetMaxMigDeviceCount, GetGpuInstanceId and GetComputeInstanceId are
  * nvmlDeviceGetUInt_fn */
 typedef nvmlReturn_t (*nvmlDeviceGetMigDeviceHandleByIndex_fn)(nvmlDevice_t, unsigned int, nvmlDevice_t *);
+/* health (doctor): GetRemappedRows (R450+: corrected, uncorrected, isPending, failureOccurred),
+ * GetRetiredPagesPendingStatus (nvmlEnableState_t *, an enum: unsigned int) is
+ * nvmlDeviceGetUInt_fn, GetTotalEccErrors (error type and counter type are enums) */
+typedef nvmlReturn_t (*nvmlDeviceGetRemappedRows_fn)(nvmlDevice_t, unsigned int *, unsigned int *, unsigned int *,
+                                                     unsigned int *);
+typedef nvmlReturn_t (*nvmlDeviceGetTotalEccErrors_fn)(nvmlDevice_t, unsigned int, unsigned int, unsigned long long *);
 typedef nvmlReturn_t (*nvmlEventSetCreate_fn)(nvmlEventSet_t *);
 typedef nvmlReturn_t (*nvmlDeviceRegisterEvents_fn)(nvmlDevice_t, unsigned long long, nvmlEventSet_t);
 typedef nvmlReturn_t (*nvmlEventSetWait_fn)(nvmlEventSet_t, nvmlEventData_t *, unsigned int);

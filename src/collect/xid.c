@@ -500,6 +500,50 @@ static void classify_uvm(const char *b, const char *be, struct xid_event *e)
                 e->kind = XID_KIND_UVM_ERROR;
 }
 
+/* nvidia-drm lines: "NVIDIA-GPU dddd:bb:dd.f: DRM: <msg>" (dev_err style, as the guide quotes
+ * "Failed to reclaim vram for pid 1234") and "[drm:FUNC [nvidia_drm]] *ERROR* [nvidia-drm]
+ * [GPU ID 0x…] <msg>" / "[drm] [nvidia-drm] [GPU ID 0x…] <msg>" (NV_DRM_DEV_LOG_*; the GPU ID
+ * is NVKMS's, not a PCI id: not mapped). "for pid N" in the message gives the pid. */
+static bool parse_drm_line(const char *l, const char *le, struct xid_event *e, const char **ret_msg)
+{
+        const char *msg;
+        if (kt_starts(l, le, "NVIDIA-GPU ")) {
+                const char *d = kt_find(l, le, ": DRM: ");
+                if (!d)
+                        return false;
+                const char *p = l + strlen("NVIDIA-GPU ");
+                char pci[16];
+                if (xid_pci_parse(p, (size_t)(d - p), pci) != (int)(d - p))
+                        return false; /* "NVIDIA-GPU" in some other sentence */
+                memcpy(e->pci_bus_id, pci, sizeof(e->pci_bus_id));
+                msg = d + strlen(": DRM: ");
+        } else if (kt_starts(l, le, "[drm")) {
+                const char *f = kt_find(l, le, "[nvidia-drm] ");
+                if (!f)
+                        return false;
+                msg = f + strlen("[nvidia-drm] ");
+                if (kt_starts(msg, le, "[GPU ID ")) {
+                        const char *c = memchr(msg, ']', (size_t)(le - msg));
+                        if (c)
+                                msg = skip_sp(c + 1, le);
+                }
+        } else {
+                return false;
+        }
+        e->kind = XID_KIND_DRM;
+        const char *pid = kt_find(msg, le, "for pid ");
+        if (pid) {
+                const char *v = pid + strlen("for pid ");
+                uint64_t n;
+                if (take_uint(&v, le, 10, &n) && n > 0 && n <= UINT32_MAX) {
+                        e->pid_known = true;
+                        e->pid = (uint32_t)n;
+                }
+        }
+        *ret_msg = msg;
+        return true;
+}
+
 /* Join the message: [msg, first line end) and the bodies of the following lines. */
 static int join_message(struct buf *out, const char *msg, const char *le, const char *rest, const char *end)
 {
@@ -552,6 +596,8 @@ static int parse_message_ex(const char *text, size_t len, struct xid_event *ret,
                 e.kind = XID_KIND_OTHER;
                 msg = skip_sp(l + 5, le);
                 classify_nvrm(msg, le, l, end, nlines, &e, &expect);
+        } else if ((kt_starts(l, le, "NVIDIA-GPU ") || kt_starts(l, le, "[drm")) && parse_drm_line(l, le, &e, &msg)) {
+                /* nvidia-drm */
         } else if (kt_starts(l, le, "nvidia-uvm: ")) {
                 msg = l + 12;
                 classify_uvm(msg, le, &e);

@@ -27,6 +27,8 @@ enum xid_kind {
         XID_KIND_GSP_ERROR,             /* GSP heartbeat/RPC timeouts, CrashCat reports, rate limiting */
         XID_KIND_UVM_ERROR,             /* nvidia-uvm error prints */
         XID_KIND_GPU_UUID,              /* "NVRM: GPU at PCI:…: GPU-uuid" (before a GPU's first Xid) */
+        XID_KIND_DRM,                   /* nvidia-drm: "NVIDIA-GPU dddd:bb:dd.f: DRM: …" (e.g. "Failed to
+                                         * reclaim vram for pid N"), "[drm…] [nvidia-drm] …" */
         XID_KIND_OTHER,                 /* any other NVRM / nvidia-* line */
         XID_KIND_COUNT
 };

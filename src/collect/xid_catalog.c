@@ -980,6 +980,7 @@ const char *xid_kind_name(enum xid_kind k)
                 [XID_KIND_GSP_ERROR] = "gsp_error",
                 [XID_KIND_UVM_ERROR] = "uvm_error",
                 [XID_KIND_GPU_UUID] = "gpu_uuid",
+                [XID_KIND_DRM] = "drm",
                 [XID_KIND_OTHER] = "other",
         };
         return (unsigned)k < XID_KIND_COUNT ? names[k] : "other";
@@ -1101,6 +1102,12 @@ static const struct xid_assessment kind_assessment[XID_KIND_COUNT] = {
                                  "The unified-memory driver reported an error: see the message.", NULL },
         [XID_KIND_GPU_UUID] = { XID_SEV_INFO, XID_ACT_NONE, "GPU identified (before its first Xid)",
                                 "No action needed.", NULL },
+        [XID_KIND_DRM] = { XID_SEV_WARNING, XID_ACT_SEE_MESSAGE, "nvidia-drm (display/GEM memory) message",
+                           "The DRM part of the driver reported a problem. 'Failed to reclaim vram for pid N': "
+                           "video memory of that process's GEM/display objects was not given back when it went: "
+                           "if the GPU shows memory nobody holds, that PID is the likely owner ('ghostvram scan'); "
+                           "restarting the display server or compositor that imported its buffers releases it.",
+                           NULL },
         [XID_KIND_OTHER] = { XID_SEV_INFO, XID_ACT_NONE, "NVIDIA kernel message", "No action needed.", NULL },
 };
 

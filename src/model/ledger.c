@@ -712,6 +712,9 @@ static void kernel_evidence(const struct facts *f, const struct gpu_ledger *l, c
                 if (dead_owner && main_fd && e->xid == 45)
                         evidence(main_fd, "kernel: Xid 45 at %s for PID %u%s%s%s: the driver tore its channels down (it was killed)",
                                  when, e->pid, e->process_name[0] ? " (" : "", e->process_name, e->process_name[0] ? ")" : "");
+                else if (dead_owner && main_fd && e->kind == XID_KIND_DRM)
+                        evidence(main_fd, "kernel: nvidia-drm at %s: %s (the dead owner PID %u)", when,
+                                 e->message ? e->message : "a DRM message", e->pid);
                 else if (dead_owner && main_fd && e->xid != XID_NONE)
                         evidence(main_fd, "kernel: Xid %d at %s named the dead owner PID %u%s%s%s", e->xid, when, e->pid,
                                  e->process_name[0] ? " (" : "", e->process_name, e->process_name[0] ? ")" : "");

@@ -43,6 +43,12 @@ int http_parse_listen(const char *s, struct sockaddr_storage *ret, socklen_t *re
                 memcpy(host, s, (size_t)(colon - s));
                 host[colon - s] = '\0';
                 port = colon + 1;
+                /* ":9835" every IPv4 address, "localhost:9835" the loopback (as node_exporter and
+                 * Prometheus take them); no name lookup otherwise */
+                if (!host[0])
+                        snprintf(host, sizeof(host), "0.0.0.0");
+                else if (strcmp(host, "localhost") == 0)
+                        snprintf(host, sizeof(host), "127.0.0.1");
         }
         unsigned p;
         if (parse_uint_range(port, 0, 65535, &p) < 0 || !*port)

@@ -97,7 +97,7 @@ else
 fi
 
 note "usage errors"
-for bad in "--listen localhost:9835" "--listen 127.0.0.1" "--interval 100ms" "--max-connections 0" "--from-bundle /tmp"; do
+for bad in "--listen gpu-node-7:9835" "--listen 127.0.0.1" "--interval 100ms" "--max-connections 0" "--from-bundle /tmp"; do
         rc=0
         # shellcheck disable=SC2086
         GHOSTVRAM_SIM="$SIM" "$GV_BIN" serve $bad >/dev/null 2>&1 || rc=$?

@@ -43,6 +43,8 @@ typedef nvmlProcessDetailList_v1_t nv_nvmlProcessDetailList_v1_t;
 #endif
 /* types the project passes as something ABI-equal (see the prototypes below) */
 typedef nvmlEnableState_t nv_ENABLE_STATE;
+typedef nvmlMemoryErrorType_t nv_ERROR_TYPE;
+typedef nvmlEccCounterType_t nv_ECC_COUNTER;
 typedef nvmlProcessInfo_v1_t nv_PROC_V1;
 typedef nvmlProcessInfo_v2_t nv_PROC_V2;
 typedef nvmlProcessInfo_t nv_PROC_V3; /* the 24-byte record of every header but 535.43-535.86 */
@@ -86,6 +88,8 @@ typedef nvmlProcessInfo_t nv_PROC_V3; /* the 24-byte record of every header but 
         X(NVML_DEVICE_MIG_ENABLE, NVML_DEVICE_MIG_ENABLE)                                         \
         X(NVML_EVENT_TYPE_XID_CRITICAL_ERROR, nvmlEventTypeXidCriticalError)                      \
         X(NVML_INSTANCE_ID_INVALID, INVALID_GPU_INSTANCE_ID)                                      \
+        X(GV_NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_MEMORY_ERROR_TYPE_UNCORRECTED)             \
+        X(GV_NVML_VOLATILE_ECC, NVML_VOLATILE_ECC)                                                \
         X(nvmlMemory_v2, nvmlMemory_v2)                                                           \
         X(GV_NVML_STRUCT_VERSION(40, 2), NVML_STRUCT_VERSION(Memory, 2))
 #define NV_CAPTURE(ours, theirs) (unsigned long long)(theirs),
@@ -147,6 +151,8 @@ static const unsigned long long nv_detail_list_v1 = nvmlProcessDetailList_v1;
 #include "collect/nvml_abi.h"
 
 typedef unsigned int ENABLE_STATE; /* nvmlEnableState_t, an enum: 4 bytes */
+typedef unsigned int ERROR_TYPE;   /* nvmlMemoryErrorType_t */
+typedef unsigned int ECC_COUNTER;  /* nvmlEccCounterType_t */
 typedef void PROC_V1;              /* record arrays: the stride depends on the symbol */
 typedef void PROC_V2;
 typedef void PROC_V3;
@@ -206,6 +212,8 @@ static void __attribute__((unused)) missing(const char *what)
 #define SIG_DETAIL(P) P##nvmlReturn_t (*)(P##nvmlDevice_t, P##nvmlProcessDetailList_v1_t *)
 #define SIG_MIG(P) P##nvmlReturn_t (*)(P##nvmlDevice_t, unsigned int *, unsigned int *)
 #define SIG_MIGHANDLE(P) P##nvmlReturn_t (*)(P##nvmlDevice_t, unsigned int, P##nvmlDevice_t *)
+#define SIG_REMAP(P) P##nvmlReturn_t (*)(P##nvmlDevice_t, unsigned int *, unsigned int *, unsigned int *, unsigned int *)
+#define SIG_ECC(P) P##nvmlReturn_t (*)(P##nvmlDevice_t, P##ERROR_TYPE, P##ECC_COUNTER, unsigned long long *)
 #define SIG_SETCREATE(P) P##nvmlReturn_t (*)(P##nvmlEventSet_t *)
 #define SIG_REGISTER(P) P##nvmlReturn_t (*)(P##nvmlDevice_t, unsigned long long, P##nvmlEventSet_t)
 #define SIG_WAIT(P) P##nvmlReturn_t (*)(P##nvmlEventSet_t, P##nvmlEventData_t *, unsigned int)
@@ -336,6 +344,9 @@ int main(void)
         PROTO(nvmlDeviceGetMigDeviceHandleByIndex_fn, nvmlDeviceGetMigDeviceHandleByIndex, SIG_MIGHANDLE);
         PROTO(nvmlDeviceGetUInt_fn, nvmlDeviceGetGpuInstanceId, SIG_DEVUINT);
         PROTO(nvmlDeviceGetUInt_fn, nvmlDeviceGetComputeInstanceId, SIG_DEVUINT);
+        PROTO(nvmlDeviceGetRemappedRows_fn, nvmlDeviceGetRemappedRows, SIG_REMAP);
+        PROTO(nvmlDeviceGetUInt_fn, nvmlDeviceGetRetiredPagesPendingStatus, SIG_DEVENABLE);
+        PROTO(nvmlDeviceGetTotalEccErrors_fn, nvmlDeviceGetTotalEccErrors, SIG_ECC);
         PROTO(nvmlEventSetCreate_fn, nvmlEventSetCreate, SIG_SETCREATE);
         PROTO(nvmlDeviceRegisterEvents_fn, nvmlDeviceRegisterEvents, SIG_REGISTER);
         PROTO(nvmlEventSetWait_fn, nvmlEventSetWait_v2, SIG_WAIT);
@@ -344,6 +355,8 @@ int main(void)
 
         /* where the project is looser than nvml.h, the looser type must be ABI-equal */
         check("sizeof(nvmlEnableState_t) == sizeof(unsigned int)", sizeof(nv_ENABLE_STATE), sizeof(unsigned int));
+        check("sizeof(nvmlMemoryErrorType_t) == sizeof(unsigned int)", sizeof(nv_ERROR_TYPE), sizeof(unsigned int));
+        check("sizeof(nvmlEccCounterType_t) == sizeof(unsigned int)", sizeof(nv_ECC_COUNTER), sizeof(unsigned int));
         check("sizeof(nvmlReturn_t) == sizeof(int)", sizeof(nv_nvmlReturn_t), sizeof(int));
 
         printf("%d checks, %d differences, %d absent from this header\n", checks, failures, absent);

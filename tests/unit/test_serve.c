@@ -30,8 +30,17 @@ static void test_parse_listen(void **state)
         assert_int_equal(ss.ss_family, AF_INET6);
         assert_int_equal(ntohs(((struct sockaddr_in6 *)&ss)->sin6_port), 9835);
         assert_int_equal(http_parse_listen("0.0.0.0:0", &ss, &len), 0);
+        /* ":PORT" every IPv4 address, "localhost:PORT" the loopback */
+        assert_int_equal(http_parse_listen(":9835", &ss, &len), 0);
+        assert_int_equal(ss.ss_family, AF_INET);
+        assert_int_equal(((struct sockaddr_in *)&ss)->sin_addr.s_addr, htonl(INADDR_ANY));
+        assert_int_equal(ntohs(((struct sockaddr_in *)&ss)->sin_port), 9835);
+        assert_int_equal(http_parse_listen("localhost:9835", &ss, &len), 0);
+        assert_int_equal(((struct sockaddr_in *)&ss)->sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+        assert_int_equal(http_parse_listen("localhostx:9835", &ss, &len), -EINVAL);
+        assert_int_equal(http_parse_listen(":", &ss, &len), -EINVAL);
         assert_int_equal(http_parse_listen("[::]:80", &ss, &len), 0);
-        static const char *const bad[] = { "", "localhost:9835", "127.0.0.1", "127.0.0.1:", "127.0.0.1:65536",
+        static const char *const bad[] = { "", "127.0.0.1", "127.0.0.1:", "127.0.0.1:65536",
                                            "[::1]9835", "::1:9835", "[::1]:x", "1.2.3.4:80:90", "[127.0.0.1]:80",
                                            "::1", "127.0.0.1:-1", "127.0.0.1:+80x", "[::1]:" };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)

@@ -54,6 +54,24 @@ struct shape {
 #define NO XID_NONE
 
 static const struct shape shapes[] = {
+        { "nvidia-drm, the guide's line: PCI and pid",
+          "[ 5321.004211] NVIDIA-GPU 0000:01:00.0: DRM: Failed to reclaim vram for pid 1234",
+          XID_KIND_DRM, NO, NO, NO, "0000:01:00.0", -1, -1, 1234, "", "Failed to reclaim vram for pid 1234" },
+        { "nvidia-drm, upper-case PCI, syslog tag",
+          "Nov 30 11:59:00 gpu7 kernel: NVIDIA-GPU 0000:3B:00.0: DRM: Failed to reclaim vram for pid 77",
+          XID_KIND_DRM, NO, NO, NO, "0000:3b:00.0", -1, -1, 77, "", "Failed to reclaim vram for pid 77" },
+        { "nvidia-drm, NV_DRM_DEV_LOG_ERR form: no PCI id, no pid",
+          "[  275.180346] [drm:nv_drm_gem_alloc_nvkms_memory_ioctl [nvidia_drm]] *ERROR* [nvidia-drm] [GPU ID 0x00000100] "
+          "Failed to allocate NVKMS memory for GEM object",
+          XID_KIND_DRM, NO, NO, NO, "", -1, -1, -1, "", "Failed to allocate NVKMS memory for GEM object" },
+        { "nvidia-drm, NV_DRM_DEV_LOG_INFO form",
+          "[  276.863562] [drm] [nvidia-drm] [GPU ID 0x00000100] Failed to allocate NVKMS video memory for GEM object, trying "
+          "to fall back to sysmem",
+          XID_KIND_DRM, NO, NO, NO, "", -1, -1, -1, "",
+          "Failed to allocate NVKMS video memory for GEM object, trying to fall back to sysmem" },
+        { "nvidia-drm, pid 0 is no pid",
+          "NVIDIA-GPU 0000:01:00.0: DRM: Failed to reclaim vram for pid 0",
+          XID_KIND_DRM, NO, NO, NO, "0000:01:00.0", -1, -1, -1, "", "Failed to reclaim vram for pid 0" },
         { "<=340 closed: no PCI: prefix",
           "[  102.000001] NVRM: Xid (0000:01:00): 3, C 00000005 SC 00000007 M 00001ffc Data ffffffff",
           XID_KIND_XID, 3, NO, NO, "0000:01:00.0", -1, -1, -1, "", "C 00000005 SC 00000007 M 00001ffc Data ffffffff" },
@@ -429,6 +447,8 @@ static void test_not_nvidia(void **state)
         (void)state;
         struct xid_list l;
         parse_expect("[    0.000000] Linux version 6.8.0\n"
+                     "[    3.100000] [drm] Initialized simpledrm 1.0.0 20200625 for simple-framebuffer.0 on minor 0\n"
+                     "NVIDIA-GPU is a word in this sentence: DRM: not a device line\n"
                      "usb 1-1: new high-speed USB device number 3 using xhci_hcd\n"
                      "audit: type=1400 comm=\"NVRM: Xid (PCI:0000:3b:00): 79\"\n"
                      "python[12]: segfault at 0 NVRM: Xid (PCI:0000:3b:00): 79, x\n"

@@ -1,0 +1,40 @@
+# What `make install` / `cmake --install` puts where (PREFIX and DESTDIR as usual). The binary
+# and the simulated driver (lib/ghostvram/sim: what `ghostvram demo` and `sim` need, found
+# relative to the binary) are installed by their targets; this adds the rest.
+include(GNUInstallDirs)
+
+install(FILES docs/ghostvram.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+
+# shell completions, where each shell looks for packaged ones
+install(FILES completions/ghostvram.bash DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
+        RENAME ghostvram)
+install(FILES completions/_ghostvram DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions)
+install(FILES completions/ghostvram.fish DESTINATION ${CMAKE_INSTALL_DATADIR}/fish/vendor_completions.d)
+
+# systemd units with ExecStart pointing at the binary of the prefix installed to (the tree's
+# units say /usr/bin): rewritten at install time, so `cmake --install --prefix P` is right too
+set(GV_UNIT_DIR lib/systemd/system CACHE STRING "where the systemd units go, relative to the prefix")
+foreach(unit ghostvram-serve.service ghostvram-textfile.service ghostvram-textfile.timer)
+  install(CODE "
+    file(READ \"${CMAKE_SOURCE_DIR}/deploy/systemd/${unit}\" text)
+    string(REPLACE \"/usr/bin/ghostvram\" \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}/ghostvram\" text \"\${text}\")
+    set(dst \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${GV_UNIT_DIR}/${unit}\")
+    message(STATUS \"Installing: \${dst}\")
+    file(WRITE \"\${dst}\" \"\${text}\")
+  ")
+endforeach()
+
+# the other deploy files (Prometheus rules, Grafana, Kubernetes) and the daily doctor cron line,
+# as examples for the administrator
+install(DIRECTORY deploy/prometheus deploy/grafana deploy/kubernetes
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/ghostvram/deploy)
+install(CODE "
+  set(dst \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DATADIR}/ghostvram/deploy/cron/ghostvram-doctor\")
+  message(STATUS \"Installing: \${dst}\")
+  file(WRITE \"\${dst}\" \"# /etc/cron.d/ghostvram-doctor: a daily setup check, mailed only when something needs doing
+# (docs/doctor.md). Copy it to /etc/cron.d to enable it.
+17 6 * * * root \${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}/ghostvram doctor >/var/lib/ghostvram/doctor.txt 2>&1 || cat /var/lib/ghostvram/doctor.txt
+\")
+")
+install(FILES README.md docs/doctor.md docs/verdicts.md docs/xid.md docs/metrics.md docs/reclaim.md docs/real-gpu.md
+        DESTINATION ${CMAKE_INSTALL_DOCDIR})

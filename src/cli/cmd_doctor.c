@@ -1,0 +1,364 @@
+/* ghostvram doctor: the host's setup against what makes ghost memory likely or hard to clear.
+ * Gathers the facts (NVML with the health queries, the device-node holders, a few /proc and
+ * /etc files) and prints model/doctor.c's findings. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli/cli.h"
+#include "collect/gpu.h"
+#include "collect/host.h"
+#include "model/daemons.h"
+#include "model/doctor.h"
+#include "util/buf.h"
+#include "util/escape.h"
+#include "util/fileio.h"
+#include "util/parse.h"
+
+#define DOCTOR_FILE_MAX (256 * 1024) /* every file doctor reads is small; a bigger one is cut */
+
+static void doctor_usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: ghostvram doctor [OPTIONS]\n\n"
+                "Check this host's setup against what makes ghost GPU memory likely, or hard to\n"
+                "clear, and say for each finding what was seen and what to do next.\n\n"
+                "Checks (stable codes; docs/doctor.md explains each):\n"
+                "  persistence-off, row-remap-pending, retired-pages-pending, ecc-uncorrectable,\n"
+                "  reset-required, mig-pending, allocator-cache, gpu-unreachable (per GPU);\n"
+                "  driver-known-issue, uvm-not-loaded, uvm-in-use, module-params,\n"
+                "  kernel-log-restricted, version-mismatch, container-toolkit, nvml-unavailable\n\n"
+                "Options:\n"
+                CLI_GPU_HELP
+                "  --explain            also print how to prevent ghosts, and the table of driver\n"
+                "                       releases with documented memory problems (with sources)\n"
+                "  --cache-min SIZE     allocator-cache: a live process holding at least SIZE MiB\n"
+                "                       (default 1024; 512M, 2G also accepted)\n"
+                "  --root DIR           read the driver's files under DIR instead of /:\n"
+                "                       proc/driver/nvidia, proc/modules, proc/sys/kernel,\n"
+                "                       etc/nvidia-container-runtime (a copy from another host)\n"
+                "  --json               machine-readable output (schema_version inside)\n"
+                "  -v, --verbose        also show the evidence of checks that passed\n"
+                "  --timeout DURATION   deadline for each driver call (default 5s)\n"
+                "  --nvml-lib PATH      load this NVML library instead of libnvidia-ml.so.1\n"
+                "  --proc DIR           read processes from DIR instead of /proc\n"
+                "  --dev-prefix PREFIX  device nodes start with PREFIX (default /dev/nvidia)\n"
+                "  -h, --help           this help\n\n"
+                "Examples:\n"
+                "  sudo ghostvram doctor            # root sees every holder and the kernel log\n"
+                "  ghostvram doctor --gpu 0000:3b:00.0 --explain\n"
+                "  ghostvram doctor --json | jq '.findings[] | select(.level == \"warn\") | .code'\n\n"
+                "Exit status: 0 nothing to act on; 1 a warning; 2 usage error; 3 the driver could\n"
+                "not be inspected (no driver, no answer).\n");
+}
+
+/* Read ROOT/rel into *ret (NUL-terminated, capped). 0 or a negative errno. */
+static int read_rooted(const char *root, const char *rel, char **ret, size_t *ret_len)
+{
+        char path[4096];
+        int n = snprintf(path, sizeof(path), "%s/%s", strcmp(root, "/") ? root : "", rel);
+        if (n < 0 || (size_t)n >= sizeof(path))
+                return -ENAMETOOLONG;
+        return read_file_at(AT_FDCWD, path, DOCTOR_FILE_MAX, ret, ret_len);
+}
+
+static bool exists_rooted(const char *root, const char *rel)
+{
+        char path[4096];
+        int n = snprintf(path, sizeof(path), "%s/%s", strcmp(root, "/") ? root : "", rel);
+        return n > 0 && (size_t)n < sizeof(path) && access(path, F_OK) == 0;
+}
+
+struct doctor_inputs {
+        struct gpu_report *gpus;
+        struct host_report *host;
+        struct doctor_holder *holders;
+        char *version, *params, *modules, *restrict_txt, *toolkit_cfg;
+        size_t version_len, params_len, modules_len, restrict_len, toolkit_len;
+        char toolkit_path[256];
+};
+
+static void inputs_free(struct doctor_inputs *in)
+{
+        gpu_report_free(in->gpus);
+        host_report_free(in->host);
+        free(in->holders);
+        free(in->version);
+        free(in->params);
+        free(in->modules);
+        free(in->restrict_txt);
+        free(in->toolkit_cfg);
+}
+
+static void gather_host(const struct cli_common *c, const char *root, struct doctor_inputs *in,
+                        struct doctor_facts *f)
+{
+        struct host_opts ho;
+        cli_common_host_opts(c, &ho);
+        ho.read_env = false;
+        f->persistenced = -1;
+        if (host_scan(&ho, &in->host) == 0) {
+                in->holders = calloc(in->host->n_holders ? in->host->n_holders : 1, sizeof(*in->holders));
+                f->persistenced = in->holders ? 0 : -1;
+                for (size_t i = 0; in->holders && i < in->host->n_holders; i++) {
+                        const struct host_proc *p = &in->host->holders[i];
+                        struct doctor_holder *h = &in->holders[f->n_holders++];
+                        h->pid = p->pid;
+                        const char *comm = p->comm ? p->comm : "?";
+                        struct buf b = BUF_INIT(128);
+                        if (esc_terminal(&b, comm, strlen(comm)) == 0)
+                                snprintf(h->comm, sizeof(h->comm), "%s", buf_str(&b));
+                        buf_free(&b);
+                        for (unsigned k = 0; k < p->n_nodes; k++)
+                                if (strcmp(p->nodes[k].name, "nvidia-uvm") == 0)
+                                        h->holds_uvm = true;
+                        if (proc_name_matches(p->comm, p->cmdline, "nvidia-persistenced"))
+                                f->persistenced = 1;
+                }
+                f->holders = in->holders;
+        }
+        if (read_rooted(root, "proc/driver/nvidia/version", &in->version, &in->version_len) == 0) {
+                f->module_version_text = in->version;
+                f->module_version_len = in->version_len;
+        }
+        if (read_rooted(root, "proc/driver/nvidia/params", &in->params, &in->params_len) == 0) {
+                f->params_text = in->params;
+                f->params_len = in->params_len;
+        }
+        f->uvm_loaded = -1;
+        f->uvm_refcount = -1;
+        if (read_rooted(root, "proc/modules", &in->modules, &in->modules_len) == 0) {
+                long ref = -1;
+                int r = doctor_parse_modules(in->modules, in->modules_len, "nvidia_uvm", &ref);
+                if (r >= 0) {
+                        f->uvm_loaded = r;
+                        f->uvm_refcount = r ? ref : 0;
+                }
+        }
+        f->dmesg_restrict = -1;
+        if (read_rooted(root, "proc/sys/kernel/dmesg_restrict", &in->restrict_txt, &in->restrict_len) == 0) {
+                unsigned v;
+                char *nl = strchr(in->restrict_txt, '\n');
+                if (nl)
+                        *nl = '\0';
+                if (parse_uint_range(in->restrict_txt, 0, 1, &v) == 0)
+                        f->dmesg_restrict = (int)v;
+        }
+        f->is_root = geteuid() == 0;
+        static const char *const cfg = "etc/nvidia-container-runtime/config.toml";
+        static const char *const bins[] = { "usr/bin/nvidia-container-cli", "usr/bin/nvidia-ctk",
+                                            "usr/local/bin/nvidia-ctk" };
+        f->toolkit = 0;
+        if (read_rooted(root, cfg, &in->toolkit_cfg, &in->toolkit_len) == 0) {
+                f->toolkit = 1;
+                f->toolkit_config = in->toolkit_cfg;
+                f->toolkit_config_len = in->toolkit_len;
+                snprintf(in->toolkit_path, sizeof(in->toolkit_path), "%s%s", strcmp(root, "/") ? root : "/", cfg);
+        }
+        for (size_t i = 0; !f->toolkit && i < sizeof(bins) / sizeof(bins[0]); i++)
+                if (exists_rooted(root, bins[i])) {
+                        f->toolkit = 1;
+                        snprintf(in->toolkit_path, sizeof(in->toolkit_path), "%s%s (no config.toml)",
+                                 strcmp(root, "/") ? root : "/", bins[i]);
+                }
+        f->toolkit_path = in->toolkit_path[0] ? in->toolkit_path : NULL;
+}
+
+static json_t *finding_json(const struct doctor_finding *d)
+{
+        json_t *o = json_object();
+        if (!o)
+                return NULL;
+        json_object_set_new(o, "code", json_string(d->code));
+        json_object_set_new(o, "level", json_string(doctor_level_name(d->level)));
+        json_object_set_new(o, "gpu", d->gpu >= 0 ? json_integer(d->gpu) : json_null());
+        json_object_set_new(o, "summary", json_string(d->summary));
+        json_object_set_new(o, "evidence", json_string(d->evidence));
+        json_object_set_new(o, "next_step", d->next_step[0] ? json_string(d->next_step) : json_null());
+        if (d->source[0])
+                json_object_set_new(o, "source", json_string(d->source));
+        return o;
+}
+
+static json_t *known_issues_json(void)
+{
+        size_t n;
+        const struct doctor_known_issue *t = doctor_known_issues(&n);
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < n; i++) {
+                char from[40], before[40];
+                snprintf(from, sizeof(from), "%u.%u.%u", t[i].from[0], t[i].from[1], t[i].from[2]);
+                snprintf(before, sizeof(before), "%u.%u.%u", t[i].before[0], t[i].before[1], t[i].before[2]);
+                json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:s, s:s, s:s}", "from", from, "before", before,
+                                                   "open_module_only", t[i].open_module_only, "problem", t[i].problem,
+                                                   "advice", t[i].advice, "source", t[i].source));
+        }
+        return a;
+}
+
+static void print_explain(FILE *out)
+{
+        fprintf(out, "\nPreventing ghost memory\n");
+        for (size_t i = 0; doctor_prevention[i]; i++)
+                fprintf(out, "\n  - %s\n", doctor_prevention[i]);
+        size_t n;
+        const struct doctor_known_issue *t = doctor_known_issues(&n);
+        fprintf(out, "\nDriver releases with documented memory problems (driver-known-issue)\n");
+        for (size_t i = 0; i < n; i++)
+                fprintf(out, "\n  %u.%u.%u up to before %u.%u.%u%s: %s\n    next: %s\n    source: %s\n", t[i].from[0],
+                        t[i].from[1], t[i].from[2], t[i].before[0], t[i].before[1], t[i].before[2],
+                        t[i].open_module_only ? " (open kernel module)" : "", t[i].problem, t[i].advice, t[i].source);
+}
+
+static void print_text(FILE *out, const struct doctor_finding *v, size_t n, bool color, bool verbose)
+{
+        static const char *const col[] = { "\033[32m", "\033[36m", "\033[33m", "\033[35m" };
+        for (size_t i = 0; i < n; i++) {
+                const struct doctor_finding *d = &v[i];
+                char where[16];
+                if (d->gpu >= 0)
+                        snprintf(where, sizeof(where), "GPU %d", d->gpu);
+                else
+                        snprintf(where, sizeof(where), "host");
+                fprintf(out, "%s%-7s%s %-6s %-22s %s\n", color ? col[d->level] : "", doctor_level_name(d->level),
+                        color ? "\033[0m" : "", where, d->code, d->summary);
+                if (d->level == DOCTOR_OK && !verbose)
+                        continue;
+                if (d->evidence[0])
+                        fprintf(out, "                 evidence: %s\n", d->evidence);
+                if (d->next_step[0])
+                        fprintf(out, "                 next:     %s\n", d->next_step);
+                if (d->source[0])
+                        fprintf(out, "                 source:   %s\n", d->source);
+        }
+}
+
+int cmd_doctor(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                CLI_COMMON_LONGOPTS,
+                { "gpu", required_argument, NULL, 'g' },
+                { "explain", no_argument, NULL, 'E' },
+                { "cache-min", required_argument, NULL, 'M' },
+                { "root", required_argument, NULL, 'R' },
+                { "help", no_argument, NULL, 'h' },
+                { 0 },
+        };
+        struct cli_common c;
+        cli_common_init(&c);
+        const char *gpu_spec = NULL, *root = "/";
+        bool explain = false;
+        uint64_t cache_mib = 1024;
+        int opt;
+        optind = 1;
+        while ((opt = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
+                switch (opt) {
+                case 'h':
+                        doctor_usage(stdout);
+                        return EXIT_OK;
+                case 'g':
+                        if (cli_gpu_spec_check(optarg) < 0) {
+                                cli_error("doctor", "--gpu: '%s' is not a GPU index, UUID or PCI bus id", optarg);
+                                return EXIT_USAGE;
+                        }
+                        gpu_spec = optarg;
+                        continue;
+                case 'E':
+                        explain = true;
+                        continue;
+                case 'M':
+                        if (parse_size_mib(optarg, &cache_mib) < 0 || cache_mib == 0 || cache_mib > (1u << 24)) {
+                                cli_error("doctor", "--cache-min: '%s' is not a size (e.g. 1024, 512M, 2G)", optarg);
+                                return EXIT_USAGE;
+                        }
+                        continue;
+                case 'R':
+                        root = optarg;
+                        continue;
+                default:
+                        break;
+                }
+                int r = cli_common_option(&c, opt, optarg, "doctor");
+                if (r < 0)
+                        return EXIT_USAGE;
+                if (r == 0 || opt == CLI_OPT_BASE + 5 || opt == CLI_OPT_BASE + 6) {
+                        cli_error("doctor", "%s is not an option of doctor (see 'ghostvram help doctor')", argv[optind - 1]);
+                        return EXIT_USAGE;
+                }
+        }
+        if (optind < argc) {
+                cli_error("doctor", "unexpected argument '%s' (see 'ghostvram help doctor')", argv[optind]);
+                return EXIT_USAGE;
+        }
+        if (cli_common_finish(&c, "doctor") < 0)
+                return EXIT_USAGE;
+
+        struct doctor_inputs in = { 0 };
+        struct doctor_facts f = { .only_gpu = -1, .cache_min_bytes = cache_mib << 20 };
+        struct gpu_opts go;
+        cli_common_gpu_opts(&c, &go);
+        go.health = true;
+        if (gpu_collect(&go, &in.gpus) < 0) {
+                cli_error("doctor", "out of memory");
+                return EXIT_INCOMPLETE;
+        }
+        f.gpus = in.gpus;
+        if (gpu_spec && in.gpus->driver_present) {
+                unsigned idx;
+                if (cli_gpu_spec_resolve(gpu_spec, in.gpus, &idx) < 0) {
+                        cli_error("doctor", "--gpu %s: no such GPU on this host (it has %zu)", gpu_spec, in.gpus->n_gpus);
+                        inputs_free(&in);
+                        return EXIT_USAGE;
+                }
+                f.only_gpu = (int)idx;
+        }
+        gather_host(&c, root, &in, &f);
+
+        struct doctor_finding *v = NULL;
+        size_t n = 0;
+        if (doctor_run(&f, &v, &n) < 0) {
+                cli_error("doctor", "out of memory");
+                inputs_free(&in);
+                return EXIT_INCOMPLETE;
+        }
+        int status = doctor_exit_status(&f, v, n);
+        if (c.json) {
+                json_t *doc = json_object();
+                json_t *arr = json_array();
+                for (size_t i = 0; arr && i < n; i++)
+                        json_array_append_new(arr, finding_json(&v[i]));
+                if (doc) {
+                        json_object_set_new(doc, "schema_version", json_integer(1));
+                        json_object_set_new(doc, "command", json_string("doctor"));
+                        json_object_set_new(doc, "simulated", json_boolean(c.simulated));
+                        json_object_set_new(doc, "driver_version",
+                                            in.gpus->driver_version[0] ? json_string(in.gpus->driver_version) : json_null());
+                        json_object_set_new(doc, "exit_status", json_integer(status));
+                        json_object_set_new(doc, "findings", arr ? arr : json_array());
+                        if (explain) {
+                                json_t *p = json_array();
+                                for (size_t i = 0; p && doctor_prevention[i]; i++)
+                                        json_array_append_new(p, json_string(doctor_prevention[i]));
+                                json_object_set_new(doc, "prevention", p ? p : json_array());
+                                json_object_set_new(doc, "known_issues", known_issues_json());
+                        }
+                } else {
+                        json_decref(arr);
+                }
+                cli_print_json(doc);
+        } else {
+                cli_sim_banner(stdout, &c);
+                print_text(stdout, v, n, cli_use_color(stdout), c.verbose);
+                if (explain)
+                        print_explain(stdout);
+        }
+        free(v);
+        inputs_free(&in);
+        return status;
+}

@@ -1,0 +1,686 @@
+/* doctor: the checks (docs/doctor.md). Facts in, findings out; nothing here reads a file. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/doctor.h"
+#include "util/parse.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* Driver releases with a documented memory or teardown problem. Only rows with a source a
+ * reader can open; none inferred. The range is [from, before). */
+static const struct doctor_known_issue known_issues[] = {
+        { { 390, 0, 0 }, { 390, 87, 0 }, false,
+          "390 series before 390.87: a resource leak that could reduce performance after starting and "
+          "stopping several OpenGL or Vulkan applications (fixed in 390.87)",
+          "upgrade to 390.87 or later in the branch",
+          "NVIDIA 390.87 release notes, quoted in https://github.com/LibreELEC/LibreELEC.tv/pull/2935" },
+        { { 455, 23, 4 }, { 455, 23, 5 }, false,
+          "455.23.04: page allocation failures in the kernel module at random points under memory load "
+          "(NVIDIA published a patch in the forum thread)",
+          "upgrade to a later 455 or newer release",
+          "https://forums.developer.nvidia.com/t/455-23-04-page-allocation-failure-in-kernel-module-at-random-points/155250, "
+          "via https://github.com/negativo17/nvidia-driver/issues/107" },
+        { { 470, 0, 0 }, { 470, 74, 0 }, false,
+          "470 series before 470.74: /proc/driver/nvidia/suspend could fail to preserve and restore video "
+          "memory allocations when NVreg_TemporaryFilePath names an invalid path (fixed in 470.74)",
+          "upgrade to 470.74 or later, and point NVreg_TemporaryFilePath at a directory that exists",
+          "NVIDIA 470.74 release notes, quoted in https://github.com/smxi/sgfxi/pull/58" },
+        { { 535, 161, 7 }, { 535, 161, 8 }, true,
+          "535.161.07 open kernel modules: kernel memory reported leaked (kmemleak) after programs that "
+          "cudaHostAlloc and copy to the GPU exit; not seen with the proprietary module of that version",
+          "use the proprietary module of this release or a later release, and watch MemAvailable across jobs",
+          "https://github.com/NVIDIA/open-gpu-kernel-modules/issues/613 (open)" },
+};
+
+const struct doctor_known_issue *doctor_known_issues(size_t *ret_n)
+{
+        *ret_n = sizeof(known_issues) / sizeof(known_issues[0]);
+        return known_issues;
+}
+
+const char *const doctor_prevention[] = {
+        "End the whole job, not its leader. Forked workers (DataLoader, multiprocessing, torchrun "
+        "ranks) inherit the CUDA context; killing the parent leaves them holding GPU memory. Kill "
+        "the process group (kill -- -PGID) or, better, the cgroup (systemctl kill --kill-whom=all "
+        "UNIT, or a scope made with systemd-run --scope), which also catches workers that called "
+        "setsid().",
+        "Make workers die with their parent: prctl(PR_SET_PDEATHSIG, SIGKILL) right after fork in "
+        "each worker (then check getppid() did not already change), so a killed launcher takes its "
+        "workers with it.",
+        "Prefer persistent workers (DataLoader(persistent_workers=True), one pool for the whole "
+        "run) over forking new ones each epoch: fewer processes that can be orphaned, and none that "
+        "inherit a context mid-teardown.",
+        "Let the scheduler kill by cgroup: Slurm's proctrack/cgroup with TaskPlugin=task/cgroup, "
+        "Kubernetes and systemd already do; a wrapper that only signals its child does not.",
+        "CUDA_LAUNCH_BLOCKING=1 is a debugging aid, not a fix: it makes each kernel launch wait for "
+        "completion so an error is reported at the call that caused it. It changes timing, not who "
+        "holds memory; a ghost left by an orphaned worker stays a ghost, and the job runs slower.",
+        "Release a framework's cache before measuring: torch.cuda.empty_cache() returns cached "
+        "blocks to the driver; PYTORCH_CUDA_ALLOC_CONF (e.g. expandable_segments:True) shapes the "
+        "cache; TensorFlow reserves nearly all memory unless tf.config.experimental."
+        "set_memory_growth(gpu, True) is set. A cache belongs to a live process and goes when it "
+        "exits: it is not a ghost.",
+        "Keep nvidia-persistenced running on compute hosts: the driver stays initialised between "
+        "jobs (faster starts, stable memory figures). It does not free a ghost: only ending the "
+        "holder, or a GPU reset, does.",
+        "Watch for it: `ghostvram watch --hook` or the exporter's ghost gauge, and a daily cron "
+        "`ghostvram doctor` mail; a ghost found minutes after a job is easier to explain than one "
+        "found a week later.",
+        NULL,
+};
+
+const char *doctor_level_name(enum doctor_level l)
+{
+        switch (l) {
+        case DOCTOR_OK: return "ok";
+        case DOCTOR_INFO: return "info";
+        case DOCTOR_WARN: return "warn";
+        case DOCTOR_UNKNOWN: return "unknown";
+        }
+        return "unknown";
+}
+
+/* ---- parsers ----------------------------------------------------------------------------- */
+
+/* Copy the line of buf starting at p (at most cap-1 bytes) into out. */
+static const char *next_line(const char *p, const char *end, char *out, size_t cap)
+{
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *e = nl ? nl : end;
+        size_t n = (size_t)(e - p);
+        if (n >= cap)
+                n = cap - 1;
+        memcpy(out, p, n);
+        out[n] = '\0';
+        return nl ? nl + 1 : end;
+}
+
+/* "535.161.07" -> 535, 161, 7 (missing parts are 0). 0 or -EINVAL (no leading number). */
+static int version_split(const char *v, unsigned out[3])
+{
+        unsigned parts[3] = { 0, 0, 0 };
+        const char *p = v;
+        for (int i = 0; i < 3; i++) {
+                uint64_t u;
+                const char *e;
+                if (parse_u64_prefix(p, 10, &u, &e) < 0 || e == p || u > 100000) {
+                        if (i == 0)
+                                return -EINVAL;
+                        break;
+                }
+                parts[i] = (unsigned)u;
+                if (*e != '.')
+                        break;
+                p = e + 1;
+        }
+        memcpy(out, parts, sizeof(parts));
+        return 0;
+}
+
+static int version_cmp(const unsigned a[3], const unsigned b[3])
+{
+        for (int i = 0; i < 3; i++)
+                if (a[i] != b[i])
+                        return a[i] < b[i] ? -1 : 1;
+        return 0;
+}
+
+int doctor_parse_module_version(const char *buf, size_t len, char *ret_ver, size_t verlen, bool *ret_open)
+{
+        /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.161.07  Wed Feb 28 ..." or
+         * "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.158.01  Release Build ..." */
+        const char *end = buf + len, *p = buf;
+        char line[512];
+        while (p < end) {
+                p = next_line(p, end, line, sizeof(line));
+                if (strncmp(line, "NVRM version:", 13) != 0)
+                        continue;
+                const char *m = strstr(line, "Kernel Module");
+                if (!m)
+                        return -EINVAL;
+                bool open = strstr(line, "Open Kernel Module") != NULL;
+                /* the first token after "Kernel Module" (and "for ARCH") that starts with a digit */
+                const char *t = m + strlen("Kernel Module");
+                while (*t) {
+                        while (*t == ' ' || *t == '\t')
+                                t++;
+                        size_t n = strcspn(t, " \t");
+                        if (n && t[0] >= '0' && t[0] <= '9' && memchr(t, '.', n)) {
+                                unsigned v[3];
+                                char tok[64];
+                                if (n >= sizeof(tok) || n >= verlen)
+                                        return -EINVAL;
+                                memcpy(tok, t, n);
+                                tok[n] = '\0';
+                                if (version_split(tok, v) < 0)
+                                        return -EINVAL;
+                                memcpy(ret_ver, tok, n + 1);
+                                *ret_open = open;
+                                return 0;
+                        }
+                        t += n;
+                }
+                return -EINVAL;
+        }
+        return -EINVAL;
+}
+
+int doctor_parse_modules(const char *buf, size_t len, const char *name, long *ret_refcount)
+{
+        /* "nvidia_uvm 1437696 2 - Live 0x0000000000000000 (PO)": name size refcount users state */
+        const char *end = buf + len, *p = buf;
+        char line[1024];
+        size_t nl = strlen(name);
+        while (p < end) {
+                p = next_line(p, end, line, sizeof(line));
+                if (strncmp(line, name, nl) != 0 || line[nl] != ' ')
+                        continue;
+                const char *q = line + nl + 1;
+                uint64_t size, ref;
+                const char *e;
+                if (parse_u64_prefix(q, 10, &size, &e) < 0 || *e != ' ')
+                        return -EINVAL;
+                q = e + 1;
+                if (parse_u64_prefix(q, 10, &ref, &e) < 0 || (*e != ' ' && *e != '\0') || ref > 1000000)
+                        return -EINVAL;
+                *ret_refcount = (long)ref;
+                return 1;
+        }
+        return 0;
+}
+
+int doctor_parse_toolkit_mode(const char *buf, size_t len, char *ret_mode, size_t modelen)
+{
+        /* [nvidia-container-runtime] ... mode = "auto" (TOML; only that key of that table) */
+        const char *end = buf + len, *p = buf;
+        char line[512];
+        bool in_runtime = false;
+        if (modelen)
+                ret_mode[0] = '\0';
+        while (p < end) {
+                p = next_line(p, end, line, sizeof(line));
+                char *s = line;
+                while (*s == ' ' || *s == '\t')
+                        s++;
+                if (*s == '[') {
+                        in_runtime = strncmp(s, "[nvidia-container-runtime]", 26) == 0;
+                        continue;
+                }
+                if (!in_runtime || strncmp(s, "mode", 4) != 0)
+                        continue;
+                s += 4;
+                while (*s == ' ' || *s == '\t')
+                        s++;
+                if (*s != '=')
+                        continue;
+                s++;
+                while (*s == ' ' || *s == '\t')
+                        s++;
+                if (*s != '"')
+                        return -EINVAL;
+                char *q = strchr(s + 1, '"');
+                if (!q || (size_t)(q - s - 1) >= modelen)
+                        return -EINVAL;
+                memcpy(ret_mode, s + 1, (size_t)(q - s - 1));
+                ret_mode[q - s - 1] = '\0';
+                return 0;
+        }
+        return 0;
+}
+
+/* ---- findings ---------------------------------------------------------------------------- */
+
+struct fl {
+        struct doctor_finding *v;
+        size_t n, cap;
+        int err;
+};
+
+static struct doctor_finding *add(struct fl *l, const char *code, enum doctor_level level, int gpu)
+{
+        if (l->err)
+                return NULL;
+        if (l->n == l->cap) {
+                size_t cap = l->cap ? l->cap * 2 : 32;
+                struct doctor_finding *n = realloc(l->v, cap * sizeof(*n));
+                if (!n) {
+                        l->err = -ENOMEM;
+                        return NULL;
+                }
+                l->v = n;
+                l->cap = cap;
+        }
+        struct doctor_finding *f = &l->v[l->n++];
+        memset(f, 0, sizeof(*f));
+        snprintf(f->code, sizeof(f->code), "%s", code);
+        f->level = level;
+        f->gpu = gpu;
+        return f;
+}
+
+static void __attribute__((format(printf, 3, 4))) set(char *field, size_t cap, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(field, cap, fmt, ap);
+        va_end(ap);
+}
+
+#define SET(f, field, ...)                                                                        \
+        do {                                                                                      \
+                if (f)                                                                            \
+                        set((f)->field, sizeof((f)->field), __VA_ARGS__);                         \
+        } while (0)
+
+static bool gpu_selected(const struct doctor_facts *f, const struct gpu_info *g)
+{
+        return f->only_gpu < 0 || (unsigned)f->only_gpu == g->index;
+}
+
+static const char *persistenced_text(int p)
+{
+        return p == 1 ? "nvidia-persistenced is running" : p == 0 ? "nvidia-persistenced is not running"
+                                                                   : "whether nvidia-persistenced runs is unknown";
+}
+
+static void check_persistence(const struct doctor_facts *f, const struct gpu_info *g, struct fl *l)
+{
+        enum doctor_level lv = g->persistence == 0 ? DOCTOR_WARN : g->persistence == 1 ? DOCTOR_OK : DOCTOR_UNKNOWN;
+        struct doctor_finding *d = add(l, "persistence-off", lv, (int)g->index);
+        if (lv == DOCTOR_OK) {
+                SET(d, summary, "GPU %u: persistence mode is on", g->index);
+                SET(d, evidence, "NVML persistence mode: enabled; %s", persistenced_text(f->persistenced));
+        } else if (lv == DOCTOR_UNKNOWN) {
+                SET(d, summary, "GPU %u: persistence mode could not be read", g->index);
+                SET(d, evidence, "NVML did not answer the persistence query");
+        } else {
+                SET(d, summary, "GPU %u: persistence mode is off", g->index);
+                SET(d, evidence, "NVML persistence mode: disabled; %s", persistenced_text(f->persistenced));
+                SET(d, next_step,
+                    "sudo systemctl enable --now nvidia-persistenced (or: sudo nvidia-smi -i %u -pm 1). It keeps the "
+                    "driver initialised between jobs (quick starts, memory figures that do not reset when the last "
+                    "client goes); it does not free a ghost: end the holder ('ghostvram reclaim') or reset the GPU",
+                    g->index);
+        }
+}
+
+static void check_health(const struct gpu_info *g, struct fl *l)
+{
+        const struct gpu_health *h = &g->health;
+        struct doctor_finding *d;
+        unsigned i = g->index;
+        if (!h->queried)
+                return;
+        static const struct {
+                const char *code;
+                int off;
+        } flags[] = {
+                { "row-remap-pending", offsetof(struct gpu_health, remap_pending) },
+                { "retired-pages-pending", offsetof(struct gpu_health, retired_pending) },
+                { "mig-pending", offsetof(struct gpu_health, mig_pending) },
+        };
+        for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++) {
+                int v;
+                memcpy(&v, (const char *)h + flags[k].off, sizeof(v));
+                enum doctor_level lv = v == 1 ? DOCTOR_WARN : v == 0 ? DOCTOR_OK : DOCTOR_UNKNOWN;
+                d = add(l, flags[k].code, lv, (int)i);
+                if (k == 0) {
+                        SET(d, summary, "GPU %u: %s", i, v == 1 ? "a row remapping is pending" : v == 0 ? "no row remapping pending" : "row remapping not reported");
+                        SET(d, evidence, "nvmlDeviceGetRemappedRows: isPending=%s%s", v == 1 ? "1" : v == 0 ? "0" : "unknown (not supported or no answer)",
+                            h->remap_failed == 1 ? ", failureOccurred=1 (remapping failed: the GPU needs service)" : "");
+                        if (v == 1)
+                                SET(d, next_step, "drain GPU %u, then reset it (sudo nvidia-smi -r -i %u) or reboot: the bad row is "
+                                    "remapped only at reset, and until then its memory stays withheld", i, i);
+                } else if (k == 1) {
+                        SET(d, summary, "GPU %u: %s", i, v == 1 ? "retired pages wait for a reset" : v == 0 ? "no page retirement pending" : "page retirement not reported");
+                        SET(d, evidence, "nvmlDeviceGetRetiredPagesPendingStatus: %s", v == 1 ? "enabled" : v == 0 ? "disabled" : "unknown (not supported: Ampere and later remap rows instead)");
+                        if (v == 1)
+                                SET(d, next_step, "drain GPU %u and reset it (sudo nvidia-smi -r -i %u) or reboot: pages are retired "
+                                    "only then", i, i);
+                } else {
+                        SET(d, summary, "GPU %u: %s", i, v == 1 ? "a MIG mode change waits for a reset" : v == 0 ? "no MIG mode change pending" : "MIG mode not reported");
+                        SET(d, evidence, "nvmlDeviceGetMigMode: current %s, pending %s", g->mig_mode == 1 ? "enabled" : g->mig_mode == 0 ? "disabled" : "unknown",
+                            g->mig_pending_mode == 1 ? "enabled" : g->mig_pending_mode == 0 ? "disabled" : "unknown");
+                        if (v == 1)
+                                SET(d, next_step, "end every process on GPU %u, then reset it (sudo nvidia-smi -r -i %u): until then the "
+                                    "memory layout is the old mode's", i, i);
+                }
+        }
+        enum doctor_level lv = h->ecc_uncorrected > 0 ? DOCTOR_WARN : h->ecc_uncorrected == 0 ? DOCTOR_OK : DOCTOR_UNKNOWN;
+        d = add(l, "ecc-uncorrectable", lv, (int)i);
+        SET(d, summary, "GPU %u: %s", i, lv == DOCTOR_WARN ? "uncorrectable ECC errors since the driver loaded" : lv == DOCTOR_OK ? "no uncorrectable ECC error" : "ECC counters not reported");
+        if (h->ecc_uncorrected >= 0)
+                SET(d, evidence, "nvmlDeviceGetTotalEccErrors(uncorrected, volatile) = %lld", h->ecc_uncorrected);
+        else
+                SET(d, evidence, "nvmlDeviceGetTotalEccErrors: not supported (ECC off or a consumer GPU)");
+        if (lv == DOCTOR_WARN)
+                SET(d, next_step, "a reset is required anyway: drain GPU %u, reset it (sudo nvidia-smi -r -i %u) and see 'ghostvram "
+                    "xid' for the Xid 48/63/64/94/95 that came with it; memory held by the failed context is freed by the reset", i, i);
+        d = add(l, "reset-required", h->reset_required ? DOCTOR_WARN : DOCTOR_OK, (int)i);
+        SET(d, summary, "GPU %u: %s", i, h->reset_required ? "the driver says this GPU needs a reset" : "no reset required");
+        SET(d, evidence, "%s", h->reset_required ? "health queries answered NVML_ERROR_RESET_REQUIRED (16)" : "health queries answered normally");
+        if (h->reset_required)
+                SET(d, next_step, "drain GPU %u and reset it (sudo nvidia-smi -r -i %u; a reset needs every holder gone: "
+                    "'ghostvram scan' lists them) or reboot", i, i);
+}
+
+static void check_allocator_cache(const struct doctor_facts *f, const struct gpu_info *g, struct fl *l)
+{
+        bool any = false;
+        for (size_t k = 0; k < g->n_procs; k++) {
+                const struct gpu_proc *p = &g->procs[k];
+                if (!p->used_known || p->used_bytes < f->cache_min_bytes)
+                        continue;
+                const struct doctor_holder *h = NULL;
+                for (size_t j = 0; j < f->n_holders && !h; j++)
+                        if ((uint32_t)f->holders[j].pid == p->pid)
+                                h = &f->holders[j];
+                if (!h)
+                        continue; /* not alive here: scan's business, not a cache */
+                any = true;
+                struct doctor_finding *d = add(l, "allocator-cache", DOCTOR_INFO, (int)g->index);
+                SET(d, summary, "GPU %u: live PID %u (%s) holds %.1f GiB: if it is idle, that is most likely a framework's "
+                    "caching allocator, not a leak", g->index, p->pid, h->comm, (double)p->used_bytes / GIB);
+                SET(d, evidence, "NVML charges PID %u with %llu bytes; the process is alive", p->pid,
+                    (unsigned long long)p->used_bytes);
+                SET(d, next_step,
+                    "inside the process: torch.cuda.empty_cache() (compare torch.cuda.memory_allocated() with "
+                    "memory_reserved(): the difference is cache), PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; "
+                    "TensorFlow: tf.config.experimental.set_memory_growth(gpu, True) before first use. A cache stays flat "
+                    "and goes when the process exits; a leak grows each step ('ghostvram watch' shows which)");
+        }
+        if (!any) {
+                struct doctor_finding *d = add(l, "allocator-cache", DOCTOR_OK, (int)g->index);
+                SET(d, summary, "GPU %u: no live process holds %.1f GiB or more", g->index, (double)f->cache_min_bytes / GIB);
+                SET(d, evidence, "%zu process%s listed by NVML", g->n_procs, g->n_procs == 1 ? "" : "es");
+        }
+}
+
+static void check_uvm(const struct doctor_facts *f, struct fl *l)
+{
+        struct doctor_finding *d;
+        if (f->uvm_loaded < 0) {
+                d = add(l, "uvm-not-loaded", DOCTOR_UNKNOWN, -1);
+                SET(d, summary, "whether nvidia_uvm is loaded is unknown");
+                SET(d, evidence, "/proc/modules could not be read");
+                return;
+        }
+        if (f->uvm_loaded == 0) {
+                d = add(l, "uvm-not-loaded", DOCTOR_WARN, -1);
+                SET(d, summary, "the nvidia_uvm kernel module is not loaded");
+                SET(d, evidence, "no nvidia_uvm line in /proc/modules");
+                SET(d, next_step, "sudo modprobe nvidia-uvm (and list it in /etc/modules-load.d/): CUDA needs it; outside a "
+                    "container the first CUDA program loads it through the setuid nvidia-modprobe, inside one it must "
+                    "already be loaded on the host");
+                return;
+        }
+        d = add(l, "uvm-not-loaded", DOCTOR_OK, -1);
+        SET(d, summary, "nvidia_uvm is loaded");
+        SET(d, evidence, "/proc/modules: nvidia_uvm, use count %ld", f->uvm_refcount);
+        size_t n = 0;
+        char who[DOCTOR_TEXT] = "";
+        size_t w = 0;
+        for (size_t i = 0; i < f->n_holders; i++) {
+                if (!f->holders[i].holds_uvm)
+                        continue;
+                n++;
+                if (w < sizeof(who) - 64) {
+                        int k = snprintf(who + w, sizeof(who) - w, "%s%d (%s)", w ? ", " : "", (int)f->holders[i].pid,
+                                         f->holders[i].comm);
+                        if (k > 0)
+                                w += (size_t)k;
+                }
+        }
+        bool used = n > 0 || f->uvm_refcount > 0;
+        d = add(l, "uvm-in-use", used ? DOCTOR_INFO : DOCTOR_OK, -1);
+        if (!used) {
+                SET(d, summary, "nvidia_uvm is not in use: it could be reloaded");
+                SET(d, evidence, "use count 0; no process holds /dev/nvidia-uvm");
+                return;
+        }
+        SET(d, summary, "nvidia_uvm is in use (%zu process%s hold /dev/nvidia-uvm)", n, n == 1 ? "" : "es");
+        SET(d, evidence, "use count %ld%s%s", f->uvm_refcount, n ? "; holders: " : "", who);
+        SET(d, next_step, "do not reload it to clear a ghost: 'modprobe -r nvidia_uvm' fails while it is used, and "
+            "ending these processes breaks their CUDA contexts (their jobs die). End the ghost's own holders "
+            "('ghostvram reclaim') instead");
+}
+
+static void check_known_issue(const char *ver, bool open, struct fl *l)
+{
+        size_t n;
+        const struct doctor_known_issue *t = doctor_known_issues(&n);
+        unsigned v[3];
+        struct doctor_finding *d;
+        if (!ver[0] || version_split(ver, v) < 0) {
+                d = add(l, "driver-known-issue", DOCTOR_UNKNOWN, -1);
+                SET(d, summary, "the driver version is unknown: not compared with the table");
+                SET(d, evidence, "neither NVML nor /proc/driver/nvidia/version gave a version");
+                return;
+        }
+        bool hit = false;
+        for (size_t i = 0; i < n; i++) {
+                if (version_cmp(v, t[i].from) < 0 || version_cmp(v, t[i].before) >= 0)
+                        continue;
+                if (t[i].open_module_only && !open)
+                        continue;
+                hit = true;
+                d = add(l, "driver-known-issue", DOCTOR_WARN, -1);
+                SET(d, summary, "driver %s: %s", ver, t[i].problem);
+                SET(d, evidence, "running driver %s%s is in %u.%u.%u up to before %u.%u.%u", ver, open ? " (open kernel module)" : "",
+                    t[i].from[0], t[i].from[1], t[i].from[2], t[i].before[0], t[i].before[1], t[i].before[2]);
+                SET(d, next_step, "%s", t[i].advice);
+                SET(d, source, "%s", t[i].source);
+        }
+        if (!hit) {
+                d = add(l, "driver-known-issue", DOCTOR_OK, -1);
+                SET(d, summary, "driver %s is not in the table of releases with documented memory problems", ver);
+                SET(d, evidence, "%zu sourced rows compared ('ghostvram doctor --explain' lists them)", n);
+        }
+}
+
+/* Module parameters worth knowing when GPU memory looks wrong (names as in the params file;
+ * the modprobe option adds NVreg_). */
+static const struct {
+        const char *name;
+        const char *meaning;
+} param_notes[] = {
+        { "PreserveVideoMemoryAllocations",
+          "1: on suspend all video memory is saved to TemporaryFilePath and restored on resume (needed by "
+          "nvidia-suspend.service); 0: only what the driver needs. Unrelated to a killed job's memory" },
+        { "TemporaryFilePath", "where suspend saves video memory (needs room for all of it); empty: /tmp" },
+        { "RestrictProfilingToAuthUsers",
+          "1: only administrators may read GPU performance counters (Nsight, CUPTI: ERR_NVGPUCTRPERM otherwise)" },
+        { "EnableGpuFirmware", "GSP firmware (R525+): GSP RPC timeouts show as Xid 119/120" },
+        { "ModifyDeviceFiles", "1: the driver creates and fixes /dev/nvidia* itself (DeviceFileUID/GID/Mode)" },
+        { "DeviceFileMode", "permissions of /dev/nvidia*: who can open a GPU at all" },
+        { "NVLinkDisable", "1: NVLink off (P2P over PCIe only)" },
+        { "EnableStreamMemOPs", "1: CUDA stream memory operations allowed (cuStreamWaitValue)" },
+};
+
+static void check_params(const struct doctor_facts *f, struct fl *l)
+{
+        struct doctor_finding *d;
+        if (!f->params_text) {
+                d = add(l, "module-params", DOCTOR_UNKNOWN, -1);
+                SET(d, summary, "the nvidia module's parameters could not be read");
+                SET(d, evidence, "/proc/driver/nvidia/params is missing (module not loaded?)");
+                return;
+        }
+        char ev[DOCTOR_TEXT] = "";
+        char expl[DOCTOR_TEXT] = "";
+        size_t we = 0, wx = 0;
+        unsigned found = 0;
+        for (size_t i = 0; i < sizeof(param_notes) / sizeof(param_notes[0]); i++) {
+                const char *end = f->params_text + f->params_len, *p = f->params_text;
+                char line[256];
+                size_t nl = strlen(param_notes[i].name);
+                while (p < end) {
+                        p = next_line(p, end, line, sizeof(line));
+                        if (strncmp(line, param_notes[i].name, nl) != 0 || line[nl] != ':')
+                                continue;
+                        const char *val = line + nl + 1;
+                        while (*val == ' ')
+                                val++;
+                        found++;
+                        if (we < sizeof(ev) - 80) {
+                                int k = snprintf(ev + we, sizeof(ev) - we, "%s%s=%.40s", we ? ", " : "", param_notes[i].name, val);
+                                if (k > 0)
+                                        we += (size_t)k < sizeof(ev) - we ? (size_t)k : sizeof(ev) - we - 1;
+                        }
+                        if (wx < sizeof(expl) - 40) {
+                                int k = snprintf(expl + wx, sizeof(expl) - wx, "%s%s: %s", wx ? "; " : "", param_notes[i].name,
+                                                 param_notes[i].meaning);
+                                if (k > 0)
+                                        wx += (size_t)k < sizeof(expl) - wx ? (size_t)k : sizeof(expl) - wx - 1;
+                        }
+                        break;
+                }
+        }
+        d = add(l, "module-params", DOCTOR_INFO, -1);
+        SET(d, summary, "%u nvidia module parameter%s explained", found, found == 1 ? "" : "s");
+        SET(d, evidence, "/proc/driver/nvidia/params: %s", found ? ev : "none of the known ones");
+        SET(d, next_step, "%s", found ? expl : "");
+}
+
+static void check_dmesg(const struct doctor_facts *f, struct fl *l)
+{
+        enum doctor_level lv = f->dmesg_restrict < 0 ? DOCTOR_UNKNOWN
+                             : f->dmesg_restrict == 1 && !f->is_root ? DOCTOR_WARN : DOCTOR_OK;
+        struct doctor_finding *d = add(l, "kernel-log-restricted", lv, -1);
+        if (lv == DOCTOR_UNKNOWN) {
+                SET(d, summary, "kernel.dmesg_restrict could not be read");
+                SET(d, evidence, "/proc/sys/kernel/dmesg_restrict missing");
+                return;
+        }
+        SET(d, evidence, "kernel.dmesg_restrict = %d; running as %s", f->dmesg_restrict, f->is_root ? "root" : "a user");
+        if (lv == DOCTOR_WARN) {
+                SET(d, summary, "the kernel log is closed to this user: Xid events are invisible to 'ghostvram xid' and scan");
+                SET(d, next_step, "run as root (sudo ghostvram xid), or add the user to group adm or systemd-journal and use "
+                    "'ghostvram xid --source journal'; host-wide: sudo sysctl kernel.dmesg_restrict=0");
+        } else {
+                SET(d, summary, "the kernel log is readable here");
+        }
+}
+
+static void check_version(const struct doctor_facts *f, const char *modver, struct fl *l)
+{
+        const struct gpu_report *r = f->gpus;
+        char lib[80] = "";
+        /* NVML's own version is "CUDA_MAJOR.DRIVER_VERSION" ("12.535.161.07") */
+        if (r && r->nvml_version[0]) {
+                const char *dot = strchr(r->nvml_version, '.');
+                snprintf(lib, sizeof(lib), "%s", dot ? dot + 1 : r->nvml_version);
+        } else if (r && r->driver_version[0]) {
+                snprintf(lib, sizeof(lib), "%s", r->driver_version);
+        }
+        struct doctor_finding *d;
+        if (!lib[0] || !modver[0]) {
+                d = add(l, "version-mismatch", DOCTOR_UNKNOWN, -1);
+                SET(d, summary, "library and kernel module versions could not both be read");
+                SET(d, evidence, "NVML library: %s; kernel module: %s", lib[0] ? lib : "unknown", modver[0] ? modver : "unknown");
+                return;
+        }
+        bool same = strcmp(lib, modver) == 0;
+        d = add(l, "version-mismatch", same ? DOCTOR_OK : DOCTOR_WARN, -1);
+        SET(d, evidence, "NVML library %s; kernel module %s (/proc/driver/nvidia/version)", lib, modver);
+        if (same) {
+                SET(d, summary, "the NVML library and the kernel module are the same version");
+        } else {
+                SET(d, summary, "the NVML library (%s) and the loaded kernel module (%s) differ", lib, modver);
+                SET(d, next_step, "the driver was upgraded without a reboot: reboot (or stop every GPU user, then "
+                    "'sudo modprobe -r nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia'); until then "
+                    "NVML fails with 'Driver/library version mismatch'");
+        }
+}
+
+static void check_toolkit(const struct doctor_facts *f, struct fl *l)
+{
+        struct doctor_finding *d;
+        if (f->toolkit < 0) {
+                d = add(l, "container-toolkit", DOCTOR_UNKNOWN, -1);
+                SET(d, summary, "whether the NVIDIA Container Toolkit is installed is unknown");
+                SET(d, evidence, "its configuration directory could not be read");
+                return;
+        }
+        if (f->toolkit == 0) {
+                d = add(l, "container-toolkit", DOCTOR_OK, -1);
+                SET(d, summary, "the NVIDIA Container Toolkit is not installed");
+                SET(d, evidence, "no nvidia-container-toolkit config.toml, no nvidia-container-cli");
+                return;
+        }
+        char mode[32] = "";
+        if (f->toolkit_config && doctor_parse_toolkit_mode(f->toolkit_config, f->toolkit_config_len, mode, sizeof(mode)) < 0)
+                snprintf(mode, sizeof(mode), "unreadable");
+        d = add(l, "container-toolkit", DOCTOR_INFO, -1);
+        SET(d, summary, "the NVIDIA Container Toolkit is installed (mode %s)", mode[0] ? mode : "auto (default)");
+        SET(d, evidence, "%s", f->toolkit_path ? f->toolkit_path : "found");
+        SET(d, next_step, "containers see their own PID namespace: a holder in a container shows in nvidia-smi with a host "
+            "PID or none; run 'sudo ghostvram scan' on the host to attribute it to its container%s",
+            !strcmp(mode, "cdi") ? "; CDI mode: devices come from the generated spec (nvidia-ctk cdi generate after a "
+                                  "driver upgrade)" : "");
+}
+
+int doctor_run(const struct doctor_facts *f, struct doctor_finding **ret, size_t *ret_n)
+{
+        struct fl l = { 0 };
+        const struct gpu_report *r = f->gpus;
+        char modver[64] = "";
+        bool open = false;
+        if (f->module_version_text &&
+            doctor_parse_module_version(f->module_version_text, f->module_version_len, modver, sizeof(modver), &open) < 0)
+                modver[0] = '\0';
+
+        if (!r || !r->driver_present || r->timed_out) {
+                struct doctor_finding *d = add(&l, "nvml-unavailable", DOCTOR_UNKNOWN, -1);
+                SET(d, summary, "the GPUs could not be inspected through NVML");
+                SET(d, evidence, "%s", r && r->error[0] ? r->error : r && r->timed_out ? "the driver did not answer in time" : "no NVML report");
+                SET(d, next_step, "fix the driver first (see the evidence); the checks of the GPUs were not run");
+        }
+        if (r) {
+                for (size_t i = 0; i < r->n_gpus; i++) {
+                        const struct gpu_info *g = &r->gpus[i];
+                        if (!gpu_selected(f, g))
+                                continue;
+                        if (g->status != GPU_OK) {
+                                struct doctor_finding *d = add(&l, "gpu-unreachable", DOCTOR_WARN, (int)g->index);
+                                SET(d, summary, "GPU %u could not be inspected", g->index);
+                                SET(d, evidence, "%s", g->status_message);
+                                SET(d, next_step, "see 'ghostvram scan' and 'ghostvram xid' for GPU %u (a lost GPU needs a reset or a "
+                                    "reboot)", g->index);
+                                continue;
+                        }
+                        check_persistence(f, g, &l);
+                        check_health(g, &l);
+                        check_allocator_cache(f, g, &l);
+                }
+        }
+        const char *ver = r && r->driver_version[0] ? r->driver_version : modver;
+        check_known_issue(ver, open, &l);
+        check_uvm(f, &l);
+        check_params(f, &l);
+        check_dmesg(f, &l);
+        check_version(f, modver, &l);
+        check_toolkit(f, &l);
+        if (l.err) {
+                free(l.v);
+                return l.err;
+        }
+        *ret = l.v;
+        *ret_n = l.n;
+        return 0;
+}
+
+int doctor_exit_status(const struct doctor_facts *f, const struct doctor_finding *v, size_t n)
+{
+        if (!f->gpus || !f->gpus->driver_present || f->gpus->timed_out)
+                return 3;
+        for (size_t i = 0; i < n; i++)
+                if (v[i].level == DOCTOR_WARN)
+                        return 1;
+        return 0;
+}

@@ -1,0 +1,223 @@
+/* Unit tests for model/doctor: the parsers of /proc/driver/nvidia/version, /proc/modules and
+ * the container toolkit's config.toml on real-format input and garbage; the known-issue table
+ * (every row sourced, ranges well-formed, edges of each range); the levels and exit status of
+ * the checks from facts alone (the paths the simulator cannot reach: a user without kernel log
+ * access, an unreadable host). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "model/doctor.h"
+
+#define S(x) x, sizeof(x) - 1
+
+static void test_module_version(void **state)
+{
+        (void)state;
+        char v[64];
+        bool open = true;
+        assert_int_equal(doctor_parse_module_version(S("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 "
+                                                       "19:39:15 UTC 2024\nGCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n"),
+                                                     v, sizeof(v), &open),
+                         0);
+        assert_string_equal(v, "535.183.01");
+        assert_false(open);
+        assert_int_equal(doctor_parse_module_version(S("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.158.01  "
+                                                       "Release Build  (dvs-builder@U22-I3-AE18-23-3)  Tue Jun  3 2025\n"),
+                                                     v, sizeof(v), &open),
+                         0);
+        assert_string_equal(v, "570.158.01");
+        assert_true(open);
+        /* aarch64, version after "for aarch64" */
+        assert_int_equal(doctor_parse_module_version(S("NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  550.54.15  Release Build\n"),
+                                                     v, sizeof(v), &open), 0);
+        assert_string_equal(v, "550.54.15");
+        assert_int_equal(doctor_parse_module_version(S("GCC version: 12\n"), v, sizeof(v), &open), -EINVAL);
+        assert_int_equal(doctor_parse_module_version(S("NVRM version: NVIDIA UNIX x86_64 Kernel Module\n"), v, sizeof(v), &open), -EINVAL);
+        assert_int_equal(doctor_parse_module_version("", 0, v, sizeof(v), &open), -EINVAL);
+        /* a version too long for the caller's buffer */
+        char tiny[4];
+        assert_int_equal(doctor_parse_module_version(S("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  x\n"), tiny,
+                                                     sizeof(tiny), &open), -EINVAL);
+}
+
+static void test_modules(void **state)
+{
+        (void)state;
+        static const char mods[] = "nvidia_drm 77824 4 - Live 0xffffffffc1a4f000 (PO)\n"
+                                   "nvidia_uvm 1437696 2 - Live 0x0000000000000000 (PO)\n"
+                                   "nvidia 56512512 93 nvidia_uvm,nvidia_modeset, Live 0x0000000000000000 (PO)\n";
+        long ref = -1;
+        assert_int_equal(doctor_parse_modules(S(mods), "nvidia_uvm", &ref), 1);
+        assert_int_equal(ref, 2);
+        assert_int_equal(doctor_parse_modules(S(mods), "nvidia", &ref), 1);
+        assert_int_equal(ref, 93);
+        /* a prefix of a loaded module is not that module */
+        assert_int_equal(doctor_parse_modules(S(mods), "nvidia_u", &ref), 0);
+        assert_int_equal(doctor_parse_modules(S("nvidia_uvm x 2 - Live\n"), "nvidia_uvm", &ref), -EINVAL);
+        assert_int_equal(doctor_parse_modules(S("nvidia_uvm 100\n"), "nvidia_uvm", &ref), -EINVAL);
+        assert_int_equal(doctor_parse_modules("", 0, "nvidia_uvm", &ref), 0);
+}
+
+static void test_toolkit_mode(void **state)
+{
+        (void)state;
+        char m[16];
+        assert_int_equal(doctor_parse_toolkit_mode(S("[nvidia-container-cli]\nmode = \"x\"\n[nvidia-container-runtime]\n"
+                                                     "#mode = \"legacy\"\n  mode = \"cdi\"\n"), m, sizeof(m)), 0);
+        assert_string_equal(m, "cdi");
+        assert_int_equal(doctor_parse_toolkit_mode(S("[nvidia-container-runtime]\nlog-level = \"info\"\n"), m, sizeof(m)), 0);
+        assert_string_equal(m, "");
+        assert_int_equal(doctor_parse_toolkit_mode(S("[nvidia-container-runtime]\nmode = cdi\n"), m, sizeof(m)), -EINVAL);
+        assert_int_equal(doctor_parse_toolkit_mode(S("[nvidia-container-runtime]\nmode = \"a-very-long-mode-name\"\n"), m, sizeof(m)),
+                         -EINVAL);
+}
+
+static void test_table(void **state)
+{
+        (void)state;
+        size_t n;
+        const struct doctor_known_issue *t = doctor_known_issues(&n);
+        assert_true(n >= 4);
+        for (size_t i = 0; i < n; i++) {
+                /* every row links its source, and its range is not empty */
+                assert_non_null(strstr(t[i].source, "https://"));
+                assert_true(t[i].problem[0] && t[i].advice[0]);
+                bool less = false;
+                for (int k = 0; k < 3 && !less; k++) {
+                        if (t[i].from[k] != t[i].before[k]) {
+                                assert_true(t[i].from[k] < t[i].before[k]);
+                                less = true;
+                        }
+                }
+                assert_true(less);
+        }
+}
+
+/* Findings of a host with the given driver version and module text, NVML present. */
+static enum doctor_level known_issue_level(const char *nvml_version, const char *module_text)
+{
+        struct gpu_report r = { .driver_present = true };
+        snprintf(r.driver_version, sizeof(r.driver_version), "%s", nvml_version);
+        struct doctor_facts f = { .gpus = &r, .only_gpu = -1, .module_version_text = module_text,
+                                  .module_version_len = module_text ? strlen(module_text) : 0, .dmesg_restrict = -1,
+                                  .uvm_loaded = -1, .toolkit = -1 };
+        struct doctor_finding *v;
+        size_t n;
+        assert_int_equal(doctor_run(&f, &v, &n), 0);
+        enum doctor_level l = DOCTOR_UNKNOWN;
+        int hits = 0;
+        for (size_t i = 0; i < n; i++)
+                if (!strcmp(v[i].code, "driver-known-issue")) {
+                        l = v[i].level;
+                        hits++;
+                }
+        free(v);
+        assert_int_equal(hits, 1);
+        return l;
+}
+
+static void test_table_edges(void **state)
+{
+        (void)state;
+        assert_int_equal(known_issue_level("390.48", NULL), DOCTOR_WARN);
+        assert_int_equal(known_issue_level("390.86", NULL), DOCTOR_WARN);
+        assert_int_equal(known_issue_level("390.87", NULL), DOCTOR_OK);
+        assert_int_equal(known_issue_level("389.99", NULL), DOCTOR_OK);
+        assert_int_equal(known_issue_level("455.23.04", NULL), DOCTOR_WARN);
+        assert_int_equal(known_issue_level("455.23.05", NULL), DOCTOR_OK);
+        assert_int_equal(known_issue_level("470.63.01", NULL), DOCTOR_WARN);
+        assert_int_equal(known_issue_level("470.74", NULL), DOCTOR_OK);
+        /* open-module-only row: needs the module text to say "Open Kernel Module" */
+        assert_int_equal(known_issue_level("535.161.07", NULL), DOCTOR_OK);
+        assert_int_equal(known_issue_level("535.161.07", "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.161.07  x\n"),
+                         DOCTOR_OK);
+        assert_int_equal(known_issue_level("535.161.07",
+                                           "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  535.161.07  Release Build\n"),
+                         DOCTOR_WARN);
+        assert_int_equal(known_issue_level("535.161.08", NULL), DOCTOR_OK);
+        assert_int_equal(known_issue_level("", NULL), DOCTOR_UNKNOWN);
+        assert_int_equal(known_issue_level("garbage", NULL), DOCTOR_UNKNOWN);
+}
+
+static const struct doctor_finding *find(const struct doctor_finding *v, size_t n, const char *code)
+{
+        for (size_t i = 0; i < n; i++)
+                if (!strcmp(v[i].code, code))
+                        return &v[i];
+        return NULL;
+}
+
+static void test_levels_and_exit(void **state)
+{
+        (void)state;
+        struct gpu_report r = { .driver_present = true };
+        snprintf(r.driver_version, sizeof(r.driver_version), "560.35.03");
+        struct doctor_facts f = { .gpus = &r, .only_gpu = -1, .dmesg_restrict = 1, .is_root = false, .uvm_loaded = 1,
+                                  .uvm_refcount = 0, .toolkit = 0 };
+        struct doctor_finding *v;
+        size_t n;
+        assert_int_equal(doctor_run(&f, &v, &n), 0);
+        const struct doctor_finding *d = find(v, n, "kernel-log-restricted");
+        assert_non_null(d);
+        assert_int_equal(d->level, DOCTOR_WARN);
+        assert_non_null(strstr(d->next_step, "adm"));
+        d = find(v, n, "uvm-in-use");
+        assert_non_null(d);
+        assert_int_equal(d->level, DOCTOR_OK);
+        assert_int_equal(doctor_exit_status(&f, v, n), 1);
+        free(v);
+
+        f.is_root = true;
+        assert_int_equal(doctor_run(&f, &v, &n), 0);
+        assert_int_equal(find(v, n, "kernel-log-restricted")->level, DOCTOR_OK);
+        /* version-mismatch unknown (no module text), params unknown: not warnings */
+        assert_int_equal(find(v, n, "version-mismatch")->level, DOCTOR_UNKNOWN);
+        assert_int_equal(doctor_exit_status(&f, v, n), 0);
+        free(v);
+
+        /* no driver: 3 whatever else is found */
+        r.driver_present = false;
+        snprintf(r.error, sizeof(r.error), "no NVIDIA driver on this host (libnvidia-ml.so.1 not found)");
+        f.is_root = false;
+        assert_int_equal(doctor_run(&f, &v, &n), 0);
+        d = find(v, n, "nvml-unavailable");
+        assert_non_null(d);
+        assert_string_equal(d->evidence, r.error);
+        assert_int_equal(doctor_exit_status(&f, v, n), 3);
+        free(v);
+        f.gpus = NULL;
+        assert_int_equal(doctor_run(&f, &v, &n), 0);
+        assert_int_equal(doctor_exit_status(&f, v, n), 3);
+        free(v);
+}
+
+static void test_prevention(void **state)
+{
+        (void)state;
+        size_t n = 0;
+        bool launch_blocking = false, pdeathsig = false;
+        for (; doctor_prevention[n]; n++) {
+                launch_blocking |= strstr(doctor_prevention[n], "CUDA_LAUNCH_BLOCKING") != NULL;
+                pdeathsig |= strstr(doctor_prevention[n], "PR_SET_PDEATHSIG") != NULL;
+        }
+        assert_true(n >= 6);
+        assert_true(launch_blocking && pdeathsig);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_module_version), cmocka_unit_test(test_modules),
+                cmocka_unit_test(test_toolkit_mode),   cmocka_unit_test(test_table),
+                cmocka_unit_test(test_table_edges),    cmocka_unit_test(test_levels_and_exit),
+                cmocka_unit_test(test_prevention),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
