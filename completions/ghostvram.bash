@@ -3,7 +3,7 @@
 # they never drift from the binary.
 _ghostvram() {
         local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
-        local cmds="scan snapshot check watch top serve xid reclaim experiment doctor demo sim help"
+        local cmds="scan snapshot check watch top serve xid reclaim experiment doctor demo track sim help"
         if [ "$COMP_CWORD" -eq 1 ]; then
                 mapfile -t COMPREPLY < <(compgen -W "$cmds --help --version" -- "$cur")
                 return

@@ -1,5 +1,5 @@
 # fish completion for ghostvram: the commands, and each command's options read from its --help.
-set -l __ghostvram_cmds scan snapshot check watch top serve xid reclaim experiment doctor demo sim help
+set -l __ghostvram_cmds scan snapshot check watch top serve xid reclaim experiment doctor demo track sim help
 complete -c ghostvram -f
 complete -c ghostvram -n "not __fish_seen_subcommand_from $__ghostvram_cmds" -a "$__ghostvram_cmds"
 complete -c ghostvram -n "not __fish_seen_subcommand_from $__ghostvram_cmds" -l help -d 'list the commands'
