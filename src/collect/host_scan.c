@@ -1211,8 +1211,10 @@ static int bpf_walk(struct host_ctx *c, struct host_report *r)
         int e = host_bpf_collect(&spec, &res, r->bpf_error, sizeof(r->bpf_error));
         if (e < 0)
                 return e;
-        qsort(res.hits, res.n_hits, sizeof(*res.hits), cmp_hit);
-        qsort(res.tasks, res.n_tasks, sizeof(*res.tasks), cmp_task);
+        if (res.n_hits) /* qsort's base must not be NULL, even for no element */
+                qsort(res.hits, res.n_hits, sizeof(*res.hits), cmp_hit);
+        if (res.n_tasks)
+                qsort(res.tasks, res.n_tasks, sizeof(*res.tasks), cmp_task);
         size_t h = 0;
         for (size_t i = 0; i < res.n_tasks; i++) {
                 const struct host_bpf_task *t = &res.tasks[i];
