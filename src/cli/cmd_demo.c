@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <poll.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -306,18 +307,34 @@ out:
         } else if (ferror(stdout)) {
                 status = EXIT_INCOMPLETE; /* the reader went away: nothing more to tell */
         }
-        for (size_t i = 0; i < n_procs; i++) {
+        for (size_t i = 0; i < n_procs; i++)
                 if (!keep)
                         demo_signal(&procs[i], SIGKILL);
-                if (procs[i].pidfd >= 0)
-                        close(procs[i].pidfd);
+        /* wait (bounded) until they are gone: a pidfd becomes readable when its process exits */
+        for (size_t i = 0; i < n_procs; i++) {
+                if (procs[i].pidfd < 0)
+                        continue;
+                if (!keep) {
+                        struct pollfd pf = { .fd = procs[i].pidfd, .events = POLLIN };
+                        while (poll(&pf, 1, 1000) < 0 && errno == EINTR)
+                                ;
+                }
+                close(procs[i].pidfd);
         }
         if (keep) {
                 printf("\nThe simulated host stays in %s with its processes; explore it with\n"
                        "  GHOSTVRAM_SIM=%s ghostvram scan --verbose\n", dir, dir);
         } else {
-                /* in this process (no fork of a threaded process): depth first, no symlink followed */
-                if (nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
+                /* in this process (no fork of a threaded process): depth first, no symlink
+                 * followed. The simulated driver's teardown watchers record the release of the
+                 * contexts as the jobs die, and may write into the host meanwhile: again until it
+                 * is gone (2 s at most) */
+                int gone = -1;
+                for (int i = 0; i < 40 && (gone = nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS)) < 0; i++) {
+                        struct timespec ts = { 0, 50 * 1000000L };
+                        nanosleep(&ts, NULL);
+                }
+                if (gone < 0)
                         cli_error("demo", "could not remove %s: %s", dir, strerror(errno));
                 if (!demo_stop)
                         printf("\nDemo over: every process it started is stopped and %s is removed.\n", dir);
