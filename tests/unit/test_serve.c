@@ -236,7 +236,10 @@ static void test_http(void **state)
                 r = get(s.port, "/healthz", NULL);
                 if (strncmp(r, "HTTP/1.1 200", 12) == 0 || monotonic_ms() > until)
                         break;
-                assert_status(r, "HTTP/1.1 503");
+                /* no answer within the client's own timeout (the first collection loads the BPF
+                 * iterators, slow under valgrind): not ready yet; any answer before 200 is 503 */
+                if (r[0])
+                        assert_status(r, "HTTP/1.1 503");
                 free(r);
                 usleep(50000);
         }
