@@ -582,8 +582,10 @@ int reclaim_plan_build(const struct scan_result *r, const struct reclaim_plan_op
                 pg->ghost = l->ghost;
                 pg->noise_floor = l->noise_floor;
                 pg->ghost_confirmed = l->ghost_confirmed;
-                if (r->facts->gpu && g < r->facts->gpu->n_gpus)
+                if (r->facts->gpu && g < r->facts->gpu->n_gpus) {
+                        snprintf(pg->uuid, sizeof(pg->uuid), "%s", r->facts->gpu->gpus[g].uuid);
                         snprintf(pg->pci_bus_id, sizeof(pg->pci_bus_id), "%s", r->facts->gpu->gpus[g].pci_bus_id);
+                }
                 p->any_confirmed_ghost |= l->ghost_confirmed;
         }
         e = p->explicit_mode ? plan_explicit(r, o, p) : plan_default(r, o, p);

@@ -132,6 +132,7 @@ struct reclaim_skip {
 
 struct reclaim_gpu {
         unsigned index;
+        char uuid[96];
         char pci_bus_id[32];
         bool inspected;
         uint64_t used, ghost, noise_floor;

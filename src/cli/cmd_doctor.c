@@ -16,6 +16,7 @@
 #include "collect/host.h"
 #include "model/daemons.h"
 #include "model/doctor.h"
+#include "render/json_util.h"
 #include "util/buf.h"
 #include "util/escape.h"
 #include "util/fileio.h"
@@ -177,7 +178,7 @@ static json_t *finding_json(const struct doctor_finding *d)
                 return NULL;
         json_object_set_new(o, "code", json_string(d->code));
         json_object_set_new(o, "level", json_string(doctor_level_name(d->level)));
-        json_object_set_new(o, "gpu", d->gpu >= 0 ? json_integer(d->gpu) : json_null());
+        json_object_set_new(o, "gpu_index", d->gpu >= 0 ? json_integer(d->gpu) : json_null());
         json_object_set_new(o, "summary", json_string(d->summary));
         json_object_set_new(o, "evidence", json_string(d->evidence));
         json_object_set_new(o, "next_step", d->next_step[0] ? json_string(d->next_step) : json_null());
@@ -334,7 +335,7 @@ int cmd_doctor(int argc, char **argv)
                 for (size_t i = 0; arr && i < n; i++)
                         json_array_append_new(arr, finding_json(&v[i]));
                 if (doc) {
-                        json_object_set_new(doc, "schema_version", json_integer(1));
+                        json_object_set_new(doc, "schema_version", json_integer(GV_SCHEMA_VERSION));
                         json_object_set_new(doc, "command", json_string("doctor"));
                         json_object_set_new(doc, "simulated", json_boolean(c.simulated));
                         json_object_set_new(doc, "driver_version",

@@ -436,10 +436,10 @@ static void table(const struct exp_opts *o, const struct exp_run *runs, size_t n
 static json_t *experiment_json(const struct exp_opts *o, const struct exp_run *runs, size_t n)
 {
         json_t *doc = json_object();
-        json_set(doc, "schema_version", json_integer(1));
+        json_set(doc, "schema_version", json_integer(GV_SCHEMA_VERSION));
         json_set(doc, "command", json_string("experiment"));
         json_set(doc, "simulated", json_boolean(o->c.simulated));
-        json_set(doc, "gpu", json_integer(o->gpu));
+        json_set(doc, "gpu_index", json_integer(o->gpu));
         json_set(doc, "mib", json_integer((json_int_t)o->mib));
         json_set(doc, "workers", json_integer(o->workers));
         const char *sn = reclaim_signal_name(o->signal);
@@ -452,11 +452,11 @@ static json_t *experiment_json(const struct exp_opts *o, const struct exp_run *r
                 const struct exp_run *r = &runs[i];
                 json_t *j = json_object();
                 json_set(j, "run", json_integer((json_int_t)i + 1));
-                json_set(j, "owner", json_integer(r->owner));
+                json_set(j, "owner_pid", json_integer(r->owner));
                 json_t *w = json_array();
                 for (unsigned k = 0; k < r->n_workers; k++)
                         json_array_append_new(w, json_integer(r->workers[k]));
-                json_set(j, "workers", w);
+                json_set(j, "worker_pids", w);
                 json_set(j, "baseline_bytes", json_integer((json_int_t)r->baseline));
                 json_set(j, "allocated_bytes", json_integer((json_int_t)r->allocated));
                 json_set(j, "after_kill", phase_json(&r->after_kill));

@@ -31,6 +31,7 @@
 #include "util/buf.h"
 #include "util/deadline.h"
 #include "util/parse.h"
+#include "util/timefmt.h"
 
 #define PLAN_OUTPUT_MAX (256u << 10)
 
@@ -113,13 +114,6 @@ static void crash_handlers(void)
                 if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL && !(old.sa_flags & SA_SIGINFO))
                         signal(sigs[i], on_crash);
         }
-}
-
-static double wall_now(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* ---- the collector --------------------------------------------------------------------------- */
@@ -376,7 +370,7 @@ static void paint(const struct top_canvas *cv, bool color)
 static void draw_locked(struct top *t, struct top_canvas *cv, struct top_state *s)
 {
         pthread_mutex_lock(&t->m);
-        s->now = wall_now();
+        s->now = wall_clock_now();
         s->status = t->status;
         s->collecting_s = t->cycle_started > 0 ? monotonic_s() - t->cycle_started : 0;
         if (t->gpu_arg && t->view) {

@@ -164,7 +164,7 @@ static int collect(const char *dir, uint64_t session, struct report_proc **ret, 
 static json_t *report_json(char **cmd, int status, const char *dir, const struct report_proc *rp, size_t n)
 {
         json_t *doc = json_object();
-        json_set(doc, "schema_version", json_integer(1));
+        json_set(doc, "schema_version", json_integer(GV_SCHEMA_VERSION));
         json_t *c = json_array();
         for (char **a = cmd; *a; a++)
                 json_array_append_new(c, json_text(*a));
@@ -272,7 +272,7 @@ static int track_show(const char *path)
         }
         track_ledger_summary(l, NULL, s);
         json_t *o = json_object();
-        json_set(o, "schema_version", json_integer(1));
+        json_set(o, "schema_version", json_integer(GV_SCHEMA_VERSION));
         json_set(o, "file", json_text(path));
         json_set(o, "pid", json_integer(l->hdr.pid));
         json_set(o, "ppid", json_integer(l->hdr.ppid));

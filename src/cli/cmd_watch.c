@@ -17,10 +17,12 @@
 
 #include "cli/cli.h"
 #include "run/scan_run.h"
+#include "render/json_util.h"
 #include "render/metrics.h"
 #include "util/deadline.h"
 #include "util/parse.h"
 #include "util/spawn.h"
+#include "util/timefmt.h"
 
 #define MIB (1024ull * 1024ull)
 #define WATCH_MAX_GPUS 1024
@@ -99,21 +101,6 @@ struct watch {
         struct metrics_counters counters;
 };
 
-static double wall_now(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void stamp(char *out, size_t n, double t)
-{
-        time_t s = (time_t)t;
-        struct tm tm;
-        gmtime_r(&s, &tm);
-        strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static const char *verdict_of(const struct gpu_ledger *l)
 {
         return l->n_findings ? l->findings[0].code : "unknown";
@@ -137,27 +124,34 @@ static void pids_text(const struct gpu_ledger *l, char *out, size_t n)
         }
 }
 
-/* One output line: text, or a JSON object with --json. */
+/* One output line: text, or a JSON object with --json (the vocabulary of docs/json.md: a
+ * GPU's index, uuid and pci_bus_id, PIDs as an array of numbers, the time twice). */
 static void emit(const struct watch *w, const char *event, const struct gpu_info *g, const struct gpu_ledger *l,
                  const char *text)
 {
-        char ts[32];
-        stamp(ts, sizeof(ts), wall_now());
+        char ts[40];
+        double now = wall_clock_now();
+        if (rfc3339_format(now, false, ts, sizeof(ts)) < 0)
+                ts[0] = '\0';
         if (w->c.json) {
                 json_t *o = json_object();
-                json_object_set_new(o, "time", json_string(ts));
-                json_object_set_new(o, "event", json_string(event));
+                json_set(o, "schema_version", json_integer(GV_SCHEMA_VERSION));
+                json_set_time(o, "time", now, 1);
+                json_set(o, "event", json_string(event));
                 if (g && l) {
-                        char pids[256];
-                        pids_text(l, pids, sizeof(pids));
-                        json_object_set_new(o, "gpu", json_integer(g->index));
-                        json_object_set_new(o, "uuid", json_string(g->uuid));
-                        json_object_set_new(o, "verdict", json_string(verdict_of(l)));
-                        json_object_set_new(o, "ghost_bytes", json_integer((json_int_t)l->ghost));
-                        json_object_set_new(o, "ghost_confirmed", json_boolean(l->ghost_confirmed));
-                        json_object_set_new(o, "pids", json_string(pids));
+                        const struct finding *fd = l->n_findings ? &l->findings[0] : NULL;
+                        json_t *pids = json_array();
+                        for (size_t i = 0; fd && i < fd->n_pids; i++)
+                                json_array_append_new(pids, json_integer(fd->pids[i]));
+                        json_set(o, "index", json_integer(g->index));
+                        json_set(o, "uuid", g->uuid[0] ? json_text(g->uuid) : json_null());
+                        json_set(o, "pci_bus_id", g->pci_bus_id[0] ? json_text(g->pci_bus_id) : json_null());
+                        json_set(o, "verdict", json_string(verdict_of(l)));
+                        json_set(o, "ghost_bytes", json_integer((json_int_t)l->ghost));
+                        json_set(o, "ghost_confirmed", json_boolean(l->ghost_confirmed));
+                        json_set(o, "pids", pids);
                 }
-                json_object_set_new(o, "message", json_string(text));
+                json_set(o, "message", json_text(text));
                 json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
                 json_decref(o);
                 fputc('\n', stdout);
@@ -322,7 +316,7 @@ static void watch_reclaim(struct watch *w, const struct gpu_info *g, const struc
 static void watch_sample(struct watch *w, const struct scan_result *r)
 {
         const struct gpu_report *gr = r->facts->gpu;
-        double now = wall_now();
+        double now = wall_clock_now();
         char line[640], pids[256];
         for (size_t i = 0; i < r->n_gpus && i < WATCH_MAX_GPUS; i++) {
                 const struct gpu_ledger *l = &r->gpus[i];

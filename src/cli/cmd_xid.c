@@ -14,9 +14,10 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
-#include "collect/kernel.h"
 #include "collect/gpu_events.h"
+#include "collect/kernel.h"
 #include "collect/xid.h"
+#include "render/json_util.h"
 #include "util/escape.h"
 #include "util/parse.h"
 
@@ -45,7 +46,7 @@ static void xid_usage(FILE *f)
                 "                       indexes (always done for /dev/kmsg)\n"
                 "  -v, --verbose        also show the other NVIDIA lines (serial numbers, GSP\n"
                 "                       report bodies, nvidia-modeset, ...)\n"
-                "  --json               machine-readable output (schema_version 1); with --follow\n"
+                "  --json               machine-readable output (schema_version inside); with --follow\n"
                 "                       one JSON object per line\n"
                 "  --timeout DURATION   deadline for each driver call when naming GPU indexes\n"
                 "  --nvml-lib PATH      load this NVML library instead of libnvidia-ml.so.1\n"
@@ -436,17 +437,15 @@ static int run_dump(struct xid_run *x, struct kmsg_reader *rd)
                 }
         }
         if (x->view.json) {
-                json_object_set_new(doc, "schema_version", json_integer(1));
+                json_object_set_new(doc, "schema_version", json_integer(GV_SCHEMA_VERSION));
                 json_object_set_new(doc, "source", json_string(x->view.source));
                 json_object_set_new(doc, "path", json_string(x->path_shown));
                 json_object_set_new(doc, "overruns", json_integer((json_int_t)rd->overruns));
                 json_object_set_new(doc, "truncated_lines", json_integer((json_int_t)rd->truncated));
                 json_object_set_new(doc, "dropped", json_integer((json_int_t)all.dropped));
                 json_object_set_new(doc, "hidden", json_integer((json_int_t)hidden));
-                json_object_set_new(doc, "without_time", json_integer((json_int_t)no_time));
-                char ts[48];
-                json_object_set_new(doc, "since", x->since_set && xid_format_rfc3339(x->since, ts, sizeof(ts)) == 0
-                                                          ? json_string(ts) : json_null());
+                json_object_set_new(doc, "untimed_events", json_integer((json_int_t)no_time));
+                json_set_time(doc, "since", x->since, x->since_set);
                 json_object_set_new(doc, "events", arr);
                 if (cli_print_json(doc) < 0)
                         status = EXIT_INCOMPLETE;
@@ -498,7 +497,7 @@ static void follow_print(struct xid_run *x, const struct kmsg_reader *rd, struct
                 if (x->view.json) {
                         json_t *o = json_object();
                         if (o) {
-                                json_object_set_new(o, "schema_version", json_integer(1));
+                                json_object_set_new(o, "schema_version", json_integer(GV_SCHEMA_VERSION));
                                 json_object_set_new(o, "source", json_string(e->source ? e->source : x->view.source));
                                 json_object_set_new(o, "overruns", json_integer((json_int_t)rd->overruns));
                                 json_object_set_new(o, "event", event_json(e, -1));
@@ -700,7 +699,7 @@ static int cmd_xid_explain(int argc, char **argv)
                         json_decref(arr);
                         return EXIT_INCOMPLETE;
                 }
-                json_object_set_new(doc, "schema_version", json_integer(1));
+                json_object_set_new(doc, "schema_version", json_integer(GV_SCHEMA_VERSION));
                 json_object_set_new(doc, "explanations", arr);
                 return cli_print_json(doc) < 0 ? EXIT_INCOMPLETE : EXIT_OK;
         }

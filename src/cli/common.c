@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
+#include "render/json_util.h"
 #include "simstate.h"
 #include "util/buf.h"
 #include "util/deadline.h"
@@ -63,7 +64,7 @@ void cli_json_error_if_silent(const char *cmd, int status)
         json_t *doc = json_object();
         if (!doc)
                 return;
-        json_object_set_new(doc, "schema_version", json_integer(1));
+        json_object_set_new(doc, "schema_version", json_integer(GV_SCHEMA_VERSION));
         json_object_set_new(doc, "command", json_string(cmd));
         json_object_set_new(doc, "error", json_string(last_error[0] ? last_error : "failed (see standard error)"));
         json_object_set_new(doc, "exit_status", json_integer(status));

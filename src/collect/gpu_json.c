@@ -119,7 +119,7 @@ json_t *gpu_report_driver_json(const struct gpu_report *r)
         json_set(d, "nvml_version", r->nvml_version[0] ? json_text(r->nvml_version) : json_null());
         json_set(d, "pid_mode", json_string(gpu_pid_mode_name(r->pid_mode)));
         json_set(d, "error", r->error[0] ? json_text(r->error) : json_null());
-        json_set(d, "sample_time", json_real(r->sample_time));
+        json_set_time(d, "sample_time", r->sample_time, r->sample_time > 0);
         return d;
 }
 
@@ -245,7 +245,8 @@ int gpu_report_from_json(const json_t *doc, struct gpu_report **ret)
         copy_str(r->error, sizeof(r->error), d, "error");
         const char *pm = json_get_str(d, "pid_mode", "unknown");
         r->pid_mode = !strcmp(pm, "translated") ? GPU_PID_TRANSLATED : !strcmp(pm, "host") ? GPU_PID_HOST : GPU_PID_UNKNOWN;
-        r->sample_time = json_get_real(d, "sample_time", 0);
+        /* schema 2 writes sample_time as text and sample_time_epoch; bundles of schema 1 have the number */
+        r->sample_time = json_get_real(d, "sample_time_epoch", json_get_real(d, "sample_time", 0));
         size_t n = json_array_size(gs);
         if (n > 1024)
                 n = 1024;

@@ -1,4 +1,4 @@
-/* xid_json: events and catalogue entries as JSON (schema_version 1; fields in docs/xid.md). */
+/* xid_json: events and catalogue entries as JSON (fields in docs/xid.md, vocabulary in docs/json.md). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -8,26 +8,13 @@
 #include <jansson.h>
 
 #include "collect/xid.h"
+#include "render/json_util.h"
 #include "util/escape.h"
+#include "util/timefmt.h"
 
 int xid_format_rfc3339(double epoch, char *out, size_t outlen)
 {
-        if (!isfinite(epoch) || epoch < 0 || epoch > 253402300799.0)
-                return -ERANGE;
-        time_t t = (time_t)floor(epoch);
-        long us = lround((epoch - floor(epoch)) * 1e6);
-        if (us >= 1000000) {
-                t++;
-                us = 0;
-        }
-        struct tm tm;
-        if (!gmtime_r(&t, &tm))
-                return -ERANGE;
-        char base[32];
-        if (strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
-                return -ERANGE;
-        int n = us ? snprintf(out, outlen, "%s.%06ldZ", base, us) : snprintf(out, outlen, "%sZ", base);
-        return n < 0 || (size_t)n >= outlen ? -ENOSPC : 0;
+        return rfc3339_format(epoch, true, out, outlen);
 }
 
 /* A JSON string from hostile bytes: repaired to UTF-8 (jansson needs it). */
@@ -55,11 +42,7 @@ json_t *xid_event_to_json(const struct xid_event *e)
         json_t *o = json_object();
         if (!o)
                 return NULL;
-        char ts[48];
-        int bad = 0;
-        bad |= json_object_set_new(o, "time",
-                                   e->time_known && xid_format_rfc3339(e->time, ts, sizeof(ts)) == 0 ? json_string(ts)
-                                                                                                     : json_null());
+        int bad = json_set_time(o, "time", e->time, e->time_known);
         bad |= json_object_set_new(o, "monotonic", e->monotonic_known ? json_real(e->monotonic) : json_null());
         bad |= json_object_set_new(o, "seq", jint_or_null(e->seq_known && e->seq <= (uint64_t)INT64_MAX,
                                                           (long long)e->seq));

@@ -1,9 +1,13 @@
 #include "render/json_util.h"
 
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "util/buf.h"
 #include "util/escape.h"
+#include "util/timefmt.h"
 
 json_t *json_textn(const char *s, size_t len)
 {
@@ -35,6 +39,17 @@ json_t *json_u64_or_null(uint64_t v, int known)
 int json_set(json_t *obj, const char *key, json_t *v)
 {
         return json_object_set_new(obj, key, v ? v : json_null());
+}
+
+int json_set_time(json_t *obj, const char *key, double epoch, int known)
+{
+        char text[40], ekey[64];
+        if (snprintf(ekey, sizeof(ekey), "%s_epoch", key) >= (int)sizeof(ekey))
+                return -ENAMETOOLONG;
+        bool ok = known && rfc3339_format(epoch, false, text, sizeof(text)) == 0;
+        int r = json_set(obj, key, ok ? json_string(text) : json_null());
+        r |= json_set(obj, ekey, ok ? json_real(epoch) : json_null());
+        return r ? -ENOMEM : 0;
 }
 
 const char *json_get_str(const json_t *obj, const char *key, const char *def)

@@ -109,27 +109,13 @@ static int labels_end(struct labels *l)
         return l->e;
 }
 
-/* "0000:1b:00.0" -> "00000000:1B:00.0" (NVML's form, which dcgm-exporter exports). */
-static void pci_nvml_form(const char *in, char *out, size_t outlen)
-{
-        uint64_t dom;
-        const char *end;
-        if (!in[0] || parse_u64_prefix(in, 16, &dom, &end) < 0 || *end != ':' || dom > 0xffffffffull) {
-                snprintf(out, outlen, "%s", in);
-                return;
-        }
-        int n = snprintf(out, outlen, "%08llX%s", (unsigned long long)dom, end);
-        for (int i = 8; n > 0 && i < n && (size_t)i < outlen; i++)
-                out[i] = (char)toupper((unsigned char)out[i]);
-}
-
+/* A GPU's labels: `gpu` (its index: the label name dcgm-exporter and dashboards use), `uuid`
+ * and `pci_bus_id` in the one form of every ghostvram output, "0000:1b:00.0". */
 static void gpu_labels(struct labels *l, const struct gpu_info *g)
 {
-        char bus[40];
-        pci_nvml_form(g->pci_bus_id, bus, sizeof(bus));
         label_u(l, "gpu", g->index);
         label(l, "uuid", g->uuid);
-        label(l, "pci_bus_id", bus);
+        label(l, "pci_bus_id", g->pci_bus_id);
 }
 
 static int sample_u64(struct buf *b, const struct family *f, struct labels *l, uint64_t v)

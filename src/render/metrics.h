@@ -1,7 +1,7 @@
 /* metrics: the scan as Prometheus metrics, in the text exposition format 0.0.4 and in
  * OpenMetrics 1.0.0. Names, labels and meanings are documented in docs/metrics.md; they are a
  * contract, keep both in step. Every GPU series carries gpu, uuid and pci_bus_id (the PCI bus
- * id in NVML's form, 00000000:1B:00.0, as dcgm-exporter exports it). Label values are repaired
+ * id as everywhere in ghostvram, 0000:1b:00.0). Label values are repaired
  * to valid UTF-8 and escaped, so a hostile process name cannot break a scrape. */
 #pragma once
 #include <stdbool.h>

@@ -56,7 +56,7 @@ json_t *host_proc_json(const struct host_proc *p, bool with_cmdline)
         json_set(o, "state", json_text(st));
         json_set(o, "exiting", json_boolean(p->exiting));
         json_set(o, "kernel_thread", json_boolean(p->kernel_thread));
-        json_set(o, "start_time", p->start_time > 0 ? json_real(p->start_time) : json_null());
+        json_set_time(o, "start_time", p->start_time, p->start_time > 0);
         json_set(o, "wchan", p->wchan[0] ? json_text(p->wchan) : json_null());
         json_set(o, "uid", json_integer(p->uid));
         json_set(o, "user", json_text(p->user));

@@ -62,7 +62,7 @@ static json_t *plan_json(const struct reclaim_plan *p)
                 json_t *j = json_object();
                 json_set(j, "pid", json_integer(t->pid));
                 json_set(j, "comm", json_text(t->comm));
-                json_set(j, "gpu", t->gpu >= 0 ? json_integer(t->gpu) : json_null());
+                json_set(j, "gpu_index", t->gpu >= 0 ? json_integer(t->gpu) : json_null());
                 json_set(j, "link", t->link != LINK_NONE ? json_string(link_name(t->link)) : json_null());
                 json_set(j, "to_pid", t->to_pid ? json_integer(t->to_pid) : json_null());
                 json_set(j, "explicit", json_boolean(t->explicit_pid));
@@ -78,7 +78,7 @@ static json_t *plan_json(const struct reclaim_plan *p)
                 json_t *j = json_object();
                 json_set(j, "pid", json_integer(s->pid));
                 json_set(j, "comm", json_text(s->comm));
-                json_set(j, "gpu", s->gpu >= 0 ? json_integer(s->gpu) : json_null());
+                json_set(j, "gpu_index", s->gpu >= 0 ? json_integer(s->gpu) : json_null());
                 json_set(j, "rule", json_string(reclaim_rule_name(s->rule)));
                 json_set(j, "reason", json_text(s->reason));
                 json_array_append_new(ss, j);
@@ -107,7 +107,8 @@ static json_t *gpus_json(const struct reclaim_report *r)
                 json_t *j = json_object();
                 json_set(j, "index", json_integer(index));
                 if (p) {
-                        json_set(j, "pci_bus_id", json_text(p->gpus[i].pci_bus_id));
+                        json_set(j, "uuid", p->gpus[i].uuid[0] ? json_text(p->gpus[i].uuid) : json_null());
+                        json_set(j, "pci_bus_id", p->gpus[i].pci_bus_id[0] ? json_text(p->gpus[i].pci_bus_id) : json_null());
                         json_set(j, "ghost_bytes", json_integer((json_int_t)p->gpus[i].ghost));
                         json_set(j, "ghost_confirmed", json_boolean(p->gpus[i].ghost_confirmed));
                 }
@@ -137,7 +138,7 @@ static json_t *actions_json(const struct reclaim_report *r)
                 json_t *j = json_object();
                 json_set(j, "pid", json_integer(x->pid));
                 json_set(j, "comm", json_text(x->comm));
-                json_set(j, "gpu", x->gpu >= 0 ? json_integer(x->gpu) : json_null());
+                json_set(j, "gpu_index", x->gpu >= 0 ? json_integer(x->gpu) : json_null());
                 const char *last = x->n_signals ? reclaim_signal_name(x->signals[x->n_signals - 1]) : NULL;
                 json_set(j, "signal", last ? json_string(last) : json_null());
                 json_t *sigs = json_array();
@@ -157,7 +158,7 @@ static json_t *actions_json(const struct reclaim_report *r)
 json_t *reclaim_json(const struct reclaim_report *r)
 {
         json_t *o = json_object();
-        json_set(o, "schema_version", json_integer(RECLAIM_SCHEMA_VERSION));
+        json_set(o, "schema_version", json_integer(GV_SCHEMA_VERSION));
         json_set(o, "command", json_string("reclaim"));
         json_set(o, "mode", json_string(r->mode));
         json_set(o, "dry_run", json_boolean(r->dry_run));
@@ -173,7 +174,7 @@ json_t *reclaim_json(const struct reclaim_report *r)
                 json_t *c = json_object();
                 json_set(c, "path", json_text(r->cgroup->path));
                 json_set(c, "directory", json_text(r->cgroup->dir));
-                json_set(c, "pids", json_integer((json_int_t)r->cgroup->n_pids));
+                json_set(c, "process_count", json_integer((json_int_t)r->cgroup->n_pids));
                 json_set(c, "method", r->cgroup->acted ? json_string(r->cgroup->res.used_kill_file ? "cgroup.kill" : "pidfd")
                                                        : json_null());
                 json_set(c, "rounds", json_integer(r->cgroup->res.rounds));

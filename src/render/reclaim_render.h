@@ -1,5 +1,5 @@
 /* reclaim rendering: the plan, what was done to each process, and what came back, as JSON
- * (schema_version 1, docs/reclaim.md) and as text for people. */
+ * (docs/reclaim.md, docs/json.md) and as text for people. */
 #pragma once
 #include <jansson.h>
 #include <stdbool.h>
@@ -9,7 +9,6 @@
 #include "act/reclaim_act.h"
 #include "act/reclaim_plan.h"
 
-#define RECLAIM_SCHEMA_VERSION 1
 #define RECLAIM_MAX_NOTES 16
 
 struct reclaim_cgroup_info {

@@ -29,7 +29,7 @@ json_t *facts_nvml_process_json(const struct facts *f, const struct gpu_proc *p)
         json_set(h, "present", json_boolean(present));
         json_set(h, "zombie", present ? json_boolean(pf->proc.state == 'Z') : json_null());
         json_set(h, "exiting", present ? json_boolean(pf->proc.exiting) : json_null());
-        json_set(h, "start_time", present && pf->proc.start_time > 0 ? json_real(pf->proc.start_time) : json_null());
+        json_set_time(h, "start_time", present ? pf->proc.start_time : 0, present && pf->proc.start_time > 0);
         json_set(h, "holds_nodes", json_boolean(pf && pf->holder));
         json_set(h, "comm", present ? json_text(pf->proc.comm) : json_null());
         json_set(h, "user", present ? json_text(pf->proc.user) : json_null());
@@ -66,7 +66,7 @@ json_t *snapshot_json(const struct facts *f)
         json_set(o, "tool", json_string("ghostvram " GV_VERSION));
         json_set(o, "simulated", json_boolean(f->simulated));
         json_set(o, "from_bundle", json_boolean(f->from_bundle));
-        json_set(o, "time", json_real(f->gpu->sample_time));
+        json_set_time(o, "time", f->gpu->sample_time, f->gpu->sample_time > 0);
         json_set(o, "driver", gpu_report_driver_json(f->gpu));
         json_t *gs = json_array();
         for (size_t i = 0; i < f->gpu->n_gpus; i++) {

@@ -6,7 +6,6 @@
 
 #include "collect/sample.h"
 
-#define GV_SCHEMA_VERSION 1
 
 /* The snapshot document: schema_version, simulated, driver, gpus[], holders[], limits[]. */
 json_t *snapshot_json(const struct facts *f);

@@ -100,7 +100,7 @@ json_t *track_scan_gpu_json(const struct track_scan *ts, unsigned gpu_index)
         json_set(o, "top_sites", track_sites_json(e->ledger, &e->summary, TRACK_TOP_SITES));
         json_set(o, "file", json_text(e->file));
         json_set(o, "comm", json_textn(e->ledger->hdr.comm, strnlen(e->ledger->hdr.comm, sizeof(e->ledger->hdr.comm))));
-        json_set(o, "last_record_ns", json_integer((json_int_t)e->ledger->last_time_ns));
+        json_set_time(o, "last_record_time", (double)e->ledger->last_time_ns / 1e9, e->ledger->last_time_ns > 0);
         json_set(o, "skipped_bytes", json_integer((json_int_t)e->ledger->skipped_bytes));
         json_set(o, "torn_tail_bytes", json_integer((json_int_t)e->ledger->tail_bytes));
         return o;

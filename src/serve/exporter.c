@@ -16,6 +16,7 @@
 #include "track/track_scan.h"
 #include "util/buf.h"
 #include "util/deadline.h"
+#include "util/timefmt.h"
 
 #define BODY_CAP (16u << 20)    /* far above 1024 GPUs with 64 holders each */
 
@@ -200,13 +201,6 @@ static void exporter_swap(struct exporter *e, struct exporter_bodies *b)
         exporter_bodies_put(old);
 }
 
-static double wall_s(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* After a cycle: keep the view of a complete result and add a point to the history (a gap
  * when the cycle has none). */
 static void exporter_follow(struct exporter *e, const struct sample *smp)
@@ -230,7 +224,7 @@ static void exporter_page(struct exporter *e, struct exporter_bodies *b)
         struct page_opts po = {
                 .refresh_s = (double)e->o.interval_ms / 1000.0,
                 .expose_cmdline = e->o.expose_cmdline,
-                .now = wall_s(),
+                .now = wall_clock_now(),
                 .age_s = b->have_data ? monotonic_s() - b->data_mono : -1,
                 .stale_after_s = e->o.stale_after_s,
                 .status = b->status,

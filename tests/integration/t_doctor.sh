@@ -27,13 +27,13 @@ doctor() {
 # level CODE [GPU]: the level of that finding ("" if absent; host findings have gpu null)
 level() {
         if [ $# -ge 2 ]; then
-                jq -r --arg c "$1" --argjson g "$2" '[.findings[] | select(.code == $c and .gpu == $g) | .level] | join(",")' "$GV_TMP/d.json"
+                jq -r --arg c "$1" --argjson g "$2" '[.findings[] | select(.code == $c and .gpu_index == $g) | .level] | join(",")' "$GV_TMP/d.json"
         else
-                jq -r --arg c "$1" '[.findings[] | select(.code == $c and .gpu == null) | .level] | join(",")' "$GV_TMP/d.json"
+                jq -r --arg c "$1" '[.findings[] | select(.code == $c and .gpu_index == null) | .level] | join(",")' "$GV_TMP/d.json"
         fi
 }
 field() { # CODE GPU|null FIELD
-        jq -r --arg c "$1" --argjson g "$2" --arg f "$3" '[.findings[] | select(.code == $c and .gpu == $g) | .[$f]] | first' "$GV_TMP/d.json"
+        jq -r --arg c "$1" --argjson g "$2" --arg f "$3" '[.findings[] | select(.code == $c and .gpu_index == $g) | .[$f]] | first' "$GV_TMP/d.json"
 }
 
 note "a healthy simulated host: every check ok, exit 0"
@@ -172,7 +172,7 @@ snap=$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" snapshot --json)
 uuid=$(jq -r '.gpus[1].uuid' <<<"$snap"); pci=$(jq -r '.gpus[1].pci_bus_id' <<<"$snap")
 for spec in 1 "$uuid" "$pci" "${pci^^}" "0000${pci^^}" "${pci#0000:}"; do
         doctor --gpu "$spec"
-        assert_eq "$(jq -r '[.findings[] | select(.gpu != null) | .gpu] | unique | map(tostring) | join(",")' "$GV_TMP/d.json")" 1 "--gpu $spec"
+        assert_eq "$(jq -r '[.findings[] | select(.gpu_index != null) | .gpu_index] | unique | map(tostring) | join(",")' "$GV_TMP/d.json")" 1 "--gpu $spec"
 done
 for spec in 99 GPU-00000000-0000-0000-0000-000000000000 0000:ff:00.0; do
         rc=0; GHOSTVRAM_SIM="$SIM" "$GV_BIN" doctor --gpu "$spec" >/dev/null 2>"$GV_TMP/err" || rc=$?

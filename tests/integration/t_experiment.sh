@@ -12,7 +12,7 @@ sim_new --gpus 2 --memory 16384 --reserved 512
 note "kill, then reclaim: residual = job size, then 0"
 exp_rc --gpu 1 --mib 512 --workers 2 --timeout 1s --reclaim --json
 assert_eq "$RC" 0 "exit status"
-assert_eq "$(jq -r .schema_version <<<"$E")" 1 "schema_version"
+assert_eq "$(jq -r .schema_version <<<"$E")" 2 "schema_version"
 assert_eq "$(jq -r '.runs | length' <<<"$E")" 1 "one run"
 run='.runs[0]'
 assert_eq "$(jq -r "$run.allocated_bytes" <<<"$E")" $((512 * MIB)) "allocated"
@@ -32,7 +32,7 @@ assert_eq "$(jq -r "$run.kernel.read" <<<"$E")" true "kernel log read (the simul
 assert_eq "$(jq -r "$run.kernel.errors" <<<"$E")" 0 "no kernel errors"
 assert_eq "$(jq -r '.summary.after_kill.residual_mib.median' <<<"$E")" 512 "summary residual"
 assert_eq "$(jq -r '.summary.after_reclaim.residual_mib.median' <<<"$E")" 0 "summary residual after reclaim"
-for p in $(jq -r "$run.owner, $run.workers[]" <<<"$E"); do is_dead "$p" || fail "PID $p was left running"; done
+for p in $(jq -r "$run.owner_pid, $run.worker_pids[]" <<<"$E"); do is_dead "$p" || fail "PID $p was left running"; done
 assert_eq "$(used 1)" 0 "memory back at the end"
 
 note "the driver's teardown delay shows in the recovery time"
@@ -56,7 +56,7 @@ assert_eq "$RC" 0 "exit status"
 assert_eq "$(jq -r .signal <<<"$E")" TERM "signal"
 assert_eq "$(jq -r '.runs[0].after_kill.residual_bytes' <<<"$E")" $((256 * MIB)) "residual"
 assert_eq "$(jq -r '.runs[0].after_reclaim' <<<"$E")" null "no reclaim"
-for p in $(jq -r '.runs[0].owner, .runs[0].workers[]' <<<"$E"); do is_dead "$p" || fail "PID $p was left running"; done
+for p in $(jq -r '.runs[0].owner_pid, .runs[0].worker_pids[]' <<<"$E"); do is_dead "$p" || fail "PID $p was left running"; done
 assert_eq "$(used 1)" 0 "memory back at the end"
 
 note "no driver and no GHOSTVRAM_SIM: a clear message"
@@ -81,7 +81,7 @@ FOREIGN=("${WORKERS[@]}")
 kill_wait "$FOREIGN_OWNER"
 exp_rc --gpu 1 --mib 256 --workers 2 --timeout 1s --reclaim --json
 for p in "${FOREIGN[@]}"; do is_dead "$p" && fail "experiment --reclaim ended PID $p, another job's worker"; done
-own=$(jq -r '[.runs[0].workers[]] | sort | map(tostring) | join(" ")' <<<"$E")
+own=$(jq -r '[.runs[0].worker_pids[]] | sort | map(tostring) | join(" ")' <<<"$E")
 acted=$(jq -r '[.runs[0].after_reclaim.reclaim_actions[].pid] | sort | map(tostring) | join(" ")' <<<"$E")
 assert_eq "$acted" "$own" "reclaim acted on the experiment's own workers only"
 assert_eq "$(jq -r '.runs[0].after_reclaim.residual_bytes' <<<"$E")" 0 "its own memory back"

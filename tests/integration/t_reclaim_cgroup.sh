@@ -57,7 +57,7 @@ for p in "${DONE[@]}"; do is_dead "$p" && fail "a blind reclaim ended $p"; done
 "$GV_BIN" sim set "$SIM" notsup=none >/dev/null
 reclaim_rc --cgroup "$BASE/job_done"
 assert_eq "$RC" 0 "dry run"
-assert_eq "$(jq -r .cgroup.pids <<<"$R")" 3 "three processes"
+assert_eq "$(jq -r .cgroup.process_count <<<"$R")" 3 "three processes"
 for p in "${DONE[@]}"; do is_dead "$p" && fail "dry run ended $p"; done
 reclaim_rc --cgroup "$REL/job_done" --yes --timeout 10s
 assert_eq "$RC" 0 "ended"

@@ -82,7 +82,7 @@ assert_eq "$(jq -c '.gpus[0].mig_devices' <<<"$S")" "$(jq -c '.gpus[0].mig_devic
 assert_eq "$(inst "$DEAD")" "2 0 stale" "the dead owner's instance, from the bundle"
 plan_rc
 assert_eq "$(targets)" "$(sorted "${DEAD_WORKERS[@]}")" "reclaim's targets"
-assert_eq "$(jq -r '[.plan.targets[].gpu] | unique | join(",")' <<<"$R")" 0 "targets tied to the MIG GPU"
+assert_eq "$(jq -r '[.plan.targets[].gpu_index] | unique | join(",")' <<<"$R")" 0 "targets tied to the MIG GPU"
 
 note "not root: the MIG GPU's own list is NO_PERMISSION: unknown, exit 3, no target, never a reset"
 chmod 755 "$GV_TMP" "$SIM"

@@ -87,7 +87,7 @@ done
 sums
 plan_rc
 assert_eq "$(targets)" "$(sorted "${DEAD0[@]}" "${DEAD1[@]}")" "reclaim: the dead jobs' workers, each under its own GPU"
-for p in "${DEAD1[@]}"; do assert_eq "$(jq -r ".plan.targets[] | select(.pid == $p) | .gpu" <<<"$R")" 1 "GPU of $p"; done
+for p in "${DEAD1[@]}"; do assert_eq "$(jq -r ".plan.targets[] | select(.pid == $p) | .gpu_index" <<<"$R")" 1 "GPU of $p"; done
 kill_wait "${DEAD0[@]}" "${DEAD1[@]}" "${LIVE[@]}"
 "$GV_BIN" sim set "$SIM" hidden_owner=off >/dev/null
 

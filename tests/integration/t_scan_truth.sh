@@ -61,7 +61,7 @@ assert_eq "$(attributed 1)" "" "GPU 1: nobody here"
 sums
 plan_rc
 assert_eq "$(targets)" "$(sorted "${NS_WORKERS[@]}")" "reclaim's targets from inside"
-assert_eq "$(jq -r '[.plan.targets[].gpu] | unique | join(",")' <<<"$R")" 0 "targets tied to GPU 0 only"
+assert_eq "$(jq -r '[.plan.targets[].gpu_index] | unique | join(",")' <<<"$R")" 0 "targets tied to GPU 0 only"
 PFX=(env)
 kill_wait "${WORKERS[@]}" "${HOSTJOB[@]}"
 

@@ -27,7 +27,7 @@ promtool check metrics <"$GV_TMP/scrape.txt" || fail "promtool check metrics fai
 
 note "the values are the ledger's; the kinds sum to used"
 g1='gpu="1",uuid="'
-grep -q "^ghostvram_gpu_memory_used_bytes{${g1}GPU-[^\"]*\",pci_bus_id=\"00000000:43:00.0\",kind=\"ghost\"} 2147483648$" "$GV_TMP/scrape.txt" \
+grep -q "^ghostvram_gpu_memory_used_bytes{${g1}GPU-[^\"]*\",pci_bus_id=\"0000:43:00.0\",kind=\"ghost\"} 2147483648$" "$GV_TMP/scrape.txt" \
         || fail "ghost series: $(grep used_bytes "$GV_TMP/scrape.txt")"
 sum=$(awk 'index($0, "ghostvram_gpu_memory_used_bytes{gpu=\"1\"") == 1 { s += $NF } END { printf "%.0f", s }' "$GV_TMP/scrape.txt")
 assert_eq "$sum" $((2048 * MIB)) "the kinds of GPU 1 sum to used"

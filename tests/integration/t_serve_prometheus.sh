@@ -58,7 +58,7 @@ has_ghost() { [ "$(query 'ghostvram_gpu_memory_used_bytes{kind="ghost",gpu="1"} 
 wait_until 60 has_ghost || fail "no ghost series in Prometheus: $(query 'ghostvram_gpu_memory_used_bytes' | head -c 2000)"
 r=$(query 'ghostvram_gpu_memory_used_bytes{kind="ghost",gpu="1"}')
 assert_eq "$(jq -r '.data.result | length' <<<"$r")" 1 "one ghost series for GPU 1"
-assert_eq "$(jq -r '.data.result[0].metric.pci_bus_id' <<<"$r")" "00000000:43:00.0" "pci_bus_id label"
+assert_eq "$(jq -r '.data.result[0].metric.pci_bus_id' <<<"$r")" "0000:43:00.0" "pci_bus_id label"
 jq -e '.data.result[0].metric.uuid | startswith("GPU-")' <<<"$r" >/dev/null || fail "uuid label"
 assert_eq "$(query 'up{job="ghostvram"}' | jq -r '.data.result[0].value[1]')" 1 "up"
 wait_until 30 bash -c "[ \"\$(curl -fsS -G '$API/query' --data-urlencode 'query=ghostvram_gpu_verdict{gpu=\"1\",verdict=\"orphaned-holders\"}' | jq -r '.data.result[0].value[1]')\" = 1 ]" \

@@ -17,7 +17,7 @@ sim_new --gpus 2 --memory 16384 --reserved 512
 note "a job with two workers: owner listed with its bytes, all three hold every node by fd and mmap"
 sim_run --gpu 1 --mib 1024 --workers 2
 s=$(snap)
-assert_eq "$(jq -r '.schema_version' <<<"$s")" 1 "schema_version"
+assert_eq "$(jq -r '.schema_version' <<<"$s")" 2 "schema_version"
 assert_eq "$(jq -r '.simulated' <<<"$s")" true "simulated flag"
 assert_eq "$(jq -r '.gpus[1].memory.used_bytes' <<<"$s")" $((1024 * MIB)) "GPU 1 used"
 assert_eq "$(jq -r '.gpus[1].memory.reserved_bytes' <<<"$s")" $((512 * MIB)) "GPU 1 reserved"

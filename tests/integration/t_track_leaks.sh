@@ -13,7 +13,7 @@ note "leaks: 2 threads x 10 allocations of 1 MiB, every second one freed"
         "$GV_SIMALLOC" --dir "$SIM" --gpu 0 --allocs 10 --size $MIB --free-every 2 --threads 2 >/dev/null ||
         fail "track -- gv-simalloc: exit $?"
 r=$(cat "$GV_TMP/r.json")
-assert_eq "$(jq -r .schema_version <<<"$r")" 1 "schema"
+assert_eq "$(jq -r .schema_version <<<"$r")" 2 "schema"
 assert_eq "$(jq -r .exit_status <<<"$r")" 0 "exit status in the report"
 assert_eq "$(jq -r .leaked_bytes <<<"$r")" $((10 * MIB)) "leaked bytes"
 assert_eq "$(jq -r .leaked_allocations <<<"$r")" 10 "leaked allocations"

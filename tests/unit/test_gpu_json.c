@@ -82,10 +82,22 @@ static void test_bundle_round_trip(void **state)
         r.gpus = g;
         r.n_gpus = 2;
 
+        r.sample_time = 1796140969.625;
         json_t *doc = gpu_report_to_json(&r);
+        /* schema 2: the time as text to the second, the epoch with its fraction */
+        const json_t *d = json_object_get(doc, "driver");
+        assert_string_equal(json_string_value(json_object_get(d, "sample_time")), "2026-12-01T16:02:49Z");
+        assert_true(json_real_value(json_object_get(d, "sample_time_epoch")) == 1796140969.625);
         struct gpu_report *back;
         assert_int_equal(gpu_report_from_json(doc, &back), 0);
+        assert_true(back->sample_time == 1796140969.625);
+        gpu_report_free(back);
+        /* a bundle recorded with schema 1 has the number in sample_time */
+        json_object_del((json_t *)d, "sample_time_epoch");
+        json_object_set_new((json_t *)d, "sample_time", json_real(1796140000.5));
+        assert_int_equal(gpu_report_from_json(doc, &back), 0);
         json_decref(doc);
+        assert_true(back->sample_time == 1796140000.5);
         assert_true(back->driver_present);
         assert_int_equal(back->pid_mode, GPU_PID_HOST);
         assert_string_equal(back->driver_version, "470.42.01");

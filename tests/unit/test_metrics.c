@@ -90,7 +90,7 @@ static void test_text_format(void **state)
         struct metrics_input in = { .res = r, .counters = &c, .scan_duration_s = 0.0125, .last_scan_time = 1700000000.5 };
         char *s = render(&in, METRICS_TEXT_004);
         assert_well_formed(s);
-        const char *g1 = "{gpu=\"1\",uuid=\"GPU-1111\",pci_bus_id=\"00000000:1C:00.0\"";
+        const char *g1 = "{gpu=\"1\",uuid=\"GPU-1111\",pci_bus_id=\"0000:1c:00.0\"";
         char want[512];
         snprintf(want, sizeof(want), "\nghostvram_gpu_memory_used_bytes%s,kind=\"ghost\"} 2147483648\n", g1);
         assert_non_null(strstr(s, want));
@@ -246,7 +246,7 @@ static void test_holder_cap(void **state)
         struct metrics_input in = { .res = r, .max_holders_per_gpu = 1 };
         char *s = render(&in, METRICS_TEXT_004);
         assert_int_equal(count_lines(s, "ghostvram_holder_info{"), 1);
-        assert_non_null(strstr(s, "\nghostvram_gpu_attributed_holders{gpu=\"1\",uuid=\"GPU-1111\",pci_bus_id=\"00000000:1C:00.0\"} 2\n"));
+        assert_non_null(strstr(s, "\nghostvram_gpu_attributed_holders{gpu=\"1\",uuid=\"GPU-1111\",pci_bus_id=\"0000:1c:00.0\"} 2\n"));
         free(s);
         /* the sum of the kinds is NVML's used on every GPU */
         for (size_t i = 0; i < r->n_gpus; i++)
@@ -269,8 +269,8 @@ static void test_uninspected_gpu(void **state)
         /* memory series only for the inspected GPU; a verdict for both */
         assert_int_equal(count_lines(s, "ghostvram_gpu_memory_total_bytes{"), 1);
         assert_int_equal(count_lines(s, "ghostvram_gpu_memory_used_bytes{gpu=\"1\""), 0);
-        assert_non_null(strstr(s, "ghostvram_gpu_verdict{gpu=\"1\",uuid=\"\",pci_bus_id=\"00000000:1C:00.0\",verdict=\"gpu-lost\"} 1\n"));
-        assert_non_null(strstr(s, "ghostvram_gpu_verdict{gpu=\"0\",uuid=\"\",pci_bus_id=\"00000000:1B:00.0\",verdict=\"ok\"} 1\n"));
+        assert_non_null(strstr(s, "ghostvram_gpu_verdict{gpu=\"1\",uuid=\"\",pci_bus_id=\"0000:1c:00.0\",verdict=\"gpu-lost\"} 1\n"));
+        assert_non_null(strstr(s, "ghostvram_gpu_verdict{gpu=\"0\",uuid=\"\",pci_bus_id=\"0000:1b:00.0\",verdict=\"ok\"} 1\n"));
         /* no counters given: no counter families (a one-shot scan) */
         assert_null(strstr(s, "ghostvram_scans_total"));
         free(s);
