@@ -72,6 +72,28 @@ assert_eq "$(complete_words ghostvram do)" doctor "bash: command"
 assert_eq "$(complete_words ghostvram doctor --exp)" --explain "bash: doctor's option"
 assert_eq "$(complete_words ghostvram help doc)" doctor "bash: help CMD"
 grep -qx -- --no-kernel <<<"$(complete_words ghostvram scan --no)" || fail "bash: scan --no-kernel"
+# fish and zsh run their own files: fish's `complete -C` asks what it would offer; zsh's
+# function runs with the completion system's builtins replaced by ones that print what they get
+need_tool fish fish
+need_tool zsh zsh
+fish_complete() { fish --no-config -c "source '$R/share/fish/vendor_completions.d/ghostvram.fish'; complete -C '$1'"; }
+assert_eq "$(fish_complete 'ghostvram do')" doctor "fish: command"
+assert_eq "$(fish_complete 'ghostvram doctor --exp')" --explain "fish: doctor's option"
+assert_eq "$(fish_complete 'ghostvram help doc')" doctor "fish: help CMD"
+grep -qx -- --no-kernel <<<"$(fish_complete 'ghostvram scan --no')" || fail "fish: scan --no-kernel"
+zsh_complete() { # CURRENT PREFIX WORDS...
+        zsh -f -c '
+_describe() { print -l -- ${(P)${@[-1]}}; }
+compadd() { [[ $1 == -- ]] && shift; print -l -- "$@"; }
+_call_program() { shift; eval "$@"; }
+_files() { print -- "(files)"; }
+source "$1" >/dev/null 2>&1
+CURRENT=$2 PREFIX=$3; shift 3; words=("$@"); _ghostvram' _ "$R/share/zsh/vendor-completions/_ghostvram" "$@"
+}
+grep -qx 'doctor:check the setup.*' <<<"$(zsh_complete 2 do ghostvram do)" || fail "zsh: command with its summary"
+grep -qx -- --explain <<<"$(zsh_complete 3 --exp ghostvram doctor --exp)" || fail "zsh: doctor's option"
+grep -qx 'scan:account for every byte.*' <<<"$(zsh_complete 3 sc ghostvram help sc)" || fail "zsh: help CMD"
+assert_eq "$(zsh_complete 3 x ghostvram xid x)" "(files)" "zsh: files after a command"
 
 note "the Debian package: lintian without errors; it unpacks and runs"
 deb=$("$GV_SRC/scripts/build-deb" "$GV_BUILD" "$GV_TMP/deb")
