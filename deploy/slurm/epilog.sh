@@ -27,10 +27,10 @@ gv_job_cgroup() {
 }
 
 if [ "$GV_RECLAIM" = yes ]; then
-        opts=(--yes --grace "$GV_GRACE" --timeout "$GV_RECLAIM_TIMEOUT" --confirm "$GV_CONFIRM"
+        opts=(--yes --grace "$GV_GRACE" --wait "$GV_RECLAIM_WAIT" --confirm "$GV_CONFIRM"
                 --noise-floor "$GV_NOISE_FLOOR")
         [ -n "$GV_POLICY" ] && opts+=(--policy "$GV_POLICY")
-        limit=$(($(gv_secs "$GV_RECLAIM_TIMEOUT") + $(gv_secs "$GV_CONFIRM") + 10))
+        limit=$(($(gv_secs "$GV_RECLAIM_WAIT") + $(gv_secs "$GV_CONFIRM") + 10))
         if cg=$(gv_job_cgroup) && [ -n "$(cat "$cg/cgroup.procs" 2>/dev/null)" ]; then
                 out=$(gv_bounded "$limit" "$GHOSTVRAM" reclaim --cgroup "$cg" "${opts[@]}" 2>&1) && rc=0 || rc=$?
                 mem=$(grep -E "^  GPU [0-9]+  +[0-9]+ MiB →" <<<"$out" | sed 's/  */ /g; s/^ //' | paste -sd ';' -)

@@ -18,7 +18,8 @@ gv_load() { # ROLE
                 . "$conf" || gv_log "cannot read $conf; defaults apply"
         fi
         : "${GHOSTVRAM:=/usr/bin/ghostvram}" "${GV_GPUS:=auto}" "${GV_RECLAIM:=yes}"
-        : "${GV_GRACE:=5s}" "${GV_RECLAIM_TIMEOUT:=20s}" "${GV_POLICY:=}" "${GV_NOISE_FLOOR:=64}"
+        # GV_RECLAIM_TIMEOUT: the old name of GV_RECLAIM_WAIT, still read from older configs
+        : "${GV_GRACE:=5s}" "${GV_RECLAIM_WAIT:=${GV_RECLAIM_TIMEOUT:-20s}}" "${GV_POLICY:=}" "${GV_NOISE_FLOOR:=64}"
         : "${GV_CONFIRM:=2s}" "${GV_DRAIN:=yes}" "${GV_DRAIN_ON_ERROR:=no}" "${GV_RESUME:=yes}"
         : "${GV_TIME_LIMIT:=55}" "${GV_LOG_FILE:=}"
         GV_NODE=${GV_NODENAME:-${SLURMD_NODENAME:-$(hostname -s)}}

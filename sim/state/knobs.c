@@ -79,7 +79,8 @@ static const struct knob_def knob_defs[] = {
           "dead owners are not listed; their memory stays used" },
         { "free_delay_ms_per_gib", K_U64, false, false, 3600000, NULL, "MS",
           "the teardown of a released context takes MS ms per GiB:\n"
-          "its memory falls linearly to 0 from the release (default 0)" },
+          "its memory falls linearly to 0 from the release\n"
+          "(default 0)" },
         { "strict_versions", K_BOOL, false, false, 0, NULL, "on|off",
           "versioned structs need the exact version (default on;\n"
           "MemoryInfo_v2 returns 13 otherwise)" },

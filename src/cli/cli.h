@@ -16,12 +16,30 @@ enum {
         EXIT_INCOMPLETE = 3,
 };
 
-/* Options every collecting command accepts. */
+/* The options the collecting commands share, parsed and described from one table
+ * (cli/common.c). A command names the ones it accepts: only those are listed in its help; the
+ * others are refused in one line, never ignored. */
+enum {
+        CLI_JSON = 1u << 0,
+        CLI_VERBOSE = 1u << 1,
+        CLI_CALL_TIMEOUT = 1u << 2,
+        CLI_NVML_LIB = 1u << 3,
+        CLI_PROC = 1u << 4,
+        CLI_DEV_PREFIX = 1u << 5,
+        CLI_HOLDERS = 1u << 6,
+        CLI_SAVE_BUNDLE = 1u << 7,
+        CLI_FROM_BUNDLE = 1u << 8,
+        CLI_COMMON_ALL = (1u << 9) - 1,
+};
+
 struct cli_common {
+        unsigned accepts;       /* CLI_* of the options this command takes */
+        /* what an old --timeout is called now in this command (cli_common_option's hint) */
+        const char *timeout_now;
         const char *nvml_lib;
         const char *proc_root;
         const char *dev_prefix;
-        unsigned timeout_ms;
+        unsigned timeout_ms;    /* --call-timeout */
         bool json;
         bool verbose;
         const char *save_bundle;
@@ -35,37 +53,43 @@ struct cli_common {
         char bundle_prefix[4096];
 };
 
-/* getopt_long entries for the common options; their values start at CLI_OPT_BASE. */
+/* getopt_long values of the common options. CLI_OPT_TIMEOUT is the old name of
+ * --call-timeout: refused with a hint, except in check, where -t/--timeout is the plugin's
+ * time limit (the monitoring-plugins convention). */
 #define CLI_OPT_BASE 0x1000
+enum {
+        CLI_OPT_NVML_LIB = CLI_OPT_BASE,
+        CLI_OPT_PROC,
+        CLI_OPT_DEV_PREFIX,
+        CLI_OPT_CALL_TIMEOUT,
+        CLI_OPT_JSON,
+        CLI_OPT_SAVE_BUNDLE,
+        CLI_OPT_FROM_BUNDLE,
+        CLI_OPT_HOLDERS,
+        CLI_OPT_TIMEOUT,
+};
+/* Every common option is in every command's getopt table, so that one the command refuses
+ * is answered in words (cli_common_option), not as an unknown option. */
 #define CLI_COMMON_LONGOPTS                                                      \
-        { "nvml-lib", required_argument, NULL, CLI_OPT_BASE + 0 },              \
-        { "proc", required_argument, NULL, CLI_OPT_BASE + 1 },                  \
-        { "dev-prefix", required_argument, NULL, CLI_OPT_BASE + 2 },            \
-        { "timeout", required_argument, NULL, CLI_OPT_BASE + 3 },               \
-        { "json", no_argument, NULL, CLI_OPT_BASE + 4 },                        \
-        { "save-bundle", required_argument, NULL, CLI_OPT_BASE + 5 },           \
-        { "from-bundle", required_argument, NULL, CLI_OPT_BASE + 6 },           \
-        { "holders", required_argument, NULL, CLI_OPT_BASE + 7 },               \
+        { "nvml-lib", required_argument, NULL, CLI_OPT_NVML_LIB },              \
+        { "proc", required_argument, NULL, CLI_OPT_PROC },                      \
+        { "dev-prefix", required_argument, NULL, CLI_OPT_DEV_PREFIX },          \
+        { "call-timeout", required_argument, NULL, CLI_OPT_CALL_TIMEOUT },      \
+        { "timeout", required_argument, NULL, CLI_OPT_TIMEOUT },                \
+        { "json", no_argument, NULL, CLI_OPT_JSON },                            \
+        { "save-bundle", required_argument, NULL, CLI_OPT_SAVE_BUNDLE },        \
+        { "from-bundle", required_argument, NULL, CLI_OPT_FROM_BUNDLE },        \
+        { "holders", required_argument, NULL, CLI_OPT_HOLDERS },                \
         { "verbose", no_argument, NULL, 'v' }
 
-#define CLI_COMMON_HELP                                                                       \
-        "  --json               machine-readable output (schema_version inside)\n"          \
-        "  -v, --verbose        show more (every holder, every query error)\n"              \
-        "  --timeout DURATION   deadline for each driver call and blocking /proc read\n"    \
-        "                       (default 5s; a hung driver gives a message, never a hang)\n" \
-        "  --nvml-lib PATH      load this NVML library instead of libnvidia-ml.so.1\n"      \
-        "  --proc DIR           read processes from DIR instead of /proc\n"                 \
-        "  --dev-prefix PREFIX  device nodes start with PREFIX (default /dev/nvidia)\n"     \
-        "  --holders HOW        auto (default: BPF iterators when they load, else /proc),\n" \
-        "                       bpf (fail if they cannot load) or proc\n"                  \
-        "  --save-bundle DIR    also record every answer read into DIR, a new or empty\n"   \
-        "                       directory (for bug reports)\n"                              \
-        "  --from-bundle DIR    read a recorded bundle instead of this host (its files must\n" \
-        "                       be plain files; nvml.json at most 32 MiB)\n"
-
-void cli_common_init(struct cli_common *c);
-/* Handle option `opt` if it is a common one: 1 handled, 0 not ours, -1 bad value (printed). */
+/* Defaults; accepts: the CLI_* options this command takes. */
+void cli_common_init(struct cli_common *c, unsigned accepts);
+/* Handle option `opt` if it is a common one: 1 handled, 0 not ours, -1 refused or a bad value
+ * (printed in one line: an option this command does not accept, the old --timeout, an unknown
+ * option). */
 int cli_common_option(struct cli_common *c, int opt, const char *arg, const char *cmd);
+/* Print the help lines of the common options in `which`, in the table's order. */
+void cli_common_help(FILE *f, unsigned which);
 /* After option parsing: apply GHOSTVRAM_SIM and bundles; prints and returns -1 on error. */
 int cli_common_finish(struct cli_common *c, const char *cmd);
 /* --gpu SPEC: an index ("0"), a UUID ("GPU-5fd2...") or a PCI bus id ("0000:3b:00.0",

@@ -20,45 +20,58 @@
 #define CHECK_DEFAULT_CRIT "1024"
 #define CHECK_DEFAULT_TIMEOUT_MS 10000
 
+/* --json is refused in words: a plugin prints one status line; -v is taken, as the plugin
+ * guidelines ask, and changes nothing */
+#define CHECK_ACCEPTS (CLI_COMMON_ALL & ~CLI_JSON)
+
 static void check_usage(FILE *f)
 {
-        fprintf(f,
-                "Usage: ghostvram check [-w RANGE] [-c RANGE] [-t SECONDS] [--gpu N] [OPTIONS]\n\n"
-                "A monitoring plugin (Nagios, Icinga, Naemon, Sensu): scans like 'ghostvram scan' and\n"
-                "prints one status line with performance data:\n\n"
-                "  GHOSTVRAM WARNING - GPU 1: 2048 MiB ghost (orphaned-holders, PIDs 31301 31302);\n"
-                "  7 GPUs ok | 'gpu0_ghost'=0B;0;1073741824;0;85899345920 ...   (one line)\n\n"
-                "then one line per GPU that is not OK with the next step. The thresholds are ranges on the\n"
-                "confirmed ghost of each GPU in MiB (a ghost above the noise floor in two samples; below\n"
-                "it, or seen once, it is 0):\n\n"
-                "  10       alert if < 0 or > 10        10:20    alert if < 10 or > 20\n"
-                "  10:      alert if < 10               @10:20   alert if 10 <= value <= 20\n"
-                "  ~:10     alert if > 10\n\n"
-                "Options:\n"
-                "  -w, --warning RANGE  WARNING range in MiB (default " CHECK_DEFAULT_WARN ": any confirmed ghost)\n"
-                "  -c, --critical RANGE CRITICAL range in MiB (default " CHECK_DEFAULT_CRIT ": a ghost above 1 GiB)\n"
-                "  -t, --timeout SECONDS\n"
-                "                       UNKNOWN if the scan has not finished by then (default 10; also\n"
-                "                       500ms, 1m); each driver call gets at most half of it. Here this\n"
-                "                       replaces the per-call --timeout below.\n"
-                "  --gpu ID             only this GPU counts: an index, a UUID or a PCI bus id\n"
-                "  --confirm DURATION   wait this long before the confirming sample (default 2s, or a\n"
-                "                       quarter of -t when that is less: -t covers the whole scan;\n"
-                "                       0 = one sample). A --confirm over half of -t is UNKNOWN.\n"
-                "  --noise-floor MIB    minimum ghost in MiB (default 64; 1%% of the GPU if larger)\n"
-                "  --no-kernel          do not read the kernel log (it turns a silent GPU with Xid 79\n"
-                "                       into gpu-lost; /dev/kmsg needs root or CAP_SYSLOG)\n"
-                CLI_COMMON_HELP
-                "  -h, --help           this help\n\n"
-                "States: CRITICAL when a GPU is lost or its ghost is in the critical range; WARNING when\n"
-                "it is in the warning range or a task is stuck in the driver; UNKNOWN when the scan did\n"
-                "not finish within -t, there is no driver, a GPU could not be inspected, or the options\n"
-                "are wrong; else OK. The worst GPU decides (CRITICAL > WARNING > UNKNOWN > OK).\n\n"
-                "Examples:\n"
-                "  ghostvram check                       # WARNING on any ghost, CRITICAL above 1 GiB\n"
-                "  ghostvram check -w 512 -c 4096 -t 20\n"
-                "  ghostvram check --gpu 3\n\n"
-                "Exit status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (also for a usage error).\n");
+        fputs("Usage: ghostvram check [-w RANGE] [-c RANGE] [-t SECONDS] [--gpu N] [OPTIONS]\n\n"
+              "A monitoring plugin (Nagios, Icinga, Naemon, Sensu): scans like 'ghostvram\n"
+              "scan' and prints one status line with performance data:\n\n"
+              "  GHOSTVRAM WARNING - GPU 1: 2048 MiB ghost (orphaned-holders, PIDs 31301\n"
+              "  31302); 7 GPUs ok | 'gpu0_ghost'=0B;0;1073741824;0;85899345920 ...\n"
+              "  (one line)\n\n"
+              "then one line per GPU that is not OK with the next step. The thresholds are\n"
+              "ranges on the confirmed ghost of each GPU in MiB (a ghost above the noise\n"
+              "floor in two samples; below it, or seen once, it is 0):\n\n"
+              "  10       alert if < 0 or > 10        10:20    alert if < 10 or > 20\n"
+              "  10:      alert if < 10               @10:20   alert if 10 <= value <= 20\n"
+              "  ~:10     alert if > 10\n\n"
+              "Options:\n"
+              "  -w, --warning RANGE  WARNING range in MiB (default " CHECK_DEFAULT_WARN ": any confirmed\n"
+              "                       ghost)\n"
+              "  -c, --critical RANGE CRITICAL range in MiB (default " CHECK_DEFAULT_CRIT ": a ghost above\n"
+              "                       1 GiB)\n"
+              "  -t, --timeout SECONDS\n"
+              "                       UNKNOWN if the scan has not finished by then (default\n"
+              "                       10; also 500ms, 1m): the plugin's whole time limit. Each\n"
+              "                       driver call gets at most half of it (and at most\n"
+              "                       --call-timeout).\n"
+              "  --gpu ID             only this GPU counts: an index, a UUID or a PCI bus id\n"
+              "  --confirm DURATION   wait this long before the confirming sample (default\n"
+              "                       2s, or a quarter of -t when that is less: -t covers the\n"
+              "                       whole scan; 0 = one sample). A --confirm over half of\n"
+              "                       -t is UNKNOWN.\n"
+              "  --noise-floor MIB    minimum ghost in MiB (default 64; 1% of the GPU if\n"
+              "                       larger)\n"
+              "  --no-kernel          do not read the kernel log (it turns a silent GPU with\n"
+              "                       Xid 79 into gpu-lost; /dev/kmsg needs root or\n"
+              "                       CAP_SYSLOG)\n", f);
+        fputs("  -v, --verbose        accepted as plugins do; the output stays the same\n", f);
+        cli_common_help(f, CHECK_ACCEPTS & ~CLI_VERBOSE);
+        fputs("  -h, --help           this help\n\n"
+              "States: CRITICAL when a GPU is lost or its ghost is in the critical range;\n"
+              "WARNING when it is in the warning range or a task is stuck in the driver;\n"
+              "UNKNOWN when the scan did not finish within -t, there is no driver, a GPU\n"
+              "could not be inspected, or the options are wrong; else OK. The worst GPU\n"
+              "decides (CRITICAL > WARNING > UNKNOWN > OK).\n\n"
+              "Examples:\n"
+              "  ghostvram check                  # WARNING on any ghost, CRITICAL above 1 GiB\n"
+              "  ghostvram check -w 512 -c 4096 -t 20\n"
+              "  ghostvram check --gpu 3\n\n"
+              "Exit status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (also for a usage\n"
+              "error).\n", f);
 }
 
 struct check_job {
@@ -113,7 +126,7 @@ int cmd_check(int argc, char **argv)
                 { 0 },
         };
         struct cli_common c;
-        cli_common_init(&c);
+        cli_common_init(&c, CHECK_ACCEPTS);
         struct check_thresholds t = { .have_warn = true, .have_crit = true };
         range_parse(CHECK_DEFAULT_WARN, &t.warn);
         range_parse(CHECK_DEFAULT_CRIT, &t.crit);
@@ -136,7 +149,7 @@ int cmd_check(int argc, char **argv)
                                 return unknown("invalid range '%s' (e.g. 10, 10:, ~:10, 10:20, @10:20)", optarg);
                         continue;
                 case 't':
-                case CLI_OPT_BASE + 3:  /* --timeout: the plugin's timeout, as plugins spell it */
+                case CLI_OPT_TIMEOUT:   /* the plugin's time limit, as monitoring plugins spell it */
                         if (parse_duration_ms(optarg, &timeout_ms) < 0 || timeout_ms == 0 || timeout_ms > 3600 * 1000)
                                 return unknown("-t: '%s' is not a number of seconds up to 3600", optarg);
                         continue;
@@ -159,6 +172,8 @@ int cmd_check(int argc, char **argv)
                 case 'N':
                         no_kernel = true;
                         continue;
+                case CLI_OPT_JSON:
+                        return unknown("%s", "check prints a plugin status line; use 'ghostvram scan --json' for JSON");
                 default:
                         break;
                 }
@@ -171,8 +186,6 @@ int cmd_check(int argc, char **argv)
         }
         if (optind < argc)
                 return unknown("unexpected argument '%s' (see --help)", argv[optind]);
-        if (c.json)
-                return unknown("%s", "check prints a plugin status line; use 'ghostvram scan --json' for JSON");
         if (cli_common_finish(&c, "check") < 0)
                 return unknown("%s", "invalid option (see the message above)");
 

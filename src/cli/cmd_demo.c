@@ -82,7 +82,7 @@ static void smi_view(const char *simdir)
 {
         setenv("GHOSTVRAM_SIM", simdir, 1);
         struct cli_common c;
-        cli_common_init(&c);
+        cli_common_init(&c, 0);
         if (cli_common_finish(&c, "demo") < 0)
                 return;
         struct facts_opts fo = { .simulated = true };

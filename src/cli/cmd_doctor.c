@@ -24,9 +24,12 @@
 
 #define DOCTOR_FILE_MAX (256 * 1024) /* every file doctor reads is small; a bigger one is cut */
 
+/* doctor looks at this host's setup: a bundle holds no module parameters or daemons */
+#define DOCTOR_ACCEPTS (CLI_COMMON_ALL & ~(CLI_SAVE_BUNDLE | CLI_FROM_BUNDLE))
+
 static void doctor_usage(FILE *f)
 {
-        fprintf(f,
+        fputs(
                 "Usage: ghostvram doctor [OPTIONS]\n\n"
                 "Check this host's setup against what makes ghost GPU memory likely, or hard to\n"
                 "clear, and say for each finding what was seen and what to do next.\n\n"
@@ -43,20 +46,17 @@ static void doctor_usage(FILE *f)
                 "                       (default 1024; 512M, 2G also accepted)\n"
                 "  --root DIR           read the driver's files under DIR instead of /:\n"
                 "                       proc/driver/nvidia, proc/modules, proc/sys/kernel,\n"
-                "                       etc/nvidia-container-runtime (a copy from another host)\n"
-                "  --json               machine-readable output (schema_version inside)\n"
-                "  -v, --verbose        also show the evidence of checks that passed\n"
-                "  --timeout DURATION   deadline for each driver call (default 5s)\n"
-                "  --nvml-lib PATH      load this NVML library instead of libnvidia-ml.so.1\n"
-                "  --proc DIR           read processes from DIR instead of /proc\n"
-                "  --dev-prefix PREFIX  device nodes start with PREFIX (default /dev/nvidia)\n"
-                "  -h, --help           this help\n\n"
+                "                       etc/nvidia-container-runtime (a copy from another host)\n",
+              f);
+        fputs("  -v, --verbose        also show the evidence of checks that passed\n", f);
+        cli_common_help(f, DOCTOR_ACCEPTS & ~CLI_VERBOSE);
+        fputs("  -h, --help           this help\n\n"
                 "Examples:\n"
                 "  sudo ghostvram doctor            # root sees every holder and the kernel log\n"
                 "  ghostvram doctor --gpu 0000:3b:00.0 --explain\n"
                 "  ghostvram doctor --json | jq '.findings[] | select(.level == \"warn\") | .code'\n\n"
                 "Exit status: 0 nothing to act on; 1 a warning; 2 usage error; 3 the driver could\n"
-                "not be inspected (no driver, no answer).\n");
+                "not be inspected (no driver, no answer).\n", f);
 }
 
 /* Read ROOT/rel into *ret (NUL-terminated, capped). 0 or a negative errno. */
@@ -252,7 +252,7 @@ int cmd_doctor(int argc, char **argv)
                 { 0 },
         };
         struct cli_common c;
-        cli_common_init(&c);
+        cli_common_init(&c, DOCTOR_ACCEPTS);
         const char *gpu_spec = NULL, *root = "/";
         bool explain = false;
         uint64_t cache_mib = 1024;
@@ -288,7 +288,7 @@ int cmd_doctor(int argc, char **argv)
                 int r = cli_common_option(&c, opt, optarg, "doctor");
                 if (r < 0)
                         return EXIT_USAGE;
-                if (r == 0 || opt == CLI_OPT_BASE + 5 || opt == CLI_OPT_BASE + 6) {
+                if (r == 0) {
                         cli_error("doctor", "%s is not an option of doctor (see 'ghostvram help doctor')", argv[optind - 1]);
                         return EXIT_USAGE;
                 }

@@ -43,50 +43,51 @@ static void on_stop(int sig)
         stop_requested = 1;
 }
 
+#define EXP_ACCEPTS (CLI_JSON | CLI_CALL_TIMEOUT | CLI_NVML_LIB)
+
 static void experiment_usage(FILE *f)
 {
-        fprintf(f,
-                "Usage: ghostvram experiment [--gpu N] [--mib M] [--workers K] [--signal KILL]\n"
-                "                            [--reclaim] [--repeat R] [--timeout 10s] [--json]\n"
-                "\n"
-                "Reproduce the ghost on purpose and measure it. A job allocates M MiB on GPU N\n"
-                "and forks K workers, which inherit its /dev/nvidia* descriptors and mappings\n"
-                "as data-loader workers do; the job is killed with the signal; then NVML's\n"
-                "used memory is sampled every 50 ms: the residual MiB, how long it takes to\n"
-                "come back (or that it does not within --timeout), and the kernel's NVIDIA\n"
-                "events meanwhile (Xid 45, logged when a process with GPU work is killed, is\n"
-                "shown apart from real errors). With --reclaim, the same after\n"
-                "`ghostvram reclaim --yes --gpu N --pid WORKERS`, restricted to the workers\n"
-                "it started. Prints a before/after table; with --repeat\n"
-                "the median and the spread; --json has every raw sample.\n"
-                "\n"
-                "On a real host the job is a child of ghostvram using the CUDA driver API\n"
-                "(libcuda.so.1, loaded at run time; --reclaim needs root). Under GHOSTVRAM_SIM\n"
-                "it is the simulated application (`ghostvram sim run`). Every process the\n"
-                "experiment starts is stopped at the end.\n"
-                "\n"
-                "Options:\n"
-                "  --gpu N             the GPU (NVML index; default 0)\n"
-                "  --mib M             the job's allocation (default 1024)\n"
-                "  --workers K         forked workers, 0-%d (default 2)\n"
-                "  --signal SIG        how the job is killed: KILL (default), TERM, INT, ...\n"
-                "  --reclaim           then run `ghostvram reclaim --yes --pid WORKERS` on the\n"
-                "                      run's own workers only, and measure again\n"
-                "  --repeat R          runs, 1-%d (default 1)\n"
-                "  --timeout DURATION  how long to wait for the memory each time (default 10s)\n"
-                "  --confirm DURATION  reclaim's confirming-sample delay (default 2s)\n"
-                "  --nvml-lib PATH     load this NVML library\n"
-                "  --json              machine-readable, with the samples (schema_version)\n"
-                "  -h, --help          this help\n"
-                "\n"
-                "Example:\n"
-                "  ghostvram sim init /tmp/gpu\n"
-                "  GHOSTVRAM_SIM=/tmp/gpu ghostvram experiment --reclaim --repeat 3\n"
-                "\n"
-                "Exit status: 0 measured (with --reclaim: the memory came back every time);\n"
-                "1 with --reclaim, memory still held after reclaim in some run; 2 usage error;\n"
-                "3 cannot run (no NVIDIA driver and no GHOSTVRAM_SIM, or the job did not start).\n",
-                EXP_MAX_WORKERS, EXP_MAX_REPEAT);
+        fputs("Usage: ghostvram experiment [--gpu N] [--mib M] [--workers K] [--signal KILL]\n"
+              "                            [--reclaim] [--repeat R] [--wait 10s] [--json]\n"
+              "\n"
+              "Reproduce the ghost on purpose and measure it. A job allocates M MiB on GPU N\n"
+              "and forks K workers, which inherit its /dev/nvidia* descriptors and mappings\n"
+              "as data-loader workers do; the job is killed with the signal; then NVML's\n"
+              "used memory is sampled every 50 ms: the residual MiB, how long it takes to\n"
+              "come back (or that it does not within --wait), and the kernel's NVIDIA\n"
+              "events meanwhile (Xid 45, logged when a process with GPU work is killed, is\n"
+              "shown apart from real errors). With --reclaim, the same after\n"
+              "`ghostvram reclaim --yes --gpu N --pid WORKERS`, restricted to the workers\n"
+              "it started. Prints a before/after table; with --repeat\n"
+              "the median and the spread; --json has every raw sample.\n"
+              "\n"
+              "On a real host the job is a child of ghostvram using the CUDA driver API\n"
+              "(libcuda.so.1, loaded at run time; --reclaim needs root). Under GHOSTVRAM_SIM\n"
+              "it is the simulated application (`ghostvram sim run`). Every process the\n"
+              "experiment starts is stopped at the end.\n"
+              "\n"
+              "Options:\n"
+              "  --gpu N              the GPU (NVML index; default 0)\n"
+              "  --mib M              the job's allocation (default 1024)\n", f);
+        fprintf(f, "  --workers K          forked workers, 0-%d (default 2)\n", EXP_MAX_WORKERS);
+        fputs("  --signal SIG         how the job is killed: KILL (default), TERM, INT, ...\n"
+              "  --reclaim            then run `ghostvram reclaim --yes --pid WORKERS` on the\n"
+              "                       run's own workers only, and measure again\n", f);
+        fprintf(f, "  --repeat R           runs, 1-%d (default 1)\n", EXP_MAX_REPEAT);
+        fputs("  --wait DURATION      how long to wait for the memory each time (default 10s)\n"
+              "  --confirm DURATION   reclaim's confirming-sample delay (default 2s)\n", f);
+        cli_common_help(f, EXP_ACCEPTS & ~CLI_JSON);
+        fputs("  --json               machine-readable, with the samples (schema_version)\n"
+              "  -h, --help           this help\n"
+              "\n"
+              "Example:\n"
+              "  ghostvram sim init /tmp/gpu\n"
+              "  GHOSTVRAM_SIM=/tmp/gpu ghostvram experiment --reclaim --repeat 3\n"
+              "\n"
+              "Exit status: 0 measured (with --reclaim: the memory came back every time);\n"
+              "1 with --reclaim, memory still held after reclaim in some run; 2 usage error;\n"
+              "3 cannot run (no NVIDIA driver and no GHOSTVRAM_SIM, or the job did not\n"
+              "start).\n", f);
 }
 
 struct exp_opts {
@@ -95,7 +96,7 @@ struct exp_opts {
         uint64_t mib;
         int signal;
         bool reclaim;
-        uint64_t timeout_ms, confirm_ms;
+        uint64_t wait_ms, confirm_ms;
 };
 
 /* One observation phase: used memory sampled until it is back at the baseline or the timeout. */
@@ -307,14 +308,15 @@ static int run_reclaim(const struct exp_opts *o, struct exp_run *run)
         pids_s[0] = '\0';
         for (unsigned i = 0; i < run->n_workers; i++)
                 pl += (size_t)snprintf(pids_s + pl, sizeof(pids_s) - pl, "%s%d", i ? "," : "", (int)run->workers[i]);
-        char gpu_s[16], confirm_s[32], timeout_s[32], grace_s[32];
+        char gpu_s[16], confirm_s[32], wait_s[32], grace_s[32], call_s[32];
         snprintf(gpu_s, sizeof(gpu_s), "%u", o->gpu);
-        snprintf(grace_s, sizeof(grace_s), "%llums", (unsigned long long)(o->timeout_ms > 4000 ? 2000 : o->timeout_ms / 2));
+        snprintf(grace_s, sizeof(grace_s), "%llums", (unsigned long long)(o->wait_ms > 4000 ? 2000 : o->wait_ms / 2));
         snprintf(confirm_s, sizeof(confirm_s), "%llums", (unsigned long long)o->confirm_ms);
-        snprintf(timeout_s, sizeof(timeout_s), "%llums", (unsigned long long)o->timeout_ms);
+        snprintf(wait_s, sizeof(wait_s), "%llums", (unsigned long long)o->wait_ms);
+        snprintf(call_s, sizeof(call_s), "%ums", o->c.timeout_ms);
         const char *args[20] = { "ghostvram", "reclaim", "--yes", "--json", "--gpu", gpu_s, "--confirm", confirm_s,
-                                 "--grace", grace_s, "--timeout", timeout_s, "--pid", pids_s };
-        size_t n = 14;
+                                 "--grace", grace_s, "--wait", wait_s, "--call-timeout", call_s, "--pid", pids_s };
+        size_t n = 16;
         if (o->c.nvml_lib && !o->c.simulated) {
                 args[n++] = "--nvml-lib";
                 args[n++] = o->c.nvml_lib;
@@ -401,7 +403,7 @@ static void table_row(const struct exp_opts *o, const char *label, const struct 
         else if (s->recovered)
                 snprintf(rec, sizeof(rec), "%zu of %zu runs", s->recovered, s->runs);
         else
-                snprintf(rec, sizeof(rec), "— (not within %.3g s)", (double)o->timeout_ms / 1000.0);
+                snprintf(rec, sizeof(rec), "— (not within %.3g s)", (double)o->wait_ms / 1000.0);
         printf("  %-26s %-22s %-28s %s\n", label, res, rec, kernel);
 }
 
@@ -446,7 +448,7 @@ static json_t *experiment_json(const struct exp_opts *o, const struct exp_run *r
         json_set(doc, "signal", sn ? json_string(sn) : json_null());
         json_set(doc, "reclaim", json_boolean(o->reclaim));
         json_set(doc, "repeat", json_integer(o->repeat));
-        json_set(doc, "timeout_seconds", json_real((double)o->timeout_ms / 1000.0));
+        json_set(doc, "wait_seconds", json_real((double)o->wait_ms / 1000.0));
         json_t *ra = json_array();
         for (size_t i = 0; i < n; i++) {
                 const struct exp_run *r = &runs[i];
@@ -543,7 +545,7 @@ static int one_run(const struct exp_opts *o, const struct reclaim_sys *s, const 
                         run->owner_is_child = false;
                 }
         }
-        observe(go, o->gpu, run->baseline, tol, t0, o->timeout_ms, &run->after_kill);
+        observe(go, o->gpu, run->baseline, tol, t0, o->wait_ms, &run->after_kill);
         read_kernel(o, &ka, &ka_ok);
         run->kernel_read = kb_ok && ka_ok;
         if (run->kernel_read) {
@@ -556,7 +558,7 @@ static int one_run(const struct exp_opts *o, const struct reclaim_sys *s, const 
         xid_list_free(&ka);
         if (o->reclaim && !stop_requested) {
                 run_reclaim(o, run);
-                observe(go, o->gpu, run->baseline, tol, monotonic_ms(), o->timeout_ms, &run->after_reclaim);
+                observe(go, o->gpu, run->baseline, tol, monotonic_ms(), o->wait_ms, &run->after_reclaim);
                 /* the reclaim's own measurement is the recovery time: it starts at its first signal */
                 json_t *gs = run->reclaim_doc ? json_object_get(run->reclaim_doc, "gpus") : NULL;
                 size_t gi;
@@ -597,19 +599,19 @@ static int experiment_main(int argc, char **argv)
                 { "gpu", required_argument, NULL, 'g' },     { "mib", required_argument, NULL, 'm' },
                 { "workers", required_argument, NULL, 'w' }, { "signal", required_argument, NULL, 's' },
                 { "reclaim", no_argument, NULL, 'r' },        { "repeat", required_argument, NULL, 'R' },
-                { "timeout", required_argument, NULL, 'T' }, { "confirm", required_argument, NULL, 'C' },
-                { "nvml-lib", required_argument, NULL, CLI_OPT_BASE + 0 },
-                { "json", no_argument, NULL, CLI_OPT_BASE + 4 },
+                { "wait", required_argument, NULL, 'W' },    { "confirm", required_argument, NULL, 'C' },
+                CLI_COMMON_LONGOPTS,
                 { "help", no_argument, NULL, 'h' },          { 0 },
         };
         struct exp_opts o;
         memset(&o, 0, sizeof(o));
-        cli_common_init(&o.c);
+        cli_common_init(&o.c, EXP_ACCEPTS);
+        o.c.timeout_now = "--wait (how long to wait for the memory each time)";
         o.mib = 1024;
         o.workers = 2;
         o.repeat = 1;
         o.signal = SIGKILL;
-        o.timeout_ms = 10000;
+        o.wait_ms = 10000;
         o.confirm_ms = 2000;
         const char *cmd = "experiment";
         int opt;
@@ -648,9 +650,9 @@ static int experiment_main(int argc, char **argv)
                                 return EXIT_USAGE;
                         }
                         continue;
-                case 'T':
-                        if (parse_duration_ms(optarg, &o.timeout_ms) < 0 || o.timeout_ms == 0 || o.timeout_ms > 3600000) {
-                                cli_error(cmd, "--timeout: '%s' is not a duration between 1ms and 1h", optarg);
+                case 'W':
+                        if (parse_duration_ms(optarg, &o.wait_ms) < 0 || o.wait_ms == 0 || o.wait_ms > 3600000) {
+                                cli_error(cmd, "--wait: '%s' is not a duration between 1ms and 1h", optarg);
                                 return EXIT_USAGE;
                         }
                         continue;
@@ -682,7 +684,6 @@ static int experiment_main(int argc, char **argv)
         struct gpu_opts go;
         cli_common_gpu_opts(&o.c, &go);
         go.memory_only = true;
-        go.timeout_ms = 2000;
         struct gpu_report *probe = NULL;
         if (gpu_collect(&go, &probe) < 0 || !probe->driver_present) {
                 cli_error(cmd, "%s: the experiment needs an NVIDIA GPU, or a simulated host: "
@@ -729,7 +730,7 @@ static int experiment_main(int argc, char **argv)
                         status = EXIT_FINDING;
                 /* let the memory come back before the next run */
                 struct phase settle = { 0 };
-                observe(&go, o.gpu, run->baseline, (o.mib * MIB) / 10, monotonic_ms(), o.timeout_ms, &settle);
+                observe(&go, o.gpu, run->baseline, (o.mib * MIB) / 10, monotonic_ms(), o.wait_ms, &settle);
                 json_decref(settle.samples);
         }
         if (stop_requested && status == EXIT_OK)

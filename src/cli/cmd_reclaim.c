@@ -33,11 +33,14 @@
 #define DEFAULT_POLICY "/etc/ghostvram/protected"
 #define SAMPLE_MS 50
 
+/* it acts on this host: no --save-bundle; --holders is the scan's business */
+#define RECLAIM_ACCEPTS (CLI_JSON | CLI_VERBOSE | CLI_CALL_TIMEOUT | CLI_NVML_LIB | CLI_PROC | CLI_DEV_PREFIX | CLI_FROM_BUNDLE)
+
 static void reclaim_usage(FILE *f)
 {
         fputs(
                 "Usage: ghostvram reclaim [--gpu N] [--pid P...] [--cgroup PATH] [--yes]\n"
-                "                         [--signal TERM] [--grace 5s] [--timeout 60s] [--json]\n"
+                "                         [--signal TERM] [--grace 5s] [--wait 60s] [--json]\n"
                 "       ghostvram reclaim --reset-gpu --gpu N [--force] [--yes]\n"
                 "       ghostvram reclaim --reload-uvm --force [--yes]\n"
                 "\n"
@@ -59,7 +62,8 @@ static void reclaim_usage(FILE *f)
                 "signal: a reused PID is never signalled. Signals go through the pidfd only.\n"
                 "\n"
                 "Options:\n"
-                "  --gpu ID             only the ghost of this GPU: an index, a UUID or a PCI bus id\n"
+                "  --gpu ID             only the ghost of this GPU: an index, a UUID or a PCI\n"
+                "                       bus id\n"
                 "  --pid P[,P...]       exactly these processes, not the default targets (never\n"
                 "                       PID 1, kernel threads, ghostvram or its ancestors; a\n"
                 "                       process holding no NVIDIA device node, or another\n"
@@ -72,7 +76,7 @@ static void reclaim_usage(FILE *f)
                 "  --signal SIG         first signal: TERM (default), INT, HUP, QUIT, USR1,\n"
                 "                       USR2, KILL\n"
                 "  --grace DURATION     then SIGKILL (default 5s)\n"
-                "  --timeout DURATION   stop waiting for processes and memory (default 60s)\n"
+                "  --wait DURATION      stop waiting for processes and memory (default 60s)\n"
                 "  --policy FILE        protected processes (default /etc/ghostvram/protected);\n"
                 "                       lines: comm NAME | cgroup PREFIX | unit NAME; # comment\n"
                 "  --reset-gpu          last resort: `nvidia-smi --gpu-reset -i BUS` of --gpu N;\n"
@@ -80,16 +84,16 @@ static void reclaim_usage(FILE *f)
                 "                       on MIG without --force; never run on a simulated host\n"
                 "  --reload-uvm         last resort: unload and load nvidia_uvm (libkmod);\n"
                 "                       needs --force and nobody holding nvidia-uvm\n"
-                "  --force              allow --reset-gpu on MIG; required by --reload-uvm; lets\n"
-                "                       --pid name a process without an NVIDIA node or a ghostvram\n"
+                "  --force              allow --reset-gpu on MIG; required by --reload-uvm;\n"
+                "                       lets --pid name a process without an NVIDIA node, or\n"
+                "                       a ghostvram\n"
                 "  --confirm DURATION   delay before the scan's confirming sample (default 2s)\n"
-                "  --noise-floor MIB    minimum ghost in MiB (default 64; 1% of the GPU if more)\n"
-                "  --call-timeout DUR   deadline for each driver call (default 5s)\n"
-                "  --json               machine-readable output (schema_version inside)\n"
-                "  -v, --verbose        also list CUDA processes tied to no ghost\n"
-                "  --nvml-lib PATH, --proc DIR, --dev-prefix PREFIX\n"
-                "  --from-bundle DIR    plan from a recorded bundle (never acts)\n"
-                "  -h, --help           this help\n"
+                "  --noise-floor MIB    minimum ghost in MiB (default 64; 1% of the GPU if more)\n",
+              f);
+        fputs("  -v, --verbose        also list CUDA processes tied to no ghost\n"
+              "  --from-bundle DIR    plan from a recorded bundle (never acts)\n", f);
+        cli_common_help(f, RECLAIM_ACCEPTS & ~(CLI_VERBOSE | CLI_FROM_BUNDLE));
+        fputs("  -h, --help           this help\n"
                 "\n"
                 "Examples:\n"
                 "  sudo ghostvram reclaim                 # the plan: who gets SIGTERM, and why\n"
@@ -122,7 +126,7 @@ struct rc_opts {
         bool yes, dry_run, force, reset_gpu, reload_uvm;
         bool proc_given;        /* --proc DIR */
         int signal;
-        uint64_t grace_ms, timeout_ms, confirm_ms;
+        uint64_t grace_ms, wait_ms, confirm_ms;
         uint64_t floor_mib;
         bool floor_set;
         const char *policy;
@@ -592,7 +596,7 @@ replan:
                (double)o->grace_ms / 1000.0);
         struct reclaim_act_opts ao = {
                 .sys = &x->sys, .signal = o->signal, .grace_ms = (unsigned)o->grace_ms,
-                .timeout_ms = (unsigned)o->timeout_ms, .poll_ms = SAMPLE_MS, .log = rc_syslog,
+                .timeout_ms = (unsigned)o->wait_ms, .poll_ms = SAMPLE_MS, .log = rc_syslog,
                 .pause = cli_reclaim_pause, .tick = sampler_tick, .tick_ctx = &sm,
         };
         int r = reclaim_act_run(plan, &ao, &acts, &n_acts);
@@ -605,7 +609,7 @@ replan:
                 cli_error("reclaim", "%s", strerror(-r));
                 goto out;
         }
-        sampler_finish(&sm, o->timeout_ms);
+        sampler_finish(&sm, o->wait_ms);
         rep->actions = acts;
         rep->n_actions = n_acts;
         rep->rec = rec;
@@ -640,7 +644,7 @@ replan:
                         sm.failed);
         else if (ended == n_acts)
                 summary(rep, EXIT_FINDING, "Partial: every process ended, but the memory did not come back within %.3g s.",
-                        (double)o->timeout_ms / 1000.0);
+                        (double)o->wait_ms / 1000.0);
         else
                 summary(rep, EXIT_FINDING, "Partial: %zu of %zu process%s ended%s.", ended, n_acts, n_acts == 1 ? "" : "es",
                         back ? "" : "; memory not fully back");
@@ -757,13 +761,13 @@ static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
         syslog(LOG_NOTICE, "reclaim: uid %u ends cgroup %s (%zu processes)", (unsigned)geteuid(), ci.path, np);
         if (cli_reclaim_pause)
                 cli_reclaim_pause(NULL, "open");
-        r = reclaim_cgroup_kill(ci.dir, ci.path, &x->sys, (unsigned)o->timeout_ms, sampler_tick, &sm, &ci.res);
+        r = reclaim_cgroup_kill(ci.dir, ci.path, &x->sys, (unsigned)o->wait_ms, sampler_tick, &sm, &ci.res);
         if (r < 0) {
                 summary(rep, EXIT_INCOMPLETE, "Cannot act on %s: %s", ci.path, strerror(-r));
                 goto done;
         }
         ci.acted = true;
-        sampler_finish(&sm, o->timeout_ms);
+        sampler_finish(&sm, o->wait_ms);
         for (size_t i = 0; i < np; i++) {
                 struct reclaim_action *a = &acts[i];
                 a->pid = pids[i];
@@ -865,7 +869,7 @@ static int mode_escalate(struct rc_ctx *x, struct reclaim_report *rep)
                 char *argv[] = { smi, (char *)"--gpu-reset", (char *)"-i", (char *)bus, NULL };
                 syslog(LOG_NOTICE, "reclaim: running %s", esc.command);
                 pid_t stuck = 0;
-                int r = escalate_run(argv, (unsigned)o->timeout_ms, &output, &cs, &stuck);
+                int r = escalate_run(argv, (unsigned)o->wait_ms, &output, &cs, &stuck);
                 rep->esc_ran = r == 0;
                 rep->esc_status = cs;
                 rep->esc_output = buf_str(&output);
@@ -874,7 +878,7 @@ static int mode_escalate(struct rc_ctx *x, struct reclaim_report *rep)
                                  "the reset did not finish within %.3g s and its process (PID %d) did not end %.3g s "
                                  "after SIGKILL: stuck in the driver (D state); `cat /proc/%d/stack`, `ghostvram xid`, "
                                  "then a reboot",
-                                 (double)o->timeout_ms / 1000.0, (int)stuck, ESCALATE_KILL_WAIT_MS / 1000.0, (int)stuck);
+                                 (double)o->wait_ms / 1000.0, (int)stuck, ESCALATE_KILL_WAIT_MS / 1000.0, (int)stuck);
                 else if (r < 0)
                         snprintf(err, sizeof(err), "%s",
                                  r == -ETIMEDOUT ? "the reset did not finish in time (ended with SIGKILL)" : strerror(-r));
@@ -886,7 +890,7 @@ static int mode_escalate(struct rc_ctx *x, struct reclaim_report *rep)
                 cs = rep->esc_status;
         }
         syslog(LOG_NOTICE, "reclaim: %s exit status %d%s%s", rep->mode, cs, err[0] ? ": " : "", err);
-        sampler_finish(&sm, o->timeout_ms);
+        sampler_finish(&sm, o->wait_ms);
         rep->rec = rec;
         rep->n_rec = n_rec;
         if (err[0])
@@ -919,20 +923,14 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                 { "dry-run", no_argument, NULL, 'n' },
                 { "signal", required_argument, NULL, 's' },
                 { "grace", required_argument, NULL, 'G' },
-                { "timeout", required_argument, NULL, 'T' },
+                { "wait", required_argument, NULL, 'W' },
                 { "policy", required_argument, NULL, 'P' },
                 { "reset-gpu", no_argument, NULL, 'R' },
                 { "reload-uvm", no_argument, NULL, 'U' },
                 { "force", no_argument, NULL, 'f' },
                 { "confirm", required_argument, NULL, 'C' },
                 { "noise-floor", required_argument, NULL, 'F' },
-                { "call-timeout", required_argument, NULL, CLI_OPT_BASE + 3 },
-                { "nvml-lib", required_argument, NULL, CLI_OPT_BASE + 0 },
-                { "proc", required_argument, NULL, CLI_OPT_BASE + 1 },
-                { "dev-prefix", required_argument, NULL, CLI_OPT_BASE + 2 },
-                { "json", no_argument, NULL, CLI_OPT_BASE + 4 },
-                { "from-bundle", required_argument, NULL, CLI_OPT_BASE + 6 },
-                { "verbose", no_argument, NULL, 'v' },
+                CLI_COMMON_LONGOPTS,
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
@@ -977,10 +975,10 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                                 return -1;
                         }
                         continue;
-                case 'T':
-                        if (parse_duration_ms(optarg, &o->timeout_ms) < 0 || o->timeout_ms == 0 ||
-                            o->timeout_ms > 3600 * 1000) {
-                                cli_error(cmd, "--timeout: '%s' is not a duration between 1ms and 1h (e.g. 60s)", optarg);
+                case 'W':
+                        if (parse_duration_ms(optarg, &o->wait_ms) < 0 || o->wait_ms == 0 ||
+                            o->wait_ms > 3600 * 1000) {
+                                cli_error(cmd, "--wait: '%s' is not a duration between 1ms and 1h (e.g. 60s)", optarg);
                                 return -1;
                         }
                         continue;
@@ -1005,7 +1003,7 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                 default:
                         break;
                 }
-                if (opt == CLI_OPT_BASE + 1)
+                if (opt == CLI_OPT_PROC)
                         o->proc_given = true;
                 int r = cli_common_option(&o->c, opt, optarg, cmd);
                 if (r < 0)
@@ -1020,8 +1018,8 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                 cli_error(cmd, "unexpected argument '%s' (see --help)", argv[optind]);
                 return -1;
         }
-        if (o->grace_ms >= o->timeout_ms && o->signal != SIGKILL) {
-                cli_error(cmd, "--grace must be shorter than --timeout");
+        if (o->grace_ms >= o->wait_ms && o->signal != SIGKILL) {
+                cli_error(cmd, "--grace must be shorter than --wait");
                 return -1;
         }
         if (o->cgroup && o->n_pids) {
@@ -1065,11 +1063,12 @@ static int reclaim_main(int argc, char **argv)
 {
         struct rc_opts o;
         memset(&o, 0, sizeof(o));
-        cli_common_init(&o.c);
+        cli_common_init(&o.c, RECLAIM_ACCEPTS);
+        o.c.timeout_now = "--wait (how long to wait for the processes to end and the memory to come back)";
         o.only_gpu = -1;
         o.signal = SIGTERM;
         o.grace_ms = 5000;
-        o.timeout_ms = 60000;
+        o.wait_ms = 60000;
         o.confirm_ms = 2000;
         int r = parse_args(argc, argv, &o);
         if (r != 0)
@@ -1092,7 +1091,7 @@ static int reclaim_main(int argc, char **argv)
         rep.simulated = o.c.simulated;
         rep.signal = o.cgroup ? SIGKILL : o.signal;
         rep.grace_ms = (unsigned)o.grace_ms;
-        rep.timeout_ms = (unsigned)o.timeout_ms;
+        rep.timeout_ms = (unsigned)o.wait_ms;
         int status = EXIT_INCOMPLETE;
         if (load_policy(&o, &x.policy) < 0) {
                 reclaim_policy_free(&x.policy);

@@ -14,50 +14,60 @@
 #include "track/track_scan.h"
 #include "util/parse.h"
 
+#define SCAN_ACCEPTS CLI_COMMON_ALL
+
 static void scan_usage(FILE *f)
 {
-        fprintf(f,
-                "Usage: ghostvram scan [OPTIONS]\n\n"
-                "Account for every byte each GPU reports as used and name who holds the part that no\n"
-                "live process explains:\n\n"
-                "  used = listed + foreign + ghost + unattributed   (the driver's reservation apart)\n\n"
-                "  listed        NVML processes alive here (a reused PID is not the owner)\n"
-                "  foreign       owners in other PID namespaces (containers) the driver tells us about\n"
-                "  ghost         unexplained bytes with evidence of a dead owner: a PID that no longer\n"
-                "                exists, or orphaned processes linked to it (forked workers that kept\n"
-                "                the dead job's /dev/nvidia* descriptors or mappings)\n"
-                "  unattributed  unexplained bytes while live owners run (managed memory, kernel\n"
-                "                clients, tenants we cannot see): never called a leak\n\n"
-                "A holder is tied to a GPU's ghost only through a link (same process group or session\n"
-                "as the dead owner, its child, the same job), never because it has a device node open:\n"
-                "CUDA opens every GPU's node and monitors hold them too. A ghost counts only above a\n"
-                "noise floor (the larger of 64 MiB and 1%% of the GPU) and in two samples a few seconds\n"
-                "apart, because the driver frees memory with a delay while a job tears down.\n\n"
-                "Options:\n"
-                "  --gpu ID             report only this GPU: an index, a UUID or a PCI bus id (the\n"
-                "                       account always looks at every GPU)\n"
-                "  --confirm DURATION   wait this long before the confirming sample (default 2s; 0 = one\n"
-                "                       sample, nothing confirmed by time)\n"
-                "  --noise-floor MIB    minimum ghost in MiB (default 64; 1%% of the GPU if larger)\n"
-                "  --kmsg FILE          read NVRM/Xid kernel events from a saved log (dmesg, journalctl -k,\n"
-                "                       syslog; - for stdin) instead of /dev/kmsg\n"
-                "  --no-kernel          do not read the kernel log\n"
-                "  --ledger-dir DIR     read the allocation ledgers of `ghostvram track` in DIR: a dead\n"
-                "                       owner's outstanding allocations and their call sites\n"
-                "  --textfile DIR       also write DIR/ghostvram.prom for node_exporter's textfile\n"
-                "                       collector (atomically; docs/metrics.md lists the metrics)\n"
-                CLI_COMMON_HELP
-                "  -h, --help           this help\n\n"
-                "Verdicts (the first finding of a GPU; docs/verdicts.md explains each):\n"
-                "  ok, reserved-only, orphaned-holders, stale-owner, foreign-namespace, invisible-here,\n"
-                "  unattributed-live, stuck-in-driver, daemon-holder, driver-leak, gpu-lost, unknown\n\n"
-                "Examples:\n"
-                "  sudo ghostvram scan                 # root sees every process and its descriptors\n"
-                "  ghostvram scan --gpu 1 --verbose    # also list holders that are not linked\n"
-                "  ghostvram scan --json | jq '.gpus[] | {index, verdict, ghost: .memory.ghost_bytes}'\n\n"
-                "Exit status: 0 no ghost; 1 a confirmed ghost on some GPU; 2 usage error;\n"
-                "3 some GPU is lost or could not be inspected, or no driver. The worse wins:\n"
-                "3 over 1 (a ghost on one GPU never hides a lost one).\n");
+        fputs("Usage: ghostvram scan [OPTIONS]\n\n"
+              "Account for every byte each GPU reports as used and name who holds the part\n"
+              "that no live process explains:\n\n"
+              "  used = listed + foreign + ghost + unattributed\n"
+              "         (the driver's reservation apart)\n\n"
+              "  listed        NVML processes alive here (a reused PID is not the owner)\n"
+              "  foreign       owners in other PID namespaces (containers) the driver tells\n"
+              "                us about\n"
+              "  ghost         unexplained bytes with evidence of a dead owner: a PID that\n"
+              "                no longer exists, or orphaned processes linked to it (forked\n"
+              "                workers that kept the dead job's /dev/nvidia* descriptors or\n"
+              "                mappings)\n"
+              "  unattributed  unexplained bytes while live owners run (managed memory,\n"
+              "                kernel clients, tenants we cannot see): never called a leak\n\n"
+              "A holder is tied to a GPU's ghost only through a link (same process group or\n"
+              "session as the dead owner, its child, the same job), never because it has a\n"
+              "device node open: CUDA opens every GPU's node and monitors hold them too.\n"
+              "A ghost counts only above a noise floor (the larger of 64 MiB and 1% of the\n"
+              "GPU) and in two samples a few seconds apart, because the driver frees memory\n"
+              "with a delay while a job tears down.\n\n"
+              "Options:\n"
+              "  --gpu ID             report only this GPU: an index, a UUID or a PCI bus id\n"
+              "                       (the account always looks at every GPU)\n"
+              "  --confirm DURATION   wait this long before the confirming sample (default\n"
+              "                       2s; 0 = one sample, nothing confirmed by time)\n"
+              "  --noise-floor MIB    minimum ghost in MiB (default 64; 1% of the GPU if\n"
+              "                       larger)\n"
+              "  --kmsg FILE          read NVRM/Xid kernel events from a saved log (dmesg,\n"
+              "                       journalctl -k, syslog; - for stdin) instead of /dev/kmsg\n"
+              "  --no-kernel          do not read the kernel log\n"
+              "  --ledger-dir DIR     read the allocation ledgers of `ghostvram track` in DIR:\n"
+              "                       a dead owner's outstanding allocations and their call\n"
+              "                       sites\n"
+              "  --textfile DIR       also write DIR/ghostvram.prom for node_exporter's\n"
+              "                       textfile collector (atomically; docs/metrics.md lists\n"
+              "                       the metrics)\n", f);
+        cli_common_help(f, SCAN_ACCEPTS);
+        fputs("  -h, --help           this help\n\n"
+              "Verdicts (the first finding of a GPU; docs/verdicts.md explains each):\n"
+              "  ok, reserved-only, orphaned-holders, stale-owner, foreign-namespace,\n"
+              "  invisible-here, unattributed-live, stuck-in-driver, daemon-holder,\n"
+              "  driver-leak, gpu-lost, unknown\n\n"
+              "Examples:\n"
+              "  sudo ghostvram scan               # root sees every process and descriptor\n"
+              "  ghostvram scan --gpu 1 --verbose  # also list holders that are not linked\n"
+              "  ghostvram scan --json |\n"
+              "    jq '.gpus[] | {index, verdict, ghost: .memory.ghost_bytes}'\n\n"
+              "Exit status: 0 no ghost; 1 a confirmed ghost on some GPU; 2 usage error;\n"
+              "3 some GPU is lost or could not be inspected, or no driver. The worse wins:\n"
+              "3 over 1 (a ghost on one GPU never hides a lost one).\n", f);
 }
 
 /* The sources of a scan from the common options. */
@@ -91,7 +101,7 @@ int cmd_scan(int argc, char **argv)
                 { 0 },
         };
         struct cli_common c;
-        cli_common_init(&c);
+        cli_common_init(&c, SCAN_ACCEPTS);
         struct ledger_opts lo;
         ledger_opts_default(&lo);
         int only_gpu = -1;

@@ -13,50 +13,62 @@
 #include "serve/http.h"
 #include "util/parse.h"
 
+/* the answers are HTTP documents: no --json, no -v, no bundle (one scan's answers) */
+#define SERVE_ACCEPTS (CLI_CALL_TIMEOUT | CLI_NVML_LIB | CLI_PROC | CLI_DEV_PREFIX | CLI_HOLDERS)
+
 static void serve_usage(FILE *f)
 {
-        fprintf(f,
-                "Usage: ghostvram serve [--listen ADDR:PORT] [--interval DURATION] [--expose-cmdline]\n"
-                "                       [OPTIONS]\n\n"
-                "A Prometheus exporter. A collection thread scans every --interval; each scrape gets the\n"
-                "latest result at once, so a hung driver makes the data age (ghostvram_data_age_seconds,\n"
-                "/healthz) instead of hanging a scrape. Read-only: only GET and HEAD.\n\n"
-                "  GET /metrics        Prometheus text format 0.0.4; OpenMetrics 1.0.0 when the Accept\n"
-                "                      header asks for application/openmetrics-text (docs/metrics.md)\n"
-                "  GET /healthz        200 while the data is fresh, 503 once older than --stale-after\n"
-                "                      (the exporter's health, not the driver's: that is the gauge\n"
-                "                      ghostvram_driver_up, 0 when NVML did not answer)\n"
-                "  GET /api/v1/scan    the latest scan as JSON (command lines only with --expose-cmdline)\n"
-                "  GET /               a page: per-GPU memory timelines by kind (the last 720 collections),\n"
-                "                      verdicts, holders, Xid events; no script, strict CSP\n\n"
-                "Each collection reads NVML and re-checks the PIDs it lists in /proc; the full /proc walk\n"
-                "runs only when some memory is unexplained, a listed PID changed, a ghost is being\n"
-                "followed, or every 40th cycle (docs/metrics.md, \"What serve does each cycle\"). The kernel\n"
-                "log is followed from the start: ghostvram_xid_events_total counts only new Xid events.\n\n"
-                "Options:\n"
-                "  --listen ADDR:PORT   where to listen (default 127.0.0.1:9835; :9835 every address,\n"
-                "                       localhost:9835 the loopback; [::1]:9835 for IPv6;\n"
-                "                       0.0.0.0:9835 for every interface; port 0 picks a free one)\n"
-                "  --interval DURATION  time between collections (default 15s; 1s to 1h)\n"
-                "  --stale-after DURATION\n"
-                "                       /healthz answers 503 when the data is older (default 4 intervals,\n"
-                "                       at least 60s)\n"
-                "  --expose-cmdline     include command lines in /api/v1/scan and the page (they can\n"
-                "                       carry secrets)\n"
-                "  --ledger-dir DIR     /api/v1/scan also carries the allocation ledgers of dead owners\n"
-                "                       (gpus[].ledger; `ghostvram track`, docs/track.md)\n"
-                "  --max-connections N  concurrent connections (default 64; more wait in the backlog)\n"
-                "  --noise-floor MIB    minimum ghost in MiB (default 64; 1%% of the GPU if larger)\n"
-                "  --no-kernel          do not follow the kernel log (no Xid counts; /dev/kmsg needs root\n"
-                "                       or CAP_SYSLOG)\n"
-                CLI_COMMON_HELP
-                "  -h, --help           this help\n\n"
-                "Stop with SIGINT or SIGTERM: the collection in progress finishes, then it exits 0.\n\n"
-                "Examples:\n"
-                "  sudo ghostvram serve\n"
-                "  ghostvram serve --listen '[::1]:9835' --interval 30s\n"
-                "  curl -s localhost:9835/metrics | grep ghostvram_gpu_memory_used_bytes\n\n"
-                "Exit status: 0 stopped by a signal; 2 usage error; 3 could not listen or start.\n");
+        fputs("Usage: ghostvram serve [--listen ADDR:PORT] [--interval DURATION]\n"
+              "                       [--expose-cmdline] [OPTIONS]\n\n"
+              "A Prometheus exporter. A collection thread scans every --interval; each scrape\n"
+              "gets the latest result at once, so a hung driver makes the data age\n"
+              "(ghostvram_data_age_seconds, /healthz) instead of hanging a scrape.\n"
+              "Read-only: only GET and HEAD.\n\n"
+              "  GET /metrics      Prometheus text format 0.0.4; OpenMetrics 1.0.0 when the\n"
+              "                    Accept header asks for application/openmetrics-text\n"
+              "                    (docs/metrics.md)\n"
+              "  GET /healthz      200 while the data is fresh, 503 once older than\n"
+              "                    --stale-after (the exporter's health, not the driver's:\n"
+              "                    that is the gauge ghostvram_driver_up, 0 when NVML did not\n"
+              "                    answer)\n"
+              "  GET /api/v1/scan  the latest scan as JSON (command lines only with\n"
+              "                    --expose-cmdline)\n"
+              "  GET /             a page: per-GPU memory timelines by kind (the last 720\n"
+              "                    collections), verdicts, holders, Xid events; no script,\n"
+              "                    strict CSP\n\n"
+              "Each collection reads NVML and re-checks the PIDs it lists in /proc; the full\n"
+              "/proc walk runs only when some memory is unexplained, a listed PID changed, a\n"
+              "ghost is being followed, or every 40th cycle (docs/metrics.md, \"What serve\n"
+              "does each cycle\"). The kernel log is followed from the start:\n"
+              "ghostvram_xid_events_total counts only new Xid events.\n\n"
+              "Options:\n"
+              "  --listen ADDR:PORT   where to listen (default 127.0.0.1:9835; :9835 every\n"
+              "                       address, localhost:9835 the loopback; [::1]:9835 for\n"
+              "                       IPv6; 0.0.0.0:9835 for every interface; port 0 picks a\n"
+              "                       free one)\n"
+              "  --interval DURATION  time between collections (default 15s; 1s to 1h)\n"
+              "  --stale-after DURATION\n"
+              "                       /healthz answers 503 when the data is older (default\n"
+              "                       4 intervals, at least 60s)\n"
+              "  --expose-cmdline     include command lines in /api/v1/scan and the page\n"
+              "                       (they can carry secrets)\n"
+              "  --ledger-dir DIR     /api/v1/scan also carries the allocation ledgers of dead\n"
+              "                       owners (gpus[].ledger; `ghostvram track`, docs/track.md)\n"
+              "  --max-connections N  concurrent connections (default 64; more wait in the\n"
+              "                       backlog)\n"
+              "  --noise-floor MIB    minimum ghost in MiB (default 64; 1% of the GPU if\n"
+              "                       larger)\n"
+              "  --no-kernel          do not follow the kernel log (no Xid counts; /dev/kmsg\n"
+              "                       needs root or CAP_SYSLOG)\n", f);
+        cli_common_help(f, SERVE_ACCEPTS);
+        fputs("  -h, --help           this help\n\n"
+              "Stop with SIGINT or SIGTERM: the collection in progress finishes, then it exits\n"
+              "0.\n\n"
+              "Examples:\n"
+              "  sudo ghostvram serve\n"
+              "  ghostvram serve --listen '[::1]:9835' --interval 30s\n"
+              "  curl -s localhost:9835/metrics | grep ghostvram_gpu_memory_used_bytes\n\n"
+              "Exit status: 0 stopped by a signal; 2 usage error; 3 could not listen or start.\n", f);
 }
 
 int cmd_serve(int argc, char **argv)
@@ -75,7 +87,7 @@ int cmd_serve(int argc, char **argv)
                 { 0 },
         };
         struct cli_common c;
-        cli_common_init(&c);
+        cli_common_init(&c, SERVE_ACCEPTS);
         const char *listen = "127.0.0.1:9835";
         uint64_t interval_ms = 15000, stale_ms = 0, floor_mib = 64;
         unsigned max_conns = 64;
@@ -137,10 +149,6 @@ int cmd_serve(int argc, char **argv)
         }
         if (optind < argc) {
                 cli_error("serve", "unexpected argument '%s' (see --help)", argv[optind]);
-                return EXIT_USAGE;
-        }
-        if (c.save_bundle || c.from_bundle) {
-                cli_error("serve", "--save-bundle and --from-bundle are for scan and snapshot");
                 return EXIT_USAGE;
         }
         if (cli_common_finish(&c, "serve") < 0)

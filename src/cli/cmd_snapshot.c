@@ -7,28 +7,33 @@
 #include "util/fileio.h"
 #include "render/snapshot.h"
 
+#define SNAPSHOT_ACCEPTS CLI_COMMON_ALL
+
 static void snapshot_usage(FILE *f)
 {
-        fprintf(f, "Usage: ghostvram snapshot [OPTIONS]\n\n"
-                   "Show the raw facts, no verdicts: per GPU what NVML says (memory, the processes it\n"
-                   "lists, and what this host knows of each PID: alive, zombie, exiting, start time,\n"
-                   "holds device nodes), and every process holding an NVIDIA device node, by open\n"
-                   "descriptor or by memory mapping. 'ghostvram scan' turns these facts into verdicts.\n\n"
-                   "Options:\n" CLI_COMMON_HELP
-                   "  -h, --help           this help\n\n"
-                   "Examples:\n"
-                   "  sudo ghostvram snapshot                  # root sees every process\n"
-                   "  ghostvram snapshot --json | jq '.holders[].pid'\n"
-                   "  sudo ghostvram snapshot --save-bundle /tmp/gv-bundle   # attach to a bug report\n"
-                   "  ghostvram snapshot --from-bundle /tmp/gv-bundle\n\n"
-                   "Exit status: 0 facts shown; 2 usage error; 3 the driver or /proc could not be read.\n");
+        fputs("Usage: ghostvram snapshot [OPTIONS]\n\n"
+              "Show the raw facts, no verdicts: per GPU what NVML says (memory, the processes\n"
+              "it lists, and what this host knows of each PID: alive, zombie, exiting, start\n"
+              "time, holds device nodes), and every process holding an NVIDIA device node, by\n"
+              "open descriptor or by memory mapping. 'ghostvram scan' turns these facts into\n"
+              "verdicts.\n\n"
+              "Options:\n", f);
+        cli_common_help(f, SNAPSHOT_ACCEPTS);
+        fputs("  -h, --help           this help\n\n"
+              "Examples:\n"
+              "  sudo ghostvram snapshot                  # root sees every process\n"
+              "  ghostvram snapshot --json | jq '.holders[].pid'\n"
+              "  sudo ghostvram snapshot --save-bundle /tmp/gv-bundle  # for a bug report\n"
+              "  ghostvram snapshot --from-bundle /tmp/gv-bundle\n\n"
+              "Exit status: 0 facts shown; 2 usage error; 3 the driver or /proc could not be\n"
+              "read.\n", f);
 }
 
 int cmd_snapshot(int argc, char **argv)
 {
         static const struct option opts[] = { CLI_COMMON_LONGOPTS, { "help", no_argument, NULL, 'h' }, { 0 } };
         struct cli_common c;
-        cli_common_init(&c);
+        cli_common_init(&c, SNAPSHOT_ACCEPTS);
         int opt;
         optind = 1;
         while ((opt = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {

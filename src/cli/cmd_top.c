@@ -35,31 +35,36 @@
 
 #define PLAN_OUTPUT_MAX (256u << 10)
 
+/* a live view: no JSON, no bundle, nothing more to show with -v */
+#define TOP_ACCEPTS (CLI_CALL_TIMEOUT | CLI_NVML_LIB | CLI_PROC | CLI_DEV_PREFIX | CLI_HOLDERS)
+
 static void top_usage(FILE *f)
 {
-        fprintf(f,
-                "Usage: ghostvram top [--interval DURATION] [--gpu N|UUID|BUS] [--batch] [OPTIONS]\n\n"
-                "A live view, like nvtop, of what holds GPU memory: per GPU a bar of used memory split\n"
-                "into reserved (R) / listed (L) / foreign (F) / ghost (G) / unattributed (U), the verdict\n"
-                "and its confidence, a sparkline of the ghost; the processes (owners, workers of a dead\n"
-                "owner, monitors, daemons) with their link and evidence; the NVIDIA kernel events.\n"
-                "A hung driver never freezes it: the last sample stays, aged, with the reason.\n\n"
-                "Keys: q quit  g next GPU  up/down select  s sort  r reclaim's plan (dry run; A then y\n"
-                "acts, as root)  x Xid events  ? help  Esc close a dialog\n\n"
-                "Options:\n"
-                "  --interval DURATION  time between samples (default 1s; 200ms to 1h)\n"
-                "  --gpu N|UUID|BUS     show this GPU (index, UUID or PCI bus id); g cycles\n"
-                "  --batch              print plain frames instead of a full screen (also when the\n"
-                "                       output is not a terminal or the terminal cannot move the\n"
-                "                       cursor, e.g. TERM=dumb)\n"
-                "  --iterations N       stop after N frames (batch) or N samples\n"
-                "  --noise-floor MIB    minimum ghost in MiB (default 64; 1%% of the GPU if larger)\n"
-                "  --no-kernel          do not follow the kernel log (no Xid events)\n"
-                "  --timeout DURATION   deadline for each driver call and blocking /proc read (5s)\n"
-                "  --nvml-lib PATH, --proc DIR, --dev-prefix PREFIX   as for scan\n"
-                "  -h, --help           this help\n\n"
-                "Colour: off with NO_COLOR, on a monochrome terminal, or in batch mode (letters then).\n"
-                "Exit status: 0 quit or stopped by a signal; 2 usage error; 3 could not start.\n");
+        fputs("Usage: ghostvram top [--interval DURATION] [--gpu N|UUID|BUS] [--batch]\n"
+              "                     [OPTIONS]\n\n"
+              "A live view, like nvtop, of what holds GPU memory: per GPU a bar of used memory\n"
+              "split into reserved (R) / listed (L) / foreign (F) / ghost (G) / unattributed\n"
+              "(U), the verdict and its confidence, a sparkline of the ghost; the processes\n"
+              "(owners, workers of a dead owner, monitors, daemons) with their link and\n"
+              "evidence; the NVIDIA kernel events. A hung driver never freezes it: the last\n"
+              "sample stays, aged, with the reason.\n\n"
+              "Keys: q quit  g next GPU  up/down select  s sort  r reclaim's plan (dry run;\n"
+              "A then y acts, as root)  x Xid events  ? help  Esc close a dialog\n\n"
+              "Options:\n"
+              "  --interval DURATION  time between samples (default 1s; 200ms to 1h)\n"
+              "  --gpu N|UUID|BUS     show this GPU (index, UUID or PCI bus id); g cycles\n"
+              "  --batch              print plain frames instead of a full screen (also when\n"
+              "                       the output is not a terminal or the terminal cannot move\n"
+              "                       the cursor, e.g. TERM=dumb)\n"
+              "  --iterations N       stop after N frames (batch) or N samples\n"
+              "  --noise-floor MIB    minimum ghost in MiB (default 64; 1% of the GPU if\n"
+              "                       larger)\n"
+              "  --no-kernel          do not follow the kernel log (no Xid events)\n", f);
+        cli_common_help(f, TOP_ACCEPTS);
+        fputs("  -h, --help           this help\n\n"
+              "Colour: off with NO_COLOR, on a monochrome terminal, or in batch mode (letters\n"
+              "then).\n"
+              "Exit status: 0 quit or stopped by a signal; 2 usage error; 3 could not start.\n", f);
 }
 
 struct top {
@@ -635,7 +640,7 @@ int cmd_top(int argc, char **argv)
         static struct top t;
         memset(&t, 0, sizeof(t));
         t.err_fd = -1;
-        cli_common_init(&t.c);
+        cli_common_init(&t.c, TOP_ACCEPTS);
         t.interval_ms = 1000;
         uint64_t floor_mib = 64;
         bool batch = false, no_kernel = false;
@@ -686,10 +691,6 @@ int cmd_top(int argc, char **argv)
         }
         if (optind < argc) {
                 cli_error("top", "unexpected argument '%s' (see --help)", argv[optind]);
-                return EXIT_USAGE;
-        }
-        if (t.c.json || t.c.save_bundle || t.c.from_bundle) {
-                cli_error("top", "--json, --save-bundle and --from-bundle are for scan and snapshot");
                 return EXIT_USAGE;
         }
         if (cli_common_finish(&t.c, "top") < 0)

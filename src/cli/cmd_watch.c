@@ -29,52 +29,62 @@
 
 #define WATCH_RECLAIMS_PER_HOUR 6
 
+/* a watch records no bundle (a bundle is one scan's answers); its lines show no more with -v */
+#define WATCH_ACCEPTS (CLI_COMMON_ALL & ~(CLI_SAVE_BUNDLE | CLI_FROM_BUNDLE | CLI_VERBOSE))
+
 static void watch_usage(FILE *f)
 {
+        fputs("Usage: ghostvram watch [--interval 2s] [--threshold MIB] [--for DURATION]\n"
+              "                       [--exec CMD] [--textfile DIR] [--gpu N] [OPTIONS]\n\n"
+              "Sample every --interval and print a line when a GPU's verdict or ghost changes.\n"
+              "When a GPU's confirmed ghost (above the noise floor in two consecutive samples)\n"
+              "stays above --threshold for --for, print an ALERT line and run --exec; print a\n"
+              "CLEAR line (and run --exec again) when it drops back.\n\n"
+              "Options:\n"
+              "  --interval DURATION  time between samples (default 2s; 200ms to 1h)\n"
+              "  --threshold MIB      alert above this confirmed ghost in MiB (default 0: any)\n"
+              "  --for DURATION       ...held this long (default 30s; 0 = at once)\n"
+              "  --exec CMD           run '/bin/sh -c CMD' on each alert and clear, with the\n"
+              "                       finding in its environment (below); its output goes to\n"
+              "                       ours; it is stopped (SIGTERM, then SIGKILL) after\n"
+              "                       --exec-timeout\n"
+              "  --exec-timeout DURATION\n"
+              "                       default 30s\n"
+              "  --textfile DIR       write DIR/ghostvram.prom after each sample\n"
+              "                       (node_exporter's textfile collector)\n"
+              "  --gpu ID             watch only this GPU: an index, a UUID or a PCI bus id\n"
+              "  --count N            stop after N samples (default: until SIGINT/SIGTERM)\n"
+              "  --reclaim            heal: while an alert stands, run 'ghostvram reclaim\n"
+              "                       --gpu N --yes' (every safety rule of reclaim applies:\n"
+              "                       a fresh two-sample scan, only linked orphans, pidfds,\n"
+              "                       re-checked start times)\n"
+              "  --reclaim-every DURATION\n", f);
         fprintf(f,
-                "Usage: ghostvram watch [--interval 2s] [--threshold MIB] [--for DURATION] [--exec CMD]\n"
-                "                       [--textfile DIR] [--gpu N] [OPTIONS]\n\n"
-                "Sample every --interval and print a line when a GPU's verdict or ghost changes. When a\n"
-                "GPU's confirmed ghost (above the noise floor in two consecutive samples) stays above\n"
-                "--threshold for --for, print an ALERT line and run --exec; print a CLEAR line (and run\n"
-                "--exec again) when it drops back.\n\n"
-                "Options:\n"
-                "  --interval DURATION  time between samples (default 2s; 200ms to 1h)\n"
-                "  --threshold MIB      alert above this confirmed ghost in MiB (default 0: any)\n"
-                "  --for DURATION       ...held this long (default 30s; 0 = at once)\n"
-                "  --exec CMD           run '/bin/sh -c CMD' on each alert and clear, with the finding in\n"
-                "                       its environment (below); its output goes to ours; it is stopped\n"
-                "                       (SIGTERM, then SIGKILL) after --exec-timeout\n"
-                "  --exec-timeout DURATION\n"
-                "                       default 30s\n"
-                "  --textfile DIR       write DIR/ghostvram.prom after each sample (node_exporter)\n"
-                "  --gpu ID             watch only this GPU: an index, a UUID or a PCI bus id\n"
-                "  --count N            stop after N samples (default: until SIGINT/SIGTERM)\n"
-                "  --reclaim            heal: while an alert stands, run 'ghostvram reclaim --gpu N --yes'\n"
-                "                       (every safety rule of reclaim applies: a fresh two-sample scan,\n"
-                "                       only linked orphans, pidfds, re-checked start times)\n"
-                "  --reclaim-every DURATION\n"
-                "                       at most one reclaim per GPU this often (default 10m), and at\n"
-                "                       most %d per hour in all\n"
-                "  --noise-floor MIB    minimum ghost in MiB (default 64; 1%% of the GPU if larger)\n"
-                "  --no-kernel          do not follow the kernel log (new Xid events are printed as they\n"
-                "                       come; /dev/kmsg needs root or CAP_SYSLOG)\n"
-                CLI_COMMON_HELP
-                "  -h, --help           this help\n\n"
-                "With --json each line is a JSON object (event: state, alert, clear, xid, error).\n\n"
-                "Hook environment: GHOSTVRAM_EVENT (alert or clear), GHOSTVRAM_GPU, GHOSTVRAM_UUID,\n"
-                "GHOSTVRAM_PCI_BUS_ID, GHOSTVRAM_VERDICT, GHOSTVRAM_GHOST_BYTES, GHOSTVRAM_PIDS (space\n"
-                "separated), GHOSTVRAM_THRESHOLD_BYTES, GHOSTVRAM_SINCE (Unix time the ghost went above\n"
-                "the threshold), GHOSTVRAM_SUMMARY, GHOSTVRAM_NEXT_STEP.\n\n"
-                "Examples:\n"
-                "  sudo ghostvram watch --threshold 1024 --for 2m --reclaim\n"
-                "  sudo ghostvram watch --threshold 1024 --for 2m \\\n"
-                "       --exec 'logger -t ghostvram \"$GHOSTVRAM_SUMMARY\"'\n"
-                "  ghostvram watch --interval 10s --textfile /var/lib/node_exporter/textfile_collector\n\n"
-                "Stop with SIGINT or SIGTERM: the sample in progress finishes, then it exits 0.\n"
-                "Exit status: 0 stopped (after at least one good sample); 2 usage error; 3 could not\n"
-                "start, or no sample ever succeeded (no driver, a driver that never answered).\n",
-                WATCH_RECLAIMS_PER_HOUR);
+              "                       at most one reclaim per GPU this often (default 10m),\n"
+              "                       and at most %d per hour in all\n", WATCH_RECLAIMS_PER_HOUR);
+        fputs("  --noise-floor MIB    minimum ghost in MiB (default 64; 1% of the GPU if\n"
+              "                       larger)\n"
+              "  --no-kernel          do not follow the kernel log (new Xid events are printed\n"
+              "                       as they come; /dev/kmsg needs root or CAP_SYSLOG)\n", f);
+        cli_common_help(f, WATCH_ACCEPTS);
+        fputs("  -h, --help           this help\n\n"
+              "With --json each line is a JSON object (event: state, alert, clear, xid,\n"
+              "error).\n\n"
+              "Hook environment: GHOSTVRAM_EVENT (alert or clear), GHOSTVRAM_GPU,\n"
+              "GHOSTVRAM_UUID, GHOSTVRAM_PCI_BUS_ID, GHOSTVRAM_VERDICT, GHOSTVRAM_GHOST_BYTES,\n"
+              "GHOSTVRAM_PIDS (space separated), GHOSTVRAM_THRESHOLD_BYTES, GHOSTVRAM_SINCE\n"
+              "(Unix time the ghost went above the threshold), GHOSTVRAM_SUMMARY,\n"
+              "GHOSTVRAM_NEXT_STEP.\n\n"
+              "Examples:\n"
+              "  sudo ghostvram watch --threshold 1024 --for 2m --reclaim\n"
+              "  sudo ghostvram watch --threshold 1024 --for 2m \\\n"
+              "       --exec 'logger -t ghostvram \"$GHOSTVRAM_SUMMARY\"'\n"
+              "  ghostvram watch --interval 10s \\\n"
+              "       --textfile /var/lib/node_exporter/textfile_collector\n\n"
+              "Stop with SIGINT or SIGTERM: the sample in progress finishes, then it exits 0.\n"
+              "Exit status: 0 stopped (after at least one good sample); 2 usage error; 3 could\n"
+              "not start, or no sample ever succeeded (no driver, a driver that never\n"
+              "answered).\n", f);
 }
 
 struct gpu_watch {
@@ -407,7 +417,7 @@ int cmd_watch(int argc, char **argv)
         };
         static struct watch w;
         memset(&w, 0, sizeof(w));
-        cli_common_init(&w.c);
+        cli_common_init(&w.c, WATCH_ACCEPTS);
         w.interval_ms = 2000;
         w.reclaim_every_ms = 600000;
         w.for_ms = 30000;
@@ -505,10 +515,6 @@ int cmd_watch(int argc, char **argv)
                 return EXIT_USAGE;
         }
         w.reclaim = reclaim;
-        if (w.c.save_bundle || w.c.from_bundle) {
-                cli_error("watch", "--save-bundle and --from-bundle are for scan and snapshot");
-                return EXIT_USAGE;
-        }
         if (cli_common_finish(&w.c, "watch") < 0)
                 return EXIT_USAGE;
         /* as scan: a GPU this host does not have is a usage error, found before watching starts */

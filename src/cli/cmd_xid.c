@@ -21,59 +21,71 @@
 #include "util/escape.h"
 #include "util/parse.h"
 
+/* xid reads the kernel log, not device nodes: no --dev-prefix, --holders or --save-bundle */
+#define XID_ACCEPTS (CLI_JSON | CLI_VERBOSE | CLI_CALL_TIMEOUT | CLI_NVML_LIB | CLI_PROC | CLI_FROM_BUNDLE)
+
 static void xid_usage(FILE *f)
 {
-        fprintf(f,
-                "Usage: ghostvram xid [OPTIONS]\n"
-                "       ghostvram xid explain CODE... [--json]\n\n"
-                "List the NVIDIA driver's kernel events - Xid errors, 'GPU has fallen off the bus',\n"
-                "GSP timeouts, failed initialisation, driver loads, NVSwitch SXids - with what each\n"
-                "means and what to do, tied to GPU indexes and processes. Reads /dev/kmsg (root, or\n"
-                "kernel.dmesg_restrict=0), or a saved log: raw dmesg, dmesg -T/-x, syslog,\n"
-                "journalctl -k (short, short-iso, short-precise), raw /dev/kmsg records.\n\n"
-                "Options:\n"
-                "  --kmsg FILE          read a saved kernel log instead of /dev/kmsg ('-': stdin);\n"
-                "                       a regular file of at most 256 MiB (FIFOs, /dev/zero refused)\n"
-                "  --since WHEN         only events from WHEN on: a duration back from now (30m,\n"
-                "                       2h, 1d), a date-time (2026-11-30, '2026-11-30 10:00',\n"
-                "                       2026-11-30T10:00:00Z; local time unless a zone is given),\n"
-                "                       @EPOCH, or 'now' (with --follow: only new events)\n"
-                "  --gpu ID             only events of this GPU: an index or a UUID (need the\n"
-                "                       driver), or a PCI bus id (0000:3b:00.0; works without one)\n"
-                "  --follow, -f         keep reading and print new events as they come (Ctrl-C stops)\n"
-                "  --this-boot          FILE comes from this host's current boot: turn its [seconds]\n"
-                "                       stamps into wall-clock time as dmesg -T does, and name GPU\n"
-                "                       indexes (always done for /dev/kmsg)\n"
-                "  -v, --verbose        also show the other NVIDIA lines (serial numbers, GSP\n"
-                "                       report bodies, nvidia-modeset, ...)\n"
-                "  --json               machine-readable output (schema_version inside); with --follow\n"
-                "                       one JSON object per line\n"
-                "  --timeout DURATION   deadline for each driver call when naming GPU indexes\n"
-                "  --nvml-lib PATH      load this NVML library instead of libnvidia-ml.so.1\n"
-                "  --from-bundle DIR    name GPU indexes from a recorded bundle\n"
-                "  -h, --help           this help\n\n"
-                "Examples:\n"
-                "  sudo ghostvram xid                          # everything still in the kernel buffer\n"
-                "  sudo ghostvram xid --since 2h --gpu 0\n"
-                "  sudo ghostvram xid --follow --since now     # watch for new events\n"
-                "  journalctl -k -o short-iso > k.log; ghostvram xid --kmsg k.log\n"
-                "  dmesg | ghostvram xid --kmsg - --json | jq '.events[] | select(.xid == 79)'\n"
-                "  ghostvram xid explain 79                    # what Xid 79 means, what to do\n\n"
-                "Environment: GHOSTVRAM_SIM=DIR reads the simulated host's kernel log DIR/kmsg\n"
-                "(raw kmsg records or dmesg lines; none there: no events) instead of /dev/kmsg.\n"
-                "NO_COLOR disables colour.\n\n"
-                "Exit status: 0 events listed (or none found); 2 usage error or unreadable FILE;\n"
-                "3 /dev/kmsg cannot be read (not root, dmesg_restrict) or --gpu N without a driver.\n");
+        fputs("Usage: ghostvram xid [OPTIONS]\n"
+              "       ghostvram xid explain CODE... [--json]\n\n"
+              "List the NVIDIA driver's kernel events - Xid errors, 'GPU has fallen off the\n"
+              "bus', GSP timeouts, failed initialisation, driver loads, NVSwitch SXids - with\n"
+              "what each means and what to do, tied to GPU indexes and processes. Reads\n"
+              "/dev/kmsg (root, or kernel.dmesg_restrict=0), or a saved log: raw dmesg,\n"
+              "dmesg -T/-x, syslog, journalctl -k (short, short-iso, short-precise), raw\n"
+              "/dev/kmsg records.\n\n"
+              "Options:\n"
+              "  --kmsg FILE          read a saved kernel log instead of /dev/kmsg ('-':\n"
+              "                       stdin); a regular file of at most 256 MiB (FIFOs,\n"
+              "                       /dev/zero refused)\n"
+              "  --since WHEN         only events from WHEN on: a duration back from now (30m,\n"
+              "                       2h, 1d), a date-time (2026-11-30, '2026-11-30 10:00',\n"
+              "                       2026-11-30T10:00:00Z; local time unless a zone is\n"
+              "                       given), @EPOCH, or 'now' (with --follow: only new\n"
+              "                       events)\n"
+              "  --gpu ID             only events of this GPU: an index or a UUID (need the\n"
+              "                       driver), or a PCI bus id (0000:3b:00.0; works without\n"
+              "                       one)\n"
+              "  --follow, -f         keep reading and print new events as they come (Ctrl-C\n"
+              "                       stops)\n"
+              "  --this-boot          FILE comes from this host's current boot: turn its\n"
+              "                       [seconds] stamps into wall-clock time as dmesg -T does,\n"
+              "                       and name GPU indexes (always done for /dev/kmsg)\n"
+              "  -v, --verbose        also show the other NVIDIA lines (serial numbers, GSP\n"
+              "                       report bodies, nvidia-modeset, ...)\n"
+              "  --json               machine-readable output (schema_version inside); with\n"
+              "                       --follow one JSON object per line\n"
+              "  --call-timeout DURATION\n"
+              "                       deadline for each driver call when naming GPU indexes\n"
+              "                       (default 5s)\n", f);
+        cli_common_help(f, XID_ACCEPTS & ~(CLI_JSON | CLI_VERBOSE | CLI_CALL_TIMEOUT | CLI_PROC | CLI_FROM_BUNDLE));
+        fputs("  --proc DIR           read the boot time from DIR/stat instead of /proc/stat\n"
+              "  --from-bundle DIR    name GPU indexes from a recorded bundle\n"
+              "  -h, --help           this help\n\n"
+              "Examples:\n"
+              "  sudo ghostvram xid                       # everything in the kernel buffer\n"
+              "  sudo ghostvram xid --since 2h --gpu 0\n"
+              "  sudo ghostvram xid --follow --since now  # watch for new events\n"
+              "  journalctl -k -o short-iso > k.log; ghostvram xid --kmsg k.log\n"
+              "  dmesg | ghostvram xid --kmsg - --json |\n"
+              "    jq '.events[] | select(.xid == 79)'\n"
+              "  ghostvram xid explain 79                 # what Xid 79 means, what to do\n\n"
+              "Environment: GHOSTVRAM_SIM=DIR reads the simulated host's kernel log DIR/kmsg\n"
+              "(raw kmsg records or dmesg lines; none there: no events) instead of /dev/kmsg.\n"
+              "NO_COLOR disables colour.\n\n"
+              "Exit status: 0 events listed (or none found); 2 usage error or unreadable\n"
+              "FILE; 3 /dev/kmsg cannot be read (not root, dmesg_restrict) or --gpu N without\n"
+              "a driver.\n", f);
 }
 
 static void explain_usage(FILE *f)
 {
-        fprintf(f, "Usage: ghostvram xid explain CODE... [--json]\n\n"
-                   "What an Xid code means, its likely cause, what to do, and whether a GPU reset or a\n"
-                   "reboot is needed, from NVIDIA's Xid catalog and ghostvram's notes.\n\n"
-                   "Examples:\n"
-                   "  ghostvram xid explain 79\n"
-                   "  ghostvram xid explain 45 48 --json\n");
+        fputs("Usage: ghostvram xid explain CODE... [--json]\n\n"
+              "What an Xid code means, its likely cause, what to do, and whether a GPU reset\n"
+              "or a reboot is needed, from NVIDIA's Xid catalog and ghostvram's notes.\n\n"
+              "Examples:\n"
+              "  ghostvram xid explain 79\n"
+              "  ghostvram xid explain 45 48 --json\n", f);
 }
 
 /* ---- output helpers ------------------------------------------------------------------------ */
@@ -722,7 +734,7 @@ int cmd_xid(int argc, char **argv)
         };
         struct xid_run x;
         memset(&x, 0, sizeof(x));
-        cli_common_init(&x.c);
+        cli_common_init(&x.c, XID_ACCEPTS);
         const char *since_arg = NULL;
         int opt;
         optind = 1;

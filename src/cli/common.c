@@ -26,15 +26,57 @@
 int cli_argc;
 char **cli_argv;
 
-void cli_common_init(struct cli_common *c)
+void cli_common_init(struct cli_common *c, unsigned accepts)
 {
         /* a bad option is reported by cli_common_option in one line (cli_bad_option), not by
          * getopt with the command's name as the program's */
         opterr = 0;
         memset(c, 0, sizeof(*c));
+        c->accepts = accepts;
+        c->timeout_now = "--call-timeout (the deadline for each driver call)";
         c->proc_root = "/proc";
         c->dev_prefix = "/dev/nvidia";
         c->timeout_ms = 5000;
+}
+
+/* The common options: name, the CLI_* bit a command accepts, and the help lines (80 columns,
+ * the description from column 24). CLI_COMMON_LONGOPTS in cli.h lists the same options. */
+static const struct common_opt {
+        int val;
+        unsigned bit;
+        const char *name;
+        const char *help;
+} common_opts[] = {
+        { CLI_OPT_JSON, CLI_JSON, "--json",
+          "  --json               machine-readable output (schema_version inside)\n" },
+        { 'v', CLI_VERBOSE, "--verbose",
+          "  -v, --verbose        show more (every holder, every query error)\n" },
+        { CLI_OPT_CALL_TIMEOUT, CLI_CALL_TIMEOUT, "--call-timeout",
+          "  --call-timeout DURATION\n"
+          "                       deadline for each driver call and blocking /proc read\n"
+          "                       (default 5s; a hung driver gives a message, never a hang)\n" },
+        { CLI_OPT_NVML_LIB, CLI_NVML_LIB, "--nvml-lib",
+          "  --nvml-lib PATH      load this NVML library instead of libnvidia-ml.so.1\n" },
+        { CLI_OPT_PROC, CLI_PROC, "--proc",
+          "  --proc DIR           read processes from DIR instead of /proc\n" },
+        { CLI_OPT_DEV_PREFIX, CLI_DEV_PREFIX, "--dev-prefix",
+          "  --dev-prefix PREFIX  device nodes start with PREFIX (default /dev/nvidia)\n" },
+        { CLI_OPT_HOLDERS, CLI_HOLDERS, "--holders",
+          "  --holders HOW        auto (default: BPF iterators when they load, else /proc),\n"
+          "                       bpf (fail if they cannot load) or proc\n" },
+        { CLI_OPT_SAVE_BUNDLE, CLI_SAVE_BUNDLE, "--save-bundle",
+          "  --save-bundle DIR    also record every answer read into DIR, a new or empty\n"
+          "                       directory (for bug reports)\n" },
+        { CLI_OPT_FROM_BUNDLE, CLI_FROM_BUNDLE, "--from-bundle",
+          "  --from-bundle DIR    read a recorded bundle instead of this host (its files\n"
+          "                       must be plain files; nvml.json at most 32 MiB)\n" },
+};
+
+void cli_common_help(FILE *f, unsigned which)
+{
+        for (size_t i = 0; i < sizeof(common_opts) / sizeof(common_opts[0]); i++)
+                if (which & common_opts[i].bit)
+                        fputs(common_opts[i].help, f);
 }
 
 static char last_error[1024];   /* the latest cli_error message, for a JSON error document */
@@ -75,21 +117,32 @@ void cli_json_error_if_silent(const char *cmd, int status)
 int cli_common_option(struct cli_common *c, int opt, const char *arg, const char *cmd)
 {
         uint64_t ms;
+        if (opt == CLI_OPT_TIMEOUT) {
+                /* it meant other things in other commands: refused, never reinterpreted */
+                cli_error(cmd, "--timeout is now %s", c->timeout_now);
+                return -1;
+        }
+        for (size_t i = 0; i < sizeof(common_opts) / sizeof(common_opts[0]); i++)
+                if (common_opts[i].val == opt && !(c->accepts & common_opts[i].bit)) {
+                        cli_error(cmd, "option '%s' is not accepted by %s; see 'ghostvram help %s'",
+                                  common_opts[i].name, cmd, cmd);
+                        return -1;
+                }
         switch (opt) {
-        case CLI_OPT_BASE + 0: c->nvml_lib = arg; return 1;
-        case CLI_OPT_BASE + 1: c->proc_root = arg; return 1;
-        case CLI_OPT_BASE + 2: c->dev_prefix = arg; return 1;
-        case CLI_OPT_BASE + 3:
+        case CLI_OPT_NVML_LIB: c->nvml_lib = arg; return 1;
+        case CLI_OPT_PROC: c->proc_root = arg; return 1;
+        case CLI_OPT_DEV_PREFIX: c->dev_prefix = arg; return 1;
+        case CLI_OPT_CALL_TIMEOUT:
                 if (parse_duration_ms(arg, &ms) < 0 || ms == 0 || ms > 3600 * 1000) {
-                        cli_error(cmd, "--timeout: '%s' is not a duration between 1ms and 1h (e.g. 5s, 500ms)", arg);
+                        cli_error(cmd, "--call-timeout: '%s' is not a duration between 1ms and 1h (e.g. 5s, 500ms)", arg);
                         return -1;
                 }
                 c->timeout_ms = (unsigned)ms;
                 return 1;
-        case CLI_OPT_BASE + 4: c->json = true; return 1;
-        case CLI_OPT_BASE + 5: c->save_bundle = arg; return 1;
-        case CLI_OPT_BASE + 6: c->from_bundle = arg; return 1;
-        case CLI_OPT_BASE + 7:
+        case CLI_OPT_JSON: c->json = true; return 1;
+        case CLI_OPT_SAVE_BUNDLE: c->save_bundle = arg; return 1;
+        case CLI_OPT_FROM_BUNDLE: c->from_bundle = arg; return 1;
+        case CLI_OPT_HOLDERS:
                 if (strcmp(arg, "auto") == 0)
                         c->holders = HOST_HOLDERS_AUTO;
                 else if (strcmp(arg, "bpf") == 0)

@@ -10,19 +10,20 @@ static const struct command {
         int (*fn)(int argc, char **argv);
         const char *summary;
 } commands[] = {
-        { "scan", cmd_scan, "account for every byte each GPU reports used; name who holds the ghost" },
+        /* summaries of at most 67 characters: `ghostvram --help` fits 80 columns */
+        { "scan", cmd_scan, "account for every byte each GPU uses; name who holds the ghost" },
         { "snapshot", cmd_snapshot, "the raw facts: what NVML says and every holder of a device node" },
         { "check", cmd_check, "a monitoring plugin (Nagios/Icinga): one status line, exit 0/1/2/3" },
-        { "watch", cmd_watch, "sample continuously; print changes, alert on a lasting ghost, run a hook" },
-        { "top", cmd_top, "a live view of each GPU's memory, its ghost and who holds it (like nvtop)" },
-        { "serve", cmd_serve, "Prometheus exporter, /metrics, and a page with memory timelines (read-only)" },
+        { "watch", cmd_watch, "sample continuously; print changes, alert on a lasting ghost" },
+        { "top", cmd_top, "a live view of GPU memory, its ghost and who holds it (like nvtop)" },
+        { "serve", cmd_serve, "Prometheus exporter and a page of memory timelines (read-only)" },
         { "xid", cmd_xid, "NVRM/Xid kernel events, explained and tied to GPUs and processes" },
         { "reclaim", cmd_reclaim, "end a ghost's orphaned holders safely; time the memory coming back" },
         { "experiment", cmd_experiment, "reproduce the ghost on purpose; measure residual and recovery time" },
-        { "doctor", cmd_doctor, "check the setup: persistence, uvm, known driver bugs, pending resets" },
+        { "doctor", cmd_doctor, "check the setup: persistence, uvm, driver bugs, pending resets" },
         { "demo", cmd_demo, "the ghost-memory story end to end on a temporary simulated host" },
-        { "track", cmd_track, "run a command with an allocation ledger that survives kill -9; report leaks" },
-        { "sim", cmd_sim, "the simulated driver: init a host, run jobs, set knobs (tests, learning)" },
+        { "track", cmd_track, "run a command with a ledger that survives kill -9; report leaks" },
+        { "sim", cmd_sim, "the simulated driver: make a host, run jobs, set knobs (tests)" },
 };
 
 static void usage(FILE *f)
@@ -35,8 +36,8 @@ static void usage(FILE *f)
         for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
                 fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
         fprintf(f, "\nRun 'ghostvram help COMMAND' for a command's options.\n"
-                   "Environment: GHOSTVRAM_SIM=DIR reads a simulated host (see 'ghostvram sim --help');\n"
-                   "NO_COLOR or TERM=dumb disables colour.\n"
+                   "Environment: GHOSTVRAM_SIM=DIR reads a simulated host (see 'ghostvram sim\n"
+                   "--help'); NO_COLOR or TERM=dumb disables colour.\n"
                    "Start here: 'sudo ghostvram scan' (root sees every process).\n");
 }
 

@@ -994,7 +994,7 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                 evidence(fd, "%s", g->status_message[0] ? g->status_message : "memory figures not available");
                 for (size_t e = 0; e < g->n_errors && e < 3; e++)
                         evidence(fd, "query %s: %s", g->errors[e].query, g->errors[e].message);
-                next_step(fd, "check the driver with `nvidia-smi -q -i %s`%s and the kernel log (`ghostvram xid`); re-run with --timeout 30s",
+                next_step(fd, "check the driver with `nvidia-smi -q -i %s`%s and the kernel log (`ghostvram xid`); re-run with --call-timeout 30s",
                           ref, ref_note);
                 return;
         }

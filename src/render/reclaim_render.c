@@ -166,7 +166,7 @@ json_t *reclaim_json(const struct reclaim_report *r)
         const char *sn = reclaim_signal_name(r->signal);
         json_set(o, "signal", sn ? json_string(sn) : json_null());
         json_set(o, "grace_seconds", json_real(r->grace_ms / 1000.0));
-        json_set(o, "timeout_seconds", json_real(r->timeout_ms / 1000.0));
+        json_set(o, "wait_seconds", json_real(r->timeout_ms / 1000.0));
         json_set(o, "plan", r->plan ? plan_json(r->plan) : json_null());
         json_set(o, "gpus", gpus_json(r));
         json_set(o, "actions", actions_json(r));

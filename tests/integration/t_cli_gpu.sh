@@ -55,8 +55,8 @@ for cmd in scan snapshot watch serve xid reclaim experiment top doctor; do
         assert_eq "$(cat "$GV_TMP/err")" "ghostvram $cmd: unknown option '--no-such-option'; see 'ghostvram help $cmd'" "$cmd's line"
         [ -s "$GV_TMP/out" ] && [ "$cmd" != reclaim ] && fail "$cmd printed to stdout: $(cat "$GV_TMP/out")"
 done
-rc=0; "$GV_BIN" scan --timeout 2>"$GV_TMP/err" || rc=$?
-assert_eq "$(cat "$GV_TMP/err")" "ghostvram scan: option '--timeout' needs a value; see 'ghostvram help scan'" "missing value"
+rc=0; "$GV_BIN" scan --call-timeout 2>"$GV_TMP/err" || rc=$?
+assert_eq "$(cat "$GV_TMP/err")" "ghostvram scan: option '--call-timeout' needs a value; see 'ghostvram help scan'" "missing value"
 rc=0; "$GV_BIN" scan -z 2>"$GV_TMP/err" || rc=$?
 assert_eq "$rc" 2 "scan -z"
 assert_eq "$(cat "$GV_TMP/err")" "ghostvram scan: option '-z' is unknown or needs a value; see 'ghostvram help scan'" "a short option"

@@ -10,7 +10,7 @@ exp_rc() { set +e; E=$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" experiment --confirm 300ms
 sim_new --gpus 2 --memory 16384 --reserved 512
 
 note "kill, then reclaim: residual = job size, then 0"
-exp_rc --gpu 1 --mib 512 --workers 2 --timeout 1s --reclaim --json
+exp_rc --gpu 1 --mib 512 --workers 2 --wait 1s --reclaim --json
 assert_eq "$RC" 0 "exit status"
 assert_eq "$(jq -r .schema_version <<<"$E")" 2 "schema_version"
 assert_eq "$(jq -r '.runs | length' <<<"$E")" 1 "one run"
@@ -37,21 +37,21 @@ assert_eq "$(used 1)" 0 "memory back at the end"
 
 note "the driver's teardown delay shows in the recovery time"
 "$GV_BIN" sim set "$SIM" free_delay_ms_per_gib=400 >/dev/null
-exp_rc --gpu 0 --mib 1024 --workers 1 --timeout 3s --reclaim --json
+exp_rc --gpu 0 --mib 1024 --workers 1 --wait 3s --reclaim --json
 assert_eq "$RC" 0 "exit status"
 jq -e '.runs[0].after_reclaim.recovery_seconds | . >= 0.35 and . < 2' <<<"$E" >/dev/null ||
         fail "recovery time with a 400 ms/GiB teardown: $(jq -r '.runs[0].after_reclaim.recovery_seconds' <<<"$E")"
 "$GV_BIN" sim set "$SIM" free_delay_ms_per_gib=0 >/dev/null
 
 note "the table, with --repeat: median and spread"
-exp_rc --gpu 1 --mib 256 --workers 1 --timeout 500ms --reclaim --repeat 2
+exp_rc --gpu 1 --mib 256 --workers 1 --wait 500ms --reclaim --repeat 2
 assert_eq "$RC" 0 "exit status"
 grep -qE "after kill -KILL +256 \[256–256\] +— \(not within 0.5 s\) +Xid 45: 0, errors: 0" <<<"$E" || fail "kill row: $E"
 grep -qE "after ghostvram reclaim +0 \[0–0\] +[0-9.]+ \[[0-9.]+–[0-9.]+\] s" <<<"$E" || fail "reclaim row: $E"
 grep -q "2 runs (median \[min–max\])" <<<"$E" || fail "header"
 
 note "without --reclaim, killed with SIGTERM: the workers still hold it"
-exp_rc --gpu 1 --mib 256 --workers 2 --signal TERM --timeout 300ms --json
+exp_rc --gpu 1 --mib 256 --workers 2 --signal TERM --wait 300ms --json
 assert_eq "$RC" 0 "exit status"
 assert_eq "$(jq -r .signal <<<"$E")" TERM "signal"
 assert_eq "$(jq -r '.runs[0].after_kill.residual_bytes' <<<"$E")" $((256 * MIB)) "residual"
@@ -79,7 +79,7 @@ sim_run --gpu 1 --mib 512 --workers 2
 FOREIGN_OWNER=$OWNER
 FOREIGN=("${WORKERS[@]}")
 kill_wait "$FOREIGN_OWNER"
-exp_rc --gpu 1 --mib 256 --workers 2 --timeout 1s --reclaim --json
+exp_rc --gpu 1 --mib 256 --workers 2 --wait 1s --reclaim --json
 for p in "${FOREIGN[@]}"; do is_dead "$p" && fail "experiment --reclaim ended PID $p, another job's worker"; done
 own=$(jq -r '[.runs[0].worker_pids[]] | sort | map(tostring) | join(" ")' <<<"$E")
 acted=$(jq -r '[.runs[0].after_reclaim.reclaim_actions[].pid] | sort | map(tostring) | join(" ")' <<<"$E")

@@ -30,9 +30,9 @@ for f in /dev/zero /dev/urandom "$GV_TMP/fifo"; do
         grep -q "$f: not a regular file" <<<"$ERR" || fail "xid --kmsg $f says: $ERR"
 done
 
-note "scan --kmsg /dev/zero --timeout 2s ends, and says why the kernel log was not read"
+note "scan --kmsg /dev/zero --call-timeout 2s ends, and says why the kernel log was not read"
 sim_new --gpus 1 --memory 16384 --reserved 512
-timed env GHOSTVRAM_SIM="$SIM" "$GV_BIN" scan --kmsg /dev/zero --timeout 2s --confirm 0 --json
+timed env GHOSTVRAM_SIM="$SIM" "$GV_BIN" scan --kmsg /dev/zero --call-timeout 2s --confirm 0 --json
 quick 3000
 jq -r '.kernel.error' <<<"$OUT" | grep -q "/dev/zero: not a regular file" || fail "kernel error: $(jq -c .kernel <<<"$OUT")"
 
@@ -61,7 +61,7 @@ for f in nvml.json host.json; do
         cp -r "$B" "$GV_TMP/b.$f"
         rm "$GV_TMP/b.$f/$f"
         mkfifo "$GV_TMP/b.$f/$f"
-        timed "$GV_BIN" scan --from-bundle "$GV_TMP/b.$f" --timeout 1s
+        timed "$GV_BIN" scan --from-bundle "$GV_TMP/b.$f" --call-timeout 1s
         assert_eq "$RC" 2 "bundle with a FIFO $f"
         quick 2000
         grep -q "$GV_TMP/b.$f/$f is not a regular file (a FIFO)" <<<"$ERR" || fail "FIFO $f: $ERR"

@@ -161,16 +161,16 @@ unl() { # WANT_RC ARGS...
         [ "$rc" -lt 128 ] || fail "ghostvram $* died of signal $((rc - 128)) on the unloadable library"
         assert_eq "$rc" "$want" "exit status of ghostvram $* with a stuck call on the unloadable library"
 }
-unl 0 snapshot --json --timeout 1s
+unl 0 snapshot --json --call-timeout 1s
 assert_eq "$(jq -r '[.gpus[].status] | join(" ")' <<<"$LAST")" "ok timeout" "snapshot: GPU 0 read, GPU 1 stuck"
 assert_eq "$(jq -r '.gpus[0].nvml_processes[0].pid' <<<"$LAST")" "$OWNER" "snapshot: GPU 0's process"
-unl 3 scan --timeout 1s
+unl 3 scan --call-timeout 1s
 unl 3 check --timeout 2
 # a driver that hangs on every sample is no sample that succeeded: watch says so and exits 3
-unl 3 watch --count 3 --interval 1s --timeout 1s
+unl 3 watch --count 3 --interval 1s --call-timeout 1s
 grep -q "no sample succeeded" <<<"$LAST" || fail "watch says no sample succeeded"
 cat >"$GV_TMP/serve-unl.sh" <<EOF
-GHOSTVRAM_SIM=$SIM "$GV_BIN" serve --listen 127.0.0.1:0 --interval 1s --timeout 1s --nvml-lib "$UNL" >"$GV_TMP/serve-unl.out" 2>&1 &
+GHOSTVRAM_SIM=$SIM "$GV_BIN" serve --listen 127.0.0.1:0 --interval 1s --call-timeout 1s --nvml-lib "$UNL" >"$GV_TMP/serve-unl.out" 2>&1 &
 p=\$!
 sleep 4
 kill -0 \$p || { echo "serve died"; exit 1; }

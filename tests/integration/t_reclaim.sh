@@ -49,7 +49,7 @@ grep -q "Dry run: 2 processes would get SIGTERM" <<<"$text" || fail "dry-run sum
 grep -q "worker of dead PID $DEAD, same process group" <<<"$text" || fail "text names the link"
 
 note "--yes: the workers end, the memory comes back, everything else lives"
-reclaim_rc --yes --grace 2s --timeout 10s
+reclaim_rc --yes --grace 2s --wait 10s
 assert_eq "$RC" 0 "exit status after reclaiming"
 assert_eq "$(jq -r .dry_run <<<"$R")" false "dry_run"
 for w in "${GHOSTW[@]}"; do
@@ -140,7 +140,7 @@ grep -q "$GV_TMP/bad:2: unknown keyword 'bogus'" <<<"$err" || fail "policy error
 set +e
 reclaim --policy "$GV_TMP/missing" >/dev/null 2>&1; assert_eq $? 2 "missing policy file"
 reclaim --signal STOP >/dev/null 2>&1; assert_eq $? 2 "bad signal"
-reclaim --grace 10s --timeout 5s >/dev/null 2>&1; assert_eq $? 2 "grace longer than timeout"
+reclaim --grace 10s --wait 5s >/dev/null 2>&1; assert_eq $? 2 "grace longer than --wait"
 reclaim --pid 1 --cgroup /x >/dev/null 2>&1; assert_eq $? 2 "--pid with --cgroup"
 reclaim --reset-gpu >/dev/null 2>&1; assert_eq $? 2 "--reset-gpu without --gpu"
 reclaim --yes --dry-run >/dev/null 2>&1; assert_eq $? 2 "--yes with --dry-run"

@@ -59,7 +59,7 @@ reclaim_rc --cgroup "$BASE/job_done"
 assert_eq "$RC" 0 "dry run"
 assert_eq "$(jq -r .cgroup.process_count <<<"$R")" 3 "three processes"
 for p in "${DONE[@]}"; do is_dead "$p" && fail "dry run ended $p"; done
-reclaim_rc --cgroup "$REL/job_done" --yes --timeout 10s
+reclaim_rc --cgroup "$REL/job_done" --yes --wait 10s
 assert_eq "$RC" 0 "ended"
 assert_eq "$(jq -r .cgroup.path <<<"$R")" "$REL/job_done" "cgroup path"
 method=$(jq -r .cgroup.method <<<"$R")

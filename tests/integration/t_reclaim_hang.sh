@@ -13,7 +13,7 @@ kill_wait "$OWNER"
 
 P="$GV_TMP/pause"
 GHOSTVRAM_TEST_PAUSE="open:$P" GHOSTVRAM_SIM="$SIM" "$GV_BIN_HOOKS" reclaim --confirm 300ms --json --yes --gpu 1 \
-        --grace 1s --timeout 5s >"$P.out" 2>"$P.err" &
+        --grace 1s --wait 5s >"$P.out" 2>"$P.err" &
 BG=$!
 track "$BG"
 for i in $(seq 1000); do [ -e "$P.ready" ] && break; sleep 0.01; done

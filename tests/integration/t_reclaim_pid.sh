@@ -24,7 +24,7 @@ track "$SLEEPER" "$FAKEGV"
 for i in $(seq 200); do grep -q nvidiactl <(ls -l "/proc/$FAKEGV/fd" 2>/dev/null) && break; sleep 0.01; done
 
 note "--pid naming a process with no NVIDIA node: refused, exit 3, nothing signalled"
-reclaim_rc --pid "$SLEEPER" --yes --grace 1s --timeout 5s
+reclaim_rc --pid "$SLEEPER" --yes --grace 1s --wait 5s
 assert_eq "$RC" 3 "exit status"
 alive "$SLEEPER" || fail "the sleeper was ended"
 assert_eq "$(jq -r '.actions | length' <<<"$R")" 0 "no actions"
@@ -34,15 +34,15 @@ jq -r '.notes[]' <<<"$R" | grep -q "refused: --pid $SLEEPER (sleep): it holds no
 jq -r .summary <<<"$R" | grep -q "Nothing was signalled" || fail "summary: $(jq -r .summary <<<"$R")"
 
 note "--pid naming a ghostvram process: refused, exit 3"
-reclaim_rc --pid "$FAKEGV" --yes --grace 1s --timeout 5s
+reclaim_rc --pid "$FAKEGV" --yes --grace 1s --wait 5s
 assert_eq "$RC" 3 "exit status"
 alive "$FAKEGV" || fail "the ghostvram process was ended"
 assert_eq "$(jq -r ".plan.skipped[] | select(.pid == $FAKEGV) | .rule" <<<"$R")" ghostvram-process "rule"
-text=$(reclaim --pid "$FAKEGV" --yes --grace 1s --timeout 5s </dev/null) && fail "text mode acted"
+text=$(reclaim --pid "$FAKEGV" --yes --grace 1s --wait 5s </dev/null) && fail "text mode acted"
 grep -q "a ghostvram process" <<<"$text" || fail "text says why: $text"
 
 note "--force: the sleeper is ended, but nothing is claimed recovered (the ghost is still there)"
-reclaim_rc --pid "$SLEEPER" --force --yes --grace 1s --timeout 2s
+reclaim_rc --pid "$SLEEPER" --force --yes --grace 1s --wait 2s
 assert_eq "$RC" 1 "exit status (the ghost stays)"
 is_dead "$SLEEPER" || fail "the sleeper is alive"
 assert_eq "$(jq -r '.actions[0].result' <<<"$R")" terminated "result"
@@ -69,7 +69,7 @@ for w in "${GHOSTW[@]}"; do alive "$w" || fail "worker $w was ended"; done
 note "a terminal: the plan is made again after the answer; a changed plan is shown and asked again"
 mkfifo "$GV_TMP/in"
 OUT="$GV_TMP/tty.out"
-GHOSTVRAM_SIM="$SIM" script -qfec "'$GV_BIN' reclaim --confirm 300ms --grace 1s --timeout 5s" "$OUT" \
+GHOSTVRAM_SIM="$SIM" script -qfec "'$GV_BIN' reclaim --confirm 300ms --grace 1s --wait 5s" "$OUT" \
         <"$GV_TMP/in" >/dev/null 2>&1 &
 SCRIPT=$!
 track "$SCRIPT"

@@ -52,7 +52,7 @@ sim_run --gpu 0 --mib 256 --workers 1
 kill_wait "$OWNER"
 set +e
 GHOSTVRAM_TEST_PAUSE="plan:$GV_TMP/nohook" GHOSTVRAM_SIM="$SIM" timeout 20 "$GV_BIN" reclaim --confirm 300ms --json \
-        --yes --grace 1s --timeout 5s >/dev/null 2>&1
+        --yes --grace 1s --wait 5s >/dev/null 2>&1
 rc=$?
 set -e
 assert_eq "$rc" 0 "the shipped binary did not pause"
@@ -64,7 +64,7 @@ sim_run --gpu 1 --mib 1024 --workers 2
 trap - TERM
 grep -qE '^SigIgn:.*[4-7]...$' "/proc/${WORKERS[0]}/status" || fail "worker does not ignore SIGTERM"
 kill_wait "$OWNER"
-set +e; R=$(reclaim --json --yes --grace 500ms --timeout 10s); RC=$?; set -e
+set +e; R=$(reclaim --json --yes --grace 500ms --wait 10s); RC=$?; set -e
 assert_eq "$RC" 0 "exit after SIGKILL"
 for w in "${WORKERS[@]}"; do
         assert_eq "$(result_of "$w")" killed "result of $w"
@@ -78,7 +78,7 @@ assert_eq "$(used 1)" 0 "memory back"
 first_worker_dies_at() { # STAGE RESULT
         sim_run --gpu 1 --mib 1024 --workers 2
         kill_wait "$OWNER"
-        reclaim_paused "$1" --yes --grace 2s --timeout 10s
+        reclaim_paused "$1" --yes --grace 2s --wait 10s
         kill_wait "${WORKERS[0]}"
         reclaim_resume
         assert_eq "$RC" 0 "exit"
@@ -121,7 +121,7 @@ w2=$(awk '/^worker/ {p=$2} END {print p}' <<<"$out")
 kill -9 "$owner"
 while [ -e "/proc/$owner" ]; do sleep 0.01; done
 GHOSTVRAM_TEST_PAUSE="plan:$P" GHOSTVRAM_SIM="$SIM" "$GV_BIN_HOOKS" reclaim --confirm 300ms --json --yes --grace 1s \
-        --timeout 10s >"$P.out" 2>"$P.err" &
+        --wait 10s >"$P.out" 2>"$P.err" &
 bg=$!
 for i in $(seq 1000); do [ -e "$P.ready" ] && break; sleep 0.01; done
 kill -9 "$w1"

@@ -27,7 +27,7 @@ track "$OTHER"
 TRACE="$GV_TMP/trace"
 set +e
 R=$(GHOSTVRAM_SIM="$SIM" strace -f -qq -e trace=kill,tkill,tgkill,pidfd_open,pidfd_send_signal -o "$TRACE" \
-        "$GV_BIN" reclaim --confirm 300ms --json --yes --grace 1s --timeout 20s)
+        "$GV_BIN" reclaim --confirm 300ms --json --yes --grace 1s --wait 20s)
 RC=$?
 set -e
 assert_eq "$RC" 0 "reclaim under strace"

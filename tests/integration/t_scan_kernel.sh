@@ -17,7 +17,7 @@ XID79='3,200,90000000,-;NVRM: Xid (PCI:0000:43:00): 79, pid=0, name=, GPU has fa
 note "GPU 1 fell off the bus after the driver loaded and NVML does not answer for it: gpu-lost"
 printf '%s\n%s\n' "$LOAD" "$XID79" > "$SIM/kmsg"
 "$GV_BIN" sim set "$SIM" hang=1:nvmlDeviceGetMemoryInfo_v2 >/dev/null
-scan_rc --timeout 1s
+scan_rc --call-timeout 1s
 assert_eq "$(verdict 1)" gpu-lost "verdict with Xid 79 and a silent GPU"
 grep -q "Xid 79" <<<"$(evidence 1)" || fail "the Xid 79 is named as evidence"
 assert_eq "$(verdict 0)" ok "GPU 0 untouched"
@@ -26,10 +26,10 @@ assert_eq "$RC" 3 "exit status"
 
 note "the same without the kernel's word: the silent GPU is only unknown"
 rm -f "$SIM/kmsg"
-scan_rc --timeout 1s
+scan_rc --call-timeout 1s
 assert_eq "$(verdict 1)" ok "NVML answers again: fine"
 "$GV_BIN" sim set "$SIM" hang=1:nvmlDeviceGetMemoryInfo_v2 >/dev/null
-scan_rc --timeout 1s
+scan_rc --call-timeout 1s
 assert_eq "$(verdict 1)" unknown "a silent GPU without an Xid"
 "$GV_BIN" sim set "$SIM" hang=none >/dev/null
 

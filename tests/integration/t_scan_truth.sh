@@ -188,7 +188,7 @@ kill_wait "${WORKERS[@]}"
 "$GV_BIN" sim set "$SIM" notsup=default hang=1:nvmlDeviceGetComputeRunningProcesses_v3 >/dev/null
 sim_run --gpu 1 --mib 1024 --workers 1
 set +e
-S=$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" scan --json --confirm 300ms --timeout 1s)
+S=$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" scan --json --confirm 300ms --call-timeout 1s)
 RC=$?
 set -e
 assert_eq "$RC" 3 "a hung process call: exit 3"

@@ -6,7 +6,7 @@
 . "$(dirname "$0")/serve_lib.sh"
 
 sim_new --gpus 1 --memory 16384 --reserved 512
-serve_start --interval 1s --timeout 300ms
+serve_start --interval 1s --call-timeout 300ms
 wait_until 30 bash -c "curl -fsS '$URL/healthz' >/dev/null" || fail "/healthz never turned 200"
 assert_eq "$(metric 'ghostvram_driver_up ')" 1 "driver_up on a working driver"
 grep -q "^# TYPE ghostvram_driver_up gauge$" <<<"$(scrape)" || fail "ghostvram_driver_up is not a gauge"

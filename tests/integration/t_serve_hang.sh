@@ -7,7 +7,7 @@
 
 sim_new --gpus 2 --memory 16384 --reserved 512
 sim_run --gpu 0 --mib 512
-serve_start --interval 1s --stale-after 3s --timeout 500ms
+serve_start --interval 1s --stale-after 3s --call-timeout 500ms
 wait_until 30 bash -c "curl -fsS '$URL/healthz' >/dev/null" || fail "/healthz never turned 200"
 listed=$(metric 'ghostvram_gpu_memory_used_bytes{gpu="0"' )
 assert_eq "$listed" $((512 * MIB)) "listed bytes before the hang"

@@ -127,7 +127,7 @@ grep -q '<img' "$GV_TMP/page2.html" && fail "an unescaped <img in the page"
 serve_stop
 
 note "a hung driver: the page still answers, stale, with the reason and the last data"
-serve_start --interval 1s --stale-after 3s --timeout 500ms
+serve_start --interval 1s --stale-after 3s --call-timeout 500ms
 wait_until 20 bash -c "curl -fsS '$URL/' | grep -q 'data-verdict=\"orphaned-holders\"'" || fail "no ghost before the hang"
 "$GV_BIN" sim set "$SIM" hang=any
 wait_until 20 bash -c "curl -fsS --max-time 2 '$URL/' | grep -q '<p class=\"status bad\" id=\"status\">Data from .* (stale)\. Latest collection: the NVIDIA driver'" ||

@@ -70,20 +70,20 @@ assert_eq "$(jq -r '.gpus[0].nvml_processes | length' <<<"$s")" 2 "GPU 0 process
 note "a hanging call on one GPU: a deadline message for it, the other GPU answers"
 "$GV_BIN" sim set "$SIM" hang=1:nvmlDeviceGetMemoryInfo_v2 >/dev/null
 t0=$(date +%s%N)
-s=$(timeout 20 env GHOSTVRAM_SIM="$SIM" "$GV_BIN" snapshot --json --timeout 1s) || true
+s=$(timeout 20 env GHOSTVRAM_SIM="$SIM" "$GV_BIN" snapshot --json --call-timeout 1s) || true
 t1=$(date +%s%N)
 [ -n "$s" ] || fail "snapshot printed nothing (hung?)"
 [ $(((t1 - t0) / 1000000)) -lt 6000 ] || fail "snapshot took $(((t1 - t0) / 1000000)) ms with a 1 s deadline"
 assert_eq "$(jq -r '.gpus[1].status' <<<"$s")" timeout "GPU 1 timed out"
 assert_eq "$(jq -r '.gpus[1].status_message' <<<"$s")" "GPU 1: driver did not answer within 1 s" "deadline message"
 assert_eq "$(jq -r '.gpus[0].memory.used_bytes' <<<"$s")" $((1536 * MIB)) "GPU 0 still read"
-text=$(timeout 20 env GHOSTVRAM_SIM="$SIM" "$GV_BIN" snapshot --timeout 1s) || true
+text=$(timeout 20 env GHOSTVRAM_SIM="$SIM" "$GV_BIN" snapshot --call-timeout 1s) || true
 grep -q "GPU 1: driver did not answer within 1 s" <<<"$text" || fail "text output lacks the deadline message"
 
 note "a driver that hangs on every call: one clear message, quickly"
 "$GV_BIN" sim set "$SIM" hang=any >/dev/null
 t0=$(date +%s%N)
-s=$(timeout 20 env GHOSTVRAM_SIM="$SIM" "$GV_BIN" snapshot --json --timeout 1s) || true
+s=$(timeout 20 env GHOSTVRAM_SIM="$SIM" "$GV_BIN" snapshot --json --call-timeout 1s) || true
 t1=$(date +%s%N)
 [ $(((t1 - t0) / 1000000)) -lt 6000 ] || fail "a wedged driver took $(((t1 - t0) / 1000000)) ms"
 assert_eq "$(jq -r '.driver.error' <<<"$s")" "the NVIDIA driver did not answer within 1 s (nvmlInit)" "wedged driver message"

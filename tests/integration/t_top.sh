@@ -25,7 +25,7 @@ top_session() {
         local name=$1 cols=$2 rows=$3
         shift 3
         "${TM[@]}" new-session -d -s "$name" -x "$cols" -y "$rows" \
-                "sh -c 'echo \$\$ >$GV_TMP/$name.pid; exec env GHOSTVRAM_SIM=$SIM $* $GV_BIN top --interval 1s --timeout 1s'; \
+                "sh -c 'echo \$\$ >$GV_TMP/$name.pid; exec env GHOSTVRAM_SIM=$SIM $* $GV_BIN top --interval 1s --call-timeout 1s'; \
                  echo \"EXITED rc=\$?\" >$GV_TMP/$name.rc; stty -a >$GV_TMP/$name.stty; echo AFTER-TOP; sleep 600"
         wait_until 10 test -s "$GV_TMP/$name.pid" || fail "top did not start"
         track "$(cat "$GV_TMP/$name.pid")"

@@ -64,7 +64,7 @@ assert_eq "$(jq -r '.ghost_bytes' <<<"$out")" 0 "ghost bytes in JSON"
 note "a hung driver: reported once, the loop keeps its pace and stops on SIGTERM"
 "$GV_BIN" sim set "$SIM" hang=any
 LOG2="$GV_TMP/watch2.log"
-GHOSTVRAM_SIM="$SIM" "$GV_BIN" watch --interval 300ms --timeout 500ms >"$LOG2" 2>&1 &
+GHOSTVRAM_SIM="$SIM" "$GV_BIN" watch --interval 300ms --call-timeout 500ms >"$LOG2" 2>&1 &
 W2=$!
 track "$W2"
 wait_until 20 grep -q "scan error: the NVIDIA driver did not answer in time" "$LOG2" || fail "no error line: $(cat "$LOG2")"

@@ -23,7 +23,7 @@ assert_eq "$(jq -r 'select(.event.source != "nvml") | "\(.event.xid) \(.event.gp
 note "a driver that hangs: the kernel log is still followed"
 "$GV_BIN" sim set "$SIM" hang=any >/dev/null
 : > "$OUT"
-GHOSTVRAM_SIM="$SIM" "$GV_BIN" xid --follow --json --timeout 1s > "$OUT" 2>"$GV_TMP/err" &
+GHOSTVRAM_SIM="$SIM" "$GV_BIN" xid --follow --json --call-timeout 1s > "$OUT" 2>"$GV_TMP/err" &
 F=$!
 track "$F"
 sleep 0.5

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Help fits 80 columns: every line of `ghostvram --help`, of `ghostvram help CMD` and
+# `ghostvram CMD --help` for every command `ghostvram --help` lists, of the sim and xid
+# subcommands' help. Each over-long line is named.
+. "$(dirname "$0")/lib.sh"
+
+cmds=$("$GV_BIN" --help | sed -n 's/^  \([a-z][a-z]*\) .*/\1/p')
+[ "$(wc -l <<<"$cmds")" -ge 13 ] || fail "commands from --help: $cmds"
+
+long=0
+# check_width WHAT ARGS...: the help ARGS print, and none of its lines is over 80 columns
+check_width() {
+        local what=$1 rc=0
+        shift
+        "$GV_BIN" "$@" >"$GV_TMP/help" 2>&1 || rc=$?
+        assert_eq "$rc" 0 "$what: exit status"
+        [ "$(wc -l <"$GV_TMP/help")" -ge 3 ] || fail "$what: no help: $(cat "$GV_TMP/help")"
+        # columns, not bytes: the help may hold UTF-8
+        local over
+        over=$(LC_ALL=C.UTF-8 awk -v w="$what" 'length($0) > 80 { printf "%s: %d columns: %s\n", w, length($0), $0 }' \
+                "$GV_TMP/help")
+        if [ -n "$over" ]; then
+                echo "$over" >&2
+                long=$((long + $(wc -l <<<"$over")))
+        fi
+}
+
+check_width "ghostvram --help" --help
+for cmd in $cmds; do
+        check_width "help $cmd" help "$cmd"
+        check_width "$cmd --help" "$cmd" --help
+done
+for sub in init run set status; do
+        check_width "sim $sub --help" sim "$sub" --help
+done
+check_width "xid explain --help" xid explain --help
+[ "$long" -eq 0 ] || fail "$long help lines are over 80 columns (above)"
+echo PASS
