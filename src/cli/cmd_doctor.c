@@ -313,7 +313,8 @@ int cmd_doctor(int argc, char **argv)
         if (gpu_spec && in.gpus->driver_present) {
                 unsigned idx;
                 if (cli_gpu_spec_resolve(gpu_spec, in.gpus, &idx) < 0) {
-                        cli_error("doctor", "--gpu %s: no such GPU on this host (it has %zu)", gpu_spec, in.gpus->n_gpus);
+                        cli_error("doctor", "--gpu %s: this host has %zu GPU%s", gpu_spec, in.gpus->n_gpus,
+                                  in.gpus->n_gpus == 1 ? "" : "s");
                         inputs_free(&in);
                         return EXIT_USAGE;
                 }

@@ -695,6 +695,12 @@ int cmd_top(int argc, char **argv)
         }
         if (cli_common_finish(&t.c, "top") < 0)
                 return EXIT_USAGE;
+        /* a GPU the host does not have is a usage error, as in scan and watch (one driver query;
+         * without a driver an index is kept and the screen says what is missing) */
+        int gpu_index;
+        int gr = cli_gpu_resolve(&t.c, t.gpu_arg, true, &gpu_index, "top");
+        if (gr != EXIT_OK)
+                return gr;
         if (!batch && !terminal_addressable()) {
                 batch = true;
                 if (isatty(STDERR_FILENO))

@@ -323,8 +323,9 @@ int cmd_track(int argc, char **argv)
         uint64_t max_age_ms = 7ull * 24 * 3600 * 1000, max_total_mib = 256;
         int opt;
         optind = 1;
+        opterr = 0;     /* a bad option is said in one line (cli_bad_option) */
         /* '+': stop at the first non-option, CMD's own options are CMD's */
-        while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+        while ((opt = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
                 switch (opt) {
                 case 'h':
                         track_usage(stdout);
@@ -356,7 +357,7 @@ int cmd_track(int argc, char **argv)
                 case 's':
                         return track_show(optarg);
                 default:
-                        track_usage(stderr);
+                        cli_bad_option("track", argc, argv, opt);
                         return EXIT_USAGE;
                 }
         }

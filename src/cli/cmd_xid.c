@@ -345,8 +345,8 @@ static int map_events(struct xid_run *x, struct xid_event *ev, size_t n)
                 for (size_t i = 0; i < x->report->n_gpus; i++)
                         found = found || x->report->gpus[i].index == x->gpu.index;
                 if (!found) {
-                        cli_error("xid", "--gpu %u: no such GPU (the driver lists %zu)", x->gpu.index,
-                                  x->report->n_gpus);
+                        cli_error("xid", "--gpu %u: this host has %zu GPU%s", x->gpu.index, x->report->n_gpus,
+                                  x->report->n_gpus == 1 ? "" : "s");
                         return -ENOENT;
                 }
         }

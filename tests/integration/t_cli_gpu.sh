@@ -30,10 +30,16 @@ rc=0; out=$(gv check --confirm 0 --gpu GPU-00000000-0000-0000-0000-000000000000)
 assert_eq "$rc" 3 "check with an unknown UUID is UNKNOWN"
 grep -q "no such GPU" <<<"$out" || fail "check: $out"
 
-note "watch: --gpu 99 is an error as in scan; a UUID is accepted"
-for cmd in scan watch; do
-        rc=0; gv $cmd --gpu 99 --count 1 >/dev/null 2>"$GV_TMP/err" || rc=$?
-        [ "$cmd" = scan ] && { rc=0; gv scan --gpu 99 --confirm 0 >/dev/null 2>"$GV_TMP/err" || rc=$?; }
+note "--gpu 99 is the same usage error in every command; a UUID is accepted"
+for cmd in scan watch top reclaim doctor xid experiment; do
+        rc=0
+        case $cmd in
+        scan) gv scan --gpu 99 --confirm 0 ;;
+        watch) gv watch --gpu 99 --count 1 ;;
+        top) GHOSTVRAM_SIM="$SIM" timeout 20 "$GV_BIN" top --gpu 99 --batch --iterations 1 </dev/null ;;
+        xid) gv xid --gpu 99 --kmsg "$GV_SRC/tests/fixtures/kmsg/dmesg.txt" --this-boot ;;
+        *) gv $cmd --gpu 99 ;;
+        esac >/dev/null 2>"$GV_TMP/err" || rc=$?
         assert_eq "$rc" 2 "$cmd --gpu 99"
         grep -q -- "--gpu 99: this host has 2 GPUs" "$GV_TMP/err" || fail "$cmd --gpu 99: $(cat "$GV_TMP/err")"
 done
@@ -49,7 +55,7 @@ rc=0; gv reclaim --gpu 0000:ff:00.0 2>"$GV_TMP/err" >/dev/null || rc=$?
 assert_eq "$rc" 2 "reclaim --gpu of another host"
 
 note "an unknown option: one line and a hint, in every command"
-for cmd in scan snapshot watch serve xid reclaim experiment top doctor; do
+for cmd in scan snapshot watch serve xid reclaim experiment top doctor track; do
         rc=0; "$GV_BIN" $cmd --no-such-option >"$GV_TMP/out" 2>"$GV_TMP/err" || rc=$?
         assert_eq "$rc" 2 "$cmd --no-such-option"
         assert_eq "$(cat "$GV_TMP/err")" "ghostvram $cmd: unknown option '--no-such-option'; see 'ghostvram help $cmd'" "$cmd's line"

@@ -177,7 +177,7 @@ done
 for spec in 99 GPU-00000000-0000-0000-0000-000000000000 0000:ff:00.0; do
         rc=0; GHOSTVRAM_SIM="$SIM" "$GV_BIN" doctor --gpu "$spec" >/dev/null 2>"$GV_TMP/err" || rc=$?
         assert_eq "$rc" 2 "--gpu $spec"
-        grep -q "no such GPU on this host (it has 2)" "$GV_TMP/err" || fail "--gpu $spec: $(cat "$GV_TMP/err")"
+        grep -q "this host has 2 GPUs" "$GV_TMP/err" || fail "--gpu $spec: $(cat "$GV_TMP/err")"
 done
 rc=0; "$GV_BIN" doctor --gpu banana 2>"$GV_TMP/err" || rc=$?
 assert_eq "$rc" 2 "--gpu banana"
