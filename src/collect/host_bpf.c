@@ -126,19 +126,19 @@ int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret,
                 const struct host_bpf_target *t = &s->targets[i];
                 uint32_t sd = (uint32_t)kdev(t->dev);
                 unsigned d;
-                for (d = 0; d < skel->bss->n_s_devs && skel->bss->s_devs[d] != sd; d++)
+                for (d = 0; d < skel->bss->cfg.n_s_devs && skel->bss->cfg.s_devs[d] != sd; d++)
                         ;
-                if (d == skel->bss->n_s_devs) {
+                if (d == skel->bss->cfg.n_s_devs) {
                         if (d == GV_MAX_SDEVS) {
                                 r = -E2BIG;
                                 snprintf(err, errlen, "BPF iterators not used: device nodes on more than %d filesystems",
                                          GV_MAX_SDEVS);
                                 goto out;
                         }
-                        skel->bss->s_devs[skel->bss->n_s_devs++] = sd;
+                        skel->bss->cfg.s_devs[skel->bss->cfg.n_s_devs++] = sd;
                 }
                 if (t->chr && major(t->rdev) < GV_MAX_MAJOR)
-                        skel->bss->chr_majors[major(t->rdev)] = 1;
+                        skel->bss->cfg.chr_majors[major(t->rdev)] = 1;
                 struct gv_key k = { .dev = kdev(t->dev), .ino = (uint64_t)t->ino };
                 r = bpf_map__update_elem(skel->maps.targets, &k, sizeof(k), &one, sizeof(one), BPF_ANY);
                 if (r == 0 && t->chr) {
@@ -153,7 +153,7 @@ int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret,
         for (size_t i = 0; i < s->n_majors; i++) {
                 struct gv_key k = { .dev = s->majors[i], .ino = GV_KEY_MAJOR };
                 if (s->majors[i] < GV_MAX_MAJOR)
-                        skel->bss->chr_majors[s->majors[i]] = 1;
+                        skel->bss->cfg.chr_majors[s->majors[i]] = 1;
                 r = bpf_map__update_elem(skel->maps.targets, &k, sizeof(k), &one, sizeof(one), BPF_ANY);
                 if (r < 0) {
                         say(err, errlen, r, "BPF map not filled");
@@ -165,7 +165,9 @@ int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret,
         if (r == 0)
                 r = read_iter(skel->progs.gv_files, &b);
         if (r == 0) {
-                skel->bss->last_seen = 0;
+                skel->bss->cfg.last_seen = 0;
+                skel->bss->cfg.last_tid = 0;
+                skel->bss->cfg.last_pid = 0;
                 r = read_iter(skel->progs.gv_vmas, &b);
         }
         if (r < 0) {
