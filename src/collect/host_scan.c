@@ -8,6 +8,7 @@
  * a thread stuck in the driver may hold forever. Facts (status, cgroup, wchan, ns, cmdline,
  * environ) are read only for holders. The processes are shared among up to one thread per CPU
  * (walk_all): the kernel's work for each descriptor is most of a walk. */
+#define _GNU_SOURCE 1 /* getdents64, struct dirent64 */
 #include "collect/host_internal.h"
 
 #include <dirent.h>
@@ -653,6 +654,51 @@ static bool is_gone(int e)
         return e == -ENOENT || e == -ESRCH;
 }
 
+/* One entry nm of the fd directory fdd: a node held by that descriptor is added to s. false:
+ * stop (the descriptors cannot be read). */
+static bool scan_fd_entry(struct host_ctx *c, struct pid_scan *s, int fdd, const char *nm)
+{
+        if (nm[0] < '0' || nm[0] > '9')
+                return true;
+        /* the file itself, as the BPF walk sees it: a character device by its device number,
+         * anything else by (st_dev, st_ino) (match_stat) */
+        struct stat st;
+        char name[48];
+        bool hit;
+        if (fstatat(fdd, nm, &st, 0) == 0) {
+                hit = match_stat(c, &st, name);
+        } else if (errno == EACCES || errno == EPERM) {
+                /* the directory lists, but the links need ptrace rights */
+                s->p.skipped |= HOST_SKIP_FDS;
+                note_denied(c, s, &c->k.n_fd_denied_other, &c->k.n_fd_denied_own);
+                return false;
+        } else {
+                /* a link to nothing: closed meanwhile, or a fixture's or bundle's link text
+                 * naming a node of another machine: matched by its path */
+                char target[PATH_MAX];
+                ssize_t n = readlinkat(fdd, nm, target, sizeof(target) - 1);
+                if (n <= 0)
+                        return true;
+                target[n] = '\0';
+                bool deleted;
+                size_t tl = host_strip_deleted(target, (size_t)n, &deleted);
+                hit = match_prefix(c, target, tl, name);
+        }
+        if (!hit)
+                return true;
+        add_node(c, s, name, HOST_VIA_FD);
+        if (!c->save_dir)
+                return true;
+        unsigned fdnum;
+        if (host_grow(&c->sfds, &c->sfds_alloc, c->n_sfds, sizeof(*c->sfds)) < 0 ||
+            parse_uint_range(nm, 0, INT32_MAX, &fdnum) < 0)
+                return true;
+        c->sfds[c->n_sfds].fd = (int)fdnum;
+        snprintf(c->sfds[c->n_sfds].name, sizeof(c->sfds[0].name), "%s", name);
+        c->n_sfds++;
+        return true;
+}
+
 static void scan_fds(struct host_ctx *c, struct pid_scan *s)
 {
         if (s->forced & HOST_SKIP_FDS) {
@@ -673,54 +719,19 @@ static void scan_fds(struct host_ctx *c, struct pid_scan *s)
                 }
                 return;
         }
-        DIR *d = fdopendir(fdd);
-        if (!d) {
-                close(fdd);
-                return;
-        }
-        struct dirent *e;
-        char target[PATH_MAX];
-        while ((e = readdir(d))) {
-                const char *nm = e->d_name;
-                if (nm[0] < '0' || nm[0] > '9')
-                        continue;
-                /* the file itself, as the BPF walk sees it: a character device by its device
-                 * number, anything else by (st_dev, st_ino) (match_stat) */
-                struct stat st;
-                char name[48];
-                bool hit;
-                if (fstatat(fdd, nm, &st, 0) == 0) {
-                        hit = match_stat(c, &st, name);
-                } else if (errno == EACCES || errno == EPERM) {
-                        /* the directory lists, but the links need ptrace rights */
-                        s->p.skipped |= HOST_SKIP_FDS;
-                        note_denied(c, s, &c->k.n_fd_denied_other, &c->k.n_fd_denied_own);
-                        break;
-                } else {
-                        /* a link to nothing: closed meanwhile, or a fixture's or bundle's link
-                         * text naming a node of another machine: matched by its path */
-                        ssize_t n = readlinkat(fdd, nm, target, sizeof(target) - 1);
-                        if (n <= 0)
-                                continue;
-                        target[n] = '\0';
-                        bool deleted;
-                        size_t tl = host_strip_deleted(target, (size_t)n, &deleted);
-                        hit = match_prefix(c, target, tl, name);
+        /* getdents64 on the descriptor, not fdopendir: no fstat, fcntl and 32 KiB buffer for
+         * each of thousands of processes */
+        char dents[8192] __attribute__((aligned(8)));
+        bool go = true;
+        ssize_t k;
+        while (go && (k = getdents64(fdd, dents, sizeof(dents))) > 0) {
+                for (ssize_t off = 0; go && off < k;) {
+                        const struct dirent64 *e = (const void *)(dents + off);
+                        off += e->d_reclen;
+                        go = scan_fd_entry(c, s, fdd, e->d_name);
                 }
-                if (!hit)
-                        continue;
-                add_node(c, s, name, HOST_VIA_FD);
-                if (!c->save_dir)
-                        continue;
-                unsigned fdnum;
-                if (host_grow(&c->sfds, &c->sfds_alloc, c->n_sfds, sizeof(*c->sfds)) < 0 ||
-                    parse_uint_range(nm, 0, INT32_MAX, &fdnum) < 0)
-                        continue;
-                c->sfds[c->n_sfds].fd = (int)fdnum;
-                snprintf(c->sfds[c->n_sfds].name, sizeof(c->sfds[0].name), "%s", name);
-                c->n_sfds++;
         }
-        closedir(d);
+        close(fdd);
 }
 
 /* The maps line rewritten for a bundle: its path replaced by the canonical /dev/NAME. */
