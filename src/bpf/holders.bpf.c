@@ -30,24 +30,25 @@ struct {
         __type(value, __u32);
 } targets SEC(".maps");
 
-/* the last process GV_REC_VMA_SEEN was written for (reset by user space before each read) */
-__u32 last_seen = 0;
+/* Filled and reset by user space (struct gv_cfg, holders_bpf.h); in .bss, so that both
+ * skeletons map it the same way. */
+struct gv_cfg cfg = {};
 
-/* Filled by user space before the iterators run, so that most files are turned away without a
- * map lookup: chr_majors[M] is 1 when a character device of major M can be a candidate (an
- * nvidia driver's, or a host node's), s_devs[] the filesystems the target files live on. */
-__u8 chr_majors[GV_MAX_MAJOR] = {};
-__u32 s_devs[GV_MAX_SDEVS] = {};
-__u32 n_s_devs = 0;
-
-/* The reader's PID namespace level: the iterator runs in read(), on the reader's task. */
+/* The reader's PID namespace level: the iterator runs in read(), on the reader's task, the
+ * same for every call of a walk, so it is read once (cfg.reader_lvl holds level + 1). */
 static __always_inline unsigned int reader_level(void)
 {
-        struct task_struct *cur = (struct task_struct *)bpf_get_current_task();
-        return BPF_CORE_READ(cur, thread_pid, level);
+        if (!cfg.reader_lvl) {
+                struct task_struct *cur = (struct task_struct *)bpf_get_current_task();
+                cfg.reader_lvl = BPF_CORE_READ(cur, thread_pid, level) + 1;
+        }
+        return cfg.reader_lvl - 1;
 }
 
-/* The task's thread group as numbered at `level`, or 0 when it has no number there. */
+/* The task's thread group as numbered at `level`, or 0 when it has no number there. Read
+ * with bpf_probe_read_kernel, not with plain loads: the verifier checks every task_struct
+ * pointer a program loads against its lists of trusted fields, which costs milliseconds at
+ * each load of the programs — more than these reads cost at run time (once a process). */
 static __always_inline __u32 tgid_at(struct task_struct *t, unsigned int level)
 {
         struct pid *p = BPF_CORE_READ(t, group_leader, thread_pid);
@@ -62,9 +63,9 @@ static __always_inline __u32 tgid_at(struct task_struct *t, unsigned int level)
 static __always_inline int on_target_fs(__u64 dev)
 {
         for (__u32 i = 0; i < GV_MAX_SDEVS; i++) {
-                if (i >= n_s_devs)
+                if (i >= cfg.n_s_devs)
                         return 0;
-                if (s_devs[i] == dev)
+                if (cfg.s_devs[i] == dev)
                         return 1;
         }
         return 0;
@@ -82,21 +83,21 @@ int gv_tasks(struct bpf_iter__task *ctx)
         struct task_struct *t = ctx->task;
         if (!t)
                 return 0;
-        if (BPF_CORE_READ(t, pid) != BPF_CORE_READ(t, tgid))
+        if (t->pid != t->tgid)
                 return 0;       /* one record a process */
         struct gv_rec r = { .kind = GV_REC_TASK };
         r.pid = tgid_at(t, reader_level());
         if (!r.pid)
                 return 0;
-        r.a = BPF_CORE_READ(t, flags);
+        r.a = t->flags;
         if (bpf_core_field_exists(t->__state)) {
-                r.b = BPF_CORE_READ(t, __state);
+                r.b = t->__state;
         } else {
                 struct task_struct___old *o = (void *)t;
-                r.b = (__u32)BPF_CORE_READ(o, state);
+                r.b = (__u32)o->state;
         }
-        r.ino = (__u32)BPF_CORE_READ(t, exit_state);
-        r.dev = BPF_CORE_READ(t, mm) != 0;
+        r.ino = (__u32)t->exit_state;
+        r.dev = BPF_CORE_READ(t, mm) != 0;     /* a task_struct pointer: see tgid_at */
         bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
         return 0;
 }
@@ -108,25 +109,31 @@ int gv_files(struct bpf_iter__task_file *ctx)
         struct file *f = ctx->file;
         if (!t || !f)
                 return 0;
-        struct inode *in = BPF_CORE_READ(f, f_inode);
+        /* plain loads: the file is a BTF pointer, which the verifier makes fault-safe, far
+         * cheaper than a bpf_probe_read_kernel call on every descriptor */
+        struct inode *in = f->f_inode;
         if (!in)
                 return 0;
         struct gv_rec r = { .kind = GV_REC_FD, .a = ctx->fd };
-        umode_t mode = BPF_CORE_READ(in, i_mode);
-        r.dev = BPF_CORE_READ(in, i_sb, s_dev);
-        r.ino = BPF_CORE_READ(in, i_ino);
+        umode_t mode = in->i_mode;
+        r.dev = in->i_sb->s_dev;
         if ((mode & GV_S_IFMT) == GV_S_IFCHR) {
                 /* a character device is one of ours by its number: an nvidia major, or a host
                  * node's device number (which a node with the same st_dev, st_ino also has) */
                 r.b = 1;
-                r.rdev = BPF_CORE_READ(in, i_rdev);
+                r.rdev = in->i_rdev;
                 __u32 maj = (__u32)(r.rdev >> 20);
-                if (maj >= GV_MAX_MAJOR || !chr_majors[maj])
+                if (maj >= GV_MAX_MAJOR || !cfg.chr_majors[maj])
                         return 0;
                 if (!is_target(r.rdev, GV_KEY_RDEV) && !is_target(maj, GV_KEY_MAJOR))
                         return 0;
-        } else if (!on_target_fs(r.dev) || !is_target(r.dev, r.ino)) {
-                return 0;
+                r.ino = in->i_ino;
+        } else {
+                if (!on_target_fs(r.dev))
+                        return 0;
+                r.ino = in->i_ino;
+                if (!is_target(r.dev, r.ino))
+                        return 0;
         }
         r.pid = tgid_at(t, reader_level());
         if (!r.pid)
@@ -142,26 +149,38 @@ int gv_vmas(struct bpf_iter__task_vma *ctx)
         struct vm_area_struct *v = ctx->vma;
         if (!t || !v)
                 return 0;
-        __u32 pid = tgid_at(t, reader_level());
+        /* a task's mappings come one after the other: its number is looked up once a task,
+         * the task known by its kernel-wide TID (two tasks in a row with the same one would
+         * need the PID space to wrap around during the walk) */
+        __u32 pid, tid = (__u32)t->pid;
+        if (cfg.last_tid == tid && tid) {
+                pid = cfg.last_pid;
+        } else {
+                pid = tgid_at(t, reader_level());
+                cfg.last_tid = tid;
+                cfg.last_pid = pid;
+        }
         if (!pid)
                 return 0;
         /* One write per call: when the seq_file buffer overflows, the kernel drops what this
          * call wrote and calls it again for the same mapping, so last_seen moves only once the
          * record is in. */
         struct gv_rec r = { .kind = GV_REC_VMA_SEEN, .pid = pid };
-        struct file *f = BPF_CORE_READ(v, vm_file);
-        struct inode *in = f ? BPF_CORE_READ(f, f_inode) : 0;
+        struct file *f = v->vm_file;
+        struct inode *in = f ? f->f_inode : 0;
         if (in) {
-                r.dev = BPF_CORE_READ(in, i_sb, s_dev);
-                r.ino = BPF_CORE_READ(in, i_ino);
-                if (on_target_fs(r.dev) && is_target(r.dev, r.ino)) {
-                        r.kind = GV_REC_VMA;
-                        r.b = last_seen != pid;         /* also the first mapping seen of it */
+                r.dev = in->i_sb->s_dev;
+                if (on_target_fs(r.dev)) {
+                        r.ino = in->i_ino;
+                        if (is_target(r.dev, r.ino)) {
+                                r.kind = GV_REC_VMA;
+                                r.b = cfg.last_seen != pid; /* also the first mapping seen of it */
+                        }
                 }
         }
-        if (r.kind == GV_REC_VMA_SEEN && last_seen == pid)
+        if (r.kind == GV_REC_VMA_SEEN && cfg.last_seen == pid)
                 return 0;
         if (bpf_seq_write(ctx->meta->seq, &r, sizeof(r)) == 0)
-                last_seen = pid;
+                cfg.last_seen = pid;
         return 0;
 }

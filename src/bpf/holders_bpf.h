@@ -25,6 +25,23 @@ struct gv_key {
         __u64 ino;
 };
 
+/* The programs' settings and state, one global (`cfg`, in .bss) that user space maps. */
+struct gv_cfg {
+        /* set before the walk, so that most files are turned away without a map lookup:
+         * chr_majors[M] is 1 when a character device of major M can be a candidate (an nvidia
+         * driver's, or a host node's), s_devs[] the filesystems the target files live on */
+        __u8 chr_majors[GV_MAX_MAJOR];
+        __u32 s_devs[GV_MAX_SDEVS];
+        __u32 n_s_devs;
+        /* the reader's PID namespace level + 1, once known (0: not yet) */
+        __u32 reader_lvl;
+        /* the mapping iterator's state, reset before its read: the last process a record was
+         * written for, the last task seen (kernel-wide TID) and its number */
+        __u32 last_seen;
+        __u32 last_tid;
+        __u32 last_pid;
+};
+
 struct gv_rec {
         __u32 kind;
         __u32 pid;              /* the thread group, as numbered in the reader's PID namespace */

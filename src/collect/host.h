@@ -149,7 +149,8 @@ extern const char *const host_env_allowlist[];
  * whose host.json is damaged). Vanishing processes are skipped silently; what could not be
  * seen is in limits[], never an error. maps, cmdline and environ are read on a worker under
  * timeout_ms (never for D-state tasks); once four timeouts' worth of waiting is lost, further
- * blocking reads get 50 ms, so the walk ends in bounded time. */
+ * blocking reads get 50 ms, so the walk ends in bounded time. A live walk runs on up to one
+ * thread per CPU (8 at most); a bundle is read or recorded on the caller's thread. */
 int host_scan(const struct host_opts *o, struct host_report **ret);
 void host_report_free(struct host_report *r);
 

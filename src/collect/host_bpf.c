@@ -3,10 +3,12 @@
  * every descriptor and every mapping on a candidate file, without a syscall per process or per
  * descriptor. host_scan.c names what was found with the rule of its /proc walk.
  *
- * Needs: the skeleton built in (GV_HAVE_BPF), kernel BTF (/sys/kernel/btf/vmlinux), kernel 5.8
+ * Needs: the skeletons built in (GV_HAVE_BPF), kernel BTF (/sys/kernel/btf/vmlinux), kernel 5.8
  * (task_file) and 5.12 (task_vma), CAP_BPF+CAP_PERFMON or CAP_SYS_ADMIN in the initial user
  * namespace, and no lockdown that forbids reading kernel memory. Any of them missing is an
- * error with a sentence, and the walk falls back to /proc. */
+ * error with a sentence, and the walk falls back to /proc. From Linux 5.17 the light skeleton
+ * loads them (the kernel relocates them against its own BTF, in about 4 ms); before, the full
+ * one (libbpf parses and searches the kernel's 5 MiB of BTF here, about 30 ms). */
 #include "collect/host_internal.h"
 
 #include <errno.h>
@@ -18,6 +20,8 @@
 
 #include "config.h"
 
+bool host_bpf_full_only;
+
 #if GV_HAVE_BPF
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -25,6 +29,11 @@
 
 #include "bpf/holders_bpf.h"
 #include "holders.skel.h"
+/* the light skeleton's generated code subtracts void pointers: not ours to fix */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpointer-arith"
+#include "holders.lskel.h"
+#pragma GCC diagnostic pop
 
 /* Records from one iterator are at most this many bytes (a 40-byte record each). */
 #define HOST_BPF_CAP (256u << 20)
@@ -54,14 +63,66 @@ static dev_t udev(uint64_t k)
         return makedev((unsigned)(k >> 20), (unsigned)(k & 0xfffff));
 }
 
-/* Run one iterator program to the end; its records are appended to *buf. */
-static int read_iter(struct bpf_program *prog, struct buf *out)
+/* The iterators as loaded, by either skeleton. */
+struct iters {
+        struct holders_lbpf *light;
+        struct holders_bpf *full;
+        int tasks, files, vmas;         /* the programs' fds */
+        int targets;                    /* the map's fd */
+        struct gv_cfg *cfg;             /* the programs' .bss, mapped */
+};
+
+static void iters_free(struct iters *it)
 {
-        struct bpf_link *link = bpf_program__attach_iter(prog, NULL);
-        if (!link)
+        holders_lbpf__destroy(it->light);
+        holders_bpf__destroy(it->full);
+        memset(it, 0, sizeof(*it));
+}
+
+/* The light skeleton first: its loader program has the kernel do the CO-RE relocations
+ * against its own BTF (Linux 5.17); else the full skeleton, with libbpf reading and searching
+ * the kernel's BTF in this process (about 30 ms). 0, or the full skeleton's negative errno and
+ * what failed in *ret_what. */
+static int iters_load(struct iters *it, const char **ret_what)
+{
+        memset(it, 0, sizeof(*it));
+        it->light = host_bpf_full_only ? NULL : holders_lbpf__open();
+        if (it->light && holders_lbpf__load(it->light) == 0) {
+                it->tasks = it->light->progs.gv_tasks.prog_fd;
+                it->files = it->light->progs.gv_files.prog_fd;
+                it->vmas = it->light->progs.gv_vmas.prog_fd;
+                it->targets = it->light->maps.targets.map_fd;
+                it->cfg = &it->light->bss->cfg;
+                return 0;
+        }
+        holders_lbpf__destroy(it->light);
+        it->light = NULL;
+        it->full = holders_bpf__open();
+        if (!it->full) {
+                *ret_what = "BPF iterators not opened";
                 return host_neg_errno();
+        }
+        int r = holders_bpf__load(it->full);
+        if (r < 0) {
+                *ret_what = "BPF iterators not loaded";
+                return r;
+        }
+        it->tasks = bpf_program__fd(it->full->progs.gv_tasks);
+        it->files = bpf_program__fd(it->full->progs.gv_files);
+        it->vmas = bpf_program__fd(it->full->progs.gv_vmas);
+        it->targets = bpf_map__fd(it->full->maps.targets);
+        it->cfg = &it->full->bss->cfg;
+        return 0;
+}
+
+/* Run one iterator program to the end; its records are appended to *buf. */
+static int read_iter(int prog_fd, struct buf *out)
+{
+        int link = bpf_link_create(prog_fd, 0, BPF_TRACE_ITER, NULL);
+        if (link < 0)
+                return link;
         int r = 0;
-        int fd = bpf_iter_create(bpf_link__fd(link));
+        int fd = bpf_iter_create(link);
         if (fd < 0) {
                 r = fd;
                 goto out;
@@ -84,7 +145,7 @@ static int read_iter(struct bpf_program *prog, struct buf *out)
         }
         close(fd);
 out:
-        bpf_link__destroy(link);
+        close(link);
         return r;
 }
 
@@ -99,10 +160,11 @@ static void say(char *err, size_t errlen, int e, const char *what)
 
 int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret, char *err, size_t errlen)
 {
-        struct holders_bpf *skel = NULL;
+        struct iters it;
         struct buf b = BUF_INIT(HOST_BPF_CAP);
         struct host_bpf_result res;
         int r;
+        memset(&it, 0, sizeof(it));
         memset(&res, 0, sizeof(res));
         pthread_once(&print_once, quiet_libbpf);
         if (access("/sys/kernel/btf/vmlinux", R_OK) < 0) {
@@ -110,40 +172,36 @@ int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret,
                 snprintf(err, errlen, "BPF iterators not loaded: the kernel exposes no BTF (/sys/kernel/btf/vmlinux)");
                 goto out;
         }
-        skel = holders_bpf__open();
-        if (!skel) {
-                r = host_neg_errno();
-                say(err, errlen, r, "BPF iterators not opened");
-                goto out;
-        }
-        r = holders_bpf__load(skel);
+        const char *what = "";
+        r = iters_load(&it, &what);
         if (r < 0) {
-                say(err, errlen, r, "BPF iterators not loaded");
+                say(err, errlen, r, what);
                 goto out;
         }
+        struct gv_cfg *cfg = it.cfg;
         uint32_t one = 1;
         for (size_t i = 0; i < s->n_targets; i++) {
                 const struct host_bpf_target *t = &s->targets[i];
                 uint32_t sd = (uint32_t)kdev(t->dev);
                 unsigned d;
-                for (d = 0; d < skel->bss->n_s_devs && skel->bss->s_devs[d] != sd; d++)
+                for (d = 0; d < cfg->n_s_devs && cfg->s_devs[d] != sd; d++)
                         ;
-                if (d == skel->bss->n_s_devs) {
+                if (d == cfg->n_s_devs) {
                         if (d == GV_MAX_SDEVS) {
                                 r = -E2BIG;
                                 snprintf(err, errlen, "BPF iterators not used: device nodes on more than %d filesystems",
                                          GV_MAX_SDEVS);
                                 goto out;
                         }
-                        skel->bss->s_devs[skel->bss->n_s_devs++] = sd;
+                        cfg->s_devs[cfg->n_s_devs++] = sd;
                 }
                 if (t->chr && major(t->rdev) < GV_MAX_MAJOR)
-                        skel->bss->chr_majors[major(t->rdev)] = 1;
+                        cfg->chr_majors[major(t->rdev)] = 1;
                 struct gv_key k = { .dev = kdev(t->dev), .ino = (uint64_t)t->ino };
-                r = bpf_map__update_elem(skel->maps.targets, &k, sizeof(k), &one, sizeof(one), BPF_ANY);
+                r = bpf_map_update_elem(it.targets, &k, &one, BPF_ANY);
                 if (r == 0 && t->chr) {
                         k = (struct gv_key){ .dev = kdev(t->rdev), .ino = GV_KEY_RDEV };
-                        r = bpf_map__update_elem(skel->maps.targets, &k, sizeof(k), &one, sizeof(one), BPF_ANY);
+                        r = bpf_map_update_elem(it.targets, &k, &one, BPF_ANY);
                 }
                 if (r < 0) {
                         say(err, errlen, r, "BPF map not filled");
@@ -153,20 +211,22 @@ int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret,
         for (size_t i = 0; i < s->n_majors; i++) {
                 struct gv_key k = { .dev = s->majors[i], .ino = GV_KEY_MAJOR };
                 if (s->majors[i] < GV_MAX_MAJOR)
-                        skel->bss->chr_majors[s->majors[i]] = 1;
-                r = bpf_map__update_elem(skel->maps.targets, &k, sizeof(k), &one, sizeof(one), BPF_ANY);
+                        cfg->chr_majors[s->majors[i]] = 1;
+                r = bpf_map_update_elem(it.targets, &k, &one, BPF_ANY);
                 if (r < 0) {
                         say(err, errlen, r, "BPF map not filled");
                         goto out;
                 }
         }
         /* tasks first: a process that starts later has no records and is not one */
-        r = read_iter(skel->progs.gv_tasks, &b);
+        r = read_iter(it.tasks, &b);
         if (r == 0)
-                r = read_iter(skel->progs.gv_files, &b);
+                r = read_iter(it.files, &b);
         if (r == 0) {
-                skel->bss->last_seen = 0;
-                r = read_iter(skel->progs.gv_vmas, &b);
+                cfg->last_seen = 0;
+                cfg->last_tid = 0;
+                cfg->last_pid = 0;
+                r = read_iter(it.vmas, &b);
         }
         if (r < 0) {
                 say(err, errlen, r, "BPF iterators not read");
@@ -212,7 +272,7 @@ int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret,
         memset(&res, 0, sizeof(res));
         r = 0;
 out:
-        holders_bpf__destroy(skel);
+        iters_free(&it);
         buf_free(&b);
         host_bpf_result_free(&res);
         return r;

@@ -212,6 +212,11 @@ struct host_bpf_result {
         size_t n_hits, hits_alloc;
 };
 
+/* Test builds only (the ghostvram-testhooks binary): load the iterators with the full
+ * skeleton (libbpf's own CO-RE relocation), as on a kernel older than 5.17 where the light one
+ * cannot load. false in the shipped ghostvram. */
+extern bool host_bpf_full_only;
+
 /* Load the iterators, look for s's targets, read them once. 0 and *ret (free with
  * host_bpf_result_free), or a negative errno and a sentence in err (not built in, no BTF, not
  * privileged, ...): the caller falls back to /proc. */

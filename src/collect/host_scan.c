@@ -2,17 +2,20 @@
  * open descriptor (fd/N links) and by memory mapping (maps lines), plus the facts that explain
  * each holder.
  *
- * Cost: per process, stat and the fd links are read on this thread (they never wait on the
- * target); maps is read on a deadline worker, because it takes the target's mmap lock, which a
- * thread stuck in the driver may hold forever. A link is stat'ed only when it names something
- * under /dev/ that the path prefix did not already match. Facts (status, cgroup, wchan, ns,
- * cmdline, environ) are read only for holders. */
+ * Cost: per process, stat is read and each descriptor stat'ed (fstatat on fd/N: the file
+ * itself, the rule the BPF walk uses too) on the walking thread (they never wait on the target);
+ * maps is read on that thread's deadline worker, because it takes the target's mmap lock, which
+ * a thread stuck in the driver may hold forever. Facts (status, cgroup, wchan, ns, cmdline,
+ * environ) are read only for holders. The processes are shared among up to one thread per CPU
+ * (walk_all): the kernel's work for each descriptor is most of a walk. */
+#define _GNU_SOURCE 1 /* getdents64, struct dirent64 */
 #include "collect/host_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,12 +52,25 @@ struct host_user {
         char name[64];
 };
 
+/* What a walk could not see, for limits[] (summed over the walk's threads). */
+struct walk_counts {
+        unsigned n_pid_denied, n_fd_denied_other, n_fd_denied_own, n_fd_error;
+        unsigned n_pid_symlinks;                /* PID entries that are symlinks (a bundle): not followed */
+        unsigned n_symlinks_named;
+        char symlink_pids[96];                  /* the first of them, for the limit line */
+        unsigned n_maps_denied_other, n_maps_denied_own, n_maps_error, n_maps_dstate, n_maps_timeout;
+        unsigned n_text_timeout, n_node_overflow, n_dl_error;
+        unsigned n_maps_locked;                 /* address spaces the BPF iterator could not lock */
+        int fd_errno, maps_errno;
+};
+
 struct host_ctx {
         char proc_root[PATH_MAX];
         char dev_prefix[PATH_MAX];
         size_t prefix_len;
-        unsigned timeout_ms, cur_timeout_ms;
-        unsigned long long waited_ms;           /* lost to missed deadlines */
+        unsigned timeout_ms;
+        unsigned long long waited_ms;           /* lost to missed deadlines, by all the walk's threads */
+        unsigned long long *waited;             /* &waited_ms of the walk's first context */
         const char *save_dir;
         bool read_env;
         int proc_fd;
@@ -71,14 +87,7 @@ struct host_ctx {
         bool hidepid_invisible, hidepid_noaccess;
         struct host_user users[64];
         unsigned n_users;
-        /* what could not be seen, for limits[] */
-        unsigned n_pid_denied, n_fd_denied_other, n_fd_denied_own, n_fd_error;
-        unsigned n_pid_symlinks;                /* PID entries that are symlinks (a bundle): not followed */
-        unsigned n_symlinks_named;
-        char symlink_pids[96];                  /* the first of them, for the limit line */
-        unsigned n_maps_denied_other, n_maps_denied_own, n_maps_error, n_maps_dstate, n_maps_timeout;
-        unsigned n_text_timeout, n_node_overflow, n_dl_error;
-        int fd_errno, maps_errno;
+        struct walk_counts k;                   /* what could not be seen, for limits[] */
         /* scratch, reused from process to process */
         char *rbuf;                             /* blocking reads land here */
         size_t rbuf_alloc;
@@ -90,7 +99,6 @@ struct host_ctx {
         /* the BPF walk: what the iterators found for the process being inspected (NULL: read
          * its fd/ and maps) */
         const struct bpf_preset *preset;
-        unsigned n_maps_locked;                 /* address spaces the iterator could not lock */
 };
 
 /* What the BPF iterators found for one process. */
@@ -236,14 +244,15 @@ static int read_blocking(struct host_ctx *c, int dfd, const char *name, size_t m
         c->rbuf = NULL;
         c->rbuf_alloc = 0;
 
+        unsigned timeout = c->timeout_ms;
+        if (timeout > HOST_SHORT_TIMEOUT_MS && __atomic_load_n(c->waited, __ATOMIC_RELAXED) >=
+                                                       (unsigned long long)HOST_WAIT_BUDGET_TIMEOUTS * c->timeout_ms)
+                timeout = HOST_SHORT_TIMEOUT_MS;
         int res = 0;
-        int r = deadline_run(&c->dl, read_job_run, j, read_job_free, c->cur_timeout_ms, &res);
+        int r = deadline_run(&c->dl, read_job_run, j, read_job_free, timeout, &res);
         if (r == -ETIMEDOUT) {
                 /* the job is the worker's now */
-                c->waited_ms += c->cur_timeout_ms;
-                if (c->waited_ms >= (unsigned long long)HOST_WAIT_BUDGET_TIMEOUTS * c->timeout_ms &&
-                    c->cur_timeout_ms > HOST_SHORT_TIMEOUT_MS)
-                        c->cur_timeout_ms = HOST_SHORT_TIMEOUT_MS;
+                __atomic_add_fetch(c->waited, timeout, __ATOMIC_RELAXED);
                 return -ETIMEDOUT;
         }
         size_t len = j->len;
@@ -252,7 +261,7 @@ static int read_blocking(struct host_ctx *c, int dfd, const char *name, size_t m
         j->data = NULL;
         read_job_free(j);
         if (r < 0) {
-                c->n_dl_error++;
+                c->k.n_dl_error++;
                 return -EDEADLK;
         }
         if (res < 0)
@@ -390,17 +399,72 @@ static void detect_hidepid(struct host_ctx *c)
         free(mi);
 }
 
-static void ctx_free(struct host_ctx *c)
+/* What a context has for itself alone: its deadline worker and scratch. */
+static void ctx_free_scratch(struct host_ctx *c)
 {
         deadline_runner_done(&c->dl);
-        if (c->proc_fd >= 0)
-                close(c->proc_fd);
-        free(c->devices);
-        host_bundle_in_free(c->bundle);
         free(c->rbuf);
         free(c->sfds);
         free(c->saved);
         buf_free(&c->smaps);
+}
+
+static void ctx_free(struct host_ctx *c)
+{
+        ctx_free_scratch(c);
+        if (c->proc_fd >= 0)
+                close(c->proc_fd);
+        free(c->devices);
+        host_bundle_in_free(c->bundle);
+}
+
+/* A context for another thread of src's walk: the machine facts shared with src (read only;
+ * the proc fd, /proc/devices and the bundle stay src's), the budget of missed deadlines too;
+ * its own deadline worker, scratch and counts. Free with ctx_free_scratch, before src. */
+static void ctx_clone(struct host_ctx *dst, const struct host_ctx *src)
+{
+        *dst = *src;
+        memset(&dst->k, 0, sizeof(dst->k));
+        memset(&dst->dl, 0, sizeof(dst->dl));
+        dst->rbuf = NULL;
+        dst->rbuf_alloc = 0;
+        dst->sfds = NULL;
+        dst->n_sfds = dst->sfds_alloc = 0;
+        dst->smaps = BUF_INIT(HOST_CAP_MAPS);
+        dst->saved = NULL;
+        dst->n_saved = dst->saved_alloc = 0;
+        dst->preset = NULL;
+}
+
+/* Add the counts of another thread's context. */
+static void counts_add(struct walk_counts *dst, const struct walk_counts *src)
+{
+        dst->n_pid_denied += src->n_pid_denied;
+        dst->n_fd_denied_other += src->n_fd_denied_other;
+        dst->n_fd_denied_own += src->n_fd_denied_own;
+        dst->n_fd_error += src->n_fd_error;
+        dst->n_maps_denied_other += src->n_maps_denied_other;
+        dst->n_maps_denied_own += src->n_maps_denied_own;
+        dst->n_maps_error += src->n_maps_error;
+        dst->n_maps_dstate += src->n_maps_dstate;
+        dst->n_maps_timeout += src->n_maps_timeout;
+        dst->n_text_timeout += src->n_text_timeout;
+        dst->n_node_overflow += src->n_node_overflow;
+        dst->n_dl_error += src->n_dl_error;
+        dst->n_maps_locked += src->n_maps_locked;
+        if (src->fd_errno)
+                dst->fd_errno = src->fd_errno;
+        if (src->maps_errno)
+                dst->maps_errno = src->maps_errno;
+        /* symbolic links as PID entries: only a bundle has them, and a bundle is walked by one
+         * thread; added all the same */
+        dst->n_pid_symlinks += src->n_pid_symlinks;
+        size_t used = strlen(dst->symlink_pids);
+        if (src->symlink_pids[0] && used + strlen(src->symlink_pids) + 3 < sizeof(dst->symlink_pids)) {
+                snprintf(dst->symlink_pids + used, sizeof(dst->symlink_pids) - used, "%s%s", used ? ", " : "",
+                         src->symlink_pids);
+                dst->n_symlinks_named += src->n_symlinks_named;
+        }
 }
 
 static int copy_opt(char *dst, size_t dstlen, const char *v, const char *def)
@@ -431,7 +495,8 @@ static int ctx_init(struct host_ctx *c, const struct host_opts *o, struct host_r
         if (e < 0)
                 return e;
         c->prefix_len = strlen(c->dev_prefix);
-        c->timeout_ms = c->cur_timeout_ms = o->timeout_ms ? o->timeout_ms : HOST_DEFAULT_TIMEOUT_MS;
+        c->timeout_ms = o->timeout_ms ? o->timeout_ms : HOST_DEFAULT_TIMEOUT_MS;
+        c->waited = &c->waited_ms;
         c->save_dir = o->save_dir && *o->save_dir ? o->save_dir : NULL;
         c->read_env = o->read_env;
 
@@ -566,7 +631,7 @@ static void add_node(struct host_ctx *c, struct pid_scan *s, const char *name, u
 {
         if (host_proc_add_node(&s->p, name, via) == -E2BIG && !s->overflow) {
                 s->overflow = true;
-                c->n_node_overflow++;
+                c->k.n_node_overflow++;
         }
 }
 
@@ -589,6 +654,51 @@ static bool is_gone(int e)
         return e == -ENOENT || e == -ESRCH;
 }
 
+/* One entry nm of the fd directory fdd: a node held by that descriptor is added to s. false:
+ * stop (the descriptors cannot be read). */
+static bool scan_fd_entry(struct host_ctx *c, struct pid_scan *s, int fdd, const char *nm)
+{
+        if (nm[0] < '0' || nm[0] > '9')
+                return true;
+        /* the file itself, as the BPF walk sees it: a character device by its device number,
+         * anything else by (st_dev, st_ino) (match_stat) */
+        struct stat st;
+        char name[48];
+        bool hit;
+        if (fstatat(fdd, nm, &st, 0) == 0) {
+                hit = match_stat(c, &st, name);
+        } else if (errno == EACCES || errno == EPERM) {
+                /* the directory lists, but the links need ptrace rights */
+                s->p.skipped |= HOST_SKIP_FDS;
+                note_denied(c, s, &c->k.n_fd_denied_other, &c->k.n_fd_denied_own);
+                return false;
+        } else {
+                /* a link to nothing: closed meanwhile, or a fixture's or bundle's link text
+                 * naming a node of another machine: matched by its path */
+                char target[PATH_MAX];
+                ssize_t n = readlinkat(fdd, nm, target, sizeof(target) - 1);
+                if (n <= 0)
+                        return true;
+                target[n] = '\0';
+                bool deleted;
+                size_t tl = host_strip_deleted(target, (size_t)n, &deleted);
+                hit = match_prefix(c, target, tl, name);
+        }
+        if (!hit)
+                return true;
+        add_node(c, s, name, HOST_VIA_FD);
+        if (!c->save_dir)
+                return true;
+        unsigned fdnum;
+        if (host_grow(&c->sfds, &c->sfds_alloc, c->n_sfds, sizeof(*c->sfds)) < 0 ||
+            parse_uint_range(nm, 0, INT32_MAX, &fdnum) < 0)
+                return true;
+        c->sfds[c->n_sfds].fd = (int)fdnum;
+        snprintf(c->sfds[c->n_sfds].name, sizeof(c->sfds[0].name), "%s", name);
+        c->n_sfds++;
+        return true;
+}
+
 static void scan_fds(struct host_ctx *c, struct pid_scan *s)
 {
         if (s->forced & HOST_SKIP_FDS) {
@@ -602,61 +712,26 @@ static void scan_fds(struct host_ctx *c, struct pid_scan *s)
                         return;         /* no table (any more), or a fixture without descriptors */
                 s->p.skipped |= HOST_SKIP_FDS;
                 if (e == -EACCES || e == -EPERM) {
-                        note_denied(c, s, &c->n_fd_denied_other, &c->n_fd_denied_own);
+                        note_denied(c, s, &c->k.n_fd_denied_other, &c->k.n_fd_denied_own);
                 } else {
-                        c->n_fd_error++;
-                        c->fd_errno = -e;
+                        c->k.n_fd_error++;
+                        c->k.fd_errno = -e;
                 }
                 return;
         }
-        DIR *d = fdopendir(fdd);
-        if (!d) {
-                close(fdd);
-                return;
-        }
-        struct dirent *e;
-        char target[PATH_MAX];
-        while ((e = readdir(d))) {
-                const char *nm = e->d_name;
-                if (nm[0] < '0' || nm[0] > '9')
-                        continue;
-                /* the file itself, as the BPF walk sees it: a character device by its device
-                 * number, anything else by (st_dev, st_ino) (match_stat) */
-                struct stat st;
-                char name[48];
-                bool hit;
-                if (fstatat(fdd, nm, &st, 0) == 0) {
-                        hit = match_stat(c, &st, name);
-                } else if (errno == EACCES || errno == EPERM) {
-                        /* the directory lists, but the links need ptrace rights */
-                        s->p.skipped |= HOST_SKIP_FDS;
-                        note_denied(c, s, &c->n_fd_denied_other, &c->n_fd_denied_own);
-                        break;
-                } else {
-                        /* a link to nothing: closed meanwhile, or a fixture's or bundle's link
-                         * text naming a node of another machine: matched by its path */
-                        ssize_t n = readlinkat(fdd, nm, target, sizeof(target) - 1);
-                        if (n <= 0)
-                                continue;
-                        target[n] = '\0';
-                        bool deleted;
-                        size_t tl = host_strip_deleted(target, (size_t)n, &deleted);
-                        hit = match_prefix(c, target, tl, name);
+        /* getdents64 on the descriptor, not fdopendir: no fstat, fcntl and 32 KiB buffer for
+         * each of thousands of processes */
+        char dents[8192] __attribute__((aligned(8)));
+        bool go = true;
+        ssize_t k;
+        while (go && (k = getdents64(fdd, dents, sizeof(dents))) > 0) {
+                for (ssize_t off = 0; go && off < k;) {
+                        const struct dirent64 *e = (const void *)(dents + off);
+                        off += e->d_reclen;
+                        go = scan_fd_entry(c, s, fdd, e->d_name);
                 }
-                if (!hit)
-                        continue;
-                add_node(c, s, name, HOST_VIA_FD);
-                if (!c->save_dir)
-                        continue;
-                unsigned fdnum;
-                if (host_grow(&c->sfds, &c->sfds_alloc, c->n_sfds, sizeof(*c->sfds)) < 0 ||
-                    parse_uint_range(nm, 0, INT32_MAX, &fdnum) < 0)
-                        continue;
-                c->sfds[c->n_sfds].fd = (int)fdnum;
-                snprintf(c->sfds[c->n_sfds].name, sizeof(c->sfds[0].name), "%s", name);
-                c->n_sfds++;
         }
-        closedir(d);
+        close(fdd);
 }
 
 /* The maps line rewritten for a bundle: its path replaced by the canonical /dev/NAME. */
@@ -681,7 +756,7 @@ static void scan_maps(struct host_ctx *c, struct pid_scan *s, char state)
                 /* reading maps would wait for the mmap lock of a task stuck in the kernel */
                 s->p.skipped |= HOST_SKIP_MAPS;
                 s->unverifiable = true;
-                c->n_maps_dstate++;
+                c->k.n_maps_dstate++;
                 return;
         }
         char *data = NULL;
@@ -695,12 +770,12 @@ static void scan_maps(struct host_ctx *c, struct pid_scan *s, char state)
                 s->p.skipped |= HOST_SKIP_MAPS;
                 if (e == -ETIMEDOUT) {
                         s->locked = s->unverifiable = true;
-                        c->n_maps_timeout++;
+                        c->k.n_maps_timeout++;
                 } else if (e == -EACCES || e == -EPERM) {
-                        note_denied(c, s, &c->n_maps_denied_other, &c->n_maps_denied_own);
+                        note_denied(c, s, &c->k.n_maps_denied_other, &c->k.n_maps_denied_own);
                 } else if (e != -EDEADLK) {
-                        c->n_maps_error++;
-                        c->maps_errno = -e;
+                        c->k.n_maps_error++;
+                        c->k.maps_errno = -e;
                 }
                 return;
         }
@@ -750,7 +825,7 @@ static void apply_preset(struct host_ctx *c, struct pid_scan *s)
         if (b->maps_unread) {
                 s->p.skipped |= HOST_SKIP_MAPS;
                 s->unverifiable = true;
-                c->n_maps_locked++;
+                c->k.n_maps_locked++;
         }
 }
 
@@ -818,7 +893,7 @@ static void read_text_files(struct host_ctx *c, struct pid_scan *s)
                         }
                 } else if (e == -ETIMEDOUT) {
                         s->locked = true;
-                        c->n_text_timeout++;
+                        c->k.n_text_timeout++;
                         s->p.skipped |= HOST_SKIP_CMDLINE | env_bit;
                         return;
                 } else {
@@ -837,7 +912,7 @@ static void read_text_files(struct host_ctx *c, struct pid_scan *s)
                 host_parse_environ(data, len, &s->p, c->save_dir ? &s->env_saved : NULL);
         } else if (e == -ETIMEDOUT) {
                 s->locked = true;
-                c->n_text_timeout++;
+                c->k.n_text_timeout++;
                 s->p.skipped |= HOST_SKIP_ENVIRON;
         } else if (!is_gone(e)) {
                 s->p.skipped |= HOST_SKIP_ENVIRON;  /* another user's, without ptrace rights */
@@ -955,18 +1030,18 @@ static int inspect_pid(struct host_ctx *c, pid_t pid, const char *dirname, bool 
         s.dfd = openat(c->proc_fd, dirname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (s.dfd < 0) {
                 if (errno == EACCES || errno == EPERM) {
-                        c->n_pid_denied++;
+                        c->k.n_pid_denied++;
                         r = -EACCES;
                 } else if (errno == ELOOP || errno == ENOTDIR) {
                         /* a symlink (or a file) where a process directory belongs: only a planted
                          * bundle has one; never followed, but said */
-                        size_t used = strlen(c->symlink_pids);
-                        if (used + strlen(dirname) + 3 < sizeof(c->symlink_pids)) {
-                                snprintf(c->symlink_pids + used, sizeof(c->symlink_pids) - used, "%s%s", used ? ", " : "",
+                        size_t used = strlen(c->k.symlink_pids);
+                        if (used + strlen(dirname) + 3 < sizeof(c->k.symlink_pids)) {
+                                snprintf(c->k.symlink_pids + used, sizeof(c->k.symlink_pids) - used, "%s%s", used ? ", " : "",
                                          dirname);
-                                c->n_symlinks_named++;
+                                c->k.n_symlinks_named++;
                         }
-                        c->n_pid_symlinks++;
+                        c->k.n_pid_symlinks++;
                 }
                 goto out;
         }
@@ -979,7 +1054,7 @@ static int inspect_pid(struct host_ctx *c, pid_t pid, const char *dirname, bool 
         }
         e = read_small(s.dfd, "stat", HOST_CAP_STAT, &s.stat, &s.stat_len);
         if (e == -EACCES || e == -EPERM) {
-                c->n_pid_denied++;
+                c->k.n_pid_denied++;
                 r = -EACCES;
                 goto out;
         }
@@ -1053,11 +1128,11 @@ static const char *procs(unsigned n)
 
 static void compose_limits(struct host_ctx *c, struct host_report *r)
 {
-        if (c->n_pid_symlinks)
+        if (c->k.n_pid_symlinks)
                 limit(r, "%u %s of %s %s not a directory (a symbolic link?) and %s left out, not followed: %s%s",
-                      c->n_pid_symlinks, c->n_pid_symlinks == 1 ? "process entry" : "process entries", c->proc_root,
-                      c->n_pid_symlinks == 1 ? "is" : "are", c->n_pid_symlinks == 1 ? "is" : "are", c->symlink_pids,
-                      c->n_pid_symlinks > c->n_symlinks_named ? ", ..." : "");
+                      c->k.n_pid_symlinks, c->k.n_pid_symlinks == 1 ? "process entry" : "process entries", c->proc_root,
+                      c->k.n_pid_symlinks == 1 ? "is" : "are", c->k.n_pid_symlinks == 1 ? "is" : "are", c->k.symlink_pids,
+                      c->k.n_pid_symlinks > c->k.n_symlinks_named ? ", ..." : "");
         if (c->bundle) {
                 for (size_t i = 0; i < c->bundle->n_limits; i++)
                         host_report_add_limit(r, c->bundle->limits[i]);
@@ -1071,46 +1146,46 @@ static void compose_limits(struct host_ctx *c, struct host_report *r)
         if (c->hidepid_invisible && r->euid != 0)
                 limit(r, "%s is mounted with hidepid=invisible: processes of other users are not listed (not root)",
                       c->proc_root);
-        if (c->n_pid_denied)
-                limit(r, "%u %s could not be inspected at all (permission denied%s)", c->n_pid_denied,
-                      procs(c->n_pid_denied), c->hidepid_noaccess ? "; /proc is mounted with hidepid=noaccess" : "");
-        if (c->n_fd_denied_other)
-                limit(r, "fd tables of %u %s owned by other users could not be read (not root)", c->n_fd_denied_other,
-                      procs(c->n_fd_denied_other));
-        if (c->n_fd_denied_own)
-                limit(r, "fd tables of %u %s could not be read (permission denied)", c->n_fd_denied_own,
-                      procs(c->n_fd_denied_own));
-        if (c->n_fd_error)
-                limit(r, "fd tables of %u %s could not be read (%s)", c->n_fd_error, procs(c->n_fd_error),
-                      strerror(c->fd_errno));
-        if (c->n_maps_denied_other)
+        if (c->k.n_pid_denied)
+                limit(r, "%u %s could not be inspected at all (permission denied%s)", c->k.n_pid_denied,
+                      procs(c->k.n_pid_denied), c->hidepid_noaccess ? "; /proc is mounted with hidepid=noaccess" : "");
+        if (c->k.n_fd_denied_other)
+                limit(r, "fd tables of %u %s owned by other users could not be read (not root)", c->k.n_fd_denied_other,
+                      procs(c->k.n_fd_denied_other));
+        if (c->k.n_fd_denied_own)
+                limit(r, "fd tables of %u %s could not be read (permission denied)", c->k.n_fd_denied_own,
+                      procs(c->k.n_fd_denied_own));
+        if (c->k.n_fd_error)
+                limit(r, "fd tables of %u %s could not be read (%s)", c->k.n_fd_error, procs(c->k.n_fd_error),
+                      strerror(c->k.fd_errno));
+        if (c->k.n_maps_denied_other)
                 limit(r, "memory maps of %u %s owned by other users could not be read (not root)",
-                      c->n_maps_denied_other, procs(c->n_maps_denied_other));
-        if (c->n_maps_denied_own)
-                limit(r, "memory maps of %u %s could not be read (permission denied)", c->n_maps_denied_own,
-                      procs(c->n_maps_denied_own));
-        if (c->n_maps_error)
-                limit(r, "memory maps of %u %s could not be read (%s)", c->n_maps_error, procs(c->n_maps_error),
-                      strerror(c->maps_errno));
-        if (c->n_maps_dstate)
+                      c->k.n_maps_denied_other, procs(c->k.n_maps_denied_other));
+        if (c->k.n_maps_denied_own)
+                limit(r, "memory maps of %u %s could not be read (permission denied)", c->k.n_maps_denied_own,
+                      procs(c->k.n_maps_denied_own));
+        if (c->k.n_maps_error)
+                limit(r, "memory maps of %u %s could not be read (%s)", c->k.n_maps_error, procs(c->k.n_maps_error),
+                      strerror(c->k.maps_errno));
+        if (c->k.n_maps_dstate)
                 limit(r, "memory maps of %u %s in D state (uninterruptible) were not read, so as not to hang "
-                         "behind them: a mapping they hold is not seen", c->n_maps_dstate, procs(c->n_maps_dstate));
-        if (c->n_maps_timeout)
+                         "behind them: a mapping they hold is not seen", c->k.n_maps_dstate, procs(c->k.n_maps_dstate));
+        if (c->k.n_maps_timeout)
                 limit(r, "reading the memory maps of %u %s did not finish within the deadline (the address space "
                          "is locked, probably by a thread stuck in the driver): a mapping they hold is not seen",
-                      c->n_maps_timeout, procs(c->n_maps_timeout));
-        if (c->n_maps_locked)
+                      c->k.n_maps_timeout, procs(c->k.n_maps_timeout));
+        if (c->k.n_maps_locked)
                 limit(r, "the memory maps of %u %s were not read: the BPF iterator found the address space "
                          "locked (probably by a thread stuck in the driver): a mapping they hold is not seen",
-                      c->n_maps_locked, procs(c->n_maps_locked));
-        if (c->n_text_timeout)
+                      c->k.n_maps_locked, procs(c->k.n_maps_locked));
+        if (c->k.n_text_timeout)
                 limit(r, "reading the command line or environment of %u %s did not finish within the deadline",
-                      c->n_text_timeout, procs(c->n_text_timeout));
-        if (c->n_dl_error)
-                limit(r, "%u blocking reads were not attempted (no worker thread could be started)", c->n_dl_error);
-        if (c->n_node_overflow)
+                      c->k.n_text_timeout, procs(c->k.n_text_timeout));
+        if (c->k.n_dl_error)
+                limit(r, "%u blocking reads were not attempted (no worker thread could be started)", c->k.n_dl_error);
+        if (c->k.n_node_overflow)
                 limit(r, "%u %s hold more than %d distinct device nodes: the rest are not listed",
-                      c->n_node_overflow, procs(c->n_node_overflow), HOST_MAX_NODES);
+                      c->k.n_node_overflow, procs(c->k.n_node_overflow), HOST_MAX_NODES);
 }
 
 /* --- entry points -------------------------------------------------------------------------- */
@@ -1169,6 +1244,133 @@ static int walk_pid(struct host_ctx *c, struct host_report *r, struct report_all
         return a;
 }
 
+/* --- the walk over several threads ------------------------------------------------------- */
+
+/* Most of a walk is the kernel's work for each descriptor (a stat of /proc/PID/fd/N), one
+ * process at a time: threads, each with its own share of the PIDs, use the other CPUs. */
+#define HOST_MAX_WALKERS 8              /* threads at most, the caller's one included */
+#define HOST_WALK_CHUNK 16              /* PIDs a thread takes at a time */
+#define HOST_WALK_MIN_PIDS 64           /* a further thread for every so many PIDs */
+
+/* One process to inspect: its PID and, on the BPF walk, what the iterators found for it. */
+struct walk_item {
+        pid_t pid;
+        bool has_preset;
+        struct bpf_preset preset;
+};
+
+struct walk_share {
+        const struct walk_item *items;
+        size_t n;
+        size_t next;                    /* the first item no thread has taken (atomic) */
+};
+
+/* Another thread of the walk, with its own context and findings. */
+struct walker {
+        struct host_ctx c;
+        struct host_report *part;       /* holders, unverified and opaque only */
+        struct report_allocs al;
+        struct walk_share *share;
+        int err;
+        pthread_t thread;
+};
+
+/* Inspect items taken from sh until none are left. 0 or -ENOMEM. */
+static int walk_items(struct host_ctx *c, struct host_report *r, struct report_allocs *al, struct walk_share *sh)
+{
+        for (;;) {
+                size_t i = __atomic_fetch_add(&sh->next, HOST_WALK_CHUNK, __ATOMIC_RELAXED);
+                if (i >= sh->n)
+                        return 0;
+                size_t end = sh->n - i < HOST_WALK_CHUNK ? sh->n : i + HOST_WALK_CHUNK;
+                for (; i < end; i++) {
+                        const struct walk_item *it = &sh->items[i];
+                        char name[16];
+                        snprintf(name, sizeof(name), "%d", (int)it->pid);
+                        c->preset = it->has_preset ? &it->preset : NULL;
+                        int e = walk_pid(c, r, al, it->pid, name);
+                        c->preset = NULL;
+                        if (e < 0)
+                                return e;
+                }
+        }
+}
+
+static void *walker_main(void *arg)
+{
+        struct walker *w = arg;
+        w->err = walk_items(&w->c, w->part, &w->al, w->share);
+        return NULL;
+}
+
+/* Move another thread's findings into r. 0 or -ENOMEM (what is left stays in part). */
+static int report_take(struct host_report *r, struct report_allocs *al, struct host_report *part)
+{
+        for (; part->n_holders; part->n_holders--)
+                if (host_procs_append(&r->holders, &r->n_holders, &al->holders,
+                                      &part->holders[part->n_holders - 1]) < 0)
+                        return -ENOMEM;
+        for (; part->n_unverified; part->n_unverified--)
+                if (host_procs_append(&r->unverified, &r->n_unverified, &al->unverified,
+                                      &part->unverified[part->n_unverified - 1]) < 0)
+                        return -ENOMEM;
+        for (size_t i = 0; i < part->n_opaque; i++) {
+                struct host_proc p = { .pid = part->opaque[i].pid, .pgid = part->opaque[i].pgid,
+                                       .sid = part->opaque[i].sid };
+                if (host_refs_append(r, &al->opaque, &p) < 0)
+                        return -ENOMEM;
+        }
+        part->n_opaque = 0;
+        return 0;
+}
+
+/* Inspect items[0..n) and file each process in r as the walk classes it, on this thread and up
+ * to HOST_MAX_WALKERS - 1 more (one per online CPU, one per HOST_WALK_MIN_PIDS items), each
+ * with a ctx_clone of c; their counts are added to c's. A bundle, read or recorded, is walked
+ * by this thread alone (its files are written in order). 0 or -ENOMEM. */
+static int walk_all(struct host_ctx *c, struct host_report *r, struct report_allocs *al, const struct walk_item *items,
+                    size_t n)
+{
+        struct walk_share sh = { .items = items, .n = n, .next = 0 };
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        size_t nw = cpus > 1 ? (size_t)cpus : 1;
+        if (nw > HOST_MAX_WALKERS)
+                nw = HOST_MAX_WALKERS;
+        if (nw > n / HOST_WALK_MIN_PIDS + 1)
+                nw = n / HOST_WALK_MIN_PIDS + 1;
+        if (c->bundle || c->save_dir)
+                nw = 1;
+        struct walker *ws = nw > 1 ? calloc(nw - 1, sizeof(*ws)) : NULL;
+        size_t started = 0;
+        for (; ws && started < nw - 1; started++) {
+                struct walker *w = &ws[started];
+                w->part = calloc(1, sizeof(*w->part));
+                if (!w->part)
+                        break;
+                ctx_clone(&w->c, c);
+                w->share = &sh;
+                if (pthread_create(&w->thread, NULL, walker_main, w) != 0) {
+                        ctx_free_scratch(&w->c);
+                        free(w->part);
+                        break;  /* fewer threads: the others take its share */
+                }
+        }
+        int e = walk_items(c, r, al, &sh);
+        for (size_t i = 0; i < started; i++) {
+                struct walker *w = &ws[i];
+                pthread_join(w->thread, NULL);
+                if (e == 0)
+                        e = w->err;
+                if (e == 0)
+                        e = report_take(r, al, w->part);
+                counts_add(&c->k, &w->c.k);
+                ctx_free_scratch(&w->c);
+                host_report_free(w->part);
+        }
+        free(ws);
+        return e;
+}
+
 /* The iterators see the live kernel: only for the live /proc (not a fixture tree or a bundle),
  * and not while recording a bundle (which keeps the /proc files the walk read). */
 static bool bpf_eligible(const struct host_ctx *c, const struct host_opts *o)
@@ -1215,7 +1417,12 @@ static int bpf_walk(struct host_ctx *c, struct host_report *r)
                 qsort(res.hits, res.n_hits, sizeof(*res.hits), cmp_hit);
         if (res.n_tasks)
                 qsort(res.tasks, res.n_tasks, sizeof(*res.tasks), cmp_task);
-        size_t h = 0;
+        struct walk_item *items = calloc(res.n_tasks ? res.n_tasks : 1, sizeof(*items));
+        if (!items) {
+                host_bpf_result_free(&res);
+                return -ENOMEM;
+        }
+        size_t n = 0, h = 0;
         for (size_t i = 0; i < res.n_tasks; i++) {
                 const struct host_bpf_task *t = &res.tasks[i];
                 if (t->seen_only)
@@ -1229,17 +1436,14 @@ static int bpf_walk(struct host_ctx *c, struct host_report *r)
                         h++;
                 struct bpf_preset b = { .hits = res.hits + h0, .n_hits = h - h0,
                                         .maps_unread = t->has_mm && !seen && !(t->flags & HOST_PF_KTHREAD) };
-                if (!b.n_hits && !b.maps_unread)
-                        continue;
-                char name[16];
-                snprintf(name, sizeof(name), "%d", (int)t->pid);
-                c->preset = &b;
-                int a = walk_pid(c, r, &al, t->pid, name);
-                c->preset = NULL;
-                if (a < 0) {
-                        host_bpf_result_free(&res);
-                        return a;
-                }
+                if (b.n_hits || b.maps_unread)
+                        items[n++] = (struct walk_item){ .pid = t->pid, .has_preset = true, .preset = b };
+        }
+        e = walk_all(c, r, &al, items, n);
+        free(items);
+        if (e < 0) {
+                host_bpf_result_free(&res);
+                return e;
         }
         host_bpf_result_free(&res);
         r->holder_source = HOST_SOURCE_BPF;
@@ -1252,6 +1456,8 @@ int host_scan(const struct host_opts *o, struct host_report **ret)
         struct report_allocs al = { 0, 0, 0 };
         DIR *d = NULL;
         struct dirent *de;
+        struct walk_item *items = NULL;
+        size_t items_alloc = 0;
         int e;
         struct host_report *r = calloc(1, sizeof(*r));
         if (!r)
@@ -1286,11 +1492,15 @@ int host_scan(const struct host_opts *o, struct host_report **ret)
                         if (bp && bp->role == HOST_ROLE_LOOKUP)
                                 continue;       /* saved for a lookup, not part of the walk */
                 }
-                r->procs_scanned++;
-                e = walk_pid(&c, r, &al, pid, de->d_name);
-                if (e < 0)
+                if (host_grow(&items, &items_alloc, r->procs_scanned, sizeof(*items)) < 0) {
+                        e = -ENOMEM;
                         goto out;
+                }
+                items[r->procs_scanned++] = (struct walk_item){ .pid = pid };
         }
+        e = walk_all(&c, r, &al, items, r->procs_scanned);
+        if (e < 0)
+                goto out;
         if (c.bundle) {
                 r->procs_scanned = c.bundle->procs_scanned;
                 r->holder_source = HOST_SOURCE_BUNDLE;
@@ -1306,6 +1516,7 @@ done:
 out:
         if (d)
                 closedir(d);
+        free(items);
         ctx_free(&c);
         host_report_free(r);
         return e;

@@ -4,7 +4,10 @@
  *
  * GHOSTVRAM_TEST_PAUSE=STAGE:FILE: at STAGE ("plan": before any pidfd is opened; "open": after
  * the re-checks, before the first signal) create FILE.ready and wait (60 s at most) for FILE.go.
- * It lets a test end a target or reuse its PID at an exact point. */
+ * It lets a test end a target or reuse its PID at an exact point.
+ *
+ * GHOSTVRAM_TEST_BPF_FULL=1: the holder walk loads its BPF iterators with the full skeleton
+ * (libbpf's CO-RE), the way a kernel older than 5.17 has them loaded. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "collect/host_internal.h"
 #include "util/fileio.h"
 
 static void test_pause(void *ctx, const char *stage)
@@ -41,4 +45,6 @@ static void test_pause(void *ctx, const char *stage)
 __attribute__((constructor)) static void install_test_hooks(void)
 {
         cli_reclaim_pause = test_pause;
+        const char *full = getenv("GHOSTVRAM_TEST_BPF_FULL");
+        host_bpf_full_only = full && strcmp(full, "1") == 0;
 }

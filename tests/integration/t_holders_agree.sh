@@ -53,6 +53,24 @@ expect "$maponly" "nvidia-uvm:mmap nvidia0:mmap nvidia1:mmap nvidiactl:mmap" "ma
 expect "$hl" "nvidia1:fd" "holder of the hard link"
 expect "$by" "" "bystander"
 
+note "the two BPF loaders: the light skeleton (the kernel relocates, no BTF read here) and the"
+note "full one (libbpf reads the kernel's BTF, as on a kernel older than 5.17) answer alike"
+need_tool strace strace
+: "${GV_BIN_HOOKS:?GV_BIN_HOOKS must name ghostvram-testhooks (the build with the test hooks)}"
+loaders() { # LABEL ENV...: snapshot --holders bpf into $GV_TMP/LABEL.json, its openat calls in LABEL.st
+        local label=$1; shift
+        # LeakSanitizer (ASan builds) cannot work under ptrace
+        env "$@" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" GHOSTVRAM_SIM="$SIM" \
+                strace -f -qq -e trace=openat -o "$GV_TMP/$label.st" \
+                "$GV_BIN_HOOKS" snapshot --json --holders bpf >"$GV_TMP/$label.json" || true
+        assert_eq "$(jq -r '.host.holder_source' "$GV_TMP/$label.json")" bpf "source ($label)"
+        assert_eq "$(jq -c "$pick" "$GV_TMP/$label.json")" "$(jq -c "$pick" "$GV_TMP/bpf.json")" "BPF ($label) = BPF"
+}
+loaders light GHOSTVRAM_TEST_BPF_FULL=0
+loaders full GHOSTVRAM_TEST_BPF_FULL=1
+grep -q '"/sys/kernel/btf/vmlinux"' "$GV_TMP/light.st" && fail "the light skeleton read the kernel's BTF"
+grep -q '"/sys/kernel/btf/vmlinux"' "$GV_TMP/full.st" || fail "the full skeleton did not load (GHOSTVRAM_TEST_BPF_FULL)"
+
 note "a character-device alias made with mknod: matched by its device number"
 mkdir -p "$GV_TMP/cdev" "$GV_TMP/elsewhere"
 # the numbers of /dev/full (1:7): a device anyone can open, that nothing here holds
