@@ -38,6 +38,7 @@ static const char *const rule_names[RECLAIM_RULE_COUNT] = {
         [RECLAIM_SHARES_GROUP] = "shares-group",
         [RECLAIM_NO_DEVICE] = "no-nvidia-device",
         [RECLAIM_GHOSTVRAM] = "ghostvram-process",
+        [RECLAIM_LIVE_OWNER] = "live-owner",
 };
 
 const char *reclaim_rule_name(enum reclaim_rule r)
@@ -543,16 +544,35 @@ static int plan_explicit(const struct scan_result *r, const struct reclaim_plan_
                                 return r_;
                         continue;
                 }
+                /* a live NVML-listed owner is a running job: its memory is no ghost, ending it
+                 * ends the job (a mistyped PID, an owner taken for an orphan): only with --force */
+                unsigned owner_gpu = 0;
+                uint64_t owner_bytes = 0;
+                bool live_owner = ledger_live_owner_of(r, pid, &owner_gpu, &owner_bytes);
+                if (live_owner && !o->force) {
+                        whyf(why, sizeof(why),
+                             "a live owner: NVML lists it on GPU %u with %llu MiB, a running job, not a ghost "
+                             "(--force to end it anyway)",
+                             owner_gpu, (unsigned long long)(owner_bytes >> 20));
+                        r_ = add_skip(p, hp, pid, (int)owner_gpu, RECLAIM_LIVE_OWNER, why);
+                        if (r_ < 0)
+                                return r_;
+                        continue;
+                }
                 /* named on purpose: the soft protections become warnings */
                 char warn[200] = "";
                 char soft[160];
-                if (soft_protection(hp, o, soft, sizeof(soft)) != RECLAIM_TARGET)
+                if (live_owner)
+                        whyf(warn, sizeof(warn), "a live owner of GPU %u (%llu MiB listed): ending it ends a running job",
+                             owner_gpu, (unsigned long long)(owner_bytes >> 20));
+                else if (soft_protection(hp, o, soft, sizeof(soft)) != RECLAIM_TARGET)
                         whyf(warn, sizeof(warn), "%s; signalled because --pid names it", soft);
                 else if (hp->n_nspid > 1 && hp->nspid[hp->n_nspid - 1] == 1)
                         whyf(warn, sizeof(warn), "PID 1 of its own PID namespace: ending it ends that container");
                 unsigned gpu = 0;
                 const struct attribution *a = holder ? best_attribution(r, hi, o->only_gpu, &gpu) : NULL;
-                r_ = add_target(p, hp, a ? (int)gpu : -1, a, true, warn);
+                int target_gpu = a ? (int)gpu : live_owner ? (int)owner_gpu : -1;
+                r_ = add_target(p, hp, target_gpu, a, true, warn);
                 if (r_ < 0)
                         return r_;
         }

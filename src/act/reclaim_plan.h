@@ -54,6 +54,7 @@ enum reclaim_rule {
         RECLAIM_SHARES_GROUP,           /* a live listed owner is in its process group */
         RECLAIM_NO_DEVICE,              /* --pid names a process holding no NVIDIA device node (without --force) */
         RECLAIM_GHOSTVRAM,              /* --pid names a ghostvram process (serve, watch) (without --force) */
+        RECLAIM_LIVE_OWNER,             /* --pid names a live NVML-listed owner: a running job (without --force) */
         RECLAIM_RULE_COUNT
 };
 

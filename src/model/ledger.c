@@ -110,6 +110,23 @@ bool ledger_is_live_owner(const struct scan_result *r, pid_t pid)
         return live_owner_entry(r, pid) != NULL;
 }
 
+bool ledger_live_owner_of(const struct scan_result *r, pid_t pid, unsigned *ret_gpu, uint64_t *ret_bytes)
+{
+        for (size_t g = 0; g < r->n_gpus; g++)
+                for (size_t k = 0; k < r->gpus[g].n_owners; k++) {
+                        const struct owner *ow = &r->gpus[g].owners[k];
+                        if ((pid_t)ow->pid != pid || ow->cls != OWNER_LIVE)
+                                continue;
+                        if (ret_gpu)
+                                *ret_gpu = r->facts->gpu && g < r->facts->gpu->n_gpus ? r->facts->gpu->gpus[g].index
+                                                                                      : (unsigned)g;
+                        if (ret_bytes)
+                                *ret_bytes = ow->used_known ? ow->used_bytes : 0;
+                        return true;
+                }
+        return false;
+}
+
 bool ledger_listed_anywhere(const struct facts *f, pid_t pid, unsigned *ret_gpu)
 {
         for (size_t g = 0; f->gpu && g < f->gpu->n_gpus; g++)

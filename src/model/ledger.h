@@ -160,6 +160,9 @@ enum job_tie ledger_live_tie(const struct scan_result *r, const struct host_proc
 bool ledger_listed_anywhere(const struct facts *f, pid_t pid, unsigned *ret_gpu);
 /* Is p a live owner (on any GPU) in r? */
 bool ledger_is_live_owner(const struct scan_result *r, pid_t pid);
+/* The same, with the GPU (its NVML index) where it is a live owner and what NVML charges it
+ * there (0 when not said); the first such GPU. */
+bool ledger_live_owner_of(const struct scan_result *r, pid_t pid, unsigned *ret_gpu, uint64_t *ret_bytes);
 /* Does p hold GPU g's device node (/dev/nvidia<minor>)? When the minor is not known, any GPU
  * node counts (and *ret_exact, if given, is false). */
 bool ledger_holds_gpu_node(const struct host_proc *p, const struct gpu_info *g, bool *ret_exact);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # reclaim's refusals at the edges, with real processes on the simulated driver: --pid naming a
-# process that holds no NVIDIA device node, or another ghostvram, is refused (exit 3) unless
-# --force; ending a process that held no ghost never reports "recovered"; --yes with --proc or
+# process that holds no NVIDIA device node, another ghostvram, or a live NVML-listed owner (a
+# running job) is refused (exit 3) unless --force; ending a process that held no ghost never reports "recovered"; --yes with --proc or
 # --from-bundle is refused; on a terminal the plan is made again after the answer, and a plan
 # that changed meanwhile is shown and asked again, never acted on.
 . "$(dirname "$0")/lib.sh"
@@ -51,6 +51,21 @@ jq -r .summary <<<"$R" | grep -q "none held a confirmed ghost, so no memory was 
         fail "summary: $(jq -r .summary <<<"$R")"
 assert_eq "$(used 1)" $((1024 * MIB)) "the ghost is untouched"
 for w in "${GHOSTW[@]}"; do alive "$w" || fail "worker $w was ended"; done
+
+note "--pid naming a live owner (a running job on GPU 0): refused, exit 3; --force ends it, tied to GPU 0"
+sim_run --gpu 0 --mib 512
+LIVE=$OWNER
+reclaim_rc --pid "$LIVE" --yes --grace 1s --wait 5s
+assert_eq "$RC" 3 "exit status"
+alive "$LIVE" || fail "the live owner was ended"
+assert_eq "$(jq -c ".plan.skipped[] | select(.pid == $LIVE) | [.rule, .gpu_index]" <<<"$R")" '["live-owner",0]' "rule and GPU"
+jq -r '.notes[]' <<<"$R" | grep -q "refused: --pid $LIVE (gv-simcuda): a live owner: NVML lists it on GPU 0 with 512 MiB" ||
+        fail "notes: $(jq -c .notes <<<"$R")"
+reclaim_rc --pid "$LIVE" --force --grace 1s --wait 5s
+assert_eq "$RC" 0 "dry run with --force"
+assert_eq "$(jq -c ".plan.targets[] | select(.pid == $LIVE) | [.gpu_index, .warning]" <<<"$R")" \
+        '[0,"a live owner of GPU 0 (512 MiB listed): ending it ends a running job"]' "target tied to GPU 0, with a warning"
+alive "$LIVE" || fail "a dry run ended the owner"
 
 note "--yes with --proc or --from-bundle: refused, exit 2"
 set +e
