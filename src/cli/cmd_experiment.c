@@ -67,7 +67,7 @@ static void experiment_usage(FILE *f)
               "experiment starts is stopped at the end.\n"
               "\n"
               "Options:\n"
-              "  --gpu N              the GPU (NVML index; default 0)\n"
+              "  --gpu ID             the GPU: an index, a UUID or a PCI bus id (default 0)\n"
               "  --mib M              the job's allocation (default 1024)\n", f);
         fprintf(f, "  --workers K          forked workers, 0-%d (default 2)\n", EXP_MAX_WORKERS);
         fputs("  --signal SIG         how the job is killed: KILL (default), TERM, INT, ...\n"
@@ -614,16 +614,18 @@ static int experiment_main(int argc, char **argv)
         o.wait_ms = 10000;
         o.confirm_ms = 2000;
         const char *cmd = "experiment";
+        const char *gpu_spec = NULL;
         int opt;
         optind = 1;
         while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
                 switch (opt) {
                 case 'h': experiment_usage(stdout); return EXIT_OK;
                 case 'g':
-                        if (parse_uint_range(optarg, 0, 1023, &o.gpu) < 0) {
-                                cli_error(cmd, "--gpu: '%s' is not a GPU index", optarg);
+                        if (cli_gpu_spec_check(optarg) < 0) {
+                                cli_error(cmd, "--gpu: '%s' is not a GPU index, UUID or PCI bus id", optarg);
                                 return EXIT_USAGE;
                         }
+                        gpu_spec = optarg;
                         continue;
                 case 'm':
                         if (parse_size_mib(optarg, &o.mib) < 0 || o.mib == 0 || o.mib > (1u << 24)) {
@@ -680,6 +682,13 @@ static int experiment_main(int argc, char **argv)
         }
         if (cli_common_finish(&o.c, cmd) < 0)
                 return EXIT_USAGE;
+        /* --gpu as every command takes it: an index, a UUID or a PCI bus id */
+        int gpu_index;
+        int gr = cli_gpu_resolve(&o.c, gpu_spec, false, &gpu_index, cmd);
+        if (gr != EXIT_OK)
+                return gr;
+        if (gpu_index >= 0)
+                o.gpu = (unsigned)gpu_index;
 
         struct gpu_opts go;
         cli_common_gpu_opts(&o.c, &go);

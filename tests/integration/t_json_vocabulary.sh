@@ -29,7 +29,9 @@ out xid gvs xid --json --kmsg "$FIX/dmesg.txt"
 out xid_explain "$GV_BIN" xid explain 79 --json
 # track's report goes to stderr (stdout is the command's)
 "$GV_BIN" track --json --ledger-dir "$GV_TMP/ledgers" -- /bin/true 2>"$GV_TMP/track.json" >/dev/null
-out experiment gvs experiment --json --confirm 300ms --gpu 0 --mib 256 --workers 1 --reclaim
+# experiment's --gpu takes a bus id as every command's does
+P0=$(jq -r '.gpus[0].pci_bus_id' "$GV_TMP/snapshot.json")
+out experiment gvs experiment --json --confirm 300ms --gpu "$P0" --mib 256 --workers 1 --reclaim
 
 note "every document follows the vocabulary"
 args=()
@@ -75,5 +77,6 @@ st=$(jq -r --argjson p "${W[0]}" '.holders[] | select(.pid == $p) | "\(.start_ti
 [ -n "$st" ] && [ "${st%% *}" = "$(date -u -d "@${st##* }" +%Y-%m-%dT%H:%M:%SZ)" ] || fail "start_time of ${W[0]}: '$st'"
 assert_eq "$(jq -r '.time == .driver.sample_time' "$J/scan.json")" true "scan's time is its sample's"
 assert_eq "$(jq -r .exit_status "$J/reclaim_error.json")" 2 "the error document's status"
+assert_eq "$(jq -r .gpu_index "$J/experiment.json")" 0 "experiment --gpu $P0 is GPU 0"
 is_dead "$LIVE" && fail "the live owner was ended"
 true
