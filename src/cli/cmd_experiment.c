@@ -345,14 +345,15 @@ static json_t *phase_json(const struct phase *ph)
         return o;
 }
 
-static json_t *stats_json(const struct exp_stats *s)
+/* median, min and max of the runs, each times scale (MiB to bytes, or 1) */
+static json_t *stats_json(const struct exp_stats *s, double scale)
 {
         if (!s->n)
                 return json_null();
         json_t *o = json_object();
-        json_set(o, "median", json_real(s->median));
-        json_set(o, "min", json_real(s->min));
-        json_set(o, "max", json_real(s->max));
+        json_set(o, "median", json_real(s->median * scale));
+        json_set(o, "min", json_real(s->min * scale));
+        json_set(o, "max", json_real(s->max * scale));
         json_set(o, "n", json_integer((json_int_t)s->n));
         return o;
 }
@@ -442,8 +443,8 @@ static json_t *experiment_json(const struct exp_opts *o, const struct exp_run *r
         json_set(doc, "command", json_string("experiment"));
         json_set(doc, "simulated", json_boolean(o->c.simulated));
         json_set(doc, "gpu_index", json_integer(o->gpu));
-        json_set(doc, "mib", json_integer((json_int_t)o->mib));
-        json_set(doc, "workers", json_integer(o->workers));
+        json_set(doc, "allocation_bytes", json_integer((json_int_t)(o->mib * MIB)));
+        json_set(doc, "worker_count", json_integer(o->workers));
         const char *sn = reclaim_signal_name(o->signal);
         json_set(doc, "signal", sn ? json_string(sn) : json_null());
         json_set(doc, "reclaim", json_boolean(o->reclaim));
@@ -464,8 +465,8 @@ static json_t *experiment_json(const struct exp_opts *o, const struct exp_run *r
                 json_set(j, "after_kill", phase_json(&r->after_kill));
                 json_t *kj = json_object();
                 json_set(kj, "read", json_boolean(r->kernel_read));
-                json_set(kj, "xid45", json_integer(r->kernel.xid45));
-                json_set(kj, "errors", json_integer(r->kernel.errors));
+                json_set(kj, "xid45_count", json_integer(r->kernel.xid45));
+                json_set(kj, "error_count", json_integer(r->kernel.errors));
                 json_set(kj, "events", r->kernel_events ? json_incref(r->kernel_events) : json_array());
                 json_set(j, "kernel", kj);
                 if (r->reclaimed) {
@@ -493,13 +494,13 @@ static json_t *experiment_json(const struct exp_opts *o, const struct exp_run *r
                 struct exp_summary s;
                 summarise(runs, n, phase == 1, &s);
                 json_t *p = json_object();
-                json_set(p, "residual_mib", stats_json(&s.residual_mib));
-                json_set(p, "recovery_seconds", stats_json(&s.recovery_s));
+                json_set(p, "residual_bytes_stats", stats_json(&s.residual_mib, (double)MIB));
+                json_set(p, "recovery_seconds_stats", stats_json(&s.recovery_s, 1.0));
                 json_set(p, "recovered_runs", json_integer((json_int_t)s.recovered));
-                json_set(p, "runs", json_integer((json_int_t)s.runs));
+                json_set(p, "run_count", json_integer((json_int_t)s.runs));
                 if (phase == 0) {
-                        json_set(p, "xid45", json_integer(s.xid45));
-                        json_set(p, "kernel_errors", json_integer(s.errors));
+                        json_set(p, "xid45_count", json_integer(s.xid45));
+                        json_set(p, "kernel_error_count", json_integer(s.errors));
                 }
                 json_set(sum, phase ? "after_reclaim" : "after_kill", p);
         }

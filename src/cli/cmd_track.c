@@ -174,7 +174,8 @@ static json_t *report_json(char **cmd, int status, const char *dir, const struct
         json_t *c = json_array();
         for (char **a = cmd; *a; a++)
                 json_array_append_new(c, json_text(*a));
-        json_set(doc, "command", c);
+        json_set(doc, "command", json_string("track"));
+        json_set(doc, "argv", c);
         json_set(doc, "exit_status", json_integer(status));
         json_set(doc, "ledger_dir", json_text(dir));
         uint64_t leaked = 0, leaked_n = 0;
@@ -283,7 +284,10 @@ static int track_show(const char *path)
         json_set(o, "pid", json_integer(l->hdr.pid));
         json_set(o, "ppid", json_integer(l->hdr.ppid));
         json_set(o, "start_ticks", json_integer((json_int_t)l->hdr.start_ticks));
-        json_set(o, "session", json_integer((json_int_t)l->hdr.session));
+        /* a 64-bit identifier: text, as JSON numbers past 2^53 lose digits in most readers */
+        char session[24];
+        snprintf(session, sizeof(session), "%016llx", (unsigned long long)l->hdr.session);
+        json_set(o, "session", l->hdr.session ? json_string(session) : json_null());
         json_set(o, "comm", json_textn(l->hdr.comm, strnlen(l->hdr.comm, sizeof(l->hdr.comm))));
         json_set(o, "exe", json_textn(l->hdr.exe, strnlen(l->hdr.exe, sizeof(l->hdr.exe))));
         json_set(o, "records", json_integer((json_int_t)l->records));

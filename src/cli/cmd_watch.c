@@ -136,8 +136,8 @@ static void pids_text(const struct gpu_ledger *l, char *out, size_t n)
 
 /* One output line: text, or a JSON object with --json (the vocabulary of docs/json.md: a
  * GPU's index, uuid and pci_bus_id, PIDs as an array of numbers, the time twice). */
-static void emit(const struct watch *w, const char *event, const struct gpu_info *g, const struct gpu_ledger *l,
-                 const char *text)
+static void emit_xid(const struct watch *w, const char *event, const struct gpu_info *g, const struct gpu_ledger *l,
+                     const char *text, const struct xid_event *xe)
 {
         char ts[40];
         double now = wall_clock_now();
@@ -161,6 +161,8 @@ static void emit(const struct watch *w, const char *event, const struct gpu_info
                         json_set(o, "ghost_confirmed", json_boolean(l->ghost_confirmed));
                         json_set(o, "pids", pids);
                 }
+                if (xe)
+                        json_set(o, "kernel_event", xid_event_to_json(xe));
                 json_set(o, "message", json_text(text));
                 json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
                 json_decref(o);
@@ -169,6 +171,12 @@ static void emit(const struct watch *w, const char *event, const struct gpu_info
                 printf("%s %s\n", ts, text);
         }
         fflush(stdout);
+}
+
+static void emit(const struct watch *w, const char *event, const struct gpu_info *g, const struct gpu_ledger *l,
+                 const char *text)
+{
+        emit_xid(w, event, g, l, text, NULL);
 }
 
 /* Run the hook and wait for it at most exec_timeout_ms; its output goes to ours. Its
@@ -393,7 +401,7 @@ static void watch_xid(const struct watch *w, const struct xid_event *e)
         char line[400];
         snprintf(line, sizeof(line), "Xid %d%s (%s): %s; see 'ghostvram xid explain %d'", e->xid, gpu,
                  e->pci_bus_id[0] ? e->pci_bus_id : "PCI bus unknown", a.title ? a.title : "", e->xid);
-        emit(w, "xid", NULL, NULL, line);
+        emit_xid(w, "xid", NULL, NULL, line, e);
 }
 
 int cmd_watch(int argc, char **argv)

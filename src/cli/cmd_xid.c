@@ -512,7 +512,7 @@ static void follow_print(struct xid_run *x, const struct kmsg_reader *rd, struct
                                 json_object_set_new(o, "schema_version", json_integer(GV_SCHEMA_VERSION));
                                 json_object_set_new(o, "source", json_string(e->source ? e->source : x->view.source));
                                 json_object_set_new(o, "overruns", json_integer((json_int_t)rd->overruns));
-                                json_object_set_new(o, "event", event_json(e, -1));
+                                json_object_set_new(o, "kernel_event", event_json(e, -1));
                                 json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
                                 fputc('\n', stdout);
                                 json_decref(o);
@@ -783,6 +783,11 @@ int cmd_xid(int argc, char **argv)
                         cli_error("xid", "--since: '%s' is not a duration (30m, 2h, 1d), a date-time "
                                          "(2026-11-30, '2026-11-30 10:00', 2026-11-30T10:00:00Z), @EPOCH or 'now'",
                                   since_arg);
+                        return EXIT_USAGE;
+                }
+                /* a time the kernel log cannot hold and JSON cannot write: not a filter */
+                if (x.since < 0 || x.since > 253402300799.0) {
+                        cli_error("xid", "--since: '%s' is outside 1970-01-01 .. 9999-12-31", since_arg);
                         return EXIT_USAGE;
                 }
                 x.since_set = true;

@@ -193,7 +193,7 @@ json_t *scan_json(const struct scan_result *r, bool with_cmdline)
         json_set(kj, "source", f->kernel_read ? json_text(f->kernel_source) : json_null());
         json_set(kj, "error", f->kernel_error[0] ? json_text(f->kernel_error) : json_null());
         json_set(kj, "overruns", json_integer((json_int_t)f->kernel_overruns));
-        json_set(kj, "events", json_integer((json_int_t)f->kernel.n));
+        json_set(kj, "event_count", json_integer((json_int_t)f->kernel.n));
         json_set(doc, "kernel", kj);
         for (size_t i = r->n_gpus; i-- > 0;)
                 if (!shown(r, &r->gpus[i]))

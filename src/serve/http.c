@@ -10,6 +10,7 @@
 
 #include <microhttpd.h>
 
+#include "render/json_util.h"
 #include "render/metrics.h"
 #include "serve/page.h"
 #include "util/deadline.h"
@@ -180,8 +181,17 @@ static enum MHD_Result serve_scan(struct http_server *s, struct MHD_Connection *
         enum MHD_Result r;
         char *body = b->scan_json ? malloc(b->scan_json_len + 1) : NULL;
         if (!b->scan_json) {
-                r = reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "no data yet: %s\n",
-                               b->status[0] ? b->status : "the first collection has not finished");
+                /* the JSON API answers JSON, an error too (docs/json.md) */
+                json_t *doc = json_object();
+                char msg[512];
+                snprintf(msg, sizeof(msg), "no data yet: %s", b->status[0] ? b->status : "the first collection has not finished");
+                json_set(doc, "schema_version", json_integer(GV_SCHEMA_VERSION));
+                json_set(doc, "command", json_string("serve"));
+                json_set(doc, "error", json_text(msg));
+                json_set(doc, "http_status", json_integer(MHD_HTTP_SERVICE_UNAVAILABLE));
+                char *text = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+                json_decref(doc);
+                r = text ? reply(c, MHD_HTTP_SERVICE_UNAVAILABLE, "application/json", text, strlen(text), NULL) : MHD_NO;
         } else if (!body) {
                 r = reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory\n");
         } else {

@@ -12,7 +12,13 @@ Rules, on every object at any depth:
   - `pid`, `ppid`, `pgid`, `sid`, `*_pid` are numbers or null; `pids` and `*_pids` are arrays
     of numbers;
   - `time`, `since` and `*_time` are null or RFC 3339 UTC to the second, each with a sibling
-    `*_epoch` (a number or null) that names the same second; no time is written in `*_ns`.
+    `*_epoch` (a number or null) that names the same second; no time is written in `*_ns`;
+  - memory is `*_bytes` (an integer or null), never `mib`/`*_mib`; `*_seconds` is a number or
+    null; `*_count` an integer;
+  - a name has one shape: `events`, `errors`, `runs`, `findings`, `holders`, `processes`,
+    `actions`, `targets`, `skipped`, `notes`, `limits`, `samples` are arrays; `event` and `command`
+    are strings; `kernel_event` is an object;
+  - no integer beyond 2^53 (JSON readers lose its digits: such identifiers are text).
 Prints what it saw per rule; exits 1 on the first document that breaks one, 2 on bad input.
 """
 import calendar
@@ -24,6 +30,9 @@ import time
 PCI = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 PID_KEYS = {"pid", "ppid", "pgid", "sid"}
+ARRAYS = {"events", "errors", "runs", "findings", "holders", "processes", "actions", "targets", "skipped",
+          "notes", "limits", "samples"}
+STRINGS = {"event", "command"}
 seen = {"documents": 0, "gpu objects": 0, "pci_bus_id": 0, "pid fields": 0, "pids arrays": 0,
         "pids values": 0, "times": 0, "gpu_index": 0}
 errors = []
@@ -72,6 +81,22 @@ def check(o, where):
                 seen["pids values"] += len(v)
         if k.endswith("_ns"):
             errors.append(f"{at}: a time in nanoseconds (a time is text plus *_epoch)")
+        if k == "mib" or k.endswith("_mib"):
+            errors.append(f"{at}: memory in MiB (memory is *_bytes)")
+        if k.endswith("_bytes") and v is not None and not isinstance(v, int):
+            errors.append(f"{at}: {v!r} is not an integer of bytes")
+        if k.endswith("_seconds") and v is not None and not is_num(v):
+            errors.append(f"{at}: {v!r} is not a number of seconds")
+        if k.endswith("_count") and not isinstance(v, int):
+            errors.append(f"{at}: {v!r} is not a count")
+        if k in ARRAYS and not isinstance(v, list):
+            errors.append(f"{at}: {v!r} is not an array (one shape per name)")
+        if k in STRINGS and not isinstance(v, str):
+            errors.append(f"{at}: {v!r} is not a string (one shape per name)")
+        if k == "kernel_event" and not isinstance(v, dict):
+            errors.append(f"{at}: {v!r} is not an object")
+        if isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2 ** 53:
+            errors.append(f"{at}: {v} is beyond 2^53 (write such an identifier as text)")
         if is_time_key(k):
             seen["times"] += 1
             ek = k + "_epoch"

@@ -29,9 +29,9 @@ assert_eq "$(jq -r "$run.after_reclaim.residual_bytes" <<<"$E")" 0 "residual aft
 assert_eq "$(jq -r "$run.after_reclaim.recovered" <<<"$E")" true "back after reclaim"
 assert_eq "$(jq -r "[$run.after_reclaim.reclaim_actions[].result] | join(\",\")" <<<"$E")" terminated,terminated "reclaim actions"
 assert_eq "$(jq -r "$run.kernel.read" <<<"$E")" true "kernel log read (the simulated host's)"
-assert_eq "$(jq -r "$run.kernel.errors" <<<"$E")" 0 "no kernel errors"
-assert_eq "$(jq -r '.summary.after_kill.residual_mib.median' <<<"$E")" 512 "summary residual"
-assert_eq "$(jq -r '.summary.after_reclaim.residual_mib.median' <<<"$E")" 0 "summary residual after reclaim"
+assert_eq "$(jq -r "$run.kernel.error_count" <<<"$E")" 0 "no kernel errors"
+assert_eq "$(jq -r '.summary.after_kill.residual_bytes_stats.median' <<<"$E")" $((512 * MIB)) "summary residual"
+assert_eq "$(jq -r '.summary.after_reclaim.residual_bytes_stats.median' <<<"$E")" 0 "summary residual after reclaim"
 for p in $(jq -r "$run.owner_pid, $run.worker_pids[]" <<<"$E"); do is_dead "$p" || fail "PID $p was left running"; done
 assert_eq "$(used 1)" 0 "memory back at the end"
 

@@ -5,6 +5,7 @@
 # elsewhere gpu_index; PIDs are numbers, pids arrays of them; a time is RFC 3339 text to the
 # second plus *_epoch). Then the same facts read through two commands agree.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/track_lib.sh"
 need_tool python3 python3
 VOCAB="$(dirname "$0")/json_vocabulary.py"
 FIX="$GV_SRC/tests/fixtures/kmsg"
@@ -24,11 +25,33 @@ out scan gvs scan --json --confirm 300ms
 out reclaim gvs reclaim --json --confirm 300ms
 out reclaim_error gvs reclaim --json --gpu 7
 out doctor gvs doctor --json
-out watch gvs watch --json --count 2 --interval 300ms --for 0
+note "watch and xid --follow: a kernel event arriving while they run"
+: >>"$SIM/kmsg"         # the simulated host's kernel log (a real host's /dev/kmsg is always there)
+gvs watch --json --interval 300ms --for 0 >"$GV_TMP/watch.json" 2>"$GV_TMP/watch.err" &
+WATCH=$!
+gvs xid --follow --json >"$GV_TMP/xid_follow.json" 2>"$GV_TMP/xid_follow.err" &
+FOLLOW=$!
+track "$WATCH" "$FOLLOW"
+sleep 1.5
+printf '[%s] NVRM: Xid (PCI:0000:1b:00): 31, pid=%s, name=python3, MMU Fault: ENGINE GRAPHICS\n' 300.5 "$LIVE" >>"$SIM/kmsg"
+for _ in $(seq 100); do
+        grep -q '"event":"xid"' "$GV_TMP/watch.json" && grep -q '"kernel_event"' "$GV_TMP/xid_follow.json" && break
+        sleep 0.1
+done
+kill -TERM "$WATCH" "$FOLLOW"
+wait "$WATCH" "$FOLLOW" || true
+assert_eq "$(jq -sc '[.[] | select(.event == "xid") | .kernel_event | [.xid, .gpu_index, .pid]][0]' "$GV_TMP/watch.json")" \
+        "[31,0,$LIVE]" "watch's Xid line carries the event"
+assert_eq "$(jq -sc '[.[].kernel_event | [.xid, .gpu_index, .pid]][-1]' "$GV_TMP/xid_follow.json")" \
+        "[31,0,$LIVE]" "xid --follow's line: the same event, the same names"
 out xid gvs xid --json --kmsg "$FIX/dmesg.txt"
 out xid_explain "$GV_BIN" xid explain 79 --json
 # track's report goes to stderr (stdout is the command's)
-"$GV_BIN" track --json --ledger-dir "$GV_TMP/ledgers" -- /bin/true 2>"$GV_TMP/track.json" >/dev/null
+"$GV_BIN" track --json --ledger-dir "$GV_TMP/ledgers" -- \
+        "$GV_SIMALLOC" --dir "$SIM" --gpu 0 --allocs 2 --size $MIB --free-every 2 \
+        2>"$GV_TMP/track.json" >/dev/null
+ledger=$(ls "$GV_TMP/ledgers"/*.gvl | head -1)
+out track_show "$GV_BIN" track --show "$ledger" --json
 # experiment's --gpu takes a bus id as every command's does
 P0=$(jq -r '.gpus[0].pci_bus_id' "$GV_TMP/snapshot.json")
 out experiment gvs experiment --json --confirm 300ms --gpu "$P0" --mib 256 --workers 1 --reclaim

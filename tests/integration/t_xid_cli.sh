@@ -124,7 +124,7 @@ kill -TERM "$pid"
 wait "$pid"
 rc=$?
 [ "$rc" = 0 ] && ok "--follow exits 0 on SIGTERM" || { bad "--follow exit $rc"; cat "$tmp/follow.err"; }
-if [ "$(jq -s '[.[].event.xid] == [null, 109, 154, 45, 79] and all(.[]; .schema_version == 2)' "$tmp/follow.out")" = true ]; then
+if [ "$(jq -s '[.[].kernel_event.xid] == [null, 109, 154, 45, 79] and all(.[]; .schema_version == 2)' "$tmp/follow.out")" = true ]; then
         ok "--follow streamed the old and the appended events"
 else
         bad "--follow output"; cat "$tmp/follow.out"

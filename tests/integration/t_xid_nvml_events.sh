@@ -17,8 +17,8 @@ kill -TERM "$F"
 wait "$F"
 rc=$?
 assert_eq "$rc" 0 "clean stop on SIGTERM"
-assert_eq "$(jq -r 'select(.event.source == "nvml") | "\(.event.xid) \(.event.gpu_index) \(.event.pci_bus_id)"' "$OUT")" "79 1 0000:43:00.0" "NVML event"
-assert_eq "$(jq -r 'select(.event.source != "nvml") | "\(.event.xid) \(.event.gpu_index) \(.event.pid)"' "$OUT")" "31 0 4242" "kernel event"
+assert_eq "$(jq -r 'select(.kernel_event.source == "nvml") | "\(.kernel_event.xid) \(.kernel_event.gpu_index) \(.kernel_event.pci_bus_id)"' "$OUT")" "79 1 0000:43:00.0" "NVML event"
+assert_eq "$(jq -r 'select(.kernel_event.source != "nvml") | "\(.kernel_event.xid) \(.kernel_event.gpu_index) \(.kernel_event.pid)"' "$OUT")" "31 0 4242" "kernel event"
 
 note "a driver that hangs: the kernel log is still followed"
 "$GV_BIN" sim set "$SIM" hang=any >/dev/null
@@ -31,5 +31,5 @@ printf '3,11,6000000,-;NVRM: Xid (PCI:0000:1b:00): 13, pid=77, name=x, Graphics 
 for _ in $(seq 100); do [ "$(grep -c . "$OUT")" -ge 1 ] && break; sleep 0.1; done
 kill -TERM "$F"
 wait "$F" || true
-assert_eq "$(jq -r '.event.xid' "$OUT" | tail -1)" 13 "kernel event despite a hung driver"
+assert_eq "$(jq -r '.kernel_event.xid' "$OUT" | tail -1)" 13 "kernel event despite a hung driver"
 echo "PASS"
