@@ -56,10 +56,19 @@ static void scan_usage(FILE *f)
               "                       the metrics)\n", f);
         cli_common_help(f, SCAN_ACCEPTS);
         fputs("  -h, --help           this help\n\n"
-              "Verdicts (the first finding of a GPU; docs/verdicts.md explains each):\n"
-              "  ok, reserved-only, orphaned-holders, stale-owner, foreign-namespace,\n"
-              "  invisible-here, unattributed-live, stuck-in-driver, daemon-holder,\n"
-              "  driver-leak, gpu-lost, unknown\n\n"
+              "Verdicts (the first finding of a GPU; docs/verdicts.md explains each):\n", f);
+        /* the codes themselves, so that help never lists fewer than the ledger has */
+        size_t col = 0;
+        for (size_t i = 0; i < ledger_n_verdict_codes; i++) {
+                bool last = i + 1 == ledger_n_verdict_codes;
+                size_t w = strlen(ledger_verdict_codes[i]) + (last ? 0 : 1);
+                if (col && col + 1 + w > 78) {
+                        fputc('\n', f);
+                        col = 0;
+                }
+                col += (size_t)fprintf(f, "%s%s%s", col ? " " : "  ", ledger_verdict_codes[i], last ? "" : ",");
+        }
+        fputs("\n\n"
               "Examples:\n"
               "  sudo ghostvram scan               # root sees every process and descriptor\n"
               "  ghostvram scan --gpu 1 --verbose  # also list holders that are not linked\n"
