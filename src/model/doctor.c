@@ -635,7 +635,9 @@ int doctor_run(const struct doctor_facts *f, struct doctor_finding **ret, size_t
             doctor_parse_module_version(f->module_version_text, f->module_version_len, modver, sizeof(modver), &open) < 0)
                 modver[0] = '\0';
 
-        if (!r || !r->driver_present || r->timed_out) {
+        /* NVML as a whole: absent, or silent before it named any GPU (a GPU that alone did not
+         * answer is that GPU's gpu-unreachable below; the other GPUs' checks still run) */
+        if (!r || !r->driver_present || (r->timed_out && r->n_gpus == 0)) {
                 struct doctor_finding *d = add(&l, "nvml-unavailable", DOCTOR_UNKNOWN, -1);
                 SET(d, summary, "the GPUs could not be inspected through NVML");
                 SET(d, evidence, "%s", r && r->error[0] ? r->error : r && r->timed_out ? "the driver did not answer in time" : "no NVML report");
@@ -647,7 +649,10 @@ int doctor_run(const struct doctor_facts *f, struct doctor_finding **ret, size_t
                         if (!gpu_selected(f, g))
                                 continue;
                         if (g->status != GPU_OK) {
-                                struct doctor_finding *d = add(&l, "gpu-unreachable", DOCTOR_WARN, (int)g->index);
+                                /* lost: a fact to act on; no answer in time: could not inspect */
+                                struct doctor_finding *d = add(&l, "gpu-unreachable",
+                                                               g->status == GPU_TIMEOUT ? DOCTOR_UNKNOWN : DOCTOR_WARN,
+                                                               (int)g->index);
                                 SET(d, summary, "GPU %u could not be inspected", g->index);
                                 SET(d, evidence, "%s", g->status_message);
                                 SET(d, next_step, "see 'ghostvram scan' and 'ghostvram xid' for GPU %u (a lost GPU needs a reset or a "

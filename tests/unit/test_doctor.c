@@ -182,6 +182,38 @@ static void test_levels_and_exit(void **state)
         assert_int_equal(doctor_exit_status(&f, v, n), 0);
         free(v);
 
+        /* one GPU of two did not answer: that GPU is unknown, the other's checks ran, and NVML
+         * as a whole is not called unavailable */
+        {
+                struct gpu_info two[2];
+                memset(two, 0, sizeof(two));
+                two[0].persistence = two[1].persistence = 1;
+                two[0].mig_mode = two[1].mig_mode = -1;
+                two[1].index = 1;
+                two[1].status = GPU_TIMEOUT;
+                snprintf(two[1].status_message, sizeof(two[1].status_message), "GPU 1: driver did not answer within 0.3 s");
+                struct gpu_info *saved = r.gpus;
+                size_t saved_n = r.n_gpus;
+                r.gpus = two;
+                r.n_gpus = 2;
+                r.timed_out = true;
+                assert_int_equal(doctor_run(&f, &v, &n), 0);
+                assert_null(find(v, n, "nvml-unavailable"));
+                d = find(v, n, "gpu-unreachable");
+                assert_non_null(d);
+                assert_int_equal(d->gpu, 1);
+                assert_int_equal(d->level, DOCTOR_UNKNOWN);
+                bool gpu0_checked = false;
+                for (size_t i = 0; i < n; i++)
+                        gpu0_checked |= v[i].gpu == 0;
+                assert_true(gpu0_checked);
+                assert_int_equal(doctor_exit_status(&f, v, n), 3);
+                free(v);
+                r.gpus = saved;
+                r.n_gpus = saved_n;
+                r.timed_out = false;
+        }
+
         /* no driver: 3 whatever else is found */
         r.driver_present = false;
         snprintf(r.error, sizeof(r.error), "no NVIDIA driver on this host (libnvidia-ml.so.1 not found)");
