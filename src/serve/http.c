@@ -269,6 +269,17 @@ static void quiet_log(void *cls, const char *fmt, va_list ap)
         (void)ap;
 }
 
+/* Percent-decoding of the path and arguments, except that a path holding "%00" stays as it came:
+ * decoded, the NUL would end the C string early and "/%00" would be served as "/". */
+static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+        (void)cls;
+        (void)c;
+        if (strstr(s, "%00"))
+                return strlen(s);
+        return MHD_http_unescape(s);
+}
+
 int http_server_start(const struct http_opts *o, struct exporter *e, struct http_server **ret)
 {
         struct sockaddr_storage ss;
@@ -295,6 +306,7 @@ int http_server_start(const struct http_opts *o, struct exporter *e, struct http
                                 MHD_OPTION_STRICT_FOR_CLIENT, 1,
                                 MHD_OPTION_THREAD_POOL_SIZE, 2u,
                                 MHD_OPTION_EXTERNAL_LOGGER, quiet_log, NULL,
+                                MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
                                 MHD_OPTION_END);
         if (!s->d) {
                 int err = errno ? errno : EIO;

@@ -72,6 +72,9 @@ for m in POST PUT DELETE PATCH; do
         assert_eq "$code" 405 "$m /metrics"
 done
 assert_eq "$(curl -s -o /dev/null -w '%{http_code}' "$URL/nothing")" 404 "unknown path"
+assert_eq "$(curl -s -o /dev/null -w '%{http_code}' "$URL/%00")" 404 "a NUL in the path is not the page"
+assert_eq "$(curl -s -o /dev/null -w '%{http_code}' "$URL/metrics%00.html")" 404 "nor the metrics"
+assert_eq "$(curl -s -o /dev/null -w '%{http_code}' "$URL/%6detrics")" 200 "other escapes are decoded"
 assert_eq "$(curl -s -o /dev/null -w '%{http_code}' -I "$URL/metrics")" 200 "HEAD"
 
 note "the workers end: memory returns; with nothing unexplained the cycles turn light"
