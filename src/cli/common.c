@@ -224,7 +224,12 @@ int cli_common_finish(struct cli_common *c, const char *cmd)
                         char p[4096];
                         struct stat st;
                         snprintf(p, sizeof(p), "%s/%s", c->from_bundle, files[i]);
-                        if (lstat(p, &st) == 0 && !S_ISREG(st.st_mode)) {
+                        if (lstat(p, &st) < 0) {
+                                cli_error(cmd, "--from-bundle %s: not a bundle (no %s): record one with --save-bundle DIR",
+                                          c->from_bundle, files[i]);
+                                return -1;
+                        }
+                        if (!S_ISREG(st.st_mode)) {
                                 cli_error(cmd, "--from-bundle: %s is not a regular file (%s): not read", p, file_kind(st.st_mode));
                                 return -1;
                         }
