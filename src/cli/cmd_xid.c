@@ -468,6 +468,18 @@ static int run_dump(struct xid_run *x, struct kmsg_reader *rd)
                        x->since_set ? "the given time" : "");
                 if (x->no_log)
                         printf("(The simulated host has no kernel log: write one to %s.)\n", x->path_shown);
+                /* a bus id the driver does not list is kept on purpose (a GPU that fell off the
+                 * bus, an NVSwitch), but said, in case it is a typing error */
+                bool listed = false;
+                for (size_t i = 0; x->gpu.pci[0] && x->report && i < x->report->n_gpus; i++) {
+                        char bus[32];
+                        listed |= pci_bus_id_normalize(x->report->gpus[i].pci_bus_id, bus, sizeof(bus)) == 0 &&
+                                  strcmp(bus, x->gpu.pci) == 0;
+                }
+                if (x->gpu.pci[0] && x->report && x->report->driver_present && !listed)
+                        printf("(No GPU the driver lists now is at %s: a GPU that fell off the bus, or an\n"
+                               "NVSwitch, still has its events here; check the bus id otherwise.)\n",
+                               x->gpu.pci);
                 else if (x->info.source == KMSG_SRC_KMSG)
                         printf("/dev/kmsg holds only the recent kernel log; for older events:\n"
                                "  journalctl -k -o short-iso > k.log; ghostvram xid --kmsg k.log\n");

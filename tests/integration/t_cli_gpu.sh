@@ -48,6 +48,12 @@ assert_eq "$rc" 0 "watch --gpu UUID --count 1"
 rc=0; gv watch --gpu banana --count 1 2>/dev/null || rc=$?
 assert_eq "$rc" 2 "watch --gpu banana"
 
+note "xid: a bus id the driver does not list is kept (a GPU off the bus keeps its events), and said"
+out=$(gv xid --gpu 0000:99:00.0 --kmsg "$GV_SRC/tests/fixtures/kmsg/dmesg.txt" --this-boot) || fail "xid --gpu bus id: exit $?"
+grep -q "No GPU the driver lists now is at 0000:99:00.0" <<<"$out" || fail "xid: $out"
+out=$(gv xid --gpu "$pci" --kmsg "$GV_SRC/tests/fixtures/kmsg/dmesg.txt" --this-boot)
+grep -q "No GPU the driver lists" <<<"$out" && fail "xid --gpu $pci: $out"
+
 note "reclaim: a dry run for a GPU named by UUID"
 rc=0; gv reclaim --gpu "$uuid" --json >"$GV_TMP/r.json" || rc=$?
 assert_eq "$rc" 0 "reclaim --gpu UUID (nothing to do)"
