@@ -120,6 +120,9 @@ struct gpu_opts {
         const char *bundle_dir; /* read from a bundle instead of the driver */
         bool memory_only;       /* only memory figures (no names, PCI, modes, processes): cheap
                                  * enough to sample every few tens of milliseconds */
+        const char *driver_proc_dir; /* the nvidia module's /proc directory (NULL:
+                                      * /proc/driver/nvidia), for the bus id and UUID of a GPU
+                                      * NVML cannot name (collect/gpu_procfs.h) */
         bool health;            /* also read struct gpu_health (row remapping, retired pages,
                                  * ECC): doctor only */
 };

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "collect/gpu.h"
+#include "collect/gpu_procfs.h"
 #include "collect/nvml_abi.h"
 #include "util/deadline.h"
 
@@ -751,6 +752,58 @@ timeout:
                  idx, c->timeout_ms / 1000.0);
 }
 
+/* ---- names from the kernel module -------------------------------------------------------- */
+
+/* The module's files are answered by the driver too (the UUID and VBIOS lines ask it), so they
+ * are read under the deadline, and not again while an earlier read is stuck. */
+static atomic_bool nv_procfs_stuck;
+
+struct nv_procfs_job {
+        char dir[4096];
+        struct gpu_procfs_entry e[GPU_PROCFS_MAX];
+        int n;
+};
+
+static int nv_procfs_run(void *p)
+{
+        struct nv_procfs_job *j = p;
+        j->n = gpu_procfs_read(j->dir[0] ? j->dir : NULL, j->e, GPU_PROCFS_MAX);
+        return 0;
+}
+
+static void nv_procfs_free_abandoned(void *p)
+{
+        atomic_store(&nv_procfs_stuck, false);
+        free(p);
+}
+
+/* A GPU NVML could not name (its handle is lost, or it was skipped for a stuck call) gets its
+ * bus id and UUID from /proc/driver/nvidia/gpus, so that --gpu BUS-ID or UUID still finds it. */
+static void nv_fill_from_procfs(struct nv_ctx *c, const struct gpu_opts *o, struct gpu_report *rep)
+{
+        bool unnamed = false;
+        if (c->memory_only)
+                return; /* names are not asked for: nothing is missing */
+        for (size_t i = 0; i < rep->n_gpus; i++)
+                unnamed |= !rep->gpus[i].pci_bus_id[0];
+        if (!unnamed || atomic_load(&nv_procfs_stuck))
+                return;
+        struct nv_procfs_job *j = calloc(1, sizeof(*j));
+        if (!j)
+                return;
+        if (o->driver_proc_dir)
+                snprintf(j->dir, sizeof(j->dir), "%s", o->driver_proc_dir);
+        int res;
+        atomic_store(&nv_procfs_stuck, true);
+        int r = deadline_run(&c->runner, nv_procfs_run, j, nv_procfs_free_abandoned, c->timeout_ms, &res);
+        if (r == -ETIMEDOUT)
+                return; /* the worker frees j */
+        atomic_store(&nv_procfs_stuck, false);
+        if (r == 0 && j->n > 0)
+                gpu_procfs_fill(rep, j->e, (size_t)j->n);
+        free(j);
+}
+
 /* ---- the backend ------------------------------------------------------------------------ */
 
 static int nv_open(const struct gpu_opts *o, struct gpu_report *rep, struct nv_lib *lib)
@@ -945,6 +998,7 @@ static int nvml_collect(const struct gpu_opts *o, struct gpu_report **ret)
                 else if (g->status != GPU_TIMEOUT)
                         consecutive_timeouts = 0;
         }
+        nv_fill_from_procfs(c, o, rep);
 
 out:
         if (rep)
