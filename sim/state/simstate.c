@@ -298,6 +298,38 @@ static int sim_make_empty(const char *dir, const char *name, mode_t mode)
         return r;
 }
 
+/* The nvidia module's own file of a GPU it probed, /proc/driver/nvidia/gpus/<bus id>/information,
+ * as kernel-open/nvidia/nv-procfs.c (nv_procfs_read_gpu_info) prints it: one "Key: \t value"
+ * line a field, the directory named dddd:bb:dd.f in lower case. The module writes it from what it
+ * read at probe time, so it stays when NVML loses the GPU's handle (gpu_lost_handle). IRQ, VBIOS
+ * and the DMA figures are those of an H100 SXM host (assumed values: nothing reads them). */
+static int sim_make_gpu_info(const char *dir, unsigned minor, unsigned bus, const char *uuid)
+{
+        char rel[128], p[PATH_MAX], text[640];
+        snprintf(rel, sizeof(rel), "proc/driver/nvidia/gpus/0000:%02x:00.0", bus);
+        int r = sim_path(p, sizeof(p), dir, rel);
+        if (r == 0)
+                r = mkdir_p(p);
+        if (r < 0)
+                return r;
+        int n = snprintf(text, sizeof(text),
+                         "Model: \t\t NVIDIA H100 80GB HBM3\n"
+                         "IRQ:   \t\t %u\n"
+                         "GPU UUID: \t %s\n"
+                         "Video BIOS: \t 96.00.99.00.01\n"
+                         "Bus Type: \t PCIe\n"
+                         "DMA Size: \t 52 bits\n"
+                         "DMA Mask: \t 0xfffffffffffff\n"
+                         "Bus Location: \t 0000:%02x:00.0\n"
+                         "Device Minor: \t %u\n"
+                         "GPU Excluded:\t No\n",
+                         256 + minor, uuid, bus, minor);
+        if (n < 0 || (size_t)n >= sizeof(text))
+                return -ENAMETOOLONG;
+        strncat(rel, "/information", sizeof(rel) - strlen(rel) - 1);
+        return sim_write(dir, rel, text, (size_t)n);
+}
+
 int sim_init_dir(const char *dir, unsigned n_gpus, uint64_t memory_mib, uint64_t reserved_mib)
 {
         struct buf b = BUF_INIT(SIM_FILE_MAX);
@@ -355,6 +387,9 @@ int sim_init_dir(const char *dir, unsigned n_gpus, uint64_t memory_mib, uint64_t
                         break;
                 snprintf(dev, sizeof(dev), "nvidia%u", i);
                 r = sim_make_dev(dir, dev);
+                if (r < 0)
+                        break;
+                r = sim_make_gpu_info(dir, i, bus, uuid);
                 if (r < 0)
                         break;
                 r = buf_printf(&b,

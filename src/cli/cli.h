@@ -49,6 +49,7 @@ struct cli_common {
         const char *sim_dir;
         char sim_lib[4096];
         char sim_prefix[4096];
+        char sim_driver_proc[4096];     /* the simulated host's /proc/driver/nvidia */
         char bundle_proc[4096];
         char bundle_prefix[4096];
 };

@@ -81,6 +81,7 @@ struct top {
         struct live_view *view;
         struct live_history hist;
         char status[200];
+        bool status_in_view;            /* the cycle that set status also made view */
         double cycle_started;           /* monotonic seconds, 0 while none runs */
         unsigned gen;                   /* cycles finished */
         /* the reclaim worker (guarded by m) */
@@ -168,6 +169,7 @@ static void *collector_main(void *arg)
                         t->view = v;
                 }
                 snprintf(t->status, sizeof(t->status), "%s", status);
+                t->status_in_view = v != NULL;
                 t->gen++;
                 pthread_mutex_unlock(&t->m);
                 unsigned long long spent = monotonic_ms() - t0;
@@ -377,6 +379,7 @@ static void draw_locked(struct top *t, struct top_canvas *cv, struct top_state *
         pthread_mutex_lock(&t->m);
         s->now = wall_clock_now();
         s->status = t->status;
+        s->status_in_view = t->status_in_view;
         s->collecting_s = t->cycle_started > 0 ? monotonic_s() - t->cycle_started : 0;
         if (t->gpu_arg && t->view) {
                 s->focus = resolve_gpu(t->view, t->gpu_arg);

@@ -359,6 +359,10 @@ static void watch_sample(struct watch *w, const struct scan_result *r)
                         snprintf(s->verdict, sizeof(s->verdict), "%s", v);
                         s->ghost_mib = mib;
                 }
+                /* a GPU that did not answer this time says nothing of its ghost: an alert stays
+                 * as it was (no CLEAR for a GPU that hangs) */
+                if (!l->inspected)
+                        continue;
                 uint64_t ghost = confirmed_ghost(l);
                 if (ghost > w->threshold_bytes) {
                         if (s->above_since == 0)
@@ -575,16 +579,20 @@ int cmd_watch(int argc, char **argv)
                                 w.counters.scans_light++;
                 }
                 w.counters.driver_up = s.res && !(s.errors & SCAN_ERR_GPU) && metrics_driver_answered(s.res->facts->gpu);
-                any_ok |= s.res && !(s.errors & (SCAN_ERR_GPU | SCAN_ERR_HOST));
+                /* a GPU that did not answer (reported not inspected) leaves the others watched */
+                any_ok |= s.res && s.published && !(s.errors & SCAN_ERR_HOST) &&
+                          (!(s.errors & SCAN_ERR_GPU) || gpu_report_lists_all(s.res->facts->gpu));
                 if (s.errors & SCAN_ERR_GPU)
                         w.counters.scan_errors[METRICS_SRC_GPU]++;
                 if (s.errors & SCAN_ERR_HOST)
                         w.counters.scan_errors[METRICS_SRC_HOST]++;
                 if (s.errors && !w.error_shown) {
                         const struct gpu_report *g = s.res ? s.res->facts->gpu : NULL;
-                        char line[600];
+                        char line[600], hung[200];
+                        if (g && g->timed_out)
+                                gpu_report_timeout_text(g, hung, sizeof(hung));
                         snprintf(line, sizeof(line), "scan error: %s",
-                                 g && g->timed_out ? "the NVIDIA driver did not answer in time"
+                                 g && g->timed_out ? hung
                                  : g && !g->driver_present ? (g->error[0] ? g->error : "no NVIDIA driver")
                                                            : s.why);
                         emit(&w, "error", NULL, NULL, line);

@@ -251,6 +251,11 @@ int cli_common_finish(struct cli_common *c, const char *cmd)
                         cli_error(cmd, "GHOSTVRAM_SIM=%s: %s", sim, strerror(-r));
                         return -1;
                 }
+                int n = snprintf(c->sim_driver_proc, sizeof(c->sim_driver_proc), "%s/proc/driver/nvidia", sim);
+                if (n < 0 || (size_t)n >= sizeof(c->sim_driver_proc)) {
+                        cli_error(cmd, "GHOSTVRAM_SIM=%s: path too long", sim);
+                        return -1;
+                }
                 c->simulated = true;
                 c->sim_dir = sim;
                 if (!c->nvml_lib)
@@ -347,6 +352,7 @@ void cli_common_gpu_opts(const struct cli_common *c, struct gpu_opts *o)
         o->nvml_lib = c->nvml_lib;
         o->timeout_ms = c->timeout_ms;
         o->bundle_dir = c->from_bundle;
+        o->driver_proc_dir = c->simulated ? c->sim_driver_proc : NULL;
 }
 
 void cli_common_host_opts(const struct cli_common *c, struct host_opts *o)

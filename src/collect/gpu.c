@@ -13,6 +13,28 @@ int gpu_collect(const struct gpu_opts *o, struct gpu_report **ret)
         return b->collect(o, ret);
 }
 
+bool gpu_report_lists_all(const struct gpu_report *r)
+{
+        /* every failure of a call that names no GPU sets error (and the count stays 0) */
+        return r && r->driver_present && !r->error[0];
+}
+
+void gpu_report_timeout_text(const struct gpu_report *r, char *out, size_t outlen)
+{
+        const struct gpu_info *first = NULL;
+        size_t n = 0;
+        for (size_t i = 0; r && gpu_report_lists_all(r) && i < r->n_gpus; i++)
+                if (r->gpus[i].status == GPU_TIMEOUT && n++ == 0)
+                        first = &r->gpus[i];
+        if (!first)
+                snprintf(out, outlen, "the NVIDIA driver did not answer in time");
+        else if (n == 1)
+                snprintf(out, outlen, "%s", first->status_message);
+        else
+                snprintf(out, outlen, "%s (and %zu more GPU%s not answering)", first->status_message, n - 1,
+                         n == 2 ? "" : "s");
+}
+
 void gpu_report_free(struct gpu_report *r)
 {
         if (!r)

@@ -120,6 +120,9 @@ struct gpu_opts {
         const char *bundle_dir; /* read from a bundle instead of the driver */
         bool memory_only;       /* only memory figures (no names, PCI, modes, processes): cheap
                                  * enough to sample every few tens of milliseconds */
+        const char *driver_proc_dir; /* the nvidia module's /proc directory (NULL:
+                                      * /proc/driver/nvidia), for the bus id and UUID of a GPU
+                                      * NVML cannot name (collect/gpu_procfs.h) */
         bool health;            /* also read struct gpu_health (row remapping, retired pages,
                                  * ECC): doctor only */
 };
@@ -136,10 +139,23 @@ struct gpu_backend {
 extern const struct gpu_backend gpu_backend_nvml;
 extern const struct gpu_backend gpu_backend_bundle;
 
-/* Driver calls that missed their deadline and have not returned yet, in this process. While
- * this is not 0 the driver still hangs: a continuous command waits instead of leaving one more
- * thread stuck in it each cycle. */
+/* Driver calls that missed their deadline and have not returned yet, in this process (at most
+ * one a GPU and one for the calls that name no GPU: while a GPU's call is stuck, that GPU is
+ * not asked again and is reported not inspected; the other GPUs are). */
 int gpu_nvml_stuck_calls(void);
+/* A call that names no GPU (init, count, driver version) is stuck: no GPU can be listed until
+ * it returns, and a continuous command does not ask at all meanwhile. */
+bool gpu_nvml_global_stuck(void);
+
+/* The driver answered every call that names no GPU: every GPU it has is in the report, those
+ * it did not answer for with status GPU_TIMEOUT (or GPU_LOST, GPU_ERROR) and the reason. False
+ * without a driver, and when init or the GPU count missed the deadline. */
+bool gpu_report_lists_all(const struct gpu_report *r);
+
+/* What did not answer in a report with timed_out, in one line for a status or an error line:
+ * the first GPU that did not answer, with its reason (and how many more), or that the driver
+ * as a whole did not. */
+void gpu_report_timeout_text(const struct gpu_report *r, char *out, size_t outlen);
 
 /* Collect with the backend the options ask for. */
 int gpu_collect(const struct gpu_opts *o, struct gpu_report **ret);

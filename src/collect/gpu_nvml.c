@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "collect/gpu.h"
+#include "collect/gpu_procfs.h"
 #include "collect/nvml_abi.h"
 #include "util/deadline.h"
 
@@ -177,6 +178,7 @@ struct nv_ctx {
         unsigned timeout_ms;
         unsigned timeouts;      /* calls that missed the deadline (or were not made: guarded) */
         unsigned guarded;       /* calls not made: an earlier one for the GPU is still stuck */
+        unsigned abandoned;     /* calls made by this collection that missed the deadline */
         bool memory_only;       /* gpu_opts.memory_only */
         bool health;            /* gpu_opts.health */
 };
@@ -191,11 +193,23 @@ static atomic_int nv_stuck_calls;
  * per GPU, however often it is sampled. */
 #define NV_SLOT_GLOBAL 1024
 static atomic_bool nv_stuck[NV_SLOT_GLOBAL + 1];
+/* When the stuck call of each slot was made (monotonic ms), to say for how long it hangs. */
+static _Atomic unsigned long long nv_stuck_since[NV_SLOT_GLOBAL + 1];
+
+static int nv_slot(int gpu)
+{
+        return gpu >= 0 && gpu < NV_SLOT_GLOBAL ? gpu : NV_SLOT_GLOBAL;
+}
 
 int gpu_nvml_stuck_calls(void)
 {
         int n = atomic_load(&nv_stuck_calls);
         return n > 0 ? n : 0;
+}
+
+bool gpu_nvml_global_stuck(void)
+{
+        return atomic_load(&nv_stuck[NV_SLOT_GLOBAL]);
 }
 
 /* The worker frees an abandoned job when (if ever) the driver call returns. */
@@ -215,20 +229,23 @@ static int nv_call(struct nv_ctx *c, struct nv_job *j, int gpu)
 {
         int res;
         j->lib = c->lib;
-        j->slot = gpu >= 0 && gpu < NV_SLOT_GLOBAL ? gpu : NV_SLOT_GLOBAL;
+        j->slot = nv_slot(gpu);
         if (atomic_load(&nv_stuck[j->slot])) {
                 c->timeouts++;
                 c->guarded++;
                 nv_job_free(j);
                 return -ETIMEDOUT;
         }
-        atomic_store(&nv_stuck[j->slot], true);
+        int slot = j->slot;     /* j belongs to the worker once abandoned */
+        atomic_store(&nv_stuck_since[slot], monotonic_ms());
+        atomic_store(&nv_stuck[slot], true);
         int r = deadline_run(&c->runner, nv_job_run, j, nv_job_free_abandoned, c->timeout_ms, &res);
         if (r == -ETIMEDOUT) {
                 c->timeouts++;
+                c->abandoned++;
                 atomic_fetch_add(&nv_stuck_calls, 1);
         } else {
-                atomic_store(&nv_stuck[j->slot], false);
+                atomic_store(&nv_stuck[slot], false);
         }
         return r;
 }
@@ -536,6 +553,25 @@ static int nv_query_health(struct nv_ctx *c, nvmlDevice_t dev, struct gpu_info *
         return 0;
 }
 
+/* A GPU with a call still stuck in the driver is not asked anything (it would only leave one
+ * more thread stuck there, and its answers would wait behind that call): it is reported not
+ * inspected at once, with how long its call has hung. The other GPUs are asked as usual. */
+static bool nv_gpu_skipped(struct nv_ctx *c, unsigned idx, struct gpu_info *g)
+{
+        int slot = nv_slot((int)idx);
+        if (!atomic_load(&nv_stuck[slot]))
+                return false;
+        unsigned long long since = atomic_load(&nv_stuck_since[slot]), now = monotonic_ms();
+        c->timeouts++;
+        c->guarded++;
+        g->status = GPU_TIMEOUT;
+        snprintf(g->status_message, sizeof(g->status_message),
+                 "GPU %u: not inspected: a call on it has not returned for %.0f s (the driver hangs on this GPU)", idx,
+                 now > since ? (double)(now - since) / 1000.0 : 0.0);
+        gpu_info_add_error(g, "handle", -1, "not asked: an earlier call on this GPU is still stuck in the driver");
+        return true;
+}
+
 static void nv_collect_gpu(struct nv_ctx *c, const char *driver_version, unsigned idx, struct gpu_info *g)
 {
         g->index = idx;
@@ -544,6 +580,8 @@ static void nv_collect_gpu(struct nv_ctx *c, const char *driver_version, unsigne
         g->mig_pending_mode = -1;
         g->health = (struct gpu_health){ .remap_pending = -1, .remap_failed = -1, .retired_pending = -1,
                                          .ecc_uncorrected = -1, .mig_pending = -1 };
+        if (nv_gpu_skipped(c, idx, g))
+                return;
         struct nv_job *j = nv_job_new(OP_HANDLE, NULL);
         if (!j) {
                 g->status = GPU_ERROR;
@@ -710,12 +748,60 @@ lost:
         return;
 timeout:
         g->status = GPU_TIMEOUT;
-        if (atomic_load(&nv_stuck[idx < NV_SLOT_GLOBAL ? idx : NV_SLOT_GLOBAL]) && c->guarded)
-                snprintf(g->status_message, sizeof(g->status_message),
-                         "GPU %u: driver did not answer: an earlier call is still stuck in it (a hung GPU)", idx);
-        else
-                snprintf(g->status_message, sizeof(g->status_message), "GPU %u: driver did not answer within %.3g s",
-                         idx, c->timeout_ms / 1000.0);
+        snprintf(g->status_message, sizeof(g->status_message), "GPU %u: driver did not answer within %.3g s",
+                 idx, c->timeout_ms / 1000.0);
+}
+
+/* ---- names from the kernel module -------------------------------------------------------- */
+
+/* The module's files are answered by the driver too (the UUID and VBIOS lines ask it), so they
+ * are read under the deadline, and not again while an earlier read is stuck. */
+static atomic_bool nv_procfs_stuck;
+
+struct nv_procfs_job {
+        char dir[4096];
+        struct gpu_procfs_entry e[GPU_PROCFS_MAX];
+        int n;
+};
+
+static int nv_procfs_run(void *p)
+{
+        struct nv_procfs_job *j = p;
+        j->n = gpu_procfs_read(j->dir[0] ? j->dir : NULL, j->e, GPU_PROCFS_MAX);
+        return 0;
+}
+
+static void nv_procfs_free_abandoned(void *p)
+{
+        atomic_store(&nv_procfs_stuck, false);
+        free(p);
+}
+
+/* A GPU NVML could not name (its handle is lost, or it was skipped for a stuck call) gets its
+ * bus id and UUID from /proc/driver/nvidia/gpus, so that --gpu BUS-ID or UUID still finds it. */
+static void nv_fill_from_procfs(struct nv_ctx *c, const struct gpu_opts *o, struct gpu_report *rep)
+{
+        bool unnamed = false;
+        if (c->memory_only)
+                return; /* names are not asked for: nothing is missing */
+        for (size_t i = 0; i < rep->n_gpus; i++)
+                unnamed |= !rep->gpus[i].pci_bus_id[0];
+        if (!unnamed || atomic_load(&nv_procfs_stuck))
+                return;
+        struct nv_procfs_job *j = calloc(1, sizeof(*j));
+        if (!j)
+                return;
+        if (o->driver_proc_dir)
+                snprintf(j->dir, sizeof(j->dir), "%s", o->driver_proc_dir);
+        int res;
+        atomic_store(&nv_procfs_stuck, true);
+        int r = deadline_run(&c->runner, nv_procfs_run, j, nv_procfs_free_abandoned, c->timeout_ms, &res);
+        if (r == -ETIMEDOUT)
+                return; /* the worker frees j */
+        atomic_store(&nv_procfs_stuck, false);
+        if (r == 0 && j->n > 0)
+                gpu_procfs_fill(rep, j->e, (size_t)j->n);
+        free(j);
 }
 
 /* ---- the backend ------------------------------------------------------------------------ */
@@ -891,10 +977,12 @@ static int nvml_collect(const struct gpu_opts *o, struct gpu_report **ret)
                 goto out;
         }
         rep->n_gpus = count;
+        /* GPUs in a row whose calls missed their deadline now (a GPU skipped for a call stuck
+         * earlier cost nothing and does not count) */
         unsigned consecutive_timeouts = 0;
         for (unsigned i = 0; i < count; i++) {
                 struct gpu_info *g = &rep->gpus[i];
-                if (consecutive_timeouts >= 2) {
+                if (consecutive_timeouts >= 2 && !atomic_load(&nv_stuck[nv_slot((int)i)])) {
                         /* the driver is wedged as a whole: do not spend a deadline per call on each GPU */
                         g->index = i;
                         g->persistence = g->mig_mode = -1;
@@ -903,14 +991,23 @@ static int nvml_collect(const struct gpu_opts *o, struct gpu_report **ret)
                                  "GPU %u: not queried: the driver stopped answering on earlier GPUs", i);
                         continue;
                 }
+                unsigned abandoned = c->abandoned;
                 nv_collect_gpu(c, rep->driver_version, i, g);
-                consecutive_timeouts = g->status == GPU_TIMEOUT ? consecutive_timeouts + 1 : 0;
+                if (c->abandoned > abandoned)
+                        consecutive_timeouts++;
+                else if (g->status != GPU_TIMEOUT)
+                        consecutive_timeouts = 0;
         }
+        nv_fill_from_procfs(c, o, rep);
 
 out:
         if (rep)
                 rep->timed_out = c->timeouts > 0;
-        if (initialised && !c->timeouts) {
+        /* No shutdown after a call this collection abandoned: the call may still be running in
+         * the library, and the init reference it keeps is what keeps the library up under it.
+         * A GPU skipped for a call stuck earlier made no call: the init of that earlier
+         * collection still stands, so this one's is given back. */
+        if (initialised && !c->abandoned) {
                 j = nv_job_new(OP_SHUTDOWN, NULL);
                 if (j && nv_call(c, j, -1) == 0)
                         nv_job_free(j);

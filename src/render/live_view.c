@@ -44,7 +44,7 @@ void live_sample_status(const struct sample *s, char *out, size_t outlen)
                 return;
         const struct gpu_report *g = s->res ? s->res->facts->gpu : NULL;
         if (g && g->timed_out)
-                snprintf(out, outlen, "the NVIDIA driver did not answer in time");
+                gpu_report_timeout_text(g, out, outlen);
         else if (g && !g->driver_present)
                 snprintf(out, outlen, "no NVIDIA driver: %.150s", g->error[0] ? g->error : "not available");
         else

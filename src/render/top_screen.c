@@ -384,7 +384,7 @@ void top_draw(struct top_canvas *c, const struct live_view *v, const struct live
                 puts_at(c, 0, c->cols - (int)strlen(keys), keys, TA_TITLE);
         /* line 1: how fresh the sample is, and why not */
         double age = v && v->finished > 0 ? s->now - v->finished : -1;
-        bool stale = !v || age > s->stale_after_s || (s->status && s->status[0]);
+        bool stale = !v || age > s->stale_after_s || (s->status && s->status[0] && !s->status_in_view);
         char t[16];
         if (!v) {
                 x = printf_at(c, 1, 0, TA_WARN, "waiting for the first sample (collecting for %.1f s)", s->collecting_s);
@@ -395,7 +395,7 @@ void top_draw(struct top_canvas *c, const struct live_view *v, const struct live
                 x = printf_at(c, 1, x, TA_DIM, "  every %.3g s  %s walk %.0f ms", s->interval_s,
                               v->full_walk ? "full" : "light", v->duration_s * 1000);
         }
-        /* line 2: why the sample is not fresh */
+        /* line 2: why the sample is not fresh, or what it lacks */
         x = 0;
         if (s->status && s->status[0])
                 x = put_hostile(c, 2, 0, s->status, c->cols, TA_BAD);

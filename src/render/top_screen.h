@@ -56,6 +56,8 @@ struct top_state {
         const char *dialog_title;       /* TOP_DIALOG_TEXT: a title and lines (our own text) */
         const char *dialog_text;
         const char *status;             /* the latest cycle's problem ("" none) */
+        bool status_in_view;            /* that cycle's result is the view shown, its problem a
+                                         * GPU not inspected: the sample itself is not stale */
         double collecting_s;            /* how long the running collection has taken (0: none) */
         double stale_after_s;
         const char *message;            /* a one-line note at the bottom ("" none) */

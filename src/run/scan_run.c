@@ -566,8 +566,10 @@ int sampler_cycle(struct sampler *s, struct sample *ret)
                 xid_map_gpus(s->k.fresh.ev, s->k.fresh.n, s->last->gpu);
         ret->new_events = s->k.fresh.ev;
         ret->n_new_events = s->k.fresh.n;
-        if (!o->facts.gpu.bundle_dir && gpu_nvml_stuck_calls() > 0) {
-                /* calling again would leave one more thread stuck in the driver */
+        if (!o->facts.gpu.bundle_dir && gpu_nvml_global_stuck()) {
+                /* no GPU can be listed until that call returns, and calling again would leave one
+                 * more thread stuck in the driver; a call stuck on one GPU only makes the backend
+                 * skip that GPU (gpu_nvml_stuck_calls) */
                 ret->errors = SCAN_ERR_GPU;
                 snprintf(ret->why, sizeof(ret->why), "the NVIDIA driver has not returned from an earlier call yet (it hangs)");
                 goto finish;
@@ -662,7 +664,9 @@ int sampler_cycle(struct sampler *s, struct sample *ret)
         ret->full = walk;
         if (!now->gpu->driver_present || now->gpu->timed_out)
                 ret->errors |= SCAN_ERR_GPU;
-        ret->published = !now->gpu->timed_out;
+        /* a GPU that did not answer is in the result as not inspected, with the reason: the
+         * others are still shown. Not when a call that names no GPU missed its deadline */
+        ret->published = !now->gpu->timed_out || gpu_report_lists_all(now->gpu);
 finish:
         if (s->k.error[0])
                 ret->errors |= SCAN_ERR_KERNEL;

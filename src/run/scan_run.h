@@ -88,7 +88,9 @@ struct sample {
         const struct scan_result *res;  /* NULL when the cycle produced nothing; owned by the
                                          * sampler, valid until the next cycle */
         bool full;                      /* this cycle walked /proc */
-        bool published;                 /* a complete result: the driver answered every call */
+        bool published;                 /* a result to show: the driver listed every GPU (a GPU
+                                         * that did not answer is in it as not inspected, its
+                                         * status saying why; errors has SCAN_ERR_GPU then) */
         char why[160];                  /* why it walked, or why there is no result */
         unsigned errors;                /* enum scan_error_bits */
         const struct xid_event *new_events;     /* kernel events that arrived since the last cycle
