@@ -337,7 +337,8 @@ int sim_init_dir(const char *dir, unsigned n_gpus, uint64_t memory_mib, uint64_t
         struct stat st;
         int r;
 
-        if (n_gpus < 1 || n_gpus > SIM_MAX_GPUS || memory_mib == 0 || reserved_mib >= memory_mib ||
+        /* "" would put the host at the root: DIR/dev is then the host's /dev */
+        if (!dir || !*dir || n_gpus < 1 || n_gpus > SIM_MAX_GPUS || memory_mib == 0 || reserved_mib >= memory_mib ||
             memory_mib > ((uint64_t)1 << 24))
                 return -EINVAL;
         r = sim_path(p, sizeof(p), dir, "sim.conf");

@@ -3,6 +3,7 @@
 #include "act/reclaim_plan.h"
 #include "model/daemons.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -110,8 +111,13 @@ int reclaim_policy_parse(const char *buf, size_t len, const char *source, struct
                         if (strlen(words[i].word) == wl && memcmp(line + s, words[i].word, wl) == 0)
                                 kind = (int)words[i].kind;
                 if (kind < 0) {
-                        whyf(err, errlen, "%s:%u: unknown keyword '%.*s' (expected comm, cgroup or unit)", src,
-                                lineno, (int)(wl > 40 ? 40 : wl), line + s);
+                        /* the file may be anything (--policy /etc/shadow): only its first word's
+                         * leading letters, digits, '_', '-' and '.' are shown, at most 40 */
+                        size_t tl = 0;
+                        while (tl < wl && tl < 40 && (isalnum((unsigned char)line[s + tl]) || strchr("_-.", line[s + tl])))
+                                tl++;
+                        whyf(err, errlen, "%s:%u: unknown keyword '%.*s%s' (expected comm, cgroup or unit)", src, lineno,
+                             (int)tl, line + s, tl < wl ? "..." : "");
                         return -EINVAL;
                 }
                 while (w < ll && is_space(line[w]))

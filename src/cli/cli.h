@@ -108,6 +108,19 @@ int cli_gpu_resolve(const struct cli_common *c, const char *spec, bool check_ind
 void cli_common_gpu_opts(const struct cli_common *c, struct gpu_opts *o);
 void cli_common_host_opts(const struct cli_common *c, struct host_opts *o);
 
+/* A path-valued option's (or argument's) value: "" is refused in one line. An empty path
+ * means the current directory to some calls and, once "/NAME" is appended, the root directory to
+ * others. Returns 0, or -1 (printed: "OPT: an empty path ..."). */
+int cli_path_arg(const char *cmd, const char *opt, const char *arg);
+/* A directory an option names must exist before the command starts: 0, or -1 (printed: "OPT DIR:
+ * no such directory" or "not a directory (a file)"). */
+int cli_dir_arg(const char *cmd, const char *opt, const char *dir);
+/* --kmsg FILE names a kernel log that can be opened ("-": standard input; /dev/kmsg; a regular
+ * file): 0, or -1 (printed: "--kmsg why"). */
+int cli_kmsg_check(const char *cmd, const char *path);
+/* "a directory", "a FIFO"... of a file that is not a regular one (for messages). */
+const char *cli_file_kind(unsigned mode);
+
 /* getopt_long with opterr = 0 and an optstring starting with ':' returned '?' or ':' (opt):
  * print one line naming the option and a hint to 'ghostvram help CMD', not the whole help. */
 void cli_bad_option(const char *cmd, int argc, char **argv, int opt);

@@ -4,6 +4,7 @@
  * driver gives UNKNOWN in time instead of a hung check. */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "render/check_render.h"
 #include "util/deadline.h"
 #include "util/parse.h"
+#include "util/range.h"
 
 #define CHECK_DEFAULT_WARN "0"
 #define CHECK_DEFAULT_CRIT "1024"
@@ -97,6 +99,23 @@ static void check_job_free(void *arg)
         free(j);
 }
 
+/* The ends of a threshold in MiB as whole bytes, as the performance data gives them (uint64):
+ * each rounded to a byte; -ERANGE for an end of 2^64 bytes or more, or a non-zero one under
+ * half a byte. */
+static int range_in_bytes(struct range *r)
+{
+        double *ends[2] = { r->start_inf ? NULL : &r->start, r->end_inf ? NULL : &r->end };
+        for (size_t i = 0; i < 2; i++) {
+                if (!ends[i])
+                        continue;
+                double b = *ends[i] * 1048576.0, whole = round(b);
+                if (fabs(b) >= 18446744073709551616.0 || (whole == 0 && b != 0))
+                        return -ERANGE;
+                *ends[i] = whole / 1048576.0;
+        }
+        return 0;
+}
+
 static int unknown(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int unknown(const char *fmt, ...)
 {
@@ -147,6 +166,9 @@ int cmd_check(int argc, char **argv)
                 case 'c':
                         if (range_parse(optarg, opt == 'w' ? &t.warn : &t.crit) < 0)
                                 return unknown("invalid range '%s' (e.g. 10, 10:, ~:10, 10:20, @10:20)", optarg);
+                        if (range_in_bytes(opt == 'w' ? &t.warn : &t.crit) < 0)
+                                return unknown("%s: '%s' is not a number of MiB from 1 byte up to 2^64 bytes (16 EiB)",
+                                               opt == 'w' ? "-w" : "-c", optarg);
                         continue;
                 case 't':
                 case CLI_OPT_TIMEOUT:   /* the plugin's time limit, as monitoring plugins spell it */

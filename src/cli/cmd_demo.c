@@ -148,7 +148,8 @@ int cmd_demo(int argc, char **argv)
         bool keep = false;
         int opt;
         optind = 1;
-        while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        opterr = 0;     /* a bad option is said in one line (cli_bad_option) */
+        while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
                 switch (opt) {
                 case 'm':
                         if (parse_uint_range(optarg, 1, 65536, &mib) < 0) {
@@ -157,15 +158,20 @@ int cmd_demo(int argc, char **argv)
                         }
                         break;
                 case 'w':
-                        if (parse_uint_range(optarg, 0, DEMO_MAX_PROCS - 2, &workers) < 0) {
-                                cli_error("demo", "--workers: '%s' is not a number from 0 to %d", optarg, DEMO_MAX_PROCS - 2);
+                        /* the story is the workers keeping the memory: at least one */
+                        if (parse_uint_range(optarg, 1, DEMO_MAX_PROCS - 2, &workers) < 0) {
+                                cli_error("demo", "--workers: '%s' is not a number from 1 to %d", optarg, DEMO_MAX_PROCS - 2);
                                 return EXIT_USAGE;
                         }
                         break;
                 case 'k': keep = true; break;
                 case 'h': demo_usage(stdout); return EXIT_OK;
-                default: demo_usage(stderr); return EXIT_USAGE;
+                default: cli_bad_option("demo", argc, argv, opt); return EXIT_USAGE;
                 }
+        }
+        if (optind < argc) {
+                cli_error("demo", "unexpected argument '%s'; see 'ghostvram help demo'", argv[optind]);
+                return EXIT_USAGE;
         }
 
         /* below the noise floor scan would not call the memory a ghost: refuse, in words */

@@ -280,6 +280,8 @@ int cmd_doctor(int argc, char **argv)
                         }
                         continue;
                 case 'R':
+                        if (cli_path_arg("doctor", "--root", optarg) < 0)
+                                return EXIT_USAGE;
                         root = optarg;
                         continue;
                 default:
@@ -298,6 +300,9 @@ int cmd_doctor(int argc, char **argv)
                 return EXIT_USAGE;
         }
         if (cli_common_finish(&c, "doctor") < 0)
+                return EXIT_USAGE;
+        /* a root that is not there would read as a host without a driver */
+        if (strcmp(root, "/") != 0 && cli_dir_arg("doctor", "--root", root) < 0)
                 return EXIT_USAGE;
 
         struct doctor_inputs in = { 0 };

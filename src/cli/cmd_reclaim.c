@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -291,6 +292,11 @@ static int load_policy(const struct rc_opts *o, struct reclaim_policy *pol)
         const char *path = o->policy ? o->policy : DEFAULT_POLICY;
         char *buf = NULL;
         size_t len = 0;
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+                cli_error("reclaim", "--policy %s: a directory, not a policy file", path);
+                return -1;
+        }
         int r = read_file_at(AT_FDCWD, path, 1 << 20, &buf, &len);
         if (r == -ENOENT && !o->policy)
                 return 0; /* no site policy: the built-in names only */
@@ -313,13 +319,16 @@ static int parse_pids(struct rc_opts *o, const char *arg)
         char tmp[RC_MAX_PIDS * 12];
         if (snprintf(tmp, sizeof(tmp), "%s", arg) >= (int)sizeof(tmp))
                 return -1;
-        char *save = NULL;
-        for (char *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        /* every item a PID: "" (an empty variable), "1,,2" and "1," are refused, never taken
+         * for "no --pid" (the default targets) */
+        char *rest = tmp;
+        do {
+                char *t = strsep(&rest, ",");
                 unsigned v;
                 if (parse_uint_range(t, 1, INT_MAX, &v) < 0 || o->n_pids >= RC_MAX_PIDS)
                         return -1;
                 o->pids[o->n_pids++] = (pid_t)v;
-        }
+        } while (rest);
         return 0;
 }
 
@@ -686,11 +695,13 @@ static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
                         summary(rep, EXIT_USAGE, "--cgroup %s: refused: the root cgroup, or a path with '..'", o->cgroup);
                 else
                         summary(rep, EXIT_USAGE, "--cgroup %s: no such cgroup (%s)", o->cgroup, strerror(-r));
+                cli_error("reclaim", "%s", rep->summary); /* an error goes to stderr too, not only into the report */
                 goto done;
         }
         r = reclaim_cgroup_pids(ci.dir, &pids, &np);
         if (r < 0) {
                 summary(rep, EXIT_INCOMPLETE, "Cannot read %s/cgroup.procs: %s", ci.dir, strerror(-r));
+                cli_error("reclaim", "%s", rep->summary);
                 goto done;
         }
         ci.n_pids = np;
@@ -961,7 +972,11 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                                 return -1;
                         }
                         continue;
-                case 'c': o->cgroup = optarg; continue;
+                case 'c':
+                        if (cli_path_arg(cmd, "--cgroup", optarg) < 0)
+                                return -1;
+                        o->cgroup = optarg;
+                        continue;
                 case 'y': o->yes = true; continue;
                 case 'n': o->dry_run = true; continue;
                 case 's':
@@ -983,7 +998,11 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                                 return -1;
                         }
                         continue;
-                case 'P': o->policy = optarg; continue;
+                case 'P':
+                        if (cli_path_arg(cmd, "--policy", optarg) < 0)
+                                return -1;
+                        o->policy = optarg;
+                        continue;
                 case 'R': o->reset_gpu = true; continue;
                 case 'U': o->reload_uvm = true; continue;
                 case 'f': o->force = true; continue;

@@ -140,12 +140,18 @@ int cmd_scan(int argc, char **argv)
                         }
                         continue;
                 case 'T':
+                        if (cli_path_arg("scan", "--textfile", optarg) < 0)
+                                return EXIT_USAGE;
                         textfile = optarg;
                         continue;
                 case 'L':
+                        if (cli_path_arg("scan", "--ledger-dir", optarg) < 0)
+                                return EXIT_USAGE;
                         ledger_dir = optarg;
                         continue;
                 case 'K':
+                        if (cli_path_arg("scan", "--kmsg", optarg) < 0)
+                                return EXIT_USAGE;
                         kmsg = optarg;
                         continue;
                 case 'N':
@@ -174,6 +180,10 @@ int cmd_scan(int argc, char **argv)
                 return EXIT_USAGE;
         }
         if (cli_common_finish(&c, "scan") < 0)
+                return EXIT_USAGE;
+        /* a log that cannot be read is the caller's mistake, said before the scan (as xid does),
+         * not a note in the report */
+        if (kmsg && !no_kernel && cli_kmsg_check("scan", kmsg) < 0)
                 return EXIT_USAGE;
         int gr = cli_gpu_resolve(&c, gpu_spec, false, &only_gpu, "scan");
         if (gr != EXIT_OK)

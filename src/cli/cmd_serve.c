@@ -119,6 +119,8 @@ int cmd_serve(int argc, char **argv)
                         expose = true;
                         continue;
                 case 'L':
+                        if (cli_path_arg("serve", "--ledger-dir", optarg) < 0)
+                                return EXIT_USAGE;
                         ledger_dir = optarg;
                         continue;
                 case 'N':
@@ -152,6 +154,9 @@ int cmd_serve(int argc, char **argv)
                 return EXIT_USAGE;
         }
         if (cli_common_finish(&c, "serve") < 0)
+                return EXIT_USAGE;
+        /* found at start, not as an empty ledger section in every answer */
+        if (ledger_dir && cli_dir_arg("serve", "--ledger-dir", ledger_dir) < 0)
                 return EXIT_USAGE;
         struct sockaddr_storage ss;
         socklen_t sslen;

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -59,6 +61,58 @@ static bool want_help(int argc, char **argv)
         return false;
 }
 
+/* set and status take no option but --help: any other is refused in one line, never taken for
+ * DIR or a KEY=VALUE. */
+static int no_options(const char *cmd, int argc, char **argv)
+{
+        for (int i = 1; i < argc; i++)
+                if (argv[i][0] == '-' && argv[i][1]) {
+                        cli_error(cmd, "unknown option '%.*s'; see 'ghostvram help %s'", (int)strcspn(argv[i], "="),
+                                  argv[i], cmd);
+                        return -1;
+                }
+        return 0;
+}
+
+/* Where init may build a host: a new or an empty directory, never the root directory (its dev/
+ * would be the host's /dev) nor one holding other files. 0, -EEXIST (a simulated host is there:
+ * sim_init_dir says so) or -1 (printed). */
+static int init_target_ok(const char *dir)
+{
+        struct stat st;
+        char real[PATH_MAX], conf[PATH_MAX];
+        if (cli_path_arg("sim init", "DIR", dir) < 0)
+                return -1;
+        if (stat(dir, &st) < 0)
+                return 0; /* created (or the error said) by sim_init_dir */
+        if (!S_ISDIR(st.st_mode)) {
+                cli_error("sim init", "%s: not a directory (%s)", dir, S_ISREG(st.st_mode) ? "a file" : cli_file_kind(st.st_mode));
+                return -1;
+        }
+        if (realpath(dir, real) && strcmp(real, "/") == 0) {
+                cli_error("sim init", "%s: refused: the root directory (its dev/ is this host's /dev); give a new or an "
+                                      "empty directory", dir);
+                return -1;
+        }
+        if (snprintf(conf, sizeof(conf), "%s/sim.conf", dir) < (int)sizeof(conf) && access(conf, F_OK) == 0)
+                return -EEXIST;
+        DIR *d = opendir(dir);
+        if (!d) {
+                cli_error("sim init", "%s: %s", dir, strerror(errno));
+                return -1;
+        }
+        struct dirent *e;
+        bool empty = true;
+        while (empty && (e = readdir(d)))
+                empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+        closedir(d);
+        if (!empty) {
+                cli_error("sim init", "%s: not empty and not a simulated host: give a new or an empty directory", dir);
+                return -1;
+        }
+        return 0;
+}
+
 /* ---- init ------------------------------------------------------------------------------- */
 
 static const char sim_init_help[] =
@@ -86,7 +140,8 @@ static int sim_cmd_init(int argc, char **argv)
         uint64_t memory = 81559, reserved = 579;
         int c;
         optind = 1;
-        while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        opterr = 0;     /* a bad option is said in one line (cli_bad_option) */
+        while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
                 switch (c) {
                 case 'g':
                         if (parse_uint_range(optarg, 1, SIM_MAX_GPUS, &gpus) < 0) {
@@ -108,7 +163,7 @@ static int sim_cmd_init(int argc, char **argv)
                         }
                         break;
                 case 'h': fputs(sim_init_help, stdout); return EXIT_OK;
-                default: fputs(sim_init_help, stderr); return EXIT_USAGE;
+                default: cli_bad_option("sim init", argc, argv, c); return EXIT_USAGE;
                 }
         }
         if (optind != argc - 1) {
@@ -121,7 +176,10 @@ static int sim_cmd_init(int argc, char **argv)
                           (unsigned long long)reserved, (unsigned long long)memory);
                 return EXIT_USAGE;
         }
-        int r = sim_init_dir(dir, gpus, memory, reserved);
+        int r = init_target_ok(dir);
+        if (r == -1)
+                return EXIT_USAGE;
+        r = sim_init_dir(dir, gpus, memory, reserved);
         if (r == -EEXIST) {
                 cli_error("sim init", "%s already holds a simulated host; remove it first", dir);
                 return EXIT_USAGE;
@@ -245,7 +303,8 @@ static int sim_cmd_run(int argc, char **argv)
         char *text, *line;
 
         optind = 1;
-        while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        opterr = 0;     /* a bad option is said in one line (cli_bad_option) */
+        while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
                 switch (c) {
                 case 'g':
                         if (parse_uint_range(optarg, 0, SIM_MAX_GPUS - 1, &gpu) < 0) {
@@ -270,7 +329,7 @@ static int sim_cmd_run(int argc, char **argv)
                 case 'x': exec_child = true; break;
                 case 's': worker_setsid = true; break;
                 case 'l': launcher = true; break;
-                case 'e': launcher = launcher_exits = true; break;
+                case 'e': launcher_exits = true; break;
                 case 'b': busy = true; break;
                 case 'a':
                         if (strcmp(optarg, "mixed") && strcmp(optarg, "symbol") && strcmp(optarg, "procaddr") &&
@@ -289,14 +348,21 @@ static int sim_cmd_run(int argc, char **argv)
                         }
                         break;
                 case 'h': fputs(sim_run_help, stdout); return EXIT_OK;
-                default: fputs(sim_run_help, stderr); return EXIT_USAGE;
+                default: cli_bad_option(cmd, argc, argv, c); return EXIT_USAGE;
                 }
         }
+        if (launcher && launcher_exits) {
+                cli_error(cmd, "--launcher and --launcher-exits cannot be used together: choose one");
+                return EXIT_USAGE;
+        }
+        launcher |= launcher_exits;
         if (optind != argc - 1 || !have_gpu || !mib) {
                 cli_error(cmd, "expected DIR, --gpu and --mib (see 'ghostvram sim run --help')");
                 return EXIT_USAGE;
         }
         const char *dir = argv[optind];
+        if (cli_path_arg(cmd, "DIR", dir) < 0)
+                return EXIT_USAGE;
         int r = sim_host_load(dir, &h);
         if (r < 0) {
                 cli_error(cmd, "%s is not a simulated host (%s); create one with 'ghostvram sim init %s'", dir,
@@ -421,10 +487,14 @@ static int sim_cmd_set(int argc, char **argv)
                 buf_free(&b);
                 return EXIT_OK;
         }
+        if (no_options("sim set", argc, argv) < 0)
+                return EXIT_USAGE;
         if (argc < 3) {
                 cli_error("sim set", "expected DIR and at least one KEY=VALUE (see 'ghostvram sim set --help')");
                 return EXIT_USAGE;
         }
+        if (cli_path_arg("sim set", "DIR", argv[1]) < 0)
+                return EXIT_USAGE;
         char err[SIM_ERR_LEN] = "";
         int r = sim_knobs_set(argv[1], argv + 2, (size_t)(argc - 2), err, sizeof(err));
         if (r < 0) {
@@ -473,10 +543,14 @@ static int sim_cmd_status(int argc, char **argv)
                        "released and waiting for the free delay.\n");
                 return EXIT_OK;
         }
+        if (no_options("sim status", argc, argv) < 0)
+                return EXIT_USAGE;
         if (argc != 2) {
                 cli_error("sim status", "expected one DIR");
                 return EXIT_USAGE;
         }
+        if (cli_path_arg("sim status", "DIR", argv[1]) < 0)
+                return EXIT_USAGE;
         struct sim_client *cl = malloc(sizeof(*cl));
         struct sim_knobs *k = malloc(sizeof(*k));
         struct sim_observation *o = malloc(sizeof(*o));

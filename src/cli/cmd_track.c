@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <elf.h>
 #include <fcntl.h>
+#include <link.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -98,6 +100,41 @@ static int find_preload(const char *given, char *out, size_t outlen)
                         return 0;
         }
         return -ENOENT;
+}
+
+/* The ELF header of path (a regular file, read without blocking): 0 or a negative errno
+ * (-ENOEXEC: not ELF, or not of this process's class). */
+static int read_ehdr(const char *path, ElfW(Ehdr) *ret)
+{
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return -errno;
+        struct stat st;
+        int r = fstat(fd, &st) < 0 ? -errno : !S_ISREG(st.st_mode) ? (S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL) : 0;
+        if (r == 0 && (read(fd, ret, sizeof(*ret)) != (ssize_t)sizeof(*ret) || memcmp(ret->e_ident, ELFMAG, SELFMAG) != 0 ||
+                       ret->e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32)))
+                r = -ENOEXEC;
+        close(fd);
+        return r;
+}
+
+/* Would ld.so preload path? A readable ELF shared object for this machine: NULL, or why not (the
+ * dynamic loader would only print "cannot be preloaded" and run CMD untracked). */
+static const char *not_preloadable(const char *path)
+{
+        ElfW(Ehdr) h, self;
+        int r = read_ehdr(path, &h);
+        if (r == -ENOEXEC)
+                return "not an ELF shared object of this machine";
+        if (r == -EINVAL)
+                return "not a regular file";
+        if (r < 0)
+                return strerror(-r);
+        if (h.e_type != ET_DYN)
+                return "an ELF file, but not a shared object";
+        if (read_ehdr("/proc/self/exe", &self) == 0 && self.e_machine != h.e_machine)
+                return "a shared object for another machine";
+        return NULL;
 }
 
 struct report_proc {
@@ -259,13 +296,27 @@ static void report_text(FILE *out, int status, const char *dir, const struct rep
         buf_free(&mib);
 }
 
+/* Close the --report file (not stderr); returns status. */
+static int report_close(FILE *out, const char *path, int status)
+{
+        if (out != stderr && fclose(out) != 0)
+                cli_error("track", "--report %s: %s", path, strerror(errno));
+        return status;
+}
+
 /* --show FILE: the ledger's header, counts and outstanding allocations as JSON. */
 static int track_show(const char *path)
 {
         struct track_ledger *l = malloc(sizeof(*l));
         if (!l)
                 return EXIT_INCOMPLETE;
-        int r = track_ledger_load(AT_FDCWD, path, l);
+        struct stat st;
+        int r = stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? -EISDIR : track_ledger_load(AT_FDCWD, path, l);
+        if (r == -EISDIR) {
+                cli_error("track", "--show %s: a directory, not an allocation ledger (give one file of it)", path);
+                free(l);
+                return EXIT_FINDING;
+        }
         if (r < 0) {
                 cli_error("track", "%s: %s", path, r == -EBADMSG ? "not an allocation ledger (bad header)" : strerror(-r));
                 free(l);
@@ -335,6 +386,8 @@ int cmd_track(int argc, char **argv)
                         track_usage(stdout);
                         return EXIT_OK;
                 case 'd':
+                        if (cli_path_arg("track", "--ledger-dir", optarg) < 0)
+                                return EXIT_USAGE;
                         dir_arg = optarg;
                         break;
                 case 'j':
@@ -353,12 +406,18 @@ int cmd_track(int argc, char **argv)
                         }
                         break;
                 case 'p':
+                        if (cli_path_arg("track", "--preload", optarg) < 0)
+                                return EXIT_USAGE;
                         preload_arg = optarg;
                         break;
                 case 'r':
+                        if (cli_path_arg("track", "--report", optarg) < 0)
+                                return EXIT_USAGE;
                         report_path = optarg;
                         break;
                 case 's':
+                        if (cli_path_arg("track", "--show", optarg) < 0)
+                                return EXIT_USAGE;
                         return track_show(optarg);
                 default:
                         cli_bad_option("track", argc, argv, opt);
@@ -380,11 +439,31 @@ int cmd_track(int argc, char **argv)
                           strcmp(dir_arg, TRACK_DEFAULT_DIR) == 0 ? " (run as root, or choose one with --ledger-dir)" : "");
                 return 125;
         }
+        struct stat sb;
+        if (stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
+                cli_error("track", "--ledger-dir %s: not a directory", dir_arg);
+                return 125;
+        }
         r = find_preload(preload_arg, lib, sizeof(lib));
         if (r < 0) {
                 cli_error("track", "cannot find the tracker library %s: %s (--preload PATH)",
                           preload_arg ? preload_arg : TRACK_LIB_NAME, strerror(-r));
                 return 125;
+        }
+        const char *why = not_preloadable(lib);
+        if (why) {
+                cli_error("track", "the tracker library %s: %s (--preload PATH)", lib, why);
+                return 125;
+        }
+        /* the report's file is opened before CMD runs: one that cannot be written loses nothing */
+        FILE *out = stderr;
+        if (report_path) {
+                bool is_dir = stat(report_path, &sb) == 0 && S_ISDIR(sb.st_mode);
+                out = is_dir ? NULL : fopen(report_path, "we");
+                if (!out) {
+                        cli_error("track", "--report %s: %s", report_path, is_dir ? "a directory: give a file" : strerror(errno));
+                        return 125;
+                }
         }
         if (strchr(lib, ' ') || strchr(lib, ':')) {
                 cli_error("track", "the tracker library's path %s contains a space or ':', which LD_PRELOAD cannot carry",
@@ -408,7 +487,7 @@ int cmd_track(int argc, char **argv)
         if (snprintf(preload, sizeof(preload), "%s%s%s", lib, old && old[0] ? " " : "", old ? old : "") >=
             (int)sizeof(preload)) {
                 cli_error("track", "LD_PRELOAD is too long");
-                return 125;
+                return report_close(out, report_path, 125);
         }
 
         /* like system(): the terminal's ^C and ^\ go to CMD, track stays to report */
@@ -419,13 +498,13 @@ int cmd_track(int argc, char **argv)
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0) {
                 cli_error("track", "pipe: %s", strerror(errno));
-                return 125;
+                return report_close(out, report_path, 125);
         }
         fflush(NULL);
         pid_t child = fork();
         if (child < 0) {
                 cli_error("track", "fork: %s", strerror(errno));
-                return 125;
+                return report_close(out, report_path, 125);
         }
         if (child == 0) {
                 sigaction(SIGINT, &old_int, NULL);
@@ -453,7 +532,7 @@ int cmd_track(int argc, char **argv)
         sigaction(SIGQUIT, &old_quit, NULL);
         if (got == (ssize_t)sizeof(e)) {
                 cli_error("track", "cannot run %s: %s", cmd[0], strerror(e));
-                return 127;
+                return report_close(out, report_path, 127);
         }
         int status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 
@@ -462,13 +541,7 @@ int cmd_track(int argc, char **argv)
         r = collect(dir, session, &rp, &n);
         if (r < 0) {
                 cli_error("track", "cannot read the ledgers in %s: %s", dir, strerror(-r));
-                return status;
-        }
-        FILE *out = report_path ? fopen(report_path, "we") : stderr;
-        if (!out) {
-                cli_error("track", "--report %s: %s", report_path, strerror(errno));
-                report_free(rp, n);
-                return status;
+                return report_close(out, report_path, status);
         }
         if (json) {
                 json_t *doc = report_json(cmd, status, dir, rp, n);
@@ -480,8 +553,6 @@ int cmd_track(int argc, char **argv)
         } else {
                 report_text(out, status, dir, rp, n);
         }
-        if (out != stderr && fclose(out) != 0)
-                cli_error("track", "--report %s: %s", report_path, strerror(errno));
         report_free(rp, n);
-        return status;
+        return report_close(out, report_path, status);
 }

@@ -635,7 +635,8 @@ static int cmd_xid_explain(int argc, char **argv)
         bool json = false;
         int opt;
         optind = 1;
-        while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        opterr = 0;     /* a bad option is said in one line (cli_bad_option) */
+        while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
                 if (opt == 'h') {
                         explain_usage(stdout);
                         return EXIT_OK;
@@ -644,7 +645,11 @@ static int cmd_xid_explain(int argc, char **argv)
                         json = true;
                         continue;
                 }
-                explain_usage(stderr);
+                const char *a = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+                if (a[0] == '-' && a[1] >= '0' && a[1] <= '9') /* "-1": a code, not an option */
+                        cli_error("xid", "explain: '%s' is not an Xid number (e.g. 79)", a);
+                else
+                        cli_bad_option("xid explain", argc, argv, opt);
                 return EXIT_USAGE;
         }
         if (optind >= argc) {
@@ -756,6 +761,8 @@ int cmd_xid(int argc, char **argv)
                         xid_usage(stdout);
                         return EXIT_OK;
                 case 'k':
+                        if (cli_path_arg("xid", "--kmsg", optarg) < 0)
+                                return EXIT_USAGE;
                         x.kmsg_path = optarg;
                         continue;
                 case 's':

@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
+#include "collect/kernel.h"
 #include "render/json_util.h"
 #include "simstate.h"
 #include "util/buf.h"
@@ -46,6 +47,7 @@ static const struct common_opt {
         unsigned bit;
         const char *name;
         const char *help;
+        bool path;      /* its value is a path: "" is refused */
 } common_opts[] = {
         { CLI_OPT_JSON, CLI_JSON, "--json",
           "  --json               machine-readable output (schema_version inside)\n" },
@@ -56,20 +58,20 @@ static const struct common_opt {
           "                       deadline for each driver call and blocking /proc read\n"
           "                       (default 5s; a hung driver gives a message, never a hang)\n" },
         { CLI_OPT_NVML_LIB, CLI_NVML_LIB, "--nvml-lib",
-          "  --nvml-lib PATH      load this NVML library instead of libnvidia-ml.so.1\n" },
+          "  --nvml-lib PATH      load this NVML library instead of libnvidia-ml.so.1\n", true },
         { CLI_OPT_PROC, CLI_PROC, "--proc",
-          "  --proc DIR           read processes from DIR instead of /proc\n" },
+          "  --proc DIR           read processes from DIR instead of /proc\n", true },
         { CLI_OPT_DEV_PREFIX, CLI_DEV_PREFIX, "--dev-prefix",
-          "  --dev-prefix PREFIX  device nodes start with PREFIX (default /dev/nvidia)\n" },
+          "  --dev-prefix PREFIX  device nodes start with PREFIX (default /dev/nvidia)\n", true },
         { CLI_OPT_HOLDERS, CLI_HOLDERS, "--holders",
           "  --holders HOW        auto (default: BPF iterators when they load, else /proc),\n"
           "                       bpf (fail if they cannot load) or proc\n" },
         { CLI_OPT_SAVE_BUNDLE, CLI_SAVE_BUNDLE, "--save-bundle",
           "  --save-bundle DIR    also record every answer read into DIR, a new or empty\n"
-          "                       directory (for bug reports)\n" },
+          "                       directory (for bug reports)\n", true },
         { CLI_OPT_FROM_BUNDLE, CLI_FROM_BUNDLE, "--from-bundle",
           "  --from-bundle DIR    read a recorded bundle instead of this host (its files\n"
-          "                       must be plain files; nvml.json at most 32 MiB)\n" },
+          "                       must be plain files; nvml.json at most 32 MiB)\n", true },
 };
 
 void cli_common_help(FILE *f, unsigned which)
@@ -128,6 +130,9 @@ int cli_common_option(struct cli_common *c, int opt, const char *arg, const char
                                   common_opts[i].name, cmd, cmd);
                         return -1;
                 }
+        for (size_t i = 0; i < sizeof(common_opts) / sizeof(common_opts[0]); i++)
+                if (common_opts[i].val == opt && common_opts[i].path && cli_path_arg(cmd, common_opts[i].name, arg) < 0)
+                        return -1;
         switch (opt) {
         case CLI_OPT_NVML_LIB: c->nvml_lib = arg; return 1;
         case CLI_OPT_PROC: c->proc_root = arg; return 1;
@@ -163,7 +168,48 @@ int cli_common_option(struct cli_common *c, int opt, const char *arg, const char
         }
 }
 
-static const char *file_kind(mode_t m)
+int cli_path_arg(const char *cmd, const char *opt, const char *arg)
+{
+        if (arg && *arg)
+                return 0;
+        cli_error(cmd, "%s: an empty path; see 'ghostvram help %s'", opt, cmd);
+        return -1;
+}
+
+int cli_dir_arg(const char *cmd, const char *opt, const char *dir)
+{
+        struct stat st;
+        if (cli_path_arg(cmd, opt, dir) < 0)
+                return -1;
+        if (stat(dir, &st) < 0) {
+                cli_error(cmd, "%s %s: %s", opt, dir, errno == ENOENT ? "no such directory" : strerror(errno));
+                return -1;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+                cli_error(cmd, "%s %s: not a directory (%s)", opt, dir, S_ISREG(st.st_mode) ? "a file" : cli_file_kind(st.st_mode));
+                return -1;
+        }
+        return 0;
+}
+
+int cli_kmsg_check(const char *cmd, const char *path)
+{
+        struct kmsg_reader rd;
+        struct kmsg_time_opts t = { .boot_time = -1 };
+        char err[512] = "";
+        if (cli_path_arg(cmd, "--kmsg", path) < 0)
+                return -1;
+        if (strcmp(path, "-") == 0)
+                return 0; /* standard input: nothing to open yet */
+        if (kmsg_reader_open_file(&rd, path, false, &t, err, sizeof(err)) < 0) {
+                cli_error(cmd, "--kmsg %s", err);
+                return -1;
+        }
+        kmsg_reader_close(&rd);
+        return 0;
+}
+
+const char *cli_file_kind(unsigned m)
 {
         return S_ISLNK(m) ? "a symbolic link" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
              : S_ISDIR(m) ? "a directory" : S_ISSOCK(m) ? "a socket" : "a special file";
@@ -182,7 +228,7 @@ static int check_save_dir(const char *dir, const char *cmd)
         }
         if (!S_ISDIR(st.st_mode)) {
                 cli_error(cmd, "--save-bundle %s: not a directory (%s): give a new or an empty directory", dir,
-                          S_ISREG(st.st_mode) ? "a file" : file_kind(st.st_mode));
+                          S_ISREG(st.st_mode) ? "a file" : cli_file_kind(st.st_mode));
                 return -1;
         }
         DIR *d = opendir(dir);
@@ -230,7 +276,7 @@ int cli_common_finish(struct cli_common *c, const char *cmd)
                                 return -1;
                         }
                         if (!S_ISREG(st.st_mode)) {
-                                cli_error(cmd, "--from-bundle: %s is not a regular file (%s): not read", p, file_kind(st.st_mode));
+                                cli_error(cmd, "--from-bundle: %s is not a regular file (%s): not read", p, cli_file_kind(st.st_mode));
                                 return -1;
                         }
                 }
@@ -238,6 +284,9 @@ int cli_common_finish(struct cli_common *c, const char *cmd)
                 c->dev_prefix = "/dev/nvidia"; /* bundles store canonical node paths */
                 return 0;
         }
+        /* a process tree that is not there would read as a host without processes */
+        if (strcmp(c->proc_root, "/proc") != 0 && cli_dir_arg(cmd, "--proc", c->proc_root) < 0)
+                return -1;
         const char *sim = getenv("GHOSTVRAM_SIM");
         if (sim && *sim) {
                 int r = simstate_library(sim, c->sim_lib, sizeof(c->sim_lib));
@@ -377,7 +426,10 @@ void cli_bad_option(const char *cmd, int argc, char **argv, int opt)
                 snprintf(name, sizeof(name), "-%c", optopt);
         /* getopt without a leading ':' in optstring says '?' for a missing value too, with
          * optopt set to the option (0 for an unknown long option) */
-        if (opt == ':' || (optopt && strncmp(arg, "--", 2) == 0))
+        if (opt == '?' && optopt && strncmp(arg, "--", 2) == 0 && strchr(arg, '='))
+                /* "--json=yes": getopt's '?' for a value given to an option that takes none */
+                cli_error(cmd, "option '%s' takes no value; see 'ghostvram help %s'", name, cmd);
+        else if (opt == ':' || (optopt && strncmp(arg, "--", 2) == 0))
                 cli_error(cmd, "option '%s' needs a value; see 'ghostvram help %s'", name, cmd);
         else if (optopt && optopt <= 127)
                 /* getopt does not tell an unknown letter from one missing its value */

@@ -1,4 +1,5 @@
 /* ghostvram: find, explain and free GPU memory that nvidia-smi cannot attribute. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -48,21 +49,41 @@ int main(int argc, char **argv)
                 return EXIT_USAGE;
         }
         const char *cmd = argv[1];
+        bool is_help = strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0;
         if (strcmp(cmd, "help") == 0 && argc >= 3) {
-                /* ghostvram help CMD: the command's own --help */
-                for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-                        if (strcmp(argv[2], commands[i].name) == 0) {
-                                char *args[] = { argv[2], (char *)"--help", NULL };
-                                return commands[i].fn(2, args);
+                /* ghostvram help CMD: the command's own --help; help SUB for the commands with
+                 * subcommands (sim init, xid explain) */
+                if (strcmp(argv[2], "help") == 0 && argc == 3) {
+                        usage(stdout);
+                        return EXIT_OK;
+                }
+                for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+                        if (strcmp(argv[2], commands[i].name) != 0)
+                                continue;
+                        bool subs = strcmp(argv[2], "sim") == 0 || strcmp(argv[2], "xid") == 0;
+                        if (argc > (subs ? 4 : 3)) {
+                                fprintf(stderr, "ghostvram help: unexpected argument '%s'; run 'ghostvram help %s'\n",
+                                        argv[subs ? 4 : 3], argv[2]);
+                                return EXIT_USAGE;
                         }
+                        char *args[] = { argv[2], argc == 4 ? argv[3] : (char *)"--help", (char *)"--help", NULL };
+                        cli_argc = argc == 4 ? 3 : 2;
+                        cli_argv = args;
+                        return commands[i].fn(cli_argc, args);
+                }
                 fprintf(stderr, "ghostvram: no command '%s'; run 'ghostvram help' for the list\n", argv[2]);
                 return EXIT_USAGE;
         }
-        if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        bool is_version = strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0;
+        if ((is_help || is_version) && argc > 2) {
+                fprintf(stderr, "ghostvram: unexpected argument '%s' after %s; run 'ghostvram help'\n", argv[2], cmd);
+                return EXIT_USAGE;
+        }
+        if (is_help) {
                 usage(stdout);
                 return EXIT_OK;
         }
-        if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        if (is_version) {
                 printf("ghostvram %s\n", GV_VERSION);
                 return EXIT_OK;
         }

@@ -115,6 +115,12 @@ struct host_report {
         double sample_time;             /* epoch seconds when the walk started */
         unsigned procs_scanned;
         pid_t self_pid;                 /* our own PID as proc_root shows it, 0 if not there */
+        /* The device nodes a live walk found under the prefix (nodes_known; a bundle does not
+         * say): GPU nodes nvidia<N> (bit N of gpu_nodes, N < 256) and nvidia-uvm. Without a
+         * GPU's node nobody can be seen holding it. */
+        bool nodes_known;
+        bool uvm_node;
+        uint64_t gpu_nodes[4];
         unsigned nvidia_majors[8];      /* from /proc/devices */
         unsigned n_nvidia_majors;
         enum host_holder_source holder_source;
@@ -169,6 +175,9 @@ void host_proc_clear(struct host_proc *p);
 
 /* Find a holder by pid in a report, or NULL. */
 const struct host_proc *host_report_find(const struct host_report *r, pid_t pid);
+/* Did the walk find node nvidia<minor> under the prefix? true when it does not know (a bundle). */
+bool host_report_has_gpu_node(const struct host_report *r, unsigned minor);
+
 /* Does p hold node `name` (exact) by any means? */
 bool host_proc_holds(const struct host_proc *p, const char *name);
 /* The value of allow-listed environment variable `name` in p, or NULL. */

@@ -370,6 +370,37 @@ static void collect_devnodes(struct host_ctx *c)
         closedir(d);
 }
 
+/* Which GPU nodes and whether nvidia-uvm are under the prefix (host_report.nodes_known); with
+ * nothing there, a limit: nobody can be seen holding a GPU. */
+static void note_devnodes(struct host_ctx *c, struct host_report *r)
+{
+        r->nodes_known = true;
+        for (unsigned i = 0; i < c->n_nodes; i++) {
+                const char *n = c->nodes[i].name;
+                unsigned minor;
+                if (strcmp(n, "nvidia-uvm") == 0)
+                        r->uvm_node = true;
+                else if (strncmp(n, "nvidia", 6) == 0 && n[6] >= '0' && n[6] <= '9' &&
+                         parse_uint_range(n + 6, 0, 255, &minor) == 0) {
+                        r->gpu_nodes[minor / 64] |= 1ull << (minor % 64);
+                }
+        }
+        /* a prefix given (--dev-prefix) under which nothing is: said once for the whole host (the
+         * default's absence is the driver's state, told by the GPU report) */
+        if (c->n_nodes == 0 && strcmp(c->dev_prefix, HOST_DEFAULT_PREFIX) != 0) {
+                char text[PATH_MAX + 96];
+                snprintf(text, sizeof(text), "no device node under %s: holders of the GPUs cannot be seen", c->dev_prefix);
+                host_report_add_limit(r, text);
+        }
+}
+
+bool host_report_has_gpu_node(const struct host_report *r, unsigned minor)
+{
+        if (!r->nodes_known || minor >= 256)
+                return true;
+        return (r->gpu_nodes[minor / 64] >> (minor % 64)) & 1;
+}
+
 /* hidepid=/subset= options of the proc mount at proc_root (proc(5)), from our mountinfo. */
 static void detect_hidepid(struct host_ctx *c)
 {
@@ -551,6 +582,7 @@ static int ctx_init(struct host_ctx *c, const struct host_opts *o, struct host_r
         r->euid = geteuid();
         r->clk_tck = sysconf(_SC_CLK_TCK);
         collect_devnodes(c);
+        note_devnodes(c, r);
         if (for_walk)
                 detect_hidepid(c);
         return 0;

@@ -102,9 +102,19 @@ static bool wday_at(const char *p, const char *end)
         return false;
 }
 
+/* Days in month mon (0-11) of year (since 1900), by the Gregorian rules. */
+static int month_days(int year, int mon)
+{
+        static const int days[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+        int y = year + 1900;
+        bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+        return days[mon] + (mon == 1 && leap);
+}
+
+/* A date that exists: 2026-02-30 is refused, never normalised by mktime into March 2. */
 static bool tm_valid(const struct tm *tm)
 {
-        return tm->tm_mon >= 0 && tm->tm_mon < 12 && tm->tm_mday >= 1 && tm->tm_mday <= 31 &&
+        return tm->tm_mon >= 0 && tm->tm_mon < 12 && tm->tm_mday >= 1 && tm->tm_mday <= month_days(tm->tm_year, tm->tm_mon) &&
                tm->tm_hour >= 0 && tm->tm_hour < 24 && tm->tm_min >= 0 && tm->tm_min < 60 &&
                tm->tm_sec >= 0 && tm->tm_sec <= 60 && tm->tm_year >= 70 && tm->tm_year < 8100;
 }

@@ -249,6 +249,14 @@ static void classify_owner(const struct facts *f, const struct gpu_info *g, cons
                         /* another user's process: what it holds is out of sight; it may well be the owner */
                         o->cls = OWNER_LIVE;
                         snprintf(o->why, sizeof(o->why), "alive here (its descriptors are unreadable to this user)");
+                } else if ((!node || !uvm) && h && h->nodes_known &&
+                           ((g->minor_known && !host_report_has_gpu_node(h, g->minor)) || (!uvm && !h->uvm_node))) {
+                        /* the node it would hold is not under the device prefix: nobody can be
+                         * seen holding it, so holding none says nothing about this process */
+                        o->cls = OWNER_UNKNOWN;
+                        o->unseen = true;
+                        snprintf(o->why, sizeof(o->why), "alive here; no %s device node under the prefix to see it hold",
+                                 g->minor_known && !host_report_has_gpu_node(h, g->minor) ? "GPU" : "nvidia-uvm");
                 } else if (!node || !uvm) {
                         if (host_pids) {
                                 /* in host-PID mode inside a container the number may be anyone's */
@@ -811,7 +819,7 @@ static void account(const struct facts *f, struct gpu_ledger *l)
         /* evidence of a dead owner: a stale PID, orphans of a hidden one, or no live owner at all
          * (only where we would see one, and not with a v1 driver whose used figure includes the
          * driver's reservation). Without a process list nothing can be told. */
-        l->ghost_evidence = l->procs_known &&
+        l->ghost_evidence = l->procs_known && !l->holders_unseen &&
                             (any_stale || hidden || (!any_live && initial && l->reserved_known && unexplained > 0));
         if (!l->ghost_evidence)
                 l->ghost = 0;
@@ -1050,6 +1058,17 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                 evidence(fd, "GeForce boards, some vGPU profiles and old drivers do not report processes; a hung driver does not answer");
                 next_step(fd, "nothing is reclaimed on this GPU without a process list; `sudo fuser -v /dev/nvidia%u` shows who holds its node, and `ghostvram xid` the driver's side",
                           g->minor);
+                return;
+        }
+        if (l->holders_unseen) {
+                /* a listed owner runs, but no node of the GPU is where we look: neither "stale"
+                 * nor "ok" can be told */
+                fd = add_finding(l, VERDICT_UNKNOWN, CONF_LOW, l->used);
+                headline(fd, "%llu MiB used by listed processes that are alive, but who holds the GPU cannot be seen",
+                         mib(l->used));
+                evidence(fd, "no device node of this GPU (nvidia%u, nvidia-uvm) under the device prefix: a holder cannot be seen",
+                         g->minor);
+                next_step(fd, "run without --dev-prefix, or give the prefix its nodes are under (e.g. /dev/nvidia)");
                 return;
         }
 
@@ -1309,8 +1328,10 @@ int ledger_build(const struct facts *now, const struct facts *before, const stru
                         if (!l->owners)
                                 goto nomem;
                 }
-                for (size_t k = 0; k < g->n_procs; k++)
-                        classify_owner(now, g, &g->procs[k], &l->owners[l->n_owners++]);
+                for (size_t k = 0; k < g->n_procs; k++) {
+                        classify_owner(now, g, &g->procs[k], &l->owners[l->n_owners]);
+                        l->holders_unseen |= l->owners[l->n_owners++].unseen;
+                }
         }
         /* 2. links by number to listed dead owners, then orphans no number names */
         for (size_t i = 0; i < res->n_gpus; i++)

@@ -89,6 +89,7 @@ struct owner {
         uint32_t compute_instance;
         char why[160];          /* "no such process", "zombie", "PID reused by ..." */
         unsigned out_of_sight;  /* processes in its group or session whose files we cannot read */
+        bool unseen;            /* alive here, but its GPU's node is not under the prefix */
 };
 
 /* MIG: one instance's share of the ledger, by the same rules as the GPU's (its used figure is
@@ -112,6 +113,9 @@ struct gpu_ledger {
         bool ghost_confirmed;   /* ghost above the floor in both samples */
         bool unexplained_steady; /* unexplained bytes above the floor in both samples */
         bool procs_known;       /* NVML gave this GPU's process list */
+        /* a listed owner is alive here, but the device node it would hold is not under the
+         * prefix: who holds the GPU cannot be seen, so nothing is called a ghost (exit 3) */
+        bool holders_unseen;
         bool freeing;           /* the driver is visibly releasing the unexplained bytes */
         uint64_t freed_bytes;   /* unexplained bytes that went away between the two samples */
         char gpu_ref[112];      /* how nvidia-smi -i addresses it: bus id, else UUID, else index */

@@ -227,7 +227,7 @@ int scan_exit_status(const struct scan_result *r)
                 /* a lost or uninspected GPU must page even beside a ghost; a GPU without a
                  * process list is unknown, which a confirmed ghost elsewhere outranks */
                 hard |= !l->inspected || (l->n_findings && strcmp(l->findings[0].code, "gpu-lost") == 0);
-                soft |= !l->procs_known;
+                soft |= !l->procs_known || l->holders_unseen;
         }
         return hard ? 3 : ghost ? 1 : soft ? 3 : 0;
 }

@@ -83,7 +83,9 @@ bool range_alert(const struct range *r, double value)
 static int fmt_num(char *out, size_t outlen, double v)
 {
         int n;
-        if (v == floor(v) && fabs(v) < 9e15)
+        /* a whole number is printed whole up to 2^64 (bytes in performance data), never as
+         * 1.04858e+26 */
+        if (v == floor(v) && fabs(v) < 18446744073709551616.0)
                 n = snprintf(out, outlen, "%.0f", v);
         else
                 n = snprintf(out, outlen, "%.6g", v);
