@@ -126,37 +126,64 @@ static bool claimed(const struct gpu_report *r, const char *bus)
         return false;
 }
 
+/* Give GPU g entry e's identity; what NVML said is kept. */
+static void fill_one(struct gpu_info *g, const struct gpu_procfs_entry *e, const char *how)
+{
+        snprintf(g->pci_bus_id, sizeof(g->pci_bus_id), "%s", e->pci_bus_id);
+        if (!g->uuid[0])
+                snprintf(g->uuid, sizeof(g->uuid), "%s", e->uuid);
+        if (!g->minor_known && e->minor_known) {
+                g->minor = e->minor;
+                g->minor_known = true;
+        }
+        size_t len = strlen(g->status_message);
+        if (len + 1 < sizeof(g->status_message))
+                snprintf(g->status_message + len, sizeof(g->status_message) - len,
+                         "%sbus id from /proc/driver/nvidia/gpus (%s)", len ? "; " : "", how);
+}
+
+/* Only facts tie an entry to a GPU: the same UUID, or the same device minor (the number of
+ * its /dev/nvidia node); else elimination when exactly one GPU and one entry are left. Never
+ * the order: NVML's indexes and the bus order need not agree. */
 size_t gpu_procfs_fill(struct gpu_report *r, const struct gpu_procfs_entry *e, size_t n)
 {
-        size_t unnamed = 0, free_entries = 0;
-        for (size_t i = 0; i < r->n_gpus; i++)
-                unnamed += !r->gpus[i].pci_bus_id[0];
-        for (size_t k = 0; k < n; k++)
-                free_entries += !claimed(r, e[k].pci_bus_id);
-        if (!unnamed || unnamed != free_entries)
-                return 0;
-        size_t k = 0, filled = 0;
+        size_t filled = 0;
         for (size_t i = 0; i < r->n_gpus; i++) {
                 struct gpu_info *g = &r->gpus[i];
                 if (g->pci_bus_id[0])
                         continue;
-                while (k < n && claimed(r, e[k].pci_bus_id))
-                        k++;
-                if (k >= n)
-                        break;
-                snprintf(g->pci_bus_id, sizeof(g->pci_bus_id), "%s", e[k].pci_bus_id);
-                if (!g->uuid[0])
-                        snprintf(g->uuid, sizeof(g->uuid), "%s", e[k].uuid);
-                if (!g->minor_known && e[k].minor_known) {
-                        g->minor = e[k].minor;
-                        g->minor_known = true;
+                for (size_t k = 0; k < n; k++) {
+                        if (claimed(r, e[k].pci_bus_id))
+                                continue;
+                        if (g->uuid[0] && e[k].uuid[0] && strcasecmp(g->uuid, e[k].uuid) == 0) {
+                                fill_one(g, &e[k], "same UUID");
+                                filled++;
+                                break;
+                        }
+                        if (!g->uuid[0] && g->minor_known && e[k].minor_known && g->minor == e[k].minor) {
+                                fill_one(g, &e[k], "same device minor");
+                                filled++;
+                                break;
+                        }
                 }
-                size_t len = strlen(g->status_message);
-                if (len + 1 < sizeof(g->status_message))
-                        snprintf(g->status_message + len, sizeof(g->status_message) - len, "%s%s",
-                                 len ? "; " : "", "bus id and UUID from /proc/driver/nvidia/gpus");
+        }
+        size_t unnamed = 0, free_entries = 0, gi = 0, ek = 0;
+        for (size_t i = 0; i < r->n_gpus; i++)
+                if (!r->gpus[i].pci_bus_id[0]) {
+                        unnamed++;
+                        gi = i;
+                }
+        for (size_t k = 0; k < n; k++)
+                if (!claimed(r, e[k].pci_bus_id)) {
+                        free_entries++;
+                        ek = k;
+                }
+        struct gpu_info *g = unnamed == 1 && free_entries == 1 ? &r->gpus[gi] : NULL;
+        /* a UUID that disagrees rules the entry out */
+        if (g && !(g->uuid[0] && e[ek].uuid[0] && strcasecmp(g->uuid, e[ek].uuid) != 0) &&
+            !(g->minor_known && e[ek].minor_known && g->minor != e[ek].minor)) {
+                fill_one(g, &e[ek], "the only GPU and the only entry left");
                 filled++;
-                k++;
         }
         return filled;
 }

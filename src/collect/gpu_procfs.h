@@ -31,9 +31,9 @@ int gpu_procfs_parse_information(const char *buf, size_t len, struct gpu_procfs_
 int gpu_procfs_read(const char *dir, struct gpu_procfs_entry *out, size_t max);
 
 /* Give the GPUs NVML could not name (no bus id, as after a lost handle) the bus id, UUID and
- * minor of the module's entries that no named GPU has. NVML numbers GPUs in PCI bus order,
- * so the unclaimed entries, in bus order, go to the unnamed GPUs in index order — only when
- * there are exactly as many of each (otherwise which is which is a guess, and nothing is
- * filled). A filled GPU's status message says where its identity comes from. Returns how many
- * GPUs were filled. No I/O. */
+ * minor of a module entry that no named GPU has, tied by a fact only: the same UUID, the same
+ * device minor, or elimination (exactly one such GPU and one such entry left, nothing of
+ * theirs disagreeing). Never by order: NVML documents no stable index order, and a guess that
+ * names the wrong GPU is worse than none. A filled GPU's status message says how it was tied.
+ * Returns how many GPUs were filled. No I/O. */
 size_t gpu_procfs_fill(struct gpu_report *r, const struct gpu_procfs_entry *e, size_t n);

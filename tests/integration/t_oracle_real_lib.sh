@@ -166,9 +166,12 @@ assert_eq "$(jq -r '[.gpus[].status] | join(" ")' <<<"$LAST")" "ok timeout" "sna
 assert_eq "$(jq -r '.gpus[0].nvml_processes[0].pid' <<<"$LAST")" "$OWNER" "snapshot: GPU 0's process"
 unl 3 scan --call-timeout 1s
 unl 3 check --timeout 2
-# a driver that hangs on every sample is no sample that succeeded: watch says so and exits 3
-unl 3 watch --count 3 --interval 1s --call-timeout 1s
-grep -q "no sample succeeded" <<<"$LAST" || fail "watch says no sample succeeded"
+# one GPU hung, the other answering: watch samples GPU 0, says GPU 1 is not inspected, exits 0
+# (t_watch_hook: a driver that hangs on every call is no sample that succeeded, exit 3)
+unl 0 watch --count 3 --interval 1s --call-timeout 1s
+grep -q "GPU 1: driver did not answer" <<<"$LAST" || fail "watch says GPU 1 did not answer: $LAST"
+grep -q "GPU 0 ok" <<<"$LAST" || fail "watch shows GPU 0: $LAST"
+grep -q "no sample succeeded" <<<"$LAST" && fail "watch: GPU 0 was sampled: $LAST"
 cat >"$GV_TMP/serve-unl.sh" <<EOF
 GHOSTVRAM_SIM=$SIM "$GV_BIN" serve --listen 127.0.0.1:0 --interval 1s --call-timeout 1s --nvml-lib "$UNL" >"$GV_TMP/serve-unl.out" 2>&1 &
 p=\$!

@@ -140,14 +140,24 @@ assert_eq "$(targets)" "$(sorted "${WORKERS[@]}")" "reclaim: GPU 1's workers onl
 kill_wait "${WORKERS[@]}"
 "$GV_BIN" sim set "$SIM" hidden_owner=off uncharged_mib=default >/dev/null
 
-note "7. no PCI answer: next steps address GPU 1 by its UUID"
+note "7. no PCI answer from NVML: the bus id comes from the module's file of GPU 1's UUID; next steps address GPU 1 by it"
 "$GV_BIN" sim set "$SIM" notsup=1:pci,memory,memory_v2 >/dev/null
 scan_rc
 UUID1=$(jq -r '.gpus[1].uuid' <<<"$S")
-[ "$(jq -r '.gpus[1].pci_bus_id' <<<"$S")" = null ] || fail "the PCI bus id is not known"
+BUS1=$(grep -lF "$UUID1" "$SIM"/proc/driver/nvidia/gpus/*/information | xargs -n1 dirname | xargs -n1 basename)
+assert_eq "$(jq -r '.gpus[1].pci_bus_id' <<<"$S")" "$BUS1" "the bus id of the module's entry with GPU 1's UUID"
+jq -r '.gpus[1].status_message' <<<"$S" | grep -q "bus id from /proc/driver/nvidia/gpus (same UUID)" ||
+        fail "says where the bus id comes from: $(jq -r '.gpus[1].status_message' <<<"$S")"
 assert_eq "$(verdict 1)" unknown "GPU 1 cannot be inspected"
+next_step 1 | grep -qF -- "-i $BUS1" || fail "next step names GPU 1 by its bus id: $(next_step 1)"
+next_step 1 | grep -qF -- "-i 0\`" && fail "next step must not name GPU 0"
+note "   ... and without the module's files (an older simulated host): by UUID"
+mv "$SIM/proc" "$SIM/proc.off"
+scan_rc
+mv "$SIM/proc.off" "$SIM/proc"
+[ "$(jq -r '.gpus[1].pci_bus_id' <<<"$S")" = null ] || fail "the PCI bus id is not known"
 next_step 1 | grep -qF -- "-i $UUID1\` (by UUID" || fail "next step names GPU 1 by UUID: $(next_step 1)"
-next_step 1 | grep -qF -- "-i 0" && fail "next step must not name GPU 0"
+next_step 1 | grep -qF -- "-i 0\`" && fail "next step must not name GPU 0"
 "$GV_BIN" sim set "$SIM" notsup=default >/dev/null
 
 note "8. a monitoring daemon next to memory no process holds: a reset blocker, not the holder"

@@ -112,18 +112,46 @@ static void test_fill(void **state)
         assert_string_equal(r->gpus[1].uuid, "GPU-bbbb");
         assert_true(r->gpus[1].minor_known);
         assert_int_equal(r->gpus[1].minor, 1);
-        assert_string_equal(r->gpus[1].status_message, "GPU is lost; bus id and UUID from /proc/driver/nvidia/gpus");
+        assert_string_equal(r->gpus[1].status_message,
+                            "GPU is lost; bus id from /proc/driver/nvidia/gpus (the only GPU and the only entry left)");
         assert_string_equal(r->gpus[0].uuid, "GPU-nvml0"); /* named GPUs untouched */
         assert_int_equal(r->gpus[1].status, GPU_LOST);
         gpu_report_free(r);
 
-        /* two lost: in bus order, to the GPUs in index order */
+        /* two lost, nothing to tell them apart: nothing is guessed (NVML's index order and the
+         * bus order need not agree) */
         const char *const two[] = { "", "0000:43:00.0", "0000:52:00.0", "" };
         r = report(4, two);
+        assert_int_equal(gpu_procfs_fill(r, e, 4), 0);
+        assert_string_equal(r->gpus[0].pci_bus_id, "");
+        assert_string_equal(r->gpus[3].pci_bus_id, "");
+        /* ...but one's device minor (its /dev/nvidia node) names its entry, then the other is the
+         * only one left */
+        r->gpus[3].minor = 0;
+        r->gpus[3].minor_known = true;
         assert_int_equal(gpu_procfs_fill(r, e, 4), 2);
-        assert_string_equal(r->gpus[0].pci_bus_id, "0000:1b:00.0");
-        assert_string_equal(r->gpus[3].pci_bus_id, "0000:61:00.0");
-        assert_string_equal(r->gpus[3].uuid, "");
+        assert_string_equal(r->gpus[3].pci_bus_id, "0000:1b:00.0");
+        assert_string_equal(r->gpus[3].uuid, "GPU-aaaa");
+        assert_string_equal(r->gpus[0].pci_bus_id, "0000:61:00.0");
+        assert_string_equal(r->gpus[0].uuid, "");
+        gpu_report_free(r);
+
+        /* a GPU NVML gave a UUID but no bus id: the entry of that UUID, whatever else is free */
+        const char *const uuid_only[] = { "0000:1b:00.0", "", "" };
+        r = report(3, uuid_only);
+        snprintf(r->gpus[2].uuid, sizeof(r->gpus[2].uuid), "GPU-CCCC");
+        assert_int_equal(gpu_procfs_fill(r, e, 4), 1);
+        assert_string_equal(r->gpus[2].pci_bus_id, "0000:52:00.0");
+        assert_string_equal(r->gpus[2].uuid, "GPU-CCCC"); /* NVML's spelling kept */
+        assert_string_equal(r->gpus[1].pci_bus_id, ""); /* 43 and 61 left for one GPU: no guess */
+        gpu_report_free(r);
+
+        /* the only GPU and entry left, but their UUIDs disagree: not filled */
+        const char *const clash[] = { "0000:1b:00.0", "", "0000:52:00.0", "0000:61:00.0" };
+        r = report(4, clash);
+        snprintf(r->gpus[1].uuid, sizeof(r->gpus[1].uuid), "GPU-dddd");
+        assert_int_equal(gpu_procfs_fill(r, e, 4), 0);
+        assert_string_equal(r->gpus[1].pci_bus_id, "");
         gpu_report_free(r);
 
         /* as many unclaimed entries as unnamed GPUs, or nothing is guessed */
