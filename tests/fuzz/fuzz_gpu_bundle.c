@@ -1,5 +1,6 @@
-/* Fuzz the readers of outsider-controlled GPU text: a bundle's nvml.json, PCI bus ids and
- * driver version strings. Nothing may crash, leak or hang. */
+/* Fuzz the readers of outsider-controlled GPU text: a bundle's nvml.json, PCI bus ids, driver
+ * version strings and the nvidia module's /proc/driver/nvidia/gpus/BUS/information (with the
+ * filling of unnamed GPUs from it). Nothing may crash, leak or hang. */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -7,6 +8,7 @@
 
 #include "collect/gpu.h"
 #include "collect/gpu_json.h"
+#include "collect/gpu_procfs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -33,5 +35,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         char out[32];
         pci_bus_id_normalize(s, out, sizeof(out));
         driver_version_at_least(s, 535, 113, 1);
+
+        struct gpu_procfs_entry e;
+        if (gpu_procfs_parse_information((const char *)data, size, &e) == 0) {
+                /* the entry against two GPUs NVML could not name, one with a UUID */
+                struct gpu_info g[2];
+                memset(g, 0, sizeof(g));
+                g[1].index = 1;
+                memcpy(g[1].uuid, e.uuid, sizeof(g[1].uuid));
+                struct gpu_report r = { .gpus = g, .n_gpus = 2 };
+                gpu_procfs_fill(&r, &e, 1);
+        }
         return 0;
 }
