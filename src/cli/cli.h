@@ -115,6 +115,8 @@ int cli_path_arg(const char *cmd, const char *opt, const char *arg);
 /* A directory an option names must exist before the command starts: 0, or -1 (printed: "OPT DIR:
  * no such directory" or "not a directory (a file)"). */
 int cli_dir_arg(const char *cmd, const char *opt, const char *dir);
+/* The same, and one this process can create files in (--textfile): 0, or -1 (printed). */
+int cli_writable_dir_arg(const char *cmd, const char *opt, const char *dir);
 /* --kmsg FILE names a kernel log that can be opened ("-": standard input; /dev/kmsg; a regular
  * file): 0, or -1 (printed: "--kmsg why"). */
 int cli_kmsg_check(const char *cmd, const char *path);

@@ -185,6 +185,12 @@ int cmd_scan(int argc, char **argv)
          * not a note in the report */
         if (kmsg && !no_kernel && cli_kmsg_check("scan", kmsg) < 0)
                 return EXIT_USAGE;
+        /* so are a ledger directory that is not there (2, as serve) and a textfile directory the
+         * metrics cannot go to (3, as the failed write it would be; watch says the same) */
+        if (ledger_dir && cli_dir_arg("scan", "--ledger-dir", ledger_dir) < 0)
+                return EXIT_USAGE;
+        if (textfile && cli_writable_dir_arg("scan", "--textfile", textfile) < 0)
+                return EXIT_INCOMPLETE;
         int gr = cli_gpu_resolve(&c, gpu_spec, false, &only_gpu, "scan");
         if (gr != EXIT_OK)
                 return gr;

@@ -533,12 +533,8 @@ int cmd_watch(int argc, char **argv)
                 return EXIT_USAGE;
         /* a directory the metrics cannot go to is found before watching starts (exit 3, as scan's
          * failed write), not after every sample */
-        if (w.textfile && cli_dir_arg("watch", "--textfile", w.textfile) < 0)
+        if (w.textfile && cli_writable_dir_arg("watch", "--textfile", w.textfile) < 0)
                 return EXIT_INCOMPLETE;
-        if (w.textfile && access(w.textfile, W_OK | X_OK) < 0) {
-                cli_error("watch", "--textfile %s: %s", w.textfile, strerror(errno));
-                return EXIT_INCOMPLETE;
-        }
         /* as scan: a GPU this host does not have is a usage error, found before watching starts */
         int gr = cli_gpu_resolve(&w.c, gpu_spec, true, &w.only_gpu, "watch");
         if (gr != EXIT_OK)

@@ -192,6 +192,17 @@ int cli_dir_arg(const char *cmd, const char *opt, const char *dir)
         return 0;
 }
 
+int cli_writable_dir_arg(const char *cmd, const char *opt, const char *dir)
+{
+        if (cli_dir_arg(cmd, opt, dir) < 0)
+                return -1;
+        if (access(dir, W_OK | X_OK) < 0) {
+                cli_error(cmd, "%s %s: %s", opt, dir, strerror(errno));
+                return -1;
+        }
+        return 0;
+}
+
 int cli_kmsg_check(const char *cmd, const char *path)
 {
         struct kmsg_reader rd;

@@ -66,6 +66,20 @@ int main(int argc, char **argv)
                                         argv[subs ? 4 : 3], argv[2]);
                                 return EXIT_USAGE;
                         }
+                        /* the subcommands that have a help of their own */
+                        static const char *const sim_subs[] = { "init", "run", "set", "status", NULL };
+                        static const char *const xid_subs[] = { "explain", NULL };
+                        if (argc == 4) {
+                                const char *const *known = strcmp(argv[2], "sim") == 0 ? sim_subs : xid_subs;
+                                bool found = false;
+                                for (size_t k = 0; known[k]; k++)
+                                        found |= strcmp(argv[3], known[k]) == 0;
+                                if (!found) {
+                                        fprintf(stderr, "ghostvram help: %s has no subcommand '%s'; run 'ghostvram help %s'\n",
+                                                argv[2], argv[3], argv[2]);
+                                        return EXIT_USAGE;
+                                }
+                        }
                         char *args[] = { argv[2], argc == 4 ? argv[3] : (char *)"--help", (char *)"--help", NULL };
                         cli_argc = argc == 4 ? 3 : 2;
                         cli_argv = args;

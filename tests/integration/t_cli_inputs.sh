@@ -76,6 +76,9 @@ expect 2 "not a regular file (a character device)" scan --kmsg /dev/zero
 expect 3 "--textfile /nonexistent: no such directory" watch --textfile /nonexistent --count 1
 expect 3 "not a directory (a file)" watch --textfile /etc/passwd --count 1
 [ ! -s "$GV_TMP/out" ] || fail "watch sampled before refusing: $(cat "$GV_TMP/out")"
+# scan: the same, before the scan
+expect 3 "--textfile /nonexistent: no such directory" scan --textfile /nonexistent --confirm 0
+expect 2 "--ledger-dir /nonexistent: no such directory" scan --ledger-dir /nonexistent --confirm 0
 echo untouched >"$GV_TMP/flag"
 expect 125 "--report /tmp: a directory" track --report /tmp -- touch "$GV_TMP/ran"
 expect 125 "--report /nonexistent/x: No such file" track --report /nonexistent/x -- touch "$GV_TMP/ran"
@@ -111,6 +114,8 @@ expect 2 "unexpected argument 'extra'" help scan extra
 expect 2 "unexpected argument 'extra'" --version extra
 gv help help | grep -q "^Usage: ghostvram COMMAND" || fail "help help does not print help's usage"
 gv help sim init | grep -q "^Usage: ghostvram sim init" || fail "help sim init"
+expect 2 "xid has no subcommand 'bogus'" help xid bogus
+expect 2 "sim has no subcommand 'nope'" help sim nope
 expect 2 "--launcher and --launcher-exits cannot be used together" sim run "$SIM" --gpu 0 --mib 64 --launcher --launcher-exits
 
 note "dates and thresholds that cannot be"
