@@ -159,6 +159,8 @@ extern const char *const host_env_allowlist[];
  * thread per CPU (8 at most); a bundle is read or recorded on the caller's thread. */
 int host_scan(const struct host_opts *o, struct host_report **ret);
 void host_report_free(struct host_report *r);
+/* What a report holds, freed, for one that is not malloc'd itself (the struct stays). */
+void host_report_release(struct host_report *r);
 
 /* No walk: a report with the machine facts (as host_scan gives them) whose holders are the
  * processes among pids[0..n) that hold a node, found by reading only their own fd tables and

@@ -33,6 +33,12 @@ const char *host_holder_source_name(enum host_holder_source s)
 
 void host_report_free(struct host_report *r)
 {
+        host_report_release(r);
+        free(r);
+}
+
+void host_report_release(struct host_report *r)
+{
         if (!r)
                 return;
         for (size_t i = 0; i < r->n_holders; i++)
@@ -45,7 +51,6 @@ void host_report_free(struct host_report *r)
         free(r->unverified);
         free(r->opaque);
         free(r->limits);
-        free(r);
 }
 
 const struct host_proc *host_report_find(const struct host_report *r, pid_t pid)

@@ -1620,9 +1620,6 @@ int host_proc_lookup(const struct host_opts *o, pid_t pid, struct host_proc *ret
         *ret = p;
 out:
         ctx_free(&c);
-        /* the lookup's own report keeps nothing but what ctx_init noted (limits) */
-        for (size_t i = 0; i < facts.n_limits; i++)
-                free(facts.limits[i]);
-        free(facts.limits);
+        host_report_release(&facts);
         return e;
 }

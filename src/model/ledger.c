@@ -95,36 +95,36 @@ static bool holds_uvm(const struct host_proc *p)
         return host_proc_holds(p, "nvidia-uvm");
 }
 
-/* The facts of a PID NVML lists on some GPU that is a live owner there, or NULL. */
-static const struct owner *live_owner_entry(const struct scan_result *r, pid_t pid)
+/* The facts of a PID NVML lists on some GPU that is a live owner there (and that GPU's
+ * position in r->gpus), or NULL. */
+static const struct owner *live_owner_entry(const struct scan_result *r, pid_t pid, size_t *ret_g)
 {
         for (size_t g = 0; g < r->n_gpus; g++)
                 for (size_t k = 0; k < r->gpus[g].n_owners; k++)
-                        if ((pid_t)r->gpus[g].owners[k].pid == pid && r->gpus[g].owners[k].cls == OWNER_LIVE)
+                        if ((pid_t)r->gpus[g].owners[k].pid == pid && r->gpus[g].owners[k].cls == OWNER_LIVE) {
+                                if (ret_g)
+                                        *ret_g = g;
                                 return &r->gpus[g].owners[k];
+                        }
         return NULL;
 }
 
 bool ledger_is_live_owner(const struct scan_result *r, pid_t pid)
 {
-        return live_owner_entry(r, pid) != NULL;
+        return live_owner_entry(r, pid, NULL) != NULL;
 }
 
 bool ledger_live_owner_of(const struct scan_result *r, pid_t pid, unsigned *ret_gpu, uint64_t *ret_bytes)
 {
-        for (size_t g = 0; g < r->n_gpus; g++)
-                for (size_t k = 0; k < r->gpus[g].n_owners; k++) {
-                        const struct owner *ow = &r->gpus[g].owners[k];
-                        if ((pid_t)ow->pid != pid || ow->cls != OWNER_LIVE)
-                                continue;
-                        if (ret_gpu)
-                                *ret_gpu = r->facts->gpu && g < r->facts->gpu->n_gpus ? r->facts->gpu->gpus[g].index
-                                                                                      : (unsigned)g;
-                        if (ret_bytes)
-                                *ret_bytes = ow->used_known ? ow->used_bytes : 0;
-                        return true;
-                }
-        return false;
+        size_t g;
+        const struct owner *ow = live_owner_entry(r, pid, &g);
+        if (!ow)
+                return false;
+        if (ret_gpu)
+                *ret_gpu = r->facts->gpu && g < r->facts->gpu->n_gpus ? r->facts->gpu->gpus[g].index : (unsigned)g;
+        if (ret_bytes)
+                *ret_bytes = ow->used_known ? ow->used_bytes : 0;
+        return true;
 }
 
 bool ledger_listed_anywhere(const struct facts *f, pid_t pid, unsigned *ret_gpu)
