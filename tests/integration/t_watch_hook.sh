@@ -43,7 +43,9 @@ kill_wait "$OWNER"
 LOG3="$GV_TMP/watch3.log"
 # an ASan build wants its runtime first in the library list: preloading before it is fine here
 asan_opts=${ASAN_OPTIONS:-}
-ldd "$GV_BIN" | grep -q libasan && asan_opts="${asan_opts:+$asan_opts:}verify_asan_link_order=0"
+# (ldd's whole output first: `ldd | grep -q` under pipefail fails when grep quits before ldd
+# has written its last line, and the option was then sometimes missing)
+case $(ldd "$GV_BIN") in *libasan*) asan_opts="${asan_opts:+$asan_opts:}verify_asan_link_order=0" ;; esac
 ASAN_OPTIONS="$asan_opts" LD_PRELOAD="$GV_FORKCHECK" GHOSTVRAM_SIM="$SIM" "$GV_BIN" watch --interval 300ms --for 0 \
         --exec "echo \"\$GHOSTVRAM_EVENT \$GHOSTVRAM_GPU \$GHOSTVRAM_GHOST_BYTES \$GHOSTVRAM_VERDICT\" >> '$GV_TMP/env.txt'" \
         >"$LOG3" 2>&1 &
