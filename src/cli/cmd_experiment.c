@@ -53,8 +53,9 @@ static void experiment_usage(FILE *f)
               "Reproduce the ghost on purpose and measure it. A job allocates M MiB on GPU N\n"
               "and forks K workers, which inherit its /dev/nvidia* descriptors and mappings\n"
               "as data-loader workers do; the job is killed with the signal; then NVML's\n"
-              "used memory is sampled every 50 ms: the residual MiB, how long it takes to\n"
-              "come back (or that it does not within --wait), and the kernel's NVIDIA\n"
+              "used memory is sampled every 50 ms (a --wait over 500 s: 10,000 samples),\n"
+              "until it is back or a last sample at --wait: the residual MiB, how long it\n"
+              "takes to come back (or that it does not within --wait), and the kernel's NVIDIA\n"
               "events meanwhile (Xid 45, logged when a process with GPU work is killed, is\n"
               "shown apart from real errors). With --reclaim, the same after\n"
               "`ghostvram reclaim --yes --gpu N --pid WORKERS`, restricted to the workers\n"
@@ -149,15 +150,20 @@ static int used_now(const struct gpu_opts *go, unsigned gpu, uint64_t *ret)
         return r;
 }
 
-/* Sample from t0 (monotonic ms) until used <= baseline + tolerance, or the timeout. */
+/* Sample from t0 (monotonic ms) until used <= baseline + tolerance, or the timeout: the last
+ * sample of a phase that did not recover is one taken at or after the timeout (the clock read
+ * before the query, the time the sample is labelled with, decides — not the clock after a slow
+ * query), so "not within N s" always rests on a sample at N s. */
 static void observe(const struct gpu_opts *go, unsigned gpu, uint64_t baseline, uint64_t tol, uint64_t t0,
                     uint64_t timeout_ms, struct phase *ph)
 {
         ph->measured = true;
+        /* a long --wait is sampled less often, so that its samples never run out before it */
+        uint64_t every = timeout_ms / (EXP_MAX_SAMPLES / 2) > SAMPLE_MS ? timeout_ms / (EXP_MAX_SAMPLES / 2) : SAMPLE_MS;
         ph->samples = json_array();
         for (unsigned n = 0; n < EXP_MAX_SAMPLES && !stop_requested; n++) {
-                uint64_t used;
-                double t = (double)(monotonic_ms() - t0) / 1000.0;
+                uint64_t used, elapsed = monotonic_ms() - t0;
+                double t = (double)elapsed / 1000.0;
                 if (used_now(go, gpu, &used) == 0) {
                         ph->residual = used > baseline ? used - baseline : 0;
                         json_t *s = json_array();
@@ -170,9 +176,11 @@ static void observe(const struct gpu_opts *go, unsigned gpu, uint64_t baseline, 
                                 return;
                         }
                 }
-                if (monotonic_ms() - t0 >= timeout_ms)
+                if (elapsed >= timeout_ms)
                         return;
-                sleep_ms(SAMPLE_MS);
+                uint64_t now = monotonic_ms() - t0;
+                if (now < timeout_ms)
+                        sleep_ms(timeout_ms - now < every ? timeout_ms - now : every);
         }
 }
 
