@@ -16,6 +16,8 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
+#include "collect/gpu_json.h"
+#include "collect/host.h"
 #include "collect/kernel.h"
 #include "render/json_util.h"
 #include "simstate.h"
@@ -260,6 +262,23 @@ static int check_save_dir(const char *dir, const char *cmd)
         return 0;
 }
 
+/* The bundle's files, and its confirming sample's when it has one, parse. */
+static int bundle_readable(const char *dir, const char *cmd)
+{
+        char sub[4096], why[256];
+        struct stat st;
+        int n = snprintf(sub, sizeof(sub), "%s/confirm", dir);
+        bool confirm = n > 0 && (size_t)n < sizeof(sub) && lstat(sub, &st) == 0 && S_ISDIR(st.st_mode);
+        for (int i = 0; i < (confirm ? 2 : 1); i++) {
+                const char *d = i ? sub : dir;
+                if (gpu_bundle_check(d, why, sizeof(why)) < 0 || host_bundle_check(d, why, sizeof(why)) < 0) {
+                        cli_error(cmd, "--from-bundle %s: %s%s", dir, i ? "confirm/" : "", why);
+                        return -1;
+                }
+        }
+        return 0;
+}
+
 int cli_common_finish(struct cli_common *c, const char *cmd)
 {
         if (c->save_bundle && c->from_bundle) {
@@ -291,6 +310,9 @@ int cli_common_finish(struct cli_common *c, const char *cmd)
                                 return -1;
                         }
                 }
+                /* a damaged file is the user's input, said now, not a driver that failed */
+                if (bundle_readable(c->from_bundle, cmd) < 0)
+                        return -1;
                 c->proc_root = c->bundle_proc;
                 c->dev_prefix = "/dev/nvidia"; /* bundles store canonical node paths */
                 return 0;

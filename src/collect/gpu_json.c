@@ -284,35 +284,64 @@ int gpu_report_save_bundle(const struct gpu_report *r, const char *dir)
         return e;
 }
 
-static int bundle_collect(const struct gpu_opts *o, struct gpu_report **ret)
+/* Read and parse DIR/nvml.json. 0 and *ret, or a negative errno and why in err ("nvml.json: ..."). */
+static int load_bundle_report(const char *dir, struct gpu_report **ret, char *err, size_t errlen)
 {
         char path[4096];
-        snprintf(path, sizeof(path), "%s/nvml.json", o->bundle_dir);
+        snprintf(path, sizeof(path), "%s/nvml.json", dir);
         /* a regular file of at most GPU_JSON_CAP: never a FIFO or a device, never read whole
          * however large */
         char *data = NULL;
         size_t len = 0;
         int fr = read_file_at(AT_FDCWD, path, GPU_JSON_CAP, &data, &len);
-        json_error_t err;
-        json_t *doc = fr == 0 ? json_loadb(data, len, JSON_REJECT_DUPLICATES, &err) : NULL;
+        if (fr == -EFBIG) {
+                snprintf(err, errlen, "nvml.json: too large (more than %u MiB)", GPU_JSON_CAP >> 20);
+                return fr;
+        }
+        if (fr < 0) {
+                snprintf(err, errlen, "nvml.json: %s", fileio_strerror(fr));
+                return fr;
+        }
+        json_error_t je;
+        json_t *doc = json_loadb(data, len, JSON_REJECT_DUPLICATES, &je);
         free(data);
+        if (!doc) {
+                snprintf(err, errlen, "nvml.json: not JSON (line %d, column %d: %.100s)", je.line, je.column, je.text);
+                return -EBADMSG;
+        }
+        int r = gpu_report_from_json(doc, ret);
+        json_decref(doc);
+        if (r == -ENOMEM)
+                snprintf(err, errlen, "nvml.json: %s", strerror(ENOMEM));
+        else if (r < 0)
+                snprintf(err, errlen, "nvml.json: not the driver's answers of a ghostvram bundle (a field is "
+                                      "missing or has a wrong type)");
+        return r < 0 ? (r == -ENOMEM ? r : -EBADMSG) : 0;
+}
+
+int gpu_bundle_check(const char *dir, char *err, size_t errlen)
+{
         struct gpu_report *r;
-        if (!doc || gpu_report_from_json(doc, &r) < 0) {
-                json_decref(doc);
+        int e = load_bundle_report(dir, &r, err, errlen);
+        if (e == 0)
+                gpu_report_free(r);
+        return e;
+}
+
+static int bundle_collect(const struct gpu_opts *o, struct gpu_report **ret)
+{
+        char why[256];
+        struct gpu_report *r;
+        int e = load_bundle_report(o->bundle_dir, &r, why, sizeof(why));
+        if (e == -ENOMEM)
+                return e;
+        if (e < 0) {
                 r = calloc(1, sizeof(*r));
                 if (!r)
                         return -ENOMEM;
                 snprintf(r->backend, sizeof(r->backend), "bundle");
-                if (fr == -EFBIG)
-                        snprintf(r->error, sizeof(r->error), "%.180s: too large (more than %u MiB)", path, GPU_JSON_CAP >> 20);
-                else if (fr < 0)
-                        snprintf(r->error, sizeof(r->error), "%.180s: %s", path, fileio_strerror(fr));
-                else
-                        snprintf(r->error, sizeof(r->error), "%.180s: not an nvml.json of a ghostvram bundle", path);
-                *ret = r;
-                return 0;
+                snprintf(r->error, sizeof(r->error), "%.180s/%.60s", o->bundle_dir, why);
         }
-        json_decref(doc);
         *ret = r;
         return 0;
 }

@@ -12,6 +12,9 @@ json_t *gpu_report_driver_json(const struct gpu_report *r);
 json_t *gpu_report_to_json(const struct gpu_report *r);
 /* Parse what gpu_report_to_json wrote. Returns 0, -EINVAL (not a report) or -ENOMEM. */
 int gpu_report_from_json(const json_t *doc, struct gpu_report **ret);
+/* Can DIR/nvml.json be read back? 0, or a negative errno and why in err ("nvml.json: not
+ * JSON (line 3, column 1: ...)"). */
+int gpu_bundle_check(const char *dir, char *err, size_t errlen);
 /* Write DIR/nvml.json. */
 int gpu_report_save_bundle(const struct gpu_report *r, const char *dir);
 

@@ -158,6 +158,10 @@ extern const char *const host_env_allowlist[];
  * blocking reads get 50 ms, so the walk ends in bounded time. A live walk runs on up to one
  * thread per CPU (8 at most); a bundle is read or recorded on the caller's thread. */
 int host_scan(const struct host_opts *o, struct host_report **ret);
+
+/* Can DIR/host.json (a bundle's host facts) be read back? 0, or a negative errno and why in err
+ * ("host.json: not JSON (line 1, column 9: ...)"). */
+int host_bundle_check(const char *dir, char *err, size_t errlen);
 void host_report_free(struct host_report *r);
 /* What a report holds, freed, for one that is not malloc'd itself (the struct stays). */
 void host_report_release(struct host_report *r);

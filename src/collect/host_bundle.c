@@ -210,8 +210,8 @@ static int set_facts(json_t *root, const struct host_report *f)
 }
 
 /* Returns the document, or NULL with *ret_err: a negative errno (-FILEIO_ENOTREG, -EFBIG, ...)
- * or -EBADMSG (not JSON). */
-static json_t *load_json(const char *path, int *ret_err)
+ * or -EBADMSG (not JSON: where and why in *je). */
+static json_t *load_json(const char *path, int *ret_err, json_error_t *je)
 {
         char *data;
         size_t len;
@@ -220,7 +220,7 @@ static json_t *load_json(const char *path, int *ret_err)
                 *ret_err = r;
                 return NULL;
         }
-        json_t *j = json_loadb(data, len, 0, NULL);
+        json_t *j = json_loadb(data, len, 0, je);
         free(data);
         *ret_err = j ? 0 : -EBADMSG;
         return j;
@@ -237,7 +237,7 @@ int host_bundle_write_json(const char *save_dir, const struct host_report *facts
         char *out = NULL;
         json_t *pj;
         int le;
-        json_t *root = load_json(path, &le);
+        json_t *root = load_json(path, &le, NULL);
         bool fresh = !root || !json_is_object(root);
         if (fresh) {
                 json_decref(root);
@@ -369,9 +369,49 @@ static int parse_bundle(json_t *root, struct host_bundle_in *b)
         return 0;
 }
 
+/* Read and parse PATH (a bundle's host.json). 0 and *ret (NULL: not a bundle's, another
+ * format), or a negative errno and, with err, why ("host.json: ..."). */
+static int load_host_json(const char *path, struct host_bundle_in **ret, char *err, size_t errlen)
+{
+        *ret = NULL;
+        int le;
+        json_error_t je;
+        json_t *root = load_json(path, &le, &je);
+        if (!root) {
+                if (le == -EBADMSG)
+                        snprintf(err, errlen, "host.json: not JSON (line %d, column %d: %.100s)", je.line, je.column, je.text);
+                else
+                        snprintf(err, errlen, "host.json: %s", le == -EFBIG ? "too large" : fileio_strerror(le));
+                return le;
+        }
+        int r = 0;
+        struct host_bundle_in *b;
+        const char *fmt = json_string_value(json_object_get(root, "format"));
+        if (!fmt || strcmp(fmt, BUNDLE_FORMAT) != 0) {
+                snprintf(err, errlen, "host.json: not a ghostvram bundle's (its \"format\" is not \"" BUNDLE_FORMAT "\")");
+                goto out;       /* somebody else's host.json: not a bundle */
+        }
+        b = calloc(1, sizeof(*b));
+        if (!b) {
+                r = -ENOMEM;
+                goto out;
+        }
+        r = parse_bundle(root, b);
+        if (r < 0) {
+                snprintf(err, errlen, "host.json: %s", r == -ENOMEM ? strerror(ENOMEM) :
+                         "a field of the bundle's host facts is missing or out of range");
+                host_bundle_in_free(b);
+                goto out;
+        }
+        *ret = b;
+out:
+        json_decref(root);
+        return r;
+}
+
 int host_bundle_load(const char *proc_root, struct host_bundle_in **ret)
 {
-        char path[PATH_MAX];
+        char path[PATH_MAX], why[256];
         const char *slash = strrchr(proc_root, '/');
         int n = slash ? snprintf(path, sizeof(path), "%.*s/host.json", (int)(slash - proc_root), proc_root)
                       : snprintf(path, sizeof(path), "host.json");
@@ -381,27 +421,21 @@ int host_bundle_load(const char *proc_root, struct host_bundle_in **ret)
         struct stat st;
         if (lstat(path, &st) < 0)
                 return 0;
-        int le;
-        json_t *root = load_json(path, &le);
-        if (!root)
-                return le;
-        int r = 0;
+        return load_host_json(path, ret, why, sizeof(why));
+}
+
+int host_bundle_check(const char *dir, char *err, size_t errlen)
+{
+        char path[PATH_MAX];
+        int n = snprintf(path, sizeof(path), "%s/host.json", dir);
+        if (n < 0 || (size_t)n >= sizeof(path)) {
+                snprintf(err, errlen, "host.json: %s", strerror(ENAMETOOLONG));
+                return -ENAMETOOLONG;
+        }
         struct host_bundle_in *b;
-        const char *fmt = json_string_value(json_object_get(root, "format"));
-        if (!fmt || strcmp(fmt, BUNDLE_FORMAT) != 0)
-                goto out;       /* somebody else's host.json: not a bundle */
-        b = calloc(1, sizeof(*b));
-        if (!b) {
-                r = -ENOMEM;
-                goto out;
-        }
-        r = parse_bundle(root, b);
-        if (r < 0) {
-                host_bundle_in_free(b);
-                goto out;
-        }
-        *ret = b;
-out:
-        json_decref(root);
+        int r = load_host_json(path, &b, err, errlen);
+        if (r == 0 && !b)
+                return -EBADMSG;        /* another format: why is in err */
+        host_bundle_in_free(b);
         return r;
 }

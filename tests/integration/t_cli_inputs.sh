@@ -92,6 +92,30 @@ expect 2 "--proc /nonexistent: no such directory" serve --proc /nonexistent --li
 expect 2 "--proc /nonexistent: no such directory" top --proc /nonexistent --iterations 1
 expect 2 "--proc /etc/passwd: not a directory" scan --proc /etc/passwd
 
+note "a damaged bundle: the user's input, exit 2 and the file and place, never a driver that failed (3)"
+gv snapshot --save-bundle "$GV_TMP/bundle" >/dev/null
+gv scan --from-bundle "$GV_TMP/bundle" --confirm 0 >/dev/null || fail "the intact bundle does not read back"
+damaged() { # FILE CONTENT: a copy of the bundle with FILE replaced
+        rm -rf "$GV_TMP/bad" && cp -r "$GV_TMP/bundle" "$GV_TMP/bad" && mkdir -p "$(dirname "$GV_TMP/bad/$1")"
+        printf '%s' "$2" >"$GV_TMP/bad/$1"
+}
+damaged nvml.json '{"driver": {'
+expect 2 "--from-bundle $GV_TMP/bad: nvml.json: not JSON (line 1, column 12" scan --from-bundle "$GV_TMP/bad"
+expect 2 "nvml.json: not JSON" snapshot --from-bundle "$GV_TMP/bad"
+expect 2 "nvml.json: not JSON" reclaim -n --from-bundle "$GV_TMP/bad"
+damaged nvml.json '{"gpus": 7}'
+expect 2 "nvml.json: not the driver's answers of a ghostvram bundle" scan --from-bundle "$GV_TMP/bad"
+damaged host.json '{"format": "ghostvram-host-bundle", "procs": {'
+expect 2 "host.json: not JSON (line 1" scan --from-bundle "$GV_TMP/bad"
+damaged host.json '{"format": "something-else"}'
+expect 2 "host.json: not a ghostvram bundle's" snapshot --from-bundle "$GV_TMP/bad"
+damaged host.json '{"format": "ghostvram-host-bundle"}'
+expect 2 "host.json: a field of the bundle's host facts is missing" scan --from-bundle "$GV_TMP/bad"
+# the confirming sample's files are checked too, by their own name
+damaged confirm/nvml.json '['
+cp "$GV_TMP/bundle/host.json" "$GV_TMP/bad/confirm/host.json"
+expect 2 "--from-bundle $GV_TMP/bad: confirm/nvml.json: not JSON" scan --from-bundle "$GV_TMP/bad"
+
 note "messages: a directory is called one; a file that is no policy is not echoed"
 expect 2 "--policy /tmp: a directory, not a policy file" reclaim --policy /tmp
 printf 'root:$6$SECRETSALT$SECRETHASH:19000:0:99999:7:::\n' >"$GV_TMP/shadow"
