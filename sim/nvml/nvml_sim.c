@@ -82,6 +82,26 @@ static void __attribute__((noreturn)) sim_hang(void)
 #endif
 }
 
+/* A hung call, entered with sim_mu held. Under hang_holds_lock it takes the driver's API lock
+ * first, as a call stuck in the kernel holding the RM lock does: every later call of any
+ * process, on any GPU, then waits in sim_api_wait (an orphaned lock hangs all NVML calls:
+ * open-gpu-kernel-modules#1333; a process stuck under the RM API lock blocks every other that
+ * touches the GPU: #968). */
+static void __attribute__((noreturn)) sim_hang_unlock(const char *dir)
+{
+        if (sim_k.hang_holds_lock)
+                (void)sim_api_lock(dir, true);
+        pthread_mutex_unlock(&sim_mu);
+        sim_hang();
+}
+
+/* Before any work, a call waits while a hung call holds the API lock (knobs loaded). */
+static void sim_api_wait(const char *dir)
+{
+        if (sim_k.hang_holds_lock)
+                (void)sim_api_lock(dir, false);
+}
+
 static nvmlReturn_t sim_leave(nvmlReturn_t r)
 {
         pthread_mutex_unlock(&sim_mu);
@@ -103,10 +123,9 @@ static nvmlReturn_t sim_enter(const char *fn)
                 return sim_leave(NVML_ERROR_UNINITIALIZED);
         if (sim_knobs_load(sim_cl.dir, &sim_k) < 0)
                 return sim_leave(NVML_ERROR_UNKNOWN);
-        if (sim_knobs_hang(&sim_k, -1, fn)) {
-                pthread_mutex_unlock(&sim_mu);
-                sim_hang();
-        }
+        sim_api_wait(sim_cl.dir);
+        if (sim_knobs_hang(&sim_k, -1, fn))
+                sim_hang_unlock(sim_cl.dir);
         return NVML_SUCCESS;
 }
 
@@ -146,9 +165,9 @@ static nvmlReturn_t sim_dev_enter_mig(const char *fn, nvmlDevice_t dev, unsigned
                 return sim_leave(NVML_ERROR_INVALID_ARGUMENT);
         if (sim_knobs_load(sim_cl.dir, &sim_k) < 0)
                 return sim_leave(NVML_ERROR_UNKNOWN);
+        sim_api_wait(sim_cl.dir);
         if (sim_knobs_hang(&sim_k, (int)gpu, fn)) {
-                pthread_mutex_unlock(&sim_mu);
-                sim_hang();
+                sim_hang_unlock(sim_cl.dir);
         }
         if (sim_k.gpu[gpu].lost || sim_k.gpu[gpu].lost_handle)
                 return sim_leave(NVML_ERROR_GPU_IS_LOST);
@@ -194,10 +213,9 @@ static nvmlReturn_t sim_init(const char *fn)
                 ret = NVML_ERROR_DRIVER_NOT_LOADED;
                 goto out;
         }
-        if (sim_knobs_hang(&sim_k, -1, fn)) {
-                pthread_mutex_unlock(&sim_mu);
-                sim_hang();
-        }
+        sim_api_wait(dir);
+        if (sim_knobs_hang(&sim_k, -1, fn))
+                sim_hang_unlock(dir);
         if (sim_refs) {
                 sim_refs++; /* init is reference-counted */
                 goto out;
@@ -345,8 +363,7 @@ static nvmlReturn_t sim_handle(const char *fn, unsigned int index, nvmlDevice_t 
         if (index >= sim_cl.host.n_gpus)
                 return sim_leave(NVML_ERROR_INVALID_ARGUMENT);
         if (sim_knobs_hang(&sim_k, (int)index, fn)) {
-                pthread_mutex_unlock(&sim_mu);
-                sim_hang();
+                sim_hang_unlock(sim_cl.dir);
         }
         /* after Xid 79 the real driver often cannot even give the handle (gpu_lost_handle) */
         if (sim_k.gpu[index].lost_handle)
@@ -1028,8 +1045,7 @@ static nvmlReturn_t sim_event_wait(const char *fn, nvmlEventSet_t set, nvmlEvent
                         if (!(set->types[g] & NVML_EVENT_TYPE_XID_CRITICAL_ERROR))
                                 continue;
                         if (sim_knobs_hang(&sim_k, (int)g, fn)) {
-                                pthread_mutex_unlock(&sim_mu);
-                                sim_hang();
+                                sim_hang_unlock(sim_cl.dir);
                         }
                         if (sim_k.gpu[g].xid_event < 0 || sim_event_take(sim_cl.dir, g, &code) != 1)
                                 continue;

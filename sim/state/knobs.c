@@ -86,6 +86,10 @@ static const struct knob_def knob_defs[] = {
           "MemoryInfo_v2 returns 13 otherwise)" },
         { "hang", K_HANG, true, false, 0, NULL, "FUNCTION|any|none",
           "that NVML call (or any) never returns: a wedged driver" },
+        { "hang_holds_lock", K_BOOL, false, false, 0, NULL, "on|off",
+          "a hung call holds the driver's API lock: every later\n"
+          "NVML call, of any process and on any GPU, waits behind\n"
+          "it until the hung caller is gone (default off)" },
         { "gpu_lost", K_BOOL, true, false, 0, NULL, "on|off",
           "per-device calls return NVML_ERROR_GPU_IS_LOST (15)" },
         { "gpu_lost_handle", K_BOOL, true, false, 0, NULL, "on|off",
@@ -346,6 +350,8 @@ static void knob_apply(struct sim_knobs *k, const struct knob_assign *a)
                 k->hidden_owner = b;
         else if (!strcmp(a->def->key, "strict_versions") && parse_bool(v, &b) == 0)
                 k->strict_versions = b;
+        else if (!strcmp(a->def->key, "hang_holds_lock") && parse_bool(v, &b) == 0)
+                k->hang_holds_lock = b;
         else if (!strcmp(a->def->key, "free_delay_ms_per_gib") && parse_u64(v, &u) == 0)
                 k->free_delay_ms_per_gib = u;
         if (!a->def->per_gpu)

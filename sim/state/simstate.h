@@ -133,6 +133,7 @@ struct sim_knobs {
         uint64_t free_delay_ms_per_gib;
         bool strict_versions;
         char hang[SIM_HANG_LEN];        /* for calls that name no GPU */
+        bool hang_holds_lock;           /* a hung call holds DIR/driver/api.lock */
         enum sim_mig_view mig_unprivileged;
         struct sim_gpu_knobs gpu[SIM_MAX_GPUS];
 };
@@ -307,6 +308,12 @@ int sim_context_get(const char *dir, unsigned id, struct sim_ctx *ret);
 int sim_context_mark(const char *dir, unsigned id, pid_t watcher, uint64_t released_ms);
 
 /* ---- teardown (the driver's side of a release) ------------------------------------------ */
+
+/* The driver's API lock (DIR/driver/api.lock), which a hung call holds under the
+ * hang_holds_lock knob. exclusive: take it and return its descriptor (held until closed or
+ * the process ends); shared: wait until no hung call holds it, then return 0. Or a negative
+ * errno. */
+int sim_api_lock(const char *dir, bool exclusive);
 
 /* The driver's own way to nvidiactl: DIR/driver/nvidiactl, a hard link to DIR/dev/nvidiactl
  * (created when missing), so that the teardown watcher waits on the same inode without a

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -49,6 +50,35 @@ int sim_driver_ctl_open(const char *dir)
                 return -ESTALE;
         }
         return fd;
+}
+
+int sim_api_lock(const char *dir, bool exclusive)
+{
+        char link_dir[PATH_MAX];
+        int r = sim_path(link_dir, sizeof(link_dir), dir, "driver");
+        if (r < 0)
+                return r;
+        if (mkdir(link_dir, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        char path[PATH_MAX];
+        r = sim_path(path, sizeof(path), dir, "driver/api.lock");
+        if (r < 0)
+                return r;
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
+        if (fd < 0)
+                return -errno;
+        /* the wait is the point: no bound (a caller that must not wait bounds its own calls) */
+        while (flock(fd, exclusive ? LOCK_EX : LOCK_SH) < 0) {
+                if (errno != EINTR) {
+                        r = -errno;
+                        close(fd);
+                        return r;
+                }
+        }
+        if (exclusive)
+                return fd;
+        close(fd);
+        return 0;
 }
 
 int sim_owners_open(const char *dir)

@@ -119,6 +119,7 @@ json_t *gpu_report_driver_json(const struct gpu_report *r)
         json_set(d, "nvml_version", r->nvml_version[0] ? json_text(r->nvml_version) : json_null());
         json_set(d, "pid_mode", json_string(gpu_pid_mode_name(r->pid_mode)));
         json_set(d, "error", r->error[0] ? json_text(r->error) : json_null());
+        json_set(d, "timed_out", json_boolean(r->timed_out));
         json_set_time(d, "sample_time", r->sample_time, r->sample_time > 0);
         return d;
 }
@@ -243,6 +244,7 @@ int gpu_report_from_json(const json_t *doc, struct gpu_report **ret)
         copy_str(r->driver_version, sizeof(r->driver_version), d, "version");
         copy_str(r->nvml_version, sizeof(r->nvml_version), d, "nvml_version");
         copy_str(r->error, sizeof(r->error), d, "error");
+        r->timed_out = json_get_bool(d, "timed_out", 0);
         const char *pm = json_get_str(d, "pid_mode", "unknown");
         r->pid_mode = !strcmp(pm, "translated") ? GPU_PID_TRANSLATED : !strcmp(pm, "host") ? GPU_PID_HOST : GPU_PID_UNKNOWN;
         /* schema 2 writes sample_time as text and sample_time_epoch; bundles of schema 1 have the number */

@@ -298,6 +298,36 @@ static bool holder_attributed(const struct scan_result *r, pid_t pid)
         return false;
 }
 
+/* The driver did not answer at all: a call stuck in it (holding its lock) holds up every other
+ * caller, so the processes using it now are the leads — those in D state first, the likely
+ * stuck ones. */
+static void text_driver_hangs(FILE *out, const struct host_report *h, bool color, bool verbose)
+{
+        if (!h || !h->n_holders)
+                return;
+        size_t n_d = 0, shown = 0, limit = verbose ? SIZE_MAX : 10;
+        for (size_t i = 0; i < h->n_holders; i++)
+                n_d += h->holders[i].state == 'D';
+        fprintf(out, "\nA task stuck in the driver (holding its lock) holds up every other caller. Processes "
+                     "using the driver now%s:\n", n_d ? " (in D state first: the likely stuck ones)" : "");
+        for (int pass = 0; pass < 2; pass++)
+                for (size_t i = 0; i < h->n_holders && shown < limit; i++) {
+                        const struct host_proc *hp = &h->holders[i];
+                        if ((hp->state == 'D') != (pass == 0))
+                                continue;
+                        char why[96];
+                        snprintf(why, sizeof(why), "in D state%s%.63s", hp->wchan[0] ? ", waiting in " : "", hp->wchan);
+                        text_holder_line(out, hp, hp->state == 'D' ? why : NULL, color);
+                        shown++;
+                }
+        if (shown < h->n_holders)
+                fprintf(out, "    and %zu more (--verbose or --json lists them)\n", h->n_holders - shown);
+        fprintf(out, "  %snext:%s %s`ghostvram xid` for the driver's errors; a task stuck in the driver cannot be "
+                     "killed: when it stays, reset the GPU (`nvidia-smi -r`) or reboot\n",
+                color ? C_BOLD : "", color ? C_OFF : "",
+                n_d ? "`sudo cat /proc/PID/stack` for each task in D state (where it waits); " : "");
+}
+
 void scan_text(FILE *out, const struct scan_result *r, bool color, bool verbose)
 {
         scan_text_hooked(out, r, color, verbose, NULL, NULL);
@@ -312,6 +342,8 @@ void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool v
                 fputs("NVIDIA driver: ", out);
                 put_esc(out, gr->error[0] ? gr->error : "not available");
                 fputc('\n', out);
+                if (gr->timed_out)
+                        text_driver_hangs(out, f->host, color, verbose);
                 return;
         }
         for (size_t i = 0; i < r->n_gpus; i++) {
