@@ -210,8 +210,8 @@ static int set_facts(json_t *root, const struct host_report *f)
 }
 
 /* Returns the document, or NULL with *ret_err: a negative errno (-FILEIO_ENOTREG, -EFBIG, ...)
- * or -EBADMSG (not JSON: where and why in *je). */
-static json_t *load_json(const char *path, int *ret_err, json_error_t *je)
+ * or -EBADMSG (not JSON). */
+static json_t *load_json(const char *path, int *ret_err)
 {
         char *data;
         size_t len;
@@ -220,7 +220,7 @@ static json_t *load_json(const char *path, int *ret_err, json_error_t *je)
                 *ret_err = r;
                 return NULL;
         }
-        json_t *j = json_loadb(data, len, 0, je);
+        json_t *j = json_loadb(data, len, 0, NULL);
         free(data);
         *ret_err = j ? 0 : -EBADMSG;
         return j;
@@ -237,7 +237,7 @@ int host_bundle_write_json(const char *save_dir, const struct host_report *facts
         char *out = NULL;
         json_t *pj;
         int le;
-        json_t *root = load_json(path, &le, NULL);
+        json_t *root = load_json(path, &le);
         bool fresh = !root || !json_is_object(root);
         if (fresh) {
                 json_decref(root);
@@ -369,20 +369,14 @@ static int parse_bundle(json_t *root, struct host_bundle_in *b)
         return 0;
 }
 
-/* Read and parse PATH (a bundle's host.json). 0 and *ret (NULL: not a bundle's, another
- * format), or a negative errno and, with err, why ("host.json: ..."). */
-static int load_host_json(const char *path, struct host_bundle_in **ret, char *err, size_t errlen)
+int host_bundle_parse(const char *data, size_t len, struct host_bundle_in **ret, char *err, size_t errlen)
 {
         *ret = NULL;
-        int le;
         json_error_t je;
-        json_t *root = load_json(path, &le, &je);
+        json_t *root = json_loadb(data, len, 0, &je);
         if (!root) {
-                if (le == -EBADMSG)
-                        snprintf(err, errlen, "host.json: not JSON (line %d, column %d: %.100s)", je.line, je.column, je.text);
-                else
-                        snprintf(err, errlen, "host.json: %s", le == -EFBIG ? "too large" : fileio_strerror(le));
-                return le;
+                snprintf(err, errlen, "host.json: not JSON (line %d, column %d: %.100s)", je.line, je.column, je.text);
+                return -EBADMSG;
         }
         int r = 0;
         struct host_bundle_in *b;
@@ -406,6 +400,22 @@ static int load_host_json(const char *path, struct host_bundle_in **ret, char *e
         *ret = b;
 out:
         json_decref(root);
+        return r;
+}
+
+/* Read and parse PATH (a bundle's host.json), as host_bundle_parse. */
+static int load_host_json(const char *path, struct host_bundle_in **ret, char *err, size_t errlen)
+{
+        char *data;
+        size_t len;
+        *ret = NULL;
+        int r = read_file_at(AT_FDCWD, path, BUNDLE_JSON_CAP, &data, &len);
+        if (r < 0) {
+                snprintf(err, errlen, "host.json: %s", r == -EFBIG ? "too large" : fileio_strerror(r));
+                return r;
+        }
+        r = host_bundle_parse(data, len, ret, err, errlen);
+        free(data);
         return r;
 }
 

@@ -136,6 +136,9 @@ struct host_bundle_in {
 /* Load host.json from the directory above proc_root. 0 and *ret (NULL when proc_root is not a
  * bundle), or a negative errno for a bundle whose host.json is damaged. */
 int host_bundle_load(const char *proc_root, struct host_bundle_in **ret);
+/* Parse a bundle's host.json from memory (len bytes, no NUL needed). 0 and *ret (NULL: another
+ * format's file, why in err), or a negative errno and why in err. */
+int host_bundle_parse(const char *data, size_t len, struct host_bundle_in **ret, char *err, size_t errlen);
 void host_bundle_in_free(struct host_bundle_in *b);
 const struct host_bundle_proc *host_bundle_proc(const struct host_bundle_in *b, pid_t pid);
 
