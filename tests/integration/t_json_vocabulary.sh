@@ -32,7 +32,9 @@ WATCH=$!
 gvs xid --follow --json >"$GV_TMP/xid_follow.json" 2>"$GV_TMP/xid_follow.err" &
 FOLLOW=$!
 track "$WATCH" "$FOLLOW"
-sleep 1.5
+# what the log holds at watch's first cycle is history: append once that cycle has ended (its
+# first state line; xid --follow, without --since, prints the whole log)
+wait_for_line "$GV_TMP/watch.json" '"event":"state"'
 printf '[%s] NVRM: Xid (PCI:0000:1b:00): 31, pid=%s, name=python3, MMU Fault: ENGINE GRAPHICS\n' 300.5 "$LIVE" >>"$SIM/kmsg"
 for _ in $(seq 100); do
         grep -q '"event":"xid"' "$GV_TMP/watch.json" && grep -q '"kernel_event"' "$GV_TMP/xid_follow.json" && break
