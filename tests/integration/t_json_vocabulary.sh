@@ -27,9 +27,11 @@ out reclaim_error gvs reclaim --json --gpu 7
 out doctor gvs doctor --json
 note "watch and xid --follow: a kernel event arriving while they run"
 : >>"$SIM/kmsg"         # the simulated host's kernel log (a real host's /dev/kmsg is always there)
-gvs watch --json --interval 300ms --for 0 >"$GV_TMP/watch.json" 2>"$GV_TMP/watch.err" &
+# (ghostvram itself in the background, not the function gvs: $! would be a subshell, and
+# killing it would leave ghostvram running after the test)
+GHOSTVRAM_SIM="$SIM" "$GV_BIN" watch --json --interval 300ms --for 0 >"$GV_TMP/watch.json" 2>"$GV_TMP/watch.err" &
 WATCH=$!
-gvs xid --follow --json >"$GV_TMP/xid_follow.json" 2>"$GV_TMP/xid_follow.err" &
+GHOSTVRAM_SIM="$SIM" "$GV_BIN" xid --follow --json >"$GV_TMP/xid_follow.json" 2>"$GV_TMP/xid_follow.err" &
 FOLLOW=$!
 track "$WATCH" "$FOLLOW"
 # what the log holds at watch's first cycle is history: append once that cycle has ended (its
