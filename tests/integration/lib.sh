@@ -7,15 +7,61 @@ set -euo pipefail
 : "${GV_BUILD:?GV_BUILD must name the build directory}"
 GV_QUERY="$GV_BUILD/sim/gv-simquery"
 GV_TMP=$(mktemp -d /tmp/gv-it.XXXXXX)
-GV_PIDS=()      # every process started (killed with SIGKILL on exit)
-GV_GROUPS=()    # process groups of jobs (each owner, or its launcher, leads its own)
+# What is killed on exit, each entry with the start time (field 22 of /proc/PID/stat, clock
+# ticks since boot) it had when tracked: a PID, once its process is gone, may name another
+# process (of another test, or of the host) — only a process that still has that start time is
+# killed. PIDs wrap around (pid_max may be 32768) while many tests fork at once.
+GV_PIDS=()      # PID:START of every process started (track)
+GV_GROUPS=()    # PGID:LEADER-START:FIRST-START of the process groups of jobs (track_group)
 MIB=1048576
+
+# _gv_stat PID: _GV_ST gets fields 3.. of /proc/PID/stat ([0] state, [2] process group,
+# [19] start time), read after the last ')' (the command name may hold spaces and parentheses);
+# 1 when there is no such process.
+_gv_stat() {
+        local s
+        [[ $1 =~ ^[1-9][0-9]*$ ]] || return 1
+        { IFS= read -r s <"/proc/$1/stat"; } 2>/dev/null || return 1
+        s=${s##*) }
+        read -r -a _GV_ST <<<"$s"
+        [ "${#_GV_ST[@]}" -ge 20 ]
+}
+
+# _gv_kill_group PGID LEADER-START FIRST-START: SIGKILL the group, if it is still the one
+# tracked. While its leader lives (start time LEADER-START), its PID cannot name anything else:
+# kill -- -PGID. When another process has the leader's PID, the group ended (the kernel does
+# not give out a PID that is still some process's group ID) and PGID is another group now:
+# nothing. When no process has that PID, the group may have outlived its leader: each process
+# of group PGID that started at or after FIRST-START (the leader's start, or its first known
+# member's) is killed. (What this cannot tell apart: PGID given to a new process, which led a
+# group of its own and is gone already while its members live — after a wrap-around of the
+# PIDs, all within one test.)
+_gv_kill_group() {
+        local st p
+        if _gv_stat "$1"; then
+                if [ "${_GV_ST[19]}" = "$2" ]; then kill -9 -- "-$1" 2>/dev/null || true; fi
+                return 0
+        fi
+        for st in /proc/[0-9]*/stat; do
+                p=${st#/proc/}
+                p=${p%/stat}
+                _gv_stat "$p" || continue
+                if [ "${_GV_ST[2]}" = "$1" ] && [ "${_GV_ST[19]}" -ge "$3" ]; then kill -9 "$p" 2>/dev/null || true; fi
+        done
+        return 0
+}
 
 gv_cleanup() {
         local rc=$?
-        local p f
-        for p in "${GV_GROUPS[@]}"; do kill -9 -- "-$p" 2>/dev/null || true; done
-        for p in "${GV_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+        local p f e pid start lstart fstart
+        for e in "${GV_GROUPS[@]}"; do
+                IFS=: read -r pid lstart fstart <<<"$e"
+                _gv_kill_group "$pid" "$lstart" "$fstart" || true
+        done
+        for e in "${GV_PIDS[@]}"; do
+                IFS=: read -r pid start <<<"$e"
+                if _gv_stat "$pid" && [ "${_GV_ST[19]}" = "$start" ]; then kill -9 "$pid" 2>/dev/null || true; fi
+        done
         # teardown watchers (sessions of their own) of contexts something untracked still holds;
         # a PID recorded in another PID namespace may name another process here: only one
         # that watches a directory of ours is killed
@@ -50,8 +96,39 @@ assert_eq() { # ACTUAL EXPECTED WHAT
         [ "$1" = "$2" ] || fail "$3: got '$1', expected '$2'"
 }
 
-# Remember processes to kill on exit.
-track() { GV_PIDS+=("$@"); }
+# Remember processes to kill on exit, with their start times (a process already gone is not
+# remembered: its PID may be reused).
+track() {
+        local p
+        for p in "$@"; do
+                [ -n "$p" ] || continue
+                _gv_stat "$p" || continue
+                GV_PIDS+=("$p:${_GV_ST[19]}")
+        done
+}
+
+# track_group PGID [MEMBER]: remember process group PGID to kill on exit, by the start time of
+# its leader (process PGID); when the leader is gone already (a launcher that exited), by that
+# of MEMBER, a process of the group, instead (the group's processes started after it count).
+track_group() {
+        local lstart=""
+        if _gv_stat "$1"; then
+                lstart=${_GV_ST[19]}
+                GV_GROUPS+=("$1:$lstart:$lstart")
+        elif [ -n "${2:-}" ] && _gv_stat "$2"; then
+                GV_GROUPS+=("$1::${_GV_ST[19]}")
+        fi
+}
+
+# Forget PIDs (of processes now dead: kill_wait).
+_gv_forget() {
+        local e p keep=()
+        for e in "${GV_PIDS[@]}"; do
+                for p in "$@"; do [ "${e%%:*}" = "$p" ] && continue 2; done
+                keep+=("$e")
+        done
+        GV_PIDS=("${keep[@]}")
+}
 
 # A fresh simulated host; sets SIM.
 sim_new() {
@@ -79,7 +156,7 @@ sim_run() {
                 track "$pid"
         done <<<"$out"
         [ -n "$OWNER" ] || fail "sim run printed no owner"
-        GV_GROUPS+=("${LAUNCHER:-$OWNER}")
+        track_group "${LAUNCHER:-$OWNER}" "$OWNER"
 }
 
 # Field KEY of context ID in SIM's contexts ("" when the context is not there).
@@ -116,11 +193,28 @@ kill_wait() {
                 for i in $(seq 500); do is_dead "$p" && break; sleep 0.01; done
                 is_dead "$p" || fail "process $p did not die"
         done
+        _gv_forget "$@"
 }
 
 # Does process $1 hold a simulated device file by descriptor / by mapping?
-holds_fd() { ls -l "/proc/$1/fd" 2>/dev/null | grep -q "$SIM/dev/nvidia"; }
+# (ls's output read whole: many descriptors are more than one write, and grep -q quitting
+# early would fail the pipe under pipefail)
+holds_fd() { grep -q "$SIM/dev/nvidia" <<<"$(ls -l "/proc/$1/fd" 2>/dev/null)"; }
 holds_map() { grep -q "$SIM/dev/nvidia" "/proc/$1/maps" 2>/dev/null; }
+
+# wait_holder PID ARGV0: until process PID runs with first argument ARGV0 (its exec done) and
+# holds a simulated device file by descriptor (30 s): a helper started with
+# bash -c "exec 3<DEV...; exec [-a ARGV0] PROGRAM..." is then what the test means.
+wait_holder() {
+        local i a0
+        for i in $(seq 3000); do
+                a0=""
+                { IFS= read -r -d '' a0 <"/proc/$1/cmdline"; } 2>/dev/null || true
+                [ "$a0" = "$2" ] && holds_fd "$1" && return 0
+                sleep 0.01
+        done
+        fail "process $1 did not become '$2' holding a device file (argv[0] '$a0')"
+}
 
 # Can we make PID namespaces here?
 need_unshare() {
@@ -143,10 +237,11 @@ pid_in_ns_of() {
         return 1
 }
 
-# Wait until file $1 has a line matching $2 (5 s).
+# Wait until file $1 has a line matching $2 (30 s: a loaded machine; it returns as soon as the
+# line is there).
 wait_for_line() {
         local i
-        for i in $(seq 500); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.01; done
+        for i in $(seq 3000); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.01; done
         fail "no '$2' in $1"
 }
 

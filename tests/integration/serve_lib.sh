@@ -56,6 +56,23 @@ ghost_of() {
                                          index($0, "kind=\"ghost\"") && v == "" { v = $NF } END { print v }' <<<"$body"
 }
 
+# steady_threads PID: the process's thread count between its holder walks: the fewest of 20
+# looks over 2 s. A walk of 64 processes or more runs on up to 7 more threads for a few
+# milliseconds (host_scan.c's walkers, unnamed: the comm of the process, so not to be told
+# apart by name); a count taken during one would be off by them. Threads that stay (calls
+# stuck in a hung driver) are in every look.
+steady_threads() {
+        local i k v n min=""
+        for i in $(seq 20); do
+                n=""
+                while read -r k v; do [ "$k" = Threads: ] && n=$v; done <"/proc/$1/status" || true
+                [ -n "$n" ] || fail "no thread count for process $1"
+                if [ -z "$min" ] || [ "$n" -lt "$min" ]; then min=$n; fi
+                sleep 0.1
+        done
+        echo "$min"
+}
+
 # free_port: a loopback TCP port nobody listens on (for programs that cannot take port 0).
 free_port() {
         local p i
@@ -81,5 +98,5 @@ sim_run_named() {
         OWNER=$(awk '$1 == "owner" { print $2 }' "$report")
         mapfile -t WORKERS < <(awk '$1 == "worker" { print $2 }' "$report")
         track "$OWNER" "${WORKERS[@]}"
-        GV_GROUPS+=("$OWNER")
+        track_group "$OWNER"
 }

@@ -8,8 +8,10 @@
 # Sets: SL (the directory), SLURM_CONF (exported), SL_NODE, SL_PIDS (munged slurmctld slurmd).
 
 # The node's name, one of its own: with proctrack/cgroup slurmd's cgroups are named after it,
-# and another run of this test (another PID namespace, another checkout) must not meet them.
-SL_NODE="gv$$x$RANDOM"
+# and another run of this test (another PID namespace, another checkout) must not meet them:
+# $$ is 1 in every PID namespace, so the name also carries a number from this run's $GV_TMP.
+SL_ID=$(cksum <<<"$GV_TMP" | cut -d' ' -f1)
+SL_NODE="gv${SL_ID}x$RANDOM"
 
 slurm_need() {
         need_tool munged munge

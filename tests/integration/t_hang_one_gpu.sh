@@ -31,10 +31,10 @@ grep -q '^ghostvram_gpu_memory_used_bytes{gpu="1"' <<<"$m" && fail "/metrics giv
 
 note "serve: threads stay bounded over many cycles with the hang in place"
 sleep 3 # several cycles of 1 s
-t1=$(awk '/^Threads:/ { print $2 }' "/proc/$SERVE_PID/status")
+t1=$(steady_threads "$SERVE_PID")
 sleep 4
-t2=$(awk '/^Threads:/ { print $2 }' "/proc/$SERVE_PID/status")
-note "  threads: $t1, then $t2 after 4 more cycles"
+t2=$(steady_threads "$SERVE_PID")
+note "  threads: $t1, then $t2 after 4 more cycles (between walks)"
 assert_eq "$t2" "$t1" "serve's thread count over 4 cycles with GPU 1 hung"
 # main, the collector, the HTTP side (at most a few) and one thread stuck on GPU 1
 [ "$t2" -le 8 ] || fail "serve has $t2 threads: calls pile up in the hung driver"

@@ -27,12 +27,16 @@ out reclaim_error gvs reclaim --json --gpu 7
 out doctor gvs doctor --json
 note "watch and xid --follow: a kernel event arriving while they run"
 : >>"$SIM/kmsg"         # the simulated host's kernel log (a real host's /dev/kmsg is always there)
-gvs watch --json --interval 300ms --for 0 >"$GV_TMP/watch.json" 2>"$GV_TMP/watch.err" &
+# (ghostvram itself in the background, not the function gvs: $! would be a subshell, and
+# killing it would leave ghostvram running after the test)
+GHOSTVRAM_SIM="$SIM" "$GV_BIN" watch --json --interval 300ms --for 0 >"$GV_TMP/watch.json" 2>"$GV_TMP/watch.err" &
 WATCH=$!
-gvs xid --follow --json >"$GV_TMP/xid_follow.json" 2>"$GV_TMP/xid_follow.err" &
+GHOSTVRAM_SIM="$SIM" "$GV_BIN" xid --follow --json >"$GV_TMP/xid_follow.json" 2>"$GV_TMP/xid_follow.err" &
 FOLLOW=$!
 track "$WATCH" "$FOLLOW"
-sleep 1.5
+# what the log holds at watch's first cycle is history: append once that cycle has ended (its
+# first state line; xid --follow, without --since, prints the whole log)
+wait_for_line "$GV_TMP/watch.json" '"event":"state"'
 printf '[%s] NVRM: Xid (PCI:0000:1b:00): 31, pid=%s, name=python3, MMU Fault: ENGINE GRAPHICS\n' 300.5 "$LIVE" >>"$SIM/kmsg"
 for _ in $(seq 100); do
         grep -q '"event":"xid"' "$GV_TMP/watch.json" && grep -q '"kernel_event"' "$GV_TMP/xid_follow.json" && break

@@ -8,8 +8,10 @@ source "$(dirname "$0")/oracle_lib.sh"
 oracle_fetch
 oracle_foreign_env
 command -v tmux >/dev/null || fail "tmux is missing (Debian package tmux)"
-SOCK=gv-nvtop-$$
-trap 'rc=$?; tmux -L "$SOCK" kill-server 2>/dev/null; (exit $rc); gv_cleanup' EXIT
+# the server's socket in this run's directory ($$ is 1 in every PID namespace: a name made of
+# it would be the same for runs side by side)
+SOCK=$GV_TMP/tmux.sock
+trap 'rc=$?; tmux -S "$SOCK" kill-server 2>/dev/null; (exit $rc); gv_cleanup' EXIT
 
 sim_new --gpus 2
 sim_run --gpu 0 --mib 4096 --workers 2
@@ -19,14 +21,16 @@ b=$OWNER
 
 # nvtop in a 200x30 tmux window, no plots (-p), refreshing every 0.2 s
 nvtop_start() { # SESSION
-        tmux -L "$SOCK" new-session -d -s "$1" -x 200 -y 30 \
+        tmux -S "$SOCK" new-session -d -s "$1" -x 200 -y 30 \
                 "env ${FOREIGN_ENV[*]} GHOSTVRAM_SIM=$SIM LD_LIBRARY_PATH=$GV_BUILD/sim/current TERM=xterm $NV/nvtop -p -d 2 2>&1; sleep 60"
 }
-screen() { tmux -L "$SOCK" capture-pane -p -t "$1"; }
+# (a screen is read whole before it is matched: a 200x30 screen is more than one write, and
+# grep -q quitting early would fail the pipe under pipefail)
+screen() { tmux -S "$SOCK" capture-pane -p -t "$1"; }
 # Wait until the screen of session $1 matches the extended regex $2 (10 s)
 wait_screen() {
         local i
-        for i in $(seq 100); do screen "$1" | grep -qE "$2" && return 0; sleep 0.1; done
+        for i in $(seq 100); do grep -qE "$2" <<<"$(screen "$1")" && return 0; sleep 0.1; done
         screen "$1"
         fail "nvtop's screen never showed /$2/"
 }
@@ -36,16 +40,16 @@ proc_line() { screen "$1" | grep -E "^ +$2 " || true; }
 nvtop_start live
 wait_screen live "^ +$b "
 screen live | sed -n 1,8p
-screen live | grep -q "No GPU to monitor" && fail "nvtop found no GPU"
+grep -q "No GPU to monitor" <<<"$(screen live)" && fail "nvtop found no GPU"
 name="NVIDIA H100 80GB HBM3 (simulated)"
 for g in 0 1; do
-        screen live | grep -qF "Device $g [$name] PCIe GEN 5@16x" || fail "nvtop does not show GPU $g"
+        grep -qF "Device $g [$name] PCIe GEN 5@16x" <<<"$(screen live)" || fail "nvtop does not show GPU $g"
 done
 # its memory bar uses the v1 figure (reserved included): nvtop asks for MemoryInfo_v2 with a
 # bare version 2, which the driver refuses (FUNCTION_NOT_FOUND), and falls back
 # 4096 + 579 MiB = 4.565 GiB and 1024 + 579 = 1.565 GiB of 81559 MiB = 79.647 GiB
-screen live | grep -qF "4.565Gi/79.647Gi" || fail "nvtop's GPU 0 memory is not reserved + 4096 MiB"
-screen live | grep -qF "1.565Gi/79.647Gi" || fail "nvtop's GPU 1 memory is not reserved + 1024 MiB"
+grep -qF "4.565Gi/79.647Gi" <<<"$(screen live)" || fail "nvtop's GPU 0 memory is not reserved + 4096 MiB"
+grep -qF "1.565Gi/79.647Gi" <<<"$(screen live)" || fail "nvtop's GPU 1 memory is not reserved + 1024 MiB"
 read -r pid _ dev type _ mem _ <<<"$(proc_line live "$a")"
 assert_eq "$pid $dev $type $mem" "$a 0 Compute 4096MiB" "nvtop's line for the owner on GPU 0"
 read -r pid _ dev type _ mem _ <<<"$(proc_line live "$b")"

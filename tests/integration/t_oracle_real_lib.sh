@@ -108,10 +108,15 @@ cat >"$GV_TMP/serve.sh" <<EOF
 set -e
 "$GV_BIN" serve --listen 127.0.0.1:0 --interval 1s --nvml-lib "$REAL" >"$GV_TMP/serve.out" 2>&1 &
 p=\$!
-for i in \$(seq 100); do grep -q 'listening on' "$GV_TMP/serve.out" && break; sleep 0.05; done
-sleep 1.5
+for i in \$(seq 600); do grep -q 'listening on' "$GV_TMP/serve.out" && break; sleep 0.05; done
 url=http://\$(grep -o '127.0.0.1:[0-9]*' "$GV_TMP/serve.out" | head -n1)
-curl -s -o /dev/null -w '%{http_code}\n' "\$url/healthz"
+# /healthz turns 200 after the first collection (30 s at most)
+for i in \$(seq 300); do
+        code=\$(curl -s -o /dev/null -w '%{http_code}' "\$url/healthz" || true)
+        [ "\$code" = 200 ] && break
+        sleep 0.1
+done
+echo "\$code"
 curl -s "\$url/api/v1/scan" | jq -c '{present: .driver.present, gpus: (.gpus | length)}'
 kill -TERM \$p
 rc=0; wait \$p || rc=\$?
@@ -138,8 +143,8 @@ printf '$ nvidia-smi   [real library, no module]\n%s\n(exit %d)\n' "$out" "$rc"
 assert_eq "$rc" 9 "nvidia-smi on the real library without a module (NVML_ERROR_DRIVER_NOT_LOADED)"
 
 note "4. a library that can be unloaded, as NVIDIA's can"
-readelf -d "$REAL" | grep -q NODELETE && fail "NVIDIA's library is marked NODELETE: the premise of this test is wrong"
-readelf -d "$GV_BUILD/sim/current/libnvidia-ml.so.1" | grep -q NODELETE || fail "the stand-in is no longer -z nodelete"
+grep -q NODELETE <<<"$(readelf -d "$REAL")" && fail "NVIDIA's library is marked NODELETE: the premise of this test is wrong"
+grep -q NODELETE <<<"$(readelf -d "$GV_BUILD/sim/current/libnvidia-ml.so.1")" || fail "the stand-in is no longer -z nodelete"
 UNL=$GV_BUILD/sim-unloadable/current/libnvidia-ml.so.1
 [ -e "$UNL" ] || fail "no $UNL (target nvml_sim_unloadable)"
 "$GV_BIN" sim set "$SIM" hang=nvmlDeviceGetCount_v2 >/dev/null
@@ -175,9 +180,16 @@ grep -q "no sample succeeded" <<<"$LAST" && fail "watch: GPU 0 was sampled: $LAS
 cat >"$GV_TMP/serve-unl.sh" <<EOF
 GHOSTVRAM_SIM=$SIM "$GV_BIN" serve --listen 127.0.0.1:0 --interval 1s --call-timeout 1s --nvml-lib "$UNL" >"$GV_TMP/serve-unl.out" 2>&1 &
 p=\$!
-sleep 4
-kill -0 \$p || { echo "serve died"; exit 1; }
+for i in \$(seq 600); do grep -q 'listening on' "$GV_TMP/serve-unl.out" && break; sleep 0.05; done
 url=http://\$(grep -o '127.0.0.1:[0-9]*' "$GV_TMP/serve-unl.out" | head -n1)
+# 4 collections with the call stuck (30 s at most)
+for i in \$(seq 300); do
+        n=\$(curl -s "\$url/metrics" | awk '/^ghostvram_scans_total/ { n += \$2 } END { print n + 0 }' || true)
+        [ "\${n:-0}" -ge 4 ] && break
+        sleep 0.1
+done
+echo "collections: \$n" >&2
+kill -0 \$p || { echo "serve died"; exit 1; }
 curl -s -o /dev/null -w '%{http_code}\n' "\$url/metrics"
 curl -s -o /dev/null -w 'healthz %{http_code}\n' "\$url/healthz" >&2
 kill -0 \$p || { echo "serve died"; exit 1; }

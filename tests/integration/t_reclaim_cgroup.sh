@@ -6,7 +6,7 @@
 
 CG2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
 [ -n "$CG2" ] || skip "no cgroup2 mount here"
-BASE="$CG2/gv-test.$$.$RANDOM"
+BASE="$CG2/gv-test.${GV_TMP##*/}" # unique: $$ is 1 in every PID namespace
 mkdir "$BASE" 2>/dev/null || skip "cannot create a cgroup under $CG2 (not writable here)"
 cleanup_cg() {
         local d

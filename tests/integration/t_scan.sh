@@ -77,6 +77,7 @@ GHOSTW=("${WORKERS[@]}")
 bash -c "exec 3<'$SIM/dev/nvidiactl' 4<'$SIM/dev/nvidia1'; exec sleep 600" &
 MON=$!
 track "$MON"
+wait_holder "$MON" sleep
 kill_wait "$DEADJOB"
 scan_rc
 assert_eq "$(verdict 0)" ok "healthy GPU 0"

@@ -127,7 +127,8 @@ while [ -e "/proc/$owner" ]; do sleep 0.01; done
 echo $((owner - 1)) >/proc/sys/kernel/ns_last_pid
 bash -c "exec 3<'$SIM/dev/nvidiactl' 4<'$SIM/dev/nvidia1'; exec -a nvidia-smi sleep 600" &
 mon=$!
-sleep 0.2
+# until it runs as nvidia-smi (its descriptors opened before the exec)
+for i in $(seq 3000); do [ "$(tr '\0' ' ' <"/proc/$mon/cmdline" 2>/dev/null)" = "nvidia-smi 600 " ] && break; sleep 0.01; done
 [ "$mon" = "$owner" ] || { echo "noreuse monitor got $mon, not $owner"; exit 0; }
 set +e; s1=$(q scan --json --confirm 300ms); r1=$(q reclaim --json --confirm 300ms); set -e
 kill -9 "$mon"; while [ -e "/proc/$mon" ]; do sleep 0.01; done

@@ -165,7 +165,7 @@ note "8. a monitoring daemon next to memory no process holds: a reset blocker, n
 bash -c "exec 3<'$SIM/dev/nvidiactl' 4<'$SIM/dev/nvidia1'; exec -a dcgm-exporter sleep 600" &
 DCGM=$!
 track "$DCGM"
-sleep 0.2
+wait_holder "$DCGM" dcgm-exporter
 scan_rc
 case "$(verdict 1)" in daemon-holder | orphaned-holders) fail "the exporter taken for the holder: $(verdict 1)" ;; esac
 assert_eq "$(attributed 1)" "" "nobody attributed"

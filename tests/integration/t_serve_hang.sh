@@ -18,7 +18,7 @@ worst=0
 ages=()
 end=$((SECONDS + 8))
 while [ "$SECONDS" -lt "$end" ]; do
-        t=$(curl -fsS --max-time 2 -o "$GV_TMP/m.txt" -w '%{time_total}' "$URL/metrics") || fail "a scrape failed during the hang"
+        t=$(curl -fsS --max-time 5 -o "$GV_TMP/m.txt" -w '%{time_total}' "$URL/metrics") || fail "a scrape failed during the hang"
         ms=$(awk -v t="$t" 'BEGIN { printf "%d", t * 1000 }')
         [ "$ms" -gt "$worst" ] && worst=$ms
         grep -q "^ghostvram_gpu_memory_used_bytes{gpu=\"0\",.*kind=\"listed\"} $((512 * MIB))$" "$GV_TMP/m.txt" \
@@ -27,7 +27,9 @@ while [ "$SECONDS" -lt "$end" ]; do
         sleep 0.2
 done
 note "  slowest of ${#ages[@]} scrapes during the hang: $worst ms; data age went ${ages[0]} -> ${ages[-1]} s"
-[ "$worst" -lt 1000 ] || fail "a scrape took $worst ms while the driver hung"
+# at once, from the last complete data: well under 2 s on a loaded machine (a scrape that
+# waited for the hung collection would never come: curl gives up after 5 s)
+[ "$worst" -lt 2000 ] || fail "a scrape took $worst ms while the driver hung"
 awk -v a="${ages[-1]}" 'BEGIN { exit !(a > 5) }' || fail "data age did not grow: ${ages[*]}"
 awk -v a="${ages[0]}" -v b="${ages[-1]}" 'BEGIN { exit !(b > a) }' || fail "data age did not grow: ${ages[*]}"
 
@@ -39,7 +41,7 @@ errs=$(metric 'ghostvram_scan_errors_total{source="gpu"}')
 assert_eq "$(curl -s -o /dev/null -w '%{http_code}' "$URL/api/v1/scan")" 200 "/api/v1/scan keeps the last scan"
 
 note "one thread at most is stuck in the driver"
-threads=$(ls "/proc/$SERVE_PID/task" | wc -l)
+threads=$(steady_threads "$SERVE_PID")
 [ "$threads" -le 8 ] || fail "serve has $threads threads: calls pile up in the hung driver"
 
 note "SIGTERM stops serve while the driver hangs"

@@ -70,7 +70,8 @@ assert_eq "$(jq -r '.data.result | length' <<<"$r")" 1 "one holder"
 assert_eq "$(jq -r '.data.result[0].metric.pid' <<<"$r")" "${WORKERS[0]}" "holder pid"
 assert_eq "$(jq -r '.data.result[0].metric.comm' <<<"$r")" $'q"uo\\te\xef\xbf\xbd' "holder comm (U+FFFD for the invalid byte)"
 assert_eq "$(jq -r '.data.result[0].metric.attribution' <<<"$r")" process-group "attribution"
-query '{__name__=~"ghostvram_.*"}' | grep -q hunter2 && fail "a command line reached Prometheus"
+all=$(query '{__name__=~"ghostvram_.*"}') || fail "query of every ghostvram series failed"
+grep -q hunter2 <<<"$all" && fail "a command line reached Prometheus"
 
 note "the scrape is healthy and the rules are loaded"
 t=$(curl -fsS "$API/targets")

@@ -7,7 +7,6 @@
 . "$(dirname "$0")/serve_lib.sh"
 
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
-threads_of() { ls "/proc/$1/task" | wc -l; }
 
 # raw BYTES-FILE: send it on a fresh connection, print what comes back (2 s at most)
 raw() {
@@ -26,7 +25,7 @@ want=$(ghost_of 1)
 assert_eq "$want" $((1024 * MIB)) "ghost before the storm"
 sleep 1
 rss0=$(rss_kib "$SERVE_PID")
-thr0=$(threads_of "$SERVE_PID")
+thr0=$(steady_threads "$SERVE_PID")
 
 note "300 concurrent scrapes (limit 512): every one complete and 200"
 seq 300 | xargs -P 300 -I{} curl -sS --max-time 20 -o /dev/null -w '%{http_code} %{size_download}\n' "$URL/metrics" \
@@ -71,9 +70,11 @@ for i in $(seq 60); do
 done
 track "${pids[@]}"
 sleep 0.5
+# each at once: under 2 s on a loaded machine (a scrape queued behind the slow clients would
+# wait for them, 4 s and more)
 for i in $(seq 10); do
-        t=$(curl -fsS --max-time 2 -o /dev/null -w '%{time_total}' "$URL/metrics") || fail "a scrape failed beside slow clients"
-        awk -v t="$t" 'BEGIN { exit !(t < 1) }' || fail "a scrape took $t s beside slow clients"
+        t=$(curl -fsS --max-time 5 -o /dev/null -w '%{time_total}' "$URL/metrics") || fail "a scrape failed beside slow clients"
+        awk -v t="$t" 'BEGIN { exit !(t < 2) }' || fail "a scrape took $t s beside slow clients"
 done
 for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 wait "${pids[@]}" 2>/dev/null || true
@@ -95,7 +96,7 @@ note "afterwards: correct answers, bounded memory and threads"
 assert_eq "$(ghost_of 1)" "$want" "ghost after the abuse"
 scrape | promtool check metrics || fail "promtool check after the abuse"
 rss1=$(rss_kib "$SERVE_PID")
-thr1=$(threads_of "$SERVE_PID")
+thr1=$(steady_threads "$SERVE_PID")
 note "  RSS $rss0 -> $rss1 KiB, threads $thr0 -> $thr1"
 limit=16384
 grep -q libasan "/proc/$SERVE_PID/maps" && limit=65536       # ASan's allocator keeps more around

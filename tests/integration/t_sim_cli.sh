@@ -17,8 +17,11 @@ for sub in "" init run set status; do
         "$GV_BIN" sim $sub --help >"$GV_TMP/help" || fail "sim $sub --help failed"
         grep -q "Usage: ghostvram sim" "$GV_TMP/help" || fail "sim $sub --help has no usage line"
 done
-"$GV_BIN" sim set --help | grep -q "free_delay_ms_per_gib=MS" || fail "set --help does not list the knobs"
-"$GV_BIN" sim set --help | grep -q "440.33.01" || fail "set --help does not list the variants"
+# (the whole text read before matching: grep -q in a pipe may quit before a long text is
+# written, and the writer's SIGPIPE fails the pipeline under pipefail)
+help=$("$GV_BIN" sim set --help) || fail "sim set --help failed"
+grep -q "free_delay_ms_per_gib=MS" <<<"$help" || fail "set --help does not list the knobs"
+grep -q "440.33.01" <<<"$help" || fail "set --help does not list the variants"
 expect_usage "no subcommand" "Usage: ghostvram sim" sim
 expect_usage "unknown subcommand" "unknown command 'bogus'" sim bogus
 

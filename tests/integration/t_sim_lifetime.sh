@@ -61,7 +61,9 @@ assert_eq "$(used 0)" 0 "used with only the exec'd child alive"
 kill_wait "$CHILD"
 
 note "teardown watcher: started with the context, in its own session, holding nothing of the job's"
-"$GV_BIN" sim set "$SIM" free_delay_ms_per_gib=3000
+# a teardown of 10 s per GiB: long enough to sample on a loaded machine
+D=10000
+"$GV_BIN" sim set "$SIM" free_delay_ms_per_gib=$D
 sim_run --gpu 0 --mib 1024 --workers 1
 id=$(grep -o '^ctx=[0-9]*' "$SIM/contexts" | tail -1 | cut -d= -f2)
 wt=$(ctx_field "$id" watcher)
@@ -83,15 +85,17 @@ assert_eq "$(ctx_field "$id" released)" 0 "released while a worker holds the des
 t_kill=$(now_ms)
 kill_wait "${WORKERS[0]}"
 t_dead=$(now_ms)
-for i in $(seq 200); do rel=$(ctx_field "$id" released); [ "${rel:-0}" != 0 ] && break; sleep 0.01; done
+for i in $(seq 3000); do rel=$(ctx_field "$id" released); [ "${rel:-0}" != 0 ] && break; sleep 0.01; done
 [ "${rel:-0}" != 0 ] || fail "the watcher did not record the release"
-[ "$rel" -ge "$t_kill" ] && [ "$rel" -le $((t_dead + 300)) ] ||
+# the watcher records when it wakes: scheduling latency, up to seconds on a loaded machine
+# (nothing reads the context here, so a first reader cannot have recorded it)
+[ "$rel" -ge "$t_kill" ] && [ "$rel" -le $((t_dead + 2000)) ] ||
         fail "release recorded at $rel, the last holder was killed in [$t_kill, $t_dead] ms"
-for i in $(seq 200); do is_dead "$wt" && break; sleep 0.01; done
+for i in $(seq 3000); do is_dead "$wt" && break; sleep 0.01; done
 is_dead "$wt" || fail "the watcher is still running after the release"
 
-note "freed linearly over 3 s (1 GiB x 3000 ms): partly freed at the first read, falling, 0 at the end"
-size=$((1024 * MIB)) D=3000
+note "freed linearly over $((D / 1000)) s (1 GiB x $D ms): partly freed at the first read, falling, 0 at the end"
+size=$((1024 * MIB))
 sleep 1
 prev=$((size + 1)) n_pos=0
 while :; do

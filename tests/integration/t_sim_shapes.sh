@@ -33,7 +33,7 @@ note "--launcher: 'launcher PID' comes first, then 'owner PID'"
 out=$("$GV_BIN" sim run "$SIM" --gpu 1 --mib 64 --launcher)
 l1=$(sed -n 1p <<<"$out") l2=$(sed -n 2p <<<"$out")
 [[ "$l1" == "launcher "* && "$l2" == "owner "* ]] || fail "sim run --launcher printed: $out"
-GV_GROUPS+=("${l1#launcher }")
+track_group "${l1#launcher }" "${l2#owner }"
 track "${l1#launcher }" "${l2#owner }"
 kill -9 -- "-${l1#launcher }"
 kill_wait "${l1#launcher }" "${l2#owner }"

@@ -191,8 +191,9 @@ assert_eq "$(node_state)" idle "no drain on a hung driver"
 note "F. the job's cgroup still exists (cgroup v2): the Epilog ends it with reclaim --cgroup"
 CG2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
 [ -n "$CG2" ] || fail "no cgroup2 mount here"
-JID=$((900000 + $$ % 90000)) # a job number this Slurm never reaches
-CGBASE="$CG2/gv-slurm.$$"
+JID=$((900000 + SL_ID % 90000)) # a job number this Slurm never reaches
+# a cgroup of this run's own ($$ is 1 in every PID namespace: the name of $GV_TMP tells runs apart)
+CGBASE="$CG2/gv-slurm.${GV_TMP##*/}"
 CGJOB="$CGBASE/job_$JID"
 trap 'for _ in $(seq 50); do rmdir "$CGJOB" "$CGBASE" 2>/dev/null; [ -d "$CGBASE" ] || break; sleep 0.1; done; slurm_stop; gv_cleanup' EXIT
 mkdir -p "$CGJOB" || fail "cannot create a cgroup under $CG2"

@@ -19,17 +19,19 @@ TM=(tmux -S "$GV_TMP/tmux.sock" -f /dev/null)
 trap 'rc=$?; "${TM[@]}" kill-server 2>/dev/null; (exit $rc); gv_cleanup' EXIT
 
 # top_session NAME COLS ROWS ENV...: run top in a tmux session; when it ends the pane records
-# its exit status and the terminal's modes in $GV_TMP/NAME.rc, NAME.stty. $GV_TMP/NAME.pid
-# gets top's PID.
+# its exit status and the terminal's modes in $GV_TMP/NAME.rc, then NAME.stty (renamed into
+# place once complete). $GV_TMP/NAME.pid gets top's PID.
 top_session() {
         local name=$1 cols=$2 rows=$3
         shift 3
         "${TM[@]}" new-session -d -s "$name" -x "$cols" -y "$rows" \
                 "sh -c 'echo \$\$ >$GV_TMP/$name.pid; exec env GHOSTVRAM_SIM=$SIM $* $GV_BIN top --interval 1s --call-timeout 1s'; \
-                 echo \"EXITED rc=\$?\" >$GV_TMP/$name.rc; stty -a >$GV_TMP/$name.stty; echo AFTER-TOP; sleep 600"
+                 echo \"EXITED rc=\$?\" >$GV_TMP/$name.rc; stty -a >$GV_TMP/$name.stty.part; mv $GV_TMP/$name.stty.part $GV_TMP/$name.stty; echo AFTER-TOP; sleep 600"
         wait_until 10 test -s "$GV_TMP/$name.pid" || fail "top did not start"
         track "$(cat "$GV_TMP/$name.pid")"
 }
+# (a screen is read whole before it is matched: 140x40 is more than one write, and grep -q
+# quitting early would fail the pipe under pipefail)
 screen_of() { "${TM[@]}" capture-pane -p -t "$1"; }
 # wait_screen NAME SECONDS ERE [gone]: until the screen has a line matching ERE (with "gone":
 # until no line does)
@@ -37,25 +39,28 @@ wait_screen() {
         local end=$((SECONDS + $2)) want=0
         [ "${4:-}" = gone ] && want=1
         until [ "$(screen_of "$1" | grep -cE -- "$3" || true)" -eq 0 ] && [ $want = 1 ] ||
-                { [ $want = 0 ] && screen_of "$1" | grep -qE -- "$3"; }; do
+                { [ $want = 0 ] && grep -qE -- "$3" <<<"$(screen_of "$1")"; }; do
                 [ "$SECONDS" -lt "$end" ] || { screen_of "$1" >&2; fail "screen of $1: '$3' ${4:-not found}"; }
                 sleep 0.1
         done
 }
 no_screen() { # NAME ERE: no line matches now
-        ! screen_of "$1" | grep -qE -- "$2" || { screen_of "$1" >&2; fail "a line matches '$2' on $1"; }
+        ! grep -qE -- "$2" <<<"$(screen_of "$1")" || { screen_of "$1" >&2; fail "a line matches '$2' on $1"; }
 }
 key() { "${TM[@]}" send-keys -t "$1" "${@:2}"; }
 # the terminal is clean after top: its screen gone (where the terminal has an alternate screen;
 # not with "no-alt": vt100 has none, the last frame stays as with any program), canonical mode
 # and echo back
 clean_after() {
-        wait_until 3 test -s "$GV_TMP/$1.rc" || fail "top did not exit within 3 s"
+        # (a bound for a loaded machine: a top that hangs on exit never writes the status)
+        wait_until 10 test -s "$GV_TMP/$1.rc" || fail "top did not exit within 10 s"
         assert_eq "$(cat "$GV_TMP/$1.rc")" "EXITED rc=0" "top's exit status"
         if [ "${2:-}" != no-alt ]; then
-                wait_screen "$1" 3 '^AFTER-TOP$'
+                wait_screen "$1" 10 '^AFTER-TOP$'
                 no_screen "$1" 'ghostvram top|worker of dead PID'
         fi
+        # the pane writes the status before it runs stty
+        wait_until 10 test -s "$GV_TMP/$1.stty" || fail "no terminal modes recorded after top"
         grep -qE '(^|[ ;])icanon( |$)' "$GV_TMP/$1.stty" || fail "tty left without icanon: $(cat "$GV_TMP/$1.stty")"
         grep -qE '(^|[ ;])echo( |$)' "$GV_TMP/$1.stty" || fail "tty left without echo"
 }
@@ -64,44 +69,44 @@ note "the ghost: 140x40, NO_COLOR (letters in the bar)"
 top_session a 140 40 NO_COLOR=1
 # GPU 1: 512 MiB reserved + 2048 MiB ghost of 16384 on a 60-cell bar: RR, then 7 G, 51 free
 wait_screen a 10 '^GPU 1 .* orphaned-holders \(high confidence\)$'
-wait_screen a 5 "^  \[RRGGGGGGG\.{51}\] 2560/16384 MiB  ghost 2048 MiB \(confirmed\)$"
-wait_screen a 2 "^  \[RR\.{58}\] 512/16384 MiB  ghost 0 MiB$"
-wait_screen a 2 '^GPU 0 .* ok \(high confidence\)$'
-wait_screen a 2 "^ +$OWNER .* 1 +2048  dead owner"
-wait_screen a 2 "^ +$W1 root +S 1 +-  worker of dead PID $OWNER +gv-simcuda"
-wait_screen a 2 "^ +$W2 root +S 1 +-  worker of dead PID $OWNER +gv-simcuda"
-wait_screen a 2 "^kernel [0-9:]{8} GPU 1 Xid 45 .*\(pid $OWNER\)"
-wait_screen a 2 "^bar: R reserved  L listed  F foreign  G ghost  U unattributed  \. free"
-wait_screen a 2 "2048 MiB ghost held by 2 orphaned processes of a dead job"
+wait_screen a 10 "^  \[RRGGGGGGG\.{51}\] 2560/16384 MiB  ghost 2048 MiB \(confirmed\)$"
+wait_screen a 10 "^  \[RR\.{58}\] 512/16384 MiB  ghost 0 MiB$"
+wait_screen a 10 '^GPU 0 .* ok \(high confidence\)$'
+wait_screen a 10 "^ +$OWNER .* 1 +2048  dead owner"
+wait_screen a 10 "^ +$W1 root +S 1 +-  worker of dead PID $OWNER +gv-simcuda"
+wait_screen a 10 "^ +$W2 root +S 1 +-  worker of dead PID $OWNER +gv-simcuda"
+wait_screen a 10 "^kernel [0-9:]{8} GPU 1 Xid 45 .*\(pid $OWNER\)"
+wait_screen a 10 "^bar: R reserved  L listed  F foreign  G ghost  U unattributed  \. free"
+wait_screen a 10 "2048 MiB ghost held by 2 orphaned processes of a dead job"
 
 note "keys: down selects a worker and shows its link; g focuses; r plans; x; ?"
 key a Down
-wait_screen a 2 "^PID $W1: worker of dead PID $OWNER, same process group \(high confidence\)"
+wait_screen a 10 "^PID $W1: worker of dead PID $OWNER, same process group \(high confidence\)"
 key a g
-wait_screen a 2 '^ghostvram top  SIMULATED HOST  GPU 0 '
+wait_screen a 10 '^ghostvram top  SIMULATED HOST  GPU 0 '
 no_screen a "worker of dead PID"
 key a g
-wait_screen a 2 '^ghostvram top  SIMULATED HOST  GPU 1 '
-wait_screen a 2 "^    - NVML lists PID $OWNER with 2048 MiB: (no such process|zombie)"
+wait_screen a 10 '^ghostvram top  SIMULATED HOST  GPU 1 '
+wait_screen a 10 "^    - NVML lists PID $OWNER with 2048 MiB: (no such process|zombie)"
 key a r
 wait_screen a 10 "PID $W1 +gv-simcuda \(state S\): worker of dead PID $OWNER, same process group"
-wait_screen a 2 "PID $W2 +gv-simcuda \(state S\): worker of dead PID $OWNER"
-wait_screen a 2 "Dry run: 2 processes would get SIGTERM"
-wait_screen a 2 'Reclaim plan \(dry run\): GPU 1'
+wait_screen a 10 "PID $W2 +gv-simcuda \(state S\): worker of dead PID $OWNER"
+wait_screen a 10 "Dry run: 2 processes would get SIGTERM"
+wait_screen a 10 'Reclaim plan \(dry run\): GPU 1'
 is_dead "$W1" && fail "the dry run ended a worker"
 key a Escape
-wait_screen a 2 'Dry run' gone
+wait_screen a 10 'Dry run' gone
 key a x
-wait_screen a 2 "GPU 1  Xid 45  .*pid $OWNER gv-simcuda"
+wait_screen a 10 "GPU 1  Xid 45  .*pid $OWNER gv-simcuda"
 key a Escape '?'
-wait_screen a 2 '^ +\|   r +reclaim.s plan'
+wait_screen a 10 '^ +\|   r +reclaim.s plan'
 key a Escape s
-wait_screen a 2 'sort: pid'
+wait_screen a 10 'sort: pid'
 
 note "resizing to 90x24: the bar follows the width"
 "${TM[@]}" resize-window -t a -x 90 -y 24
 # 46-cell bar: 1 R, then 6 G, 39 free
-wait_screen a 3 "^  \[RGGGGGG\.{39}\] 2560/16384 MiB  ghost 2048 MiB"
+wait_screen a 10 "^  \[RGGGGGG\.{39}\] 2560/16384 MiB  ghost 2048 MiB"
 width=$(screen_of a | awk '{ if (length($0) > m) m = length($0) } END { print m }')
 [ "$width" -le 90 ] || fail "a line is $width columns wide after resizing to 90"
 
@@ -109,14 +114,14 @@ note "GPU 1's driver hangs: GPU 1 not inspected, with the reason; GPU 0 still sa
 "$GV_BIN" sim set "$SIM" hang=1:any
 wait_screen a 10 '^GPU 1: (driver did not answer|not inspected)'
 key a '?'
-wait_screen a 3 'Keys:'
+wait_screen a 10 'Keys:'
 key a Escape
-wait_screen a 3 '^GPU 1 .*unknown'
-wait_screen a 2 "^  ghost +[_.:=+*#-]*[?]+ "
+wait_screen a 10 '^GPU 1 .*unknown'
+wait_screen a 10 "^  ghost +[_.:=+*#-]*[?]+ "
 # a hung call never returns (docs/simulator.md): GPU 1 is not asked again and its hang time
 # grows, while the sample itself stays fresh (GPU 0 answers each cycle)
 wait_screen a 10 '^GPU 1: not inspected: a call on it has not returned for ([5-9]|[1-9][0-9]) s'
-wait_screen a 2 '^sample [0-9:]{8} UTC, [0-2]\.[0-9] s old'
+wait_screen a 10 '^sample [0-9:]{8} UTC, [0-2]\.[0-9] s old'
 "$GV_BIN" sim set "$SIM" hang=none
 
 note "q quits and leaves the terminal clean"
@@ -172,24 +177,24 @@ note "acting from top: A needs a plan and a y; then reclaim ends the workers and
 top_session e 140 40 NO_COLOR=1
 wait_screen e 10 "^  \[RRGGGGGGG\.{51}\] 2560/16384 MiB  ghost 2048 MiB \(confirmed\)$"
 key e A
-wait_screen e 2 "^A acts on reclaim.s plan: press r first"
+wait_screen e 10 "^A acts on reclaim.s plan: press r first"
 key e r
 wait_screen e 10 "Dry run: 2 processes would get SIGTERM"
-wait_screen e 2 'Reclaim plan \(dry run\): every GPU'
+wait_screen e 10 'Reclaim plan \(dry run\): every GPU'
 key e A
-wait_screen e 2 "^Act on a fresh plan: end the processes it names\? y: yes, any other key: no"
+wait_screen e 10 "^Act on a fresh plan: end the processes it names\? y: yes, any other key: no"
 key e n
-wait_screen e 2 "^nothing done"
+wait_screen e 10 "^nothing done"
 is_dead "$W1" && fail "a worker ended although the confirmation was refused"
 key e A
-wait_screen e 2 "^Act on a fresh plan"
+wait_screen e 10 "^Act on a fresh plan"
 key e y
-wait_screen e 2 'Reclaim \(acting\): every GPU'
+wait_screen e 10 'Reclaim \(acting\): every GPU'
 wait_screen e 30 'ghostvram reclaim --yes exited 0\)'
 for w in "$W1" "$W2"; do wait_until 10 is_dead "$w" || fail "worker $w still alive after reclaim from top"; done
 key e Escape
 wait_screen e 15 '^GPU 1 .* ok \(high confidence\)$'
-wait_screen e 5 "^  \[RR\.{58}\] 512/16384 MiB  ghost 0 MiB$"
+wait_screen e 10 "^  \[RR\.{58}\] 512/16384 MiB  ghost 0 MiB$"
 key e q
 clean_after e
 echo "PASS"

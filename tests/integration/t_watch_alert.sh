@@ -54,16 +54,20 @@ since=$(env_of alert GHOSTVRAM_SINCE)
 wait_until 20 grep -q "^ghostvram_gpu_memory_used_bytes{gpu=\"0\",.*kind=\"ghost\"} 1073741824$" "$TEXTDIR/ghostvram.prom" \
         || fail "textfile: ghost bytes"
 grep -q "^ghostvram_holder_info{gpu=\"0\",.*pid=\"${WORKERS[0]}\"" "$TEXTDIR/ghostvram.prom" || fail "textfile: holder"
-ls -a "$TEXTDIR" | grep -v '^\.\.\?$' | grep -qv '^ghostvram.prom$' && fail "textfile: a stray temporary file"
 
 note "the workers end: the memory returns and the alert clears"
 kill_wait "${WORKERS[@]}"
-wait_until 30 grep -q "CLEAR GPU 0: ghost 0 MiB, not above 512 MiB any more (ok)" "$LOG" || fail "no clear: $(cat "$LOG")"
+# (the clearing sample may be one taken across the workers' deaths: its NVML figures from
+# before, its holder walk from after — a verdict of that moment, e.g. invisible-here in a PID
+# namespace; the sample after it is ok, below)
+wait_until 30 grep -q "CLEAR GPU 0: ghost 0 MiB, not above 512 MiB any more ([a-z-]*)" "$LOG" || fail "no clear: $(cat "$LOG")"
 wait_until 10 test -s "$GV_TMP/clear.env" || fail "the hook did not run on clear"
 assert_eq "$(env_of clear GHOSTVRAM_EVENT)" clear "clear hook: event"
 assert_eq "$(env_of clear GHOSTVRAM_GHOST_BYTES)" 0 "clear hook: ghost bytes"
-wait_until 10 grep -q "GPU 0 ok, ghost 0 MiB (was orphaned-holders, 1024 MiB)" "$LOG" || fail "no change line back to ok"
+wait_until 10 grep -q "GPU 0 ok, ghost 0 MiB (was [a-z-]*, [0-9]* MiB)" "$LOG" || fail "no change line back to ok: $(cat "$LOG")"
 
 note "SIGTERM: the sample in progress finishes, exit 0"
 stop_within 10 "$WATCH" TERM
+# (only once watch is gone: each cycle writes a temporary file beside it and renames it)
+ls -a "$TEXTDIR" | grep -v '^\.\.\?$' | grep -qv '^ghostvram.prom$' && fail "textfile: a stray temporary file: $(ls -a "$TEXTDIR")"
 echo "PASS"

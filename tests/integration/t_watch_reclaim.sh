@@ -16,7 +16,7 @@ OUT="$GV_TMP/watch.json"
 GHOSTVRAM_SIM="$SIM" "$GV_BIN" watch --json --interval 500ms --for 0 --reclaim --no-kernel > "$OUT" 2>"$GV_TMP/err" &
 W=$!
 track "$W"
-for _ in $(seq 200); do grep -q '"event":"clear"' "$OUT" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 300); do grep -q '"event":"clear"' "$OUT" 2>/dev/null && break; sleep 0.1; done
 kill -TERM "$W"
 wait "$W" || true
 grep -q '"event":"alert"' "$OUT" || fail "no alert: $(cat "$OUT" "$GV_TMP/err")"
@@ -42,7 +42,13 @@ GHOSTVRAM_SIM="$SIM" "$GV_BIN" watch --json --interval 300ms --for 0 --reclaim -
         > "$OUT" 2>"$GV_TMP/err2" &
 W=$!
 track "$W"
-sleep 5
+# the first attempt on each GPU (30 s at most), then 10 more samples' time, in which a watch
+# that retried every sample would try again
+for _ in $(seq 300); do
+        grep -q "RECLAIM GPU 0:" "$OUT" && grep -q "RECLAIM GPU 1:" "$OUT" && break
+        sleep 0.1
+done
+sleep 3
 kill -TERM "$W"
 wait "$W" || true
 for g in 0 1; do

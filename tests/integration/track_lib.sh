@@ -24,7 +24,7 @@ track_sim_run() {
                 track "$pid"
         done <<<"$out"
         [ -n "$OWNER" ] || fail "sim run printed no owner"
-        GV_GROUPS+=("$OWNER")
+        track_group "$OWNER"
 }
 
 # The ledger of GPU $1 in a scan with --ledger-dir $LEDGER, as compact JSON ("null": none).
