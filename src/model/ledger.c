@@ -1130,6 +1130,18 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                         if (pf && pf->present && pf->proc.exiting && !strchr("DZX", pf->proc.state))
                                 evidence(fd, "the owner PID %u is exiting: the driver is tearing its context down", l->owners[k].pid);
                 }
+                if (l->n_gone_holders) {
+                        char gl[128] = "";
+                        size_t len = 0, shown = l->n_gone_holders < 8 ? l->n_gone_holders : 8;
+                        for (size_t k = 0; k < shown; k++) {
+                                int w = snprintf(gl + len, sizeof(gl) - len, "%s%d", k ? ", " : "", (int)l->gone_holders[k]);
+                                if (w > 0 && (size_t)w < sizeof(gl) - len)
+                                        len += (size_t)w;
+                        }
+                        evidence(fd, "PID%s %s%s held it in the earlier sample and hold%s nothing now: the driver frees a "
+                                     "context after its last holder goes", l->n_gone_holders == 1 ? "" : "s", gl,
+                                 l->n_gone_holders > shown ? " and more" : "", l->n_gone_holders == 1 ? "s" : "");
+                }
                 evidence(fd, "no process holds it: not a ghost while it keeps falling");
                 next_step(fd, "nothing to do yet: re-run `ghostvram scan --gpu %u` in a minute; if it stops falling, it is a ghost", l->index);
         } else if (l->ghost_confirmed) {
@@ -1356,10 +1368,21 @@ int ledger_build(const struct facts *now, const struct facts *before, const stru
                         exiting |= l->owners[k].cls == OWNER_STALE && pf && pf->present && pf->proc.exiting &&
                                    !strchr("DZX", pf->proc.state);
                 }
-                /* memory no process holds that keeps falling, or an owner visibly exiting: a
-                 * teardown in progress, not a ghost */
+                /* the earlier sample's holders of this GPU's memory hold nothing now, and this
+                 * sample's walk would have seen them: the driver's teardown starts when the last
+                 * one goes, so the first sample after it still shows the memory (and a PID namespace
+                 * cannot tell it from an owner out of sight) */
+                bool holders_left = pl && pl->n_attr && before && before->host && now->host &&
+                                    now->host->holder_source != HOST_SOURCE_OWNERS && !l->holders_unseen;
+                for (size_t a = 0; holders_left && a < pl->n_attr; a++) {
+                        if (l->n_gone_holders < sizeof(l->gone_holders) / sizeof(l->gone_holders[0]))
+                                l->gone_holders[l->n_gone_holders] = before->host->holders[pl->attr[a].holder].pid;
+                        l->n_gone_holders++;
+                }
+                /* memory no process holds that keeps falling, an owner visibly exiting, or holders
+                 * that have just gone: a teardown in progress, not a ghost */
                 l->freeing = (l->ghost_evidence || l->no_live_owner) && unexplained > l->noise_floor && !l->n_attr &&
-                             (l->freed_bytes || exiting);
+                             (l->freed_bytes || exiting || holders_left);
                 /* confirmed only if the earlier sample showed it too */
                 if (l->ghost_evidence && l->ghost > l->noise_floor && !l->freeing)
                         l->ghost_confirmed = !o->two_samples || (pl && pl->ghost > l->noise_floor);

@@ -118,6 +118,8 @@ struct gpu_ledger {
         bool holders_unseen;
         bool freeing;           /* the driver is visibly releasing the unexplained bytes */
         uint64_t freed_bytes;   /* unexplained bytes that went away between the two samples */
+        pid_t gone_holders[8];  /* holders of the earlier sample that hold nothing now (freeing) */
+        unsigned n_gone_holders; /* how many (gone_holders has the first 8) */
         char gpu_ref[112];      /* how nvidia-smi -i addresses it: bus id, else UUID, else index */
         struct owner *owners;
         size_t n_owners;

@@ -629,6 +629,45 @@ static void test_next_steps_without_pci(void **state)
         facts_destroy(f);
 }
 
+/* The workers that held a dead job's memory have just exited: the first sample after them still
+ * shows the memory (the driver's teardown starts when the last holder goes). Not a ghost, not an
+ * owner out of sight, until a later sample shows it staying. */
+static void test_holders_just_gone_is_freeing(void **state)
+{
+        (void)state;
+        for (int initial = 1; initial >= 0; initial--) {
+                struct facts *before = killed_job(1, 0, true);
+                before->host->initial_pidns = initial;
+                finish(before, NULL, 0);
+                struct facts *now = facts_new(1, initial, 0);
+                gpu_used(now, 0, 2 * GIB);
+                nvml_proc(now, 0, 31300, 2 * GIB);
+                finish(now, NULL, 0);
+                struct scan_result *r = build(now, before);
+                assert_string_equal(verdict(r, 0), "freeing");
+                assert_false(r->gpus[0].ghost_confirmed);
+                assert_false(r->any_confirmed_ghost);
+                assert_int_equal(r->gpus[0].n_gone_holders, 2);
+                bool said = false;
+                for (size_t e = 0; e < r->gpus[0].findings[0].n_evidence; e++)
+                        said |= strstr(r->gpus[0].findings[0].evidence[e], "PIDs 31301, 31302 held it in the earlier sample") != NULL;
+                assert_true(said);
+                scan_result_free(r);
+                /* the memory stays over the next two samples: no longer a teardown */
+                r = build(now, now);
+                assert_string_equal(verdict(r, 0), initial ? "stale-owner" : "invisible-here");
+                scan_result_free(r);
+                /* this sample walked no holders (only the listed owners): nothing says they went */
+                now->host->holder_source = HOST_SOURCE_OWNERS;
+                r = build(now, before);
+                assert_string_not_equal(verdict(r, 0), "freeing");
+                assert_int_equal(r->gpus[0].n_gone_holders, 0);
+                scan_result_free(r);
+                facts_destroy(before);
+                facts_destroy(now);
+        }
+}
+
 static void test_freeing_is_not_a_ghost(void **state)
 {
         (void)state;
@@ -856,6 +895,7 @@ int main(void)
                 cmocka_unit_test(test_pid_reused_by_gpu_processes),
                 cmocka_unit_test(test_next_steps_without_pci),
                 cmocka_unit_test(test_freeing_is_not_a_ghost),
+                cmocka_unit_test(test_holders_just_gone_is_freeing),
                 cmocka_unit_test(test_no_process_list),
                 cmocka_unit_test(test_not_root_never_high_or_reset),
                 cmocka_unit_test(test_mig_instances),
