@@ -193,6 +193,16 @@ static inline void assert_sums(const struct scan_result *r)
         }
 }
 
+/* A GPU 0 using 2 GiB that NVML charges to PID 31300, which nothing holds (finished). */
+static inline struct facts *dead_owner(bool initial_pidns, uid_t euid)
+{
+        struct facts *f = facts_new(1, initial_pidns, euid);
+        gpu_used(f, 0, 2 * GIB);
+        nvml_proc(f, 0, 31300, 2 * GIB);
+        finish(f, NULL, 0);
+        return f;
+}
+
 /* The killed-job scenario: owner 31300 dead, workers 31301/31302 in its process group. */
 static inline struct facts *killed_job(unsigned n_gpus, unsigned gpu, bool listed)
 {

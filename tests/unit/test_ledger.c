@@ -639,10 +639,7 @@ static void test_holders_just_gone_is_freeing(void **state)
                 struct facts *before = killed_job(1, 0, true);
                 before->host->initial_pidns = initial;
                 finish(before, NULL, 0);
-                struct facts *now = facts_new(1, initial, 0);
-                gpu_used(now, 0, 2 * GIB);
-                nvml_proc(now, 0, 31300, 2 * GIB);
-                finish(now, NULL, 0);
+                struct facts *now = dead_owner(initial, 0);
                 struct scan_result *r = build(now, before);
                 assert_string_equal(verdict(r, 0), "freeing");
                 assert_false(r->gpus[0].ghost_confirmed);
@@ -722,10 +719,7 @@ static void test_no_process_list(void **state)
 static void test_not_root_never_high_or_reset(void **state)
 {
         (void)state;
-        struct facts *f = facts_new(1, true, 1000);
-        gpu_used(f, 0, 2 * GIB);
-        nvml_proc(f, 0, 31300, 2 * GIB);
-        finish(f, NULL, 0);
+        struct facts *f = dead_owner(true, 1000);
         struct scan_result *r = build(f, f);
         assert_string_equal(verdict(r, 0), "stale-owner");
         const struct finding *fd = main_finding(r, 0);
