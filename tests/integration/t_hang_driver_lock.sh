@@ -21,6 +21,8 @@ track "$stuck"
 lock_held() { ! flock -n "$SIM/driver/api.lock" true; }
 wait_until 30 lock_held || fail "the stuck caller never took the driver's lock"
 
+grep -q "^  a hung call holds the driver's API lock (every later NVML call waits behind it): held now$" \
+        <<<"$("$GV_BIN" sim status "$SIM")" || fail "sim status: $("$GV_BIN" sim status "$SIM")"
 note "the simulator: GPU 0's memory query, which no hang names, now waits behind the lock too"
 rc=0; timeout 3 env GHOSTVRAM_SIM="$SIM" "$GV_QUERY" --gpu 0 >/dev/null || rc=$?
 assert_eq "$rc" 124 "a query of GPU 0 while the lock is held"
@@ -83,6 +85,8 @@ note "  threads: $t1, then $t2 after 4 more cycles"
 [ "$t2" -le 8 ] || fail "serve has $t2 threads"
 "$GV_BIN" sim set "$SIM" hang=none >/dev/null
 kill_wait "$stuck"
+grep -q "^  a hung call holds the driver's API lock (every later NVML call waits behind it)$" \
+        <<<"$("$GV_BIN" sim status "$SIM")" || fail "sim status after the release: $("$GV_BIN" sim status "$SIM")"
 wait_until 30 bash -c "! flock -n '$SIM/driver/api.lock' true && exit 1; curl -fsS '$URL/api/v1/scan' -o '$GV_TMP/after.json' 2>/dev/null" ||
         fail "serve did not recover after the lock was released: $(curl -s "$URL/api/v1/scan")"
 assert_eq "$(jq -r '[.gpus[].status] | join(" ")' "$GV_TMP/after.json")" "ok ok" "both GPUs after the release"
