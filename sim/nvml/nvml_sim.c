@@ -166,9 +166,8 @@ static nvmlReturn_t sim_dev_enter_mig(const char *fn, nvmlDevice_t dev, unsigned
         if (sim_knobs_load(sim_cl.dir, &sim_k) < 0)
                 return sim_leave(NVML_ERROR_UNKNOWN);
         sim_api_wait(sim_cl.dir);
-        if (sim_knobs_hang(&sim_k, (int)gpu, fn)) {
+        if (sim_knobs_hang(&sim_k, (int)gpu, fn))
                 sim_hang_unlock(sim_cl.dir);
-        }
         if (sim_k.gpu[gpu].lost || sim_k.gpu[gpu].lost_handle)
                 return sim_leave(NVML_ERROR_GPU_IS_LOST);
         /* a MIG device handle is valid while its instance exists */
@@ -362,9 +361,8 @@ static nvmlReturn_t sim_handle(const char *fn, unsigned int index, nvmlDevice_t 
                 return r;
         if (index >= sim_cl.host.n_gpus)
                 return sim_leave(NVML_ERROR_INVALID_ARGUMENT);
-        if (sim_knobs_hang(&sim_k, (int)index, fn)) {
+        if (sim_knobs_hang(&sim_k, (int)index, fn))
                 sim_hang_unlock(sim_cl.dir);
-        }
         /* after Xid 79 the real driver often cannot even give the handle (gpu_lost_handle) */
         if (sim_k.gpu[index].lost_handle)
                 return sim_leave(NVML_ERROR_GPU_IS_LOST);
@@ -1044,9 +1042,8 @@ static nvmlReturn_t sim_event_wait(const char *fn, nvmlEventSet_t set, nvmlEvent
                         unsigned code;
                         if (!(set->types[g] & NVML_EVENT_TYPE_XID_CRITICAL_ERROR))
                                 continue;
-                        if (sim_knobs_hang(&sim_k, (int)g, fn)) {
+                        if (sim_knobs_hang(&sim_k, (int)g, fn))
                                 sim_hang_unlock(sim_cl.dir);
-                        }
                         if (sim_k.gpu[g].xid_event < 0 || sim_event_take(sim_cl.dir, g, &code) != 1)
                                 continue;
                         nvmlEventData_t d = {

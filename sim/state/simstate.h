@@ -314,6 +314,8 @@ int sim_context_mark(const char *dir, unsigned id, pid_t watcher, uint64_t relea
  * the process ends); shared: wait until no hung call holds it, then return 0. Or a negative
  * errno. */
 int sim_api_lock(const char *dir, bool exclusive);
+/* Does a hung call hold that lock now? (a try, never a wait) */
+bool sim_api_lock_held(const char *dir);
 
 /* The driver's own way to nvidiactl: DIR/driver/nvidiactl, a hard link to DIR/dev/nvidiactl
  * (created when missing), so that the teardown watcher waits on the same inode without a

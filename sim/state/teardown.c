@@ -26,18 +26,26 @@
 #include "util/fileio.h"
 #include "util/parse.h"
 
-int sim_driver_ctl_open(const char *dir)
+/* DIR/driver, the driver's own files (made when missing). */
+static int driver_dir(const char *dir)
 {
-        char link_dir[PATH_MAX], link_path[PATH_MAX], dev[PATH_MAX];
-        int r = sim_path(link_dir, sizeof(link_dir), dir, "driver");
-        if (r == 0)
-                r = sim_path(link_path, sizeof(link_path), dir, "driver/nvidiactl");
-        if (r == 0)
-                r = sim_path(dev, sizeof(dev), dir, "dev/nvidiactl");
+        char p[PATH_MAX];
+        int r = sim_path(p, sizeof(p), dir, "driver");
         if (r < 0)
                 return r;
-        if (mkdir(link_dir, 0755) < 0 && errno != EEXIST)
-                return -errno;
+        return mkdir(p, 0755) < 0 && errno != EEXIST ? -errno : 0;
+}
+
+int sim_driver_ctl_open(const char *dir)
+{
+        char link_path[PATH_MAX], dev[PATH_MAX];
+        int r = sim_path(link_path, sizeof(link_path), dir, "driver/nvidiactl");
+        if (r == 0)
+                r = sim_path(dev, sizeof(dev), dir, "dev/nvidiactl");
+        if (r == 0)
+                r = driver_dir(dir);
+        if (r < 0)
+                return r;
         if (link(dev, link_path) < 0 && errno != EEXIST)
                 return -errno;
         int fd = sim_open(dir, "driver/nvidiactl", O_RDONLY);
@@ -54,14 +62,10 @@ int sim_driver_ctl_open(const char *dir)
 
 int sim_api_lock(const char *dir, bool exclusive)
 {
-        char link_dir[PATH_MAX];
-        int r = sim_path(link_dir, sizeof(link_dir), dir, "driver");
-        if (r < 0)
-                return r;
-        if (mkdir(link_dir, 0755) < 0 && errno != EEXIST)
-                return -errno;
         char path[PATH_MAX];
-        r = sim_path(path, sizeof(path), dir, "driver/api.lock");
+        int r = sim_path(path, sizeof(path), dir, "driver/api.lock");
+        if (r == 0)
+                r = driver_dir(dir);
         if (r < 0)
                 return r;
         int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
@@ -79,6 +83,17 @@ int sim_api_lock(const char *dir, bool exclusive)
                 return fd;
         close(fd);
         return 0;
+}
+
+bool sim_api_lock_held(const char *dir)
+{
+        int fd = sim_open(dir, "driver/api.lock", O_RDONLY | O_NONBLOCK);
+        if (fd < 0)
+                return false;
+        struct stat st;
+        bool held = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+        close(fd);
+        return held;
 }
 
 int sim_owners_open(const char *dir)

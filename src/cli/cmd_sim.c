@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -531,22 +530,6 @@ static void sim_status_ctx(const struct sim_ctx_view *v)
         printf("%s\n", v->owner_alive ? "" : " (kept alive by inherited descriptors or mappings)");
 }
 
-/* Does a hung call hold DIR/driver/api.lock now? (a try, never a wait) */
-static bool api_lock_held(const char *dir)
-{
-        char path[4096];
-        int n = snprintf(path, sizeof(path), "%s/driver/api.lock", dir);
-        if (n < 0 || (size_t)n >= sizeof(path))
-                return false;
-        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0)
-                return false;
-        struct stat st;
-        bool held = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
-        close(fd);
-        return held;
-}
-
 static void sim_status_print(const char *dir, const struct sim_client *cl, const struct sim_knobs *k,
                              const struct sim_observation *o);
 
@@ -615,7 +598,7 @@ static void sim_status_print(const char *dir, const struct sim_client *cl, const
                        (unsigned long long)k->free_delay_ms_per_gib);
         if (k->hang_holds_lock)
                 printf("  a hung call holds the driver's API lock (every later NVML call waits behind it)%s\n",
-                       api_lock_held(dir) ? ": held now" : "");
+                       sim_api_lock_held(dir) ? ": held now" : "");
         for (unsigned g = 0; g < cl->host.n_gpus; g++) {
                 const struct sim_gpu *gp = &cl->host.gpus[g];
                 const struct sim_gpu_knobs *gk = &k->gpu[g];

@@ -20,6 +20,7 @@
 #include "collect/host.h"
 #include "collect/kernel.h"
 #include "render/json_util.h"
+#include "run/scan_run.h"
 #include "simstate.h"
 #include "util/buf.h"
 #include "util/deadline.h"
@@ -262,14 +263,12 @@ static int check_save_dir(const char *dir, const char *cmd)
         return 0;
 }
 
-/* The bundle's files, and its confirming sample's when it has one, parse. */
+/* The bundle's files, and its confirming sample's when scan would read one, parse. */
 static int bundle_readable(const char *dir, const char *cmd)
 {
         char sub[4096], why[256];
-        struct stat st;
-        int n = snprintf(sub, sizeof(sub), "%s/confirm", dir);
-        bool confirm = n > 0 && (size_t)n < sizeof(sub) && lstat(sub, &st) == 0 && S_ISDIR(st.st_mode);
-        for (int i = 0; i < (confirm ? 2 : 1); i++) {
+        snprintf(sub, sizeof(sub), "%s/confirm", dir);
+        for (int i = 0; i < (scan_bundle_has_confirm(dir) ? 2 : 1); i++) {
                 const char *d = i ? sub : dir;
                 if (gpu_bundle_check(d, why, sizeof(why)) < 0 || host_bundle_check(d, why, sizeof(why)) < 0) {
                         cli_error(cmd, "--from-bundle %s: %s%s", dir, i ? "confirm/" : "", why);

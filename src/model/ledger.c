@@ -986,6 +986,20 @@ static bool default_target(const struct facts *f, const struct attribution *a, c
         return false;
 }
 
+/* PIDs as text, for evidence and next steps: as many as fit. */
+struct pid_text {
+        char s[256];
+        size_t len;
+};
+
+/* Append pid, after sep unless it is the first. */
+static void pid_text_add(struct pid_text *t, const char *sep, pid_t pid)
+{
+        int w = snprintf(t->s + t->len, sizeof(t->s) - t->len, "%s%d", t->len ? sep : "", (int)pid);
+        if (w > 0 && (size_t)w < sizeof(t->s) - t->len)
+                t->len += (size_t)w;
+}
+
 static void explain_gpu(const struct facts *now, const struct facts *before, const struct ledger_opts *o,
                         struct scan_result *res, struct gpu_ledger *l, const struct gpu_info *g)
 {
@@ -1091,18 +1105,14 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                 headline(fd, "%llu MiB ghost held by %zu orphaned process%s of a dead job", mib(l->ghost), l->n_attr,
                          l->n_attr == 1 ? "" : "es");
                 stale_evidence(fd, l);
-                struct { char s[256]; size_t len; } pl = { "", 0 }, pp = { "", 0 };
+                struct pid_text pl = { "", 0 }, pp = { "", 0 };
                 const char *why = NULL;
                 bool all_default = true;
                 for (size_t a = 0; a < l->n_attr; a++) {
                         const struct host_proc *hp = &h->holders[l->attr[a].holder];
                         finding_pid(fd, hp->pid); /* the links are in the processes, with each holder */
-                        int w = snprintf(pl.s + pl.len, sizeof(pl.s) - pl.len, " %d", (int)hp->pid);
-                        if (w > 0 && (size_t)w < sizeof(pl.s) - pl.len)
-                                pl.len += (size_t)w;
-                        w = snprintf(pp.s + pp.len, sizeof(pp.s) - pp.len, "%s%d", pp.len ? "," : "", (int)hp->pid);
-                        if (w > 0 && (size_t)w < sizeof(pp.s) - pp.len)
-                                pp.len += (size_t)w;
+                        pid_text_add(&pl, " ", hp->pid);
+                        pid_text_add(&pp, ",", hp->pid);
                         const char *wy = NULL;
                         if (!default_target(now, &l->attr[a], &wy)) {
                                 all_default = false;
@@ -1113,7 +1123,7 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                 if (l->freed_bytes)
                         evidence(fd, "used fell by %llu MiB between the samples: part of it is being freed", mib(l->freed_bytes));
                 if (all_default)
-                        next_step(fd, "free it safely (each process re-checked, signalled through a pidfd, the memory measured): `sudo ghostvram reclaim --gpu %u` shows the plan, add --yes to act (by hand: kill -TERM%s)",
+                        next_step(fd, "free it safely (each process re-checked, signalled through a pidfd, the memory measured): `sudo ghostvram reclaim --gpu %u` shows the plan, add --yes to act (by hand: kill -TERM %s)",
                                   l->index, pl.s);
                 else
                         next_step(fd, "check each process first (%s, so reclaim does not end it by default); then `sudo ghostvram reclaim --gpu %u --pid %s` shows the plan, add --yes to act",
@@ -1131,15 +1141,12 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                                 evidence(fd, "the owner PID %u is exiting: the driver is tearing its context down", l->owners[k].pid);
                 }
                 if (l->n_gone_holders) {
-                        char gl[128] = "";
-                        size_t len = 0, shown = l->n_gone_holders < 8 ? l->n_gone_holders : 8;
-                        for (size_t k = 0; k < shown; k++) {
-                                int w = snprintf(gl + len, sizeof(gl) - len, "%s%d", k ? ", " : "", (int)l->gone_holders[k]);
-                                if (w > 0 && (size_t)w < sizeof(gl) - len)
-                                        len += (size_t)w;
-                        }
+                        struct pid_text gl = { "", 0 };
+                        size_t shown = l->n_gone_holders < 8 ? l->n_gone_holders : 8;
+                        for (size_t k = 0; k < shown; k++)
+                                pid_text_add(&gl, ", ", l->gone_holders[k]);
                         evidence(fd, "PID%s %s%s held it in the earlier sample and hold%s nothing now: the driver frees a "
-                                     "context after its last holder goes", l->n_gone_holders == 1 ? "" : "s", gl,
+                                     "context after its last holder goes", l->n_gone_holders == 1 ? "" : "s", gl.s,
                                  l->n_gone_holders > shown ? " and more" : "", l->n_gone_holders == 1 ? "s" : "");
                 }
                 evidence(fd, "no process holds it: not a ghost while it keeps falling");
@@ -1372,7 +1379,7 @@ int ledger_build(const struct facts *now, const struct facts *before, const stru
                  * sample's walk would have seen them: the driver's teardown starts when the last
                  * one goes, so the first sample after it still shows the memory (and a PID namespace
                  * cannot tell it from an owner out of sight) */
-                bool holders_left = pl && pl->n_attr && before && before->host && now->host &&
+                bool holders_left = pl && pl->n_attr && !l->n_attr && before && before->host && now->host &&
                                     now->host->holder_source != HOST_SOURCE_OWNERS && !l->holders_unseen;
                 for (size_t a = 0; holders_left && a < pl->n_attr; a++) {
                         if (l->n_gone_holders < sizeof(l->gone_holders) / sizeof(l->gone_holders[0]))

@@ -67,8 +67,7 @@ static int collect_sample(const struct scan_once_opts *o, const char *bundle_sub
         return facts_collect(&fo, ret);
 }
 
-/* A bundle has a confirming sample when DIR/confirm/nvml.json exists. */
-static bool bundle_has_confirm(const char *dir)
+bool scan_bundle_has_confirm(const char *dir)
 {
         char p[4096];
         int n = snprintf(p, sizeof(p), "%s/confirm/nvml.json", dir);
@@ -163,7 +162,7 @@ int scan_once_run(const struct scan_once_opts *o, struct scan_once **ret)
         /* a ghost or a stuck task must be seen twice: the driver frees memory with a delay */
         bool confirm = ledger_needs_confirmation(s->res);
         if (confirm && o->from_bundle)
-                confirm = bundle_has_confirm(o->from_bundle);
+                confirm = scan_bundle_has_confirm(o->from_bundle);
         else if (confirm && o->confirm_ms)
                 confirm = true;
         else

@@ -62,6 +62,8 @@ struct scan_once {
 /* Take one scan. Returns 0 and *ret (free with scan_once_free), -EINTR when wait asked to stop,
  * -ENOMEM, or the /proc walk's error when the proc root cannot be read at all. */
 int scan_once_run(const struct scan_once_opts *o, struct scan_once **ret);
+/* A bundle has a confirming sample (DIR/confirm) when DIR/confirm/nvml.json exists. */
+bool scan_bundle_has_confirm(const char *dir);
 void scan_once_free(struct scan_once *s);
 
 /* ---- the continuous sampler --------------------------------------------------------------- */
