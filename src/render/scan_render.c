@@ -303,13 +303,19 @@ static bool holder_attributed(const struct scan_result *r, pid_t pid)
  * stuck ones. */
 static void text_driver_hangs(FILE *out, const struct host_report *h, bool color, bool verbose)
 {
-        if (!h || !h->n_holders)
+        if (!h)
                 return;
         size_t n_d = 0, shown = 0, limit = verbose ? SIZE_MAX : 10;
         for (size_t i = 0; i < h->n_holders; i++)
                 n_d += h->holders[i].state == 'D';
-        fprintf(out, "\nA task stuck in the driver (holding its lock) holds up every other caller. Processes "
-                     "using the driver now%s:\n", n_d ? " (in D state first: the likely stuck ones)" : "");
+        if (h->n_holders)
+                fprintf(out, "\nA task stuck in the driver (holding its lock) holds up every other caller. Processes "
+                             "using the driver now%s:\n", n_d ? " (in D state first: the likely stuck ones)" : "");
+        else if (h->euid != 0)
+                fprintf(out, "\nNo process using the driver can be seen as this user (other users' descriptors are "
+                             "not readable): `sudo ghostvram scan` lists them, the stuck one among them.\n");
+        else
+                fprintf(out, "\nNo process holds an NVIDIA device file now.\n");
         for (int pass = 0; pass < 2; pass++)
                 for (size_t i = 0; i < h->n_holders && shown < limit; i++) {
                         const struct host_proc *hp = &h->holders[i];
@@ -342,8 +348,10 @@ void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool v
                 fputs("NVIDIA driver: ", out);
                 put_esc(out, gr->error[0] ? gr->error : "not available");
                 fputc('\n', out);
-                if (gr->timed_out)
+                if (gr->timed_out) {
                         text_driver_hangs(out, f->host, color, verbose);
+                        text_limits(out, f); /* what the list above could not see */
+                }
                 return;
         }
         for (size_t i = 0; i < r->n_gpus; i++) {

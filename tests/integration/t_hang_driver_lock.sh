@@ -3,8 +3,8 @@
 # an orphaned RM lock hangs every NVML call of every process): every GPU, and nvmlInit itself,
 # stop answering. scan and check end in bounded time with exit 3, say the driver did not
 # answer and list the processes using the driver (D-state ones first, with where they wait,
-# from a bundle edited to show one); serve keeps answering with a 503 and bounded threads, and
-# recovers by itself once the stuck caller is gone.
+# from a bundle edited to show one; as another user, that they cannot be seen); serve keeps
+# answering with a 503 and bounded threads, and recovers by itself once the stuck caller is gone.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/serve_lib.sh"
 need_tool flock util-linux
@@ -53,6 +53,18 @@ assert_eq "$(jq -r ".holders[] | select(.pid == $stuck) | .devices | join(\",\")
 rc=0; out=$(GHOSTVRAM_SIM="$SIM" timeout 60 "$GV_BIN" check --call-timeout 300ms) || rc=$?
 assert_eq "$rc" 3 "check's exit status"
 assert_eq "$out" "GHOSTVRAM UNKNOWN - the NVIDIA driver did not answer within 0.3 s (nvmlInit)" "check's line"
+
+note "not root: no process using the driver is visible; scan says so, the way to see them, its limits"
+nobody_copy
+rc=0; out=$(setpriv --reuid=65534 --regid=65534 --clear-groups env GHOSTVRAM_SIM="$SIM" \
+        timeout 60 "$NOBODY_BIN" scan --call-timeout 300ms --confirm 0 2>&1) || rc=$?
+assert_eq "$rc" 3 "scan's exit status as nobody"
+grep -q "^NVIDIA driver: the NVIDIA driver did not answer within 0.3 s (nvmlInit)$" <<<"$out" ||
+        fail "as nobody, the calls did not wait behind the lock: $out"
+grep -q "^No process using the driver can be seen as this user .*\`sudo ghostvram scan\` lists them" <<<"$out" ||
+        fail "as nobody, no word that the holders are out of sight: $out"
+grep -q "^Limits of this result:$" <<<"$out" || fail "as nobody, no limits: $out"
+grep -qE "^    PID [0-9]+ " <<<"$out" && fail "as nobody, processes listed: $out"
 
 note "a task in D state leads the list, with where it waits (a bundle of this host, edited)"
 GHOSTVRAM_SIM="$SIM" "$GV_BIN" scan --call-timeout 300ms --confirm 0 --save-bundle "$GV_TMP/b" >/dev/null || true
