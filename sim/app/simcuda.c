@@ -10,7 +10,8 @@
  * child that execs `sleep` (close-on-exec and exec leave it holding nothing).
  *
  * Process shapes real jobs have: --worker-setsid (each worker starts its own session, as a
- * daemonising data loader does), --launcher (this process is a launcher such as torchrun or a
+ * daemonising data loader does; --setsid-workers N: only the first N workers do, the others
+ * stay in the owner's group), --launcher (this process is a launcher such as torchrun or a
  * shell script: it holds no device file, forks the owner, which stays in its process group and
  * session, and reaps its children like a shell), --launcher-exits (the launcher exits once the
  * job is ready: the owner is reparented and leads no group).
@@ -96,7 +97,8 @@ static void __attribute__((noreturn)) sleep_forever(void)
 static void usage(FILE *f)
 {
         fprintf(f, "Usage: gv-simcuda --dir DIR --gpu I --mib M [--workers K] [--close-fds-in-workers]\n"
-                   "                  [--exec-child] [--worker-setsid] [--launcher] [--launcher-exits]\n"
+                   "                  [--exec-child] [--worker-setsid | --setsid-workers N]\n"
+                   "                  [--launcher] [--launcher-exits]\n"
                    "                  [--busy] [--mig-instance GI] [--alloc ROUTE] [--report-fd FD]\n"
                    "ROUTE: how the memory is allocated through libcuda.so.1: symbol (default: one\n"
                    "cuMemAlloc_v2), mixed (half by symbol, half through cuGetProcAddress_v2), procaddr,\n"
@@ -112,7 +114,7 @@ struct job {
         unsigned workers;
         bool close_fds;         /* workers close their device descriptors, keep the mappings */
         bool exec_child;        /* a child that execs sleep */
-        bool worker_setsid;     /* each worker starts its own session */
+        unsigned setsid_workers; /* the first setsid_workers workers start their own session */
         bool launcher;          /* this process is the launcher; a child is the owner */
         bool launcher_exits;    /* the launcher exits once the job is ready */
         bool busy;              /* work pending: the owner's death logs Xid 45 */
@@ -133,6 +135,7 @@ int main(int argc, char **argv)
                 { "close-fds-in-workers", no_argument, NULL, 'c' },
                 { "exec-child", no_argument, NULL, 'x' },
                 { "worker-setsid", no_argument, NULL, 's' },
+                { "setsid-workers", required_argument, NULL, 'S' },
                 { "launcher", no_argument, NULL, 'l' },
                 { "launcher-exits", no_argument, NULL, 'e' },
                 { "busy", no_argument, NULL, 'b' },
@@ -164,7 +167,11 @@ int main(int argc, char **argv)
                         break;
                 case 'c': j.close_fds = true; break;
                 case 'x': j.exec_child = true; break;
-                case 's': j.worker_setsid = true; break;
+                case 's': j.setsid_workers = 64; break;
+                case 'S':
+                        if (parse_uint_range(optarg, 0, 64, &j.setsid_workers) < 0)
+                                goto bad;
+                        break;
                 case 'l': j.launcher = true; break;
                 case 'e': j.launcher = j.launcher_exits = true; break;
                 case 'b': j.busy = true; break;
@@ -414,7 +421,7 @@ static int run(const struct job *j)
                                 close(report_fd);
                         /* a data loader that daemonises: its own session and group, still
                          * holding what it inherited */
-                        if (j->worker_setsid)
+                        if (i < j->setsid_workers)
                                 (void)setsid();
                         if (j->close_fds)
                                 for (int k = 0; k < nfds; k++)

@@ -40,6 +40,9 @@ static const char *const rule_names[RECLAIM_RULE_COUNT] = {
         [RECLAIM_NO_DEVICE] = "no-nvidia-device",
         [RECLAIM_GHOSTVRAM] = "ghostvram-process",
         [RECLAIM_LIVE_OWNER] = "live-owner",
+        [RECLAIM_UNPROVEN] = "unproven",
+        [RECLAIM_LIVE_FAMILY] = "live-family",
+        [RECLAIM_FAMILY_KEPT] = "family-kept",
 };
 
 const char *reclaim_rule_name(enum reclaim_rule r)
@@ -287,6 +290,9 @@ static enum reclaim_rule tie_rule(const struct scan_result *r, const struct recl
         pid_t live = 0;
         const char *what = NULL;
         switch (ledger_live_tie(r, h, o->self_proc, &live, &what)) {
+        case JOB_TIE_FAMILY:
+                whyf(why, n, "shares an open file description with PID %d, a live owner: that job's", (int)live);
+                return RECLAIM_LIVE_FAMILY;
         case JOB_TIE_PARENT:
                 whyf(why, n, "a child of PID %d, a live owner", (int)live);
                 return RECLAIM_SHARES_GROUP;
@@ -340,6 +346,7 @@ static int add_target(struct reclaim_plan *p, const struct host_proc *h, int gpu
         snprintf(t->comm, sizeof(t->comm), "%s", h->comm ? h->comm : "");
         t->gpu = gpu;
         t->explicit_pid = explicit_pid;
+        t->family = h->family;
         if (a) {
                 t->link = a->link;
                 t->to_pid = a->to_pid;
@@ -389,6 +396,8 @@ static const struct attribution *best_attribution(const struct scan_result *r, s
         }
         return best;
 }
+
+static int whole_families(const struct scan_result *r, struct reclaim_plan *p);
 
 static int plan_default(const struct scan_result *r, const struct reclaim_plan_opts *o, struct reclaim_plan *p)
 {
@@ -448,7 +457,13 @@ static int plan_default(const struct scan_result *r, const struct reclaim_plan_o
                         whyf(why, sizeof(why), "the link to GPU %u's ghost is weak (%s): name it with --pid to end it", gpu,
                              link_name(a->link));
                 }
-                if (rule == RECLAIM_TARGET && !uvm) {
+                if (rule == RECLAIM_TARGET && !a->proof) {
+                        rule = RECLAIM_UNPROVEN;
+                        whyf(why, sizeof(why), "tied to GPU %u's ghost by %s only, not by a link to the dead owner: "
+                             "name it with --pid to end it", gpu, link_name(a->link));
+                }
+                /* a member of a proven family keeps the context whatever it holds besides */
+                if (rule == RECLAIM_TARGET && !uvm && a->link != LINK_FAMILY) {
                         rule = RECLAIM_NO_UVM;
                         whyf(why, sizeof(why), "holds no nvidia-uvm: not a CUDA process (a monitor?)");
                 }
@@ -468,6 +483,60 @@ static int plan_default(const struct scan_result *r, const struct reclaim_plan_o
                 if (r_ < 0)
                         return r_;
         }
+        return whole_families(r, p);
+}
+
+/* Is pid a target of p? */
+static bool is_target(const struct reclaim_plan *p, pid_t pid)
+{
+        for (size_t t = 0; t < p->n_targets; t++)
+                if (p->targets[t].pid == pid)
+                        return true;
+        return false;
+}
+
+/* A member of target t's description family that is not a target, or 0. */
+static pid_t family_keeper(const struct host_report *h, const struct reclaim_plan *p, const struct reclaim_target *t)
+{
+        if (!h || !t->family || h->family_source == HOST_FAMILIES_NONE)
+                return 0;
+        for (size_t i = 0; i < h->n_holders; i++) {
+                pid_t m = h->holders[i].pid;
+                bool kept = false;      /* left for this rule itself: name the member that is not ended on its own */
+                for (size_t k = 0; k < p->n_skipped && !kept; k++)
+                        kept = p->skipped[k].pid == m && p->skipped[k].rule == RECLAIM_FAMILY_KEPT;
+                if (h->holders[i].family == t->family && !is_target(p, m) && !kept)
+                        return m;
+        }
+        return 0;
+}
+
+/* The default plan ends a family whole or not at all: the context lives as long as one member
+ * keeps its description, so ending the others would free nothing. */
+static int whole_families(const struct scan_result *r, struct reclaim_plan *p)
+{
+        const struct host_report *h = r->facts->host;
+        char why[200];
+        for (size_t t = 0; t < p->n_targets;) {
+                pid_t keeper = family_keeper(h, p, &p->targets[t]);
+                if (!keeper) {
+                        t++;
+                        continue;
+                }
+                struct reclaim_target dropped = p->targets[t];
+                const struct host_proc *hp = host_report_find(h, dropped.pid);
+                whyf(why, sizeof(why), "PID %d shares its open file description and is not a target (see its line): "
+                     "ending this one would free nothing", (int)keeper);
+                memmove(&p->targets[t], &p->targets[t + 1], (p->n_targets - t - 1) * sizeof(*p->targets));
+                p->n_targets--;
+                for (size_t g = 0; g < p->n_gpus; g++)
+                        if (dropped.gpu >= 0 && p->gpus[g].index == (unsigned)dropped.gpu && p->gpus[g].n_targets)
+                                p->gpus[g].n_targets--;
+                int e = add_skip(p, hp, dropped.pid, dropped.gpu, RECLAIM_FAMILY_KEPT, why);
+                if (e < 0)
+                        return e;
+                t = 0;  /* a family's targets may stand before this one */
+        }
         return 0;
 }
 
@@ -486,6 +555,8 @@ static bool is_ghostvram(const struct host_proc *p)
                         base = p->cmdline + i + 1;
         return (size_t)(p->cmdline + a0 - base) >= sizeof(nm) - 1 && strncmp(base, nm, sizeof(nm) - 1) == 0;
 }
+
+static void family_rest(const struct host_report *h, const struct reclaim_plan_opts *o, struct reclaim_plan *p);
 
 static int plan_explicit(const struct scan_result *r, const struct reclaim_plan_opts *o, struct reclaim_plan *p)
 {
@@ -565,10 +636,27 @@ static int plan_explicit(const struct scan_result *r, const struct reclaim_plan_
                                 return r_;
                         continue;
                 }
+                /* sharing a live owner's description is being that job (its contexts live on it) */
+                pid_t fam_live = holder ? ledger_family_live_owner(r, hp) : 0;
+                if (fam_live && !live_owner && !o->force) {
+                        whyf(why, sizeof(why),
+                             "shares an open file description with PID %d, a live owner: it keeps that running job's "
+                             "contexts, not a ghost (--force to end it anyway)", (int)fam_live);
+                        r_ = add_skip(p, hp, pid, -1, RECLAIM_LIVE_FAMILY, why);
+                        if (r_ < 0)
+                                return r_;
+                        continue;
+                }
                 /* named on purpose: the soft protections become warnings */
                 char warn[200] = "";
                 char soft[160];
-                if (live_owner)
+                char tie[200];
+                if (fam_live && !live_owner)
+                        whyf(warn, sizeof(warn), "shares an open file description with PID %d, a live owner: ending it "
+                             "may end that running job", (int)fam_live);
+                else if (!live_owner && tie_rule(r, o, hp, tie, sizeof(tie)) != RECLAIM_TARGET)
+                        whyf(warn, sizeof(warn), "%s: ending it may end that running job", tie);
+                else if (live_owner)
                         whyf(warn, sizeof(warn), "a live owner of GPU %u (%llu MiB listed): ending it ends a running job",
                              owner_gpu, (unsigned long long)(owner_bytes >> 20));
                 else if (soft_protection(hp, o, soft, sizeof(soft)) != RECLAIM_TARGET)
@@ -582,7 +670,35 @@ static int plan_explicit(const struct scan_result *r, const struct reclaim_plan_
                 if (r_ < 0)
                         return r_;
         }
+        family_rest(r->facts->host, o, p);
         return 0;
+}
+
+/* Is pid named by --pid? */
+static bool named(const struct reclaim_plan_opts *o, pid_t pid)
+{
+        for (size_t e = 0; e < o->n_explicit; e++)
+                if (o->explicit_pids[e] == pid)
+                        return true;
+        return false;
+}
+
+/* --pid: the members of each target's family that it does not name keep the memory. */
+static void family_rest(const struct host_report *h, const struct reclaim_plan_opts *o, struct reclaim_plan *p)
+{
+        for (size_t t = 0; h && t < p->n_targets; t++) {
+                struct reclaim_target *x = &p->targets[t];
+                if (!x->family || h->family_source == HOST_FAMILIES_NONE)
+                        continue;
+                for (size_t i = 0; i < h->n_holders; i++) {
+                        const struct host_proc *m = &h->holders[i];
+                        if (m->family != x->family || m->pid == x->pid || named(o, m->pid) || m->pid == o->self_pid)
+                                continue;
+                        if (x->n_family_rest < sizeof(x->family_rest) / sizeof(x->family_rest[0]))
+                                x->family_rest[x->n_family_rest] = m->pid;
+                        x->n_family_rest++;
+                }
+        }
 }
 
 int reclaim_plan_build(const struct scan_result *r, const struct reclaim_plan_opts *o, struct reclaim_plan **ret)

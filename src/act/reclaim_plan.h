@@ -15,9 +15,14 @@
  *   - it is not PID 1 of its own namespace (innermost NSpid) nor of ours;
  *   - it is not protected: a kernel thread, ghostvram itself or one of its ancestors, a
  *     GPU daemon or display server (gpu_daemons in model/daemons.h), or a site policy entry.
+ *   - the tie is proven (a link by number, or its description family's; not elimination alone);
+ *   - its whole description family is a target: ending part of a family frees nothing, so a
+ *     family with a member that may not be ended is left whole (family-kept).
  * An explicit --pid replaces the default targets; it may name anything except PID 1, a kernel
  * thread, ghostvram itself or an ancestor (and a process that is gone or a zombie); without
- * `force` also a process that holds no NVIDIA device node, or any ghostvram process. */
+ * `force` also a process that holds no NVIDIA device node, any ghostvram process, a live owner
+ * or a process that shares a live owner's open file description. The members of a target's
+ * family it does not name are listed with the target (family_rest). */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -55,6 +60,9 @@ enum reclaim_rule {
         RECLAIM_NO_DEVICE,              /* --pid names a process holding no NVIDIA device node (without --force) */
         RECLAIM_GHOSTVRAM,              /* --pid names a ghostvram process (serve, watch) (without --force) */
         RECLAIM_LIVE_OWNER,             /* --pid names a live NVML-listed owner: a running job (without --force) */
+        RECLAIM_UNPROVEN,               /* tied by elimination only: no link to the dead owner, no shared description */
+        RECLAIM_LIVE_FAMILY,            /* shares an open file description with a live owner: that job's (--pid: without --force) */
+        RECLAIM_FAMILY_KEPT,            /* a member of its description family is not a target: ending the rest frees nothing */
         RECLAIM_RULE_COUNT
 };
 
@@ -119,6 +127,9 @@ struct reclaim_target {
         enum link_kind link;
         pid_t to_pid;                   /* the dead owner (or gone leader) */
         bool explicit_pid;              /* named by --pid */
+        unsigned family;                /* its description family (host_proc.family), 0 if none */
+        pid_t family_rest[8];           /* --pid: members of its family it does not name (they keep the memory) */
+        unsigned n_family_rest;         /* how many (family_rest has the first 8) */
         char why[200];
         char warning[200];              /* "" or e.g. D state, protected but named by --pid */
 };

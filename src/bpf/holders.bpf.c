@@ -138,6 +138,7 @@ int gv_files(struct bpf_iter__task_file *ctx)
         r.pid = tgid_at(t, reader_level());
         if (!r.pid)
                 return 0;
+        r.file = (__u64)(unsigned long)f;
         bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
         return 0;
 }
@@ -175,6 +176,7 @@ int gv_vmas(struct bpf_iter__task_vma *ctx)
                         if (is_target(r.dev, r.ino)) {
                                 r.kind = GV_REC_VMA;
                                 r.b = cfg.last_seen != pid; /* also the first mapping seen of it */
+                                r.file = (__u64)(unsigned long)f;
                         }
                 }
         }

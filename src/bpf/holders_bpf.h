@@ -47,4 +47,6 @@ struct gv_rec {
         __u32 pid;              /* the thread group, as numbered in the reader's PID namespace */
         __u32 a, b;
         __u64 dev, ino, rdev;
+        __u64 file;             /* FD, VMA: the struct file's address, which says which open file
+                                 * description (user space groups by it, never prints it) */
 };

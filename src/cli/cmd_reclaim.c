@@ -494,7 +494,7 @@ replan:
                 const struct reclaim_skip *s = &plan->skipped[i];
                 if (s->rule == RECLAIM_PID1 || s->rule == RECLAIM_KTHREAD || s->rule == RECLAIM_SELF ||
                     s->rule == RECLAIM_ANCESTOR || s->rule == RECLAIM_NO_DEVICE || s->rule == RECLAIM_GHOSTVRAM ||
-                    s->rule == RECLAIM_LIVE_OWNER) {
+                    s->rule == RECLAIM_LIVE_OWNER || s->rule == RECLAIM_LIVE_FAMILY) {
                         char comm[96];
                         esc_copy(comm, sizeof(comm), s->comm[0] ? s->comm : "?");
                         note(rep, "refused: --pid %d (%s): %s", (int)s->pid, comm, s->reason);

@@ -34,7 +34,8 @@ static void sim_usage(FILE *f)
                 "  init DIR [--gpus N] [--memory MiB] [--reserved MiB]\n"
                 "                create a simulated host\n"
                 "  run DIR --gpu I --mib M [--workers K] [--close-fds-in-workers]\n"
-                "      [--exec-child] [--worker-setsid] [--launcher | --launcher-exits]\n"
+                "      [--exec-child] [--worker-setsid | --setsid-workers N]\n"
+                "      [--launcher | --launcher-exits]\n"
                 "      [--busy] [--mig-instance GI]\n"
                 "                start a simulated CUDA job in the background; print its PIDs\n"
                 "  set DIR KEY=VALUE...\n"
@@ -200,7 +201,8 @@ static int sim_cmd_init(int argc, char **argv)
 static const char sim_run_help[] =
         "Usage: ghostvram sim run DIR --gpu I --mib M [--workers K]\n"
         "                         [--close-fds-in-workers] [--exec-child]\n"
-        "                         [--worker-setsid] [--launcher | --launcher-exits]\n"
+        "                         [--worker-setsid | --setsid-workers N]\n"
+        "                         [--launcher | --launcher-exits]\n"
         "                         [--busy] [--mig-instance GI]\n\n"
         "Start a simulated CUDA job in the background; return once its context exists.\n"
         "The owner opens DIR/dev/nvidiactl, nvidia-uvm and every visible nvidiaN\n"
@@ -220,6 +222,8 @@ static const char sim_run_help[] =
         "  --exec-child            also fork a child that execs 'sleep': it holds nothing\n"
         "  --worker-setsid         each worker calls setsid() after the fork: its own\n"
         "                          session and group, still holding what it inherited\n"
+        "  --setsid-workers N      only the first N workers call setsid(); the others\n"
+        "                          stay in the owner's group and session\n"
         "  --launcher              a launcher (torchrun, a shell script) starts the job:\n"
         "                          it leads the session and group, holds no device file,\n"
         "                          forks the owner (in its group) and reaps its children\n"
@@ -281,6 +285,7 @@ static int sim_cmd_run(int argc, char **argv)
                 { "close-fds-in-workers", no_argument, NULL, 'c' },
                 { "exec-child", no_argument, NULL, 'x' },
                 { "worker-setsid", no_argument, NULL, 's' },
+                { "setsid-workers", required_argument, NULL, 'S' },
                 { "launcher", no_argument, NULL, 'l' },
                 { "launcher-exits", no_argument, NULL, 'e' },
                 { "busy", no_argument, NULL, 'b' },
@@ -290,11 +295,11 @@ static int sim_cmd_run(int argc, char **argv)
                 {},
         };
         const char *cmd = "sim run", *alloc = NULL;
-        unsigned gpu = 0, workers = 0, gi = 0;
+        unsigned gpu = 0, workers = 0, gi = 0, setsid_workers = 0;
         uint64_t mib = 0;
         bool have_gpu = false, close_fds = false, exec_child = false, worker_setsid = false, launcher = false,
-             launcher_exits = false, busy = false;
-        char gpu_s[16], mib_s[32], workers_s[16], gi_s[16], app[PATH_MAX];
+             launcher_exits = false, busy = false, have_setsid_workers = false;
+        char gpu_s[16], mib_s[32], workers_s[16], gi_s[16], setsid_s[16], app[PATH_MAX];
         struct buf out = BUF_INIT(1 << 16);
         struct sim_host h;
         int c, fd = -1, ret = EXIT_FINDING;
@@ -328,6 +333,13 @@ static int sim_cmd_run(int argc, char **argv)
                 case 'c': close_fds = true; break;
                 case 'x': exec_child = true; break;
                 case 's': worker_setsid = true; break;
+                case 'S':
+                        if (parse_uint_range(optarg, 0, 64, &setsid_workers) < 0) {
+                                cli_error(cmd, "--setsid-workers: '%s' is not a number from 0 to 64", optarg);
+                                return EXIT_USAGE;
+                        }
+                        have_setsid_workers = true;
+                        break;
                 case 'l': launcher = true; break;
                 case 'e': launcher_exits = true; break;
                 case 'b': busy = true; break;
@@ -350,6 +362,10 @@ static int sim_cmd_run(int argc, char **argv)
                 case 'h': fputs(sim_run_help, stdout); return EXIT_OK;
                 default: cli_bad_option(cmd, argc, argv, c); return EXIT_USAGE;
                 }
+        }
+        if (worker_setsid && have_setsid_workers) {
+                cli_error(cmd, "--worker-setsid and --setsid-workers cannot be used together: choose one");
+                return EXIT_USAGE;
         }
         if (launcher && launcher_exits) {
                 cli_error(cmd, "--launcher and --launcher-exits cannot be used together: choose one");
@@ -390,6 +406,11 @@ static int sim_cmd_run(int argc, char **argv)
                 args[n++] = (char *)"--exec-child";
         if (worker_setsid)
                 args[n++] = (char *)"--worker-setsid";
+        if (have_setsid_workers) {
+                snprintf(setsid_s, sizeof(setsid_s), "%u", setsid_workers);
+                args[n++] = (char *)"--setsid-workers";
+                args[n++] = setsid_s;
+        }
         if (launcher)
                 args[n++] = (char *)(launcher_exits ? "--launcher-exits" : "--launcher");
         if (busy)

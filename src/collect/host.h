@@ -38,6 +38,22 @@ struct host_node {
         unsigned via;           /* enum host_via bits */
 };
 
+/* One open file description of an NVIDIA node that a process refers to, kept only while the
+ * walk groups processes into families (never printed or saved: key is a kernel address). */
+struct host_desc {
+        uint64_t key;           /* the BPF walk's struct file pointer; 0 on the /proc walk */
+        int fd;                 /* the descriptor's number, -1 for a mapping */
+};
+#define HOST_MAX_DESC 48
+
+/* Why a holder is a family of its own without having been compared with the others. */
+enum host_family_note {
+        HOST_FAMILY_COMPARED = 0,       /* grouped by the kernel's answer (or alone after it) */
+        HOST_FAMILY_MAPPING_ONLY,       /* it refers to its nodes by mapping only: kcmp compares descriptors */
+        HOST_FAMILY_NO_RIGHTS,          /* kcmp refused (another user's process, no ptrace rights) */
+        HOST_FAMILY_UNKNOWN,            /* not grouped: a fixture, a bundle without families, too many descriptions */
+};
+
 struct host_env {
         char name[32];
         char *value;
@@ -71,6 +87,14 @@ struct host_proc {
         struct host_node nodes[HOST_MAX_NODES];
         unsigned n_nodes;
         unsigned skipped;       /* enum host_skipped bits */
+        /* Its description family: the holders that share an open file description of an
+         * NVIDIA node with it (fork, dup, SCM_RIGHTS, pidfd_getfd; descriptor or mapping), and
+         * those that share one with them. Numbered 1.. in the report (by lowest PID); 0 outside
+         * a report's holders. */
+        unsigned family;
+        enum host_family_note family_note;
+        struct host_desc descs[HOST_MAX_DESC]; /* transient, see struct host_desc */
+        unsigned n_descs;
 };
 
 /* The numbers of a process whose descriptors we cannot read (another user's, not root). */
@@ -124,6 +148,14 @@ struct host_report {
         unsigned nvidia_majors[8];      /* from /proc/devices */
         unsigned n_nvidia_majors;
         enum host_holder_source holder_source;
+        /* Families: how the holders were grouped by open file description. */
+        enum host_family_source {
+                HOST_FAMILIES_NONE = 0, /* not grouped (a fixture tree, an old bundle): every holder alone */
+                HOST_FAMILIES_KCMP,     /* kcmp(KCMP_FILE) over descriptors; mappings not compared */
+                HOST_FAMILIES_BPF,      /* the kernel's struct file pointers, descriptors and mappings */
+                HOST_FAMILIES_BUNDLE,   /* as recorded in the bundle */
+        } family_source;
+        unsigned n_families;
         /* Why the BPF iterators did not answer ("" if they did or were not tried). */
         char bpf_error[160];
 };
@@ -178,6 +210,16 @@ int host_scan_pids(const struct host_opts *o, const pid_t *pids, size_t n, struc
  * success; clear it with host_proc_clear. With save_dir, what it read is saved too. */
 int host_proc_lookup(const struct host_opts *o, pid_t pid, struct host_proc *ret);
 void host_proc_clear(struct host_proc *p);
+
+/* "none", "kcmp", "bpf", "bundle"; a holder's note: NULL when compared, else why it is alone. */
+const char *host_family_source_name(enum host_family_source s);
+const char *host_family_note_text(enum host_family_note n);
+
+/* Group r's holders into families (host_family.c): by their descriptions' keys (BPF), else by
+ * kcmp over their descriptors when live_proc (the real /proc of this PID namespace: never on a
+ * fixture tree, whose PIDs are not processes). Sets each holder's family, family_note,
+ * r->n_families and r->family_source, and drops the transient descriptions. 0 or -ENOMEM. */
+int host_families_group(struct host_report *r, bool live_proc);
 
 /* Find a holder by pid in a report, or NULL. */
 const struct host_proc *host_report_find(const struct host_report *r, pid_t pid);

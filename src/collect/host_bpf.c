@@ -267,6 +267,7 @@ int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret,
                 h->dev = udev(g.dev);
                 h->ino = (ino_t)g.ino;
                 h->rdev = udev(g.rdev);
+                h->file = g.file;
         }
         *ret = res;
         memset(&res, 0, sizeof(res));

@@ -263,9 +263,16 @@ int host_bundle_write_json(const char *save_dir, const struct host_report *facts
                 if (old && role == HOST_ROLE_LOOKUP &&
                     (strcmp(old, role_names[HOST_ROLE_HOLDER]) == 0 || strcmp(old, role_names[HOST_ROLE_UNVERIFIED]) == 0))
                         role = strcmp(old, role_names[HOST_ROLE_HOLDER]) == 0 ? HOST_ROLE_HOLDER : HOST_ROLE_UNVERIFIED;
+                /* its family, from the walk's report; a lookup saved later keeps the walk's */
+                const struct host_proc *hp = is_scan && facts ? host_report_find(facts, p->pid) : NULL;
+                json_t *oldf = json_object_get(json_object_get(pj, key), "family");
+                json_t *oldn = json_object_get(json_object_get(pj, key), "family_note");
+                json_t *fam = hp && hp->family ? json_integer(hp->family) : json_incref(oldf);
+                json_t *note = hp && hp->family ? json_integer(hp->family_note) : json_incref(oldn);
                 json_t *e = json_object();
                 if (!e || jset(pj, key, e) < 0 || jset(e, "role", json_string(role_names[role])) < 0 ||
-                    jset(e, "skipped", json_integer(p->skipped)) < 0 || jset(e, "user", text(p->user)) < 0)
+                    jset(e, "skipped", json_integer(p->skipped)) < 0 || jset(e, "user", text(p->user)) < 0 ||
+                    (fam && jset(e, "family", fam) < 0) || (note && jset(e, "family_note", note) < 0))
                         goto out;
         }
         out = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
@@ -364,6 +371,16 @@ static int parse_bundle(json_t *root, struct host_bundle_in *b)
                 if (!p->role)
                         return -EBADMSG;
                 snprintf(p->user, sizeof(p->user), "%s", user ? user : "");
+                /* families: absent in bundles made before them (every holder then stands alone) */
+                if (json_object_get(e, "family")) {
+                        if (get_u64(e, "family", INT32_MAX, &v) < 0)
+                                return -EBADMSG;
+                        p->family = (unsigned)v;
+                        v = 0;
+                        if (json_object_get(e, "family_note") && get_u64(e, "family_note", HOST_FAMILY_UNKNOWN, &v) < 0)
+                                return -EBADMSG;
+                        p->family_note = (enum host_family_note)v;
+                }
                 b->n_procs++;
         }
         return 0;

@@ -91,6 +91,9 @@ static inline int host_neg_errno(void)
 /* Add node `name` with `via` bits to p (merging with an entry of the same name). Returns 0, or
  * -E2BIG when p already has HOST_MAX_NODES other nodes. */
 int host_proc_add_node(struct host_proc *p, const char *name, unsigned via);
+/* Remember a description p refers to (host.h struct host_desc), once: 0, or -E2BIG when there
+ * are more than HOST_MAX_DESC (the process is then not grouped: family_note UNKNOWN). */
+int host_proc_add_desc(struct host_proc *p, uint64_t key, int fd);
 /* Sort p's nodes by name, so that the order does not depend on directory order. */
 void host_proc_sort_nodes(struct host_proc *p);
 /* Append a copy of s to the report's limits. */
@@ -129,6 +132,8 @@ struct host_bundle_in {
                 enum host_role role;
                 unsigned skipped;
                 char user[64];
+                unsigned family;                /* 0: the bundle does not say */
+                enum host_family_note family_note;
         } *procs;
         size_t n_procs;
 };
@@ -201,6 +206,7 @@ struct host_bpf_task {
 /* A descriptor (via HOST_VIA_FD, fd) or a mapping (HOST_VIA_MMAP) on a candidate file. */
 struct host_bpf_hit {
         pid_t pid;
+        uint64_t file;                  /* the struct file's address: which description */
         unsigned via;
         int fd;
         bool chr;

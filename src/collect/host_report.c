@@ -98,6 +98,17 @@ int host_proc_add_node(struct host_proc *p, const char *name, unsigned via)
         return 0;
 }
 
+int host_proc_add_desc(struct host_proc *p, uint64_t key, int fd)
+{
+        for (unsigned i = 0; i < p->n_descs; i++)
+                if (p->descs[i].fd == fd && p->descs[i].key == key)
+                        return 0;
+        if (p->n_descs >= HOST_MAX_DESC)
+                return -E2BIG;
+        p->descs[p->n_descs++] = (struct host_desc){ .key = key, .fd = fd };
+        return 0;
+}
+
 static int node_cmp(const void *a, const void *b)
 {
         return strcmp(((const struct host_node *)a)->name, ((const struct host_node *)b)->name);

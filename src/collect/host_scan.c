@@ -667,6 +667,14 @@ static void add_node(struct host_ctx *c, struct pid_scan *s, const char *name, u
         }
 }
 
+/* A description s refers to, for the families; past HOST_MAX_DESC it is not grouped. */
+static void desc_add(struct host_ctx *c, struct pid_scan *s, uint64_t key, int fd)
+{
+        (void)c;
+        if (host_proc_add_desc(&s->p, key, fd) == -E2BIG)
+                s->p.family_note = HOST_FAMILY_UNKNOWN;
+}
+
 static void note_denied(const struct host_ctx *c, struct pid_scan *s, unsigned *other, unsigned *own)
 {
         if (!s->owner_known) {
@@ -719,9 +727,11 @@ static bool scan_fd_entry(struct host_ctx *c, struct pid_scan *s, int fdd, const
         if (!hit)
                 return true;
         add_node(c, s, name, HOST_VIA_FD);
+        unsigned fdnum;
+        if (parse_uint_range(nm, 0, INT32_MAX, &fdnum) == 0)
+                desc_add(c, s, 0, (int)fdnum);
         if (!c->save_dir)
                 return true;
-        unsigned fdnum;
         if (host_grow(&c->sfds, &c->sfds_alloc, c->n_sfds, sizeof(*c->sfds)) < 0 ||
             parse_uint_range(nm, 0, INT32_MAX, &fdnum) < 0)
                 return true;
@@ -824,6 +834,7 @@ static void scan_maps(struct host_ctx *c, struct pid_scan *s, char state)
                 if (!match_prefix(c, m.path, m.pathlen, name) && !match_devino(c, &m, name))
                         continue;
                 add_node(c, s, name, HOST_VIA_MMAP);
+                desc_add(c, s, 0, -1);
                 if (c->save_dir)
                         save_maps_line(c, line, &m, name);
         }
@@ -851,8 +862,10 @@ static void apply_preset(struct host_ctx *c, struct pid_scan *s)
                                                     .ino = (uint64_t)h->ino };
                         hit = match_devino(c, &m, name);
                 }
-                if (hit)
+                if (hit) {
                         add_node(c, s, name, h->via);
+                        desc_add(c, s, h->file, h->via == HOST_VIA_FD ? h->fd : -1);
+                }
         }
         if (b->maps_unread) {
                 s->p.skipped |= HOST_SKIP_MAPS;
@@ -1405,6 +1418,29 @@ static int walk_all(struct host_ctx *c, struct host_report *r, struct report_all
 
 /* The iterators see the live kernel: only for the live /proc (not a fixture tree or a bundle),
  * and not while recording a bundle (which keeps the /proc files the walk read). */
+/* Families: as the bundle recorded them, else grouped now (kcmp only on the real /proc). */
+static int group_families(struct host_ctx *c, struct host_report *r)
+{
+        if (c->bundle) {
+                for (size_t i = 0; i < r->n_holders; i++) {
+                        const struct host_bundle_proc *bp = host_bundle_proc(c->bundle, r->holders[i].pid);
+                        r->holders[i].n_descs = 0;
+                        if (bp && bp->family) {
+                                r->holders[i].family = bp->family;
+                                r->holders[i].family_note = bp->family_note;
+                                r->n_families = bp->family > r->n_families ? bp->family : r->n_families;
+                        }
+                }
+                if (r->n_families) {
+                        r->family_source = HOST_FAMILIES_BUNDLE;
+                        return 0;
+                }
+        }
+        char real[PATH_MAX];
+        bool live = !c->bundle && realpath(c->proc_root, real) && strcmp(real, "/proc") == 0;
+        return host_families_group(r, live);
+}
+
 static bool bpf_eligible(const struct host_ctx *c, const struct host_opts *o)
 {
         char real[PATH_MAX];
@@ -1540,6 +1576,9 @@ int host_scan(const struct host_opts *o, struct host_report **ret)
 done:
         host_procs_sort(r->holders, r->n_holders);
         host_procs_sort(r->unverified, r->n_unverified);
+        e = group_families(&c, r);
+        if (e < 0)
+                goto out;
         compose_limits(&c, r);
         save_host(&c, r, true);
         *ret = r;
@@ -1587,6 +1626,9 @@ int host_scan_pids(const struct host_opts *o, const pid_t *pids, size_t n, struc
         }
         host_procs_sort(r->holders, r->n_holders);
         host_procs_sort(r->unverified, r->n_unverified);
+        e = group_families(&c, r);
+        if (e < 0)
+                goto out;
         compose_limits(&c, r);
         *ret = r;
         r = NULL;

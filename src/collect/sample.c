@@ -221,6 +221,9 @@ int facts_collect_from(const struct facts_opts *o, struct gpu_report *gpu, struc
                 r = facts_add_leader(f, &o->host, h->pgid);
                 if (r == 0)
                         r = facts_add_leader(f, &o->host, h->sid);
+                /* and its parent: a family whose parents all live was started by a live process */
+                if (r == 0 && h->ppid > 1)
+                        r = facts_add_leader(f, &o->host, h->ppid);
                 if (r < 0)
                         goto fail;
         }

@@ -10,6 +10,7 @@ const char *job_tie_name(enum job_tie t)
         case JOB_TIE_GROUP: return "process-group";
         case JOB_TIE_SESSION: return "session";
         case JOB_TIE_JOB: return "job";
+        case JOB_TIE_FAMILY: return "description";
         default: return "none";
         }
 }

@@ -16,6 +16,10 @@ enum job_tie {
         JOB_TIE_GROUP,          /* same process group as a live owner */
         JOB_TIE_SESSION,        /* same session as a live owner */
         JOB_TIE_JOB,            /* same pod, Slurm job, container or job cgroup as a live owner */
+        JOB_TIE_FAMILY,         /* shares an open file description of an NVIDIA node with a live
+                                 * owner (fork, SCM_RIGHTS, ...): it keeps that job's contexts.
+                                 * The strongest of all; the ledger decides it (families are a
+                                 * report's), job_tie_to never returns it. */
 };
 
 const char *job_tie_name(enum job_tie t);

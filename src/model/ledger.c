@@ -58,6 +58,9 @@ const char *link_name(enum link_kind k)
         case LINK_JOB: return "job";
         case LINK_LEADER_GONE: return "leader-gone";
         case LINK_ORPHAN: return "orphan";
+        case LINK_FAMILY: return "family";
+        case LINK_ELIMINATION: return "elimination";
+        case LINK_PID_ORDER: return "pid-order";
         default: return "none";
         }
 }
@@ -153,9 +156,29 @@ enum job_tie ledger_live_tie(const struct scan_result *r, const struct host_proc
                         if (pf && pf->present)
                                 owners[n++] = &pf->proc;
                 }
+        pid_t fam_owner = ledger_family_live_owner(r, p);
+        if (fam_owner) {
+                if (ret_owner)
+                        *ret_owner = fam_owner;
+                if (ret_what)
+                        *ret_what = "open file description";
+                return JOB_TIE_FAMILY;
+        }
         if (!env && f->self_known)
                 env = &f->self;
         return job_tie_to(p, owners, n, env, ret_owner, ret_what);
+}
+
+pid_t ledger_family_live_owner(const struct scan_result *r, const struct host_proc *p)
+{
+        const struct host_report *h = r->facts->host;
+        if (!h || !p->family || h->family_source == HOST_FAMILIES_NONE)
+                return 0;
+        for (size_t i = 0; i < h->n_holders; i++)
+                if (h->holders[i].family == p->family && h->holders[i].pid != p->pid &&
+                    ledger_is_live_owner(r, h->holders[i].pid))
+                        return h->holders[i].pid;
+        return 0;
 }
 
 static struct finding *add_finding(struct gpu_ledger *l, enum verdict v, enum confidence c, uint64_t bytes)
@@ -323,6 +346,19 @@ static bool attributable(const struct scan_result *res, const struct ledger_opts
         return !ledger_is_live_owner(res, h->pid);
 }
 
+/* A tie to a live owner (group, session, job) is said in the link's text and caps its
+ * confidence at medium. */
+static void tie_note(char *text, size_t size, enum job_tie tie, const char *what, pid_t live, enum confidence *c)
+{
+        if (tie == JOB_TIE_NONE)
+                return;
+        size_t tl = strlen(text);
+        snprintf(text + tl, size - tl, "; shares its %s with live PID %d",
+                 tie == JOB_TIE_JOB && what ? what : job_tie_name(tie), (int)live);
+        if (*c > CONF_MEDIUM)
+                *c = CONF_MEDIUM;
+}
+
 /* Links by number to the GPU's dead (or unknown) listed owners: the holder's process group or
  * session is the dead PID, or the owner is still a zombie/exiting and is its parent or shares its
  * job. The holder must hold this GPU's node. A worker of a live owner (its parent) never is one;
@@ -372,20 +408,15 @@ static int attribute_linked(const struct scan_result *res, const struct ledger_o
                         pid_t live = 0;
                         const char *what = NULL;
                         enum job_tie tie = ledger_live_tie(res, hp, NULL, &live, &what);
-                        if (tie == JOB_TIE_PARENT)
-                                continue; /* a live owner's worker is never an orphan */
-                        if (tie != JOB_TIE_NONE) {
-                                size_t tl = strlen(text);
-                                snprintf(text + tl, sizeof(text) - tl, "; shares its %s with live PID %d",
-                                         tie == JOB_TIE_JOB && what ? what : job_tie_name(tie), (int)live);
-                                if (c > CONF_MEDIUM)
-                                        c = CONF_MEDIUM;
-                        }
+                        if (tie == JOB_TIE_PARENT || tie == JOB_TIE_FAMILY)
+                                continue; /* a live owner's worker, or its family's member, is never an orphan */
+                        tie_note(text, sizeof(text), tie, what, live, &c);
                         struct attribution *a = add_attr(l, i, kind, dead, false, c, text);
                         if (!a)
                                 return -ENOMEM;
                         a->tie = tie;
                         a->tie_pid = live;
+                        a->proof = true;
                 }
                 if (ow->cls != OWNER_STALE && l->n_attr > before) {
                         /* its process group or session is here and it is not: it is dead */
@@ -470,6 +501,250 @@ static pid_t gone_leader(const struct facts *f, const struct host_proc *p, const
         return 0;
 }
 
+/* ---- description families ---------------------------------------------------------------- */
+
+/* A holder's family key: its family number, or one of its own when the report has none. */
+static size_t fam_key(const struct host_report *h, size_t i)
+{
+        return h->holders[i].family ? h->holders[i].family : h->n_families + 1 + i;
+}
+
+static size_t fam_count(const struct host_report *h)
+{
+        return h->n_families + h->n_holders + 1;
+}
+
+/* What the rules need to know of one family (docs/verdicts.md, "Description families"). */
+struct fam_info {
+        bool present;
+        bool bound;             /* a member is attributed, NVML-listed, a daemon, ourselves, or tied to a live owner */
+        bool ctl, uvm;          /* a member holds nvidiactl / nvidia-uvm */
+        bool orphaned;          /* a member's parent is PID 1 or gone: it outlived who started it */
+        pid_t min_pid;
+        pid_t gone;             /* a member's process-group or session leader that is gone */
+        const char *gone_what;
+        bool done;              /* given a tie by (c) or (d) */
+        bool blind;             /* it holds the node of a GPU that gives no process list: it may be
+                                 * that GPU's live job, so no rule but a link by number names it */
+};
+
+/* Members of family key k that hold GPU g's node. */
+static bool fam_holds_gpu(const struct host_report *h, size_t k, const struct gpu_info *g)
+{
+        for (size_t i = 0; i < h->n_holders; i++)
+                if (fam_key(h, i) == k && ledger_holds_gpu_node(&h->holders[i], g, NULL))
+                        return true;
+        return false;
+}
+
+static void fam_survey(const struct scan_result *res, const struct ledger_opts *o, struct fam_info *fi)
+{
+        const struct facts *f = res->facts;
+        const struct host_report *h = f->host;
+        bool any_ctl = false;
+        for (size_t i = 0; i < h->n_holders; i++)
+                any_ctl |= host_proc_holds(&h->holders[i], "nvidiactl");
+        for (size_t i = 0; i < h->n_holders; i++) {
+                const struct host_proc *hp = &h->holders[i];
+                struct fam_info *x = &fi[fam_key(h, i)];
+                bool linked = false;
+                for (size_t g = 0; g < res->n_gpus; g++)
+                        linked |= attributed_here(&res->gpus[g], i);
+                if (!x->present)
+                        x->min_pid = hp->pid;
+                x->present = true;
+                x->bound |= linked || !attributable(res, o, hp) || ledger_listed_anywhere(f, hp->pid, NULL) ||
+                            ledger_live_tie(res, hp, NULL, NULL, NULL) != JOB_TIE_NONE;
+                /* a host whose nodes include no nvidiactl (a fixture) keeps contexts on the GPU nodes */
+                x->ctl |= host_proc_holds(hp, "nvidiactl") || !any_ctl;
+                x->uvm |= holds_uvm(hp);
+                for (size_t g = 0; g < res->n_gpus && f->gpu && g < f->gpu->n_gpus; g++)
+                        x->blind |= res->gpus[g].inspected && !res->gpus[g].procs_known &&
+                                    ledger_holds_gpu_node(hp, &f->gpu->gpus[g], NULL);
+                x->bound |= x->blind;
+                x->orphaned |= hp->ppid <= 1 || !facts_pid_alive(f, hp->ppid);
+                const char *what = NULL;
+                pid_t gone = gone_leader(f, hp, &what);
+                if (gone && !x->gone) {
+                        x->gone = gone;
+                        x->gone_what = what;
+                }
+        }
+}
+
+/* A dead listed owner no holder explains yet, and a GPU it is listed on. */
+struct left_owner {
+        size_t gpu;
+        pid_t pid;
+};
+
+/* Attribute every attributable member of family k on GPU gi with one link. */
+static int fam_attr(struct scan_result *res, const struct ledger_opts *o, size_t gi, size_t k, enum link_kind kind,
+                    pid_t to, bool candidate, enum confidence c, bool proof, const char *text)
+{
+        const struct host_report *h = res->facts->host;
+        struct gpu_ledger *l = &res->gpus[gi];
+        for (size_t i = 0; i < h->n_holders; i++) {
+                if (fam_key(h, i) != k || !attributable(res, o, &h->holders[i]))
+                        continue;
+                struct attribution *a = add_attr(l, i, kind, to, candidate, c, text);
+                if (!a)
+                        return -ENOMEM;
+                a->proof = proof;
+        }
+        /* a listed PID absent here whose job's processes are here is dead, not out of sight */
+        for (size_t w = 0; w < l->n_owners; w++)
+                if ((pid_t)l->owners[w].pid == to && l->owners[w].cls == OWNER_UNKNOWN) {
+                        l->owners[w].cls = OWNER_STALE;
+                        snprintf(l->owners[w].why, sizeof(l->owners[w].why),
+                                 "no such process in this PID namespace; a process family here holds this GPU");
+                }
+        return 0;
+}
+
+/* (a) A member linked by number ties its whole family: the others share the description the
+ * dead owner's context lives on (or one of the job's), whether or not they hold the GPU's node
+ * (a descriptor taken with pidfd_getfd or SCM_RIGHTS may be nvidiactl's alone). */
+static int attribute_family(struct scan_result *res, const struct ledger_opts *o, size_t gi)
+{
+        const struct host_report *h = res->facts->host;
+        struct gpu_ledger *l = &res->gpus[gi];
+        if (!h || h->family_source == HOST_FAMILIES_NONE)
+                return 0;
+        size_t n0 = l->n_attr;
+        for (size_t a = 0; a < n0; a++) {
+                struct attribution src = l->attr[a];
+                if (!src.proof)
+                        continue;
+                size_t k = fam_key(h, src.holder);
+                for (size_t i = 0; i < h->n_holders; i++) {
+                        const struct host_proc *hp = &h->holders[i];
+                        if (fam_key(h, i) != k || attributed_here(l, i) || !attributable(res, o, hp))
+                                continue;
+                        pid_t live = 0;
+                        const char *what = NULL;
+                        enum job_tie tie = ledger_live_tie(res, hp, NULL, &live, &what);
+                        if (tie == JOB_TIE_PARENT || tie == JOB_TIE_FAMILY)
+                                continue;
+                        enum confidence c = src.confidence;
+                        char text[160];
+                        snprintf(text, sizeof(text), "shares an open file description with PID %d (%s)",
+                                 (int)h->holders[src.holder].pid, link_name(src.link));
+                        tie_note(text, sizeof(text), tie, what, live, &c);
+                        struct attribution *na = add_attr(l, i, LINK_FAMILY, src.to_pid, false, c, text);
+                        if (!na)
+                                return -ENOMEM;
+                        na->tie = tie;
+                        na->tie_pid = live;
+                        na->proof = true;
+                }
+        }
+        return 0;
+}
+
+static bool left_has(const struct left_owner *lo, size_t n, size_t gpu, pid_t pid)
+{
+        for (size_t j = 0; j < n; j++)
+                if (lo[j].gpu == gpu && lo[j].pid == pid)
+                        return true;
+        return false;
+}
+
+/* The dead listed owners that no holder explains, on GPUs where a dead owner is listed. */
+static size_t left_owners(const struct scan_result *res, const enum orphan_mode *mode, size_t ng, struct left_owner *lo,
+                          size_t max, size_t *ret_distinct, pid_t *ret_one)
+{
+        size_t n = 0, distinct = 0;
+        for (size_t g = 0; g < ng; g++) {
+                const struct gpu_ledger *l = &res->gpus[g];
+                if (mode[g] != ORPHAN_STALE_LISTED)
+                        continue;
+                for (size_t k = 0; k < l->n_owners && n < max; k++) {
+                        const struct owner *ow = &l->owners[k];
+                        if (ow->cls != OWNER_STALE && ow->cls != OWNER_UNKNOWN)
+                                continue;
+                        bool explained = false;
+                        for (size_t a = 0; a < l->n_attr; a++)
+                                explained |= l->attr[a].to_pid == (pid_t)ow->pid;
+                        if (explained)
+                                continue;
+                        bool seen = false;
+                        for (size_t j = 0; j < n; j++)
+                                seen |= lo[j].pid == (pid_t)ow->pid;
+                        if (!seen && !distinct++)
+                                *ret_one = (pid_t)ow->pid;
+                        lo[n++] = (struct left_owner){ g, (pid_t)ow->pid };
+                }
+        }
+        *ret_distinct = distinct;
+        return n;
+}
+
+/* (c) elimination and (d) PID order, for the free families: those that keep a context (a member
+ * holds nvidiactl and one nvidia-uvm), none of whose members is attributed, listed by NVML, a
+ * daemon or tied to a live owner, and that outlived who started them. */
+static int attribute_free_families(struct scan_result *res, const struct ledger_opts *o, const enum orphan_mode *mode,
+                                   size_t ng, struct fam_info *fi)
+{
+        const struct facts *f = res->facts;
+        const struct host_report *h = f->host;
+        struct left_owner lo[256];
+        size_t distinct = 0;
+        pid_t one = 0;
+        size_t nlo = left_owners(res, mode, ng, lo, sizeof(lo) / sizeof(lo[0]), &distinct, &one);
+        if (!nlo)
+                return 0;
+        size_t nk = fam_count(h), n_free = 0, the_free = 0;
+        for (size_t k = 1; k < nk; k++) {
+                struct fam_info *x = &fi[k];
+                if (!x->present || x->bound || !x->ctl || !x->uvm || !x->orphaned)
+                        continue;
+                bool on = false;
+                for (size_t j = 0; j < nlo && !on; j++)
+                        on = fam_holds_gpu(h, k, &f->gpu->gpus[lo[j].gpu]);
+                if (on && !n_free++)
+                        the_free = k;
+        }
+        char text[160];
+        if (distinct == 1 && n_free == 1) {
+                struct fam_info *x = &fi[the_free];
+                if (x->gone)
+                        snprintf(text, sizeof(text), "by elimination: the only process family here no link explains, for dead PID %d, "
+                                 "the only dead owner no holder explains; the leader of its %s (PID %d) is gone",
+                                 (int)one, x->gone_what, (int)x->gone);
+                else
+                        snprintf(text, sizeof(text), "by elimination: the only process family here no link explains, for dead PID %d, "
+                                 "the only dead owner no holder explains", (int)one);
+                for (size_t j = 0; j < nlo; j++)
+                        if (fam_holds_gpu(h, the_free, &f->gpu->gpus[lo[j].gpu]) &&
+                            fam_attr(res, o, lo[j].gpu, the_free, LINK_ELIMINATION, one, false, CONF_MEDIUM, x->gone != 0, text) < 0)
+                                return -ENOMEM;
+                x->done = true;
+                return 0;
+        }
+        for (size_t k = 1; k < nk; k++) {
+                struct fam_info *x = &fi[k];
+                if (!x->present || x->bound || !x->ctl || !x->uvm || !x->orphaned)
+                        continue;
+                /* Linux gives out PIDs upward: the job's processes came after its owner */
+                pid_t best = 0;
+                for (size_t j = 0; j < nlo; j++)
+                        if (lo[j].pid < x->min_pid && lo[j].pid > best)
+                                best = lo[j].pid;
+                if (!best)
+                        continue;
+                snprintf(text, sizeof(text), "likely dead PID %d's: its lowest PID, %d, is the next after it among the dead owners "
+                         "(PID order only)", (int)best, (int)x->min_pid);
+                for (size_t j = 0; j < nlo; j++)
+                        if (lo[j].pid == best && fam_holds_gpu(h, k, &f->gpu->gpus[lo[j].gpu]) &&
+                            fam_attr(res, o, lo[j].gpu, k, LINK_PID_ORDER, best, false, CONF_LOW, false, text) < 0)
+                                return -ENOMEM;
+                x->done = true;
+        }
+        (void)left_has;
+        return 0;
+}
+
 /* Orphans that no link by number names: an unlisted CUDA process (nvidia-uvm) holding a GPU's
  * node, tied to no live owner and linked to no other dead owner, on a GPU whose memory a dead job
  * evidently holds (orphan_mode). Where the driver does not list the dead owner (hidden, or host
@@ -486,16 +761,29 @@ static int attribute_orphans(struct scan_result *res, const struct ledger_opts *
                 driver_lists_dead |= has_owner(&res->gpus[g], OWNER_STALE);
         enum orphan_mode mode[64];
         size_t ng = res->n_gpus < 64 ? res->n_gpus : 64;
-        for (size_t g = 0; g < ng; g++) {
+        for (size_t g = 0; g < ng; g++)
                 mode[g] = gpu_orphan_mode(res, &res->gpus[g], driver_lists_dead);
-                /* where links by number already name the dead job's processes, an unrelated
-                 * CUDA process is no suspect */
+        struct fam_info *fi = calloc(fam_count(h), sizeof(*fi));
+        if (!fi)
+                return -ENOMEM;
+        fam_survey(res, o, fi);
+        int e = attribute_free_families(res, o, mode, ng, fi);
+        if (e < 0) {
+                free(fi);
+                return e;
+        }
+        for (size_t g = 0; g < ng; g++) {
+                /* where links already name the dead job's processes, an unrelated CUDA process
+                 * is no suspect */
                 if (mode[g] == ORPHAN_STALE_LISTED && res->gpus[g].n_attr)
                         mode[g] = ORPHAN_NONE;
         }
         for (size_t i = 0; i < h->n_holders; i++) {
                 const struct host_proc *hp = &h->holders[i];
-                if (!holds_uvm(hp) || !attributable(res, o, hp) || ledger_listed_anywhere(f, hp->pid, NULL))
+                const struct fam_info *x = &fi[fam_key(h, i)];
+                /* a family that holds no nvidiactl keeps no context (they live on its descriptions) */
+                if (!holds_uvm(hp) || !x->ctl || x->done || x->blind || !attributable(res, o, hp) ||
+                    ledger_listed_anywhere(f, hp->pid, NULL))
                         continue;
                 bool linked = false;
                 for (size_t g = 0; g < res->n_gpus; g++)
@@ -550,8 +838,13 @@ static int attribute_orphans(struct scan_result *res, const struct ledger_opts *
                                 size_t tl = strlen(text);
                                 snprintf(text + tl, sizeof(text) - tl, " (candidate: it holds %zu GPUs with a ghost)", n_on);
                         }
-                        if (!add_attr(l, i, kind, to, n_on > 1, c, text))
+                        struct attribution *na = add_attr(l, i, kind, to, n_on > 1, c, text);
+                        if (!na) {
+                                free(fi);
                                 return -ENOMEM;
+                        }
+                        /* the hidden owner's only suspect (medium) is proof enough for a default target */
+                        na->proof = kind == LINK_LEADER_GONE && n_on == 1 && c >= CONF_MEDIUM;
                 }
         }
         /* listed PIDs absent here that orphans here point to are a dead job's: with a
@@ -577,6 +870,7 @@ static int attribute_orphans(struct scan_result *res, const struct ledger_opts *
                                  "not in this PID namespace; orphans of a dead job here hold this GPU");
                 }
         }
+        free(fi);
         return 0;
 }
 
@@ -968,16 +1262,20 @@ static void reset_blockers(struct finding *fd, const struct scan_result *res, co
 
 /* Would reclaim take attribution a by default (docs/reclaim.md)? The site policy and the
  * ancestors are reclaim's to check; this is what the scan can tell. */
-static bool default_target(const struct facts *f, const struct attribution *a, const char **ret_why)
+bool ledger_default_target(const struct facts *f, const struct attribution *a, const char **ret_why)
 {
         const struct host_proc *hp = &f->host->holders[a->holder];
         if (a->candidate)
                 *ret_why = "it holds several GPUs with a ghost";
+        else if (!a->proof && a->confidence >= CONF_MEDIUM)
+                *ret_why = "it is tied by elimination only";
         else if (a->confidence < CONF_MEDIUM)
                 *ret_why = "the link is weak";
         else if (a->tie != JOB_TIE_NONE)
                 *ret_why = "it is tied to a live owner";
-        else if (!holds_uvm(hp))
+        else if (!a->proof)
+                *ret_why = "the link is weak";
+        else if (!holds_uvm(hp) && a->link != LINK_FAMILY)
                 *ret_why = "it holds no nvidia-uvm";
         else if (hp->n_nspid > 1 && hp->nspid[hp->n_nspid - 1] == 1)
                 *ret_why = "it is a container's init";
@@ -1114,7 +1412,7 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                         pid_text_add(&pl, " ", hp->pid);
                         pid_text_add(&pp, ",", hp->pid);
                         const char *wy = NULL;
-                        if (!default_target(now, &l->attr[a], &wy)) {
+                        if (!ledger_default_target(now, &l->attr[a], &wy)) {
                                 all_default = false;
                                 if (!why)
                                         why = wy;
@@ -1354,10 +1652,14 @@ int ledger_build(const struct facts *now, const struct facts *before, const stru
         }
         /* 2. links by number to listed dead owners, then orphans no number names */
         for (size_t i = 0; i < res->n_gpus; i++)
-                if (res->gpus[i].inspected && attribute_linked(res, o, &res->gpus[i], &now->gpu->gpus[i]) < 0)
+                if (res->gpus[i].inspected && (attribute_linked(res, o, &res->gpus[i], &now->gpu->gpus[i]) < 0 ||
+                                               attribute_family(res, o, i) < 0))
                         goto nomem;
         if (attribute_orphans(res, o) < 0)
                 goto nomem;
+        for (size_t i = 0; now->host && i < res->n_gpus; i++)
+                for (size_t a = 0; a < res->gpus[i].n_attr; a++)
+                        res->gpus[i].attr[a].family = now->host->holders[res->gpus[i].attr[a].holder].family;
         /* 3. the account, the two-sample confirmation and the teardown, in one place */
         for (size_t i = 0; i < res->n_gpus; i++) {
                 struct gpu_ledger *l = &res->gpus[i];

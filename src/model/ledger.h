@@ -22,6 +22,9 @@ enum link_kind {
         LINK_JOB,               /* same cgroup / pod / Slurm job as a dead owner */
         LINK_LEADER_GONE,       /* hidden owner: uvm holder, listed nowhere, its group/session leader gone */
         LINK_ORPHAN,            /* an unlisted CUDA process holding this GPU's node while a dead owner is listed */
+        LINK_FAMILY,            /* shares an open file description with a holder linked to the dead owner */
+        LINK_ELIMINATION,       /* the only free family left for the only dead owner nothing else explains */
+        LINK_PID_ORDER,         /* the dead owner whose PID most closely precedes the family's lowest */
 };
 
 /* The verdicts, in order of importance: the first finding of a GPU is its verdict. The table in
@@ -53,6 +56,10 @@ struct attribution {
         enum confidence confidence;
         enum job_tie tie;       /* tied to a live owner too (session, job, group): never a default target */
         pid_t tie_pid;          /* that live owner */
+        unsigned family;        /* the holder's description family (host_proc.family) */
+        /* the tie is proven: a link by number, the family of such a link, or elimination with
+         * the family's group or session leader gone; only such a tie makes a default target */
+        bool proof;
         char text[160];         /* "worker of dead PID 31300, same process group" */
 };
 
@@ -164,6 +171,11 @@ enum job_tie ledger_live_tie(const struct scan_result *r, const struct host_proc
                              pid_t *ret_owner, const char **ret_what);
 /* Does NVML list pid on any GPU of f? *ret_gpu (may be NULL) gets the first GPU's index. */
 bool ledger_listed_anywhere(const struct facts *f, pid_t pid, unsigned *ret_gpu);
+/* Would reclaim take attribution a of f's holder by default, as far as the scan can tell (the
+ * site policy and ghostvram's ancestors are reclaim's)? If not, *ret_why says why. */
+bool ledger_default_target(const struct facts *f, const struct attribution *a, const char **ret_why);
+/* A live owner that shares an open file description with holder p (its family), or 0. */
+pid_t ledger_family_live_owner(const struct scan_result *r, const struct host_proc *p);
 /* Is p a live owner (on any GPU) in r? */
 bool ledger_is_live_owner(const struct scan_result *r, pid_t pid);
 /* The same, with the GPU (its NVML index) where it is a live owner and what NVML charges it

@@ -191,11 +191,18 @@ static int rows_of_gpu(struct live_view *v, const struct scan_result *r, const s
                                 return -ENOMEM;
                         w->gpu = (int)l->index;
                 }
+                /* scan's link and confidence, never a stronger word */
                 if (at->link == LINK_LEADER_GONE)
                         snprintf(w->role, sizeof(w->role), "holder, leader %d gone", (int)at->to_pid);
+                else if (at->link == LINK_ELIMINATION)
+                        snprintf(w->role, sizeof(w->role), "likely dead PID %d's (elimination)", (int)at->to_pid);
+                else if (at->link == LINK_PID_ORDER)
+                        snprintf(w->role, sizeof(w->role), "maybe dead PID %d's (PID order)", (int)at->to_pid);
+                else if (at->link == LINK_ORPHAN || at->candidate || !at->proof)
+                        snprintf(w->role, sizeof(w->role), "candidate for dead PID %d", (int)at->to_pid);
                 else
-                        snprintf(w->role, sizeof(w->role), "worker of dead PID %d%s", (int)at->to_pid,
-                                 at->candidate ? "?" : "");
+                        snprintf(w->role, sizeof(w->role), "worker of dead PID %d", (int)at->to_pid);
+                w->family = at->family;
                 copy(w->link, sizeof(w->link), at->text);
                 copy(w->confidence, sizeof(w->confidence), confidence_name(at->confidence));
                 w->ghost_holder = true;

@@ -53,6 +53,9 @@ json_t *host_proc_json(const struct host_proc *p, bool with_cmdline)
         json_set(o, "ppid", json_integer(p->ppid));
         json_set(o, "pgid", json_integer(p->pgid));
         json_set(o, "sid", json_integer(p->sid));
+        json_set(o, "family", p->family ? json_integer(p->family) : json_null());
+        json_set(o, "family_note", host_family_note_text(p->family_note) ? json_string(host_family_note_text(p->family_note))
+                                                                          : json_null());
         json_set(o, "state", json_text(st));
         json_set(o, "exiting", json_boolean(p->exiting));
         json_set(o, "kernel_thread", json_boolean(p->kernel_thread));

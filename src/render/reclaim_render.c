@@ -71,6 +71,11 @@ static json_t *plan_json(const struct reclaim_plan *p)
                 json_set(j, "start_ticks", json_integer((json_int_t)t->start_ticks));
                 json_set(j, "why", json_text(t->why));
                 json_set(j, "warning", t->warning[0] ? json_text(t->warning) : json_null());
+                json_set(j, "family", t->family ? json_integer(t->family) : json_null());
+                json_t *rest = json_array();
+                for (unsigned k = 0; k < t->n_family_rest && k < 8; k++)
+                        json_array_append_new(rest, json_integer(t->family_rest[k]));
+                json_set(j, "family_rest_pids", rest);
                 json_array_append_new(ts, j);
         }
         for (size_t i = 0; p && i < p->n_skipped; i++) {
@@ -223,6 +228,31 @@ static double mib(uint64_t b)
         return (double)b / MIB;
 }
 
+/* The lines under a target: its warning, and the members of its family that --pid left out. */
+static void target_notes(FILE *out, const struct reclaim_target *t)
+{
+        if (t->warning[0]) {
+                fprintf(out, "      warning: ");
+                put_esc(out, t->warning);
+                fputc('\n', out);
+        }
+        if (t->n_family_rest) {
+                fprintf(out, "      keeps the memory with it: PID");
+                for (unsigned k = 0; k < t->n_family_rest && k < 8; k++)
+                        fprintf(out, "%s %d", k ? "," : "", (int)t->family_rest[k]);
+                fprintf(out, "%s share its open file description and are not named: ending it alone frees nothing\n",
+                        t->n_family_rest > 8 ? " and more" : "");
+        }
+}
+
+static bool gpu_listed(const struct reclaim_plan *p, int gpu)
+{
+        for (size_t g = 0; gpu >= 0 && g < p->n_gpus; g++)
+                if (p->gpus[g].index == (unsigned)gpu)
+                        return true;
+        return false;
+}
+
 static void text_plan(FILE *out, const struct reclaim_report *r, bool verbose)
 {
         const struct reclaim_plan *p = r->plan;
@@ -241,30 +271,25 @@ static void text_plan(FILE *out, const struct reclaim_report *r, bool verbose)
                         fprintf(out, " (state %c): ", t->state ? t->state : '?');
                         put_esc(out, t->why);
                         fputc('\n', out);
-                        if (t->warning[0]) {
-                                fprintf(out, "      warning: ");
-                                put_esc(out, t->warning);
-                                fputc('\n', out);
-                        }
+                        target_notes(out, t);
                 }
         }
         bool header = false;
         for (size_t i = 0; i < p->n_targets; i++) {
                 const struct reclaim_target *t = &p->targets[i];
-                if (t->gpu >= 0)
+                if (gpu_listed(p, t->gpu))
                         continue;
-                if (!header) {
+                if (t->gpu >= 0) {
+                        /* tied to a GPU that --gpu does not select: said under its own GPU */
+                        fprintf(out, "  named by --pid, tied to GPU %d (not the one --gpu selects):\n", t->gpu);
+                } else if (!header) {
                         fprintf(out, "  named by --pid, tied to no GPU:\n");
                         header = true;
                 }
                 fprintf(out, "    PID %-7d state %c  comm ", (int)t->pid, t->state ? t->state : '?');
                 put_esc(out, t->comm);
                 fputc('\n', out);
-                if (t->warning[0]) {
-                        fprintf(out, "      warning: ");
-                        put_esc(out, t->warning);
-                        fputc('\n', out);
-                }
+                target_notes(out, t);
         }
         if (p->n_skipped)
                 fprintf(out, "  left alone:\n");

@@ -70,6 +70,10 @@ static json_t *process_json(const struct facts *f, const struct gpu_ledger *l, c
                 json_set(a, "candidate", json_boolean(at->candidate));
                 json_set(a, "tie", at->tie != JOB_TIE_NONE ? json_string(job_tie_name(at->tie)) : json_null());
                 json_set(a, "tie_pid", at->tie != JOB_TIE_NONE ? json_integer(at->tie_pid) : json_null());
+                const char *nd = NULL;
+                json_set(a, "family", at->family ? json_integer(at->family) : json_null());
+                json_set(a, "proof", json_boolean(at->proof));
+                json_set(a, "default_target", json_boolean(ledger_default_target(f, at, &nd)));
                 json_set(o, "attribution", a);
         } else {
                 json_set(o, "attribution", json_null());
@@ -93,6 +97,59 @@ static json_t *process_json(const struct facts *f, const struct gpu_ledger *l, c
 }
 
 static bool shown(const struct scan_result *r, const struct gpu_ledger *l);
+
+/* Are attributions a and b of l one family's (a holder without a family is its own)? */
+static bool same_family(const struct gpu_ledger *l, size_t a, size_t b)
+{
+        return a == b || (l->attr[a].family && l->attr[b].family == l->attr[a].family);
+}
+
+/* Is attribution a the first of its family on l? */
+static bool family_first(const struct gpu_ledger *l, size_t a)
+{
+        for (size_t b = 0; b < a; b++)
+                if (same_family(l, a, b))
+                        return false;
+        return true;
+}
+
+/* The description families attributed on this GPU: one entry a family, its members, and the
+ * tie of its strongest member (a link by number before a member tied through it). */
+static json_t *families_json(const struct facts *f, const struct gpu_ledger *l)
+{
+        json_t *arr = json_array();
+        for (size_t a = 0; a < l->n_attr; a++) {
+                const struct attribution *at = &l->attr[a];
+                if (!family_first(l, a))
+                        continue;
+                const struct attribution *lead = at;
+                json_t *members = json_array();
+                bool all_default = true;
+                enum confidence c = at->confidence;
+                for (size_t b = a; b < l->n_attr; b++) {
+                        const struct attribution *m = &l->attr[b];
+                        if (!same_family(l, a, b))
+                                continue;
+                        const char *nd = NULL;
+                        json_array_append_new(members, json_integer(f->host->holders[m->holder].pid));
+                        all_default &= ledger_default_target(f, m, &nd);
+                        if (lead->link == LINK_FAMILY && m->link != LINK_FAMILY)
+                                lead = m;
+                        if (m->confidence < c)
+                                c = m->confidence;
+                }
+                json_t *o = json_object();
+                json_set(o, "family", at->family ? json_integer(at->family) : json_null());
+                json_set(o, "member_pids", members);
+                json_set(o, "link", json_string(link_name(lead->link)));
+                json_set(o, "to_pid", json_integer(lead->to_pid));
+                json_set(o, "confidence", json_string(confidence_name(c)));
+                json_set(o, "default_target", json_boolean(all_default));
+                json_set(o, "text", json_text(lead->text));
+                json_array_append_new(arr, o);
+        }
+        return arr;
+}
 
 /* MIG: the ledger of each MIG device (null parts where its memory is not known) */
 static json_t *mig_ledger_json(const struct gpu_ledger *l)
@@ -186,6 +243,7 @@ json_t *scan_json(const struct scan_result *r, bool with_cmdline)
                                 json_array_append_new(pa, process_json(f, l, NULL, hp, &l->attr[a], with_cmdline));
                 }
                 json_set(g, "processes", pa);
+                json_set(g, "families", families_json(f, l));
                 json_set(g, "kernel_events", gpu_kernel_events_json(f, &f->gpu->gpus[i]));
         }
         json_t *kj = json_object();
@@ -288,6 +346,27 @@ static void text_holder_line(FILE *out, const struct host_proc *hp, const char *
         host_proc_detail_text(&b, hp);
         fprintf(out, "%s\n", buf_str(&b));
         buf_free(&b);
+}
+
+/* The holders of a GPU's ghost, a description family at a time: "3 processes share an open
+ * file description (family 2), tied to dead PID N by ...". A family of one is its line alone. */
+static void text_families(FILE *out, const struct facts *f, const struct gpu_ledger *l, bool color)
+{
+        fprintf(out, "  held by:\n");
+        for (size_t a = 0; a < l->n_attr; a++) {
+                const struct attribution *at = &l->attr[a];
+                if (!family_first(l, a))
+                        continue;
+                size_t n = 0;
+                for (size_t b = a; b < l->n_attr; b++)
+                        n += same_family(l, a, b);
+                if (n > 1)
+                        fprintf(out, "    %zu processes share an open file description (family %u) that dead PID %d's "
+                                "memory can live on:\n", n, at->family, (int)at->to_pid);
+                for (size_t b = a; b < l->n_attr; b++)
+                        if (same_family(l, a, b))
+                                text_holder_line(out, &f->host->holders[l->attr[b].holder], l->attr[b].text, color);
+        }
 }
 
 static bool holder_attributed(const struct scan_result *r, pid_t pid)
@@ -402,11 +481,8 @@ void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool v
                 }
                 if (hook)
                         hook(out, l->index, ctx);
-                if (l->n_attr) {
-                        fprintf(out, "  held by:\n");
-                        for (size_t a = 0; a < l->n_attr; a++)
-                                text_holder_line(out, &f->host->holders[l->attr[a].holder], l->attr[a].text, color);
-                }
+                if (l->n_attr)
+                        text_families(out, f, l, color);
                 const struct xid_event *ev[GPU_KERNEL_EVENTS_MAX];
                 size_t nev = gpu_kernel_events(f, g, ev);
                 size_t first = nev > 3 && !verbose ? nev - 3 : 0;

@@ -20,8 +20,8 @@ assert_eq "$RC" 1 "exit with the ghost"
 assert_eq "$(verdict 1)" orphaned-holders "verdict"
 assert_eq "$(ledger 1)" "0 0 1024 0" "ledger"
 assert_eq "$(attributed 1)" "$(sorted "${WORKERS[@]}")" "the setsid workers are named"
-assert_eq "$(link_of 1 "${WORKERS[0]}")" orphan "their link"
-assert_eq "$(confidence 1)" low "weaker than a group or session link"
+assert_eq "$(link_of 1 "${WORKERS[0]}")" elimination "their link: the only family no link explains"
+assert_eq "$(confidence 1)" medium "weaker than a group or session link"
 finding_text 1 | grep -q "nothing here holds" && fail "never 'nothing here holds the GPU' with holders in sight"
 w_csv=$(sorted "${WORKERS[@]}" | tr ' ' ',')
 next_step 1 | grep -qF "reclaim --gpu 1 --pid $w_csv" || fail "next step names reclaim --pid: $(next_step 1)"
@@ -30,7 +30,7 @@ assert_eq "$(verdict 0)" ok "GPU 0"
 sums
 plan_rc
 assert_eq "$(targets)" "" "not default targets"
-for w in "${WORKERS[@]}"; do assert_eq "$(skipped_rule "$w")" weak-link "skipped as a weak link"; done
+for w in "${WORKERS[@]}"; do assert_eq "$(skipped_rule "$w")" unproven "skipped: elimination is no proof"; done
 plan_rc --pid "$w_csv"
 assert_eq "$(targets)" "$(sorted "${WORKERS[@]}")" "named with --pid they are the plan"
 kill_wait "${WORKERS[@]}"
@@ -46,7 +46,7 @@ assert_eq "$(verdict 0)" orphaned-holders "verdict with the launcher alive"
 assert_eq "$(ledger 0)" "0 0 2048 0" "ledger"
 assert_eq "$(attributed 0)" "$(sorted "${WORKERS[@]}")" "the workers are named"
 [ "$(jq -r "[.gpus[0].processes[] | select(.pid == $LAUNCHER)] | length" <<<"$S")" = 0 ] || fail "the launcher holds nothing"
-assert_eq "$(confidence 0)" low "the launcher (their group leader) is alive"
+assert_eq "$(confidence 0)" medium "by elimination; the launcher (their group leader) is alive"
 plan_rc
 assert_eq "$(targets)" "" "no default target while the launcher lives"
 kill -9 "$LAUNCHER"

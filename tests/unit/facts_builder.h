@@ -107,6 +107,18 @@ static inline void holder(struct facts *f, struct host_proc p)
         h->holders[h->n_holders++] = p;
 }
 
+/* Put holder pid in description family fam (the report's families then count as compared). */
+static inline void family(struct facts *f, pid_t pid, unsigned fam)
+{
+        struct host_report *h = f->host;
+        for (size_t i = 0; i < h->n_holders; i++)
+                if (h->holders[i].pid == pid)
+                        h->holders[i].family = fam;
+        h->family_source = HOST_FAMILIES_KCMP;
+        if (fam > h->n_families)
+                h->n_families = fam;
+}
+
 /* Fill the NVML-PID facts from the holders (what facts_collect does with /proc). A PID listed in
  * `present` but not a holder is an unrelated live process (a reused PID). */
 static inline void finish(struct facts *f, const struct host_proc *present, size_t n_present)

@@ -434,11 +434,13 @@ static void test_worker_in_own_session(void **state)
         assert_string_equal(verdict(r, 1), "orphaned-holders");
         const struct attribution *a = attr_of(r, 1, 31301);
         assert_non_null(a);
-        assert_int_equal(a->link, LINK_ORPHAN);
-        assert_int_equal(a->confidence, CONF_LOW);
+        /* the only family no link explains, for the only dead owner: elimination, not a proof */
+        assert_int_equal(a->link, LINK_ELIMINATION);
+        assert_int_equal(a->confidence, CONF_MEDIUM);
+        assert_false(a->proof);
         assert_null(attr_of(r, 0, 31301)); /* GPU 0 has nothing to explain */
         const struct finding *fd = main_finding(r, 1);
-        assert_int_equal(fd->confidence, CONF_LOW);
+        assert_int_equal(fd->confidence, CONF_MEDIUM);
         assert_false(any_text(fd, "nothing here holds"));
         assert_non_null(strstr(fd->next_step, "reclaim --gpu 1 --pid 31301"));
         assert_true(r->gpus[1].ghost == 2 * GIB);
@@ -461,12 +463,15 @@ static void test_launcher_child_owner(void **state)
                         holder(f, w);
                 }
                 leader(f, 31000, !gone);
+                family(f, 31301, 1); /* the workers share the owner's descriptions */
+                family(f, 31302, 1);
                 finish(f, NULL, 0);
                 struct scan_result *r = build(f, f);
                 assert_string_equal(verdict(r, 0), "orphaned-holders");
                 assert_true(attributed(r, 0, 31301) && attributed(r, 0, 31302));
-                assert_int_equal(attr_of(r, 0, 31301)->link, LINK_ORPHAN);
-                assert_int_equal(attr_of(r, 0, 31301)->confidence, gone ? CONF_MEDIUM : CONF_LOW);
+                assert_int_equal(attr_of(r, 0, 31301)->link, LINK_ELIMINATION);
+                assert_int_equal(attr_of(r, 0, 31301)->confidence, CONF_MEDIUM);
+                assert_int_equal(attr_of(r, 0, 31302)->proof, gone); /* a default target once the leader is gone */
                 if (gone)
                         assert_non_null(strstr(main_finding(r, 0)->next_step, "reclaim --gpu 0`"));
                 else
@@ -474,6 +479,132 @@ static void test_launcher_child_owner(void **state)
                 scan_result_free(r);
                 facts_destroy(f);
         }
+}
+
+/* Description families (docs/verdicts.md): the kernel's proof of who keeps a context. */
+
+/* (a) a setsid worker that shares its description with a worker in the dead owner's group is
+ * that job's, at that link's confidence; the other GPU's setsid job is found by elimination */
+static void test_family_ties_setsid_worker(void **state)
+{
+        (void)state;
+        struct facts *f = facts_new(2, true, 0);
+        gpu_used(f, 0, 2 * GIB);
+        gpu_used(f, 1, 1 * GIB);
+        nvml_proc(f, 0, 1000, 2 * GIB);
+        nvml_proc(f, 1, 2000, 1 * GIB);
+        struct host_proc x1 = proc(1001, 1, 1001, 1001, 'S', "worker"); /* setsid */
+        struct host_proc x2 = proc(1002, 1, 1000, 1000, 'S', "worker");
+        struct host_proc y1 = proc(2001, 1, 2001, 2001, 'S', "worker");
+        struct host_proc y2 = proc(2002, 1, 2002, 2002, 'S', "worker");
+        struct host_proc *all[] = { &x1, &x2, &y1, &y2 };
+        for (size_t i = 0; i < 4; i++) {
+                cuda_nodes(all[i], 2); /* CUDA opens every GPU's node */
+                holder(f, *all[i]);
+        }
+        family(f, 1001, 1);
+        family(f, 1002, 1);
+        family(f, 2001, 2);
+        family(f, 2002, 2);
+        finish(f, NULL, 0);
+        struct scan_result *r = build(f, f);
+        assert_true(attributed(r, 0, 1001) && attributed(r, 0, 1002));
+        assert_false(attributed(r, 0, 2001) || attributed(r, 0, 2002));
+        assert_int_equal(attr_of(r, 0, 1002)->link, LINK_PGID);
+        assert_int_equal(attr_of(r, 0, 1001)->link, LINK_FAMILY);
+        assert_int_equal(attr_of(r, 0, 1001)->confidence, CONF_HIGH);
+        assert_true(attr_of(r, 0, 1001)->proof);
+        assert_int_equal(main_finding(r, 0)->confidence, CONF_HIGH);
+        assert_non_null(strstr(main_finding(r, 0)->next_step, "reclaim --gpu 0`"));
+        assert_true(attributed(r, 1, 2001) && attributed(r, 1, 2002));
+        assert_false(attributed(r, 1, 1001) || attributed(r, 1, 1002));
+        assert_int_equal(attr_of(r, 1, 2001)->link, LINK_ELIMINATION);
+        assert_int_equal(attr_of(r, 1, 2001)->to_pid, 2000);
+        assert_int_equal(main_finding(r, 1)->confidence, CONF_MEDIUM);
+        assert_non_null(strstr(main_finding(r, 1)->next_step, "--pid 2001,2002"));
+        assert_sums(r);
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
+/* two dead jobs on one GPU: B's plain workers by their group, A's setsid workers by
+ * elimination (A's owner is the only dead one no holder explains) */
+static void test_family_two_dead_jobs_one_gpu(void **state)
+{
+        (void)state;
+        struct facts *f = facts_new(1, true, 0);
+        gpu_used(f, 0, 4 * GIB);
+        nvml_proc(f, 0, 1000, 3 * GIB);
+        nvml_proc(f, 0, 2000, 1 * GIB);
+        struct host_proc a1 = proc(1001, 1, 1001, 1001, 'S', "a"), a2 = proc(1002, 1, 1002, 1002, 'S', "a");
+        struct host_proc b1 = proc(2001, 1, 2000, 2000, 'S', "b"), b2 = proc(2002, 1, 2000, 2000, 'S', "b");
+        struct host_proc *all[] = { &a1, &a2, &b1, &b2 };
+        for (size_t i = 0; i < 4; i++) {
+                cuda_nodes(all[i], 1);
+                holder(f, *all[i]);
+        }
+        family(f, 1001, 1);
+        family(f, 1002, 1);
+        family(f, 2001, 2);
+        family(f, 2002, 2);
+        finish(f, NULL, 0);
+        struct scan_result *r = build(f, f);
+        for (pid_t p = 1001; p <= 1002; p++) {
+                assert_int_equal(attr_of(r, 0, p)->link, LINK_ELIMINATION);
+                assert_int_equal(attr_of(r, 0, p)->to_pid, 1000);
+        }
+        for (pid_t p = 2001; p <= 2002; p++) {
+                assert_int_equal(attr_of(r, 0, p)->link, LINK_PGID);
+                assert_true(attr_of(r, 0, p)->proof);
+        }
+        assert_int_equal(r->gpus[0].n_attr, 4);
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
+/* (b) a family with a live owner is that live job's, whatever its numbers say; (d) two free
+ * families and two dead owners: PID order, low; a process holding no nvidiactl keeps no context */
+static void test_family_live_pid_order_no_ctl(void **state)
+{
+        (void)state;
+        struct facts *f = facts_new(2, true, 0);
+        gpu_used(f, 0, 2 * GIB);
+        gpu_used(f, 1, 3 * GIB);
+        nvml_proc(f, 0, 1000, 2 * GIB);
+        nvml_proc(f, 1, 2000, 2 * GIB);
+        nvml_proc(f, 1, 3000, 1 * GIB); /* live */
+        struct host_proc w1 = proc(1001, 1, 1001, 1001, 'S', "w"), w2 = proc(2001, 1, 2001, 2001, 'S', "w");
+        struct host_proc live = proc(3000, 500, 3000, 500, 'S', "live"), lw = proc(3001, 1, 3001, 3001, 'S', "lw");
+        struct host_proc noctl = proc(2500, 1, 2500, 2500, 'S', "sleep");
+        struct host_proc *all[] = { &w1, &w2, &live, &lw };
+        for (size_t i = 0; i < 4; i++) {
+                cuda_nodes(all[i], 2);
+                holder(f, *all[i]);
+        }
+        node(&noctl, "nvidia0");
+        node(&noctl, "nvidia1");
+        node(&noctl, "nvidia-uvm");
+        holder(f, noctl);
+        family(f, 1001, 1);
+        family(f, 2001, 2);
+        family(f, 2500, 3);
+        family(f, 3000, 4);
+        family(f, 3001, 4); /* shares the live owner's description, though it left its session */
+        finish(f, NULL, 0);
+        struct scan_result *r = build(f, f);
+        assert_int_equal(attr_of(r, 0, 1001)->link, LINK_PID_ORDER);
+        assert_int_equal(attr_of(r, 0, 1001)->confidence, CONF_LOW);
+        assert_int_equal(attr_of(r, 1, 2001)->link, LINK_PID_ORDER);
+        assert_false(attributed(r, 1, 1001) || attributed(r, 0, 2001));
+        for (unsigned g = 0; g < 2; g++) {
+                assert_false(attributed(r, g, 2500));
+                assert_false(attributed(r, g, 3001));
+        }
+        pid_t owner = 0;
+        assert_int_equal(ledger_live_tie(r, &f->host->holders[3], NULL, &owner, NULL), JOB_TIE_FAMILY);
+        assert_int_equal(owner, 3000);
+        scan_result_free(r);
+        facts_destroy(f);
 }
 
 static void test_holder_needs_the_gpus_node(void **state)
@@ -883,6 +1014,9 @@ int main(void)
                 cmocka_unit_test(test_monitor_daemon_blocks_reset_only),
                 cmocka_unit_test(test_worker_in_own_session),
                 cmocka_unit_test(test_launcher_child_owner),
+                cmocka_unit_test(test_family_ties_setsid_worker),
+                cmocka_unit_test(test_family_two_dead_jobs_one_gpu),
+                cmocka_unit_test(test_family_live_pid_order_no_ctl),
                 cmocka_unit_test(test_holder_needs_the_gpus_node),
                 cmocka_unit_test(test_legacy_v1_ghost_is_the_stale_bytes),
                 cmocka_unit_test(test_hidden_owner_beside_wrapped_live_job),

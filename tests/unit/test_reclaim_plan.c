@@ -84,6 +84,8 @@ static struct attribution *attribute(struct world *w, unsigned g, pid_t pid, enu
         a->to_pid = DEAD;
         a->candidate = candidate;
         a->confidence = CONF_HIGH;
+        /* as the ledger has it: a link by number is a proof, elimination and PID order are not */
+        a->proof = k != LINK_ELIMINATION && k != LINK_PID_ORDER && k != LINK_ORPHAN && !candidate;
         snprintf(a->text, sizeof(a->text), "worker of dead PID %d, same process group", DEAD);
         return a;
 }
@@ -660,6 +662,64 @@ static void test_policy_parse(void **state)
         free(many);
 }
 
+/* Families: the default plan ends a description family whole or not at all. W1 and W2 share
+ * a description with W3, another user's process reclaim may still end, and with a protected
+ * daemon in the second case. */
+static void test_family_whole_or_nothing(void **state)
+{
+        (void)state;
+        struct world *w = world_new();
+        w->host.family_source = HOST_FAMILIES_KCMP;
+        w->host.n_families = 1;
+        struct host_proc *w3 = add_holder(w, 31303, 31303, 31303, "pt_data_worker", true); /* setsid */
+        w->holders[0].family = w->holders[1].family = w3->family = 1;
+        attribute(w, 1, 31303, LINK_FAMILY, false);
+        struct reclaim_plan *p = plan(w);
+        assert_non_null(target(p, W1));
+        assert_non_null(target(p, W2));
+        assert_non_null(target(p, 31303));
+        assert_int_equal(target(p, W1)->family, 1);
+        /* one member protected by name: none of them is ended */
+        struct host_proc *d = add_holder(w, 31304, 31304, 31304, "nvidia-persiste", true);
+        d->family = 1;
+        p = plan(w);
+        assert_int_equal(p->n_targets, 0);
+        assert_string_equal(reclaim_rule_name(skipped(p, W1)->rule), "family-kept");
+        assert_string_equal(reclaim_rule_name(skipped(p, 31303)->rule), "family-kept");
+        assert_non_null(strstr(skipped(p, W2)->reason, "31304"));
+        assert_int_equal(p->gpus[1].n_targets, 0);
+        world_free(w);
+}
+
+/* --pid: a member of a live owner's family is refused without --force; naming part of a
+ * family lists the rest, which keeps the memory; a tie to a live job is a warning */
+static void test_family_explicit(void **state)
+{
+        (void)state;
+        struct world *w = world_new();
+        w->host.family_source = HOST_FAMILIES_KCMP;
+        w->host.n_families = 2;
+        w->holders[0].family = w->holders[1].family = 1;
+        live_owner(w, 0, 5000, 5000);
+        struct host_proc *lw = add_holder(w, 5001, 5001, 5001, "worker", true);
+        w->holders[2].family = lw->family = 2;
+        w->pids[0].proc.family = 2;
+        pid_t pids[] = { W1, 5001 };
+        w->o.explicit_pids = pids;
+        w->o.n_explicit = 2;
+        struct reclaim_plan *p = plan(w);
+        assert_non_null(target(p, W1));
+        assert_int_equal(target(p, W1)->n_family_rest, 1);
+        assert_int_equal(target(p, W1)->family_rest[0], W2);
+        assert_null(target(p, 5001));
+        assert_string_equal(reclaim_rule_name(skipped(p, 5001)->rule), "live-family");
+        w->o.force = true;
+        p = plan(w);
+        assert_non_null(target(p, 5001));
+        assert_non_null(strstr(target(p, 5001)->warning, "PID 5000, a live owner"));
+        world_free(w);
+}
+
 static void test_rule_names(void **state)
 {
         (void)state;
@@ -721,6 +781,8 @@ int main(void)
                 cmocka_unit_test(test_explicit_pids),
                 cmocka_unit_test(test_policy_parse),
                 cmocka_unit_test(test_rule_names),
+                cmocka_unit_test(test_family_whole_or_nothing),
+                cmocka_unit_test(test_family_explicit),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
