@@ -701,6 +701,35 @@ static void family_rest(const struct host_report *h, const struct reclaim_plan_o
         }
 }
 
+/* The bytes ending p's targets on GPU pg should give back: what NVML charged the dead owners
+ * they are tied to (two dead jobs on one GPU, one of them left alone: only the other's), capped
+ * by the ghost; the whole ghost when an owner's bytes are not known. */
+static uint64_t expected_back(const struct scan_result *r, const struct reclaim_plan *p, const struct reclaim_gpu *pg)
+{
+        const struct gpu_ledger *l = ledger_of(r, pg->index);
+        if (!l || !pg->n_targets)
+                return 0;
+        uint64_t sum = 0;
+        for (size_t t = 0; t < p->n_targets; t++) {
+                const struct reclaim_target *x = &p->targets[t];
+                if (x->gpu != (int)pg->index)
+                        continue;
+                bool seen = false;
+                for (size_t u = 0; u < t && !seen; u++)
+                        seen = p->targets[u].gpu == x->gpu && p->targets[u].to_pid == x->to_pid;
+                if (seen)
+                        continue;
+                const struct owner *ow = NULL;
+                for (size_t k = 0; k < l->n_owners && !ow; k++)
+                        if ((pid_t)l->owners[k].pid == x->to_pid && l->owners[k].cls != OWNER_LIVE)
+                                ow = &l->owners[k];
+                if (!x->to_pid || !ow || !ow->used_known)
+                        return pg->ghost;
+                sum += ow->used_bytes;
+        }
+        return sum < pg->ghost ? sum : pg->ghost;
+}
+
 int reclaim_plan_build(const struct scan_result *r, const struct reclaim_plan_opts *o, struct reclaim_plan **ret)
 {
         struct reclaim_plan *p = calloc(1, sizeof(*p));
@@ -733,6 +762,8 @@ int reclaim_plan_build(const struct scan_result *r, const struct reclaim_plan_op
         e = p->explicit_mode ? plan_explicit(r, o, p) : plan_default(r, o, p);
         if (e < 0)
                 goto fail;
+        for (size_t g = 0; g < p->n_gpus; g++)
+                p->gpus[g].expected_bytes = expected_back(r, p, &p->gpus[g]);
         *ret = p;
         return 0;
 fail:

@@ -150,6 +150,9 @@ struct reclaim_gpu {
         uint64_t used, ghost, noise_floor;
         bool ghost_confirmed;
         unsigned n_targets;             /* targets attributed to it */
+        /* what ending them should give back: the bytes NVML charged the dead owners they are
+         * tied to (the ghost when that is not known, as for a hidden owner) */
+        uint64_t expected_bytes;
 };
 
 struct reclaim_plan {

@@ -597,7 +597,7 @@ replan:
         n_rec = plan->n_gpus;
         for (size_t i = 0; i < n_rec; i++) {
                 const struct reclaim_gpu *pg = &plan->gpus[i];
-                recovery_init(&rec[i], pg->index, pg->n_targets && pg->ghost_confirmed ? pg->ghost : 0, pg->noise_floor);
+                recovery_init(&rec[i], pg->index, pg->n_targets && pg->ghost_confirmed ? pg->expected_bytes : 0, pg->noise_floor);
         }
         struct sampler sm;
         sampler_init(&sm, o, rec, n_rec);

@@ -1400,8 +1400,19 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                         if (l->attr[a].confidence < c)
                                 c = l->attr[a].confidence;
                 fd = add_finding(l, VERDICT_ORPHANED, c, l->ghost);
-                headline(fd, "%llu MiB ghost held by %zu orphaned process%s of a dead job", mib(l->ghost), l->n_attr,
-                         l->n_attr == 1 ? "" : "es");
+                size_t jobs = 0;        /* the dead owners the holders are tied to */
+                for (size_t a = 0; a < l->n_attr; a++) {
+                        bool seen = false;
+                        for (size_t b = 0; b < a && !seen; b++)
+                                seen = l->attr[b].to_pid == l->attr[a].to_pid;
+                        jobs += !seen;
+                }
+                if (jobs > 1)
+                        headline(fd, "%llu MiB ghost held by %zu orphaned processes of %zu dead jobs", mib(l->ghost),
+                                 l->n_attr, jobs);
+                else
+                        headline(fd, "%llu MiB ghost held by %zu orphaned process%s of a dead job", mib(l->ghost),
+                                 l->n_attr, l->n_attr == 1 ? "" : "es");
                 stale_evidence(fd, l);
                 struct pid_text pl = { "", 0 }, pp = { "", 0 };
                 const char *why = NULL;

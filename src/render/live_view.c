@@ -97,6 +97,7 @@ static int row_proc(struct live_row *w, const struct host_proc *hp, const struct
 {
         w->pid = hp->pid;
         w->state = hp->state;
+        w->family = hp->family;
         copy(w->user, sizeof(w->user), hp->user);
         copy(w->comm, sizeof(w->comm), hp->comm);
         w->start_time = hp->start_time;
@@ -202,7 +203,6 @@ static int rows_of_gpu(struct live_view *v, const struct scan_result *r, const s
                         snprintf(w->role, sizeof(w->role), "candidate for dead PID %d", (int)at->to_pid);
                 else
                         snprintf(w->role, sizeof(w->role), "worker of dead PID %d", (int)at->to_pid);
-                w->family = at->family;
                 copy(w->link, sizeof(w->link), at->text);
                 copy(w->confidence, sizeof(w->confidence), confidence_name(at->confidence));
                 w->ghost_holder = true;

@@ -59,7 +59,7 @@ struct live_row {
         char user[64];
         char state;
         int64_t listed_bytes;           /* NVML's bytes for it, -1: not listed / not known */
-        unsigned family;                /* its description family (host_proc.family), 0 if not a ghost holder */
+        unsigned family;                /* its description family (host_proc.family), 0 for a listed PID that holds nothing */
         char role[48];                  /* "owner", "dead owner", "worker of dead PID 31300", "monitor", ... */
         char link[200];                 /* the attribution or the owner's status, "" if none */
         char confidence[8];             /* of the attribution, "" if none */

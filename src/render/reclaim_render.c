@@ -117,7 +117,11 @@ static json_t *gpus_json(const struct reclaim_report *r)
                         json_set(j, "ghost_bytes", json_integer((json_int_t)p->gpus[i].ghost));
                         json_set(j, "ghost_confirmed", json_boolean(p->gpus[i].ghost_confirmed));
                 }
-                json_set(j, "expected_bytes", g ? json_integer((json_int_t)g->expected) : json_null());
+                /* the dry run says what acting would expect back */
+                json_set(j, "expected_bytes", g ? json_integer((json_int_t)g->expected)
+                                              : p && p->gpus[i].n_targets && p->gpus[i].ghost_confirmed
+                                                      ? json_integer((json_int_t)p->gpus[i].expected_bytes)
+                                                      : json_null());
                 if (g && g->before_known)
                         json_set(j, "before_bytes", json_integer((json_int_t)g->before));
                 else if (p && p->gpus[i].inspected)

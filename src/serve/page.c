@@ -352,6 +352,9 @@ static void holders_table(struct buf *out, const struct live_view *v, bool expos
                         buf_printf(out, "%lld", (long long)((w->listed_bytes + (1 << 19)) >> 20));
                 buf_puts(out, "</td><td class=\"role\">");
                 esc(out, w->role);
+                /* the processes that share an open file description keep the same contexts */
+                if (w->family)
+                        buf_printf(out, " <small class=\"family\">family %u</small>", w->family);
                 buf_puts(out, "</td><td>");
                 esc(out, w->link);
                 if (w->confidence[0])

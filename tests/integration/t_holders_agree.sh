@@ -58,6 +58,17 @@ for p in "${job[@]}"; do expect "$p" "$all" "job process $p"; done
 expect "$maponly" "nvidia-uvm:mmap nvidia0:mmap nvidia1:mmap nvidiactl:mmap" "mapping-only worker"
 expect "$hl" "nvidia1:fd" "holder of the hard link"
 expect "$by" "" "bystander"
+note "description families: the same partition of the holders from the kernel's file pointers and from kcmp"
+fam_sets() { jq -c '[.holders | group_by(.family)[] | map(.pid) | sort] | sort' "$1"; }
+assert_eq "$(fam_sets "$GV_TMP/bpf.json")" "$(fam_sets "$GV_TMP/proc.json")" "families: BPF = /proc"
+assert_eq "$(jq -r "[.holders[] | select(.pid | IN($(IFS=,; echo "${job[*]}"))) | .family] | unique | length" "$GV_TMP/bpf.json")" 1 \
+        "the job and its workers are one family"
+assert_eq "$(jq -r ".holders[] | select(.pid == ${job[0]}) | .family" "$GV_TMP/bpf.json")" \
+        "$(jq -r ".holders[] | select(.pid == ${job[0]}) | .family" "$GV_TMP/proc.json")" "the same family number"
+assert_eq "$(jq -r ".holders[] | select(.pid == $maponly) | .family_note" "$GV_TMP/proc.json")" \
+        "it refers to the nodes by mapping only, which kcmp cannot compare" "/proc: the mapping-only worker stands alone, and says why"
+assert_eq "$(jq -r ".holders[] | select(.pid == $maponly) | .family_note" "$GV_TMP/bpf.json")" null "BPF compares mappings too"
+assert_eq "$(jq -r '.host.family_source' "$GV_TMP/bpf.json") $(jq -r '.host.family_source' "$GV_TMP/proc.json")" "bpf kcmp" "how each grouped"
 
 note "the two BPF loaders: the light skeleton (the kernel relocates, no BTF read here) and the"
 note "full one (libbpf reads the kernel's BTF, as on a kernel older than 5.17) answer alike"

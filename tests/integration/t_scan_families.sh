@@ -151,8 +151,16 @@ for w in "${A[@]}"; do
 done
 assert_eq "$(fam_of 0 "${B[0]}")" "$(csv "${B[@]}") process-group $OB high true" "B's family"
 assert_eq "$(fam_of 0 "${A[0]}")" "$(csv "${A[@]}") elimination $OA medium false" "A's family"
+jq -r '.gpus[0].findings[0].summary' <<<"$S" | grep -q "held by 4 orphaned processes of 2 dead jobs" ||
+        fail "the headline counts the dead jobs: $(jq -r '.gpus[0].findings[0].summary' <<<"$S")"
 plan_rc
 assert_eq "$(targets)" "$(sorted "${B[@]}")" "reclaim: B's workers"
+assert_eq "$(jq -r '.gpus[] | select(.index == 0) | .expected_bytes' <<<"$R")" $((1500 * MIB)) \
+        "reclaim expects B's 1500 MiB back, not the GPU's whole ghost"
+plan_rc --yes --grace 2s --wait 20s
+assert_eq "$PRC" 0 "B's memory came back: $(jq -r '.summary' <<<"$R")"
+assert_eq "$(used 0)" $((3000 * MIB)) "A's 3000 MiB stay, as the plan said"
+for w in "${A[@]}"; do is_dead "$w" && fail "A's worker $w was not in the plan"; done
 kill_wait "${A[@]}" "${B[@]}"
 
 note "3. an unrelated holder of nvidia0 and nvidia-uvm (no nvidiactl) beside a dead launcher job"
