@@ -359,4 +359,36 @@ plan_rc
 assert_eq "$(targets)" "" "never a default target"
 kill_wait "${A[@]}" "${B[@]}"
 
+note "10. a dead setsid job on GPU 0 beside a live job on GPU 1 whose process list NVML does not give"
+sim_new --gpus 2 --memory 16384 --reserved 512
+sim_run --gpu 0 --mib 1024 --workers 2 --worker-setsid
+OD=$OWNER D=("${WORKERS[@]}")
+sim_run --gpu 1 --mib 512 --workers 1
+LIVE=("$OWNER" "${WORKERS[@]}")
+kill_wait "$OD"
+"$GV_BIN" sim set "$SIM" notsup=1:processes >/dev/null
+scan_rc
+assert_eq "$(verdict 1)" unknown "GPU 1 without a process list"
+for p in "${LIVE[@]}"; do
+        never_attributed "$p"
+        next_step 0 | grep -qw "$p" && fail "GPU 0's next step names PID $p of the job NVML cannot list: $(next_step 0)"
+done
+plan_rc
+assert_eq "$(targets)" "" "no default target while a GPU gives no process list"
+"$GV_BIN" sim set "$SIM" notsup=none >/dev/null
+kill_wait "${D[@]}" "${LIVE[@]}"
+
+note "11. --gpu selects one GPU, --pid names a process tied to another: shown under its own GPU"
+sim_new --gpus 2 --memory 16384 --reserved 512
+sim_run --gpu 1 --mib 1024 --workers 2
+O=$OWNER W=("${WORKERS[@]}")
+kill_wait "$O"
+set +e
+text=$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" reclaim --confirm 300ms --gpu 0 --pid "${W[0]}" </dev/null)
+set -e
+grep -q "tied to GPU 1 (not the one --gpu selects)" <<<"$text" || fail "the target's GPU is said: $text"
+grep -A3 "tied to GPU 1" <<<"$text" | grep -q "PID ${W[0]} " || fail "the target is listed under it: $text"
+grep -q "keeps the memory with it: PID ${W[1]} share" <<<"$text" || fail "the rest of its family is named: $text"
+kill_wait "${W[@]}"
+
 echo "PASS"
