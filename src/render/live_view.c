@@ -196,11 +196,11 @@ static int rows_of_gpu(struct live_view *v, const struct scan_result *r, const s
                 if (at->link == LINK_LEADER_GONE)
                         snprintf(w->role, sizeof(w->role), "holder, leader %d gone", (int)at->to_pid);
                 else if (at->link == LINK_ELIMINATION)
-                        snprintf(w->role, sizeof(w->role), "likely dead PID %d's (elimination)", (int)at->to_pid);
+                        snprintf(w->role, sizeof(w->role), "elimination: dead PID %d", (int)at->to_pid);
                 else if (at->link == LINK_PID_ORDER)
-                        snprintf(w->role, sizeof(w->role), "maybe dead PID %d's (PID order)", (int)at->to_pid);
+                        snprintf(w->role, sizeof(w->role), "PID order: dead PID %d", (int)at->to_pid);
                 else if (at->link == LINK_ORPHAN || at->candidate || !at->proof)
-                        snprintf(w->role, sizeof(w->role), "candidate for dead PID %d", (int)at->to_pid);
+                        snprintf(w->role, sizeof(w->role), "candidate, dead PID %d", (int)at->to_pid);
                 else
                         snprintf(w->role, sizeof(w->role), "worker of dead PID %d", (int)at->to_pid);
                 copy(w->link, sizeof(w->link), at->text);

@@ -431,6 +431,7 @@ void top_draw(struct top_canvas *c, const struct live_view *v, const struct live
         int room = bottom - y;
         size_t sel = n && s->selected >= n ? n - 1 : s->selected;
         size_t first = room > 0 && sel >= (size_t)room ? sel - (size_t)room + 1 : 0;
+        unsigned sel_family = n ? v->rows[idx[sel]].family : 0;
         for (size_t k = first; k < n && y < bottom; k++, y++) {
                 const struct live_row *w = &v->rows[idx[k]];
                 unsigned char at = k == sel ? TA_SELECTED : w->ghost_holder ? TA_BAD : TA_NONE;
@@ -445,7 +446,10 @@ void top_draw(struct top_canvas *c, const struct live_view *v, const struct live
                         snprintf(mem, sizeof(mem), "%llu", mib((uint64_t)w->listed_bytes));
                 else
                         snprintf(mem, sizeof(mem), "-");
-                x = printf_at(c, y, 0, at, "%7d ", (int)w->pid);
+                /* the selected process's family: they share an open file description, so they
+                 * keep the same contexts (ended together or not at all); its PIDs in bold */
+                bool kin = sel_family && w->family == sel_family && k != sel;
+                x = printf_at(c, y, 0, kin ? TA_BOLD : at, "%7d ", (int)w->pid);
                 int ux = put_hostile(c, y, x, w->user[0] ? w->user : "?", 10, at);
                 x = printf_at(c, y, x + 11, at, "%c %-5s %8s  ", w->state > ' ' && w->state < 0x7f ? w->state : '?', gpu, mem);
                 (void)ux;
@@ -463,7 +467,9 @@ void top_draw(struct top_canvas *c, const struct live_view *v, const struct live
                 x = printf_at(c, bottom, 0, TA_BOLD, "PID %d: ", (int)w->pid);
                 x = put_hostile(c, bottom, x, w->link[0] ? w->link : w->role, c->cols - x, TA_NONE);
                 if (w->confidence[0])
-                        printf_at(c, bottom, x, TA_NONE, " (%s confidence)", w->confidence);
+                        x = printf_at(c, bottom, x, TA_NONE, " (%s confidence)", w->confidence);
+                if (w->family)
+                        printf_at(c, bottom, x, TA_DIM, "  family %u (its members' PIDs in bold)", w->family);
                 x = puts_at(c, bottom + 1, 2, "", TA_NONE);
                 put_hostile(c, bottom + 1, x, w->detail, c->cols - x, TA_DIM);
         }

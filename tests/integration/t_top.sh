@@ -82,6 +82,7 @@ wait_screen a 10 "2048 MiB ghost held by 2 orphaned processes of a dead job"
 note "keys: down selects a worker and shows its link; g focuses; r plans; x; ?"
 key a Down
 wait_screen a 10 "^PID $W1: worker of dead PID $OWNER, same process group \(high confidence\)"
+wait_screen a 10 "^PID $W1: worker of dead PID $OWNER, same process group \(high confidence\)  family [0-9]+ \(its members' PIDs in bold\)"
 key a g
 wait_screen a 10 '^ghostvram top  SIMULATED HOST  GPU 0 '
 no_screen a "worker of dead PID"
