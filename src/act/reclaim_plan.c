@@ -525,8 +525,12 @@ static int whole_families(const struct scan_result *r, struct reclaim_plan *p)
                 }
                 struct reclaim_target dropped = p->targets[t];
                 const struct host_proc *hp = host_report_find(h, dropped.pid);
-                whyf(why, sizeof(why), "PID %d shares its open file description and is not a target (see its line): "
-                     "ending this one would free nothing", (int)keeper);
+                const char *rule = "not attributed";
+                for (size_t k = 0; k < p->n_skipped; k++)
+                        if (p->skipped[k].pid == keeper)
+                                rule = reclaim_rule_name(p->skipped[k].rule);
+                whyf(why, sizeof(why), "PID %d shares its open file description and is not a target (%s): "
+                     "ending this one would free nothing", (int)keeper, rule);
                 memmove(&p->targets[t], &p->targets[t + 1], (p->n_targets - t - 1) * sizeof(*p->targets));
                 p->n_targets--;
                 for (size_t g = 0; g < p->n_gpus; g++)

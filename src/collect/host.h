@@ -51,7 +51,8 @@ enum host_family_note {
         HOST_FAMILY_COMPARED = 0,       /* grouped by the kernel's answer (or alone after it) */
         HOST_FAMILY_MAPPING_ONLY,       /* it refers to its nodes by mapping only: kcmp compares descriptors */
         HOST_FAMILY_NO_RIGHTS,          /* kcmp refused (another user's process, no ptrace rights) */
-        HOST_FAMILY_UNKNOWN,            /* not grouped: a fixture, a bundle without families, too many descriptions */
+        HOST_FAMILY_UNKNOWN,            /* not grouped: a fixture tree, whose PIDs are not processes */
+        HOST_FAMILY_TOO_MANY,           /* more than HOST_MAX_DESC descriptions: only the first were compared */
 };
 
 struct host_env {

@@ -270,9 +270,17 @@ int host_bundle_write_json(const char *save_dir, const struct host_report *facts
                 json_t *fam = hp && hp->family ? json_integer(hp->family) : json_incref(oldf);
                 json_t *note = hp && hp->family ? json_integer(hp->family_note) : json_incref(oldn);
                 json_t *e = json_object();
+                /* json_object_set_new takes the value, also when it fails */
+                if (e && fam)
+                        (void)json_object_set_new(e, "family", fam);
+                if (e && note)
+                        (void)json_object_set_new(e, "family_note", note);
+                if (!e) {
+                        json_decref(fam);
+                        json_decref(note);
+                }
                 if (!e || jset(pj, key, e) < 0 || jset(e, "role", json_string(role_names[role])) < 0 ||
-                    jset(e, "skipped", json_integer(p->skipped)) < 0 || jset(e, "user", text(p->user)) < 0 ||
-                    (fam && jset(e, "family", fam) < 0) || (note && jset(e, "family_note", note) < 0))
+                    jset(e, "skipped", json_integer(p->skipped)) < 0 || jset(e, "user", text(p->user)) < 0)
                         goto out;
         }
         out = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
@@ -377,7 +385,7 @@ static int parse_bundle(json_t *root, struct host_bundle_in *b)
                                 return -EBADMSG;
                         p->family = (unsigned)v;
                         v = 0;
-                        if (json_object_get(e, "family_note") && get_u64(e, "family_note", HOST_FAMILY_UNKNOWN, &v) < 0)
+                        if (json_object_get(e, "family_note") && get_u64(e, "family_note", HOST_FAMILY_TOO_MANY, &v) < 0)
                                 return -EBADMSG;
                         p->family_note = (enum host_family_note)v;
                 }

@@ -22,6 +22,9 @@
 
 #include "collect/host.h"
 
+#define NUM_(x) #x
+#define NUM(x) NUM_(x)
+
 #ifndef KCMP_FILE
 #define KCMP_FILE 0
 #endif
@@ -42,6 +45,7 @@ const char *host_family_note_text(enum host_family_note n)
         case HOST_FAMILY_MAPPING_ONLY: return "it refers to the nodes by mapping only, which kcmp cannot compare";
         case HOST_FAMILY_NO_RIGHTS: return "kcmp was refused (no ptrace rights over it)";
         case HOST_FAMILY_UNKNOWN: return "descriptions were not compared";
+        case HOST_FAMILY_TOO_MANY: return "more than " NUM(HOST_MAX_DESC) " descriptions: only the first were compared";
         default: return NULL;
         }
 }

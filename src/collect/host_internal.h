@@ -92,7 +92,7 @@ static inline int host_neg_errno(void)
  * -E2BIG when p already has HOST_MAX_NODES other nodes. */
 int host_proc_add_node(struct host_proc *p, const char *name, unsigned via);
 /* Remember a description p refers to (host.h struct host_desc), once: 0, or -E2BIG when there
- * are more than HOST_MAX_DESC (the process is then not grouped: family_note UNKNOWN). */
+ * are more than HOST_MAX_DESC (only the first are grouped: family_note TOO_MANY). */
 int host_proc_add_desc(struct host_proc *p, uint64_t key, int fd);
 /* Sort p's nodes by name, so that the order does not depend on directory order. */
 void host_proc_sort_nodes(struct host_proc *p);

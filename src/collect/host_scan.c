@@ -667,12 +667,11 @@ static void add_node(struct host_ctx *c, struct pid_scan *s, const char *name, u
         }
 }
 
-/* A description s refers to, for the families; past HOST_MAX_DESC it is not grouped. */
-static void desc_add(struct host_ctx *c, struct pid_scan *s, uint64_t key, int fd)
+/* A description s refers to, for the families; past HOST_MAX_DESC only the first are grouped. */
+static void desc_add(struct pid_scan *s, uint64_t key, int fd)
 {
-        (void)c;
         if (host_proc_add_desc(&s->p, key, fd) == -E2BIG)
-                s->p.family_note = HOST_FAMILY_UNKNOWN;
+                s->p.family_note = HOST_FAMILY_TOO_MANY;
 }
 
 static void note_denied(const struct host_ctx *c, struct pid_scan *s, unsigned *other, unsigned *own)
@@ -728,12 +727,12 @@ static bool scan_fd_entry(struct host_ctx *c, struct pid_scan *s, int fdd, const
                 return true;
         add_node(c, s, name, HOST_VIA_FD);
         unsigned fdnum;
-        if (parse_uint_range(nm, 0, INT32_MAX, &fdnum) == 0)
-                desc_add(c, s, 0, (int)fdnum);
+        if (parse_uint_range(nm, 0, INT32_MAX, &fdnum) < 0)
+                return true;
+        desc_add(s, 0, (int)fdnum);
         if (!c->save_dir)
                 return true;
-        if (host_grow(&c->sfds, &c->sfds_alloc, c->n_sfds, sizeof(*c->sfds)) < 0 ||
-            parse_uint_range(nm, 0, INT32_MAX, &fdnum) < 0)
+        if (host_grow(&c->sfds, &c->sfds_alloc, c->n_sfds, sizeof(*c->sfds)) < 0)
                 return true;
         c->sfds[c->n_sfds].fd = (int)fdnum;
         snprintf(c->sfds[c->n_sfds].name, sizeof(c->sfds[0].name), "%s", name);
@@ -834,7 +833,7 @@ static void scan_maps(struct host_ctx *c, struct pid_scan *s, char state)
                 if (!match_prefix(c, m.path, m.pathlen, name) && !match_devino(c, &m, name))
                         continue;
                 add_node(c, s, name, HOST_VIA_MMAP);
-                desc_add(c, s, 0, -1);
+                desc_add(s, 0, -1);
                 if (c->save_dir)
                         save_maps_line(c, line, &m, name);
         }
@@ -864,7 +863,7 @@ static void apply_preset(struct host_ctx *c, struct pid_scan *s)
                 }
                 if (hit) {
                         add_node(c, s, name, h->via);
-                        desc_add(c, s, h->file, h->via == HOST_VIA_FD ? h->fd : -1);
+                        desc_add(s, h->file, h->via == HOST_VIA_FD ? h->fd : -1);
                 }
         }
         if (b->maps_unread) {
@@ -1416,8 +1415,13 @@ static int walk_all(struct host_ctx *c, struct host_report *r, struct report_all
         return e;
 }
 
-/* The iterators see the live kernel: only for the live /proc (not a fixture tree or a bundle),
- * and not while recording a bundle (which keeps the /proc files the walk read). */
+/* Is the walk's proc root the real /proc of this PID namespace (not a fixture tree or a bundle)? */
+static bool is_live_proc(const struct host_ctx *c)
+{
+        char real[PATH_MAX];
+        return !c->bundle && realpath(c->proc_root, real) && strcmp(real, "/proc") == 0;
+}
+
 /* Families: as the bundle recorded them, else grouped now (kcmp only on the real /proc). */
 static int group_families(struct host_ctx *c, struct host_report *r)
 {
@@ -1436,16 +1440,14 @@ static int group_families(struct host_ctx *c, struct host_report *r)
                         return 0;
                 }
         }
-        char real[PATH_MAX];
-        bool live = !c->bundle && realpath(c->proc_root, real) && strcmp(real, "/proc") == 0;
-        return host_families_group(r, live);
+        return host_families_group(r, is_live_proc(c));
 }
 
+/* The iterators see the live kernel: only for the live /proc (not a fixture tree or a bundle),
+ * and not while recording a bundle (which keeps the /proc files the walk read). */
 static bool bpf_eligible(const struct host_ctx *c, const struct host_opts *o)
 {
-        char real[PATH_MAX];
-        return o->holders != HOST_HOLDERS_PROC && !c->bundle && !c->save_dir && realpath(c->proc_root, real) &&
-               strcmp(real, "/proc") == 0;
+        return o->holders != HOST_HOLDERS_PROC && !c->save_dir && is_live_proc(c);
 }
 
 static int cmp_hit(const void *a, const void *b)

@@ -145,6 +145,14 @@ bool ledger_listed_anywhere(const struct facts *f, pid_t pid, unsigned *ret_gpu)
 enum job_tie ledger_live_tie(const struct scan_result *r, const struct host_proc *p, const struct host_proc *env,
                              pid_t *ret_owner, const char **ret_what)
 {
+        pid_t fam_owner = ledger_family_live_owner(r, p);
+        if (fam_owner) {
+                if (ret_owner)
+                        *ret_owner = fam_owner;
+                if (ret_what)
+                        *ret_what = "open file description";
+                return JOB_TIE_FAMILY;
+        }
         const struct facts *f = r->facts;
         const struct host_proc *owners[256];
         size_t n = 0;
@@ -156,14 +164,6 @@ enum job_tie ledger_live_tie(const struct scan_result *r, const struct host_proc
                         if (pf && pf->present)
                                 owners[n++] = &pf->proc;
                 }
-        pid_t fam_owner = ledger_family_live_owner(r, p);
-        if (fam_owner) {
-                if (ret_owner)
-                        *ret_owner = fam_owner;
-                if (ret_what)
-                        *ret_what = "open file description";
-                return JOB_TIE_FAMILY;
-        }
         if (!env && f->self_known)
                 env = &f->self;
         return job_tie_to(p, owners, n, env, ret_owner, ret_what);
@@ -174,10 +174,14 @@ pid_t ledger_family_live_owner(const struct scan_result *r, const struct host_pr
         const struct host_report *h = r->facts->host;
         if (!h || !p->family || h->family_source == HOST_FAMILIES_NONE)
                 return 0;
-        for (size_t i = 0; i < h->n_holders; i++)
-                if (h->holders[i].family == p->family && h->holders[i].pid != p->pid &&
-                    ledger_is_live_owner(r, h->holders[i].pid))
-                        return h->holders[i].pid;
+        /* from the live owners (a few), not from the holders (many): called for every holder */
+        for (size_t g = 0; g < r->n_gpus; g++)
+                for (size_t k = 0; k < r->gpus[g].n_owners; k++) {
+                        const struct owner *ow = &r->gpus[g].owners[k];
+                        const struct host_proc *m = ow->cls == OWNER_LIVE ? host_report_find(h, (pid_t)ow->pid) : NULL;
+                        if (m && m->pid != p->pid && m->family == p->family)
+                                return m->pid;
+                }
         return 0;
 }
 
@@ -528,6 +532,12 @@ struct fam_info {
                                  * that GPU's live job, so no rule but a link by number names it */
 };
 
+/* A free family: it keeps a context, nothing binds it, and it outlived who started it. */
+static bool fam_free(const struct fam_info *x)
+{
+        return x->present && !x->bound && x->ctl && x->uvm && x->orphaned;
+}
+
 /* Members of family key k that hold GPU g's node. */
 static bool fam_holds_gpu(const struct host_report *h, size_t k, const struct gpu_info *g)
 {
@@ -642,14 +652,6 @@ static int attribute_family(struct scan_result *res, const struct ledger_opts *o
         return 0;
 }
 
-static bool left_has(const struct left_owner *lo, size_t n, size_t gpu, pid_t pid)
-{
-        for (size_t j = 0; j < n; j++)
-                if (lo[j].gpu == gpu && lo[j].pid == pid)
-                        return true;
-        return false;
-}
-
 /* The dead listed owners that no holder explains, on GPUs where a dead owner is listed. */
 static size_t left_owners(const struct scan_result *res, const enum orphan_mode *mode, size_t ng, struct left_owner *lo,
                           size_t max, size_t *ret_distinct, pid_t *ret_one)
@@ -697,7 +699,7 @@ static int attribute_free_families(struct scan_result *res, const struct ledger_
         size_t nk = fam_count(h), n_free = 0, the_free = 0;
         for (size_t k = 1; k < nk; k++) {
                 struct fam_info *x = &fi[k];
-                if (!x->present || x->bound || !x->ctl || !x->uvm || !x->orphaned)
+                if (!fam_free(x))
                         continue;
                 bool on = false;
                 for (size_t j = 0; j < nlo && !on; j++)
@@ -708,13 +710,12 @@ static int attribute_free_families(struct scan_result *res, const struct ledger_
         char text[160];
         if (distinct == 1 && n_free == 1) {
                 struct fam_info *x = &fi[the_free];
-                if (x->gone)
-                        snprintf(text, sizeof(text), "by elimination: the only process family here no link explains, for dead PID %d, "
-                                 "the only dead owner no holder explains; the leader of its %s (PID %d) is gone",
-                                 (int)one, x->gone_what, (int)x->gone);
-                else
-                        snprintf(text, sizeof(text), "by elimination: the only process family here no link explains, for dead PID %d, "
-                                 "the only dead owner no holder explains", (int)one);
+                /* within an attribution's text (160 bytes) */
+                int w = snprintf(text, sizeof(text), "by elimination: the only family no link explains, for dead PID %d, "
+                                 "the only dead owner left", (int)one);
+                if (x->gone && w > 0 && (size_t)w < sizeof(text))
+                        snprintf(text + w, sizeof(text) - (size_t)w, "; its %s leader (PID %d) is gone", x->gone_what,
+                                 (int)x->gone);
                 for (size_t j = 0; j < nlo; j++)
                         if (fam_holds_gpu(h, the_free, &f->gpu->gpus[lo[j].gpu]) &&
                             fam_attr(res, o, lo[j].gpu, the_free, LINK_ELIMINATION, one, false, CONF_MEDIUM, x->gone != 0, text) < 0)
@@ -724,7 +725,7 @@ static int attribute_free_families(struct scan_result *res, const struct ledger_
         }
         for (size_t k = 1; k < nk; k++) {
                 struct fam_info *x = &fi[k];
-                if (!x->present || x->bound || !x->ctl || !x->uvm || !x->orphaned)
+                if (!fam_free(x))
                         continue;
                 /* Linux gives out PIDs upward: the job's processes came after its owner */
                 pid_t best = 0;
@@ -741,7 +742,6 @@ static int attribute_free_families(struct scan_result *res, const struct ledger_
                                 return -ENOMEM;
                 x->done = true;
         }
-        (void)left_has;
         return 0;
 }
 
@@ -1267,14 +1267,12 @@ bool ledger_default_target(const struct facts *f, const struct attribution *a, c
         const struct host_proc *hp = &f->host->holders[a->holder];
         if (a->candidate)
                 *ret_why = "it holds several GPUs with a ghost";
-        else if (!a->proof && a->confidence >= CONF_MEDIUM)
-                *ret_why = "it is tied by elimination only";
         else if (a->confidence < CONF_MEDIUM)
                 *ret_why = "the link is weak";
         else if (a->tie != JOB_TIE_NONE)
                 *ret_why = "it is tied to a live owner";
         else if (!a->proof)
-                *ret_why = "the link is weak";
+                *ret_why = a->link == LINK_ELIMINATION ? "it is tied by elimination only" : "the link is weak";
         else if (!holds_uvm(hp) && a->link != LINK_FAMILY)
                 *ret_why = "it holds no nvidia-uvm";
         else if (hp->n_nspid > 1 && hp->nspid[hp->n_nspid - 1] == 1)

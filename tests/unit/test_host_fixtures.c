@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "collect/host.h"
+#include "collect/host_internal.h"
 #include "test_host_util.h"
 #include "util/deadline.h"
 #include "util/fileio.h"
@@ -758,6 +759,44 @@ static void test_bad_roots(void **state)
         th_rmrf(tmp);
 }
 
+/* A bundle's families: read back as saved; a family or note out of range is a damaged bundle. */
+static void test_bundle_families_parse(void **state)
+{
+        (void)state;
+        static const char head[] = "{\"format\": \"ghostvram-host-bundle\", \"version\": 1, \"clk_tck\": 100, \"euid\": 0, "
+                                   "\"initial_pidns\": true, \"limits\": [], \"procs_scanned\": 3, \"sample_time\": 1.5, "
+                                   "\"self_pid\": 7, \"self_pidns_ino\": 4026531836, \"procs\": {\"100\": {\"role\": \"holder\", "
+                                   "\"skipped\": 0, \"user\": \"root\"";
+        static const struct {
+                const char *tail;
+                int ret;
+                unsigned family, note;
+        } cases[] = {
+                { "}}}", 0, 0, 0 },                                     /* a bundle made before families */
+                { ", \"family\": 2, \"family_note\": 1}}}", 0, 2, HOST_FAMILY_MAPPING_ONLY },
+                { ", \"family\": 3}}}", 0, 3, HOST_FAMILY_COMPARED },
+                { ", \"family\": -1}}}", -EBADMSG, 0, 0 },
+                { ", \"family\": \"2\"}}}", -EBADMSG, 0, 0 },
+                { ", \"family\": 2, \"family_note\": 99}}}", -EBADMSG, 0, 0 },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                char doc[1024], err[256] = "";
+                snprintf(doc, sizeof(doc), "%s%s", head, cases[i].tail);
+                struct host_bundle_in *b = NULL;
+                assert_int_equal(host_bundle_parse(doc, strlen(doc), &b, err, sizeof(err)), cases[i].ret);
+                if (cases[i].ret < 0) {
+                        assert_null(b);
+                        assert_non_null(strstr(err, "host.json"));
+                        continue;
+                }
+                assert_non_null(b);
+                assert_int_equal(b->n_procs, 1);
+                assert_int_equal(b->procs[0].family, cases[i].family);
+                assert_int_equal(b->procs[0].family_note, cases[i].note);
+                host_bundle_in_free(b);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -776,6 +815,7 @@ int main(void)
                 cmocka_unit_test(test_fifo_wait_budget),
                 cmocka_unit_test(test_permission_denied),
                 cmocka_unit_test(test_bundle_roundtrip),
+                cmocka_unit_test(test_bundle_families_parse),
                 cmocka_unit_test(test_scan_pids),
                 cmocka_unit_test(test_bad_roots),
         };
