@@ -68,9 +68,9 @@ const char *const doctor_prevention[] = {
         "Keep nvidia-persistenced running on compute hosts: the driver stays initialised between "
         "jobs (faster starts, stable memory figures). It does not free a ghost: only ending the "
         "holder, or a GPU reset, does.",
-        "Watch for it: `ghostvram watch --hook` or the exporter's ghost gauge, and a daily cron "
-        "`ghostvram doctor` mail; a ghost found minutes after a job is easier to explain than one "
-        "found a week later.",
+        "Watch for it: `ghostvram watch --exec CMD` (CMD runs on each alert and clear, the finding in "
+        "its environment) or the exporter's ghost gauge, and a daily cron `ghostvram doctor` mail; a "
+        "ghost found minutes after a job is easier to explain than one found a week later.",
         NULL,
 };
 
