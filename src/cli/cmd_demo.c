@@ -33,12 +33,21 @@ static void on_demo_stop(int sig)
         demo_stop = sig;
 }
 
-/* Stop here? A signal, or a reader that went away (`demo | head`: SIGPIPE is ignored, so a
- * write fails instead of killing the demo before it cleans up). */
+/* Has the reader of standard output gone away (`demo | head -1`)? SIGPIPE is ignored, so a
+ * write fails instead of killing the demo before it cleans up; and a pipe or socket whose
+ * reader left says so in poll() even when nothing was written since (a step's output written
+ * by the child it ran). */
+static bool demo_reader_gone(void)
+{
+        struct pollfd pf = { .fd = STDOUT_FILENO, .events = 0 };
+        return poll(&pf, 1, 0) == 1 && (pf.revents & (POLLERR | POLLHUP));
+}
+
+/* Stop here? A signal, a reader that went away, or output that cannot be written. */
 static bool demo_interrupted(void)
 {
         fflush(stdout);
-        return demo_stop || ferror(stdout);
+        return demo_stop || ferror(stdout) || demo_reader_gone();
 }
 
 struct demo_proc {
@@ -132,7 +141,8 @@ static void demo_usage(FILE *f)
                    "Every process the demo starts is stopped at the end and the host removed\n"
                    "(--keep leaves it for exploring with GHOSTVRAM_SIM=DIR) — also when it is\n"
                    "interrupted (Ctrl-C, SIGTERM, SIGHUP: exit 128+signal) or its reader goes\n"
-                   "away (`demo | head`). The host is made in $TMPDIR (default /tmp).\n"
+                   "away (`demo | head`: quietly, exit 141 as for SIGPIPE). The host is made in\n"
+                   "$TMPDIR (default /tmp).\n"
                    "--mib must be above the noise floor of the simulated 80 GB GPU (816 MiB,\n"
                    "1%% of its memory): scan does not call less a ghost (exit 2).\n");
 }
@@ -301,17 +311,16 @@ int cmd_demo(int argc, char **argv)
         smi_view(dir);
         /* the demo succeeds when scan found the ghost and reclaim got the memory back */
         status = rr == 0 ? EXIT_OK : EXIT_INCOMPLETE;
-        if (rr != 0)
+        if (rr != 0 && !demo_interrupted())
                 cli_error("demo", "reclaim did not get the memory back (exit %d)", rr);
 
 out:
         fflush(stdout);
+        bool reader_gone = demo_reader_gone();
         if (demo_stop) {
                 fprintf(stderr, "ghostvram demo: interrupted (signal %d): stopping its processes and removing %s\n",
                         (int)demo_stop, dir);
                 status = 128 + (int)demo_stop;
-        } else if (ferror(stdout)) {
-                status = EXIT_INCOMPLETE; /* the reader went away: nothing more to tell */
         }
         for (size_t i = 0; i < n_procs; i++)
                 if (!keep)
@@ -328,8 +337,10 @@ out:
                 close(procs[i].pidfd);
         }
         if (keep) {
-                printf("\nThe simulated host stays in %s with its processes; explore it with\n"
-                       "  GHOSTVRAM_SIM=%s ghostvram scan --verbose\n", dir, dir);
+                /* where the host is must not go down a closed pipe: it is left running */
+                fprintf(reader_gone ? stderr : stdout,
+                        "\nThe simulated host stays in %s with its processes; explore it with\n"
+                        "  GHOSTVRAM_SIM=%s ghostvram scan --verbose\n", dir, dir);
         } else {
                 /* in this process (no fork of a threaded process): depth first, no symlink
                  * followed. The simulated driver's teardown watchers record the release of the
@@ -342,10 +353,18 @@ out:
                 }
                 if (gone < 0)
                         cli_error("demo", "could not remove %s: %s", dir, strerror(errno));
-                if (!demo_stop)
+                if (!demo_stop && !reader_gone)
                         printf("\nDemo over: every process it started is stopped and %s is removed.\n", dir);
         }
         fflush(stdout);
+        if (!demo_stop && (reader_gone || demo_reader_gone())) {
+                /* as `yes | head -1`: nothing said, and the status of a SIGPIPE (128+N, as for
+                 * the signals above) */
+                status = 128 + SIGPIPE;
+        } else if (!demo_stop && ferror(stdout)) {
+                cli_error("demo", "could not write its story to standard output");
+                status = EXIT_INCOMPLETE;
+        }
         sigaction(SIGINT, &old_int, NULL);
         sigaction(SIGTERM, &old_term, NULL);
         sigaction(SIGHUP, &old_hup, NULL);

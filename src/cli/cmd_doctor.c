@@ -193,9 +193,9 @@ static json_t *known_issues_json(void)
         const struct doctor_known_issue *t = doctor_known_issues(&n);
         json_t *a = json_array();
         for (size_t i = 0; a && i < n; i++) {
-                char from[40], before[40];
-                snprintf(from, sizeof(from), "%u.%u.%u", t[i].from[0], t[i].from[1], t[i].from[2]);
-                snprintf(before, sizeof(before), "%u.%u.%u", t[i].before[0], t[i].before[1], t[i].before[2]);
+                char from[48], before[48];
+                (void)doctor_version_format(t[i].from, from, sizeof(from));
+                (void)doctor_version_format(t[i].before, before, sizeof(before));
                 json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:s, s:s, s:s}", "from", from, "before", before,
                                                    "open_module_only", t[i].open_module_only, "problem", t[i].problem,
                                                    "advice", t[i].advice, "source", t[i].source));
@@ -211,10 +211,13 @@ static void print_explain(FILE *out)
         size_t n;
         const struct doctor_known_issue *t = doctor_known_issues(&n);
         fprintf(out, "\nDriver releases with documented memory problems (driver-known-issue)\n");
-        for (size_t i = 0; i < n; i++)
-                fprintf(out, "\n  %u.%u.%u up to before %u.%u.%u%s: %s\n    next: %s\n    source: %s\n", t[i].from[0],
-                        t[i].from[1], t[i].from[2], t[i].before[0], t[i].before[1], t[i].before[2],
+        for (size_t i = 0; i < n; i++) {
+                char from[48], before[48];
+                (void)doctor_version_format(t[i].from, from, sizeof(from));
+                (void)doctor_version_format(t[i].before, before, sizeof(before));
+                fprintf(out, "\n  %s up to before %s%s: %s\n    next: %s\n    source: %s\n", from, before,
                         t[i].open_module_only ? " (open kernel module)" : "", t[i].problem, t[i].advice, t[i].source);
+        }
 }
 
 static void print_text(FILE *out, const struct doctor_finding *v, size_t n, bool color, bool verbose)

@@ -23,13 +23,41 @@
 #include "render/track_render.h"
 #include "track/ledger_read.h"
 #include "util/buf.h"
+#include "util/deadline.h"
 #include "util/escape.h"
 #include "util/fileio.h"
 #include "util/parse.h"
+#include "util/spawn.h"
 
 #define TRACK_DEFAULT_DIR "/run/ghostvram/ledger"
 #define TRACK_LIB_NAME "libghostvram-track.so"
 #define TRACK_REPORT_MAX 256            /* ledgers in one leak report */
+/* After passing a stop signal on to CMD, how long track waits for CMD before it reports
+ * without it: shorter than the grace a supervisor gives before its SIGKILL (docker stop: 10 s,
+ * Slurm's KillWait: 30 s, systemd: 90 s), so that the report is written. */
+#define TRACK_STOP_WAIT_MS 5000
+
+/* The signals track passes on to CMD. */
+static const int track_stop_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+
+static const char *stop_signal_name(int sig)
+{
+        switch (sig) {
+        case SIGINT: return "SIGINT";
+        case SIGTERM: return "SIGTERM";
+        case SIGHUP: return "SIGHUP";
+        case SIGQUIT: return "SIGQUIT";
+        }
+        return "a signal";
+}
+
+/* How CMD's run ended: the report says it, and track exits with status. */
+struct track_end {
+        int status;     /* CMD's (128+N when signal N ended it); 128+signal when it still runs */
+        int signal;     /* the first stop signal a process sent track (passed on to CMD); 0 none */
+        bool running;   /* CMD still ran TRACK_STOP_WAIT_MS after that signal */
+        pid_t child;
+};
 
 static void track_usage(FILE *f)
 {
@@ -45,7 +73,10 @@ static void track_usage(FILE *f)
               "allocated and where.\n\n"
               "When CMD exits, track reports what its processes left allocated by call site\n"
               "(the leak check) and exits with CMD's status. Processes of CMD that still run\n"
-              "(a daemonised job) are listed; their ledgers stay in DIR.\n\n"
+              "(a daemonised job) are listed; their ledgers stay in DIR. SIGINT, SIGTERM,\n"
+              "SIGHUP or SIGQUIT sent to track by a process is passed on to CMD (the\n"
+              "terminal's ^C already reaches it); track waits for CMD at most 5 s more, then\n"
+              "reports.\n\n"
               "Options:\n"
               "  --ledger-dir DIR     where ledgers go (default " TRACK_DEFAULT_DIR ";\n"
               "                       created)\n"
@@ -66,9 +97,10 @@ static void track_usage(FILE *f)
               "  ghostvram track --ledger-dir /tmp/l -- \\\n"
               "      torchrun --nproc-per-node 8 train.py\n"
               "  ghostvram scan --ledger-dir /run/ghostvram/ledger   # after a kill -9\n\n"
-              "Exit status: CMD's (128+N when a signal N ended it); 2 usage error; 125 track\n"
-              "itself failed (no ledger directory, no tracker library); 127 CMD could not be\n"
-              "run.\n", f);
+              "Exit status: CMD's (128+N when a signal N ended it); 128+N when track passed\n"
+              "signal N on and CMD still ran 5 s later; 2 usage error; 125 track itself\n"
+              "failed (no ledger directory, no tracker library); 127 CMD could not be run.\n",
+              f);
 }
 
 static int find_preload(const char *given, char *out, size_t outlen)
@@ -204,7 +236,8 @@ static int collect(const char *dir, uint64_t session, struct report_proc **ret, 
         return 0;
 }
 
-static json_t *report_json(char **cmd, int status, const char *dir, const struct report_proc *rp, size_t n)
+static json_t *report_json(char **cmd, const struct track_end *end, const char *dir, const struct report_proc *rp,
+                           size_t n)
 {
         json_t *doc = json_object();
         json_set(doc, "schema_version", json_integer(GV_SCHEMA_VERSION));
@@ -213,7 +246,9 @@ static json_t *report_json(char **cmd, int status, const char *dir, const struct
                 json_array_append_new(c, json_text(*a));
         json_set(doc, "command", json_string("track"));
         json_set(doc, "argv", c);
-        json_set(doc, "exit_status", json_integer(status));
+        json_set(doc, "exit_status", json_integer(end->status));
+        json_set(doc, "forwarded_signal", end->signal ? json_string(stop_signal_name(end->signal)) : json_null());
+        json_set(doc, "command_running", json_boolean(end->running));
         json_set(doc, "ledger_dir", json_text(dir));
         uint64_t leaked = 0, leaked_n = 0;
         json_t *pa = json_array();
@@ -252,7 +287,8 @@ static void put_esc(FILE *out, const char *s, size_t max)
         buf_free(&b);
 }
 
-static void report_text(FILE *out, int status, const char *dir, const struct report_proc *rp, size_t n)
+static void report_text(FILE *out, const struct track_end *end, const char *dir, const struct report_proc *rp,
+                        size_t n)
 {
         uint64_t leaked = 0, leaked_n = 0;
         unsigned running = 0;
@@ -292,7 +328,14 @@ static void report_text(FILE *out, int status, const char *dir, const struct rep
                 n == 1 ? "" : "es");
         if (running)
                 fprintf(out, "; %u still running (`ghostvram scan --ledger-dir %s` once they are gone)", running, dir);
-        fprintf(out, "; command exit status %d\n", status);
+        if (end->running)
+                fprintf(out, "; %s passed on to the command, which still runs %d s later (PID %d); exit status %d\n",
+                        stop_signal_name(end->signal), TRACK_STOP_WAIT_MS / 1000, (int)end->child, end->status);
+        else if (end->signal)
+                fprintf(out, "; %s passed on to the command; command exit status %d\n", stop_signal_name(end->signal),
+                        end->status);
+        else
+                fprintf(out, "; command exit status %d\n", end->status);
         buf_free(&mib);
 }
 
@@ -301,6 +344,66 @@ static int report_close(FILE *out, const char *path, int status)
 {
         if (out != stderr && fclose(out) != 0)
                 cli_error("track", "--report %s: %s", path, strerror(errno));
+        return status;
+}
+
+/* Wait for CMD (child), taking the stop signals of `set` (blocked, with SIGCHLD) meanwhile. One
+ * sent by a process (kill(1), a scheduler, a supervisor: si_code <= 0) is passed on to CMD,
+ * after which track waits at most TRACK_STOP_WAIT_MS more. One from the terminal (^C, ^\, a
+ * hangup: SI_KERNEL) went to the whole foreground process group, CMD included, and one that CMD
+ * sent (to its process group) reached CMD too: neither is sent again (a second SIGINT would
+ * interrupt a Python job's KeyboardInterrupt cleanup), and track waits for CMD as system(3)
+ * does. Fills end. */
+static void wait_child(pid_t child, const sigset_t *set, struct track_end *end)
+{
+        unsigned long long deadline = 0;
+        end->child = child;
+        for (;;) {
+                int st = 0;
+                pid_t w = waitpid(child, &st, WNOHANG);
+                if (w == child) {
+                        end->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+                        return;
+                }
+                if (w < 0 && errno != EINTR) {
+                        end->status = 125; /* cannot happen: SIGCHLD is not ignored here */
+                        return;
+                }
+                struct timespec ts = { 0, 0 };
+                if (deadline) {
+                        unsigned long long now = monotonic_ms();
+                        if (now >= deadline) {
+                                end->running = true;
+                                end->status = 128 + end->signal;
+                                return;
+                        }
+                        ts.tv_sec = (time_t)((deadline - now) / 1000);
+                        ts.tv_nsec = (long)((deadline - now) % 1000) * 1000000L;
+                }
+                siginfo_t si;
+                int sig = deadline ? sigtimedwait(set, &si, &ts) : sigwaitinfo(set, &si);
+                if (sig <= 0 || sig == SIGCHLD)
+                        continue; /* the time is up, or CMD changed state: look again */
+                if (si.si_code > 0 || si.si_pid == child)
+                        continue;
+                (void)kill(child, sig); /* not reaped yet: the PID is still CMD's */
+                if (!end->signal) {
+                        end->signal = sig;
+                        deadline = monotonic_ms() + TRACK_STOP_WAIT_MS;
+                }
+        }
+}
+
+/* Take the stop signals still pending (CMD has had its signal, or is gone), then give back the
+ * signal mask and SIGCHLD's disposition track started with. Returns status. */
+static int signals_restore(const sigset_t *set, const sigset_t *old_mask, const struct sigaction *old_chld,
+                           int status)
+{
+        const struct timespec zero = { 0, 0 };
+        while (sigtimedwait(set, NULL, &zero) > 0)
+                ;
+        sigprocmask(SIG_SETMASK, old_mask, NULL);
+        sigaction(SIGCHLD, old_chld, NULL);
         return status;
 }
 
@@ -489,70 +592,92 @@ int cmd_track(int argc, char **argv)
                 cli_error("track", "LD_PRELOAD is too long");
                 return report_close(out, report_path, 125);
         }
+        /* CMD's environment is made before the fork: between fork and exec only
+         * async-signal-safe calls (setenv allocates) */
+        static const char *const env_names[] = { "LD_PRELOAD", GVL_ENV_DIR, GVL_ENV_SESSION };
+        const char *const env_values[] = { preload, dir, session_s };
+        char **envp = NULL;
+        if (env_build(environ, env_names, env_values, 3, &envp) < 0) {
+                cli_error("track", "out of memory");
+                return report_close(out, report_path, 125);
+        }
 
-        /* like system(): the terminal's ^C and ^\ go to CMD, track stays to report */
-        struct sigaction ign = { .sa_handler = SIG_IGN }, old_int, old_quit;
-        sigemptyset(&ign.sa_mask);
-        sigaction(SIGINT, &ign, &old_int);
-        sigaction(SIGQUIT, &ign, &old_quit);
+        /* The stop signals (those not ignored when track started: a shell's background job
+         * ignores SIGINT and SIGQUIT, and so will CMD) and SIGCHLD are blocked and taken in
+         * wait_child(); CMD gets the mask and dispositions track started with. SIGCHLD is
+         * not left ignored here, or CMD's status would be lost. */
+        sigset_t set, old_mask;
+        sigemptyset(&set);
+        for (size_t i = 0; i < sizeof(track_stop_signals) / sizeof(track_stop_signals[0]); i++) {
+                struct sigaction cur;
+                if (sigaction(track_stop_signals[i], NULL, &cur) == 0 && cur.sa_handler != SIG_IGN)
+                        sigaddset(&set, track_stop_signals[i]);
+        }
+        sigaddset(&set, SIGCHLD);
+        struct sigaction dfl = { .sa_handler = SIG_DFL }, old_chld;
+        sigemptyset(&dfl.sa_mask);
+        sigaction(SIGCHLD, &dfl, &old_chld);
+        sigprocmask(SIG_BLOCK, &set, &old_mask);
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0) {
                 cli_error("track", "pipe: %s", strerror(errno));
-                return report_close(out, report_path, 125);
+                env_free(envp);
+                return report_close(out, report_path, signals_restore(&set, &old_mask, &old_chld, 125));
         }
         fflush(NULL);
         pid_t child = fork();
         if (child < 0) {
                 cli_error("track", "fork: %s", strerror(errno));
-                return report_close(out, report_path, 125);
+                close(p[0]);
+                close(p[1]);
+                env_free(envp);
+                return report_close(out, report_path, signals_restore(&set, &old_mask, &old_chld, 125));
         }
         if (child == 0) {
-                sigaction(SIGINT, &old_int, NULL);
-                sigaction(SIGQUIT, &old_quit, NULL);
+                /* only async-signal-safe calls from here to exec (glibc's execvpe searches PATH
+                 * in stack buffers) */
+                sigaction(SIGCHLD, &old_chld, NULL);
+                sigprocmask(SIG_SETMASK, &old_mask, NULL);
                 close(p[0]);
-                if (setenv("LD_PRELOAD", preload, 1) < 0 || setenv(GVL_ENV_DIR, dir, 1) < 0 ||
-                    setenv(GVL_ENV_SESSION, session_s, 1) < 0)
-                        _exit(125);
-                execvp(cmd[0], cmd);
+                execvpe(cmd[0], cmd, envp);
                 int e = errno;
                 (void)!write(p[1], &e, sizeof(e));
                 _exit(127);
         }
+        env_free(envp);
         close(p[1]);
-        int e = 0, st = 0;
+        int e = 0;
         ssize_t got;
         while ((got = read(p[0], &e, sizeof(e))) < 0 && errno == EINTR)
                 ;
         close(p[0]);
         /* the command's lifetime is the user's: this wait ends when CMD does (a daemonising
-         * CMD returns at once; its processes' ledgers are reported as still running) */
-        while (waitpid(child, &st, 0) < 0 && errno == EINTR)
-                ;
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGQUIT, &old_quit, NULL);
+         * CMD returns at once; its processes' ledgers are reported as still running), or a
+         * while after a stop signal was passed on to it */
+        struct track_end end = { 0 };
+        wait_child(child, &set, &end);
         if (got == (ssize_t)sizeof(e)) {
                 cli_error("track", "cannot run %s: %s", cmd[0], strerror(e));
-                return report_close(out, report_path, 127);
+                return report_close(out, report_path, signals_restore(&set, &old_mask, &old_chld, 127));
         }
-        int status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 
         struct report_proc *rp = NULL;
         size_t n = 0;
         r = collect(dir, session, &rp, &n);
         if (r < 0) {
                 cli_error("track", "cannot read the ledgers in %s: %s", dir, strerror(-r));
-                return report_close(out, report_path, status);
+                return report_close(out, report_path, signals_restore(&set, &old_mask, &old_chld, end.status));
         }
         if (json) {
-                json_t *doc = report_json(cmd, status, dir, rp, n);
+                json_t *doc = report_json(cmd, &end, dir, rp, n);
                 char *s = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_ENSURE_ASCII) : NULL;
                 if (s)
                         fprintf(out, "%s\n", s);
                 free(s);
                 json_decref(doc);
         } else {
-                report_text(out, status, dir, rp, n);
+                report_text(out, &end, dir, rp, n);
         }
         report_free(rp, n);
-        return report_close(out, report_path, status);
+        return report_close(out, report_path, signals_restore(&set, &old_mask, &old_chld, end.status));
 }

@@ -68,9 +68,9 @@ const char *const doctor_prevention[] = {
         "Keep nvidia-persistenced running on compute hosts: the driver stays initialised between "
         "jobs (faster starts, stable memory figures). It does not free a ghost: only ending the "
         "holder, or a GPU reset, does.",
-        "Watch for it: `ghostvram watch --hook` or the exporter's ghost gauge, and a daily cron "
-        "`ghostvram doctor` mail; a ghost found minutes after a job is easier to explain than one "
-        "found a week later.",
+        "Watch for it: `ghostvram watch --exec CMD` (CMD runs on each alert and clear, the finding in "
+        "its environment) or the exporter's ghost gauge, and a daily cron `ghostvram doctor` mail; a "
+        "ghost found minutes after a job is easier to explain than one found a week later.",
         NULL,
 };
 
@@ -119,6 +119,22 @@ static int version_split(const char *v, unsigned out[3])
                 p = e + 1;
         }
         memcpy(out, parts, sizeof(parts));
+        return 0;
+}
+
+int doctor_version_format(const unsigned v[3], char *ret, size_t len)
+{
+        char s[48];
+        int n;
+        if (v[2])
+                n = snprintf(s, sizeof(s), "%u.%02u.%02u", v[0], v[1], v[2]);
+        else if (v[1])
+                n = snprintf(s, sizeof(s), "%u.%02u", v[0], v[1]);
+        else
+                n = snprintf(s, sizeof(s), "%u", v[0]);
+        if (n < 0 || (size_t)n >= len)
+                return -ENOBUFS;
+        memcpy(ret, s, (size_t)n + 1);
         return 0;
 }
 
@@ -469,10 +485,13 @@ static void check_known_issue(const char *ver, bool open, struct fl *l)
                 if (t[i].open_module_only && !open)
                         continue;
                 hit = true;
+                char from[48], before[48];
+                (void)doctor_version_format(t[i].from, from, sizeof(from));
+                (void)doctor_version_format(t[i].before, before, sizeof(before));
                 d = add(l, "driver-known-issue", DOCTOR_WARN, -1);
                 SET(d, summary, "driver %s: %s", ver, t[i].problem);
-                SET(d, evidence, "running driver %s%s is in %u.%u.%u up to before %u.%u.%u", ver, open ? " (open kernel module)" : "",
-                    t[i].from[0], t[i].from[1], t[i].from[2], t[i].before[0], t[i].before[1], t[i].before[2]);
+                SET(d, evidence, "running driver %s%s is in %s up to before %s", ver, open ? " (open kernel module)" : "",
+                    from, before);
                 SET(d, next_step, "%s", t[i].advice);
                 SET(d, source, "%s", t[i].source);
         }

@@ -72,6 +72,11 @@ struct doctor_known_issue {
 /* The table, and its length. */
 const struct doctor_known_issue *doctor_known_issues(size_t *ret_n);
 
+/* A release as NVIDIA writes it into ret (len bytes): minor and patch have two digits at
+ * least, a 0 patch (and a 0 minor with it) is left out: {535, 161, 7} "535.161.07", {470, 74, 0}
+ * "470.74", {390, 0, 0} "390". 0, or -ENOBUFS (ret not written) when it does not fit. */
+int doctor_version_format(const unsigned v[3], char *ret, size_t len);
+
 /* Run every check. *ret is an array of *ret_n findings (free with free()). 0 or -ENOMEM. */
 int doctor_run(const struct doctor_facts *f, struct doctor_finding **ret, size_t *ret_n);
 

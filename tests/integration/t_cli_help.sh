@@ -35,4 +35,15 @@ for sub in init run set status; do
 done
 check_width "xid explain --help" xid explain --help
 [ "$long" -eq 0 ] || fail "$long help lines are over 80 columns (above)"
+
+note "docs/metrics.md's watch section: every option of watch's own (those scan lacks), nothing said to be unbuilt"
+doc=$(sed -n '/^## `ghostvram watch`/,/^## /p' "$GV_SRC/docs/metrics.md")
+[ -n "$doc" ] || fail "no watch section in docs/metrics.md"
+opts() { "$GV_BIN" "$1" --help | sed -n 's/^  \(-[a-z], \)\{0,1\}\(--[a-z][a-z-]*\).*/\2/p' | LC_ALL=C sort -u; }
+own=$(LC_ALL=C comm -23 <(opts watch) <(opts scan))
+[ "$(wc -l <<<"$own")" -ge 8 ] || fail "watch's own options: $own"
+for o in $own; do
+        grep -qE -- "$o([^a-z-]|$)" <<<"$doc" || fail "docs/metrics.md (watch) does not mention $o"
+done
+! grep -i 'not built\|refused for now' <<<"$doc" || fail "docs/metrics.md says a part of watch is not built (above)"
 echo PASS

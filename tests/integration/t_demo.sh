@@ -48,12 +48,19 @@ for p in $pids; do
         is_dead "$p" || fail "interrupted demo left PID $p running"
 done
 
-note "demo | head: the reader goes away, the demo still cleans up"
-mkdir "$GV_TMP/td2"
-set +e
-TMPDIR="$GV_TMP/td2" "$GV_BIN" demo --mib 1024 --workers 2 2>/dev/null | head -3 >/dev/null
-set -e
-assert_eq "$(ls -A "$GV_TMP/td2")" "" "temporary directory left behind after | head"
-for i in $(seq 300); do pgrep -f "$GV_TMP/td2" >/dev/null || break; sleep 0.01; done
-pgrep -af "$GV_TMP/td2" && fail "processes of the demo left running after | head"
+note "demo | head: the reader goes away; the demo ends quietly with SIGPIPE's status (as yes | head -1) and cleans up"
+# head -1: gone after the first line; head -40: gone while scan (a child of the demo) writes
+for lines in 1 40; do
+        mkdir "$GV_TMP/td2-$lines"
+        set +e
+        TMPDIR="$GV_TMP/td2-$lines" "$GV_BIN" demo --mib 1024 --workers 2 2>"$GV_TMP/d2.err" | head -"$lines" >"$GV_TMP/d2.out"
+        rc=${PIPESTATUS[0]}
+        set -e
+        assert_eq "$rc" 141 "demo | head -$lines: exit status"
+        assert_eq "$(cat "$GV_TMP/d2.err")" "" "demo | head -$lines: standard error"
+        assert_eq "$(wc -l <"$GV_TMP/d2.out")" "$lines" "demo | head -$lines: lines read"
+        assert_eq "$(ls -A "$GV_TMP/td2-$lines")" "" "temporary directory left behind after | head -$lines"
+        for i in $(seq 300); do pgrep -f "$GV_TMP/td2-$lines" >/dev/null || break; sleep 0.01; done
+        pgrep -af "$GV_TMP/td2-$lines" && fail "processes of the demo left running after | head -$lines"
+done
 echo "PASS"

@@ -193,6 +193,21 @@ assert_eq "$(jq '[.known_issues[] | select((.source | test("https://")) | not)] 
 [ "$(jq '.known_issues | length' "$GV_TMP/d.json")" -ge 4 ] || fail "the table has its sourced rows"
 [ "$(jq '.prevention | length' "$GV_TMP/d.json")" -ge 6 ] || fail "prevention paragraphs"
 
+note "every ghostvram command --explain recommends can be pasted: with --help appended, none is a usage error"
+# the commands are quoted in the text (`...` or '...'), perhaps after sudo; each is run split into
+# words, never through a shell, with --help last: an unknown option or command still exits 2
+GHOSTVRAM_SIM="$SIM" "$GV_BIN" doctor --root "$R" --explain --verbose >"$GV_TMP/explain.txt"
+grep -o "[\`'][^\`']*ghostvram [^\`']*[\`']" "$GV_TMP/explain.txt" | tr -d "\`'" | sed 's/^sudo //' | sort -u \
+        >"$GV_TMP/commands"
+grep -q '^ghostvram watch ' "$GV_TMP/commands" || fail "the watch advice was not found: $(cat "$GV_TMP/commands")"
+[ "$(wc -l <"$GV_TMP/commands")" -ge 3 ] || fail "commands found: $(cat "$GV_TMP/commands")"
+while read -ra words; do
+        [ "${words[0]}" = ghostvram ] || fail "not a ghostvram command: ${words[*]}"
+        rc=0
+        GHOSTVRAM_SIM="$SIM" "$GV_BIN" "${words[@]:1}" --help >/dev/null 2>"$GV_TMP/err" || rc=$?
+        [ "$rc" -ne 2 ] || fail "doctor --explain prints '${words[*]}', a usage error: $(cat "$GV_TMP/err")"
+done <"$GV_TMP/commands"
+
 note "the command line: help CMD, a one-line unknown option, --version after the command"
 # (each help read whole before matching: grep -q in a pipe may quit before a long text is
 # written, and the writer's SIGPIPE fails the pipeline under pipefail)

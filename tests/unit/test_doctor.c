@@ -1,8 +1,8 @@
 /* Unit tests for model/doctor: the parsers of /proc/driver/nvidia/version, /proc/modules and
  * the container toolkit's config.toml on real-format input and garbage; the known-issue table
- * (every row sourced, ranges well-formed, edges of each range); the levels and exit status of
- * the checks from facts alone (the paths the simulator cannot reach: a user without kernel log
- * access, an unreadable host). */
+ * (every row sourced, ranges well-formed, edges of each range, releases written as NVIDIA
+ * writes them); the levels and exit status of the checks from facts alone (the paths the
+ * simulator cannot reach: a user without kernel log access, an unreadable host). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -100,8 +100,9 @@ static void test_table(void **state)
         }
 }
 
-/* Findings of a host with the given driver version and module text, NVML present. */
-static enum doctor_level known_issue_level(const char *nvml_version, const char *module_text)
+/* The driver-known-issue finding of a host with the given driver version and module text,
+ * NVML present: its level, and its evidence into ret_evidence when not NULL. */
+static enum doctor_level known_issue(const char *nvml_version, const char *module_text, char *ret_evidence, size_t len)
 {
         struct gpu_report r = { .driver_present = true };
         snprintf(r.driver_version, sizeof(r.driver_version), "%s", nvml_version);
@@ -116,11 +117,56 @@ static enum doctor_level known_issue_level(const char *nvml_version, const char 
         for (size_t i = 0; i < n; i++)
                 if (!strcmp(v[i].code, "driver-known-issue")) {
                         l = v[i].level;
+                        if (ret_evidence)
+                                snprintf(ret_evidence, len, "%s", v[i].evidence);
                         hits++;
                 }
         free(v);
         assert_int_equal(hits, 1);
         return l;
+}
+
+static enum doctor_level known_issue_level(const char *nvml_version, const char *module_text)
+{
+        return known_issue(nvml_version, module_text, NULL, 0);
+}
+
+/* Releases are written as NVIDIA writes them (535.161.07, not 535.161.7): in the table's
+ * evidence, and by doctor_version_format (--explain, the JSON table). */
+static void test_version_format(void **state)
+{
+        (void)state;
+        static const struct {
+                unsigned v[3];
+                const char *want;
+        } cases[] = {
+                { { 535, 161, 7 }, "535.161.07" }, { { 535, 161, 8 }, "535.161.08" }, { { 455, 23, 4 }, "455.23.04" },
+                { { 470, 74, 0 }, "470.74" },      { { 510, 6, 0 }, "510.06" },       { { 550, 54, 15 }, "550.54.15" },
+                { { 390, 0, 0 }, "390" },          { { 340, 108, 0 }, "340.108" },
+                { { 4294967295u, 4294967295u, 4294967295u }, "4294967295.4294967295.4294967295" },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                char out[48];
+                assert_int_equal(doctor_version_format(cases[i].v, out, sizeof(out)), 0);
+                assert_string_equal(out, cases[i].want);
+        }
+        /* too small a buffer: -ENOBUFS, nothing written */
+        char tiny[10] = "untouched";
+        assert_int_equal(doctor_version_format(cases[0].v, tiny, sizeof(tiny)), -ENOBUFS);
+        assert_string_equal(tiny, "untouched");
+        char fits[11];
+        assert_int_equal(doctor_version_format(cases[0].v, fits, sizeof(fits)), 0);
+        assert_string_equal(fits, "535.161.07");
+
+        char ev[512];
+        assert_int_equal(known_issue("535.161.07", "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  535.161.07  x\n",
+                                     ev, sizeof(ev)),
+                         DOCTOR_WARN);
+        assert_string_equal(ev, "running driver 535.161.07 (open kernel module) is in 535.161.07 up to before 535.161.08");
+        assert_int_equal(known_issue("455.23.04", NULL, ev, sizeof(ev)), DOCTOR_WARN);
+        assert_string_equal(ev, "running driver 455.23.04 is in 455.23.04 up to before 455.23.05");
+        assert_int_equal(known_issue("470.63.01", NULL, ev, sizeof(ev)), DOCTOR_WARN);
+        assert_string_equal(ev, "running driver 470.63.01 is in 470 up to before 470.74");
 }
 
 static void test_table_edges(void **state)
@@ -249,7 +295,7 @@ int main(void)
                 cmocka_unit_test(test_module_version), cmocka_unit_test(test_modules),
                 cmocka_unit_test(test_toolkit_mode),   cmocka_unit_test(test_table),
                 cmocka_unit_test(test_table_edges),    cmocka_unit_test(test_levels_and_exit),
-                cmocka_unit_test(test_prevention),
+                cmocka_unit_test(test_prevention),     cmocka_unit_test(test_version_format),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
