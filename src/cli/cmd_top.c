@@ -44,10 +44,10 @@ static void top_usage(FILE *f)
               "                     [OPTIONS]\n\n"
               "A live view, like nvtop, of what holds GPU memory: per GPU a bar of used memory\n"
               "split into reserved (R) / listed (L) / foreign (F) / ghost (G) / unattributed\n"
-              "(U), the verdict and its confidence, a sparkline of the ghost; the processes\n"
-              "(owners, workers of a dead owner, monitors, daemons) with their link and\n"
-              "evidence; the NVIDIA kernel events. A hung driver never freezes it: the last\n"
-              "sample stays, aged, with the reason.\n\n"
+              "(U) / freeing (~, a teardown in progress), the verdict and its confidence, a\n"
+              "sparkline of the ghost; the processes (owners, workers of a dead owner,\n"
+              "monitors, daemons) with their link and evidence; the NVIDIA kernel events. A\n"
+              "hung driver never freezes it: the last sample stays, aged, with the reason.\n\n"
               "Keys: q quit  g next GPU  up/down select  s sort  r reclaim's plan (dry run;\n"
               "A then y acts, as root)  x Xid events  ? help  Esc close a dialog\n\n"
               "Options:\n"
@@ -83,6 +83,7 @@ struct top {
         char status[200];
         bool status_in_view;            /* the cycle that set status also made view */
         double cycle_started;           /* monotonic seconds, 0 while none runs */
+        double started;                 /* monotonic seconds: when the collection started */
         unsigned gen;                   /* cycles finished */
         /* the reclaim worker (guarded by m) */
         bool plan_running;
@@ -319,7 +320,8 @@ enum { PAIR_KIND = 1, PAIR_BAD = PAIR_KIND + LIVE_KINDS, PAIR_WARN, PAIR_GOOD, P
 
 static void colors_init(void)
 {
-        static const short kind_color[LIVE_KINDS] = { COLOR_WHITE, COLOR_GREEN, COLOR_BLUE, COLOR_RED, COLOR_YELLOW };
+        static const short kind_color[LIVE_KINDS] = { COLOR_WHITE, COLOR_GREEN, COLOR_BLUE, COLOR_RED, COLOR_YELLOW,
+                                                      COLOR_MAGENTA };
         start_color();
         use_default_colors();
         for (int k = 0; k < LIVE_KINDS; k++)
@@ -380,7 +382,10 @@ static void draw_locked(struct top *t, struct top_canvas *cv, struct top_state *
         s->now = wall_clock_now();
         s->status = t->status;
         s->status_in_view = t->status_in_view;
-        s->collecting_s = t->cycle_started > 0 ? monotonic_s() - t->cycle_started : 0;
+        /* before the first view: since the collection started (a hung driver makes each cycle
+         * short: "has not returned yet"), then the running cycle's time */
+        s->collecting_s = !t->view ? monotonic_s() - t->started
+                                   : t->cycle_started > 0 ? monotonic_s() - t->cycle_started : 0;
         if (t->gpu_arg && t->view) {
                 s->focus = resolve_gpu(t->view, t->gpu_arg);
                 if (s->focus < 0)
@@ -742,6 +747,7 @@ int cmd_top(int argc, char **argv)
         signal(SIGPIPE, SIG_IGN);
 
         int r = sampler_new(&sop, &t.sampler);
+        t.started = monotonic_s();
         if (r == 0)
                 r = start_quiet_thread(&t.thread, collector_main, &t, false);
         if (r < 0) {

@@ -1127,6 +1127,19 @@ static void account(const struct facts *f, struct gpu_ledger *l)
         account_mig(f, l);
 }
 
+/* A teardown: the unexplained bytes are the driver's to free, neither ghost nor unattributed
+ * (one figure, one meaning: the verdict, the equation and the metrics call them freeing). */
+static void move_to_freeing(struct gpu_ledger *l)
+{
+        l->freeing_bytes = l->ghost + l->unattributed;
+        l->ghost = l->unattributed = 0;
+        for (size_t m = 0; m < l->n_mig; m++) {
+                struct mig_ledger *ml = &l->mig[m];
+                ml->freeing_bytes = ml->ghost + ml->unattributed;
+                ml->ghost = ml->unattributed = 0;
+        }
+}
+
 static void headline(struct finding *fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void headline(struct finding *fd, const char *fmt, ...)
 {
@@ -1436,8 +1449,8 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                         next_step(fd, "check each process first (%s, so reclaim does not end it by default); then `sudo ghostvram reclaim --gpu %u --pid %s` shows the plan, add --yes to act",
                                   why ? why : "not a default target", l->index, pp.s);
         } else if (l->freeing) {
-                fd = add_finding(l, VERDICT_FREEING, CONF_MEDIUM, l->ghost + l->unattributed);
-                headline(fd, "%llu MiB still being released by the driver", mib(l->ghost + l->unattributed));
+                fd = add_finding(l, VERDICT_FREEING, CONF_MEDIUM, l->freeing_bytes);
+                headline(fd, "%llu MiB still being released by the driver", mib(l->freeing_bytes));
                 stale_evidence(fd, l);
                 if (l->freed_bytes)
                         evidence(fd, "used fell by %llu MiB between the two samples%s", mib(l->freed_bytes),
@@ -1585,8 +1598,13 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
         /* nothing found but (maybe) a one-sample suspect: the GPU is fine; the sort puts ok first */
         if (l->n_findings == 0 || (stuck && l->n_findings == 1 && stuck->confidence == CONF_LOW)) {
                 struct finding *ok = add_finding(l, VERDICT_OK, CONF_HIGH, 0);
-                headline(ok, "every byte accounted for%s",
-                         l->ghost ? " (a residue below the noise floor or not seen twice is not a ghost)" : "");
+                if (!l->ghost)
+                        headline(ok, "every byte accounted for");
+                else if (l->ghost <= l->noise_floor)
+                        headline(ok, "no ghost: %llu MiB unexplained, below the noise floor (%llu MiB)", mib(l->ghost),
+                                 mib(l->noise_floor));
+                else
+                        headline(ok, "no ghost yet: %llu MiB unexplained, not in the earlier sample", mib(l->ghost));
                 next_step(ok, "nothing to do");
         }
         if (old_lost)
@@ -1677,8 +1695,9 @@ int ledger_build(const struct facts *now, const struct facts *before, const stru
                 account(now, l);
                 const struct gpu_ledger *pl = o->two_samples ? ledger_of(prev, l->index) : NULL;
                 uint64_t unexplained = l->ghost + l->unattributed;
-                if (pl && pl->ghost + pl->unattributed > unexplained)
-                        l->freed_bytes = pl->ghost + pl->unattributed - unexplained;
+                uint64_t pl_unexplained = pl ? pl->ghost + pl->unattributed + pl->freeing_bytes : 0;
+                if (pl_unexplained > unexplained)
+                        l->freed_bytes = pl_unexplained - unexplained;
                 bool exiting = false;
                 for (size_t k = 0; k < l->n_owners; k++) {
                         const struct pid_fact *pf = facts_pid(now, l->owners[k].pid);
@@ -1698,13 +1717,18 @@ int ledger_build(const struct facts *now, const struct facts *before, const stru
                         l->n_gone_holders++;
                 }
                 /* memory no process holds that keeps falling, an owner visibly exiting, or holders
-                 * that have just gone: a teardown in progress, not a ghost */
-                l->freeing = (l->ghost_evidence || l->no_live_owner) && unexplained > l->noise_floor && !l->n_attr &&
-                             (l->freed_bytes || exiting || holders_left);
+                 * that have just gone: a teardown in progress, not a ghost. Below the noise floor
+                 * too (the tail of a teardown is no "every byte accounted for"), once a whole MiB
+                 * fell: not a jitter of the used figure */
+                bool falling = l->freed_bytes && (unexplained > l->noise_floor || l->freed_bytes >= MIB);
+                l->freeing = (l->ghost_evidence || l->no_live_owner) && unexplained && !l->n_attr &&
+                             (falling || exiting || holders_left);
+                if (l->freeing)
+                        move_to_freeing(l);
                 /* confirmed only if the earlier sample showed it too */
                 if (l->ghost_evidence && l->ghost > l->noise_floor && !l->freeing)
                         l->ghost_confirmed = !o->two_samples || (pl && pl->ghost > l->noise_floor);
-                l->unexplained_steady = !o->two_samples || (pl && pl->ghost + pl->unattributed > l->noise_floor);
+                l->unexplained_steady = !o->two_samples || (pl && pl_unexplained > l->noise_floor);
         }
         for (size_t i = 0; i < res->n_gpus; i++) {
                 struct gpu_ledger *l = &res->gpus[i];
@@ -1730,7 +1754,10 @@ bool ledger_needs_confirmation(const struct scan_result *r)
                 if (l->ghost_evidence && l->ghost > l->noise_floor)
                         return true;
                 /* unexplained with nothing alive: a teardown in progress looks like this too */
-                if (l->no_live_owner && l->ghost + l->unattributed > l->noise_floor)
+                if (l->no_live_owner && l->ghost + l->unattributed + l->freeing_bytes > l->noise_floor)
+                        return true;
+                /* a teardown seen in one sample (an owner exiting): followed until it ends */
+                if (l->freeing)
                         return true;
                 for (size_t k = 0; k < l->n_findings; k++)
                         if (l->findings[k].verdict == VERDICT_STUCK)

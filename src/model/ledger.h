@@ -106,6 +106,7 @@ struct mig_ledger {
         bool memory_known;
         uint64_t total, used;
         uint64_t listed, foreign, ghost, unattributed;
+        uint64_t freeing_bytes;         /* the GPU's teardown (gpu_ledger.freeing) */
 };
 
 struct gpu_ledger {
@@ -114,6 +115,9 @@ struct gpu_ledger {
         uint64_t used, reserved, total;
         bool reserved_known;    /* v2 memory query */
         uint64_t listed, foreign, ghost, unattributed;
+        /* while the driver tears a context down (freeing): the unexplained bytes, neither ghost
+         * nor unattributed; used = listed + foreign + ghost + unattributed + freeing_bytes */
+        uint64_t freeing_bytes;
         uint64_t noise_floor;
         bool ghost_evidence;    /* a dead owner is evident */
         bool no_live_owner;     /* no NVML-listed owner is alive (here or in another namespace) */

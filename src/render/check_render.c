@@ -133,6 +133,7 @@ static int perfdata(struct buf *out, const struct scan_result *r, const struct c
                         { "listed", l->listed, true },
                         { "foreign", l->foreign, true },
                         { "unattributed", l->unattributed, true },
+                        { "freeing", l->freeing_bytes, true },
                         { "reserved", l->reserved, l->reserved_known },
                 };
                 for (size_t k = 0; k < sizeof(parts) / sizeof(parts[0]) && !e; k++)

@@ -12,7 +12,7 @@
 #include "run/scan_run.h"
 #include "util/buf.h"
 
-static const char *const kind_names[LIVE_KINDS] = { "reserved", "listed", "foreign", "ghost", "unattributed" };
+static const char *const kind_names[LIVE_KINDS] = { "reserved", "listed", "foreign", "ghost", "unattributed", "freeing" };
 
 const char *live_kind_name(enum live_kind k)
 {
@@ -21,7 +21,7 @@ const char *live_kind_name(enum live_kind k)
 
 char live_kind_letter(enum live_kind k)
 {
-        return (unsigned)k < LIVE_KINDS ? "RLFGU"[k] : '?';
+        return (unsigned)k < LIVE_KINDS ? "RLFGU~"[k] : '?';
 }
 
 /* Copy src into dst[n], cut if longer (the views show the start of long texts). */
@@ -77,6 +77,7 @@ static void gpu_of(struct live_gpu *o, const struct gpu_info *g, const struct gp
         o->kind[LIVE_FOREIGN] = l->foreign;
         o->kind[LIVE_GHOST] = l->ghost;
         o->kind[LIVE_UNATTRIBUTED] = l->unattributed;
+        o->kind[LIVE_FREEING] = l->freeing_bytes;
         o->ghost_confirmed = l->ghost_confirmed;
         const struct finding *v = l->n_findings ? &l->findings[0] : NULL;
         copy(o->verdict, sizeof(o->verdict), v ? v->code : "unknown");

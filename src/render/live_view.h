@@ -7,8 +7,8 @@
  * daemons); the NVIDIA kernel events of the GPUs. Strings a process controls (comm, cmdline,
  * user) are kept raw: each renderer escapes them for its medium (terminal, HTML).
  *
- * The history is a ring of LIVE_HISTORY_MAX points a GPU, one a cycle: a point is 28 bytes
- * (time, a flag, five MiB figures), so 720 points cost 19.7 KiB a GPU (8 GPUs: 158 KiB), and
+ * The history is a ring of LIVE_HISTORY_MAX points a GPU, one a cycle: a point is 32 bytes
+ * (time, a flag, six MiB figures), so 720 points cost 22.5 KiB a GPU (8 GPUs: 180 KiB), and
  * the ring never grows past LIVE_MAX_GPUS GPUs. A cycle without a complete result (a hung
  * driver) adds a gap, so timelines show the hang as a hole instead of a line across it.
  *
@@ -28,10 +28,11 @@ struct sample;
 #define LIVE_MAX_ROWS 512       /* process rows kept in a view */
 #define LIVE_MAX_XID 32         /* kernel events kept in a view (the latest) */
 
-/* The parts of used memory, in the order bars and timelines stack them. */
-enum live_kind { LIVE_RESERVED = 0, LIVE_LISTED, LIVE_FOREIGN, LIVE_GHOST, LIVE_UNATTRIBUTED, LIVE_KINDS };
+/* The parts of used memory, in the order bars and timelines stack them (freeing: the ledger's
+ * freeing_bytes, a teardown in progress, never ghost). */
+enum live_kind { LIVE_RESERVED = 0, LIVE_LISTED, LIVE_FOREIGN, LIVE_GHOST, LIVE_UNATTRIBUTED, LIVE_FREEING, LIVE_KINDS };
 
-/* "reserved", "listed", ... and the letter a bar uses for it without colour (R L F G U). */
+/* "reserved", "listed", ... and the letter a bar uses for it without colour (R L F G U ~). */
 const char *live_kind_name(enum live_kind k);
 char live_kind_letter(enum live_kind k);
 
@@ -40,7 +41,7 @@ struct live_gpu {
         char name[96], uuid[96], bus[32];
         bool inspected;                 /* memory known and the GPU answered */
         bool reserved_known;
-        uint64_t total, used;           /* used excludes the reservation (v2) */
+        uint64_t total, used;           /* NVML's used, as scan says it: excludes the reservation (v2) */
         uint64_t kind[LIVE_KINDS];      /* bytes by enum live_kind */
         bool ghost_confirmed;
         char verdict[24];               /* stable code: ok, orphaned-holders, ... */

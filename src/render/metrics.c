@@ -150,7 +150,7 @@ static const struct family F_TOTAL = { "ghostvram_gpu_memory_total_bytes", FAM_G
 static const struct family F_RESERVED = { "ghostvram_gpu_memory_reserved_bytes", FAM_GAUGE, "bytes",
                                           "Memory the driver reserves for itself, reported apart from used (NVML v2 memory query)." };
 static const struct family F_USED = { "ghostvram_gpu_memory_used_bytes", FAM_GAUGE, "bytes",
-                                      "Used memory split by kind: listed (live NVML-listed owners), foreign (owners in other PID namespaces), ghost (unexplained with evidence of a dead owner), unattributed (unexplained while live owners run). The kinds sum to NVML's used." };
+                                      "Used memory split by kind: listed (live NVML-listed owners), foreign (owners in other PID namespaces), ghost (unexplained with evidence of a dead owner), unattributed (unexplained while live owners run), freeing (being released by the driver's teardown: never ghost). The kinds sum to NVML's used." };
 static const struct family F_FLOOR = { "ghostvram_gpu_noise_floor_bytes", FAM_GAUGE, "bytes",
                                        "A ghost counts only above this floor (the larger of 64 MiB and 1% of the GPU)." };
 static const struct family F_CONFIRMED = { "ghostvram_gpu_ghost_confirmed", FAM_GAUGE, NULL,
@@ -221,8 +221,9 @@ int metrics_render_gpus(struct buf *b, const struct scan_result *r, unsigned max
                 const struct { const char *kind; uint64_t v; } kinds[] = {
                         { "listed", g->listed }, { "foreign", g->foreign },
                         { "ghost", g->ghost }, { "unattributed", g->unattributed },
+                        { "freeing", g->freeing_bytes },
                 };
-                for (size_t k = 0; k < 4 && !e; k++) {
+                for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]) && !e; k++) {
                         sample_start(b, &F_USED, &l);
                         gpu_labels(&l, &gr->gpus[i]);
                         label(&l, "kind", kinds[k].kind);

@@ -167,6 +167,7 @@ static json_t *mig_ledger_json(const struct gpu_ledger *l)
                 json_set(o, "foreign_bytes", k ? json_integer((json_int_t)ml->foreign) : json_null());
                 json_set(o, "ghost_bytes", k ? json_integer((json_int_t)ml->ghost) : json_null());
                 json_set(o, "unattributed_bytes", k ? json_integer((json_int_t)ml->unattributed) : json_null());
+                json_set(o, "freeing_bytes", k ? json_integer((json_int_t)ml->freeing_bytes) : json_null());
                 json_array_append_new(a, o);
         }
         return a;
@@ -216,6 +217,7 @@ json_t *scan_json(const struct scan_result *r, bool with_cmdline)
                 json_set(m, "foreign_bytes", l->inspected ? json_integer((json_int_t)l->foreign) : json_null());
                 json_set(m, "ghost_bytes", l->inspected ? json_integer((json_int_t)l->ghost) : json_null());
                 json_set(m, "unattributed_bytes", l->inspected ? json_integer((json_int_t)l->unattributed) : json_null());
+                json_set(m, "freeing_bytes", l->inspected ? json_integer((json_int_t)l->freeing_bytes) : json_null());
                 json_set(m, "noise_floor_bytes", json_integer((json_int_t)l->noise_floor));
                 json_set(g, "ghost_confirmed", json_boolean(l->ghost_confirmed));
                 json_set(g, "mig_instances", mig_ledger_json(l));
@@ -308,22 +310,26 @@ static void mib_str(char *out, size_t n, uint64_t bytes)
 }
 
 /* "<indent>used U = listed L + foreign F + ghost G + unattributed N", in MiB, and a newline. */
+/* The equation of used memory; the freeing term only during a teardown (the bytes the verdict
+ * `freeing` names: never counted as ghost). */
 static void text_ledger_line(FILE *out, const char *indent, uint64_t used, uint64_t listed, uint64_t foreign,
-                             uint64_t ghost, uint64_t unattributed)
+                             uint64_t ghost, uint64_t unattributed, uint64_t freeing)
 {
-        char u[32], li[32], fo[32], gh[32], un[32];
+        char u[32], li[32], fo[32], gh[32], un[32], fr[32];
         mib_str(u, sizeof(u), used);
         mib_str(li, sizeof(li), listed);
         mib_str(fo, sizeof(fo), foreign);
         mib_str(gh, sizeof(gh), ghost);
         mib_str(un, sizeof(un), unattributed);
-        fprintf(out, "%sused %s = listed %s + foreign %s + ghost %s + unattributed %s\n", indent, u, li, fo, gh, un);
+        mib_str(fr, sizeof(fr), freeing);
+        fprintf(out, "%sused %s = listed %s + foreign %s + ghost %s + unattributed %s%s%s\n", indent, u, li, fo, gh, un,
+                freeing ? " + freeing " : "", freeing ? fr : "");
 }
 
 static const char *verdict_color(const char *code)
 {
         if (!strcmp(code, "ok") || !strcmp(code, "reserved-only") || !strcmp(code, "unattributed-live") ||
-            !strcmp(code, "foreign-namespace"))
+            !strcmp(code, "foreign-namespace") || !strcmp(code, "freeing"))
                 return C_GRN;
         if (!strcmp(code, "invisible-here") || !strcmp(code, "unknown"))
                 return C_YEL;
@@ -449,7 +455,7 @@ void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool v
                 }
                 if (l->inspected) {
                         char rs[32], tot[32];
-                        text_ledger_line(out, "  ", l->used, l->listed, l->foreign, l->ghost, l->unattributed);
+                        text_ledger_line(out, "  ", l->used, l->listed, l->foreign, l->ghost, l->unattributed, l->freeing_bytes);
                         mib_str(rs, sizeof(rs), l->reserved);
                         mib_str(tot, sizeof(tot), l->total);
                         if (l->reserved_known)
@@ -463,7 +469,8 @@ void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool v
                                 mib_str(tot, sizeof(tot), ml->total);
                                 fprintf(out, "    MIG GPU instance %u (compute instance %u, %s): ", ml->gpu_instance,
                                         ml->compute_instance, tot);
-                                text_ledger_line(out, "", ml->used, ml->listed, ml->foreign, ml->ghost, ml->unattributed);
+                                text_ledger_line(out, "", ml->used, ml->listed, ml->foreign, ml->ghost, ml->unattributed,
+                                                 ml->freeing_bytes);
                         }
                 }
                 for (size_t k = 0; k < l->n_owners; k++) {

@@ -104,6 +104,32 @@ static int put_hostile(struct top_canvas *c, int y, int x, const char *s, int ma
         return x;
 }
 
+/* Text someone else controls from (y, x) on, wrapped at spaces onto at most max_lines lines, the
+ * later ones starting at column x too (a command cut at the edge cannot be pasted). Returns the
+ * line after the last one written. */
+static int put_wrapped(struct top_canvas *c, int y, int x, const char *s, int max_lines, unsigned char at)
+{
+        struct buf b = BUF_INIT(4096);
+        esc_terminal(&b, s, strlen(s));
+        const char *p = buf_str(&b);
+        int w = c->cols - x;
+        for (int line = 0; *p && line < max_lines && w > 0; line++, y++) {
+                size_t n = strlen(p);
+                if (n > (size_t)w) {
+                        size_t cut = (size_t)w;
+                        while (cut > 0 && p[cut] != ' ')
+                                cut--;
+                        n = cut ? cut : (size_t)w;      /* a word longer than the line is cut */
+                }
+                put(c, y, x, p, n, at);
+                p += n;
+                while (*p == ' ')
+                        p++;
+        }
+        buf_free(&b);
+        return y;
+}
+
 static void fill(struct top_canvas *c, int y, unsigned char at)
 {
         for (int x = 0; y >= 0 && y < c->rows && x < c->cols; x++)
@@ -248,16 +274,34 @@ static int gpu_block(struct top_canvas *c, int y, const struct live_gpu *g, cons
         if (g->confidence[0])
                 printf_at(c, y, x, TA_NONE, " (%s confidence)", g->confidence);
         y++;
-        int w = c->cols - 44;
+        /* used as scan, the page and the metrics say it: NVML's, the reservation apart */
+        char fig[160] = "", res[64] = "";
+        int nf = 0;
+        if (g->inspected) {
+                nf = snprintf(fig, sizeof(fig), "used %llu/%llu MiB  ghost %llu MiB%s", mib(g->used), mib(g->total),
+                              mib(g->kind[LIVE_GHOST]), g->ghost_confirmed ? " (confirmed)" : "");
+                if (g->kind[LIVE_FREEING] && nf >= 0 && (size_t)nf < sizeof(fig))
+                        nf += snprintf(fig + nf, sizeof(fig) - (size_t)nf, "  freeing %llu MiB", mib(g->kind[LIVE_FREEING]));
+                if (g->reserved_known)
+                        snprintf(res, sizeof(res), "  reserved %llu MiB apart", mib(g->kind[LIVE_RESERVED]));
+                else
+                        snprintf(res, sizeof(res), "  (old driver: reservation included)");
+        }
+        /* the bar leaves the figures their room (about 72 columns, the same on every GPU): 60
+         * cells at most, 20 (or what is left) at least */
+        int w = c->cols - 5 - 72;
+        int least = c->cols - 44 < 20 ? c->cols - 44 : 20;
         if (w > 60)
                 w = 60;
-        if (w < 10)
-                w = 10;
+        if (least < 10)
+                least = 10;
+        if (w < least)
+                w = least;
         bar(c, y, 2, w, g, s->color);
-        if (g->inspected)
-                printf_at(c, y, w + 5, TA_NONE, "%llu/%llu MiB  ghost %llu MiB%s", mib(g->used + g->kind[LIVE_RESERVED]),
-                          mib(g->total), mib(g->kind[LIVE_GHOST]), g->ghost_confirmed ? " (confirmed)" : "");
-        else
+        if (g->inspected) {
+                x = puts_at(c, y, w + 5, fig, TA_NONE);
+                puts_at(c, y, x, res, TA_DIM);
+        } else
                 put_hostile(c, y, w + 5, g->status[0] ? g->status : "not inspected", c->cols, TA_BAD);
         y++;
         char spark[32];
@@ -275,8 +319,7 @@ static int gpu_block(struct top_canvas *c, int y, const struct live_gpu *g, cons
                 }
                 if (g->next_step[0]) {
                         x = puts_at(c, y, 2, "next: ", TA_BOLD);
-                        put_hostile(c, y, x, g->next_step, c->cols - x, TA_NONE);
-                        y++;
+                        y = put_wrapped(c, y, x, g->next_step, 4, TA_NONE);
                 }
         }
         return y;
@@ -296,7 +339,8 @@ static void dialog(struct top_canvas *c, const struct live_view *v, const struct
                                 "(listed), to processes of other PID namespaces (foreign), ghost (a dead owner's\n"
                                 "memory still held, e.g. by forked workers) and unattributed; the driver's\n"
                                 "reservation apart.\n\n"
-                                "Bar: R reserved  L listed  F foreign  G ghost  U unattributed  . free\n"
+                                "Bar: R reserved  L listed  F foreign  G ghost  U unattributed  ~ freeing (the driver\n"
+                                "     is tearing a context down: not a ghost)  . free\n"
                                 "Sparkline: the ghost over the last samples (_ none, ? no data: the driver hung)\n\n"
                                 "Keys:\n"
                                 "  q          quit\n"
@@ -397,7 +441,9 @@ void top_draw(struct top_canvas *c, const struct live_view *v, const struct live
         }
         /* line 2: why the sample is not fresh, or what it lacks */
         x = 0;
-        if (s->status && s->status[0])
+        /* without a driver the line below says it: once */
+        bool status_said = v && !v->driver_present && s->status_in_view;
+        if (s->status && s->status[0] && !status_said)
                 x = put_hostile(c, 2, 0, s->status, c->cols, TA_BAD);
         if (v && s->collecting_s > s->interval_s + 0.5)
                 printf_at(c, 2, x ? x + 2 : 0, TA_WARN, "(collecting for %.0f s; keys still work)", s->collecting_s);
@@ -491,7 +537,8 @@ void top_draw(struct top_canvas *c, const struct live_view *v, const struct live
         if (s->message && s->message[0])
                 put_hostile(c, bottom + 3, 0, s->message, c->cols, TA_WARN);
         else if (!s->color)
-                puts_at(c, bottom + 3, 0, "bar: R reserved  L listed  F foreign  G ghost  U unattributed  . free", TA_DIM);
+                puts_at(c, bottom + 3, 0, "bar: R reserved  L listed  F foreign  G ghost  U unattributed  ~ freeing  . free",
+                        TA_DIM);
         if (s->dialog != TOP_DIALOG_NONE)
                 dialog(c, v, s);
 }

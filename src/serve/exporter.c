@@ -33,6 +33,7 @@ struct exporter {
         struct exporter_published pub;
         struct live_view *view;         /* the latest complete scan, for the page */
         struct live_history hist;
+        double started;                 /* epoch seconds: the timelines start no earlier */
 };
 
 /* ---- bodies --------------------------------------------------------------------------------- */
@@ -228,6 +229,7 @@ static void exporter_page(struct exporter *e, struct exporter_bodies *b)
                 .age_s = b->have_data ? monotonic_s() - b->data_mono : -1,
                 .stale_after_s = e->o.stale_after_s,
                 .status = b->status,
+                .started = e->started,
         };
         if (page_render(&page, b->have_data ? e->view : NULL, &e->hist, &po) == 0) {
                 b->page_len = page.len;
@@ -293,6 +295,7 @@ int exporter_start(const struct exporter_opts *o, struct exporter **ret)
         if (!e)
                 return -ENOMEM;
         e->o = *o;
+        e->started = wall_clock_now();
         pthread_condattr_t ca;
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

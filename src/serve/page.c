@@ -17,15 +17,15 @@ const char page_style[] =
         ".verdict b{padding:0 .3em;border-radius:3px;background:#e8f5e9}.verdict.alarm b{background:#ffcdd2}"
         "svg.timeline{width:100%;max-width:760px;height:auto;background:#fff;border:1px solid #ddd}"
         ".axis{stroke:#999;stroke-width:1}.grid{stroke:#eee;stroke-width:1}.lbl{font-size:11px;fill:#555}"
-        ".reserved{fill:#9e9e9e}.listed{fill:#43a047}.foreign{fill:#1e88e5}.ghost{fill:#e53935}.unattributed{fill:#fb8c00}"
+        ".reserved{fill:#9e9e9e}.listed{fill:#43a047}.foreign{fill:#1e88e5}.ghost{fill:#e53935}.unattributed{fill:#fb8c00}.freeing{fill:#8e24aa}"
         ".legend span.sw{display:inline-block;width:.8em;height:.8em;margin:0 .3em 0 .8em}"
         ".legend .reserved{background:#9e9e9e}.legend .listed{background:#43a047}.legend .foreign{background:#1e88e5}"
-        ".legend .ghost{background:#e53935}.legend .unattributed{background:#fb8c00}"
+        ".legend .ghost{background:#e53935}.legend .unattributed{background:#fb8c00}.legend .freeing{background:#8e24aa}"
         "table{border-collapse:collapse;margin:.5em 0;font-size:13px}th,td{border:1px solid #ddd;padding:.2em .5em;text-align:left;vertical-align:top}"
         "th{background:#eee}tr.ghost-holder td{background:#fff3f3}td.num{text-align:right}code{font-size:12px}"
         "footer{margin-top:2em;color:#666;font-size:12px}";
 
-const char page_csp[] = "default-src 'none'; style-src 'sha256-PzvpvyrxkbSzn3FxgoA/ly2jj8mxv5TiZ+y2cSG6QdY='; img-src 'none'; "
+const char page_csp[] = "default-src 'none'; style-src 'sha256-C1uWlS/dBqTg/Jq0o5emrCHc0SthTYW1TjcHL56FB3U='; img-src 'none'; "
                         "base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 int page_esc(struct buf *out, const char *s, size_t len)
@@ -192,11 +192,13 @@ static int band(struct buf *out, const struct live_point *pts, size_t n, const s
         return e;
 }
 
-static const char *const kind_fill[LIVE_KINDS] = { "#9e9e9e", "#43a047", "#1e88e5", "#e53935", "#fb8c00" };
+static const char *const kind_fill[LIVE_KINDS] = { "#9e9e9e", "#43a047", "#1e88e5", "#e53935", "#fb8c00", "#8e24aa" };
 
-static int timeline(struct buf *out, const struct live_ring *r, const struct live_gpu *g, double now)
+/* The timeline spans the history, at least the last minute, but never from before serve
+ * started (started 0: unknown). */
+static int timeline(struct buf *out, const struct live_ring *r, const struct live_gpu *g, double now, double started)
 {
-        struct scale s = { .t0 = now - 60, .t1 = now, .top_mib = r ? r->total_mib : 0 };
+        struct scale s = { .t0 = started > now - 60 ? started : now - 60, .t1 = now, .top_mib = r ? r->total_mib : 0 };
         struct live_point pts[TL_POINTS];
         size_t npts = thin(r, pts);
         size_t first_valid = r ? r->n : 0;
@@ -291,6 +293,8 @@ static int gpu_section(struct buf *out, const struct live_gpu *g, const struct l
                 buf_puts(out, "<p class=\"split\">used ");
                 mib(out, g->used);
                 for (int k = LIVE_LISTED; k < LIVE_KINDS; k++) {
+                        if (k == LIVE_FREEING && !g->kind[k])
+                                continue;       /* as scan's equation: only during a teardown */
                         buf_printf(out, " %s %s ", k == LIVE_LISTED ? "=" : "+", live_kind_name(k));
                         mib(out, g->kind[k]);
                 }
@@ -303,7 +307,7 @@ static int gpu_section(struct buf *out, const struct live_gpu *g, const struct l
                 mib(out, g->total);
                 buf_puts(out, "</p>\n");
         }
-        int e = timeline(out, r, g, o->now);
+        int e = timeline(out, r, g, o->now, o->started);
         if (g->n_evidence && live_verdict_alarming(g->verdict)) {
                 buf_puts(out, "<ul class=\"evidence\">\n");
                 for (size_t i = 0; i < g->n_evidence; i++) {

@@ -1,7 +1,7 @@
 /* page: the HTML page `ghostvram serve` answers at `/`. One self-contained document: no
  * script, no external style, font or image; an inline style whose hash the Content-Security-
  * Policy names, and inline SVG. Per GPU a stacked timeline of memory by kind (reserved, listed,
- * foreign, ghost, unattributed) from the live history, the verdict with its evidence and next
+ * foreign, ghost, unattributed, freeing) from the live history, the verdict with its evidence and next
  * step; then the holders table and the recent NVIDIA kernel events. It refreshes itself with a
  * <meta http-equiv="refresh"> (works with JavaScript off). Every string a process or the kernel
  * controls is HTML-escaped; command lines appear only with expose_cmdline.
@@ -20,6 +20,8 @@ struct page_opts {
         double age_s;                   /* how old the view's data is; < 0: no data yet */
         double stale_after_s;           /* older data is flagged stale */
         const char *status;             /* the latest collection's problem, "" or NULL if none */
+        double started;                 /* epoch seconds serve started (0: unknown): no timeline
+                                         * starts before it */
 };
 
 /* The Content-Security-Policy the page needs (the hash of its one inline style). */

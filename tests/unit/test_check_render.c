@@ -51,7 +51,8 @@ static void test_states_and_line(void **state)
         /* performance data: per GPU, bytes, thresholds converted from MiB */
         assert_non_null(strstr(out, "| 'gpu0_ghost'=0B;0;1073741824;0;85899345920 'gpu0_used'=0B;;;0;85899345920 "
                                     "'gpu0_listed'=0B;;;0;85899345920 'gpu0_foreign'=0B;;;0;85899345920 "
-                                    "'gpu0_unattributed'=0B;;;0;85899345920 'gpu0_reserved'=536870912B;;;0;85899345920 "
+                                    "'gpu0_unattributed'=0B;;;0;85899345920 'gpu0_freeing'=0B;;;0;85899345920 "
+                                    "'gpu0_reserved'=536870912B;;;0;85899345920 "
                                     "'gpu1_ghost'=2147483648B;0;1073741824;0;85899345920 'gpu1_used'=2147483648B;;;0;85899345920"));
         /* the status line ends with the perfdata; the long output names the next step */
         const char *nl = strchr(out, '\n');

@@ -80,7 +80,7 @@ static void test_ring(void **state)
         assert_int_equal(live_ring_at(r, LIVE_HISTORY_MAX - 1)->mib[LIVE_GHOST], LIVE_HISTORY_MAX + 79);
         assert_int_equal(r->total_mib, 16384);
         assert_int_equal(live_history_bytes(&h), sizeof(struct live_ring));
-        assert_true(sizeof(struct live_point) == 28);
+        assert_true(sizeof(struct live_point) == 32);
         /* top's sparkline: 720 points in 8 columns of 90, each its most ghost (169, 259, ...,
          * 799 MiB) scaled to 799 */
         char sp[9];
