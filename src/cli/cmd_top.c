@@ -10,6 +10,7 @@
 #define _GNU_SOURCE /* pthread_timedjoin_np */
 #include <errno.h>
 #include <getopt.h>
+#include <langinfo.h>
 #include <locale.h>
 #include <pthread.h>
 #include <signal.h>
@@ -84,6 +85,7 @@ struct top {
         bool status_in_view;            /* the cycle that set status also made view */
         double cycle_started;           /* monotonic seconds, 0 while none runs */
         double started;                 /* monotonic seconds: when the collection started */
+        bool utf8;                      /* the locale's codeset is UTF-8: glyphs, not "->" */
         unsigned gen;                   /* cycles finished */
         /* the reclaim worker (guarded by m) */
         bool plan_running;
@@ -367,6 +369,14 @@ static void paint(const struct top_canvas *cv, bool color)
                         /* the last cell of the screen: addch there would scroll */
                         if (y == cv->rows - 1 && x == cv->cols - 1)
                                 break;
+                        const char *g = top_cell_glyph((unsigned char)cv->ch[k]);
+                        if (g) {
+                                /* one column of UTF-8 (the wide library, the locale set) */
+                                attrset(attr_of(cv->at[k], color));
+                                addstr(g);
+                                attrset(A_NORMAL);
+                                continue;
+                        }
                         addch((chtype)(unsigned char)cv->ch[k] | attr_of(cv->at[k], color));
                 }
         }
@@ -420,8 +430,9 @@ static int batch_loop(struct top *t, struct top_state *s)
                 seen = gen;
                 if (top_canvas_resize(&cv, rows > 400 ? 400 : (int)rows, (int)cols) < 0)
                         break;
+                cv.utf8 = t->utf8;
                 draw_locked(t, &cv, s);
-                char line[1100];
+                char line[4096];
                 int last = 0;
                 for (int y = 0; y < cv.rows; y++) {
                         top_canvas_line(&cv, y, line, sizeof(line));
@@ -502,6 +513,7 @@ static int screen_loop(struct top *t, struct top_state *s)
                         rc = EXIT_INCOMPLETE;
                         break;
                 }
+                cv.utf8 = t->utf8;
                 pthread_mutex_lock(&t->m);
                 if (t->plan_text) {
                         free(plan);
@@ -714,7 +726,10 @@ int cmd_top(int argc, char **argv)
                 if (isatty(STDERR_FILENO))
                         fprintf(stderr, "ghostvram top: this terminal cannot move the cursor: plain frames follow\n");
         }
+        /* the locale (ncursesw writes multibyte text only then): in a UTF-8 one, "→" is shown,
+         * elsewhere "->" */
         setlocale(LC_ALL, "");
+        t.utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
 
         struct scan_once_opts so;
         cli_scan_once_opts(&t.c, &so);

@@ -9,6 +9,46 @@
 #include "util/buf.h"
 #include "util/escape.h"
 
+/* The non-ASCII characters ghostvram's own texts use, each one column wide: a cell keeps one
+ * as 0x80 + its place here, or its ASCII form where the terminal is not UTF-8. */
+static const struct {
+        uint32_t cp;
+        const char *utf8, *ascii;
+} glyphs[] = {
+        { 0x2192, "\u2192", "->" }, { 0x2190, "\u2190", "<-" }, { 0x2026, "\u2026", "..." },
+        { 0x2014, "\u2014", "-" },  { 0x2013, "\u2013", "-" },  { 0x00b7, "\u00b7", "." },
+        { 0x00d7, "\u00d7", "x" },  { 0x2265, "\u2265", ">=" }, { 0x2264, "\u2264", "<=" },
+        { 0x2713, "\u2713", "ok" }, { 0x2717, "\u2717", "x" },  { 0x2018, "\u2018", "'" },
+        { 0x2019, "\u2019", "'" },  { 0x201c, "\u201c", "\"" }, { 0x201d, "\u201d", "\"" },
+        { 0x00b5, "\u00b5", "u" },
+};
+#define N_GLYPHS (sizeof(glyphs) / sizeof(glyphs[0]))
+
+const char *top_cell_glyph(unsigned char cell)
+{
+        return cell >= 0x80 && cell - 0x80u < N_GLYPHS ? glyphs[cell - 0x80].utf8 : NULL;
+}
+
+/* The code point of the UTF-8 sequence at s (n bytes left) and its length, or 0 for a byte
+ * that starts no valid sequence (*len 1). */
+static uint32_t utf8_at(const unsigned char *s, size_t n, size_t *len)
+{
+        *len = 1;
+        size_t k = s[0] >= 0xf0 && s[0] < 0xf5 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
+        if (s[0] >= 0xf5 || !k || k > n)
+                return 0;
+        uint32_t cp = s[0] & (0x7f >> k);
+        for (size_t i = 1; i < k; i++) {
+                if ((s[i] & 0xc0) != 0x80)
+                        return 0;
+                cp = cp << 6 | (s[i] & 0x3f);
+        }
+        if ((k == 3 && cp < 0x800) || (k == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp < 0xe000))
+                return 0;
+        *len = k;
+        return cp;
+}
+
 int top_canvas_resize(struct top_canvas *c, int rows, int cols)
 {
         if (rows < 1)
@@ -48,25 +88,55 @@ void top_canvas_line(const struct top_canvas *c, int y, char *out, size_t outlen
                 n = (size_t)c->cols;
                 while (n && row[n - 1] == ' ')
                         n--;
-                if (n >= outlen)
-                        n = outlen - 1;
-                memcpy(out, row, n);
+                size_t at = 0;
+                for (size_t i = 0; i < n; i++) {
+                        const char *g = top_cell_glyph((unsigned char)row[i]);
+                        size_t k = g ? strlen(g) : 1;
+                        if (at + k >= outlen)
+                                break;
+                        memcpy(out + at, g ? g : &row[i], k);
+                        at += k;
+                }
+                n = at;
         }
         out[n] = '\0';
 }
 
-/* Write n bytes of ASCII text at (y, x), clipped to the row; returns the column after it. */
+static void cell(struct top_canvas *c, int y, int x, char ch, unsigned char at)
+{
+        if (x < 0 || x >= c->cols)
+                return;
+        size_t k = (size_t)y * (size_t)c->cols + (size_t)x;
+        c->ch[k] = ch;
+        c->at[k] = at;
+}
+
+/* Write n bytes of text at (y, x), clipped to the row: ASCII as it is, a glyph (above) as one
+ * cell or its ASCII form, any other character as one '?'; returns the column after it. */
 static int put(struct top_canvas *c, int y, int x, const char *s, size_t n, unsigned char at)
 {
         if (y < 0 || y >= c->rows)
                 return x;
-        for (size_t i = 0; i < n && x < c->cols; i++, x++) {
-                if (x < 0)
-                        continue;
+        for (size_t i = 0; i < n && x < c->cols;) {
                 unsigned char b = (unsigned char)s[i];
-                size_t k = (size_t)y * (size_t)c->cols + (size_t)x;
-                c->ch[k] = b >= 0x20 && b < 0x7f ? (char)b : '?';
-                c->at[k] = at;
+                if (b < 0x80) {
+                        cell(c, y, x++, b >= 0x20 && b < 0x7f ? (char)b : '?', at);
+                        i++;
+                        continue;
+                }
+                size_t len;
+                uint32_t cp = utf8_at((const unsigned char *)s + i, n - i, &len);
+                i += len;
+                size_t g = 0;
+                while (g < N_GLYPHS && glyphs[g].cp != cp)
+                        g++;
+                if (g == N_GLYPHS || !cp)
+                        cell(c, y, x++, '?', at);
+                else if (c->utf8)
+                        cell(c, y, x++, (char)(0x80 + g), at);
+                else
+                        for (const char *a = glyphs[g].ascii; *a; a++)
+                                cell(c, y, x++, *a, at);
         }
         return x;
 }

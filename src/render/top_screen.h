@@ -5,8 +5,11 @@
  *
  * Without colour, bars are letters (R reserved, L listed, F foreign, G ghost, U unattributed,
  * '.' free); with colour the same cells carry the kind's attribute and the painter fills them.
- * Every string a process, the kernel or the driver controls goes through the terminal escaper,
- * and what is not ASCII becomes '?': a cell is one byte, one column. */
+ * Every string a process, the kernel or the driver controls goes through the terminal escaper.
+ * A cell is one byte, one column: ASCII, or (a byte >= 0x80) one of the few one-column
+ * characters ghostvram's own texts use (→ … — · × ≥ ≤ ✓ ✗, quotes), kept when the canvas is
+ * utf8 (the locale's codeset is UTF-8) and written as ASCII otherwise ("->", "..."); any other
+ * character becomes one '?'. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -31,12 +34,17 @@ struct top_canvas {
         int rows, cols;
         char *ch;                       /* rows * cols cells */
         unsigned char *at;
+        bool utf8;                      /* the terminal shows UTF-8: keep the glyphs above */
 };
+
+/* The UTF-8 text of a cell byte >= 0x80 (a glyph), or NULL for any other byte. */
+const char *top_cell_glyph(unsigned char cell);
 
 /* Size the canvas (cleared to spaces). Returns 0 or -ENOMEM (the canvas unchanged). */
 int top_canvas_resize(struct top_canvas *c, int rows, int cols);
 void top_canvas_free(struct top_canvas *c);
-/* Row y as a string without its trailing blanks (into out[outlen]). */
+/* Row y as a string without its trailing blanks (into out[outlen]; glyphs as UTF-8, a cell
+ * that does not fit is left out). */
 void top_canvas_line(const struct top_canvas *c, int y, char *out, size_t outlen);
 
 enum top_sort { TOP_SORT_GPU = 0, TOP_SORT_PID, TOP_SORT_MEM, TOP_SORT_ROLE, TOP_SORT_COUNT };

@@ -4,6 +4,7 @@
 #include "facts_builder.h"
 
 #include "render/live_view.h"
+#include "collect/xid.h"
 #include "render/top_screen.h"
 #include "serve/page.h"
 
@@ -144,12 +145,121 @@ static void test_page(void **state)
         /* the page stays small with a full ring: a few tens of KiB a GPU */
         assert_true(out.len < 2 * 45000);
         buf_free(&out);
+        /* a teardown: the freeing band and the equation's freeing term, no ghost */
+        g1->kind[LIVE_FREEING] = g1->kind[LIVE_GHOST];
+        g1->kind[LIVE_GHOST] = 0;
+        buf_free(&out);
+        assert_int_equal(page_render(&out, v, &h, &po), 0);
+        assert_non_null(strstr(buf_str(&out), " + unattributed 0 MiB + freeing 2048 MiB; driver reservation 512 MiB apart"));
+        assert_non_null(strstr(buf_str(&out), "<path class=\"series freeing\" data-kind=\"freeing\" fill=\"#8e24aa\""));
+        g1->kind[LIVE_GHOST] = g1->kind[LIVE_FREEING];
+        g1->kind[LIVE_FREEING] = 0;
+        buf_free(&out);
         /* no data yet */
         po.age_s = -1;
         assert_int_equal(page_render(&out, NULL, &h, &po), 0);
         assert_non_null(strstr(buf_str(&out), "No data yet"));
         buf_free(&out);
         live_history_free(&h);
+        live_view_free(v);
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
+/* A timeline of serve's first seconds starts when serve started, not a minute before. */
+static void test_page_starts_with_serve(void **state)
+{
+        (void)state;
+        struct facts *f;
+        struct scan_result *r;
+        struct live_view *v = killed_view(&f, &r);
+        struct live_history h = { 0 };
+        for (int i = 2; i >= 0; i--)
+                live_history_add(&h, v, T0 - i);
+        struct buf out = BUF_INIT(0);
+        struct page_opts po = { .refresh_s = 15, .now = T0, .age_s = 0.5, .stale_after_s = 60, .status = "",
+                                .started = T0 - 3 };
+        assert_int_equal(page_render(&out, v, &h, &po), 0);
+        char from[40], to[40], want[160];
+        xid_format_rfc3339(T0 - 3, from, sizeof(from));
+        xid_format_rfc3339(T0, to, sizeof(to));
+        snprintf(want, sizeof(want), "GPU 1 memory by kind from %s to %s (3 samples)", from, to);
+        assert_non_null(strstr(buf_str(&out), want));
+        buf_free(&out);
+        /* started unknown: the last minute */
+        po.started = 0;
+        assert_int_equal(page_render(&out, v, &h, &po), 0);
+        xid_format_rfc3339(T0 - 60, from, sizeof(from));
+        snprintf(want, sizeof(want), "GPU 1 memory by kind from %s to %s (3 samples)", from, to);
+        assert_non_null(strstr(buf_str(&out), want));
+        buf_free(&out);
+        live_history_free(&h);
+        live_view_free(v);
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
+static bool canvas_has(const struct top_canvas *c, const char *want)
+{
+        char line[2048];
+        for (int y = 0; y < c->rows; y++) {
+                top_canvas_line(c, y, line, sizeof(line));
+                if (strstr(line, want))
+                        return true;
+        }
+        return false;
+}
+
+/* The characters ghostvram's own texts use: kept in a UTF-8 terminal, ASCII elsewhere, never
+ * one '?' a byte; a next step wraps instead of being cut; a teardown is the ~ band; without a
+ * driver the reason shows once. */
+static void test_top_texts(void **state)
+{
+        (void)state;
+        struct facts *f;
+        struct scan_result *r;
+        struct live_view *v = killed_view(&f, &r);
+        struct top_canvas c = { 0 };
+        assert_int_equal(top_canvas_resize(&c, 30, 140), 0);
+        struct top_state s = { .now = T0 + 1, .interval_s = 1, .focus = -1, .stale_after_s = 4, .status = "",
+                               .message = "GPU 1  2048 MiB \u2192 0 MiB  caf\u00e9 \xff" };
+        top_draw(&c, v, NULL, &s);
+        assert_true(canvas_has(&c, "GPU 1  2048 MiB -> 0 MiB  caf? \\xff"));
+        c.utf8 = true;
+        top_draw(&c, v, NULL, &s);
+        assert_true(canvas_has(&c, "GPU 1  2048 MiB \u2192 0 MiB  caf? \\xff"));
+        assert_false(canvas_has(&c, "???"));
+        c.utf8 = false;
+        s.message = "";
+        /* GPU 1 in focus: its whole next step, on two lines */
+        s.focus = 1;
+        top_draw(&c, v, NULL, &s);
+        assert_true(canvas_has(&c, "  next: free it safely"));
+        assert_true(canvas_has(&c, "(by hand: kill -TERM 31301 31302)"));
+        s.focus = -1;
+        /* a teardown: no G in the bar, the freeing figure beside it */
+        struct live_gpu *g1 = &v->gpus[1];
+        g1->kind[LIVE_FREEING] = g1->kind[LIVE_GHOST];
+        g1->kind[LIVE_GHOST] = 0;
+        g1->ghost_confirmed = false;
+        top_draw(&c, v, NULL, &s);
+        assert_true(canvas_has(&c, "  [R~"));
+        assert_true(canvas_has(&c, "] used 2048/81920 MiB  ghost 0 MiB  freeing 2048 MiB  reserved 512 MiB apart"));
+        assert_true(canvas_has(&c, "~ freeing"));
+        /* no driver: said once */
+        v->driver_present = false;
+        snprintf(v->driver, sizeof(v->driver), "no NVIDIA driver on this host");
+        s.status = "no NVIDIA driver: no NVIDIA driver on this host";
+        s.status_in_view = true;
+        top_draw(&c, v, NULL, &s);
+        char line[512];
+        int said = 0;
+        for (int y = 0; y < c.rows; y++) {
+                top_canvas_line(&c, y, line, sizeof(line));
+                said += strstr(line, "no NVIDIA driver on this host") != NULL;
+        }
+        assert_int_equal(said, 1);
+        top_canvas_free(&c);
         live_view_free(v);
         scan_result_free(r);
         facts_destroy(f);
@@ -162,7 +272,7 @@ static void test_top_screen(void **state)
         struct scan_result *r;
         struct live_view *v = killed_view(&f, &r);
         struct top_canvas c = { 0 };
-        assert_int_equal(top_canvas_resize(&c, 30, 104), 0);    /* a 60-cell bar */
+        assert_int_equal(top_canvas_resize(&c, 30, 104), 0);    /* a 27-cell bar, the figures beside it */
         struct top_state s = { .now = T0 + 1, .interval_s = 1, .focus = -1, .stale_after_s = 4, .status = "",
                                .message = "" };
         top_draw(&c, v, NULL, &s);
@@ -172,7 +282,8 @@ static void test_top_screen(void **state)
                 top_canvas_line(&c, y, line, sizeof(line));
                 /* 80 GiB on 60 cells: 512 MiB reserved rounds to 0 cells but shows as 1; the
                  * ghost ends at 2560 MiB: cell 2 */
-                bar |= !strncmp(line, "  [RG..........", 15) && strstr(line, "] 2560/81920 MiB  ghost 2048 MiB");
+                bar |= !strncmp(line, "  [RG..........", 15) &&
+                       strstr(line, "] used 2048/81920 MiB  ghost 2048 MiB (confirmed)  reserved 512 MiB apart");
                 worker |= strstr(line, "31301 ") && strstr(line, "worker of dead PID 31300");
                 esc |= strstr(line, "\\e]0;x\\x07<b>&") != NULL;
                 for (const char *q = line; *q; q++)
@@ -209,6 +320,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_view_rows), cmocka_unit_test(test_ring), cmocka_unit_test(test_page_esc),
                 cmocka_unit_test(test_page), cmocka_unit_test(test_top_screen),
+                cmocka_unit_test(test_page_starts_with_serve), cmocka_unit_test(test_top_texts),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

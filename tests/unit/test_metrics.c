@@ -116,8 +116,10 @@ static void test_text_format(void **state)
         for (const char *p = strstr(s, "ghostvram_gpu_verdict{"); p; p = strstr(p + 1, "ghostvram_gpu_verdict{"))
                 ones += strncmp(strchr(p, '}'), "} 1\n", 4) == 0;
         assert_int_equal(ones, 2);
-        /* the kinds of each GPU: four series */
-        assert_int_equal(count_lines(s, "ghostvram_gpu_memory_used_bytes{"), 8);
+        /* the kinds of each GPU: five series (freeing 0: no teardown) */
+        assert_int_equal(count_lines(s, "ghostvram_gpu_memory_used_bytes{"), 10);
+        snprintf(want, sizeof(want), "\nghostvram_gpu_memory_used_bytes%s,kind=\"freeing\"} 0\n", g1);
+        assert_non_null(strstr(s, want));
         assert_int_equal(count_lines(s, "ghostvram_holder_info{"), 2);
         /* 0.0.4: family named after the samples, info as a gauge, no UNIT, no EOF */
         assert_non_null(strstr(s, "# TYPE ghostvram_build_info gauge\nghostvram_build_info{version=\""));
