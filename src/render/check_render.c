@@ -93,6 +93,9 @@ static int gpu_summary(struct buf *out, const struct scan_result *r, const struc
         }
         if (!l->procs_known)
                 return e ? e : buf_puts(out, "no process list from the driver: whose memory it is cannot be told");
+        if (st == PLUGIN_OK && l->freeing_bytes)
+                return e ? e : buf_printf(out, "%.0f MiB freeing (the driver is releasing it; not a ghost)",
+                                          (double)l->freeing_bytes / MIB);
         if (st == PLUGIN_OK && !l->ghost_confirmed)
                 return e ? e : buf_printf(out, "%s", v);
         e = e ? e : buf_printf(out, "%.0f MiB ghost (%s", check_ghost_mib(l), v);
@@ -153,13 +156,14 @@ int check_render(struct buf *out, const struct scan_result *r, const struct chec
                 return check_render_unknown(out, gr->error[0] ? gr->error : "no NVIDIA driver");
         }
         enum plugin_state st = PLUGIN_OK;
-        size_t n_counted = 0, n_ok = 0;
+        size_t n_counted = 0, n_ok = 0, n_freeing = 0;     /* freeing: OK, but named, never "ok" */
         for (size_t i = 0; i < r->n_gpus; i++) {
                 if (!counted(r, &r->gpus[i]))
                         continue;
                 n_counted++;
                 enum plugin_state s = check_gpu_state(&r->gpus[i], t);
-                n_ok += s == PLUGIN_OK;
+                n_ok += s == PLUGIN_OK && !r->gpus[i].freeing_bytes;
+                n_freeing += s == PLUGIN_OK && r->gpus[i].freeing_bytes;
                 st = plugin_state_worse(st, s);
         }
         if (n_counted == 0) {
@@ -180,13 +184,22 @@ int check_render(struct buf *out, const struct scan_result *r, const struct chec
                         e = e ? e : gpu_summary(out, r, l, s);
                         any = true;
                 }
-        if (!e && n_ok) {
+        if (!e && (n_ok || n_freeing)) {
                 if (r->only_gpu >= 0) {
                         for (size_t i = 0; i < r->n_gpus && !e; i++)
                                 if (counted(r, &r->gpus[i]))
                                         e = gpu_summary(out, r, &r->gpus[i], PLUGIN_OK);
                 } else {
-                        e = buf_printf(out, "%s%zu GPU%s ok", any ? "; " : "", n_ok, n_ok == 1 ? "" : "s");
+                        for (size_t i = 0; i < r->n_gpus && !e; i++) {
+                                const struct gpu_ledger *l = &r->gpus[i];
+                                if (!l->freeing_bytes || check_gpu_state(l, t) != PLUGIN_OK)
+                                        continue;
+                                e = any ? buf_puts(out, "; ") : 0;
+                                e = e ? e : gpu_summary(out, r, l, PLUGIN_OK);
+                                any = true;
+                        }
+                        if (!e && n_ok)
+                                e = buf_printf(out, "%s%zu GPU%s ok", any ? "; " : "", n_ok, n_ok == 1 ? "" : "s");
                 }
         }
         e = e ? e : buf_puts(out, " | ");

@@ -332,8 +332,25 @@ static void bar(struct top_canvas *c, int y, int x, int w, const struct live_gpu
         put(c, y, x + w, "]", 1, TA_NONE);
 }
 
+/* The figures beside a GPU's bar: used as scan, the page and the metrics say it (NVML's, the
+ * reservation apart), the ghost, the freeing; then the reservation (dim). "" if not inspected. */
+static void figures(const struct live_gpu *g, char *fig, size_t figlen, char *res, size_t reslen)
+{
+        fig[0] = res[0] = '\0';
+        if (!g->inspected)
+                return;
+        int n = snprintf(fig, figlen, "used %llu/%llu MiB  ghost %llu MiB%s", mib(g->used), mib(g->total),
+                         mib(g->kind[LIVE_GHOST]), g->ghost_confirmed ? " (confirmed)" : "");
+        if (g->kind[LIVE_FREEING] && n >= 0 && (size_t)n < figlen)
+                snprintf(fig + n, figlen - (size_t)n, "  freeing %llu MiB", mib(g->kind[LIVE_FREEING]));
+        if (g->reserved_known)
+                snprintf(res, reslen, "  reserved %llu MiB apart", mib(g->kind[LIVE_RESERVED]));
+        else
+                snprintf(res, reslen, "  (old driver: reservation included)");
+}
+
 static int gpu_block(struct top_canvas *c, int y, const struct live_gpu *g, const struct live_ring *r,
-                     const struct top_state *s, bool detail)
+                     const struct top_state *s, bool detail, int room)
 {
         int x = printf_at(c, y, 0, TA_BOLD, "GPU %u ", g->index);
         x = put_hostile(c, y, x, g->name, 40, TA_NONE);
@@ -344,22 +361,11 @@ static int gpu_block(struct top_canvas *c, int y, const struct live_gpu *g, cons
         if (g->confidence[0])
                 printf_at(c, y, x, TA_NONE, " (%s confidence)", g->confidence);
         y++;
-        /* used as scan, the page and the metrics say it: NVML's, the reservation apart */
-        char fig[160] = "", res[64] = "";
-        int nf = 0;
-        if (g->inspected) {
-                nf = snprintf(fig, sizeof(fig), "used %llu/%llu MiB  ghost %llu MiB%s", mib(g->used), mib(g->total),
-                              mib(g->kind[LIVE_GHOST]), g->ghost_confirmed ? " (confirmed)" : "");
-                if (g->kind[LIVE_FREEING] && nf >= 0 && (size_t)nf < sizeof(fig))
-                        nf += snprintf(fig + nf, sizeof(fig) - (size_t)nf, "  freeing %llu MiB", mib(g->kind[LIVE_FREEING]));
-                if (g->reserved_known)
-                        snprintf(res, sizeof(res), "  reserved %llu MiB apart", mib(g->kind[LIVE_RESERVED]));
-                else
-                        snprintf(res, sizeof(res), "  (old driver: reservation included)");
-        }
-        /* the bar leaves the figures their room (about 72 columns, the same on every GPU): 60
-         * cells at most, 20 (or what is left) at least */
-        int w = c->cols - 5 - 72;
+        char fig[160], res[64];
+        figures(g, fig, sizeof(fig), res, sizeof(res));
+        /* the bar leaves the figures their room (room: the longest of the GPUs', so that every
+         * bar has the same width): 60 cells at most, 20 (or what is left) at least */
+        int w = c->cols - 5 - room;
         int least = c->cols - 44 < 20 ? c->cols - 44 : 20;
         if (w > 60)
                 w = 60;
@@ -524,11 +530,18 @@ void top_draw(struct top_canvas *c, const struct live_view *v, const struct live
         }
         /* the GPUs */
         size_t shown = 0;
+        int fig_room = 0;
+        for (size_t i = 0; v && i < v->n_gpus; i++) {
+                char fig[160], res[64];
+                figures(&v->gpus[i], fig, sizeof(fig), res, sizeof(res));
+                if ((int)(strlen(fig) + strlen(res)) > fig_room)
+                        fig_room = (int)(strlen(fig) + strlen(res));
+        }
         for (size_t i = 0; v && i < v->n_gpus && y < c->rows - 6; i++) {
                 const struct live_gpu *g = &v->gpus[i];
                 if (s->focus >= 0 && (int)g->index != s->focus)
                         continue;
-                y = gpu_block(c, y, g, live_history_gpu(h, g->index), s, s->focus >= 0);
+                y = gpu_block(c, y, g, live_history_gpu(h, g->index), s, s->focus >= 0, fig_room);
                 shown++;
         }
         if (v && s->focus >= 0 && !shown)

@@ -17,7 +17,7 @@ next_step() { jq -r ".gpus[] | select(.index == $1) | .findings[0].next_step" <<
 targets() { jq -r '[.plan.targets[].pid] | sort | map(tostring) | join(" ")' <<<"$R"; }
 sorted() { printf '%s\n' "$@" | sort -n | tr '\n' ' ' | sed 's/ $//'; }
 sums() {
-        assert_eq "$(jq -r '[.gpus[] | select(.memory.ghost_bytes != null) | (.memory.used_bytes - .memory.listed_bytes - .memory.foreign_bytes - .memory.ghost_bytes - .memory.unattributed_bytes)] | map(select(. != 0)) | length' <<<"$S")" 0 "ledger sums"
+        assert_eq "$(jq -r '[.gpus[] | select(.memory.ghost_bytes != null) | (.memory.used_bytes - .memory.listed_bytes - .memory.foreign_bytes - .memory.ghost_bytes - .memory.unattributed_bytes - .memory.freeing_bytes)] | map(select(. != 0)) | length' <<<"$S")" 0 "ledger sums"
 }
 INITIAL=yes
 [ -z "${GV_IN_PIDNS:-}" ] || INITIAL=no

@@ -11,8 +11,8 @@ mem() { jq -r ".gpus[] | select(.index == $1) | .memory.$2" <<<"$S"; }
 attributed() { jq -r "[.gpus[] | select(.index == $1) | .processes[] | select(.attribution != null) | .pid] | sort | map(tostring) | join(\" \")" <<<"$S"; }
 link() { jq -r ".gpus[] | select(.index == $1) | .processes[] | select(.pid == $2) | .attribution.link" <<<"$S"; }
 sorted() { printf '%s\n' "$@" | sort -n | tr '\n' ' ' | sed 's/ $//'; }
-sums() { # the four parts add up to used on every inspected GPU
-        assert_eq "$(jq -r '[.gpus[] | select(.memory.ghost_bytes != null) | (.memory.used_bytes - .memory.listed_bytes - .memory.foreign_bytes - .memory.ghost_bytes - .memory.unattributed_bytes)] | map(select(. != 0)) | length' <<<"$S")" 0 "ledger sums"
+sums() { # the five parts add up to used on every inspected GPU
+        assert_eq "$(jq -r '[.gpus[] | select(.memory.ghost_bytes != null) | (.memory.used_bytes - .memory.listed_bytes - .memory.foreign_bytes - .memory.ghost_bytes - .memory.unattributed_bytes - .memory.freeing_bytes)] | map(select(. != 0)) | length' <<<"$S")" 0 "ledger sums"
 }
 
 note "killed owner with workers holding: orphaned-holders, ghost = job size, workers attributed"

@@ -99,6 +99,10 @@ scan_rc
 assert_eq "$RC" 0 "a teardown is not a confirmed ghost"
 assert_eq "$(verdict 1)" freeing "verdict during the teardown"
 assert_eq "$(jq -r '.gpus[1].ghost_confirmed' <<<"$S")" false "not confirmed"
+# one figure, one meaning: the bytes are freeing, never ghost (the equation sums with them)
+sums
+assert_eq "$(jq '.gpus[1].memory | .ghost_bytes == 0 and .unattributed_bytes == 0 and .freeing_bytes == .used_bytes and .used_bytes > 0' <<<"$S")" true "the teardown's bytes are freeing_bytes"
+assert_eq "$(jq '.gpus[1].findings[0].bytes == .gpus[1].memory.freeing_bytes' <<<"$S")" true "the finding's bytes are the freeing part"
 for c in $(jq -r '.gpus[1].findings[].code' <<<"$S"); do
         case "$c" in driver-leak | stale-owner | unknown) fail "no $c during a teardown" ;; esac
 done

@@ -33,6 +33,8 @@ sum=$(awk 'index($0, "ghostvram_gpu_memory_used_bytes{gpu=\"1\"") == 1 { s += $N
 assert_eq "$sum" $((2048 * MIB)) "the kinds of GPU 1 sum to used"
 grep -q "^ghostvram_gpu_memory_total_bytes{${g1}.*} 17179869184$" "$GV_TMP/scrape.txt" || fail "total"
 grep -q "^ghostvram_gpu_memory_reserved_bytes{${g1}.*} 536870912$" "$GV_TMP/scrape.txt" || fail "reserved"
+assert_eq "$(grep -c '^ghostvram_gpu_memory_used_bytes{gpu="1"' "$GV_TMP/scrape.txt")" 5 "five kinds"
+grep -q "^ghostvram_gpu_memory_used_bytes{${g1}.*,kind=\"freeing\"} 0$" "$GV_TMP/scrape.txt" || fail "no freeing kind (0)"
 grep -q "^ghostvram_gpu_verdict{${g1}.*,verdict=\"orphaned-holders\"} 1$" "$GV_TMP/scrape.txt" || fail "verdict"
 assert_eq "$(grep -c '^ghostvram_gpu_verdict{gpu="1"' "$GV_TMP/scrape.txt")" 13 "every verdict code"
 assert_eq "$(grep '^ghostvram_gpu_verdict{gpu="1"' "$GV_TMP/scrape.txt" | grep -c '} 1$')" 1 "one current verdict"
@@ -77,8 +79,19 @@ assert_eq "$(curl -s -o /dev/null -w '%{http_code}' "$URL/metrics%00.html")" 404
 assert_eq "$(curl -s -o /dev/null -w '%{http_code}' "$URL/%6detrics")" 200 "other escapes are decoded"
 assert_eq "$(curl -s -o /dev/null -w '%{http_code}' -I "$URL/metrics")" 200 "HEAD"
 
-note "the workers end: memory returns; with nothing unexplained the cycles turn light"
+note "the workers end: the teardown is kind=\"freeing\", never ghost; then with nothing unexplained the cycles turn light"
+"$GV_BIN" sim set "$SIM" free_delay_ms_per_gib=8000 >/dev/null
 kill_wait "${WORKERS[@]}"
+# kind_of BODY KIND: GPU 1's bytes of that kind in a scrape
+kind_of() { awk -v k="kind=\"$2\"" 'index($0, "ghostvram_gpu_memory_used_bytes{gpu=\"1\"") == 1 && index($0, k) { print $NF }' <<<"$1"; }
+freeing_seen() {
+        local body
+        body=$(scrape) || return 1
+        grep -q '^ghostvram_gpu_verdict{gpu="1".*verdict="freeing"} 1$' <<<"$body" || return 1
+        [ "$(kind_of "$body" freeing)" -gt 0 ] && [ "$(kind_of "$body" ghost)" = 0 ] && [ "$(kind_of "$body" unattributed)" = 0 ]
+}
+wait_until 15 freeing_seen || fail "no scrape with the teardown as freeing (and no ghost): $(scrape | grep 'gpu="1"' | grep -E 'used_bytes|verdict=\"(freeing|ok|orphaned-holders)')"
+"$GV_BIN" sim set "$SIM" free_delay_ms_per_gib=0 >/dev/null
 wait_until 30 bash -c "[ \"\$(curl -fsS '$URL/api/v1/scan' | jq -r '.walk')\" = light ]" \
         || fail "no light cycle once everything is explained"
 light=$(metric 'ghostvram_scans_total{mode="light"}')

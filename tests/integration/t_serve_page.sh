@@ -30,6 +30,7 @@ sim_run_named '<img src=x onerror=alert(1)>' --gpu 1 --mib 2048 --workers 2 --bu
 kill_wait "$OWNER"
 W1=${WORKERS[0]} W2=${WORKERS[1]}
 
+START=$(date +%s)
 serve_start --interval 1s
 wait_until 30 bash -c "[ \"\$(curl -fsS '$URL/metrics' | awk 'index(\$0, \"ghostvram_gpu_memory_used_bytes{gpu=\\\"1\\\"\") == 1 && index(\$0, \"kind=\\\"ghost\\\"\") { print \$NF }')\" = $((2048 * MIB)) ]" ||
         fail "no 2048 MiB ghost on GPU 1 in /metrics"
@@ -51,6 +52,11 @@ m = re.findall(r"<style>(.*?)</style>", html, re.S)
 assert len(m) == 1, "not exactly one style element"
 print(base64.b64encode(hashlib.sha256(m[0].encode()).digest()).decode())' "$GV_TMP/page.html") || fail "no style"
 case "$csp" in *"'sha256-$want'"*) ;; *) fail "the CSP's style hash is not the style's ($want)" ;; esac
+
+note "the timeline starts no earlier than serve started"
+from=$(sed -n 's|.*<title id="tl-title-1">GPU 1 memory by kind from \([^ ]*\) to .*|\1|p' "$GV_TMP/page.html")
+[ -n "$from" ] || fail "no timeline caption for GPU 1"
+[ "$(date -d "$from" +%s)" -ge "$START" ] || fail "the timeline starts at $from, before serve started ($(date -u -d "@$START" +%FT%TZ))"
 
 note "self-contained: no script, nothing external; hostile text escaped; no command line"
 grep -qiE '<script|<link|<iframe|<img|<object|@import|url\(' "$GV_TMP/page.html" && fail "an active or external element in the page"
@@ -95,7 +101,7 @@ g = p.paths.get(("timeline-gpu1", "ghost"), "")
 check(g.startswith("M"), "no ghost series on GPU 1")
 # 760x180 box, 8 px top, 22 px bottom: 512 MiB reserved at y=153.3, +2048 ghost at y=134.6
 check(",134.6" in g and ",153.3" in g, "ghost band not at 512..2560 MiB: " + g[:200])
-for k in ("reserved", "listed", "foreign", "ghost", "unattributed"):
+for k in ("reserved", "listed", "foreign", "ghost", "unattributed", "freeing"):
     check(("timeline-gpu0", k) in p.paths, "GPU 0 has no %s series" % k)
 check(",134.6" not in p.paths[("timeline-gpu0", "ghost")], "a ghost on GPU 0")
 for w in (w1, w2):

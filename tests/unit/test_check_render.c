@@ -119,6 +119,37 @@ static void test_unconfirmed_is_ok(void **state)
         facts_destroy(before);
 }
 
+/* A teardown is OK, but named as freeing (never counted among the GPUs "ok"), with its bytes in
+ * gpuN_freeing and none in the ghost. */
+static void test_freeing_is_named(void **state)
+{
+        (void)state;
+        struct facts *before = facts_new(2, true, 0);
+        gpu_used(before, 0, 2 * GIB);
+        nvml_proc(before, 0, 31300, 2 * GIB);
+        finish(before, NULL, 0);
+        struct facts *now = facts_new(2, true, 0);
+        gpu_used(now, 0, 1536 * MIB);
+        nvml_proc(now, 0, 31300, 1536 * MIB);
+        finish(now, NULL, 0);
+        struct scan_result *r = build(now, before);
+        struct check_thresholds t = thresholds("0", "1024");
+        enum plugin_state st;
+        const char *out = render(r, &t, &st);
+        assert_int_equal(st, PLUGIN_OK);
+        const char *line = "GHOSTVRAM OK - GPU 0: 1536 MiB freeing (the driver is releasing it; not a ghost); 1 GPU ok | ";
+        assert_memory_equal(out, line, strlen(line));
+        assert_non_null(strstr(out, "'gpu0_ghost'=0B;"));
+        assert_non_null(strstr(out, "'gpu0_freeing'=1610612736B;;;0;85899345920"));
+        r->only_gpu = 0;
+        out = render(r, &t, &st);
+        line = "GHOSTVRAM OK - GPU 0: 1536 MiB freeing (the driver is releasing it; not a ghost) | ";
+        assert_memory_equal(out, line, strlen(line));
+        scan_result_free(r);
+        facts_destroy(before);
+        facts_destroy(now);
+}
+
 static void test_lost_unknown_and_hostile_text(void **state)
 {
         (void)state;
@@ -187,6 +218,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_states_and_line),
                 cmocka_unit_test(test_unconfirmed_is_ok),
+                cmocka_unit_test(test_freeing_is_named),
                 cmocka_unit_test(test_lost_unknown_and_hostile_text),
                 cmocka_unit_test(test_worse),
         };
