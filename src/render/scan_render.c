@@ -309,9 +309,9 @@ static void mib_str(char *out, size_t n, uint64_t bytes)
         buf_free(&b);
 }
 
-/* "<indent>used U = listed L + foreign F + ghost G + unattributed N", in MiB, and a newline. */
-/* The equation of used memory; the freeing term only during a teardown (the bytes the verdict
- * `freeing` names: never counted as ghost). */
+/* "<indent>used U = listed L + foreign F + ghost G + unattributed N [+ freeing R]", in MiB, and a
+ * newline: the freeing term only during a teardown (the bytes the verdict `freeing` names, never
+ * counted as ghost). */
 static void text_ledger_line(FILE *out, const char *indent, uint64_t used, uint64_t listed, uint64_t foreign,
                              uint64_t ghost, uint64_t unattributed, uint64_t freeing)
 {
