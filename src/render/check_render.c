@@ -57,11 +57,11 @@ enum plugin_state check_gpu_state(const struct gpu_ledger *l, const struct check
 }
 
 /* Text from the driver or the ledger in the plugin's output: one line, no '|' (it starts the
- * performance data), no control characters, bounded. */
-static int put_plain(struct buf *out, const char *s, size_t max)
+ * performance data), no control characters; whole (a cut sentence misleads, and out is capped). */
+static int put_plain(struct buf *out, const char *s)
 {
         int r = 0;
-        for (size_t i = 0; s[i] && i < max && r == 0; i++) {
+        for (size_t i = 0; s[i] && r == 0; i++) {
                 unsigned char c = (unsigned char)s[i];
                 if (c == '|')
                         r = buf_puts(out, "\xc2\xa6");  /* U+00A6 BROKEN BAR: reads like a pipe */
@@ -88,7 +88,7 @@ static int gpu_summary(struct buf *out, const struct scan_result *r, const struc
                 return e ? e : buf_puts(out, "lost (the driver cannot reach it)");
         if (!l->inspected) {
                 e = e ? e : buf_puts(out, "not inspected (");
-                e = e ? e : put_plain(out, g->status_message[0] ? g->status_message : "no memory figures", 120);
+                e = e ? e : put_plain(out, g->status_message[0] ? g->status_message : "no memory figures");
                 return e ? e : buf_putc(out, ')');
         }
         if (!l->procs_known)
@@ -198,10 +198,10 @@ int check_render(struct buf *out, const struct scan_result *r, const struct chec
                         continue;
                 const struct finding *fd = &l->findings[0];
                 e = buf_printf(out, "GPU %u %s: ", l->index, fd->code);
-                e = e ? e : put_plain(out, fd->summary, sizeof(fd->summary));
-                if (fd->next_step[0] && !e) {
+                e = e ? e : put_plain(out, str_or_empty(fd->summary));
+                if (!str_empty(fd->next_step) && !e) {
                         e = buf_puts(out, ". Next: ");
-                        e = e ? e : put_plain(out, fd->next_step, sizeof(fd->next_step));
+                        e = e ? e : put_plain(out, fd->next_step);
                 }
                 e = e ? e : buf_putc(out, '\n');
         }
@@ -213,6 +213,6 @@ int check_render(struct buf *out, const struct scan_result *r, const struct chec
 int check_render_unknown(struct buf *out, const char *why)
 {
         int e = buf_puts(out, "GHOSTVRAM UNKNOWN - ");
-        e = e ? e : put_plain(out, why, 240);
+        e = e ? e : put_plain(out, why);
         return e ? e : buf_putc(out, '\n');
 }
