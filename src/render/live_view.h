@@ -45,11 +45,12 @@ struct live_gpu {
         bool ghost_confirmed;
         char verdict[24];               /* stable code: ok, orphaned-holders, ... */
         char confidence[8];
-        char summary[200];
-        char evidence[LEDGER_MAX_EVIDENCE][200];
+        /* the sentences, on the heap (util/strf.h: NULL is the empty one), never cut */
+        char *summary;
+        char *evidence[LEDGER_MAX_EVIDENCE];
         size_t n_evidence;
-        char next_step[320];
-        char status[160];               /* the GPU's own problem ("" if none) */
+        char *next_step;
+        char *status;                   /* the GPU's own problem (NULL if none) */
 };
 
 struct live_row {
@@ -60,10 +61,10 @@ struct live_row {
         char state;
         int64_t listed_bytes;           /* NVML's bytes for it, -1: not listed / not known */
         unsigned family;                /* its description family (host_proc.family), 0 for a listed PID that holds nothing */
-        char role[48];                  /* "owner", "dead owner", "worker of dead PID 31300", "monitor", ... */
-        char link[200];                 /* the attribution or the owner's status, "" if none */
+        char *role;                     /* "owner", "dead owner", "worker of dead PID 31300", "monitor", ... */
+        char *link;                     /* the attribution or the owner's status, NULL if none */
         char confidence[8];             /* of the attribution, "" if none */
-        char detail[240];               /* nodes (fd/mmap), ppid, pgid, sid, container */
+        char *detail;                   /* nodes (fd/mmap), ppid, pgid, sid, container */
         bool ghost_holder;              /* tied to a GPU's ghost */
         char comm[64];                  /* raw */
         char *cmdline;                  /* raw; NULL unless asked for and read */

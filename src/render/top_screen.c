@@ -90,16 +90,39 @@ static int printf_at(struct top_canvas *c, int y, int x, unsigned char at, const
         return put(c, y, x, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1, at);
 }
 
+/* How much of s[len] to show in room columns: all of it, or up to the last word that leaves
+ * room for "..." (a word longer than that is cut where it must, the "..." still says so). */
+static size_t fit_words(const char *s, size_t len, size_t room, bool *ret_cut)
+{
+        *ret_cut = len > room;
+        if (!*ret_cut || room <= 3)
+                return *ret_cut ? room : len;
+        size_t n = room - 3;
+        size_t w = n;
+        while (w > 0 && s[w] != ' ')
+                w--;
+        while (w > 0 && s[w - 1] == ' ')
+                w--;
+        return w > n / 2 ? w : n;
+}
+
 /* Text someone else controls: escaped for a terminal (no control byte survives), then every
- * byte outside ASCII shown as '?' (put does it), at most maxw columns. */
+ * byte outside ASCII shown as '?' (put does it), at most maxw columns and the screen's. The
+ * screen is the one place a sentence is cut: at a word, and "..." says so. */
 static int put_hostile(struct top_canvas *c, int y, int x, const char *s, int maxw, unsigned char at)
 {
         if (!s || maxw <= 0)
                 return x;
         struct buf b = BUF_INIT(4096);
         esc_terminal(&b, s, strnlen(s, 2048));
-        size_t n = b.len < (size_t)maxw ? b.len : (size_t)maxw;
+        size_t room = (size_t)maxw;
+        if (x >= 0 && x < c->cols && (size_t)(c->cols - x) < room)
+                room = (size_t)(c->cols - x);
+        bool cut;
+        size_t n = fit_words(buf_str(&b), b.len, room, &cut);
         x = put(c, y, x, buf_str(&b), n, at);
+        if (cut && room > 3)
+                x = puts_at(c, y, x, "...", at);
         buf_free(&b);
         return x;
 }
@@ -145,7 +168,7 @@ static bool before(const struct live_row *a, const struct live_row *b, enum top_
         case TOP_SORT_ROLE:
                 if (a->ghost_holder != b->ghost_holder)
                         return a->ghost_holder;
-                return strcmp(a->role, b->role) < 0;
+                return strcmp(str_or_empty(a->role), str_or_empty(b->role)) < 0;
         default:
                 return false;
         }
@@ -258,7 +281,7 @@ static int gpu_block(struct top_canvas *c, int y, const struct live_gpu *g, cons
                 printf_at(c, y, w + 5, TA_NONE, "%llu/%llu MiB  ghost %llu MiB%s", mib(g->used + g->kind[LIVE_RESERVED]),
                           mib(g->total), mib(g->kind[LIVE_GHOST]), g->ghost_confirmed ? " (confirmed)" : "");
         else
-                put_hostile(c, y, w + 5, g->status[0] ? g->status : "not inspected", c->cols, TA_BAD);
+                put_hostile(c, y, w + 5, !str_empty(g->status) ? g->status : "not inspected", c->cols, TA_BAD);
         y++;
         char spark[32];
         top_sparkline(r, spark, 24);
@@ -273,7 +296,7 @@ static int gpu_block(struct top_canvas *c, int y, const struct live_gpu *g, cons
                         x = puts_at(c, y, 4, "- ", TA_DIM);
                         put_hostile(c, y, x, g->evidence[e], c->cols - x, TA_NONE);
                 }
-                if (g->next_step[0]) {
+                if (!str_empty(g->next_step)) {
                         x = puts_at(c, y, 2, "next: ", TA_BOLD);
                         put_hostile(c, y, x, g->next_step, c->cols - x, TA_NONE);
                         y++;
@@ -465,7 +488,7 @@ void top_draw(struct top_canvas *c, const struct live_view *v, const struct live
         if (n) {
                 const struct live_row *w = &v->rows[idx[sel]];
                 x = printf_at(c, bottom, 0, TA_BOLD, "PID %d: ", (int)w->pid);
-                x = put_hostile(c, bottom, x, w->link[0] ? w->link : w->role, c->cols - x, TA_NONE);
+                x = put_hostile(c, bottom, x, !str_empty(w->link) ? w->link : w->role, c->cols - x, TA_NONE);
                 if (w->confidence[0])
                         x = printf_at(c, bottom, x, TA_NONE, " (%s confidence)", w->confidence);
                 if (w->family)

@@ -50,6 +50,20 @@ int str_addf(char **dst, const char *fmt, ...)
         return 0;
 }
 
+int str_set(char **dst, const char *s)
+{
+        if (!s) {
+                str_clear(dst);
+                return 0;
+        }
+        char *c = strdup(s);
+        if (!c)
+                return -ENOMEM;
+        free(*dst);
+        *dst = c;
+        return 0;
+}
+
 void str_clear(char **dst)
 {
         free(*dst);

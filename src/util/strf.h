@@ -17,6 +17,9 @@ int str_vsetf(char **dst, const char *fmt, va_list ap) __attribute__((format(pri
 /* Append the formatted text to *dst (NULL: the empty string). Returns 0, or -ENOMEM with *dst
  * left as it was. */
 int str_addf(char **dst, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Replace *dst with a copy of s (NULL: the empty sentence). Returns 0, or -ENOMEM with *dst
+ * left as it was. */
+int str_set(char **dst, const char *s);
 /* Free *dst and make it the empty sentence (NULL). */
 void str_clear(char **dst);
 

@@ -204,11 +204,49 @@ static void test_top_screen(void **state)
         facts_destroy(f);
 }
 
+/* The screen is narrower than a next step: top cuts it at a word and says so with "...", it
+ * does not stop mid-word (a cut command looks runnable). */
+static void test_top_cuts_at_a_word(void **state)
+{
+        (void)state;
+        struct facts *f;
+        struct scan_result *r;
+        struct live_view *v = killed_view(&f, &r);
+        const char *next = live_view_gpu(v, 1)->next_step;
+        assert_true(strlen(next) > 104);
+        struct top_canvas c = { 0 };
+        assert_int_equal(top_canvas_resize(&c, 30, 104), 0);
+        /* focus on GPU 1: its evidence and next step */
+        struct top_state s = { .now = T0 + 1, .interval_s = 1, .focus = 1, .stale_after_s = 4, .status = "",
+                               .message = "" };
+        top_draw(&c, v, NULL, &s);
+        char line[200];
+        bool seen = false;
+        for (int y = 0; y < c.rows; y++) {
+                top_canvas_line(&c, y, line, sizeof(line));
+                if (strncmp(line, "  next: ", 8) != 0)
+                        continue;
+                seen = true;
+                size_t n = strlen(line);
+                assert_true(n <= 104 && n > 8 + 3);
+                assert_string_equal(line + n - 3, "...");
+                size_t shown = n - 3 - 8;
+                assert_memory_equal(line + 8, next, shown);
+                assert_true(next[shown] == ' ' && next[shown - 1] != ' ');
+        }
+        assert_true(seen);
+        top_canvas_free(&c);
+        live_view_free(v);
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_view_rows), cmocka_unit_test(test_ring), cmocka_unit_test(test_page_esc),
                 cmocka_unit_test(test_page), cmocka_unit_test(test_top_screen),
+                cmocka_unit_test(test_top_cuts_at_a_word),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
