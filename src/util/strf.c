@@ -64,6 +64,11 @@ int str_set(char **dst, const char *s)
         return 0;
 }
 
+void str_autofree(char **s)
+{
+        free(*s);
+}
+
 void str_clear(char **dst)
 {
         free(*dst);

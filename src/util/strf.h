@@ -23,6 +23,11 @@ int str_set(char **dst, const char *s);
 /* Free *dst and make it the empty sentence (NULL). */
 void str_clear(char **dst);
 
+/* A local sentence freed on every path out of its block:
+ *   char *why STR_AUTOFREE = NULL; */
+void str_autofree(char **s);
+#define STR_AUTOFREE __attribute__((cleanup(str_autofree)))
+
 /* s, or "" for the empty sentence. */
 static inline const char *str_or_empty(const char *s)
 {
