@@ -538,7 +538,7 @@ void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool v
                 fprintf(out, "\nHolders: not walked (the listed owners explain every GPU; only their descriptors were read).\n");
         } else if (verbose && f->host) {
                 fprintf(out, "\nHolders found by %s%s%s.\n", host_holder_source_name(f->host->holder_source),
-                        f->host->bpf_error[0] ? "; BPF iterators not used: " : "", f->host->bpf_error);
+                        !str_empty(f->host->bpf_error) ? "; BPF iterators not used: " : "", str_or_empty(f->host->bpf_error));
                 fprintf(out, "\nOther holders of NVIDIA device nodes (not linked to a ghost; never counted):\n");
                 for (size_t i = 0; i < f->host->n_holders; i++)
                         if (!holder_attributed(r, f->host->holders[i].pid))
