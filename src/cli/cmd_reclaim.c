@@ -919,6 +919,7 @@ done:
 out:
         rep->esc = NULL;
         rep->rec = NULL;
+        escalate_report_clear(&esc);
         buf_free(&output);
         free(rec);
         return status;

@@ -45,7 +45,7 @@ int reclaim_signal_parse(const char *s, int *ret)
 
 /* ---- JSON ----------------------------------------------------------------------------------------- */
 
-static json_t *strings(const char (*lines)[ESC_LINE], size_t n)
+static json_t *strings(char *const *lines, size_t n)
 {
         json_t *a = json_array();
         for (size_t i = 0; i < n; i++)
@@ -208,7 +208,7 @@ json_t *reclaim_json(const struct reclaim_report *r)
                 json_set(e, "reasons", strings(r->esc->reasons, r->esc->n_reasons));
                 json_set(e, "fixes", strings(r->esc->fixes, r->esc->n_fixes));
                 json_set(e, "warnings", strings(r->esc->warnings, r->esc->n_warnings));
-                json_set(e, "command", json_text(r->esc->command));
+                json_set(e, "command", json_text(str_or_empty(r->esc->command)));
                 json_set(e, "ran", json_boolean(r->esc_ran));
                 json_set(e, "exit_status", r->esc_ran ? json_integer(r->esc_status) : json_null());
                 json_set(e, "output", r->esc_output ? json_text(r->esc_output) : json_null());
@@ -352,7 +352,7 @@ void reclaim_text(FILE *out, const struct reclaim_report *r, bool verbose)
                         put_esc(out, r->esc->warnings[i]);
                         fputc('\n', out);
                 }
-                if (r->esc->command[0])
+                if (!str_empty(r->esc->command))
                         fprintf(out, "  command: %s%s\n", r->esc->command, r->esc_ran ? "" : " (not run)");
                 if (r->esc_ran) {
                         fprintf(out, "  exit status %d\n", r->esc_status);
