@@ -1,6 +1,7 @@
 #include "render/check_render.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #define MIB (1024.0 * 1024.0)
@@ -78,6 +79,15 @@ static bool counted(const struct scan_result *r, const struct gpu_ledger *l)
         return r->only_gpu < 0 || (unsigned)r->only_gpu == l->index;
 }
 
+/* The GPU's own status message without the "GPU N: " it may start with: the line has said it. */
+static const char *status_text(const struct gpu_info *g, unsigned index)
+{
+        char pre[24];
+        int n = snprintf(pre, sizeof(pre), "GPU %u: ", index);
+        const char *m = g->status_message;
+        return n > 0 && strncmp(m, pre, (size_t)n) == 0 ? m + n : m;
+}
+
 static int gpu_summary(struct buf *out, const struct scan_result *r, const struct gpu_ledger *l,
                        enum plugin_state st)
 {
@@ -88,7 +98,7 @@ static int gpu_summary(struct buf *out, const struct scan_result *r, const struc
                 return e ? e : buf_puts(out, "lost (the driver cannot reach it)");
         if (!l->inspected) {
                 e = e ? e : buf_puts(out, "not inspected (");
-                e = e ? e : put_plain(out, g->status_message[0] ? g->status_message : "no memory figures");
+                e = e ? e : put_plain(out, g->status_message[0] ? status_text(g, l->index) : "no memory figures");
                 return e ? e : buf_putc(out, ')');
         }
         if (!l->procs_known)
