@@ -270,9 +270,9 @@ int live_view_build(const struct scan_result *r, bool with_cmdline, bool full_wa
         v->full_walk = full_walk;
         v->simulated = f->simulated;
         v->driver_present = f->gpu->driver_present;
-        copy(v->driver, sizeof(v->driver), f->gpu->driver_present ? f->gpu->driver_version : f->gpu->error);
+        str_set(&v->driver, f->gpu->driver_present ? f->gpu->driver_version : f->gpu->error);
         v->full_visibility = r->full_visibility;
-        copy(v->kernel_error, sizeof(v->kernel_error), f->kernel_error);
+        str_set(&v->kernel_error, f->kernel_error);
         for (size_t i = 0; !e && i < r->n_gpus && i < f->gpu->n_gpus; i++) {
                 gpu_of(&v->gpus[v->n_gpus++], &f->gpu->gpus[i], &r->gpus[i]);
                 e = rows_of_gpu(v, r, &r->gpus[i], with_cmdline);
@@ -303,7 +303,7 @@ int live_view_build(const struct scan_result *r, bool with_cmdline, bool full_wa
                                                  : "holds device nodes; no link to a ghost");
         }
         for (size_t i = 0; f->host && i < f->host->n_limits && v->n_limits < 4; i++)
-                copy(v->limits[v->n_limits++], sizeof(v->limits[0]), f->host->limits[i]);
+                str_set(&v->limits[v->n_limits++], f->host->limits[i]);
         if (!e)
                 xids_of(v, f);
         if (e) {
@@ -333,6 +333,10 @@ void live_view_free(struct live_view *v)
                 free(g->next_step);
                 free(g->status);
         }
+        for (size_t i = 0; i < v->n_limits; i++)
+                free(v->limits[i]);
+        free(v->driver);
+        free(v->kernel_error);
         free(v->rows);
         free(v->gpus);
         free(v);

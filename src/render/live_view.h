@@ -87,7 +87,8 @@ struct live_view {
         bool full_walk;
         bool simulated;
         bool driver_present;
-        char driver[80];                /* driver version, or why there is none */
+        char *driver;                   /* driver version, or why there is none (heap strings from
+                                         * here on, util/strf.h: NULL is the empty one) */
         bool full_visibility;
         struct live_gpu *gpus;
         size_t n_gpus;
@@ -95,8 +96,8 @@ struct live_view {
         size_t n_rows;
         struct live_xid xids[LIVE_MAX_XID];
         size_t n_xids;                  /* oldest first */
-        char kernel_error[160];         /* why the kernel log is not read ("" if it is) */
-        char limits[4][200];            /* what this scan could not see */
+        char *kernel_error;             /* why the kernel log is not read (NULL if it is) */
+        char *limits[4];                /* what this scan could not see */
         size_t n_limits;
 };
 

@@ -353,7 +353,7 @@ static void dialog(struct top_canvas *c, const struct live_view *v, const struct
                 }
                 if (!v || !v->n_xids)
                         buf_puts(&text, "None for these GPUs.\n");
-                if (v && v->kernel_error[0]) {
+                if (v && !str_empty(v->kernel_error)) {
                         buf_puts(&text, "\nThe kernel log is not read: ");
                         esc_terminal(&text, v->kernel_error, strlen(v->kernel_error));
                         buf_putc(&text, '\n');

@@ -371,7 +371,7 @@ static void holders_table(struct buf *out, const struct live_view *v, bool expos
 static void xid_table(struct buf *out, const struct live_view *v)
 {
         buf_puts(out, "<h2 id=\"xid\">Recent NVIDIA kernel events</h2>\n");
-        if (v->kernel_error[0]) {
+        if (!str_empty(v->kernel_error)) {
                 buf_puts(out, "<p class=\"status bad\">The kernel log is not read: ");
                 esc(out, v->kernel_error);
                 buf_puts(out, "</p>\n");

@@ -241,12 +241,30 @@ static void test_top_cuts_at_a_word(void **state)
         facts_destroy(f);
 }
 
+/* Why there is no driver, whole (the view kept 80 bytes of it) */
+static void test_view_driver_error_whole(void **state)
+{
+        (void)state;
+        struct facts *f = facts_new(1, true, 0);
+        f->gpu->driver_present = false;
+        snprintf(f->gpu->error, sizeof(f->gpu->error), "no NVIDIA driver on this host (libnvidia-ml.so.1 not found: "
+                 "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1: cannot open shared object file)");
+        struct scan_result *r = build(f, NULL);
+        struct live_view *v = NULL;
+        assert_int_equal(live_view_build(r, false, true, 0.01, &v), 0);
+        assert_string_equal(v->driver, f->gpu->error);
+        live_view_free(v);
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_view_rows), cmocka_unit_test(test_ring), cmocka_unit_test(test_page_esc),
                 cmocka_unit_test(test_page), cmocka_unit_test(test_top_screen),
                 cmocka_unit_test(test_top_cuts_at_a_word),
+                cmocka_unit_test(test_view_driver_error_whole),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
