@@ -33,6 +33,11 @@ static void copy(char *dst, size_t n, const char *src)
         dst[i] = '\0';
 }
 
+_Static_assert(LIVE_STATUS_MAX > sizeof(((struct gpu_info *)0)->status_message) + 64 &&
+                       LIVE_STATUS_MAX > sizeof(((struct gpu_report *)0)->error) + 64 &&
+                       LIVE_STATUS_MAX > sizeof(((struct facts *)0)->kernel_error) + 64,
+               "a sampler's status fits LIVE_STATUS_MAX whole");
+
 void live_sample_status(const struct sample *s, char *out, size_t outlen)
 {
         out[0] = '\0';
@@ -46,7 +51,7 @@ void live_sample_status(const struct sample *s, char *out, size_t outlen)
         if (g && g->timed_out)
                 gpu_report_timeout_text(g, out, outlen);
         else if (g && !g->driver_present)
-                snprintf(out, outlen, "no NVIDIA driver: %.150s", g->error[0] ? g->error : "not available");
+                snprintf(out, outlen, "no NVIDIA driver: %s", g->error[0] ? g->error : "not available");
         else
                 snprintf(out, outlen, "%s", s->why);
 }

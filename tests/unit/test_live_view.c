@@ -4,6 +4,7 @@
 #include "facts_builder.h"
 
 #include "render/live_view.h"
+#include "run/scan_run.h"
 #include "render/top_screen.h"
 #include "serve/page.h"
 
@@ -248,12 +249,19 @@ static void test_view_driver_error_whole(void **state)
         struct facts *f = facts_new(1, true, 0);
         f->gpu->driver_present = false;
         snprintf(f->gpu->error, sizeof(f->gpu->error), "no NVIDIA driver on this host (libnvidia-ml.so.1 not found: "
-                 "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1: cannot open shared object file)");
+                 "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1: cannot open shared object file: No such file or "
+                 "directory; tried /usr/lib64/libnvidia-ml.so.1 too)");
         struct scan_result *r = build(f, NULL);
         struct live_view *v = NULL;
         assert_int_equal(live_view_build(r, false, true, 0.01, &v), 0);
         assert_string_equal(v->driver, f->gpu->error);
         live_view_free(v);
+        /* and the status top and serve show for the cycle: whole (it was cut at 150 bytes) */
+        struct sample smp = { .res = r, .errors = SCAN_ERR_GPU, .why = "" };
+        char status[LIVE_STATUS_MAX], want[LIVE_STATUS_MAX];
+        live_sample_status(&smp, status, sizeof(status));
+        snprintf(want, sizeof(want), "no NVIDIA driver: %s", f->gpu->error);
+        assert_string_equal(status, want);
         scan_result_free(r);
         facts_destroy(f);
 }
