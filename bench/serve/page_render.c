@@ -53,7 +53,7 @@ int main(int argc, char **argv)
                 g->used = g->kind[LIVE_GHOST] + g->kind[LIVE_LISTED];
                 snprintf(g->verdict, sizeof(g->verdict), i < 4 ? "orphaned-holders" : "ok");
                 snprintf(g->confidence, sizeof(g->confidence), "high");
-                snprintf(g->summary, sizeof(g->summary), "a summary of what holds GPU %u's memory", i);
+                str_setf(&g->summary, "a summary of what holds GPU %u's memory", i);
         }
         for (unsigned i = 0; i < 40; i++) {
                 struct live_row *w = &rows[i];
@@ -62,9 +62,9 @@ int main(int argc, char **argv)
                 w->listed_bytes = i % 5 ? -1 : 1 << 30;
                 w->state = 'S';
                 snprintf(w->user, sizeof(w->user), "alice");
-                snprintf(w->role, sizeof(w->role), i % 5 ? "worker of dead PID %u" : "owner", 31300 + i / 5 * 5);
-                snprintf(w->link, sizeof(w->link), "worker of dead PID %u, same process group", 31300 + i / 5 * 5);
-                snprintf(w->detail, sizeof(w->detail), "nvidiactl(fd) nvidia-uvm(fd,mmap) nvidia%u(fd)  ppid 1", i / 5);
+                str_setf(&w->role, i % 5 ? "worker of dead PID %u" : "owner", 31300 + i / 5 * 5);
+                str_setf(&w->link, "worker of dead PID %u, same process group", 31300 + i / 5 * 5);
+                str_setf(&w->detail, "nvidiactl(fd) nvidia-uvm(fd,mmap) nvidia%u(fd)  ppid 1", i / 5);
                 snprintf(w->comm, sizeof(w->comm), "pt_data_worker");
         }
         struct live_history h = { 0 };
@@ -94,5 +94,12 @@ int main(int argc, char **argv)
                sizeof(struct live_ring), sizeof(struct live_point));
         free(ms);
         live_history_free(&h);
+        for (unsigned i = 0; i < 8; i++)
+                free(gpus[i].summary);
+        for (unsigned i = 0; i < 40; i++) {
+                free(rows[i].role);
+                free(rows[i].link);
+                free(rows[i].detail);
+        }
         return 0;
 }

@@ -30,20 +30,36 @@
 #include <libkmod.h>
 #endif
 
-static void line(char (*lines)[ESC_LINE], size_t *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void line(char (*lines)[ESC_LINE], size_t *n, const char *fmt, ...)
+static void line(char **lines, size_t *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void line(char **lines, size_t *n, const char *fmt, ...)
 {
         if (*n >= ESC_MAX_LINES)
                 return;
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(lines[*n], ESC_LINE, fmt, ap);
+        int r = str_vsetf(&lines[*n], fmt, ap);
         va_end(ap);
+        if (r < 0)
+                return;
         /* the same advice twice helps nobody */
         for (size_t i = 0; i < *n; i++)
-                if (strcmp(lines[i], lines[*n]) == 0)
+                if (strcmp(lines[i], lines[*n]) == 0) {
+                        str_clear(&lines[*n]);
                         return;
+                }
         (*n)++;
+}
+
+void escalate_report_clear(struct escalate_report *r)
+{
+        for (size_t i = 0; i < r->n_reasons; i++)
+                free(r->reasons[i]);
+        for (size_t i = 0; i < r->n_fixes; i++)
+                free(r->fixes[i]);
+        for (size_t i = 0; i < r->n_warnings; i++)
+                free(r->warnings[i]);
+        free(r->command);
+        memset(r, 0, sizeof(*r));
 }
 
 #define REFUSE(out, ...)                                       \
@@ -100,7 +116,7 @@ int escalate_reset_check(const struct scan_result *r, const struct escalate_rese
                 return 0;
         }
         const char *bus = g->pci_bus_id[0] ? g->pci_bus_id : "?";
-        snprintf(out->command, sizeof(out->command), "nvidia-smi --gpu-reset -i %s", bus);
+        str_setf(&out->command, "nvidia-smi --gpu-reset -i %s", bus);
 
         const struct xid_event *lost = ledger_lost_event(r->facts, o->gpu);
         if (g->status == GPU_LOST || lost) {
@@ -159,7 +175,7 @@ int escalate_uvm_check(const struct scan_result *r, const struct escalate_uvm_op
                        const struct escalate_uvm_state *st, struct escalate_report *out)
 {
         memset(out, 0, sizeof(*out));
-        snprintf(out->command, sizeof(out->command), "modprobe -r nvidia_uvm && modprobe nvidia_uvm (through libkmod)");
+        str_setf(&out->command, "modprobe -r nvidia_uvm && modprobe nvidia_uvm (through libkmod)");
         if (o->simulated) {
                 REFUSE(out, "simulated host: there is no nvidia_uvm module to reload (GHOSTVRAM_SIM)");
         } else {

@@ -12,18 +12,22 @@
 #include "util/buf.h"
 
 #define ESC_MAX_LINES 24
-#define ESC_LINE 320
 
+/* The sentences are heap strings (util/strf.h); free them with escalate_report_clear. */
 struct escalate_report {
         bool refuse;
-        char reasons[ESC_MAX_LINES][ESC_LINE];  /* why it is refused */
+        char *reasons[ESC_MAX_LINES];           /* why it is refused */
         size_t n_reasons;
-        char fixes[ESC_MAX_LINES][ESC_LINE];    /* what would make it safe */
+        char *fixes[ESC_MAX_LINES];             /* what would make it safe */
         size_t n_fixes;
-        char warnings[ESC_MAX_LINES][ESC_LINE];
+        char *warnings[ESC_MAX_LINES];
         size_t n_warnings;
-        char command[256];                      /* what it runs (or would run) */
+        char *command;                          /* what it runs (or would run) */
 };
+
+/* Free a checked report's sentences. The checks overwrite their out: clear a report they
+ * filled before checking into it again. */
+void escalate_report_clear(struct escalate_report *r);
 
 struct escalate_reset_opts {
         unsigned gpu;

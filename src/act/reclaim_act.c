@@ -142,26 +142,26 @@ int reclaim_pidfd_supported(const struct reclaim_sys *s)
         return 0;
 }
 
-int reclaim_verify_start(const struct reclaim_sys *s, pid_t pid, uint64_t expected, char *detail, size_t len)
+int reclaim_verify_start(const struct reclaim_sys *s, pid_t pid, uint64_t expected, char **detail)
 {
         uint64_t start = 0;
         char state = '?';
         int r = s->read_stat(s->ctx, pid, &start, &state);
         if (r == -ESRCH || r == -ENOENT) {
-                snprintf(detail, len, "no process %d any more", (int)pid);
+                str_setf(detail, "no process %d any more", (int)pid);
                 return -ESRCH;
         }
         if (r < 0) {
-                snprintf(detail, len, "cannot read its start time: %s", strerror(-r));
+                str_setf(detail, "cannot read its start time: %s", strerror(-r));
                 return r;
         }
         if (start != expected) {
-                snprintf(detail, len, "PID %d started at tick %llu, the scan's process at tick %llu: another process",
+                str_setf(detail, "PID %d started at tick %llu, the scan's process at tick %llu: another process",
                          (int)pid, (unsigned long long)start, (unsigned long long)expected);
                 return -ESTALE;
         }
         if (state == 'Z' || state == 'X') {
-                snprintf(detail, len, "already dead (zombie)");
+                str_setf(detail, "already dead (zombie)");
                 return -ESRCH;
         }
         return 0;
@@ -211,8 +211,15 @@ static void send_one(const struct reclaim_act_opts *o, struct reclaim_action *a,
                         t);
                 return;
         }
-        snprintf(a->detail, sizeof(a->detail), "%s: %s", sig == SIGKILL ? "SIGKILL" : "signal", strerror(-r));
+        str_setf(&a->detail, "%s: %s", sig == SIGKILL ? "SIGKILL" : "signal", strerror(-r));
         resolve(o, a, sl, r == -EPERM ? RECLAIM_RES_NOT_PERMITTED : RECLAIM_RES_ERROR, t);
+}
+
+void reclaim_actions_free(struct reclaim_action *a, size_t n)
+{
+        for (size_t i = 0; a && i < n; i++)
+                free(a[i].detail);
+        free(a);
 }
 
 int reclaim_act_run(const struct reclaim_plan *p, const struct reclaim_act_opts *o, struct reclaim_action **ret,
@@ -252,16 +259,16 @@ int reclaim_act_run(const struct reclaim_plan *p, const struct reclaim_act_opts 
                 int fd = s->pidfd_open(s->ctx, a->pid);
                 if (fd < 0) {
                         if (fd == -ESRCH) {
-                                snprintf(a->detail, sizeof(a->detail), "no process %d any more", (int)a->pid);
+                                str_setf(&a->detail, "no process %d any more", (int)a->pid);
                                 resolve(o, a, &sl[i], RECLAIM_RES_GONE, 0);
                         } else {
-                                snprintf(a->detail, sizeof(a->detail), "pidfd_open: %s", strerror(-fd));
+                                str_setf(&a->detail, "pidfd_open: %s", strerror(-fd));
                                 resolve(o, a, &sl[i], RECLAIM_RES_ERROR, 0);
                         }
                         continue;
                 }
                 sl[i].fd = fd;
-                int v = reclaim_verify_start(s, a->pid, p->targets[i].start_ticks, a->detail, sizeof(a->detail));
+                int v = reclaim_verify_start(s, a->pid, p->targets[i].start_ticks, &a->detail);
                 if (v == -ESTALE)
                         resolve(o, a, &sl[i], RECLAIM_RES_PID_REUSED, 0);
                 else if (v == -ESRCH)
@@ -283,7 +290,7 @@ int reclaim_act_run(const struct reclaim_plan *p, const struct reclaim_act_opts 
                 bool gone = false;
                 s->wait_exit(s->ctx, &sl[i].fd, 1, &gone, 0);
                 if (gone) {
-                        snprintf(acts[i].detail, sizeof(acts[i].detail), "ended by itself before the signal");
+                        str_setf(&acts[i].detail, "ended by itself before the signal");
                         resolve(o, &acts[i], &sl[i], RECLAIM_RES_EXITED, 0);
                         continue;
                 }
@@ -316,7 +323,7 @@ int reclaim_act_run(const struct reclaim_plan *p, const struct reclaim_act_opts 
                                 int r = s->read_stat(s->ctx, a->pid, &st, &state);
                                 if (r == 0 && state != 'Z' && state != 'X') {
                                         a->state = state;
-                                        snprintf(a->detail, sizeof(a->detail),
+                                        str_setf(&a->detail,
                                                  state == 'D' ? "still in D state after SIGKILL: it ends when its driver call returns"
                                                               : "still there after SIGKILL (state %c)",
                                                  state);
@@ -353,7 +360,7 @@ out:
         for (size_t i = 0; sl && i < n; i++)
                 if (sl[i].fd >= 0)
                         s->close_fd(s->ctx, sl[i].fd);
-        free(acts);
+        reclaim_actions_free(acts, n);
         free(sl);
         free(fds);
         free(idx);

@@ -63,9 +63,9 @@ void reclaim_sys_real(struct reclaim_sys *s, const char *proc_root);
 int reclaim_pidfd_supported(const struct reclaim_sys *s);
 
 /* Re-check a target after opening its pidfd: 0 when its start time is still `expected`,
- * -ESRCH when it is gone (or a zombie), -ESTALE when the PID names another process (detail
- * says which start times). */
-int reclaim_verify_start(const struct reclaim_sys *s, pid_t pid, uint64_t expected, char *detail, size_t len);
+ * -ESRCH when it is gone (or a zombie), -ESTALE when the PID names another process (*detail, a
+ * heap string replaced, says which start times). */
+int reclaim_verify_start(const struct reclaim_sys *s, pid_t pid, uint64_t expected, char **detail);
 
 struct reclaim_action {
         pid_t pid;
@@ -76,8 +76,11 @@ struct reclaim_action {
         enum reclaim_result result;
         double seconds;                 /* from the first signal of the act to the result */
         char state;                     /* last state seen ('?' unknown) */
-        char detail[160];
+        char *detail;                   /* on the heap (util/strf.h), NULL: nothing to say */
 };
+
+/* Free reclaim_act_run's actions and their details. */
+void reclaim_actions_free(struct reclaim_action *a, size_t n);
 
 enum reclaim_event {
         RECLAIM_EV_SIGNAL,              /* a signal was sent (action.signals[n_signals - 1]) */

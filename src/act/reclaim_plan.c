@@ -214,36 +214,34 @@ static bool in_unit(const struct host_proc *p, const char *unit)
 
 
 /* The rules no option overrides. */
-static enum reclaim_rule hard_protection(const struct host_proc *p, const struct reclaim_plan_opts *o, char *why,
-                                         size_t n)
+static enum reclaim_rule hard_protection(const struct host_proc *p, const struct reclaim_plan_opts *o, char **why)
 {
         if (p->pid == 1) {
-                whyf(why, n, "PID 1 (init) is never signalled");
+                str_setf(why, "PID 1 (init) is never signalled");
                 return RECLAIM_PID1;
         }
         if (p->kernel_thread) {
-                whyf(why, n, "a kernel thread");
+                str_setf(why, "a kernel thread");
                 return RECLAIM_KTHREAD;
         }
         if (p->pid == o->self_pid) {
-                whyf(why, n, "ghostvram itself");
+                str_setf(why, "ghostvram itself");
                 return RECLAIM_SELF;
         }
         for (size_t i = 0; i < o->n_ancestors; i++)
                 if (o->ancestors[i] == p->pid) {
-                        whyf(why, n, "an ancestor of this ghostvram (its shell, sudo, a scheduler)");
+                        str_setf(why, "an ancestor of this ghostvram (its shell, sudo, a scheduler)");
                         return RECLAIM_ANCESTOR;
                 }
         return RECLAIM_TARGET;
 }
 
 /* Names and the site policy. */
-static enum reclaim_rule soft_protection(const struct host_proc *p, const struct reclaim_plan_opts *o, char *why,
-                                         size_t n)
+static enum reclaim_rule soft_protection(const struct host_proc *p, const struct reclaim_plan_opts *o, char **why)
 {
         for (size_t i = 0; gpu_daemons[i].name; i++)
                 if (proc_name_matches(p->comm, p->cmdline, gpu_daemons[i].name)) {
-                        whyf(why, n, "protected: %s (a GPU daemon, display server, device plugin or ghostvram)",
+                        str_setf(why, "protected: %s (a GPU daemon, display server, device plugin or ghostvram)",
                              gpu_daemons[i].name);
                         return RECLAIM_PROTECTED_NAME;
                 }
@@ -253,19 +251,19 @@ static enum reclaim_rule soft_protection(const struct host_proc *p, const struct
                 switch (e->kind) {
                 case RECLAIM_POLICY_KIND_COMM:
                         if (proc_name_matches(p->comm, p->cmdline, e->value)) {
-                                whyf(why, n, "protected by %s:%u (comm %s)", pol->source, e->line, e->value);
+                                str_setf(why, "protected by %s:%u (comm %s)", pol->source, e->line, e->value);
                                 return RECLAIM_POLICY_COMM;
                         }
                         break;
                 case RECLAIM_POLICY_KIND_CGROUP:
                         if (cgroup_under(p->cgroup, e->value)) {
-                                whyf(why, n, "protected by %s:%u (cgroup %s)", pol->source, e->line, e->value);
+                                str_setf(why, "protected by %s:%u (cgroup %s)", pol->source, e->line, e->value);
                                 return RECLAIM_POLICY_CGROUP;
                         }
                         break;
                 case RECLAIM_POLICY_KIND_UNIT:
                         if (in_unit(p, e->value)) {
-                                whyf(why, n, "protected by %s:%u (unit %s)", pol->source, e->line, e->value);
+                                str_setf(why, "protected by %s:%u (unit %s)", pol->source, e->line, e->value);
                                 return RECLAIM_POLICY_UNIT;
                         }
                         break;
@@ -274,36 +272,35 @@ static enum reclaim_rule soft_protection(const struct host_proc *p, const struct
         return RECLAIM_TARGET;
 }
 
-enum reclaim_rule reclaim_protection(const struct host_proc *p, const struct reclaim_plan_opts *o, char *why,
-                                     size_t whylen)
+enum reclaim_rule reclaim_protection(const struct host_proc *p, const struct reclaim_plan_opts *o, char **why)
 {
-        enum reclaim_rule r = hard_protection(p, o, why, whylen);
-        return r != RECLAIM_TARGET ? r : soft_protection(p, o, why, whylen);
+        enum reclaim_rule r = hard_protection(p, o, why);
+        return r != RECLAIM_TARGET ? r : soft_protection(p, o, why);
 }
 
 /* ---- the plan --------------------------------------------------------------------------------- */
 
 /* A tie to a live owner (the ledger's rule, model/jobs.h) as a reason not to act by default. */
 static enum reclaim_rule tie_rule(const struct scan_result *r, const struct reclaim_plan_opts *o,
-                                  const struct host_proc *h, char *why, size_t n)
+                                  const struct host_proc *h, char **why)
 {
         pid_t live = 0;
         const char *what = NULL;
         switch (ledger_live_tie(r, h, o->self_proc, &live, &what)) {
         case JOB_TIE_FAMILY:
-                whyf(why, n, "shares an open file description with PID %d, a live owner: that job's", (int)live);
+                str_setf(why, "shares an open file description with PID %d, a live owner: that job's", (int)live);
                 return RECLAIM_LIVE_FAMILY;
         case JOB_TIE_PARENT:
-                whyf(why, n, "a child of PID %d, a live owner", (int)live);
+                str_setf(why, "a child of PID %d, a live owner", (int)live);
                 return RECLAIM_SHARES_GROUP;
         case JOB_TIE_GROUP:
-                whyf(why, n, "in the process group of PID %d, a live owner", (int)live);
+                str_setf(why, "in the process group of PID %d, a live owner", (int)live);
                 return RECLAIM_SHARES_GROUP;
         case JOB_TIE_SESSION:
-                whyf(why, n, "shares session %d with PID %d, a live owner", (int)h->sid, (int)live);
+                str_setf(why, "shares session %d with PID %d, a live owner", (int)h->sid, (int)live);
                 return RECLAIM_SHARES_SESSION;
         case JOB_TIE_JOB:
-                whyf(why, n, "same %s as PID %d, a live owner", what ? what : "job", (int)live);
+                str_setf(why, "same %s as PID %d, a live owner", what ? what : "job", (int)live);
                 return RECLAIM_SHARES_JOB;
         default:
                 return RECLAIM_TARGET;
@@ -326,8 +323,7 @@ static int add_skip(struct reclaim_plan *p, const struct host_proc *h, pid_t pid
         snprintf(s->comm, sizeof(s->comm), "%s", h && h->comm ? h->comm : "");
         s->gpu = gpu;
         s->rule = rule;
-        snprintf(s->reason, sizeof(s->reason), "%s", reason);
-        return 0;
+        return str_set(&s->reason, reason);
 }
 
 static int add_target(struct reclaim_plan *p, const struct host_proc *h, int gpu, const struct attribution *a,
@@ -350,14 +346,14 @@ static int add_target(struct reclaim_plan *p, const struct host_proc *h, int gpu
         if (a) {
                 t->link = a->link;
                 t->to_pid = a->to_pid;
-                snprintf(t->why, sizeof(t->why), "%s", a->text);
+                str_set(&t->why, a->text);
         } else {
-                snprintf(t->why, sizeof(t->why), "named by --pid");
+                str_set(&t->why, "named by --pid");
         }
         if (warning && *warning)
-                snprintf(t->warning, sizeof(t->warning), "%s", warning);
+                str_set(&t->warning, warning);
         else if (h->state == 'D')
-                snprintf(t->warning, sizeof(t->warning),
+                str_set(&t->warning,
                          "in D state: a queued SIGKILL takes effect only when its driver call returns");
         for (size_t g = 0; gpu >= 0 && g < p->n_gpus; g++)
                 if (p->gpus[g].index == (unsigned)gpu)
@@ -403,13 +399,14 @@ static int plan_default(const struct scan_result *r, const struct reclaim_plan_o
 {
         const struct facts *f = r->facts;
         const struct host_report *h = f->host;
-        char why[200];
+        char *why STR_AUTOFREE = NULL;
         int blind = -1;
         for (size_t g = 0; f->gpu && g < f->gpu->n_gpus && blind < 0; g++)
                 if (!f->gpu->gpus[g].procs_known)
                         blind = (int)f->gpu->gpus[g].index;
         for (size_t i = 0; h && i < h->n_holders; i++) {
                 const struct host_proc *hp = &h->holders[i];
+                str_clear(&why);        /* this holder's reason, never the one before's */
                 unsigned gpu = 0, lgpu = 0;
                 const struct attribution *a = best_attribution(r, i, o->only_gpu, &gpu);
                 bool uvm = host_proc_holds(hp, "nvidia-uvm");
@@ -420,7 +417,7 @@ static int plan_default(const struct scan_result *r, const struct reclaim_plan_o
                         if (!uvm)
                                 continue;
                         if (listed) {
-                                whyf(why, sizeof(why), "NVML lists it on GPU %u: an owner, not an orphan", lgpu);
+                                str_setf(&why, "NVML lists it on GPU %u: an owner, not an orphan", lgpu);
                                 r_ = add_skip(p, hp, hp->pid, (int)lgpu, RECLAIM_NVML_LISTED, why);
                         } else {
                                 r_ = add_skip(p, hp, hp->pid, -1, RECLAIM_NOT_ATTRIBUTED,
@@ -431,53 +428,53 @@ static int plan_default(const struct scan_result *r, const struct reclaim_plan_o
                         continue;
                 }
                 const struct gpu_ledger *l = ledger_of(r, gpu);
-                enum reclaim_rule rule = reclaim_protection(hp, o, why, sizeof(why));
+                enum reclaim_rule rule = reclaim_protection(hp, o, &why);
                 if (rule == RECLAIM_TARGET && hp->n_nspid > 1 && hp->nspid[hp->n_nspid - 1] == 1) {
                         rule = RECLAIM_NS_INIT;
-                        whyf(why, sizeof(why), "PID 1 of its own PID namespace (a container's init)");
+                        str_setf(&why, "PID 1 of its own PID namespace (a container's init)");
                 }
                 if (rule == RECLAIM_TARGET && (hp->state == 'Z' || hp->state == 'X' || hp->exiting)) {
                         rule = RECLAIM_DEAD;
-                        whyf(why, sizeof(why), "already dead (%s)", hp->exiting ? "exiting" : "zombie");
+                        str_setf(&why, "already dead (%s)", hp->exiting ? "exiting" : "zombie");
                 }
                 if (rule == RECLAIM_TARGET && o->only_gpu >= 0 && gpu != (unsigned)o->only_gpu) {
                         rule = RECLAIM_OTHER_GPU;
-                        whyf(why, sizeof(why), "attributed to GPU %u; --gpu %d selects another", gpu, o->only_gpu);
+                        str_setf(&why, "attributed to GPU %u; --gpu %d selects another", gpu, o->only_gpu);
                 }
                 if (rule == RECLAIM_TARGET && (!l || !l->ghost_confirmed)) {
                         rule = RECLAIM_GHOST_UNCONFIRMED;
-                        whyf(why, sizeof(why), "GPU %u's ghost is not confirmed (below the noise floor or seen once)", gpu);
+                        str_setf(&why, "GPU %u's ghost is not confirmed (below the noise floor or seen once)", gpu);
                 }
                 if (rule == RECLAIM_TARGET && a->candidate) {
                         rule = RECLAIM_CANDIDATE;
-                        whyf(why, sizeof(why), "only a candidate: several GPUs have a ghost and nothing says which is its");
+                        str_setf(&why, "only a candidate: several GPUs have a ghost and nothing says which is its");
                 }
                 if (rule == RECLAIM_TARGET && a->confidence < CONF_MEDIUM) {
                         rule = RECLAIM_WEAK_LINK;
-                        whyf(why, sizeof(why), "the link to GPU %u's ghost is weak (%s): name it with --pid to end it", gpu,
+                        str_setf(&why, "the link to GPU %u's ghost is weak (%s): name it with --pid to end it", gpu,
                              link_name(a->link));
                 }
                 if (rule == RECLAIM_TARGET && !a->proof) {
                         rule = RECLAIM_UNPROVEN;
-                        whyf(why, sizeof(why), "tied to GPU %u's ghost by %s only, not by a link to the dead owner: "
+                        str_setf(&why, "tied to GPU %u's ghost by %s only, not by a link to the dead owner: "
                              "name it with --pid to end it", gpu, link_name(a->link));
                 }
                 /* a member of a proven family keeps the context whatever it holds besides */
                 if (rule == RECLAIM_TARGET && !uvm && a->link != LINK_FAMILY) {
                         rule = RECLAIM_NO_UVM;
-                        whyf(why, sizeof(why), "holds no nvidia-uvm: not a CUDA process (a monitor?)");
+                        str_setf(&why, "holds no nvidia-uvm: not a CUDA process (a monitor?)");
                 }
                 if (rule == RECLAIM_TARGET && blind >= 0) {
                         rule = RECLAIM_NVML_BLIND;
-                        whyf(why, sizeof(why), "GPU %d gave no process list: whether NVML lists it (an owner) cannot be checked",
+                        str_setf(&why, "GPU %d gave no process list: whether NVML lists it (an owner) cannot be checked",
                              blind);
                 }
                 if (rule == RECLAIM_TARGET && listed) {
                         rule = RECLAIM_NVML_LISTED;
-                        whyf(why, sizeof(why), "NVML lists it on GPU %u: an owner, not an orphan", lgpu);
+                        str_setf(&why, "NVML lists it on GPU %u: an owner, not an orphan", lgpu);
                 }
                 if (rule == RECLAIM_TARGET)
-                        rule = tie_rule(r, o, hp, why, sizeof(why));
+                        rule = tie_rule(r, o, hp, &why);
                 r_ = rule == RECLAIM_TARGET ? add_target(p, hp, (int)gpu, a, false, NULL)
                                             : add_skip(p, hp, hp->pid, (int)gpu, rule, why);
                 if (r_ < 0)
@@ -516,7 +513,7 @@ static pid_t family_keeper(const struct host_report *h, const struct reclaim_pla
 static int whole_families(const struct scan_result *r, struct reclaim_plan *p)
 {
         const struct host_report *h = r->facts->host;
-        char why[200];
+        char *why STR_AUTOFREE = NULL;
         for (size_t t = 0; t < p->n_targets;) {
                 pid_t keeper = family_keeper(h, p, &p->targets[t]);
                 if (!keeper) {
@@ -529,7 +526,7 @@ static int whole_families(const struct scan_result *r, struct reclaim_plan *p)
                 for (size_t k = 0; k < p->n_skipped; k++)
                         if (p->skipped[k].pid == keeper)
                                 rule = reclaim_rule_name(p->skipped[k].rule);
-                whyf(why, sizeof(why), "PID %d shares its open file description and is not a target (%s): "
+                str_setf(&why, "PID %d shares its open file description and is not a target (%s): "
                      "ending this one would free nothing", (int)keeper, rule);
                 memmove(&p->targets[t], &p->targets[t + 1], (p->n_targets - t - 1) * sizeof(*p->targets));
                 p->n_targets--;
@@ -537,6 +534,8 @@ static int whole_families(const struct scan_result *r, struct reclaim_plan *p)
                         if (dropped.gpu >= 0 && p->gpus[g].index == (unsigned)dropped.gpu && p->gpus[g].n_targets)
                                 p->gpus[g].n_targets--;
                 int e = add_skip(p, hp, dropped.pid, dropped.gpu, RECLAIM_FAMILY_KEPT, why);
+                free(dropped.why);
+                free(dropped.warning);
                 if (e < 0)
                         return e;
                 t = 0;  /* a family's targets may stand before this one */
@@ -565,9 +564,10 @@ static void family_rest(const struct host_report *h, const struct reclaim_plan_o
 static int plan_explicit(const struct scan_result *r, const struct reclaim_plan_opts *o, struct reclaim_plan *p)
 {
         const struct host_report *h = r->facts->host;
-        char why[200];
+        char *why STR_AUTOFREE = NULL;
         for (size_t e = 0; e < o->n_explicit; e++) {
                 pid_t pid = o->explicit_pids[e];
+                str_clear(&why);
                 bool dup = false;
                 for (size_t t = 0; t < p->n_targets; t++)
                         dup |= p->targets[t].pid == pid;
@@ -590,20 +590,20 @@ static int plan_explicit(const struct scan_result *r, const struct reclaim_plan_
                         struct host_proc bare;
                         memset(&bare, 0, sizeof(bare));
                         bare.pid = pid;
-                        enum reclaim_rule rule = hard_protection(&bare, o, why, sizeof(why));
+                        enum reclaim_rule rule = hard_protection(&bare, o, &why);
                         if (rule == RECLAIM_TARGET) {
                                 rule = RECLAIM_NO_SUCH_PROCESS;
-                                whyf(why, sizeof(why), "no process %d here", (int)pid);
+                                str_setf(&why, "no process %d here", (int)pid);
                         }
                         r_ = add_skip(p, NULL, pid, -1, rule, why);
                         if (r_ < 0)
                                 return r_;
                         continue;
                 }
-                enum reclaim_rule rule = hard_protection(hp, o, why, sizeof(why));
+                enum reclaim_rule rule = hard_protection(hp, o, &why);
                 if (rule == RECLAIM_TARGET && (hp->state == 'Z' || hp->state == 'X' || hp->exiting)) {
                         rule = RECLAIM_DEAD;
-                        whyf(why, sizeof(why), "already dead (%s)", hp->exiting ? "exiting" : "zombie");
+                        str_setf(&why, "already dead (%s)", hp->exiting ? "exiting" : "zombie");
                 }
                 if (rule != RECLAIM_TARGET) {
                         r_ = add_skip(p, hp, pid, -1, rule, why);
@@ -615,10 +615,10 @@ static int plan_explicit(const struct scan_result *r, const struct reclaim_plan_
                  * (serve, watch) is a monitor: both only with --force */
                 if (!o->force && (!holder || is_ghostvram(hp))) {
                         if (!holder)
-                                whyf(why, sizeof(why), "it holds no NVIDIA device node, so ending it frees no GPU memory "
+                                str_setf(&why, "it holds no NVIDIA device node, so ending it frees no GPU memory "
                                                        "(--force to end it anyway)");
                         else
-                                whyf(why, sizeof(why), "a ghostvram process (a running serve or watch), not a GPU job "
+                                str_setf(&why, "a ghostvram process (a running serve or watch), not a GPU job "
                                                        "(--force to end it anyway)");
                         r_ = add_skip(p, hp, pid, -1, holder ? RECLAIM_GHOSTVRAM : RECLAIM_NO_DEVICE, why);
                         if (r_ < 0)
@@ -631,7 +631,7 @@ static int plan_explicit(const struct scan_result *r, const struct reclaim_plan_
                 uint64_t owner_bytes = 0;
                 bool live_owner = ledger_live_owner_of(r, pid, &owner_gpu, &owner_bytes);
                 if (live_owner && !o->force) {
-                        whyf(why, sizeof(why),
+                        str_setf(&why,
                              "a live owner: NVML lists it on GPU %u with %llu MiB, a running job, not a ghost "
                              "(--force to end it anyway)",
                              owner_gpu, (unsigned long long)(owner_bytes >> 20));
@@ -643,7 +643,7 @@ static int plan_explicit(const struct scan_result *r, const struct reclaim_plan_
                 /* sharing a live owner's description is being that job (its contexts live on it) */
                 pid_t fam_live = holder ? ledger_family_live_owner(r, hp) : 0;
                 if (fam_live && !live_owner && !o->force) {
-                        whyf(why, sizeof(why),
+                        str_setf(&why,
                              "shares an open file description with PID %d, a live owner: it keeps that running job's "
                              "contexts, not a ghost (--force to end it anyway)", (int)fam_live);
                         r_ = add_skip(p, hp, pid, -1, RECLAIM_LIVE_FAMILY, why);
@@ -652,21 +652,19 @@ static int plan_explicit(const struct scan_result *r, const struct reclaim_plan_
                         continue;
                 }
                 /* named on purpose: the soft protections become warnings */
-                char warn[200] = "";
-                char soft[160];
-                char tie[200];
+                char *warn STR_AUTOFREE = NULL, *soft STR_AUTOFREE = NULL, *tie STR_AUTOFREE = NULL;
                 if (fam_live && !live_owner)
-                        whyf(warn, sizeof(warn), "shares an open file description with PID %d, a live owner: ending it "
+                        str_setf(&warn, "shares an open file description with PID %d, a live owner: ending it "
                              "may end that running job", (int)fam_live);
-                else if (!live_owner && tie_rule(r, o, hp, tie, sizeof(tie)) != RECLAIM_TARGET)
-                        whyf(warn, sizeof(warn), "%s: ending it may end that running job", tie);
+                else if (!live_owner && tie_rule(r, o, hp, &tie) != RECLAIM_TARGET)
+                        str_setf(&warn, "%s: ending it may end that running job", tie);
                 else if (live_owner)
-                        whyf(warn, sizeof(warn), "a live owner of GPU %u (%llu MiB listed): ending it ends a running job",
+                        str_setf(&warn, "a live owner of GPU %u (%llu MiB listed): ending it ends a running job",
                              owner_gpu, (unsigned long long)(owner_bytes >> 20));
-                else if (soft_protection(hp, o, soft, sizeof(soft)) != RECLAIM_TARGET)
-                        whyf(warn, sizeof(warn), "%s; signalled because --pid names it", soft);
+                else if (soft_protection(hp, o, &soft) != RECLAIM_TARGET)
+                        str_setf(&warn, "%s; signalled because --pid names it", soft);
                 else if (hp->n_nspid > 1 && hp->nspid[hp->n_nspid - 1] == 1)
-                        whyf(warn, sizeof(warn), "PID 1 of its own PID namespace: ending it ends that container");
+                        str_setf(&warn, "PID 1 of its own PID namespace: ending it ends that container");
                 unsigned gpu = 0;
                 const struct attribution *a = holder ? best_attribution(r, hi, o->only_gpu, &gpu) : NULL;
                 int target_gpu = a ? (int)gpu : live_owner ? (int)owner_gpu : -1;
@@ -779,6 +777,12 @@ void reclaim_plan_free(struct reclaim_plan *p)
 {
         if (!p)
                 return;
+        for (size_t i = 0; i < p->n_targets; i++) {
+                free(p->targets[i].why);
+                free(p->targets[i].warning);
+        }
+        for (size_t i = 0; i < p->n_skipped; i++)
+                free(p->skipped[i].reason);
         free(p->targets);
         free(p->skipped);
         free(p->gpus);

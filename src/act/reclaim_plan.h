@@ -130,8 +130,8 @@ struct reclaim_target {
         unsigned family;                /* its description family (host_proc.family), 0 if none */
         pid_t family_rest[8];           /* --pid: members of its family it does not name (they keep the memory) */
         unsigned n_family_rest;         /* how many (family_rest has the first 8) */
-        char why[200];
-        char warning[200];              /* "" or e.g. D state, protected but named by --pid */
+        char *why;                      /* on the heap (util/strf.h), as every sentence here */
+        char *warning;                  /* NULL or e.g. D state, protected but named by --pid */
 };
 
 struct reclaim_skip {
@@ -139,7 +139,7 @@ struct reclaim_skip {
         char comm[64];
         int gpu;                        /* -1 when not tied to a GPU */
         enum reclaim_rule rule;
-        char reason[200];
+        char *reason;
 };
 
 struct reclaim_gpu {
@@ -171,7 +171,7 @@ int reclaim_plan_build(const struct scan_result *r, const struct reclaim_plan_op
 void reclaim_plan_free(struct reclaim_plan *p);
 
 /* Is p protected whatever the options say (PID 1, kernel thread, ghostvram or an ancestor),
- * or by name/policy? Returns the rule (RECLAIM_TARGET when none) and a sentence in why. Used
- * by the plan and by --cgroup (which refuses a cgroup holding such a process). */
-enum reclaim_rule reclaim_protection(const struct host_proc *p, const struct reclaim_plan_opts *o, char *why,
-                                     size_t whylen);
+ * or by name/policy? Returns the rule (RECLAIM_TARGET when none) and a sentence in *why (a heap
+ * string, util/strf.h, replaced; the caller frees it). Used by the plan and by --cgroup (which
+ * refuses a cgroup holding such a process). */
+enum reclaim_rule reclaim_protection(const struct host_proc *p, const struct reclaim_plan_opts *o, char **why);

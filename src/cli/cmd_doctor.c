@@ -179,10 +179,10 @@ static json_t *finding_json(const struct doctor_finding *d)
         json_object_set_new(o, "code", json_string(d->code));
         json_object_set_new(o, "level", json_string(doctor_level_name(d->level)));
         json_object_set_new(o, "gpu_index", d->gpu >= 0 ? json_integer(d->gpu) : json_null());
-        json_object_set_new(o, "summary", json_string(d->summary));
-        json_object_set_new(o, "evidence", json_string(d->evidence));
-        json_object_set_new(o, "next_step", d->next_step[0] ? json_string(d->next_step) : json_null());
-        if (d->source[0])
+        json_object_set_new(o, "summary", json_string(str_or_empty(d->summary)));
+        json_object_set_new(o, "evidence", json_string(str_or_empty(d->evidence)));
+        json_object_set_new(o, "next_step", !str_empty(d->next_step) ? json_string(d->next_step) : json_null());
+        if (!str_empty(d->source))
                 json_object_set_new(o, "source", json_string(d->source));
         return o;
 }
@@ -231,14 +231,14 @@ static void print_text(FILE *out, const struct doctor_finding *v, size_t n, bool
                 else
                         snprintf(where, sizeof(where), "host");
                 fprintf(out, "%s%-7s%s %-6s %-22s %s\n", color ? col[d->level] : "", doctor_level_name(d->level),
-                        color ? "\033[0m" : "", where, d->code, d->summary);
+                        color ? "\033[0m" : "", where, d->code, str_or_empty(d->summary));
                 if (d->level == DOCTOR_OK && !verbose)
                         continue;
-                if (d->evidence[0])
+                if (!str_empty(d->evidence))
                         fprintf(out, "                 evidence: %s\n", d->evidence);
-                if (d->next_step[0])
+                if (!str_empty(d->next_step))
                         fprintf(out, "                 next:     %s\n", d->next_step);
-                if (d->source[0])
+                if (!str_empty(d->source))
                         fprintf(out, "                 source:   %s\n", d->source);
         }
 }
@@ -368,7 +368,7 @@ int cmd_doctor(int argc, char **argv)
                 if (explain)
                         print_explain(stdout);
         }
-        free(v);
+        doctor_findings_free(v, n);
         inputs_free(&in);
         return status;
 }

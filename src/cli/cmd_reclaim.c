@@ -142,7 +142,8 @@ static void note(struct reclaim_report *rep, const char *fmt, ...)
                 return;
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(rep->notes[rep->n_notes++], sizeof(rep->notes[0]), fmt, ap);
+        if (str_vsetf(&rep->notes[rep->n_notes], fmt, ap) == 0)
+                rep->n_notes++;
         va_end(ap);
 }
 
@@ -151,7 +152,7 @@ static void summary(struct reclaim_report *rep, int status, const char *fmt, ...
 {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(rep->summary, sizeof(rep->summary), fmt, ap);
+        str_vsetf(&rep->summary, fmt, ap);
         va_end(ap);
         rep->exit_status = status;
 }
@@ -190,8 +191,8 @@ static void rc_syslog(void *ctx, const struct reclaim_action *a, enum reclaim_ev
                 char detail[200];
                 esc_copy(detail, sizeof(detail), a->detail);
                 syslog(LOG_NOTICE, "reclaim: PID %d (%s): %s after %.2f s%s%s%s", (int)a->pid, comm,
-                       reclaim_result_name(a->result), a->seconds, a->detail[0] ? " (" : "", a->detail[0] ? detail : "",
-                       a->detail[0] ? ")" : "");
+                       reclaim_result_name(a->result), a->seconds, !str_empty(a->detail) ? " (" : "",
+                       !str_empty(a->detail) ? detail : "", !str_empty(a->detail) ? ")" : "");
         }
 }
 
@@ -543,7 +544,7 @@ replan:
                          plan->n_targets, plan->n_targets == 1 ? "" : "es");
                 if (++asked > 3) {
                         summary(rep, EXIT_INCOMPLETE, "Nothing done: the plan kept changing; run reclaim again.");
-                        printf("%s\n", rep->summary);
+                        printf("%s\n", str_or_empty(rep->summary));
                         status = EXIT_INCOMPLETE;
                         goto out;
                 }
@@ -574,7 +575,7 @@ replan:
                         goto replan;
                 } else {
                         summary(rep, EXIT_OK, "Nothing done.");
-                        printf("%s\n", rep->summary);
+                        printf("%s\n", str_or_empty(rep->summary));
                         status = EXIT_OK;
                         goto out;
                 }
@@ -668,7 +669,7 @@ out:
         rep->actions = NULL;
         rep->rec = NULL;
         reclaim_plan_free(plan);
-        free(acts);
+        reclaim_actions_free(acts, n_acts);
         free(rec);
         return status;
 }
@@ -695,13 +696,13 @@ static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
                         summary(rep, EXIT_USAGE, "--cgroup %s: refused: the root cgroup, or a path with '..'", o->cgroup);
                 else
                         summary(rep, EXIT_USAGE, "--cgroup %s: no such cgroup (%s)", o->cgroup, strerror(-r));
-                cli_error("reclaim", "%s", rep->summary); /* an error goes to stderr too, not only into the report */
+                cli_error("reclaim", "%s", str_or_empty(rep->summary)); /* an error goes to stderr too, not only into the report */
                 goto done;
         }
         r = reclaim_cgroup_pids(ci.dir, &pids, &np);
         if (r < 0) {
                 summary(rep, EXIT_INCOMPLETE, "Cannot read %s/cgroup.procs: %s", ci.dir, strerror(-r));
-                cli_error("reclaim", "%s", rep->summary);
+                cli_error("reclaim", "%s", str_or_empty(rep->summary));
                 goto done;
         }
         ci.n_pids = np;
@@ -735,10 +736,10 @@ static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
                              comm, ci.path, gpu, (unsigned long long)(ow->used_bytes >> 20));
                         refuse = true;
                 }
-                char why[200];
+                char *why STR_AUTOFREE = NULL;
                 if (!known)
                         hp.pid = pids[i];
-                if (reclaim_protection(&hp, &x->po, why, sizeof(why)) != RECLAIM_TARGET) {
+                if (reclaim_protection(&hp, &x->po, &why) != RECLAIM_TARGET) {
                         note(rep, "PID %d (%s) in %s: %s", (int)pids[i], comm, ci.path, why);
                         refuse = true;
                 }
@@ -918,6 +919,7 @@ done:
 out:
         rep->esc = NULL;
         rep->rec = NULL;
+        escalate_report_clear(&esc);
         buf_free(&output);
         free(rec);
         return status;
@@ -1184,5 +1186,6 @@ out:
         if (x.lock_fd >= 0)
                 close(x.lock_fd);
         closelog();
+        reclaim_report_clear(&rep);
         return status;
 }

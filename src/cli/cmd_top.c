@@ -81,7 +81,7 @@ struct top {
         bool stop;
         struct live_view *view;
         struct live_history hist;
-        char status[200];
+        char status[LIVE_STATUS_MAX];
         bool status_in_view;            /* the cycle that set status also made view */
         double cycle_started;           /* monotonic seconds, 0 while none runs */
         double started;                 /* monotonic seconds: when the collection started */
@@ -150,7 +150,7 @@ static void *collector_main(void *arg)
                 t->cycle_started = monotonic_s();
                 pthread_mutex_unlock(&t->m);
                 struct sample smp;
-                char status[200] = "";
+                char status[LIVE_STATUS_MAX] = "";
                 struct live_view *v = NULL;
                 int r = sampler_cycle(t->sampler, &smp);
                 if (r == -EINTR)

@@ -201,7 +201,7 @@ static void run_hook(const struct watch *w, const char *event, const struct gpu_
         };
         const char *values[] = {
                 event, gpu_s, g->uuid, g->pci_bus_id, verdict_of(l), ghost_s, pids, thr_s, since_s,
-                fd ? fd->summary : "", fd ? fd->next_step : "",
+                fd ? str_or_empty(fd->summary) : "", fd ? str_or_empty(fd->next_step) : "",
         };
         char **envp = NULL;
         if (env_build(environ, names, values, sizeof(names) / sizeof(names[0]), &envp) < 0) {

@@ -87,7 +87,7 @@ struct gpu_info {
         size_t n_procs;
 
         enum gpu_status status;
-        char status_message[160];
+        char status_message[512];       /* the driver's words and ours: each part whole */
         struct gpu_query_error *errors;
         size_t n_errors;
 };

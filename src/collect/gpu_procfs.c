@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "util/fileio.h"
+#include "util/strf.h"
 #include "util/parse.h"
 
 #define INFO_MAX 8192   /* the file is about 400 bytes */
@@ -136,10 +137,13 @@ static void fill_one(struct gpu_info *g, const struct gpu_procfs_entry *e, const
                 g->minor = e->minor;
                 g->minor_known = true;
         }
+        /* whole or not at all: a cut note ends mid-word ("... the only entr") */
         size_t len = strlen(g->status_message);
-        if (len + 1 < sizeof(g->status_message))
-                snprintf(g->status_message + len, sizeof(g->status_message) - len,
-                         "%sbus id from /proc/driver/nvidia/gpus (%s)", len ? "; " : "", how);
+        char *note = NULL;
+        if (str_setf(&note, "%sbus id from /proc/driver/nvidia/gpus (%s)", len ? "; " : "", how) == 0 &&
+            len + strlen(note) < sizeof(g->status_message))
+                memcpy(g->status_message + len, note, strlen(note) + 1);
+        free(note);
 }
 
 /* Only facts tie an entry to a GPU: the same UUID, or the same device minor (the number of

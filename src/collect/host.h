@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "util/strf.h"
+
 #define HOST_MAX_NSPID 8
 #define HOST_MAX_NODES 32
 #define HOST_MAX_ENV 8
@@ -157,8 +159,9 @@ struct host_report {
                 HOST_FAMILIES_BUNDLE,   /* as recorded in the bundle */
         } family_source;
         unsigned n_families;
-        /* Why the BPF iterators did not answer ("" if they did or were not tried). */
-        char bpf_error[160];
+        /* Why the BPF iterators did not answer (NULL if they did or were not tried; a heap
+         * string, util/strf.h). */
+        char *bpf_error;
 };
 
 struct host_opts {

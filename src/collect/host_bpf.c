@@ -149,16 +149,16 @@ out:
         return r;
 }
 
-static void say(char *err, size_t errlen, int e, const char *what)
+static void say(char **err, int e, const char *what)
 {
         const char *why = e == -EPERM || e == -EACCES ? "needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN, in the initial user namespace (or lockdown forbids it)"
                         : e == -ENOENT || e == -ESRCH ? "the kernel has no BTF or lacks the task_file/task_vma iterators (Linux 5.8/5.12)"
                         : e == -EINVAL || e == -ENOTSUP || e == -EOPNOTSUPP ? "the kernel does not support the iterators (Linux 5.12 with BTF needed)"
                         : strerror(-e);
-        snprintf(err, errlen, "%s: %s", what, why);
+        str_setf(err, "%s: %s", what, why);
 }
 
-int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret, char *err, size_t errlen)
+int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret, char **err)
 {
         struct iters it;
         struct buf b = BUF_INIT(HOST_BPF_CAP);
@@ -169,13 +169,13 @@ int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret,
         pthread_once(&print_once, quiet_libbpf);
         if (access("/sys/kernel/btf/vmlinux", R_OK) < 0) {
                 r = -ENOENT;
-                snprintf(err, errlen, "BPF iterators not loaded: the kernel exposes no BTF (/sys/kernel/btf/vmlinux)");
+                str_setf(err, "BPF iterators not loaded: the kernel exposes no BTF (/sys/kernel/btf/vmlinux)");
                 goto out;
         }
         const char *what = "";
         r = iters_load(&it, &what);
         if (r < 0) {
-                say(err, errlen, r, what);
+                say(err, r, what);
                 goto out;
         }
         struct gv_cfg *cfg = it.cfg;
@@ -189,7 +189,7 @@ int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret,
                 if (d == cfg->n_s_devs) {
                         if (d == GV_MAX_SDEVS) {
                                 r = -E2BIG;
-                                snprintf(err, errlen, "BPF iterators not used: device nodes on more than %d filesystems",
+                                str_setf(err, "BPF iterators not used: device nodes on more than %d filesystems",
                                          GV_MAX_SDEVS);
                                 goto out;
                         }
@@ -204,7 +204,7 @@ int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret,
                         r = bpf_map_update_elem(it.targets, &k, &one, BPF_ANY);
                 }
                 if (r < 0) {
-                        say(err, errlen, r, "BPF map not filled");
+                        say(err, r, "BPF map not filled");
                         goto out;
                 }
         }
@@ -214,7 +214,7 @@ int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret,
                         cfg->chr_majors[s->majors[i]] = 1;
                 r = bpf_map_update_elem(it.targets, &k, &one, BPF_ANY);
                 if (r < 0) {
-                        say(err, errlen, r, "BPF map not filled");
+                        say(err, r, "BPF map not filled");
                         goto out;
                 }
         }
@@ -229,7 +229,7 @@ int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret,
                 r = read_iter(it.vmas, &b);
         }
         if (r < 0) {
-                say(err, errlen, r, "BPF iterators not read");
+                say(err, r, "BPF iterators not read");
                 goto out;
         }
         size_t n = b.len / sizeof(struct gv_rec);
@@ -281,11 +281,11 @@ out:
 
 #else
 
-int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret, char *err, size_t errlen)
+int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret, char **err)
 {
         (void)s;
         (void)ret;
-        snprintf(err, errlen, "BPF iterators not built in (configured with -DGV_BPF=OFF)");
+        str_setf(err, "BPF iterators not built in (configured with -DGV_BPF=OFF)");
         return -EOPNOTSUPP;
 }
 

@@ -229,5 +229,5 @@ extern bool host_bpf_full_only;
 /* Load the iterators, look for s's targets, read them once. 0 and *ret (free with
  * host_bpf_result_free), or a negative errno and a sentence in err (not built in, no BTF, not
  * privileged, ...): the caller falls back to /proc. */
-int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret, char *err, size_t errlen);
+int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret, char **err);
 void host_bpf_result_free(struct host_bpf_result *r);

@@ -51,6 +51,7 @@ void host_report_release(struct host_report *r)
         free(r->unverified);
         free(r->opaque);
         free(r->limits);
+        free(r->bpf_error);
 }
 
 const struct host_proc *host_report_find(const struct host_report *r, pid_t pid)

@@ -1480,7 +1480,7 @@ static int bpf_walk(struct host_ctx *c, struct host_report *r)
         struct host_bpf_spec spec = { .targets = targets, .n_targets = c->n_nodes, .majors = majors,
                                       .n_majors = c->majors.n };
         memset(&res, 0, sizeof(res));
-        int e = host_bpf_collect(&spec, &res, r->bpf_error, sizeof(r->bpf_error));
+        int e = host_bpf_collect(&spec, &res, &r->bpf_error);
         if (e < 0)
                 return e;
         if (res.n_hits) /* qsort's base must not be NULL, even for no element */
@@ -1543,7 +1543,7 @@ int host_scan(const struct host_opts *o, struct host_report **ret)
                         goto out;
                 /* the /proc walk answers; r->bpf_error says why the iterators did not */
         } else if (o->holders == HOST_HOLDERS_BPF) {
-                snprintf(r->bpf_error, sizeof(r->bpf_error), "BPF iterators are used only on the live /proc, "
+                str_setf(&r->bpf_error, "BPF iterators are used only on the live /proc, "
                          "without --save-bundle");
                 e = -EOPNOTSUPP;
                 goto out;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "model/doctor.h"
+#include "util/buf.h"
 #include "util/parse.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -279,18 +280,10 @@ static struct doctor_finding *add(struct fl *l, const char *code, enum doctor_le
         return f;
 }
 
-static void __attribute__((format(printf, 3, 4))) set(char *field, size_t cap, const char *fmt, ...)
-{
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(field, cap, fmt, ap);
-        va_end(ap);
-}
-
 #define SET(f, field, ...)                                                                        \
         do {                                                                                      \
                 if (f)                                                                            \
-                        set((f)->field, sizeof((f)->field), __VA_ARGS__);                         \
+                        str_setf(&(f)->field, __VA_ARGS__);                                       \
         } while (0)
 
 static bool gpu_selected(const struct doctor_facts *f, const struct gpu_info *g)
@@ -439,28 +432,24 @@ static void check_uvm(const struct doctor_facts *f, struct fl *l)
         SET(d, summary, "nvidia_uvm is loaded");
         SET(d, evidence, "/proc/modules: nvidia_uvm, use count %ld", f->uvm_refcount);
         size_t n = 0;
-        char who[DOCTOR_TEXT] = "";
-        size_t w = 0;
+        struct buf who = BUF_INIT(0);
         for (size_t i = 0; i < f->n_holders; i++) {
                 if (!f->holders[i].holds_uvm)
                         continue;
                 n++;
-                if (w < sizeof(who) - 64) {
-                        int k = snprintf(who + w, sizeof(who) - w, "%s%d (%s)", w ? ", " : "", (int)f->holders[i].pid,
-                                         f->holders[i].comm);
-                        if (k > 0)
-                                w += (size_t)k;
-                }
+                buf_printf(&who, "%s%d (%s)", who.len ? ", " : "", (int)f->holders[i].pid, f->holders[i].comm);
         }
         bool used = n > 0 || f->uvm_refcount > 0;
         d = add(l, "uvm-in-use", used ? DOCTOR_INFO : DOCTOR_OK, -1);
         if (!used) {
                 SET(d, summary, "nvidia_uvm is not in use: it could be reloaded");
                 SET(d, evidence, "use count 0; no process holds /dev/nvidia-uvm");
+                buf_free(&who);
                 return;
         }
         SET(d, summary, "nvidia_uvm is in use (%zu process%s hold /dev/nvidia-uvm)", n, n == 1 ? "" : "es");
-        SET(d, evidence, "use count %ld%s%s", f->uvm_refcount, n ? "; holders: " : "", who);
+        SET(d, evidence, "use count %ld%s%s", f->uvm_refcount, n ? "; holders: " : "", buf_str(&who));
+        buf_free(&who);
         SET(d, next_step, "do not reload it to clear a ghost: 'modprobe -r nvidia_uvm' fails while it is used, and "
             "ending these processes breaks their CUDA contexts (their jobs die). End the ghost's own holders "
             "('ghostvram reclaim') instead");
@@ -530,9 +519,7 @@ static void check_params(const struct doctor_facts *f, struct fl *l)
                 SET(d, evidence, "/proc/driver/nvidia/params is missing (module not loaded?)");
                 return;
         }
-        char ev[DOCTOR_TEXT] = "";
-        char expl[DOCTOR_TEXT] = "";
-        size_t we = 0, wx = 0;
+        struct buf ev = BUF_INIT(0), expl = BUF_INIT(0);
         unsigned found = 0;
         for (size_t i = 0; i < sizeof(param_notes) / sizeof(param_notes[0]); i++) {
                 const char *end = f->params_text + f->params_len, *p = f->params_text;
@@ -546,24 +533,18 @@ static void check_params(const struct doctor_facts *f, struct fl *l)
                         while (*val == ' ')
                                 val++;
                         found++;
-                        if (we < sizeof(ev) - 80) {
-                                int k = snprintf(ev + we, sizeof(ev) - we, "%s%s=%.40s", we ? ", " : "", param_notes[i].name, val);
-                                if (k > 0)
-                                        we += (size_t)k < sizeof(ev) - we ? (size_t)k : sizeof(ev) - we - 1;
-                        }
-                        if (wx < sizeof(expl) - 40) {
-                                int k = snprintf(expl + wx, sizeof(expl) - wx, "%s%s: %s", wx ? "; " : "", param_notes[i].name,
-                                                 param_notes[i].meaning);
-                                if (k > 0)
-                                        wx += (size_t)k < sizeof(expl) - wx ? (size_t)k : sizeof(expl) - wx - 1;
-                        }
+                        buf_printf(&ev, "%s%s=%s", ev.len ? ", " : "", param_notes[i].name, val);
+                        buf_printf(&expl, "%s%s: %s", expl.len ? "; " : "", param_notes[i].name, param_notes[i].meaning);
                         break;
                 }
         }
         d = add(l, "module-params", DOCTOR_INFO, -1);
         SET(d, summary, "%u nvidia module parameter%s explained", found, found == 1 ? "" : "s");
-        SET(d, evidence, "/proc/driver/nvidia/params: %s", found ? ev : "none of the known ones");
-        SET(d, next_step, "%s", found ? expl : "");
+        SET(d, evidence, "/proc/driver/nvidia/params: %s", found ? buf_str(&ev) : "none of the known ones");
+        if (found)
+                SET(d, next_step, "%s", buf_str(&expl));
+        buf_free(&ev);
+        buf_free(&expl);
 }
 
 static void check_dmesg(const struct doctor_facts *f, struct fl *l)
@@ -691,12 +672,23 @@ int doctor_run(const struct doctor_facts *f, struct doctor_finding **ret, size_t
         check_version(f, modver, &l);
         check_toolkit(f, &l);
         if (l.err) {
-                free(l.v);
+                doctor_findings_free(l.v, l.n);
                 return l.err;
         }
         *ret = l.v;
         *ret_n = l.n;
         return 0;
+}
+
+void doctor_findings_free(struct doctor_finding *v, size_t n)
+{
+        for (size_t i = 0; v && i < n; i++) {
+                free(v[i].summary);
+                free(v[i].evidence);
+                free(v[i].next_step);
+                free(v[i].source);
+        }
+        free(v);
 }
 
 int doctor_exit_status(const struct doctor_facts *f, const struct doctor_finding *v, size_t n)

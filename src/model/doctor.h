@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "collect/gpu.h"
+#include "util/strf.h"
 
 enum doctor_level {
         DOCTOR_OK = 0,          /* checked, fine */
@@ -18,16 +19,15 @@ enum doctor_level {
         DOCTOR_UNKNOWN,         /* could not be checked (evidence says why) */
 };
 
-#define DOCTOR_TEXT 512
-
+/* The sentences are on the heap (util/strf.h: NULL is the empty one), never cut. */
 struct doctor_finding {
         char code[32];          /* stable: "persistence-off", "row-remap-pending", ... */
         enum doctor_level level;
         int gpu;                /* GPU index, or -1 for the host */
-        char summary[DOCTOR_TEXT];
-        char evidence[DOCTOR_TEXT];
-        char next_step[DOCTOR_TEXT]; /* "" when nothing is to be done */
-        char source[DOCTOR_TEXT];    /* driver-known-issue: where the problem is documented */
+        char *summary;
+        char *evidence;
+        char *next_step;        /* NULL when nothing is to be done */
+        char *source;           /* driver-known-issue: where the problem is documented */
 };
 
 /* A process that holds a device node, as the host scan saw it. */
@@ -77,8 +77,10 @@ const struct doctor_known_issue *doctor_known_issues(size_t *ret_n);
  * "470.74", {390, 0, 0} "390". 0, or -ENOBUFS (ret not written) when it does not fit. */
 int doctor_version_format(const unsigned v[3], char *ret, size_t len);
 
-/* Run every check. *ret is an array of *ret_n findings (free with free()). 0 or -ENOMEM. */
+/* Run every check. *ret is an array of *ret_n findings (free with doctor_findings_free). 0 or
+ * -ENOMEM. */
 int doctor_run(const struct doctor_facts *f, struct doctor_finding **ret, size_t *ret_n);
+void doctor_findings_free(struct doctor_finding *v, size_t n);
 
 /* 0 nothing to act on, 1 a warning, 3 the driver could not be inspected. */
 int doctor_exit_status(const struct doctor_facts *f, const struct doctor_finding *v, size_t n);

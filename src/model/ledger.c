@@ -2,6 +2,8 @@
  * Every rule here is written down in docs/verdicts.md. */
 #include "model/ledger.h"
 #include "model/daemons.h"
+#include "util/buf.h"
+#include "util/strf.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -200,6 +202,14 @@ static struct finding *add_finding(struct gpu_ledger *l, enum verdict v, enum co
         return fd;
 }
 
+static void finding_free(struct finding *fd)
+{
+        free(fd->summary);
+        for (size_t i = 0; i < fd->n_evidence; i++)
+                free(fd->evidence[i]);
+        free(fd->next_step);
+}
+
 static void evidence(struct finding *fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void evidence(struct finding *fd, const char *fmt, ...)
 {
@@ -207,7 +217,8 @@ static void evidence(struct finding *fd, const char *fmt, ...)
                 return;
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(fd->evidence[fd->n_evidence++], sizeof(fd->evidence[0]), fmt, ap);
+        if (str_vsetf(&fd->evidence[fd->n_evidence], fmt, ap) == 0)
+                fd->n_evidence++;
         va_end(ap);
 }
 
@@ -265,56 +276,56 @@ static void classify_owner(const struct facts *f, const struct gpu_info *g, cons
                 bool unreadable = (hp->skipped & HOST_SKIP_FDS) && hp->n_nodes == 0;
                 if (hp->state == 'Z' || hp->state == 'X') {
                         o->cls = OWNER_STALE;
-                        snprintf(o->why, sizeof(o->why), "zombie (dead, not yet reaped)");
+                        str_setf(&o->why, "zombie (dead, not yet reaped)");
                 } else if (hp->exiting) {
                         o->cls = OWNER_STALE;
-                        snprintf(o->why, sizeof(o->why), "exiting (state %c)", hp->state);
+                        str_setf(&o->why, "exiting (state %c)", hp->state);
                 } else if (hp->start_time > f->gpu->sample_time + START_SLACK_S && f->gpu->sample_time > 0) {
                         o->cls = OWNER_STALE;
-                        snprintf(o->why, sizeof(o->why), "PID reused: this process started after the sample");
+                        str_setf(&o->why, "PID reused: this process started after the sample");
                 } else if (unreadable) {
                         /* another user's process: what it holds is out of sight; it may well be the owner */
                         o->cls = OWNER_LIVE;
-                        snprintf(o->why, sizeof(o->why), "alive here (its descriptors are unreadable to this user)");
+                        str_setf(&o->why, "alive here (its descriptors are unreadable to this user)");
                 } else if ((!node || !uvm) && h && h->nodes_known &&
                            ((g->minor_known && !host_report_has_gpu_node(h, g->minor)) || (!uvm && !h->uvm_node))) {
                         /* the node it would hold is not under the device prefix: nobody can be
                          * seen holding it, so holding none says nothing about this process */
                         o->cls = OWNER_UNKNOWN;
                         o->unseen = true;
-                        snprintf(o->why, sizeof(o->why), "alive here; no %s device node under the prefix to see it hold",
+                        str_setf(&o->why, "alive here; no %s device node under the prefix to see it hold",
                                  g->minor_known && !host_report_has_gpu_node(h, g->minor) ? "GPU" : "nvidia-uvm");
                 } else if (!node || !uvm) {
                         if (host_pids) {
                                 /* in host-PID mode inside a container the number may be anyone's */
                                 o->cls = OWNER_FOREIGN;
-                                snprintf(o->why, sizeof(o->why), "host PID from another namespace");
+                                str_setf(&o->why, "host PID from another namespace");
                         } else if (!uvm) {
                                 o->cls = OWNER_STALE;
-                                snprintf(o->why, sizeof(o->why), "PID reused by %.40s, which holds no nvidia-uvm (not a CUDA process)",
+                                str_setf(&o->why, "PID reused by %s, which holds no nvidia-uvm (not a CUDA process)",
                                          comm);
                         } else {
                                 o->cls = OWNER_STALE;
-                                snprintf(o->why, sizeof(o->why), "PID reused by %.40s, a CUDA process that holds no /dev/nvidia%u",
+                                str_setf(&o->why, "PID reused by %s, a CUDA process that holds no /dev/nvidia%u",
                                          comm, g->minor);
                         }
                 } else {
                         o->cls = OWNER_LIVE;
-                        snprintf(o->why, sizeof(o->why), "alive here");
+                        str_setf(&o->why, "alive here");
                 }
                 return;
         }
         if (initial) {
                 o->cls = OWNER_STALE;   /* the initial namespace sees every PID */
-                snprintf(o->why, sizeof(o->why), "no such process");
+                str_setf(&o->why, "no such process");
         } else if (host_pids) {
                 o->cls = OWNER_FOREIGN;
-                snprintf(o->why, sizeof(o->why), "not in this PID namespace (the driver lists host PIDs)");
+                str_setf(&o->why, "not in this PID namespace (the driver lists host PIDs)");
         } else {
                 /* outside the initial namespace an absent PID may be dead or out of sight; it
                  * becomes stale only if its process group or session is still here (below) */
                 o->cls = OWNER_UNKNOWN;
-                snprintf(o->why, sizeof(o->why), "no such process in this PID namespace");
+                str_setf(&o->why, "no such process in this PID namespace");
         }
 }
 
@@ -326,9 +337,12 @@ static struct attribution *add_attr(struct gpu_ledger *l, size_t holder, enum li
         for (size_t i = 0; i < l->n_attr; i++)
                 if (l->attr[i].holder == holder)
                         return &l->attr[i]; /* the first (strongest) link wins */
-        struct attribution *n = realloc(l->attr, (l->n_attr + 1) * sizeof(*n));
-        if (!n)
+        char *own = strdup(text);
+        struct attribution *n = own ? realloc(l->attr, (l->n_attr + 1) * sizeof(*n)) : NULL;
+        if (!n) {
+                free(own);
                 return NULL;
+        }
         l->attr = n;
         struct attribution *a = &l->attr[l->n_attr++];
         memset(a, 0, sizeof(*a));
@@ -337,7 +351,7 @@ static struct attribution *add_attr(struct gpu_ledger *l, size_t holder, enum li
         a->to_pid = to;
         a->candidate = candidate;
         a->confidence = c;
-        snprintf(a->text, sizeof(a->text), "%s", text);
+        a->text = own;
         return a;
 }
 
@@ -352,12 +366,11 @@ static bool attributable(const struct scan_result *res, const struct ledger_opts
 
 /* A tie to a live owner (group, session, job) is said in the link's text and caps its
  * confidence at medium. */
-static void tie_note(char *text, size_t size, enum job_tie tie, const char *what, pid_t live, enum confidence *c)
+static void tie_note(char **text, enum job_tie tie, const char *what, pid_t live, enum confidence *c)
 {
         if (tie == JOB_TIE_NONE)
                 return;
-        size_t tl = strlen(text);
-        snprintf(text + tl, size - tl, "; shares its %s with live PID %d",
+        str_addf(text, "; shares its %s with live PID %d",
                  tie == JOB_TIE_JOB && what ? what : job_tie_name(tie), (int)live);
         if (*c > CONF_MEDIUM)
                 *c = CONF_MEDIUM;
@@ -391,31 +404,36 @@ static int attribute_linked(const struct scan_result *res, const struct ledger_o
                                 continue;
                         bool uvm = holds_uvm(hp);
                         enum confidence c = uvm ? CONF_HIGH : CONF_MEDIUM;
-                        char text[160];
+                        char *text = NULL;
                         enum link_kind kind = LINK_NONE;
                         if (hp->pgid == dead) {
                                 kind = LINK_PGID;
-                                snprintf(text, sizeof(text), "worker of dead PID %d, same process group", (int)dead);
+                                str_setf(&text, "worker of dead PID %d, same process group", (int)dead);
                         } else if (hp->sid == dead) {
                                 kind = LINK_SID;
-                                snprintf(text, sizeof(text), "worker of dead PID %d, same session", (int)dead);
+                                str_setf(&text, "worker of dead PID %d, same session", (int)dead);
                         } else if (owner_facts && hp->ppid == dead) {
                                 kind = LINK_PPID;
-                                snprintf(text, sizeof(text), "child of dead PID %d", (int)dead);
+                                str_setf(&text, "child of dead PID %d", (int)dead);
                         } else if (owner_facts && job_same(hp, &pf->proc, f->self_known ? &f->self : NULL, NULL)) {
                                 kind = LINK_JOB;
                                 c = CONF_MEDIUM;
-                                snprintf(text, sizeof(text), "same job as dead PID %d", (int)dead);
+                                str_setf(&text, "same job as dead PID %d", (int)dead);
                         }
-                        if (kind == LINK_NONE)
+                        if (kind == LINK_NONE || !text) {
+                                free(text);
                                 continue;
+                        }
                         pid_t live = 0;
                         const char *what = NULL;
                         enum job_tie tie = ledger_live_tie(res, hp, NULL, &live, &what);
-                        if (tie == JOB_TIE_PARENT || tie == JOB_TIE_FAMILY)
+                        if (tie == JOB_TIE_PARENT || tie == JOB_TIE_FAMILY) {
+                                free(text);
                                 continue; /* a live owner's worker, or its family's member, is never an orphan */
-                        tie_note(text, sizeof(text), tie, what, live, &c);
+                        }
+                        tie_note(&text, tie, what, live, &c);
                         struct attribution *a = add_attr(l, i, kind, dead, false, c, text);
+                        free(text);
                         if (!a)
                                 return -ENOMEM;
                         a->tie = tie;
@@ -425,7 +443,7 @@ static int attribute_linked(const struct scan_result *res, const struct ledger_o
                 if (ow->cls != OWNER_STALE && l->n_attr > before) {
                         /* its process group or session is here and it is not: it is dead */
                         ow->cls = OWNER_STALE;
-                        snprintf(ow->why, sizeof(ow->why), "no such process; its process group is still here");
+                        str_setf(&ow->why, "no such process; its process group is still here");
                 }
                 /* processes we cannot inspect (another user's) in its group or session */
                 ow->out_of_sight = 0;
@@ -434,7 +452,7 @@ static int attribute_linked(const struct scan_result *res, const struct ledger_o
                         ow->out_of_sight += h->opaque[i].pgid == dead || h->opaque[i].sid == dead;
                 if (ow->cls != OWNER_STALE && ow->out_of_sight) {
                         ow->cls = OWNER_STALE;
-                        snprintf(ow->why, sizeof(ow->why), "no such process; its process group is still here, out of sight");
+                        str_setf(&ow->why, "no such process; its process group is still here, out of sight");
                 }
         }
         return 0;
@@ -606,7 +624,7 @@ static int fam_attr(struct scan_result *res, const struct ledger_opts *o, size_t
         for (size_t w = 0; w < l->n_owners; w++)
                 if ((pid_t)l->owners[w].pid == to && l->owners[w].cls == OWNER_UNKNOWN) {
                         l->owners[w].cls = OWNER_STALE;
-                        snprintf(l->owners[w].why, sizeof(l->owners[w].why),
+                        str_setf(&l->owners[w].why,
                                  "no such process in this PID namespace; a process family here holds this GPU");
                 }
         return 0;
@@ -637,11 +655,12 @@ static int attribute_family(struct scan_result *res, const struct ledger_opts *o
                         if (tie == JOB_TIE_PARENT || tie == JOB_TIE_FAMILY)
                                 continue;
                         enum confidence c = src.confidence;
-                        char text[160];
-                        snprintf(text, sizeof(text), "shares an open file description with PID %d (%s)",
+                        char *text = NULL;
+                        str_setf(&text, "shares an open file description with PID %d (%s)",
                                  (int)h->holders[src.holder].pid, link_name(src.link));
-                        tie_note(text, sizeof(text), tie, what, live, &c);
-                        struct attribution *na = add_attr(l, i, LINK_FAMILY, src.to_pid, false, c, text);
+                        tie_note(&text, tie, what, live, &c);
+                        struct attribution *na = text ? add_attr(l, i, LINK_FAMILY, src.to_pid, false, c, text) : NULL;
+                        free(text);
                         if (!na)
                                 return -ENOMEM;
                         na->tie = tie;
@@ -707,21 +726,22 @@ static int attribute_free_families(struct scan_result *res, const struct ledger_
                 if (on && !n_free++)
                         the_free = k;
         }
-        char text[160];
+        char *text = NULL;
+        int r = 0;
         if (distinct == 1 && n_free == 1) {
                 struct fam_info *x = &fi[the_free];
-                /* within an attribution's text (160 bytes) */
-                int w = snprintf(text, sizeof(text), "by elimination: the only family no link explains, for dead PID %d, "
+                str_setf(&text, "by elimination: the only family no link explains, for dead PID %d, "
                                  "the only dead owner left", (int)one);
-                if (x->gone && w > 0 && (size_t)w < sizeof(text))
-                        snprintf(text + w, sizeof(text) - (size_t)w, "; its %s leader (PID %d) is gone", x->gone_what,
+                if (x->gone)
+                        str_addf(&text, "; its %s leader (PID %d) is gone", x->gone_what,
                                  (int)x->gone);
-                for (size_t j = 0; j < nlo; j++)
-                        if (fam_holds_gpu(h, the_free, &f->gpu->gpus[lo[j].gpu]) &&
-                            fam_attr(res, o, lo[j].gpu, the_free, LINK_ELIMINATION, one, false, CONF_MEDIUM, x->gone != 0, text) < 0)
-                                return -ENOMEM;
+                for (size_t j = 0; j < nlo && r == 0; j++)
+                        if (!text || (fam_holds_gpu(h, the_free, &f->gpu->gpus[lo[j].gpu]) &&
+                            fam_attr(res, o, lo[j].gpu, the_free, LINK_ELIMINATION, one, false, CONF_MEDIUM, x->gone != 0, text) < 0))
+                                r = -ENOMEM;
                 x->done = true;
-                return 0;
+                free(text);
+                return r;
         }
         for (size_t k = 1; k < nk; k++) {
                 struct fam_info *x = &fi[k];
@@ -734,15 +754,16 @@ static int attribute_free_families(struct scan_result *res, const struct ledger_
                                 best = lo[j].pid;
                 if (!best)
                         continue;
-                snprintf(text, sizeof(text), "likely dead PID %d's: its lowest PID, %d, is the next after it among the dead owners "
+                str_setf(&text, "likely dead PID %d's: its lowest PID, %d, is the next after it among the dead owners "
                          "(PID order only)", (int)best, (int)x->min_pid);
-                for (size_t j = 0; j < nlo; j++)
-                        if (lo[j].pid == best && fam_holds_gpu(h, k, &f->gpu->gpus[lo[j].gpu]) &&
-                            fam_attr(res, o, lo[j].gpu, k, LINK_PID_ORDER, best, false, CONF_LOW, false, text) < 0)
-                                return -ENOMEM;
+                for (size_t j = 0; j < nlo && r == 0; j++)
+                        if (!text || (lo[j].pid == best && fam_holds_gpu(h, k, &f->gpu->gpus[lo[j].gpu]) &&
+                            fam_attr(res, o, lo[j].gpu, k, LINK_PID_ORDER, best, false, CONF_LOW, false, text) < 0))
+                                r = -ENOMEM;
                 x->done = true;
         }
-        return 0;
+        free(text);
+        return r;
 }
 
 /* Orphans that no link by number names: an unlisted CUDA process (nvidia-uvm) holding a GPU's
@@ -803,7 +824,7 @@ static int attribute_orphans(struct scan_result *res, const struct ledger_opts *
                 for (size_t j = 0; j < n_on; j++) {
                         struct gpu_ledger *l = &res->gpus[on[j]];
                         const struct gpu_info *gi = &f->gpu->gpus[on[j]];
-                        char text[160], node[24];
+                        char *text = NULL, node[24];
                         snprintf(node, sizeof(node), "/dev/nvidia%u", gi->minor);
                         enum link_kind kind;
                         enum confidence c;
@@ -820,25 +841,25 @@ static int attribute_orphans(struct scan_result *res, const struct ledger_opts *
                                 kind = LINK_ORPHAN;
                                 c = gone ? CONF_MEDIUM : CONF_LOW;
                                 if (gone)
-                                        snprintf(text, sizeof(text),
+                                        str_setf(&text,
                                                  "unlisted CUDA process holding %s while dead PID %d is listed; the leader of its %s (PID %d) is gone",
                                                  gi->minor_known ? node : "a GPU node", (int)to, lwhat, (int)gone);
                                 else
-                                        snprintf(text, sizeof(text), "unlisted CUDA process holding %s while dead PID %d is listed",
+                                        str_setf(&text, "unlisted CUDA process holding %s while dead PID %d is listed",
                                                  gi->minor_known ? node : "a GPU node", (int)to);
                         } else {
                                 kind = LINK_LEADER_GONE;
                                 c = mode[on[j]] == ORPHAN_HOST_PIDS && n_absent > 1 ? CONF_LOW : CONF_MEDIUM;
                                 to = gone;
-                                snprintf(text, sizeof(text), "holds nvidia-uvm and %s, listed by NVML nowhere; leader of its %s (PID %d) is gone",
+                                str_setf(&text, "holds nvidia-uvm and %s, listed by NVML nowhere; leader of its %s (PID %d) is gone",
                                          gi->minor_known ? node : "a GPU node", lwhat, (int)gone);
                         }
                         if (n_on > 1) {
                                 c = CONF_LOW;
-                                size_t tl = strlen(text);
-                                snprintf(text + tl, sizeof(text) - tl, " (candidate: it holds %zu GPUs with a ghost)", n_on);
+                                str_addf(&text, " (candidate: it holds %zu GPUs with a ghost)", n_on);
                         }
-                        struct attribution *na = add_attr(l, i, kind, to, n_on > 1, c, text);
+                        struct attribution *na = text ? add_attr(l, i, kind, to, n_on > 1, c, text) : NULL;
+                        free(text);
                         if (!na) {
                                 free(fi);
                                 return -ENOMEM;
@@ -856,7 +877,7 @@ static int attribute_orphans(struct scan_result *res, const struct ledger_opts *
                         for (size_t k = 0; k < l->n_owners; k++)
                                 if (l->owners[k].cls == OWNER_UNKNOWN) {
                                         l->owners[k].cls = OWNER_STALE;
-                                        snprintf(l->owners[k].why, sizeof(l->owners[k].why),
+                                        str_setf(&l->owners[k].why,
                                                  "no such process in this PID namespace; an orphan here holds this GPU");
                                 }
                 if (mode[g] != ORPHAN_HOST_PIDS || !l->n_attr)
@@ -866,7 +887,7 @@ static int attribute_orphans(struct scan_result *res, const struct ledger_opts *
                         if (l->owners[k].cls != OWNER_FOREIGN || (pf && pf->present))
                                 continue;
                         l->owners[k].cls = OWNER_UNKNOWN;
-                        snprintf(l->owners[k].why, sizeof(l->owners[k].why),
+                        str_setf(&l->owners[k].why,
                                  "not in this PID namespace; orphans of a dead job here hold this GPU");
                 }
         }
@@ -1147,7 +1168,7 @@ static void headline(struct finding *fd, const char *fmt, ...)
                 return;
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(fd->summary, sizeof(fd->summary), fmt, ap);
+        str_vsetf(&fd->summary, fmt, ap);
         va_end(ap);
 }
 
@@ -1158,7 +1179,7 @@ static void next_step(struct finding *fd, const char *fmt, ...)
                 return;
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(fd->next_step, sizeof(fd->next_step), fmt, ap);
+        str_vsetf(&fd->next_step, fmt, ap);
         va_end(ap);
 }
 
@@ -1170,9 +1191,9 @@ static void stale_evidence(struct finding *fd, const struct gpu_ledger *l)
                         continue;
                 finding_pid(fd, (pid_t)ow->pid);
                 if (ow->used_known)
-                        evidence(fd, "NVML lists PID %u with %llu MiB: %s", ow->pid, mib(ow->used_bytes), ow->why);
+                        evidence(fd, "NVML lists PID %u with %llu MiB: %s", ow->pid, mib(ow->used_bytes), str_or_empty(ow->why));
                 else
-                        evidence(fd, "NVML lists PID %u: %s", ow->pid, ow->why);
+                        evidence(fd, "NVML lists PID %u: %s", ow->pid, str_or_empty(ow->why));
         }
 }
 
@@ -1295,18 +1316,11 @@ bool ledger_default_target(const struct facts *f, const struct attribution *a, c
         return false;
 }
 
-/* PIDs as text, for evidence and next steps: as many as fit. */
-struct pid_text {
-        char s[256];
-        size_t len;
-};
-
-/* Append pid, after sep unless it is the first. */
-static void pid_text_add(struct pid_text *t, const char *sep, pid_t pid)
+/* PIDs as text, for evidence and next steps: every one of them (a command that names some
+ * would leave the rest holding the memory). Append pid, after sep unless it is the first. */
+static void pid_text_add(struct buf *t, const char *sep, pid_t pid)
 {
-        int w = snprintf(t->s + t->len, sizeof(t->s) - t->len, "%s%d", t->len ? sep : "", (int)pid);
-        if (w > 0 && (size_t)w < sizeof(t->s) - t->len)
-                t->len += (size_t)w;
+        buf_printf(t, "%s%d", t->len ? sep : "", (int)pid);
 }
 
 static void explain_gpu(const struct facts *now, const struct facts *before, const struct ledger_opts *o,
@@ -1425,7 +1439,7 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                         headline(fd, "%llu MiB ghost held by %zu orphaned process%s of a dead job", mib(l->ghost),
                                  l->n_attr, l->n_attr == 1 ? "" : "es");
                 stale_evidence(fd, l);
-                struct pid_text pl = { "", 0 }, pp = { "", 0 };
+                struct buf pl = BUF_INIT(0), pp = BUF_INIT(0);
                 const char *why = NULL;
                 bool all_default = true;
                 for (size_t a = 0; a < l->n_attr; a++) {
@@ -1444,10 +1458,12 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                         evidence(fd, "used fell by %llu MiB between the samples: part of it is being freed", mib(l->freed_bytes));
                 if (all_default)
                         next_step(fd, "free it safely (each process re-checked, signalled through a pidfd, the memory measured): `sudo ghostvram reclaim --gpu %u` shows the plan, add --yes to act (by hand: kill -TERM %s)",
-                                  l->index, pl.s);
+                                  l->index, buf_str(&pl));
                 else
                         next_step(fd, "check each process first (%s, so reclaim does not end it by default); then `sudo ghostvram reclaim --gpu %u --pid %s` shows the plan, add --yes to act",
-                                  why ? why : "not a default target", l->index, pp.s);
+                                  why ? why : "not a default target", l->index, buf_str(&pp));
+                buf_free(&pl);
+                buf_free(&pp);
         } else if (l->freeing) {
                 fd = add_finding(l, VERDICT_FREEING, CONF_MEDIUM, l->freeing_bytes);
                 headline(fd, "%llu MiB still being released by the driver", mib(l->freeing_bytes));
@@ -1461,13 +1477,14 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                                 evidence(fd, "the owner PID %u is exiting: the driver is tearing its context down", l->owners[k].pid);
                 }
                 if (l->n_gone_holders) {
-                        struct pid_text gl = { "", 0 };
+                        struct buf gl = BUF_INIT(0);
                         size_t shown = l->n_gone_holders < 8 ? l->n_gone_holders : 8;
                         for (size_t k = 0; k < shown; k++)
                                 pid_text_add(&gl, ", ", l->gone_holders[k]);
                         evidence(fd, "PID%s %s%s held it in the earlier sample and hold%s nothing now: the driver frees a "
-                                     "context after its last holder goes", l->n_gone_holders == 1 ? "" : "s", gl.s,
+                                     "context after its last holder goes", l->n_gone_holders == 1 ? "" : "s", buf_str(&gl),
                                  l->n_gone_holders > shown ? " and more" : "", l->n_gone_holders == 1 ? "s" : "");
+                        buf_free(&gl);
                 }
                 evidence(fd, "no process holds it: not a ghost while it keeps falling");
                 next_step(fd, "nothing to do yet: re-run `ghostvram scan --gpu %u` in a minute; if it stops falling, it is a ghost", l->index);
@@ -1486,7 +1503,7 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                         finding_pid(fd, h->holders[i].pid);
                         evidence(fd, "PID %d (%s) is a %s holding /dev/nvidia%u; it can keep a dead client's memory",
                                  (int)h->holders[i].pid, h->holders[i].comm ? h->holders[i].comm : "?", d->kind, g->minor);
-                        if (!fd->next_step[0] || strcmp(d->kind, "MPS") == 0)
+                        if (str_empty(fd->next_step) || strcmp(d->kind, "MPS") == 0)
                                 next_step(fd, "%s; then `ghostvram scan --gpu %u`", d->stop, l->index);
                 }
                 bool stale = has_owner(l, OWNER_STALE);
@@ -1568,7 +1585,7 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                 for (size_t k = 0; k < l->n_owners; k++)
                         if (l->owners[k].cls == OWNER_FOREIGN) {
                                 finding_pid(ff, (pid_t)l->owners[k].pid);
-                                evidence(ff, "NVML lists PID %u: %s", l->owners[k].pid, l->owners[k].why);
+                                evidence(ff, "NVML lists PID %u: %s", l->owners[k].pid, str_or_empty(l->owners[k].why));
                         }
                 next_step(ff, "not a leak; to name them, run on the host: `sudo ghostvram scan --gpu %u`", l->index);
         }
@@ -1771,9 +1788,16 @@ void scan_result_free(struct scan_result *r)
         if (!r)
                 return;
         for (size_t i = 0; i < r->n_gpus; i++) {
-                free(r->gpus[i].owners);
-                free(r->gpus[i].attr);
-                free(r->gpus[i].findings);
+                struct gpu_ledger *l = &r->gpus[i];
+                for (size_t k = 0; k < l->n_owners; k++)
+                        free(l->owners[k].why);
+                for (size_t k = 0; k < l->n_attr; k++)
+                        free(l->attr[k].text);
+                for (size_t k = 0; k < l->n_findings; k++)
+                        finding_free(&l->findings[k]);
+                free(l->owners);
+                free(l->attr);
+                free(l->findings);
         }
         free(r->gpus);
         free(r);

@@ -11,6 +11,7 @@
 
 #include "collect/sample.h"
 #include "model/jobs.h"
+#include "util/strf.h"         /* the sentences below */
 
 enum confidence { CONF_LOW = 0, CONF_MEDIUM, CONF_HIGH };
 
@@ -60,7 +61,7 @@ struct attribution {
         /* the tie is proven: a link by number, the family of such a link, or elimination with
          * the family's group or session leader gone; only such a tie makes a default target */
         bool proof;
-        char text[160];         /* "worker of dead PID 31300, same process group" */
+        char *text;             /* "worker of dead PID 31300, same process group" (util/strf.h) */
 };
 
 #define LEDGER_MAX_EVIDENCE 8
@@ -73,10 +74,11 @@ struct finding {
         uint64_t bytes;
         pid_t pids[LEDGER_MAX_PIDS];
         size_t n_pids;
-        char summary[200];      /* one line for the headline */
-        char evidence[LEDGER_MAX_EVIDENCE][200];
+        /* the sentences, on the heap (util/strf.h: NULL is the empty one), never cut */
+        char *summary;          /* one line for the headline */
+        char *evidence[LEDGER_MAX_EVIDENCE];
         size_t n_evidence;
-        char next_step[320];    /* the exact next command, with a short why */
+        char *next_step;        /* the exact next command, with a short why */
 };
 
 /* How an NVML-listed process counts. */
@@ -94,7 +96,7 @@ struct owner {
         enum owner_class cls;
         uint32_t gpu_instance;  /* MIG GPU / compute instance (GPU_INSTANCE_NONE outside MIG) */
         uint32_t compute_instance;
-        char why[160];          /* "no such process", "zombie", "PID reused by ..." */
+        char *why;              /* "no such process", "zombie", "PID reused by ..." (util/strf.h) */
         unsigned out_of_sight;  /* processes in its group or session whose files we cannot read */
         bool unseen;            /* alive here, but its GPU's node is not under the prefix */
 };

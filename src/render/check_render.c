@@ -1,6 +1,7 @@
 #include "render/check_render.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #define MIB (1024.0 * 1024.0)
@@ -57,11 +58,11 @@ enum plugin_state check_gpu_state(const struct gpu_ledger *l, const struct check
 }
 
 /* Text from the driver or the ledger in the plugin's output: one line, no '|' (it starts the
- * performance data), no control characters, bounded. */
-static int put_plain(struct buf *out, const char *s, size_t max)
+ * performance data), no control characters; whole (a cut sentence misleads, and out is capped). */
+static int put_plain(struct buf *out, const char *s)
 {
         int r = 0;
-        for (size_t i = 0; s[i] && i < max && r == 0; i++) {
+        for (size_t i = 0; s[i] && r == 0; i++) {
                 unsigned char c = (unsigned char)s[i];
                 if (c == '|')
                         r = buf_puts(out, "\xc2\xa6");  /* U+00A6 BROKEN BAR: reads like a pipe */
@@ -78,6 +79,15 @@ static bool counted(const struct scan_result *r, const struct gpu_ledger *l)
         return r->only_gpu < 0 || (unsigned)r->only_gpu == l->index;
 }
 
+/* The GPU's own status message without the "GPU N: " it may start with: the line has said it. */
+static const char *status_text(const struct gpu_info *g, unsigned index)
+{
+        char pre[24];
+        int n = snprintf(pre, sizeof(pre), "GPU %u: ", index);
+        const char *m = g->status_message;
+        return n > 0 && strncmp(m, pre, (size_t)n) == 0 ? m + n : m;
+}
+
 static int gpu_summary(struct buf *out, const struct scan_result *r, const struct gpu_ledger *l,
                        enum plugin_state st)
 {
@@ -88,7 +98,7 @@ static int gpu_summary(struct buf *out, const struct scan_result *r, const struc
                 return e ? e : buf_puts(out, "lost (the driver cannot reach it)");
         if (!l->inspected) {
                 e = e ? e : buf_puts(out, "not inspected (");
-                e = e ? e : put_plain(out, g->status_message[0] ? g->status_message : "no memory figures", 120);
+                e = e ? e : put_plain(out, g->status_message[0] ? status_text(g, l->index) : "no memory figures");
                 return e ? e : buf_putc(out, ')');
         }
         if (!l->procs_known)
@@ -212,10 +222,10 @@ int check_render(struct buf *out, const struct scan_result *r, const struct chec
                         continue;
                 const struct finding *fd = &l->findings[0];
                 e = buf_printf(out, "GPU %u %s: ", l->index, fd->code);
-                e = e ? e : put_plain(out, fd->summary, sizeof(fd->summary));
-                if (fd->next_step[0] && !e) {
+                e = e ? e : put_plain(out, str_or_empty(fd->summary));
+                if (!str_empty(fd->next_step) && !e) {
                         e = buf_puts(out, ". Next: ");
-                        e = e ? e : put_plain(out, fd->next_step, sizeof(fd->next_step));
+                        e = e ? e : put_plain(out, fd->next_step);
                 }
                 e = e ? e : buf_putc(out, '\n');
         }
@@ -227,6 +237,6 @@ int check_render(struct buf *out, const struct scan_result *r, const struct chec
 int check_render_unknown(struct buf *out, const char *why)
 {
         int e = buf_puts(out, "GHOSTVRAM UNKNOWN - ");
-        e = e ? e : put_plain(out, why, 240);
+        e = e ? e : put_plain(out, why);
         return e ? e : buf_putc(out, '\n');
 }

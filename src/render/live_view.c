@@ -33,6 +33,11 @@ static void copy(char *dst, size_t n, const char *src)
         dst[i] = '\0';
 }
 
+_Static_assert(LIVE_STATUS_MAX > sizeof(((struct gpu_info *)0)->status_message) + 64 &&
+                       LIVE_STATUS_MAX > sizeof(((struct gpu_report *)0)->error) + 64 &&
+                       LIVE_STATUS_MAX > sizeof(((struct facts *)0)->kernel_error) + 64,
+               "a sampler's status fits LIVE_STATUS_MAX whole");
+
 void live_sample_status(const struct sample *s, char *out, size_t outlen)
 {
         out[0] = '\0';
@@ -46,7 +51,7 @@ void live_sample_status(const struct sample *s, char *out, size_t outlen)
         if (g && g->timed_out)
                 gpu_report_timeout_text(g, out, outlen);
         else if (g && !g->driver_present)
-                snprintf(out, outlen, "no NVIDIA driver: %.150s", g->error[0] ? g->error : "not available");
+                snprintf(out, outlen, "no NVIDIA driver: %s", g->error[0] ? g->error : "not available");
         else
                 snprintf(out, outlen, "%s", s->why);
 }
@@ -83,14 +88,14 @@ static void gpu_of(struct live_gpu *o, const struct gpu_info *g, const struct gp
         copy(o->verdict, sizeof(o->verdict), v ? v->code : "unknown");
         copy(o->confidence, sizeof(o->confidence), v ? confidence_name(v->confidence) : "");
         if (v) {
-                copy(o->summary, sizeof(o->summary), v->summary);
+                str_set(&o->summary, v->summary);
                 for (size_t e = 0; e < v->n_evidence && e < LEDGER_MAX_EVIDENCE; e++)
-                        copy(o->evidence[e], sizeof(o->evidence[e]), v->evidence[e]);
+                        str_set(&o->evidence[e], v->evidence[e]);
                 o->n_evidence = v->n_evidence < LEDGER_MAX_EVIDENCE ? v->n_evidence : LEDGER_MAX_EVIDENCE;
-                copy(o->next_step, sizeof(o->next_step), v->next_step);
+                str_set(&o->next_step, v->next_step);
         }
         if (g->status != GPU_OK)
-                copy(o->status, sizeof(o->status), g->status_message[0] ? g->status_message : gpu_status_name(g->status));
+                str_set(&o->status, g->status_message[0] ? g->status_message : gpu_status_name(g->status));
 }
 
 /* The facts of a process into a row (the role and link are the caller's). */
@@ -109,7 +114,7 @@ static int row_proc(struct live_row *w, const struct host_proc *hp, const struct
         }
         struct buf b = BUF_INIT(4096);
         host_proc_detail_text(&b, hp);
-        copy(w->detail, sizeof(w->detail), buf_str(&b));
+        str_set(&w->detail, buf_str(&b));
         buf_free(&b);
         /* the GPUs whose nodes it holds */
         size_t at = 0;
@@ -171,8 +176,8 @@ static int rows_of_gpu(struct live_view *v, const struct scan_result *r, const s
                 w->pid = (pid_t)ow->pid;
                 w->gpu = (int)l->index;
                 w->listed_bytes = ow->used_known ? (int64_t)ow->used_bytes : -1;
-                copy(w->role, sizeof(w->role), owner_role(ow->cls));
-                copy(w->link, sizeof(w->link), ow->why);
+                str_set(&w->role, owner_role(ow->cls));
+                str_set(&w->link, ow->why);
                 w->ghost_holder = false;
         }
         for (size_t a = 0; f->host && a < l->n_attr; a++) {
@@ -195,16 +200,16 @@ static int rows_of_gpu(struct live_view *v, const struct scan_result *r, const s
                 }
                 /* scan's link and confidence, never a stronger word */
                 if (at->link == LINK_LEADER_GONE)
-                        snprintf(w->role, sizeof(w->role), "holder, leader %d gone", (int)at->to_pid);
+                        str_setf(&w->role, "holder, leader %d gone", (int)at->to_pid);
                 else if (at->link == LINK_ELIMINATION)
-                        snprintf(w->role, sizeof(w->role), "elimination: dead PID %d", (int)at->to_pid);
+                        str_setf(&w->role, "elimination: dead PID %d", (int)at->to_pid);
                 else if (at->link == LINK_PID_ORDER)
-                        snprintf(w->role, sizeof(w->role), "PID order: dead PID %d", (int)at->to_pid);
+                        str_setf(&w->role, "PID order: dead PID %d", (int)at->to_pid);
                 else if (at->link == LINK_ORPHAN || at->candidate || !at->proof)
-                        snprintf(w->role, sizeof(w->role), "candidate, dead PID %d", (int)at->to_pid);
+                        str_setf(&w->role, "candidate, dead PID %d", (int)at->to_pid);
                 else
-                        snprintf(w->role, sizeof(w->role), "worker of dead PID %d", (int)at->to_pid);
-                copy(w->link, sizeof(w->link), at->text);
+                        str_setf(&w->role, "worker of dead PID %d", (int)at->to_pid);
+                str_set(&w->link, at->text);
                 copy(w->confidence, sizeof(w->confidence), confidence_name(at->confidence));
                 w->ghost_holder = true;
         }
@@ -271,9 +276,9 @@ int live_view_build(const struct scan_result *r, bool with_cmdline, bool full_wa
         v->full_walk = full_walk;
         v->simulated = f->simulated;
         v->driver_present = f->gpu->driver_present;
-        copy(v->driver, sizeof(v->driver), f->gpu->driver_present ? f->gpu->driver_version : f->gpu->error);
+        str_set(&v->driver, f->gpu->driver_present ? f->gpu->driver_version : f->gpu->error);
         v->full_visibility = r->full_visibility;
-        copy(v->kernel_error, sizeof(v->kernel_error), f->kernel_error);
+        str_set(&v->kernel_error, f->kernel_error);
         for (size_t i = 0; !e && i < r->n_gpus && i < f->gpu->n_gpus; i++) {
                 gpu_of(&v->gpus[v->n_gpus++], &f->gpu->gpus[i], &r->gpus[i]);
                 e = rows_of_gpu(v, r, &r->gpus[i], with_cmdline);
@@ -293,18 +298,18 @@ int live_view_build(const struct scan_result *r, bool with_cmdline, bool full_wa
                 enum job_tie tie = d ? JOB_TIE_NONE : ledger_live_tie(r, hp, NULL, &owner, &what);
                 if (tie != JOB_TIE_NONE) {
                         /* a live job's worker: its memory is charged to the owner NVML lists */
-                        snprintf(w->role, sizeof(w->role), "worker of live PID %d", (int)owner);
-                        snprintf(w->link, sizeof(w->link), "tied to live owner %d (%s): its memory counts as listed",
+                        str_setf(&w->role, "worker of live PID %d", (int)owner);
+                        str_setf(&w->link, "tied to live owner %d (%s): its memory counts as listed",
                                  (int)owner, what ? what : job_tie_name(tie));
                         continue;
                 }
-                copy(w->role, sizeof(w->role),
+                str_set(&w->role,
                      d ? d->kind : host_proc_holds(hp, "nvidia-uvm") ? "CUDA process, not listed" : "monitor");
-                copy(w->link, sizeof(w->link), d ? "a GPU daemon: never counted, never ended by reclaim"
+                str_set(&w->link, d ? "a GPU daemon: never counted, never ended by reclaim"
                                                  : "holds device nodes; no link to a ghost");
         }
         for (size_t i = 0; f->host && i < f->host->n_limits && v->n_limits < 4; i++)
-                copy(v->limits[v->n_limits++], sizeof(v->limits[0]), f->host->limits[i]);
+                str_set(&v->limits[v->n_limits++], f->host->limits[i]);
         if (!e)
                 xids_of(v, f);
         if (e) {
@@ -319,8 +324,25 @@ void live_view_free(struct live_view *v)
 {
         if (!v)
                 return;
-        for (size_t i = 0; i < v->n_rows; i++)
-                free(v->rows[i].cmdline);
+        for (size_t i = 0; i < v->n_rows; i++) {
+                struct live_row *w = &v->rows[i];
+                free(w->cmdline);
+                free(w->role);
+                free(w->link);
+                free(w->detail);
+        }
+        for (size_t i = 0; i < v->n_gpus; i++) {
+                struct live_gpu *g = &v->gpus[i];
+                free(g->summary);
+                for (size_t e = 0; e < g->n_evidence; e++)
+                        free(g->evidence[e]);
+                free(g->next_step);
+                free(g->status);
+        }
+        for (size_t i = 0; i < v->n_limits; i++)
+                free(v->limits[i]);
+        free(v->driver);
+        free(v->kernel_error);
         free(v->rows);
         free(v->gpus);
         free(v);

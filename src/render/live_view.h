@@ -46,11 +46,12 @@ struct live_gpu {
         bool ghost_confirmed;
         char verdict[24];               /* stable code: ok, orphaned-holders, ... */
         char confidence[8];
-        char summary[200];
-        char evidence[LEDGER_MAX_EVIDENCE][200];
+        /* the sentences, on the heap (util/strf.h: NULL is the empty one), never cut */
+        char *summary;
+        char *evidence[LEDGER_MAX_EVIDENCE];
         size_t n_evidence;
-        char next_step[320];
-        char status[160];               /* the GPU's own problem ("" if none) */
+        char *next_step;
+        char *status;                   /* the GPU's own problem (NULL if none) */
 };
 
 struct live_row {
@@ -61,10 +62,10 @@ struct live_row {
         char state;
         int64_t listed_bytes;           /* NVML's bytes for it, -1: not listed / not known */
         unsigned family;                /* its description family (host_proc.family), 0 for a listed PID that holds nothing */
-        char role[48];                  /* "owner", "dead owner", "worker of dead PID 31300", "monitor", ... */
-        char link[200];                 /* the attribution or the owner's status, "" if none */
+        char *role;                     /* "owner", "dead owner", "worker of dead PID 31300", "monitor", ... */
+        char *link;                     /* the attribution or the owner's status, NULL if none */
         char confidence[8];             /* of the attribution, "" if none */
-        char detail[240];               /* nodes (fd/mmap), ppid, pgid, sid, container */
+        char *detail;                   /* nodes (fd/mmap), ppid, pgid, sid, container */
         bool ghost_holder;              /* tied to a GPU's ghost */
         char comm[64];                  /* raw */
         char *cmdline;                  /* raw; NULL unless asked for and read */
@@ -87,7 +88,8 @@ struct live_view {
         bool full_walk;
         bool simulated;
         bool driver_present;
-        char driver[80];                /* driver version, or why there is none */
+        char *driver;                   /* driver version, or why there is none (heap strings from
+                                         * here on, util/strf.h: NULL is the empty one) */
         bool full_visibility;
         struct live_gpu *gpus;
         size_t n_gpus;
@@ -95,8 +97,8 @@ struct live_view {
         size_t n_rows;
         struct live_xid xids[LIVE_MAX_XID];
         size_t n_xids;                  /* oldest first */
-        char kernel_error[160];         /* why the kernel log is not read ("" if it is) */
-        char limits[4][200];            /* what this scan could not see */
+        char *kernel_error;             /* why the kernel log is not read (NULL if it is) */
+        char *limits[4];                /* what this scan could not see */
         size_t n_limits;
 };
 
@@ -115,7 +117,10 @@ bool live_verdict_alarming(const char *code);
 const struct live_gpu *live_view_gpu(const struct live_view *v, unsigned index);
 
 /* Why a cycle of the sampler has no fresh result, or "" when it has one: the driver did not
- * answer in time, no driver, the walk failed, the kernel log is unreadable. */
+ * answer in time, no driver, the walk failed, the kernel log is unreadable. Into out, of
+ * LIVE_STATUS_MAX bytes: every status fits whole (a GPU's status message or the driver's error
+ * and a few words; live_view.c checks it at build time). */
+#define LIVE_STATUS_MAX 1024
 void live_sample_status(const struct sample *s, char *out, size_t outlen);
 
 /* ---- the history ---------------------------------------------------------------------- */

@@ -45,7 +45,7 @@ int reclaim_signal_parse(const char *s, int *ret)
 
 /* ---- JSON ----------------------------------------------------------------------------------------- */
 
-static json_t *strings(const char (*lines)[ESC_LINE], size_t n)
+static json_t *strings(char *const *lines, size_t n)
 {
         json_t *a = json_array();
         for (size_t i = 0; i < n; i++)
@@ -70,7 +70,7 @@ static json_t *plan_json(const struct reclaim_plan *p)
                 json_set(j, "uid", json_integer(t->uid));
                 json_set(j, "start_ticks", json_integer((json_int_t)t->start_ticks));
                 json_set(j, "why", json_text(t->why));
-                json_set(j, "warning", t->warning[0] ? json_text(t->warning) : json_null());
+                json_set(j, "warning", !str_empty(t->warning) ? json_text(t->warning) : json_null());
                 json_set(j, "family", t->family ? json_integer(t->family) : json_null());
                 json_t *rest = json_array();
                 for (unsigned k = 0; k < t->n_family_rest && k < 8; k++)
@@ -158,10 +158,18 @@ static json_t *actions_json(const struct reclaim_report *r)
                 json_set(j, "signals", sigs);
                 json_set(j, "result", json_string(reclaim_result_name(x->result)));
                 json_set(j, "seconds", json_real(x->seconds));
-                json_set(j, "detail", x->detail[0] ? json_text(x->detail) : json_null());
+                json_set(j, "detail", !str_empty(x->detail) ? json_text(x->detail) : json_null());
                 json_array_append_new(a, j);
         }
         return a;
+}
+
+void reclaim_report_clear(struct reclaim_report *r)
+{
+        for (size_t i = 0; i < r->n_notes; i++)
+                str_clear(&r->notes[i]);
+        r->n_notes = 0;
+        str_clear(&r->summary);
 }
 
 json_t *reclaim_json(const struct reclaim_report *r)
@@ -200,7 +208,7 @@ json_t *reclaim_json(const struct reclaim_report *r)
                 json_set(e, "reasons", strings(r->esc->reasons, r->esc->n_reasons));
                 json_set(e, "fixes", strings(r->esc->fixes, r->esc->n_fixes));
                 json_set(e, "warnings", strings(r->esc->warnings, r->esc->n_warnings));
-                json_set(e, "command", json_text(r->esc->command));
+                json_set(e, "command", json_text(str_or_empty(r->esc->command)));
                 json_set(e, "ran", json_boolean(r->esc_ran));
                 json_set(e, "exit_status", r->esc_ran ? json_integer(r->esc_status) : json_null());
                 json_set(e, "output", r->esc_output ? json_text(r->esc_output) : json_null());
@@ -212,7 +220,7 @@ json_t *reclaim_json(const struct reclaim_report *r)
         for (size_t i = 0; i < r->n_notes; i++)
                 json_array_append_new(notes, json_text(r->notes[i]));
         json_set(o, "notes", notes);
-        json_set(o, "summary", json_text(r->summary));
+        json_set(o, "summary", json_text(str_or_empty(r->summary)));
         json_set(o, "exit_status", json_integer(r->exit_status));
         return o;
 }
@@ -235,7 +243,7 @@ static double mib(uint64_t b)
 /* The lines under a target: its warning, and the members of its family that --pid left out. */
 static void target_notes(FILE *out, const struct reclaim_target *t)
 {
-        if (t->warning[0]) {
+        if (!str_empty(t->warning)) {
                 fprintf(out, "      warning: ");
                 put_esc(out, t->warning);
                 fputc('\n', out);
@@ -344,7 +352,7 @@ void reclaim_text(FILE *out, const struct reclaim_report *r, bool verbose)
                         put_esc(out, r->esc->warnings[i]);
                         fputc('\n', out);
                 }
-                if (r->esc->command[0])
+                if (!str_empty(r->esc->command))
                         fprintf(out, "  command: %s%s\n", r->esc->command, r->esc_ran ? "" : " (not run)");
                 if (r->esc_ran) {
                         fprintf(out, "  exit status %d\n", r->esc_status);
@@ -371,7 +379,7 @@ void reclaim_text(FILE *out, const struct reclaim_report *r, bool verbose)
                         fprintf(out, "  PID %-7d %-18s after %7.3f s  signals %-9s ", (int)a->pid,
                                 reclaim_result_name(a->result), a->seconds, a->n_signals ? sigs : "none");
                         put_esc(out, a->comm);
-                        if (a->detail[0]) {
+                        if (!str_empty(a->detail)) {
                                 fprintf(out, "  (");
                                 put_esc(out, a->detail);
                                 fprintf(out, ")");
@@ -404,6 +412,6 @@ void reclaim_text(FILE *out, const struct reclaim_report *r, bool verbose)
                 put_esc(out, r->notes[i]);
                 fputc('\n', out);
         }
-        if (r->summary[0])
+        if (!str_empty(r->summary))
                 fprintf(out, "\n%s\n", r->summary);
 }

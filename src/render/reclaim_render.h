@@ -35,9 +35,9 @@ struct reclaim_report {
         bool esc_ran;
         int esc_status;                 /* the command's exit status when it ran */
         const char *esc_output;
-        char notes[RECLAIM_MAX_NOTES][320];     /* refusals, hints */
+        char *notes[RECLAIM_MAX_NOTES];         /* refusals, hints (heap strings, util/strf.h) */
         size_t n_notes;
-        char summary[320];
+        char *summary;
         int exit_status;
 };
 
@@ -46,6 +46,9 @@ const char *reclaim_signal_name(int sig);
 /* Parse "TERM", "SIGTERM", "sigterm" or a number into a signal reclaim accepts (HUP, INT, QUIT,
  * USR1, USR2, TERM, KILL). Returns 0 or -EINVAL. */
 int reclaim_signal_parse(const char *s, int *ret);
+
+/* Free the report's notes and summary. */
+void reclaim_report_clear(struct reclaim_report *r);
 
 json_t *reclaim_json(const struct reclaim_report *r);
 void reclaim_text(FILE *out, const struct reclaim_report *r, bool verbose);

@@ -35,7 +35,7 @@ static json_t *finding_json(const struct finding *fd)
         json_set(o, "code", json_string(fd->code));
         json_set(o, "confidence", json_string(confidence_name(fd->confidence)));
         json_set(o, "bytes", json_integer((json_int_t)fd->bytes));
-        json_set(o, "summary", json_text(fd->summary));
+        json_set(o, "summary", json_text(str_or_empty(fd->summary)));
         json_t *p = json_array();
         for (size_t i = 0; i < fd->n_pids; i++)
                 json_array_append_new(p, json_integer(fd->pids[i]));
@@ -44,7 +44,7 @@ static json_t *finding_json(const struct finding *fd)
         for (size_t i = 0; i < fd->n_evidence; i++)
                 json_array_append_new(e, json_text(fd->evidence[i]));
         json_set(o, "evidence", e);
-        json_set(o, "next_step", json_text(fd->next_step));
+        json_set(o, "next_step", json_text(str_or_empty(fd->next_step)));
         return o;
 }
 
@@ -482,9 +482,9 @@ void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool v
                                 mib_str(b, sizeof(b), ow->used_bytes);
                         if (ow->gpu_instance != GPU_INSTANCE_NONE)
                                 fprintf(out, "  NVML lists PID %u (%s, MIG GPU instance %u, compute instance %u): %s\n",
-                                        ow->pid, b, ow->gpu_instance, ow->compute_instance, ow->why);
+                                        ow->pid, b, ow->gpu_instance, ow->compute_instance, str_or_empty(ow->why));
                         else
-                                fprintf(out, "  NVML lists PID %u (%s): %s\n", ow->pid, b, ow->why);
+                                fprintf(out, "  NVML lists PID %u (%s): %s\n", ow->pid, b, str_or_empty(ow->why));
                 }
                 if (hook)
                         hook(out, l->index, ctx);
@@ -545,7 +545,7 @@ void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool v
                 fprintf(out, "\nHolders: not walked (the listed owners explain every GPU; only their descriptors were read).\n");
         } else if (verbose && f->host) {
                 fprintf(out, "\nHolders found by %s%s%s.\n", host_holder_source_name(f->host->holder_source),
-                        f->host->bpf_error[0] ? "; BPF iterators not used: " : "", f->host->bpf_error);
+                        !str_empty(f->host->bpf_error) ? "; BPF iterators not used: " : "", str_or_empty(f->host->bpf_error));
                 fprintf(out, "\nOther holders of NVIDIA device nodes (not linked to a ghost; never counted):\n");
                 for (size_t i = 0; i < f->host->n_holders; i++)
                         if (!holder_attributed(r, f->host->holders[i].pid))

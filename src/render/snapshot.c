@@ -86,7 +86,7 @@ json_t *snapshot_json(const struct facts *f)
                 json_set(host, "euid", json_integer(f->host->euid));
                 json_set(host, "processes_scanned", json_integer(f->host->procs_scanned));
                 json_set(host, "holder_source", json_string(host_holder_source_name(f->host->holder_source)));
-                json_set(host, "bpf_error", f->host->bpf_error[0] ? json_text(f->host->bpf_error) : json_null());
+                json_set(host, "bpf_error", !str_empty(f->host->bpf_error) ? json_text(f->host->bpf_error) : json_null());
                 json_set(host, "family_source", json_string(host_family_source_name(f->host->family_source)));
                 json_set(host, "family_count", json_integer(f->host->n_families));
         }

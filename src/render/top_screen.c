@@ -160,23 +160,46 @@ static int printf_at(struct top_canvas *c, int y, int x, unsigned char at, const
         return put(c, y, x, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1, at);
 }
 
+/* How much of s[len] to show in room columns: all of it, or up to the last word that leaves
+ * room for "..." (a word longer than that is cut where it must, the "..." still says so). */
+static size_t fit_words(const char *s, size_t len, size_t room, bool *ret_cut)
+{
+        *ret_cut = len > room;
+        if (!*ret_cut || room <= 3)
+                return *ret_cut ? room : len;
+        size_t n = room - 3;
+        size_t w = n;
+        while (w > 0 && s[w] != ' ')
+                w--;
+        while (w > 0 && s[w - 1] == ' ')
+                w--;
+        return w > n / 2 ? w : n;
+}
+
 /* Text someone else controls: escaped for a terminal (no control byte survives), then every
- * byte outside ASCII shown as '?' (put does it), at most maxw columns. */
+ * byte outside ASCII shown as '?' (put does it), at most maxw columns and the screen's. The
+ * screen is the one place a sentence is cut: at a word, and "..." says so. */
 static int put_hostile(struct top_canvas *c, int y, int x, const char *s, int maxw, unsigned char at)
 {
         if (!s || maxw <= 0)
                 return x;
         struct buf b = BUF_INIT(4096);
         esc_terminal(&b, s, strnlen(s, 2048));
-        size_t n = b.len < (size_t)maxw ? b.len : (size_t)maxw;
+        size_t room = (size_t)maxw;
+        if (x >= 0 && x < c->cols && (size_t)(c->cols - x) < room)
+                room = (size_t)(c->cols - x);
+        bool cut;
+        size_t n = fit_words(buf_str(&b), b.len, room, &cut);
         x = put(c, y, x, buf_str(&b), n, at);
+        if (cut && room > 3)
+                x = puts_at(c, y, x, "...", at);
         buf_free(&b);
         return x;
 }
 
 /* Text someone else controls from (y, x) on, wrapped at spaces onto at most max_lines lines, the
- * later ones starting at column x too (a command cut at the edge cannot be pasted). Returns the
- * line after the last one written. */
+ * later ones starting at column x too (a command cut at the edge cannot be pasted); what the last
+ * line cannot hold is cut at a word with "...". Returns the line after the last one written. */
 static int put_wrapped(struct top_canvas *c, int y, int x, const char *s, int max_lines, unsigned char at)
 {
         struct buf b = BUF_INIT(4096);
@@ -185,6 +208,11 @@ static int put_wrapped(struct top_canvas *c, int y, int x, const char *s, int ma
         int w = c->cols - x;
         for (int line = 0; *p && line < max_lines && w > 0; line++, y++) {
                 size_t n = strlen(p);
+                if (line == max_lines - 1) {    /* the last line: cut at a word, "..." says so */
+                        put_hostile(c, y, x, p, w, at);
+                        y++;
+                        break;
+                }
                 if (n > (size_t)w) {
                         size_t cut = (size_t)w;
                         while (cut > 0 && p[cut] != ' ')
@@ -241,7 +269,7 @@ static bool before(const struct live_row *a, const struct live_row *b, enum top_
         case TOP_SORT_ROLE:
                 if (a->ghost_holder != b->ghost_holder)
                         return a->ghost_holder;
-                return strcmp(a->role, b->role) < 0;
+                return strcmp(str_or_empty(a->role), str_or_empty(b->role)) < 0;
         default:
                 return false;
         }
@@ -378,7 +406,7 @@ static int gpu_block(struct top_canvas *c, int y, const struct live_gpu *g, cons
                 x = puts_at(c, y, w + 5, fig, TA_NONE);
                 puts_at(c, y, x, res, TA_DIM);
         } else
-                put_hostile(c, y, w + 5, g->status[0] ? g->status : "not inspected", c->cols, TA_BAD);
+                put_hostile(c, y, w + 5, !str_empty(g->status) ? g->status : "not inspected", c->cols, TA_BAD);
         y++;
         char spark[32];
         top_sparkline(r, spark, 24);
@@ -393,7 +421,7 @@ static int gpu_block(struct top_canvas *c, int y, const struct live_gpu *g, cons
                         x = puts_at(c, y, 4, "- ", TA_DIM);
                         put_hostile(c, y, x, g->evidence[e], c->cols - x, TA_NONE);
                 }
-                if (g->next_step[0]) {
+                if (!str_empty(g->next_step)) {
                         x = puts_at(c, y, 2, "next: ", TA_BOLD);
                         y = put_wrapped(c, y, x, g->next_step, 4, TA_NONE);
                 }
@@ -450,7 +478,7 @@ static void dialog(struct top_canvas *c, const struct live_view *v, const struct
                 }
                 if (!v || !v->n_xids)
                         buf_puts(&text, "None for these GPUs.\n");
-                if (v && v->kernel_error[0]) {
+                if (v && !str_empty(v->kernel_error)) {
                         buf_puts(&text, "\nThe kernel log is not read: ");
                         esc_terminal(&text, v->kernel_error, strlen(v->kernel_error));
                         buf_putc(&text, '\n');
@@ -594,7 +622,7 @@ void top_draw(struct top_canvas *c, const struct live_view *v, const struct live
         if (n) {
                 const struct live_row *w = &v->rows[idx[sel]];
                 x = printf_at(c, bottom, 0, TA_BOLD, "PID %d: ", (int)w->pid);
-                x = put_hostile(c, bottom, x, w->link[0] ? w->link : w->role, c->cols - x, TA_NONE);
+                x = put_hostile(c, bottom, x, !str_empty(w->link) ? w->link : w->role, c->cols - x, TA_NONE);
                 if (w->confidence[0])
                         x = printf_at(c, bottom, x, TA_NONE, " (%s confidence)", w->confidence);
                 if (w->family)

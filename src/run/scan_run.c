@@ -217,24 +217,24 @@ static bool state_live(char st)
 
 bool sampler_need_full(const struct gpu_report *gpu, const struct facts *full, const struct scan_result *last,
                        const struct ledger_opts *lo, unsigned cycles_since_full, unsigned full_every,
-                       char *why, size_t whylen)
+                       char **why)
 {
         if (!full || !full->host) {
-                snprintf(why, whylen, "no earlier /proc walk");
+                str_setf(why, "no earlier /proc walk");
                 return true;
         }
         if (!gpu->driver_present)
                 return false;   /* nothing to explain without a driver */
         if (gpu->n_gpus != full->gpu->n_gpus) {
-                snprintf(why, whylen, "the number of GPUs changed");
+                str_setf(why, "the number of GPUs changed");
                 return true;
         }
         if (last && ledger_needs_confirmation(last)) {
-                snprintf(why, whylen, "a ghost or a stuck task to follow");
+                str_setf(why, "a ghost or a stuck task to follow");
                 return true;
         }
         if (full_every && cycles_since_full + 1 >= full_every) {
-                snprintf(why, whylen, "periodic walk (every %u cycles)", full_every);
+                str_setf(why, "periodic walk (every %u cycles)", full_every);
                 return true;
         }
         for (size_t i = 0; i < gpu->n_gpus; i++) {
@@ -245,14 +245,14 @@ bool sampler_need_full(const struct gpu_report *gpu, const struct facts *full, c
                 for (size_t k = 0; k < g->n_procs; k++) {
                         const struct gpu_proc *p = &g->procs[k];
                         if (!p->used_known) {
-                                snprintf(why, whylen, "GPU %u: NVML gives no bytes for PID %u", g->index, p->pid);
+                                str_setf(why, "GPU %u: NVML gives no bytes for PID %u", g->index, p->pid);
                                 return true;
                         }
                         charged += p->used_bytes;
                         const struct pid_fact *pf = facts_pid(full, p->pid);
                         if (!pf || !pf->present || !pf->holder || !state_live(pf->proc.state) ||
                             pf->proc.exiting || !holds_ctl_or_uvm(&pf->proc)) {
-                                snprintf(why, whylen, "GPU %u: PID %u was not a live holder in the last walk",
+                                str_setf(why, "GPU %u: PID %u was not a live holder in the last walk",
                                          g->index, p->pid);
                                 return true;
                         }
@@ -261,7 +261,7 @@ bool sampler_need_full(const struct gpu_report *gpu, const struct facts *full, c
                 uint64_t floor = permille > lo->floor_min_bytes ? permille : lo->floor_min_bytes;
                 uint64_t unexplained = g->used_bytes > charged ? g->used_bytes - charged : 0;
                 if (unexplained > floor) {
-                        snprintf(why, whylen, "GPU %u: %llu MiB not charged to a listed PID", g->index,
+                        str_setf(why, "GPU %u: %llu MiB not charged to a listed PID", g->index,
                                  (unsigned long long)(unexplained / MIB));
                         return true;
                 }
@@ -294,6 +294,7 @@ struct sampler {
         struct scan_result *res;
         unsigned since_full;
         struct kernel_follow k;
+        char *why;                      /* the latest cycle's sample.why */
 };
 
 /* Read every record there is now (following: -EAGAIN is the end for now) into out. */
@@ -406,6 +407,7 @@ void sampler_free(struct sampler *s)
         kmsg_reader_close(&s->k.rd);
         xid_list_free(&s->k.history);
         xid_list_free(&s->k.fresh);
+        free(s->why);
         free(s);
 }
 
@@ -423,7 +425,7 @@ static int push(void **arr, size_t *n, size_t size)
 /* The facts of a cycle without a walk: NVML's report, and a fresh look at every listed PID,
  * which must still be the live holder the last walk saw. Returns 0 (gpu taken over), 1 when a
  * PID changed (why says which; gpu stays with the caller), or -ENOMEM. */
-static int light_facts(struct sampler *s, struct gpu_report *gpu, char *why, size_t whylen, struct facts **ret)
+static int light_facts(struct sampler *s, struct gpu_report *gpu, char **why, struct facts **ret)
 {
         const struct host_report *fh = s->full->host;
         struct facts *f = calloc(1, sizeof(*f));
@@ -458,12 +460,12 @@ static int light_facts(struct sampler *s, struct gpu_report *gpu, char *why, siz
                         struct host_proc p;
                         memset(&p, 0, sizeof(p));
                         if (!then || pid > 0x7fffffffu || host_proc_lookup(&s->o.facts.host, (pid_t)pid, &p) < 0) {
-                                snprintf(why, whylen, "listed PID %u is gone", pid);
+                                str_setf(why, "listed PID %u is gone", pid);
                                 r = 1;
                                 goto fail;
                         }
                         if (!sampler_same_live_owner(&then->proc, &p)) {
-                                snprintf(why, whylen, "listed PID %u changed (state %c%s)", pid, p.state,
+                                str_setf(why, "listed PID %u changed (state %c%s)", pid, p.state,
                                          p.start_ticks != then->proc.start_ticks ? ", PID reused" :
                                          p.exiting ? ", exiting" : "");
                                 host_proc_clear(&p);
@@ -551,6 +553,8 @@ int sampler_cycle(struct sampler *s, struct sample *ret)
 {
         double t0 = monotonic_s();
         memset(ret, 0, sizeof(*ret));
+        str_clear(&s->why);
+        ret->why = "";
         const struct sampler_opts *o = &s->o;
         scan_wait_fn wait = o->wait ? o->wait : default_wait;
         struct gpu_report *gpu = NULL;
@@ -570,7 +574,7 @@ int sampler_cycle(struct sampler *s, struct sample *ret)
                  * more thread stuck in the driver; a call stuck on one GPU only makes the backend
                  * skip that GPU (gpu_nvml_stuck_calls) */
                 ret->errors = SCAN_ERR_GPU;
-                snprintf(ret->why, sizeof(ret->why), "the NVIDIA driver has not returned from an earlier call yet (it hangs)");
+                str_setf(&s->why, "the NVIDIA driver has not returned from an earlier call yet (it hangs)");
                 goto finish;
         }
         r = gpu_collect(&o->facts.gpu, &gpu);
@@ -579,9 +583,9 @@ int sampler_cycle(struct sampler *s, struct sample *ret)
         if (s->k.info.this_host)
                 xid_map_gpus(s->k.fresh.ev, s->k.fresh.n, gpu);
         bool walk = !o->light || sampler_need_full(gpu, s->full, s->res, &o->ledger, s->since_full,
-                                                   o->full_every, ret->why, sizeof(ret->why));
+                                                   o->full_every, &s->why);
         if (!walk) {
-                r = light_facts(s, gpu, ret->why, sizeof(ret->why), &now);
+                r = light_facts(s, gpu, &s->why, &now);
                 if (r < 0) {
                         gpu_report_free(gpu);
                         return r;
@@ -605,7 +609,7 @@ int sampler_cycle(struct sampler *s, struct sample *ret)
                         r = gpu_collect(&o->facts.gpu, &gpu);
                 if (!gpu) {
                         ret->errors = SCAN_ERR_GPU;
-                        snprintf(ret->why, sizeof(ret->why), "the NVIDIA driver could not be asked again");
+                        str_setf(&s->why, "the NVIDIA driver could not be asked again");
                         goto finish;
                 }
                 r = facts_collect_from(&o->facts, gpu, &now);   /* takes gpu */
@@ -614,14 +618,14 @@ int sampler_cycle(struct sampler *s, struct sample *ret)
                         return r;
                 if (r < 0) {
                         ret->errors = SCAN_ERR_HOST;
-                        snprintf(ret->why, sizeof(ret->why), "cannot read %s: %s", o->facts.host.proc_root,
+                        str_setf(&s->why, "cannot read %s: %s", o->facts.host.proc_root,
                                  strerror(-r));
                         goto finish;
                 }
         } else if (owners) {
-                snprintf(ret->why, sizeof(ret->why), "nothing unexplained: looked at the listed owners only");
+                str_setf(&s->why, "nothing unexplained: looked at the listed owners only");
         } else {
-                snprintf(ret->why, sizeof(ret->why), "nothing unexplained: re-checked the listed PIDs");
+                str_setf(&s->why, "nothing unexplained: re-checked the listed PIDs");
         }
         r = kernel_inject(&s->k, now);
         if (r < 0)
@@ -667,6 +671,7 @@ int sampler_cycle(struct sampler *s, struct sample *ret)
          * others are still shown. Not when a call that names no GPU missed its deadline */
         ret->published = !now->gpu->timed_out || gpu_report_lists_all(now->gpu);
 finish:
+        ret->why = str_or_empty(s->why);
         if (s->k.error[0])
                 ret->errors |= SCAN_ERR_KERNEL;
         ret->kernel_error = s->k.error;

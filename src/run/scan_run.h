@@ -93,7 +93,8 @@ struct sample {
         bool published;                 /* a result to show: the driver listed every GPU (a GPU
                                          * that did not answer is in it as not inspected, its
                                          * status saying why; errors has SCAN_ERR_GPU then) */
-        char why[160];                  /* why it walked, or why there is no result */
+        const char *why;                /* why it walked, or why there is no result ("" none; the
+                                         * sampler's, valid until the next cycle) */
         unsigned errors;                /* enum scan_error_bits */
         const struct xid_event *new_events;     /* kernel events that arrived since the last cycle
                                                  * (never the history before the sampler started) */
@@ -115,10 +116,11 @@ int sampler_cycle(struct sampler *s, struct sample *ret);
 void sampler_free(struct sampler *s);
 
 /* The sampler's decisions, without I/O (for tests). Why the cycle with the new NVML sample
- * `gpu` needs a /proc walk, written into why (returns true), or false when re-checking the
- * listed PIDs is enough. `full` is the last sample with a walk, `last` the latest result. */
+ * `gpu` needs a /proc walk, into *why (a heap string replaced, util/strf.h; returns true), or
+ * false when re-checking the listed PIDs is enough. `full` is the last sample with a walk,
+ * `last` the latest result. */
 bool sampler_need_full(const struct gpu_report *gpu, const struct facts *full, const struct scan_result *last,
                        const struct ledger_opts *lo, unsigned cycles_since_full, unsigned full_every,
-                       char *why, size_t whylen);
+                       char **why);
 /* Is `now` (a fresh look at a listed PID) still the live owner `then` seen by the walk? */
 bool sampler_same_live_owner(const struct host_proc *then, const struct host_proc *now);

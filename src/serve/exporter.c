@@ -244,7 +244,7 @@ static void *exporter_main(void *arg)
         for (;;) {
                 unsigned long long t0 = monotonic_ms();
                 struct sample smp;
-                char status[200];
+                char status[LIVE_STATUS_MAX];
                 int r = sampler_cycle(e->sampler, &smp);
                 if (r == -EINTR)
                         break;

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "run/scan_run.h"
+#include "render/live_view.h"
 #include "render/metrics.h"
 
 struct exporter_opts {
@@ -30,7 +31,7 @@ struct exporter_bodies {
         size_t scan_json_len;
         bool have_data;                 /* a complete scan was published */
         double data_mono;               /* monotonic seconds when it finished */
-        char status[200];               /* the latest collection's problem, "" if none */
+        char status[LIVE_STATUS_MAX];   /* the latest collection's problem, "" if none */
         char *page;                     /* the HTML page (serve/page.h), NULL if it failed */
         size_t page_len;
 };

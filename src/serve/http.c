@@ -183,7 +183,7 @@ static enum MHD_Result serve_scan(struct http_server *s, struct MHD_Connection *
         if (!b->scan_json) {
                 /* the JSON API answers JSON, an error too (docs/json.md) */
                 json_t *doc = json_object();
-                char msg[512];
+                char msg[LIVE_STATUS_MAX + 32];
                 snprintf(msg, sizeof(msg), "no data yet: %s", b->status[0] ? b->status : "the first collection has not finished");
                 json_set(doc, "schema_version", json_integer(GV_SCHEMA_VERSION));
                 json_set(doc, "command", json_string("serve"));

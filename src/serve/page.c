@@ -275,7 +275,7 @@ static int gpu_section(struct buf *out, const struct live_gpu *g, const struct l
         buf_puts(out, " · <code>");
         esc(out, g->bus[0] ? g->bus : g->uuid);
         buf_puts(out, "</code></h2>\n");
-        if (g->status[0]) {
+        if (!str_empty(g->status)) {
                 buf_puts(out, "<p class=\"status bad\">");
                 esc(out, g->status);
                 buf_puts(out, "</p>\n");
@@ -317,7 +317,7 @@ static int gpu_section(struct buf *out, const struct live_gpu *g, const struct l
                 }
                 buf_puts(out, "</ul>\n");
         }
-        if (g->next_step[0] && live_verdict_alarming(g->verdict)) {
+        if (!str_empty(g->next_step) && live_verdict_alarming(g->verdict)) {
                 buf_puts(out, "<p class=\"next\">Next: <code>");
                 esc(out, g->next_step);
                 buf_puts(out, "</code></p>\n");
@@ -375,7 +375,7 @@ static void holders_table(struct buf *out, const struct live_view *v, bool expos
 static void xid_table(struct buf *out, const struct live_view *v)
 {
         buf_puts(out, "<h2 id=\"xid\">Recent NVIDIA kernel events</h2>\n");
-        if (v->kernel_error[0]) {
+        if (!str_empty(v->kernel_error)) {
                 buf_puts(out, "<p class=\"status bad\">The kernel log is not read: ");
                 esc(out, v->kernel_error);
                 buf_puts(out, "</p>\n");

@@ -158,8 +158,9 @@ static void test_lost_unknown_and_hostile_text(void **state)
         f->gpu->gpus[1].memory_known = false;
         f->gpu->gpus[2].status = GPU_TIMEOUT;
         f->gpu->gpus[2].memory_known = false;
+        /* the driver's message names the GPU: the line says "GPU 2:" once */
         snprintf(f->gpu->gpus[2].status_message, sizeof(f->gpu->gpus[2].status_message),
-                 "driver said a|b\nnext line\x1b[31m");
+                 "GPU 2: driver said a|b\nnext line\x1b[31m");
         struct scan_result *r = build(f, NULL);
         struct check_thresholds t = thresholds("0", "1024");
         enum plugin_state st;

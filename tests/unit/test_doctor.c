@@ -121,7 +121,7 @@ static enum doctor_level known_issue(const char *nvml_version, const char *modul
                                 snprintf(ret_evidence, len, "%s", v[i].evidence);
                         hits++;
                 }
-        free(v);
+        doctor_findings_free(v, n);
         assert_int_equal(hits, 1);
         return l;
 }
@@ -218,7 +218,7 @@ static void test_levels_and_exit(void **state)
         assert_non_null(d);
         assert_int_equal(d->level, DOCTOR_OK);
         assert_int_equal(doctor_exit_status(&f, v, n), 1);
-        free(v);
+        doctor_findings_free(v, n);
 
         f.is_root = true;
         assert_int_equal(doctor_run(&f, &v, &n), 0);
@@ -226,7 +226,7 @@ static void test_levels_and_exit(void **state)
         /* version-mismatch unknown (no module text), params unknown: not warnings */
         assert_int_equal(find(v, n, "version-mismatch")->level, DOCTOR_UNKNOWN);
         assert_int_equal(doctor_exit_status(&f, v, n), 0);
-        free(v);
+        doctor_findings_free(v, n);
 
         /* one GPU of two did not answer: that GPU is unknown, the other's checks ran, and NVML
          * as a whole is not called unavailable */
@@ -254,7 +254,7 @@ static void test_levels_and_exit(void **state)
                         gpu0_checked |= v[i].gpu == 0;
                 assert_true(gpu0_checked);
                 assert_int_equal(doctor_exit_status(&f, v, n), 3);
-                free(v);
+                doctor_findings_free(v, n);
                 r.gpus = saved;
                 r.n_gpus = saved_n;
                 r.timed_out = false;
@@ -269,11 +269,11 @@ static void test_levels_and_exit(void **state)
         assert_non_null(d);
         assert_string_equal(d->evidence, r.error);
         assert_int_equal(doctor_exit_status(&f, v, n), 3);
-        free(v);
+        doctor_findings_free(v, n);
         f.gpus = NULL;
         assert_int_equal(doctor_run(&f, &v, &n), 0);
         assert_int_equal(doctor_exit_status(&f, v, n), 3);
-        free(v);
+        doctor_findings_free(v, n);
 }
 
 static void test_prevention(void **state)
@@ -289,12 +289,39 @@ static void test_prevention(void **state)
         assert_true(launch_blocking && pdeathsig);
 }
 
+/* 32 processes hold nvidia-uvm: every one is named, whole (the evidence stopped at 512 bytes) */
+static void test_long_texts_arrive_whole(void **state)
+{
+        (void)state;
+        struct gpu_report r = { .driver_present = true };
+        snprintf(r.driver_version, sizeof(r.driver_version), "560.35.03");
+        struct doctor_holder hs[32];
+        for (int i = 0; i < 32; i++) {
+                hs[i] = (struct doctor_holder){ .pid = 4194300 + i, .holds_uvm = true };
+                snprintf(hs[i].comm, sizeof(hs[i].comm), "pt_data_worker_%02d", i);
+        }
+        struct doctor_facts f = { .gpus = &r, .only_gpu = -1, .dmesg_restrict = 0, .is_root = true, .uvm_loaded = 1,
+                                  .uvm_refcount = 32, .toolkit = 0, .holders = hs, .n_holders = 32 };
+        struct doctor_finding *v;
+        size_t n;
+        assert_int_equal(doctor_run(&f, &v, &n), 0);
+        const struct doctor_finding *d = find(v, n, "uvm-in-use");
+        assert_non_null(d);
+        assert_non_null(strstr(d->evidence, "holders: 4194300 (pt_data_worker_00), 4194301 (pt_data_worker_01)"));
+        const char *end = "4194330 (pt_data_worker_30), 4194331 (pt_data_worker_31)";
+        size_t len = strlen(d->evidence);
+        assert_true(len > strlen(end));
+        assert_string_equal(d->evidence + len - strlen(end), end);
+        doctor_findings_free(v, n);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_module_version), cmocka_unit_test(test_modules),
                 cmocka_unit_test(test_toolkit_mode),   cmocka_unit_test(test_table),
                 cmocka_unit_test(test_table_edges),    cmocka_unit_test(test_levels_and_exit),
+                cmocka_unit_test(test_long_texts_arrive_whole),
                 cmocka_unit_test(test_prevention),     cmocka_unit_test(test_version_format),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

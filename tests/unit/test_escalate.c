@@ -64,7 +64,7 @@ static struct world *world_new(void)
         return w;
 }
 
-static bool has(char (*lines)[ESC_LINE], size_t n, const char *part)
+static bool has(char *const *lines, size_t n, const char *part)
 {
         for (size_t i = 0; i < n; i++)
                 if (strstr(lines[i], part))
@@ -80,6 +80,7 @@ static bool has(char (*lines)[ESC_LINE], size_t n, const char *part)
 static void reset(struct world *w, bool force, bool root, bool simulated)
 {
         struct escalate_reset_opts o = { .gpu = 0, .force = force, .simulated = simulated, .root = root, .self_pid = 999 };
+        escalate_report_clear(&w->out);
         assert_int_equal(escalate_reset_check(&w->res, &o, &w->out), 0);
 }
 
@@ -100,6 +101,7 @@ static void test_reset_clear(void **state)
         assert_true(w->out.refuse);
         assert_int_equal(w->out.n_reasons, 1);
         REASON(w, "simulated host: `nvidia-smi --gpu-reset -i 0000:07:00.0` is not run");
+        escalate_report_clear(&w->out);
         free(w);
 }
 
@@ -138,6 +140,7 @@ static void test_reset_refusals(void **state)
         w->gpus[0].persistence = 0;
         reset(w, true, true, false);
         assert_false(w->out.refuse);
+        escalate_report_clear(&w->out);
         free(w);
 }
 
@@ -164,12 +167,14 @@ static void test_reset_lost_and_xid79(void **state)
         ev[1].seq = 0;
         reset(w, false, true, false);
         NO_REASON(w, "Xid 79");
+        escalate_report_clear(&w->out);
         free(w);
 }
 
 static void uvm(struct world *w, bool force, bool root, bool simulated, struct escalate_uvm_state st)
 {
         struct escalate_uvm_opts o = { .force = force, .simulated = simulated, .root = root, .self_pid = 999 };
+        escalate_report_clear(&w->out);
         assert_int_equal(escalate_uvm_check(&w->res, &o, &st, &w->out), 0);
 }
 
@@ -203,6 +208,7 @@ static void test_reload_uvm(void **state)
         uvm(w, true, true, true, bad);
         REASON(w, "simulated host");
         NO_REASON(w, "libkmod");
+        escalate_report_clear(&w->out);
         free(w);
 }
 
@@ -237,9 +243,40 @@ static void test_run_program(void **state)
         assert_int_equal(stuck, 0);
 }
 
+/* A holder with a long name (a bundle's comm, a command line): the fix that names it still ends
+ * with its command (a fix was cut at 320 bytes, the command first) */
+static void test_long_fix_arrives_whole(void **state)
+{
+        (void)state;
+        struct world *w = world_new();
+        char comm[301];
+        memset(comm, 'x', 300);
+        comm[300] = '\0';
+        node(holder(w, 4242, comm), "nvidia0");
+        reset(w, false, true, false);
+        assert_true(w->out.refuse);
+        char named[310];
+        snprintf(named, sizeof(named), "(%s)", comm);
+        bool seen = false;
+        for (size_t i = 0; i < w->out.n_fixes; i++) {
+                const char *f = w->out.fixes[i];
+                if (!strstr(f, named))
+                        continue;
+                /* its command after the name, whole: the backquotes close */
+                size_t ticks = 0;
+                for (const char *c = strstr(f, named); *c; c++)
+                        ticks += *c == '`';
+                seen = ticks >= 2 && ticks % 2 == 0 && f[strlen(f) - 1] == '`';
+        }
+        assert_true(seen);
+        escalate_report_clear(&w->out);
+        free(w);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_long_fix_arrives_whole),
                 cmocka_unit_test(test_reset_clear),
                 cmocka_unit_test(test_reset_refusals),
                 cmocka_unit_test(test_reset_lost_and_xid79),

@@ -89,7 +89,8 @@ static struct gpu_report *report(size_t n, const char *const *bus)
                 if (bus[i][0])
                         snprintf(r->gpus[i].uuid, sizeof(r->gpus[i].uuid), "GPU-nvml%zu", i);
                 else
-                        snprintf(r->gpus[i].status_message, sizeof(r->gpus[i].status_message), "GPU is lost");
+                        snprintf(r->gpus[i].status_message, sizeof(r->gpus[i].status_message), "GPU %zu: GPU is lost "
+                                 "(NVML_ERROR_GPU_IS_LOST): fallen off the bus or otherwise inaccessible", i);
                 r->gpus[i].status = bus[i][0] ? GPU_OK : GPU_LOST;
         }
         return r;
@@ -112,8 +113,10 @@ static void test_fill(void **state)
         assert_string_equal(r->gpus[1].uuid, "GPU-bbbb");
         assert_true(r->gpus[1].minor_known);
         assert_int_equal(r->gpus[1].minor, 1);
+        /* NVML's whole sentence, then the note whole (it was cut at 160 bytes: "... the only entr") */
         assert_string_equal(r->gpus[1].status_message,
-                            "GPU is lost; bus id from /proc/driver/nvidia/gpus (the only GPU and the only entry left)");
+                            "GPU 1: GPU is lost (NVML_ERROR_GPU_IS_LOST): fallen off the bus or otherwise inaccessible; "
+                            "bus id from /proc/driver/nvidia/gpus (the only GPU and the only entry left)");
         assert_string_equal(r->gpus[0].uuid, "GPU-nvml0"); /* named GPUs untouched */
         assert_int_equal(r->gpus[1].status, GPU_LOST);
         gpu_report_free(r);
@@ -159,7 +162,8 @@ static void test_fill(void **state)
         r = report(3, three);
         assert_int_equal(gpu_procfs_fill(r, e, 4), 0); /* 43 and 61 unclaimed, one GPU unnamed */
         assert_string_equal(r->gpus[1].pci_bus_id, "");
-        assert_string_equal(r->gpus[1].status_message, "GPU is lost");
+        assert_string_equal(r->gpus[1].status_message,
+                            "GPU 1: GPU is lost (NVML_ERROR_GPU_IS_LOST): fallen off the bus or otherwise inaccessible");
         assert_int_equal(gpu_procfs_fill(r, e, 0), 0);
         gpu_report_free(r);
 

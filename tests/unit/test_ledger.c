@@ -1032,6 +1032,112 @@ static void test_unlinked_cuda_holder_is_never_nothing(void **state)
         facts_destroy(f);
 }
 
+/* ---- no sentence is cut ------------------------------------------------------------------ */
+
+/* A sentence arrives whole: its brackets and backquotes close, and it ends at a word (not inside
+ * one, the way a fixed-size buffer cuts). */
+static void assert_whole(const char *s, const char *ending)
+{
+        assert_non_null(s);
+        int paren = 0, tick = 0;
+        for (const char *c = s; *c; c++) {
+                paren += *c == '(' ? 1 : *c == ')' ? -1 : 0;
+                tick ^= *c == '`';
+                assert_true(paren >= 0);
+        }
+        if (paren || tick)
+                fail_msg("unbalanced: \"%s\"", s);
+        size_t n = strlen(s), m = strlen(ending);
+        if (n < m || strcmp(s + n - m, ending) != 0)
+                fail_msg("\"%s\" does not end with \"%s\"", s, ending);
+}
+
+/* Every sentence of every finding, attribution and owner of r is whole. */
+static void assert_all_whole(const struct scan_result *r)
+{
+        for (size_t g = 0; g < r->n_gpus; g++) {
+                const struct gpu_ledger *l = &r->gpus[g];
+                for (size_t k = 0; k < l->n_findings; k++) {
+                        const struct finding *fd = &l->findings[k];
+                        assert_whole(fd->summary, "");
+                        for (size_t e = 0; e < fd->n_evidence; e++)
+                                assert_whole(fd->evidence[e], "");
+                        if (fd->next_step)
+                                assert_whole(fd->next_step, "");
+                }
+                for (size_t a = 0; a < l->n_attr; a++)
+                        assert_whole(l->attr[a].text, "");
+                for (size_t k = 0; k < l->n_owners; k++)
+                        assert_whole(l->owners[k].why, "");
+        }
+}
+
+/* The longest texts: 40 workers with 7-digit PIDs (every one in the command: a command that
+ * names some leaves the rest holding the memory), an orphan of two GPUs with its leader gone,
+ * a PID reused by a process with a long name. Each arrives whole. */
+static void test_long_texts_arrive_whole(void **state)
+{
+        (void)state;
+        struct facts *f = facts_new(1, true, 0);
+        gpu_used(f, 0, 2 * GIB);
+        nvml_proc(f, 0, 4194300, 2 * GIB);
+        for (pid_t w = 4194301; w <= 4194340; w++) {
+                struct host_proc p = proc(w, 1, 4194300, 4194000, 'S', "pt_data_worker");
+                cuda_nodes(&p, 1);
+                holder(f, p);
+        }
+        finish(f, NULL, 0);
+        struct scan_result *r = build(f, f);
+        assert_string_equal(verdict(r, 0), "orphaned-holders");
+        const struct finding *fd = main_finding(r, 0);
+        assert_int_equal(fd->n_pids, LEDGER_MAX_PIDS);
+        assert_whole(fd->next_step, "(by hand: kill -TERM 4194301 4194302 4194303 4194304 4194305 4194306 4194307 "
+                                    "4194308 4194309 4194310 4194311 4194312 4194313 4194314 4194315 4194316 4194317 "
+                                    "4194318 4194319 4194320 4194321 4194322 4194323 4194324 4194325 4194326 4194327 "
+                                    "4194328 4194329 4194330 4194331 4194332 4194333 4194334 4194335 4194336 4194337 "
+                                    "4194338 4194339 4194340)");
+        assert_all_whole(r);
+        scan_result_free(r);
+        facts_destroy(f);
+
+        /* a hidden owner's workers on two GPUs with a ghost: candidates, their leader gone */
+        f = facts_new(2, true, 0);
+        for (unsigned g = 0; g < 2; g++)
+                gpu_used(f, g, 2 * GIB);
+        for (pid_t w = 4194301; w <= 4194302; w++) {
+                struct host_proc p = proc(w, 1, 4194300, 4194000, 'S', "pt_data_worker");
+                cuda_nodes(&p, 2);
+                holder(f, p);
+        }
+        finish(f, NULL, 0);
+        r = build(f, f);
+        const struct attribution *a = attr_of(r, 1, 4194302);
+        assert_non_null(a);
+        assert_true(a->candidate);
+        assert_whole(a->text, "is gone (candidate: it holds 2 GPUs with a ghost)");
+        assert_all_whole(r);
+        scan_result_free(r);
+        facts_destroy(f);
+
+        /* PID 31300 reused by a process with a long name (a bundle's comm is not 16 bytes) */
+        static const char long_comm[] = "a_data_preprocessing_service_with_a_very_long_name_indeed";
+        f = facts_new(1, true, 0);
+        gpu_used(f, 0, 2 * GIB);
+        nvml_proc(f, 0, 31300, 2 * GIB);
+        struct host_proc other = proc(31300, 1, 31300, 31300, 'S', long_comm);
+        finish(f, &other, 1);
+        r = build(f, f);
+        assert_int_equal(r->gpus[0].owners[0].cls, OWNER_STALE);
+        assert_whole(r->gpus[0].owners[0].why,
+                     "PID reused by a_data_preprocessing_service_with_a_very_long_name_indeed, which holds no nvidia-uvm "
+                     "(not a CUDA process)");
+        assert_all_whole(r);
+        free(other.comm);
+        free(other.cmdline);
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -1068,6 +1174,7 @@ int main(void)
                 cmocka_unit_test(test_live_owner_unreadable_to_user),
                 cmocka_unit_test(test_unlinked_cuda_holder_is_never_nothing),
                 cmocka_unit_test(test_zombie_owner_children),
+                cmocka_unit_test(test_long_texts_arrive_whole),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,6 +5,7 @@
 
 #include "render/live_view.h"
 #include "collect/xid.h"
+#include "run/scan_run.h"
 #include "render/top_screen.h"
 #include "serve/page.h"
 
@@ -248,7 +249,7 @@ static void test_top_texts(void **state)
         assert_true(canvas_has(&c, "~ freeing"));
         /* no driver: said once */
         v->driver_present = false;
-        snprintf(v->driver, sizeof(v->driver), "no NVIDIA driver on this host");
+        str_set(&v->driver, "no NVIDIA driver on this host");
         s.status = "no NVIDIA driver: no NVIDIA driver on this host";
         s.status_in_view = true;
         top_draw(&c, v, NULL, &s);
@@ -315,12 +316,95 @@ static void test_top_screen(void **state)
         facts_destroy(f);
 }
 
+/* The screen is narrower than a next step: top wraps it at spaces, every line starting under the
+ * first, so the whole command is there; on a screen too narrow for it in 4 lines, the last line is
+ * cut at a word and says so with "..." (a command cut mid-word looks runnable). */
+static void next_lines(const struct live_view *v, int cols, char *joined, size_t len, char *last, size_t lastlen)
+{
+        struct top_canvas c = { 0 };
+        assert_int_equal(top_canvas_resize(&c, 40, cols), 0);
+        struct top_state s = { .now = T0 + 1, .interval_s = 1, .focus = 1, .stale_after_s = 4, .status = "",
+                               .message = "" };
+        top_draw(&c, v, NULL, &s);
+        char line[400];
+        joined[0] = last[0] = '\0';
+        bool in = false;
+        for (int y = 0; y < c.rows; y++) {
+                top_canvas_line(&c, y, line, sizeof(line));
+                bool first = !strncmp(line, "  next: ", 8);
+                bool more = in && strlen(line) > 8 && !strncmp(line, "        ", 8) && line[8] != ' ';
+                if (!first && !more) {
+                        if (in)
+                                break;
+                        continue;
+                }
+                in = true;
+                assert_true(strlen(line) <= (size_t)cols);
+                if (joined[0])
+                        strncat(joined, " ", len - strlen(joined) - 1);
+                strncat(joined, line + 8, len - strlen(joined) - 1);
+                snprintf(last, lastlen, "%s", line + 8);
+        }
+        top_canvas_free(&c);
+}
+
+static void test_top_cuts_at_a_word(void **state)
+{
+        (void)state;
+        struct facts *f;
+        struct scan_result *r;
+        struct live_view *v = killed_view(&f, &r);
+        const char *next = live_view_gpu(v, 1)->next_step;
+        assert_true(strlen(next) > 104);
+        char joined[2048], last[400];
+        next_lines(v, 104, joined, sizeof(joined), last, sizeof(last));
+        assert_string_equal(joined, next);
+        /* 30 columns: 4 lines of 22 cannot hold it */
+        assert_true(strlen(next) > 4 * 22);
+        next_lines(v, 30, joined, sizeof(joined), last, sizeof(last));
+        size_t n = strlen(joined);
+        assert_true(n > 3);
+        assert_string_equal(joined + n - 3, "...");
+        size_t shown = n - 3;
+        assert_memory_equal(joined, next, shown);
+        assert_true(next[shown] == ' ' && next[shown - 1] != ' ');
+        live_view_free(v);
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
+/* Why there is no driver, whole (the view kept 80 bytes of it) */
+static void test_view_driver_error_whole(void **state)
+{
+        (void)state;
+        struct facts *f = facts_new(1, true, 0);
+        f->gpu->driver_present = false;
+        snprintf(f->gpu->error, sizeof(f->gpu->error), "no NVIDIA driver on this host (libnvidia-ml.so.1 not found: "
+                 "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1: cannot open shared object file: No such file or "
+                 "directory; tried /usr/lib64/libnvidia-ml.so.1 too)");
+        struct scan_result *r = build(f, NULL);
+        struct live_view *v = NULL;
+        assert_int_equal(live_view_build(r, false, true, 0.01, &v), 0);
+        assert_string_equal(v->driver, f->gpu->error);
+        live_view_free(v);
+        /* and the status top and serve show for the cycle: whole (it was cut at 150 bytes) */
+        struct sample smp = { .res = r, .errors = SCAN_ERR_GPU, .why = "" };
+        char status[LIVE_STATUS_MAX], want[LIVE_STATUS_MAX];
+        live_sample_status(&smp, status, sizeof(status));
+        snprintf(want, sizeof(want), "no NVIDIA driver: %s", f->gpu->error);
+        assert_string_equal(status, want);
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_view_rows), cmocka_unit_test(test_ring), cmocka_unit_test(test_page_esc),
                 cmocka_unit_test(test_page), cmocka_unit_test(test_top_screen),
                 cmocka_unit_test(test_page_starts_with_serve), cmocka_unit_test(test_top_texts),
+                cmocka_unit_test(test_top_cuts_at_a_word),
+                cmocka_unit_test(test_view_driver_error_whole),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

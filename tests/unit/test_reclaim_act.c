@@ -216,7 +216,7 @@ static int act(struct run *r)
 
 static void run_free(struct run *r)
 {
-        free(r->acts);
+        reclaim_actions_free(r->acts, r->n);
         free(r);
 }
 
@@ -416,12 +416,13 @@ static void test_verify_start_fake_proc(void **state)
         write_stat(root, 4243, 777, 'Z');
         struct reclaim_sys s;
         reclaim_sys_real(&s, root);
-        char detail[160];
-        assert_int_equal(reclaim_verify_start(&s, 4242, 123456, detail, sizeof(detail)), 0);
-        assert_int_equal(reclaim_verify_start(&s, 4242, 123400, detail, sizeof(detail)), -ESTALE);
+        char *detail = NULL;
+        assert_int_equal(reclaim_verify_start(&s, 4242, 123456, &detail), 0);
+        assert_int_equal(reclaim_verify_start(&s, 4242, 123400, &detail), -ESTALE);
         assert_string_equal(detail, "PID 4242 started at tick 123456, the scan's process at tick 123400: another process");
-        assert_int_equal(reclaim_verify_start(&s, 4243, 777, detail, sizeof(detail)), -ESRCH);
-        assert_int_equal(reclaim_verify_start(&s, 4244, 1, detail, sizeof(detail)), -ESRCH);
+        assert_int_equal(reclaim_verify_start(&s, 4243, 777, &detail), -ESRCH);
+        assert_int_equal(reclaim_verify_start(&s, 4244, 1, &detail), -ESRCH);
+        free(detail);
         char cmd[600];
         snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
         assert_int_equal(system(cmd), 0);
@@ -457,7 +458,7 @@ static void test_real_child(void **state)
         int wst;
         assert_int_equal(waitpid(pid, &wst, 0), pid);
         assert_true(WIFSIGNALED(wst) && WTERMSIG(wst) == SIGTERM);
-        free(a);
+        reclaim_actions_free(a, n);
 
         /* a plan whose start time does not match: the child is left alone */
         pid = fork();
@@ -472,7 +473,7 @@ static void test_real_child(void **state)
         assert_int_equal(kill(pid, 0), 0);
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
-        free(a);
+        reclaim_actions_free(a, n);
 }
 
 /* ---- memory recovery ------------------------------------------------------------------------------- */

@@ -86,7 +86,7 @@ static struct attribution *attribute(struct world *w, unsigned g, pid_t pid, enu
         a->confidence = CONF_HIGH;
         /* as the ledger has it: a link by number is a proof, elimination and PID order are not */
         a->proof = k != LINK_ELIMINATION && k != LINK_PID_ORDER && k != LINK_ORPHAN && !candidate;
-        snprintf(a->text, sizeof(a->text), "worker of dead PID %d, same process group", DEAD);
+        a->text = (char *)"worker of dead PID 31300, same process group"; /* as DEAD; the world owns no text */
         return a;
 }
 
@@ -220,7 +220,7 @@ static void test_orphans_are_targets(void **state)
         assert_int_equal(t->start_ticks, 5000 + W1);
         assert_false(t->explicit_pid);
         assert_string_equal(t->comm, "pt_data_worker");
-        assert_string_equal(t->warning, "");
+        assert_null(t->warning);
         assert_true(p->any_confirmed_ghost);
         assert_int_equal(p->n_gpus, 2);
         assert_int_equal(p->gpus[1].n_targets, 2);
@@ -758,6 +758,27 @@ static void test_weak_link_and_group_ties(void **state)
         world_free(w);
 }
 
+/* A protection by a long cgroup path is said whole: the reason ends with the path and its
+ * bracket (it was cut at 200 bytes) */
+static void test_long_reason_arrives_whole(void **state)
+{
+        (void)state;
+        struct world *w = world_new();
+        char cg[] = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0123456789abcdef.slice/"
+                    "cri-containerd-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope";
+        holder_of(w, W1)->cgroup = cg;
+        char text[300];
+        snprintf(text, sizeof(text), "cgroup %s\n", cg);
+        policy(w, text);
+        const struct reclaim_skip *s = skipped(plan(w), W1);
+        assert_non_null(s);
+        assert_int_equal(s->rule, RECLAIM_POLICY_CGROUP);
+        char want[300];
+        snprintf(want, sizeof(want), "protected by /etc/ghostvram/protected:1 (cgroup %s)", cg);
+        assert_string_equal(s->reason, want);
+        world_free(w);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -776,6 +797,7 @@ int main(void)
                 cmocka_unit_test(test_each_protected_name),
                 cmocka_unit_test(test_name_matching),
                 cmocka_unit_test(test_policy_comm_cgroup_unit),
+                cmocka_unit_test(test_long_reason_arrives_whole),
                 cmocka_unit_test(test_other_gpu),
                 cmocka_unit_test(test_dead_and_d_state),
                 cmocka_unit_test(test_explicit_pids),
