@@ -86,6 +86,12 @@ void cli_common_help(FILE *f, unsigned which)
 
 static char last_error[1024];   /* the latest cli_error message, for a JSON error document */
 static bool json_printed;       /* a JSON document went to stdout */
+static bool json_lines;         /* one compact document a line, flushed (a --json-stream) */
+
+void cli_json_lines(void)
+{
+        json_lines = true;
+}
 
 void cli_error(const char *cmd, const char *fmt, ...)
 {
@@ -493,10 +499,12 @@ int cli_print_json(json_t *doc)
 {
         if (!doc)
                 return -ENOMEM;
-        int r = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+        int r = json_dumpf(doc, stdout, (json_lines ? JSON_COMPACT : JSON_INDENT(2)) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
         json_decref(doc);
         json_printed = true;
         fputc('\n', stdout);
+        if (json_lines)
+                fflush(stdout);
         return r < 0 ? -EIO : 0;
 }
 

@@ -717,7 +717,7 @@ static void test_cgroup_kill_fallback(void **state)
         struct reclaim_sys s;
         reclaim_sys_real(&s, proc);
         struct reclaim_cgroup_result res;
-        assert_int_equal(reclaim_cgroup_kill(fs, "/job_9", &s, 1500, cg_tick, &c, &res), 0);
+        assert_int_equal(reclaim_cgroup_kill(fs, "/job_9", &s, 1500, cg_tick, &c, NULL, &res), 0);
         assert_false(res.used_kill_file);
         assert_true(res.rounds >= 1);
         assert_int_equal(c.member, -1);         /* killed with SIGKILL and reaped */
