@@ -1377,6 +1377,12 @@ static int reclaim_main(int argc, char **argv)
         /* from here a stop signal ends reclaim between two steps, with its report */
         struct stopsig_saved saved_signals;
         stopsig_catch(&saved_signals);
+        /* a reader that goes away (`reclaim --yes | head`, an Epilog killed at its time limit)
+         * must not end reclaim between a signal and its SIGKILL: the act goes on, bounded, and
+         * syslog keeps its record; only the lines are lost */
+        struct sigaction pipe_ign = { .sa_handler = SIG_IGN }, pipe_old;
+        sigemptyset(&pipe_ign.sa_mask);
+        sigaction(SIGPIPE, &pipe_ign, &pipe_old);
         x.acting = o.yes && !o.dry_run && !o.c.from_bundle;
         rep.dry_run = !x.acting;
         reclaim_sys_real(&x.sys, "/proc");
@@ -1452,5 +1458,6 @@ out:
                 close(x.lock_fd);
         closelog();
         stopsig_restore(&saved_signals);
+        sigaction(SIGPIPE, &pipe_old, NULL);
         return status;
 }
