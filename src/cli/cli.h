@@ -155,6 +155,8 @@ void cli_json_lines(void);
  * status (128+N for signal N) or a negative errno. */
 struct buf;
 int cli_run_self(const char *const args[], struct buf *out);
+/* The same, passing a stop signal (util/stopsig) that comes meanwhile on to the child, once. */
+int cli_run_self_stoppable(const char *const args[], struct buf *out);
 
 /* The sources, ledger defaults and bundles of one scan from the common options (confirm 2s). */
 struct scan_once_opts;

@@ -1,6 +1,7 @@
 #include <dirent.h>
 #include <getopt.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -24,6 +25,7 @@
 #include "simstate.h"
 #include "util/buf.h"
 #include "util/deadline.h"
+#include "util/stopsig.h"
 #include "util/parse.h"
 #include "util/spawn.h"
 
@@ -508,7 +510,19 @@ int cli_print_json(json_t *doc)
         return r < 0 ? -EIO : 0;
 }
 
+static int run_self(const char *const args[], struct buf *out, bool pass_stop);
+
 int cli_run_self(const char *const args[], struct buf *out)
+{
+        return run_self(args, out, false);
+}
+
+int cli_run_self_stoppable(const char *const args[], struct buf *out)
+{
+        return run_self(args, out, true);
+}
+
+static int run_self(const char *const args[], struct buf *out, bool pass_stop)
 {
         char exe[4096];
         ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -528,9 +542,25 @@ int cli_run_self(const char *const args[], struct buf *out)
         }
         char chunk[512];
         ssize_t n;
-        while ((n = read(p[0], chunk, sizeof(chunk))) > 0 || (n < 0 && errno == EINTR))
-                if (n > 0 && out)
+        bool passed = false;
+        for (;;) {
+                /* a stop signal is passed on once: the child stops and writes its report
+                 * (looked at every 100 ms: a signal can land before the read blocks) */
+                if (pass_stop && !passed && stopsig_pending()) {
+                        kill(pid, stopsig_pending());
+                        passed = true;
+                }
+                struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+                if (pass_stop && !passed && poll(&pfd, 1, 100) <= 0)
+                        continue;
+                n = read(p[0], chunk, sizeof(chunk));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                if (out)
                         buf_append(out, chunk, (size_t)n);
+        }
         close(p[0]);
         int st;
         while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
