@@ -599,6 +599,42 @@ static int take_lock(struct rc_ctx *x, struct reclaim_report *rep)
         return 0;
 }
 
+/* A confirmed ghost and no target: why, by what hides the holders (as scan says it), and
+ * the last resorts only where every process could be seen. */
+static void no_target_summary(struct reclaim_report *rep, const struct rc_opts *o, const struct scan_result *res,
+                              const struct reclaim_plan *plan)
+{
+        const struct host_report *h = res->facts->host;
+        char gpu[96] = "";
+        if (o->gpu_spec)
+                snprintf(gpu, sizeof(gpu), " --gpu %s", o->gpu_spec);
+        if (!h || h->euid != 0) {
+                summary(rep, EXIT_FINDING,
+                        "A confirmed ghost, but not root: other users' processes are out of sight, and the holders "
+                        "may be among them. Run `sudo ghostvram reclaim%s` before anything else (never reset a GPU "
+                        "on this view).", gpu);
+                return;
+        }
+        if (!h->initial_pidns) {
+                summary(rep, EXIT_FINDING,
+                        "A confirmed ghost, but processes outside this PID namespace are out of sight: run reclaim "
+                        "on the host (or a pod with hostPID: true / docker --pid=host): `sudo ghostvram reclaim%s`.",
+                        gpu);
+                return;
+        }
+        size_t shown = 0; /* the skipped lines the text shows */
+        for (size_t i = 0; i < plan->n_skipped; i++)
+                shown += o->c.verbose || plan->skipped[i].rule != RECLAIM_NOT_ATTRIBUTED;
+        if (shown)
+                summary(rep, EXIT_FINDING,
+                        "A confirmed ghost, but no process reclaim may end for it (see why above). Check "
+                        "`ghostvram scan%s`; the last resorts are --reset-gpu and --reload-uvm.", gpu);
+        else
+                summary(rep, EXIT_FINDING,
+                        "A confirmed ghost, but no process that holds it could be tied to it: `ghostvram scan%s "
+                        "--verbose` says why; the last resorts are --reset-gpu and --reload-uvm.", gpu);
+}
+
 static int mode_processes(struct rc_ctx *x, struct reclaim_report *rep)
 {
         struct rc_opts *o = x->o;
@@ -674,9 +710,7 @@ replan:
         }
         if (plan->n_targets == 0) {
                 if (plan->any_confirmed_ghost && !plan->explicit_mode) {
-                        summary(rep, EXIT_FINDING,
-                                "A confirmed ghost, but no process reclaim may end for it (see why above). Check "
-                                "`ghostvram scan`; the last resorts are --reset-gpu and --reload-uvm.");
+                        no_target_summary(rep, o, res, plan);
                 } else {
                         summary(rep, EXIT_OK, "Nothing to reclaim: %s.",
                                 plan->explicit_mode ? "none of the named processes is here" : "no confirmed ghost held by a process");
