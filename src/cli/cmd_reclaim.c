@@ -164,6 +164,15 @@ static void summary(struct reclaim_report *rep, int status, const char *fmt, ...
         rep->exit_status = status;
 }
 
+static bool banner_shown; /* the simulated host's banner went out (once) */
+
+static void banner(const struct rc_opts *o)
+{
+        if (!banner_shown)
+                cli_sim_banner(stdout, &o->c);
+        banner_shown = true;
+}
+
 /* The plan, before acting: the first lines of the report. */
 static void out_plan(const struct rc_opts *o, struct reclaim_report *rep)
 {
@@ -174,7 +183,7 @@ static void out_plan(const struct rc_opts *o, struct reclaim_report *rep)
                 cli_print_json(reclaim_stream_plan_json(rep));
                 return;
         }
-        cli_sim_banner(stdout, &o->c);
+        banner(o);
         reclaim_stream_plan_text(stdout, rep, o->c.verbose);
         fflush(stdout);
 }
@@ -192,8 +201,7 @@ static void out_report(const struct rc_opts *o, struct reclaim_report *rep)
                 cli_print_json(reclaim_stream_result_json(rep));
                 return;
         }
-        if (!rep->plan_shown)
-                cli_sim_banner(stdout, &o->c);
+        banner(o);
         reclaim_text(stdout, rep, o->c.verbose);
         fflush(stdout);
 }
@@ -1442,6 +1450,13 @@ static int reclaim_main(int argc, char **argv)
         so.wait = stop_wait;
         if (o.floor_set)
                 so.ledger.floor_min_bytes = o.floor_mib << 20;
+        if (x.acting && !o.c.json && !o.json_stream) {
+                /* a first line at once: the scan's confirming sample takes --confirm */
+                banner(&o);
+                printf("Scanning (a ghost is confirmed by a second sample %.3g s after the first) ...\n\n",
+                       (double)o.confirm_ms / 1000.0);
+                fflush(stdout);
+        }
         r = scan_once_run(&so, &x.scan);
         if (r < 0 && stopsig_pending()) {
                 stopped_before_acting(&rep);

@@ -86,6 +86,9 @@ assert_eq "$acted" "$own" "reclaim acted on the experiment's own workers only"
 assert_eq "$(jq -r '.runs[0].after_reclaim.residual_bytes' <<<"$E")" 0 "its own memory back"
 assert_eq "$(used 1)" $((512 * MIB)) "the other job's ghost is still there"
 
+kill_wait "${FOREIGN[@]}" # the other job's ghost: gone before the stop cases
+for i in $(seq 100); do [ "$(used 1)" = 0 ] && break; sleep 0.05; done
+
 note "SIGTERM while a run measures: the stop is reported (JSON stopped_by, the run not counted), exit 143, nothing left"
 GHOSTVRAM_SIM="$SIM" "$GV_BIN" experiment --gpu 0 --mib 256 --workers 2 --wait 30s --json >"$GV_TMP/stop.json" \
         2>"$GV_TMP/err" &
