@@ -145,6 +145,10 @@ for w in "${WORKERS[@]}"; do is_dead "$w" && fail "worker $w was signalled"; don
 
 note "a stop during the scan: nothing is done, at once"
 start "$GV_BIN" --yes --confirm 10s
+wait_out "^Scanning (a ghost is confirmed by a second sample 10 s after the first) \.\.\.$"
+MS=$(($(now_ms) - T0))
+note "   the first line after $MS ms (the plan needs the confirming sample, 10 s later)"
+[ "$MS" -lt 1000 ] || fail "the first line took $MS ms"
 sleep 1
 T1=$(now_ms)
 stop TERM
