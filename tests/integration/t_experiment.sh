@@ -87,14 +87,14 @@ assert_eq "$(jq -r '.runs[0].after_reclaim.residual_bytes' <<<"$E")" 0 "its own 
 assert_eq "$(used 1)" $((512 * MIB)) "the other job's ghost is still there"
 
 kill_wait "${FOREIGN[@]}" # the other job's ghost: gone before the stop cases
-for i in $(seq 100); do [ "$(used 1)" = 0 ] && break; sleep 0.05; done
+for _ in $(seq 100); do [ "$(used 1)" = 0 ] && break; sleep 0.05; done
 
 note "SIGTERM while a run measures: the stop is reported (JSON stopped_by, the run not counted), exit 143, nothing left"
 GHOSTVRAM_SIM="$SIM" "$GV_BIN" experiment --gpu 0 --mib 256 --workers 2 --wait 30s --json >"$GV_TMP/stop.json" \
         2>"$GV_TMP/err" &
 BG=$!
 track "$BG"
-for i in $(seq 300); do [ "$(used 0)" = $((256 * MIB)) ] && break; sleep 0.05; done
+for _ in $(seq 300); do [ "$(used 0)" = $((256 * MIB)) ] && break; sleep 0.05; done
 sleep 1 # the owner is killed; its workers hold the memory for the whole --wait
 T=$(now_ms)
 kill -TERM "$BG"
@@ -115,8 +115,8 @@ GHOSTVRAM_SIM="$SIM" "$GV_BIN" experiment --gpu 1 --mib 512 --workers 2 --wait 4
         >"$GV_TMP/stop.json" 2>"$GV_TMP/err" &
 BG=$!
 track "$BG"
-for i in $(seq 600); do pgrep -f "^ghostvram reclaim --yes --json --gpu 1 " >/dev/null && break; sleep 0.05; done
-for i in $(seq 600); do pgrep -f "gv-simcuda --dir $SIM --gpu 1" >/dev/null || break; sleep 0.05; done
+for _ in $(seq 600); do pgrep -f "^ghostvram reclaim --yes --json --gpu 1 " >/dev/null && break; sleep 0.05; done
+for _ in $(seq 600); do pgrep -f "gv-simcuda --dir $SIM --gpu 1" >/dev/null || break; sleep 0.05; done
 pgrep -f "^ghostvram reclaim --yes --json --gpu 1 " >/dev/null || fail "reclaim is not waiting for the memory"
 kill -TERM "$BG"
 RC=0

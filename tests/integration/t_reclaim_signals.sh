@@ -71,7 +71,7 @@ for w in "${WORKERS[@]}"; do is_dead "$w" || fail "worker $w survived"; done
 note "--json: one document at the end, also after SIGHUP (exit 129)"
 ghost 2
 start "$GV_BIN" --yes --json --grace 2s
-for i in $(seq 300); do [ "$(used 2)" -lt $((1024 * MIB)) ] && break; sleep 0.05; done
+for _ in $(seq 300); do [ "$(used 2)" -lt $((1024 * MIB)) ] && break; sleep 0.05; done
 sleep 0.5
 stop HUP
 assert_eq "$RC" 129 "exit status after SIGHUP"
@@ -130,7 +130,7 @@ GHOSTVRAM_TEST_PAUSE="open:$PAUSE" GHOSTVRAM_SIM="$SIM" "$GV_BIN_HOOKS" reclaim 
         2>"$GV_TMP/err" &
 BG=$!
 track "$BG"
-for i in $(seq 1000); do [ -e "$PAUSE.ready" ] && break; sleep 0.01; done
+for _ in $(seq 1000); do [ -e "$PAUSE.ready" ] && break; sleep 0.01; done
 [ -e "$PAUSE.ready" ] || fail "reclaim did not reach the pause"
 kill -TERM "$BG"
 sleep 0.2

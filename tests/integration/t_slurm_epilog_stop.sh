@@ -37,8 +37,7 @@ epilog() {
         track "$EPI"
 }
 reclaim_gone() { # the reclaim the Epilog started (in timeout's process group) has ended
-        local i
-        for i in $(seq 600); do pgrep -f "$GV_BIN reclaim --gpu 1" >/dev/null || return 0; sleep 0.1; done
+        for _ in $(seq 600); do pgrep -f "$GV_BIN reclaim --gpu 1" >/dev/null || return 0; sleep 0.1; done
         fail "reclaim still runs: $(pgrep -af "$GV_BIN reclaim")"
 }
 
@@ -62,7 +61,7 @@ for w in "${WORKERS[@]}"; do is_dead "$w" || fail "worker $w survived"; done
 reclaim_gone
 
 note "B. the Epilog's own time limit ends reclaim: its stop report is logged, then exit 124"
-for i in $(seq 300); do [ "$(used 1)" = 0 ] && break; sleep 0.1; done
+for _ in $(seq 300); do [ "$(used 1)" = 0 ] && break; sleep 0.1; done
 settings "GV_TIME_LIMIT=10"
 "$GV_BIN" sim set "$SIM" free_delay_ms_per_gib=60000 >/dev/null
 sim_run --gpu 1 --mib 1024 --workers 2
