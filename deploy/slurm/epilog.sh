@@ -10,6 +10,45 @@
 . "$(dirname "$(readlink -f "$0")")/ghostvram-slurm-lib.sh"
 gv_load epilog
 
+# Slurm ends an Epilog that overruns PrologEpilogTimeout: SIGTERM to its process group, SIGKILL
+# a moment later. What reclaim does is logged line by line as it happens (gv_reclaim), so the
+# log keeps it up to the kill; reclaim itself stops on the SIGTERM and says what it did and left.
+GV_STOPPED=""
+for sig in TERM INT HUP; do
+        # shellcheck disable=SC2064 # the signal's name, now
+        trap "GV_STOPPED=$sig" "$sig"
+done
+gv_stopped() {
+        [ -n "$GV_STOPPED" ] || return 1
+        gv_log "stopped by SIG$GV_STOPPED after $((SECONDS - GV_START)) s (the time limit?): what was done is above"
+        exit 0
+}
+
+# gv_reclaim LABEL ARGS...: `ghostvram reclaim ARGS`, each line of its output logged as it comes
+# ("LABEL: line"). GV_OUT: the whole output, GV_RC: its exit status (124: the time limit).
+shopt -s lastpipe
+gv_reclaim() {
+        local label=$1 line mark=$'\x01rc='
+        shift
+        GV_OUT="" GV_RC=""
+        { gv_bounded "$limit" "$GHOSTVRAM" reclaim "$@" 2>&1; echo "$mark$?"; } | while :; do
+                if ! IFS= read -r line; then
+                        # a trapped stop signal interrupts read: go on until reclaim's last line
+                        [ $? -gt 128 ] && continue
+                        break
+                fi
+                case $line in
+                "$mark"*) GV_RC=${line#"$mark"} ;;
+                "") ;;
+                *)
+                        gv_log "$label: $line"
+                        GV_OUT+=$line$'\n'
+                        ;;
+                esac
+        done
+        : "${GV_RC:=124}"
+}
+
 gv_inspect job || exit 0
 if [ -z "$GV_BAD" ]; then
         gv_log "GPU ${GV_SEL# } clean"
@@ -32,17 +71,19 @@ if [ "$GV_RECLAIM" = yes ]; then
         [ -n "$GV_POLICY" ] && opts+=(--policy "$GV_POLICY")
         limit=$(($(gv_secs "$GV_RECLAIM_WAIT") + $(gv_secs "$GV_CONFIRM") + 10))
         if cg=$(gv_job_cgroup) && [ -n "$(cat "$cg/cgroup.procs" 2>/dev/null)" ]; then
-                out=$(gv_bounded "$limit" "$GHOSTVRAM" reclaim --cgroup "$cg" "${opts[@]}" 2>&1) && rc=0 || rc=$?
-                mem=$(grep -E "^  GPU [0-9]+  +[0-9]+ MiB →" <<<"$out" | sed 's/  */ /g; s/^ //' | paste -sd ';' -)
-                gv_log "reclaim --cgroup $cg: exit $rc: ${mem:-no measurement}: $(tail -n 1 <<<"$out")"
+                gv_reclaim "reclaim --cgroup $cg" --cgroup "$cg" "${opts[@]}"
+                mem=$(grep -E "^  GPU [0-9]+  +[0-9]+ MiB →" <<<"$GV_OUT" | sed 's/  */ /g; s/^ //' | paste -sd ';' -)
+                gv_log "reclaim --cgroup $cg: exit $GV_RC: ${mem:-no measurement}: $(tail -n 1 <<<"${GV_OUT%$'\n'}")"
+                gv_stopped
                 gv_inspect job || exit 0
         fi
         for n in $GV_BAD; do
                 [ "${GV_GHOST[$n]:-0}" -gt 0 ] || continue
-                out=$(gv_bounded "$limit" "$GHOSTVRAM" reclaim --gpu "$n" "${opts[@]}" 2>&1) && rc=0 || rc=$?
+                gv_reclaim "reclaim GPU $n" --gpu "$n" "${opts[@]}"
                 # "GPU 1  3072 MiB → 0 MiB  freed 3072 MiB  back in 0.009 s": reclaim's measurement
-                mem=$(grep -E "^  GPU $n  +[0-9]+ MiB →" <<<"$out" | sed 's/  */ /g; s/^ //' | head -n 1)
-                gv_log "reclaim GPU $n: exit $rc: ${mem:-no measurement}: $(tail -n 1 <<<"$out")"
+                mem=$(grep -E "^  GPU $n  +[0-9]+ MiB →" <<<"$GV_OUT" | sed 's/  */ /g; s/^ //' | head -n 1)
+                gv_log "reclaim GPU $n: exit $GV_RC: ${mem:-no measurement}: $(tail -n 1 <<<"${GV_OUT%$'\n'}")"
+                gv_stopped
         done
 fi
 

@@ -70,18 +70,40 @@ void escalate_report_clear(struct escalate_report *r)
 #define FIX(out, ...) line((out)->fixes, &(out)->n_fixes, __VA_ARGS__)
 #define WARN(out, ...) line((out)->warnings, &(out)->n_warnings, __VA_ARGS__)
 
+/* Would `ghostvram reclaim --pid PID` (with --force or not) accept to end it? The plan's own
+ * rules decide, so that the advice never names a command reclaim refuses. */
+static bool reclaim_would_end(const struct scan_result *r, pid_t pid, pid_t self_pid, bool force)
+{
+        struct reclaim_plan_opts po = { .self_pid = self_pid, .explicit_pids = &pid, .n_explicit = 1,
+                                        .only_gpu = -1, .force = force };
+        struct reclaim_plan *p = NULL;
+        if (reclaim_plan_build(r, &po, &p) < 0)
+                return false;
+        bool yes = p->n_targets == 1 && p->targets[0].pid == pid;
+        reclaim_plan_free(p);
+        return yes;
+}
+
 /* How to stop a process that holds a GPU, by what it is. */
-static void stop_advice(struct escalate_report *out, const struct host_proc *h)
+static void stop_advice(struct escalate_report *out, const struct scan_result *r, const struct host_proc *h,
+                        pid_t self_pid)
 {
         const struct gpu_daemon *d = gpu_daemon_of(h);
+        const char *comm = h->comm ? h->comm : "";
         if (d && strcmp(d->kind, "ghostvram") == 0)
                 FIX(out, "stop the running ghostvram (PID %d; `systemctl stop ghostvram` if it is `ghostvram serve`)",
                     (int)h->pid);
         else if (d)
                 FIX(out, "%s", d->stop);
+        else if (reclaim_would_end(r, h->pid, self_pid, false))
+                FIX(out, "end PID %d (%s): stop its job, or `ghostvram reclaim --pid %d --yes`", (int)h->pid, comm,
+                    (int)h->pid);
+        else if (reclaim_would_end(r, h->pid, self_pid, true))
+                FIX(out, "end PID %d (%s): it belongs to a live job, so let the job finish or stop it with its scheduler "
+                         "(`ghostvram reclaim --pid %d --force --yes` ends it anyway, and the job with it)",
+                    (int)h->pid, comm, (int)h->pid);
         else
-                FIX(out, "end PID %d (%s): stop its job, or `ghostvram reclaim --pid %d --yes`", (int)h->pid,
-                    h->comm ? h->comm : "", (int)h->pid);
+                FIX(out, "end PID %d (%s): stop its job (reclaim never ends this process)", (int)h->pid, comm);
 }
 
 static const struct gpu_info *gpu_of(const struct scan_result *r, unsigned index, const struct gpu_ledger **ret_l)
@@ -140,7 +162,7 @@ int escalate_reset_check(const struct scan_result *r, const struct escalate_rese
                 if (hp->pid == o->self_pid || !host_proc_holds(hp, node))
                         continue;
                 REFUSE(out, "PID %d (%s) holds /dev/%s", (int)hp->pid, hp->comm ? hp->comm : "?", node);
-                stop_advice(out, hp);
+                stop_advice(out, r, hp, o->self_pid);
         }
         for (size_t k = 0; l && k < l->n_owners; k++) {
                 const struct owner *ow = &l->owners[k];

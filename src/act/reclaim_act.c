@@ -36,6 +36,7 @@ static const char *const result_names[RECLAIM_RES_COUNT] = {
         [RECLAIM_RES_PID_REUSED] = "pid-reused",
         [RECLAIM_RES_NOT_PERMITTED] = "not-permitted",
         [RECLAIM_RES_ERROR] = "error",
+        [RECLAIM_RES_LEFT] = "left",
 };
 
 const char *reclaim_result_name(enum reclaim_result r)
@@ -222,6 +223,42 @@ void reclaim_actions_free(struct reclaim_action *a, size_t n)
         free(a);
 }
 
+static int stopped(const struct reclaim_act_opts *o)
+{
+        return o->stop ? o->stop() : 0;
+}
+
+/* A stop came: every target not over is left as it is (no SIGKILL follows the first signal),
+ * after a last look whether it ended meanwhile. */
+static void leave_rest(const struct reclaim_act_opts *o, struct reclaim_action *acts, struct slot *sl, size_t n,
+                       double t)
+{
+        const struct reclaim_sys *s = o->sys;
+        for (size_t i = 0; i < n; i++) {
+                struct reclaim_action *a = &acts[i];
+                if (a->result != RECLAIM_RES_PENDING)
+                        continue;
+                bool gone = false;
+                if (sl[i].fd >= 0)
+                        s->wait_exit(s->ctx, &sl[i].fd, 1, &gone, 0);
+                if (gone && sl[i].signalled) {
+                        bool by_kill = a->signals[a->n_signals - 1] == SIGKILL;
+                        resolve(o, a, &sl[i], by_kill ? RECLAIM_RES_KILLED : RECLAIM_RES_TERMINATED, t);
+                        continue;
+                }
+                if (gone) {
+                        str_set(&a->detail, "ended by itself before the signal");
+                        resolve(o, a, &sl[i], RECLAIM_RES_EXITED, t);
+                        continue;
+                }
+                if (sl[i].signalled)
+                        str_set(&a->detail, "still running when reclaim was stopped (no further signal)");
+                else
+                        str_set(&a->detail, "not signalled: reclaim was stopped first");
+                resolve(o, a, &sl[i], RECLAIM_RES_LEFT, t);
+        }
+}
+
 int reclaim_act_run(const struct reclaim_plan *p, const struct reclaim_act_opts *o, struct reclaim_action **ret,
                     size_t *ret_n)
 {
@@ -254,7 +291,7 @@ int reclaim_act_run(const struct reclaim_plan *p, const struct reclaim_act_opts 
                 o->pause(o->pause_ctx, "plan");
 
         /* 1. open and re-check every target before any signal */
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n && !stopped(o); i++) {
                 struct reclaim_action *a = &acts[i];
                 int fd = s->pidfd_open(s->ctx, a->pid);
                 if (fd < 0) {
@@ -278,6 +315,10 @@ int reclaim_act_run(const struct reclaim_plan *p, const struct reclaim_act_opts 
         }
         if (o->pause)
                 o->pause(o->pause_ctx, "open");
+        if (stopped(o)) {
+                leave_rest(o, acts, sl, n, 0);
+                goto done;
+        }
 
         /* 2. the first signal, through the pidfds */
         uint64_t t0 = s->now_ms(s->ctx);
@@ -287,6 +328,8 @@ int reclaim_act_run(const struct reclaim_plan *p, const struct reclaim_act_opts 
         for (size_t i = 0; i < n; i++) {
                 if (sl[i].fd < 0)
                         continue;
+                if (stopped(o))
+                        break; /* the rest are left, unsignalled */
                 bool gone = false;
                 s->wait_exit(s->ctx, &sl[i].fd, 1, &gone, 0);
                 if (gone) {
@@ -309,6 +352,10 @@ int reclaim_act_run(const struct reclaim_plan *p, const struct reclaim_act_opts 
                         break;
                 uint64_t now = s->now_ms(s->ctx);
                 uint64_t el = now - t0;
+                if (stopped(o)) {
+                        leave_rest(o, acts, sl, n, (double)el / 1000.0);
+                        break;
+                }
                 if (!killing && el >= o->grace_ms) {
                         killing = true;
                         for (size_t k = 0; k < m; k++)
@@ -353,6 +400,7 @@ int reclaim_act_run(const struct reclaim_plan *p, const struct reclaim_act_opts 
                 if (o->tick)
                         o->tick(o->tick_ctx, s->now_ms(s->ctx) - t0);
         }
+done:
         *ret = acts;
         *ret_n = n;
         acts = NULL;
@@ -706,7 +754,8 @@ static void sleep_ms(unsigned ms)
 }
 
 int reclaim_cgroup_kill(const char *fs, const char *rel, const struct reclaim_sys *s, unsigned timeout_ms,
-                        void (*tick)(void *ctx, uint64_t t_ms), void *tick_ctx, struct reclaim_cgroup_result *ret)
+                        void (*tick)(void *ctx, uint64_t t_ms), void *tick_ctx, int (*stop)(void),
+                        struct reclaim_cgroup_result *ret)
 {
         memset(ret, 0, sizeof(*ret));
         const char *proc_root = s->ctx ? s->ctx : "/proc";
@@ -733,7 +782,8 @@ int reclaim_cgroup_kill(const char *fs, const char *rel, const struct reclaim_sy
                 uint64_t el = s->now_ms(s->ctx) - t0;
                 ret->remaining = np;
                 ret->seconds = (double)el / 1000.0;
-                if (np == 0 || el >= timeout_ms) {
+                ret->stopped = stop ? stop() : 0;
+                if (np == 0 || el >= timeout_ms || ret->stopped) {
                         free(pids);
                         break;
                 }

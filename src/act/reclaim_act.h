@@ -32,11 +32,12 @@ enum reclaim_result {
         RECLAIM_RES_PID_REUSED,         /* the PID names another process now: not signalled */
         RECLAIM_RES_NOT_PERMITTED,      /* EPERM: not ours to signal */
         RECLAIM_RES_ERROR,
+        RECLAIM_RES_LEFT,               /* a stop signal ended reclaim first: not (or no longer) waited for */
         RECLAIM_RES_COUNT
 };
 
 /* "exited", "terminated", "killed", "stuck-in-D", "survived", "gone-before-signal", "pid-reused",
- * "not-permitted", "error", "pending". */
+ * "not-permitted", "error", "left", "pending". */
 const char *reclaim_result_name(enum reclaim_result r);
 /* Did the process end (whatever ended it)? */
 bool reclaim_result_ended(enum reclaim_result r);
@@ -103,10 +104,14 @@ struct reclaim_act_opts {
          * (memory sampling); t_ms is the time since the first signal */
         void (*tick)(void *ctx, uint64_t t_ms);
         void *tick_ctx;
+        /* non-zero (the signal's number) once the user asked to stop (stopsig_pending): no
+         * signal is sent after it; what is not over is reported "left"; NULL: never */
+        int (*stop)(void);
 };
 
 /* Act on every target of the plan. Returns 0 with the actions (one per target, in plan
- * order; free() them), or -ENOSYS (no pidfd support: nothing was signalled) / -ENOMEM. */
+ * order; free() them), or -ENOSYS (no pidfd support: nothing was signalled) / -ENOMEM. After a
+ * stop (o->stop), the targets not over have the result RECLAIM_RES_LEFT and 0 is returned. */
 int reclaim_act_run(const struct reclaim_plan *p, const struct reclaim_act_opts *o, struct reclaim_action **ret,
                     size_t *ret_n);
 
@@ -167,13 +172,16 @@ int reclaim_cgroup_pids(const char *fs, pid_t **ret, size_t *ret_n);
 struct reclaim_cgroup_result {
         bool used_kill_file;            /* cgroup.kill (cgroup v2, Linux 5.14+) */
         unsigned rounds;                /* pidfd SIGKILL rounds of the fallback */
-        size_t remaining;               /* PIDs still there at the timeout */
+        size_t remaining;               /* PIDs still there at the timeout (or the stop) */
         double seconds;
+        int stopped;                    /* the stop signal that ended the wait, 0 none */
 };
 
 /* End every process of the cgroup: "1" into cgroup.kill where it exists, else SIGKILL through
  * a pidfd to each PID in cgroup.procs (opened, then checked to still be in the cgroup),
  * repeated until the cgroup is empty; wait at most timeout_ms. Returns 0 (see ret->remaining)
- * or a negative errno (nothing could be done). `tick` as in reclaim_act_opts. */
+ * or a negative errno (nothing could be done). `tick` and `stop` as in reclaim_act_opts (after
+ * a stop, no further round of signals). */
 int reclaim_cgroup_kill(const char *fs, const char *rel, const struct reclaim_sys *s, unsigned timeout_ms,
-                        void (*tick)(void *ctx, uint64_t t_ms), void *tick_ctx, struct reclaim_cgroup_result *ret);
+                        void (*tick)(void *ctx, uint64_t t_ms), void *tick_ctx, int (*stop)(void),
+                        struct reclaim_cgroup_result *ret);

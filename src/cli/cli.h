@@ -146,12 +146,17 @@ void cli_json_error_if_silent(const char *cmd, int status);
 /* Write a JSON document (jansson json_t*) to stdout with a newline; steals the reference. */
 struct json_t;
 int cli_print_json(struct json_t *doc);
+/* From now on cli_print_json writes each document on one line and flushes it (a stream of
+ * JSON lines, as reclaim --json-stream). */
+void cli_json_lines(void);
 
 /* Run this ghostvram again with args (args[0] is the name) and capture its standard output
  * (capped by out's cap; out may be NULL: the output is not redirected). Returns the exit
  * status (128+N for signal N) or a negative errno. */
 struct buf;
 int cli_run_self(const char *const args[], struct buf *out);
+/* The same, passing a stop signal (util/stopsig) that comes meanwhile on to the child, once. */
+int cli_run_self_stoppable(const char *const args[], struct buf *out);
 
 /* The sources, ledger defaults and bundles of one scan from the common options (confirm 2s). */
 struct scan_once_opts;

@@ -27,6 +27,7 @@
 #include "util/fileio.h"
 #include "util/parse.h"
 #include "util/spawn.h"
+#include "util/stopsig.h"
 
 #define EXP_MAX_WORKERS 64
 #define EXP_CUDA_CHILD "--cuda-job-child" /* internal: the job process of a real host */
@@ -35,13 +36,8 @@
 #define SAMPLE_MS 50
 #define MIB (1024ull * 1024ull)
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_stop(int sig)
-{
-        (void)sig;
-        stop_requested = 1;
-}
+/* SIGINT, SIGTERM, SIGHUP: util/stopsig's flag; the runs so far are reported, exit 128+N */
+#define stop_requested stopsig_pending()
 
 #define EXP_ACCEPTS (CLI_JSON | CLI_CALL_TIMEOUT | CLI_NVML_LIB)
 
@@ -124,6 +120,7 @@ struct exp_run {
         int reclaim_status;
         json_t *reclaim_doc;
         bool reclaimed;
+        bool stopped;           /* a stop signal cut it short: not in the statistics */
 };
 
 /* ---- pieces ------------------------------------------------------------------------------------- */
@@ -331,7 +328,7 @@ static int run_reclaim(const struct exp_opts *o, struct exp_run *run)
         }
         args[n] = NULL;
         struct buf out = BUF_INIT(8 << 20);
-        run->reclaim_status = cli_run_self(args, &out);
+        run->reclaim_status = cli_run_self_stoppable(args, &out); /* a stop reaches reclaim: it reports */
         run->reclaimed = true;
         json_error_t e;
         run->reclaim_doc = out.data ? json_loads(out.data, 0, &e) : NULL;
@@ -379,7 +376,7 @@ static void summarise(const struct exp_run *runs, size_t n, bool reclaim, struct
         size_t nr = 0, nc = 0;
         for (size_t i = 0; i < n; i++) {
                 const struct phase *ph = reclaim ? &runs[i].after_reclaim : &runs[i].after_kill;
-                if (!ph->measured)
+                if (!ph->measured || runs[i].stopped)
                         continue;
                 res[nr++] = (double)ph->residual / (double)MIB;
                 if (ph->recovered)
@@ -463,6 +460,7 @@ static json_t *experiment_json(const struct exp_opts *o, const struct exp_run *r
                 const struct exp_run *r = &runs[i];
                 json_t *j = json_object();
                 json_set(j, "run", json_integer((json_int_t)i + 1));
+                json_set(j, "stopped", json_boolean(r->stopped));
                 json_set(j, "owner_pid", json_integer(r->owner));
                 json_t *w = json_array();
                 for (unsigned k = 0; k < r->n_workers; k++)
@@ -513,6 +511,8 @@ static json_t *experiment_json(const struct exp_opts *o, const struct exp_run *r
                 json_set(sum, phase ? "after_reclaim" : "after_kill", p);
         }
         json_set(doc, "summary", sum);
+        const char *stop = reclaim_signal_name(stopsig_pending());
+        json_set(doc, "stopped_by", stopsig_pending() && stop ? json_string(stop) : json_null());
         return doc;
 }
 
@@ -717,11 +717,8 @@ static int experiment_main(int argc, char **argv)
         }
         gpu_report_free(probe);
 
-        struct sigaction sa = { .sa_handler = on_stop };
-        sigemptyset(&sa.sa_mask);
-        struct sigaction old_int, old_term;
-        sigaction(SIGINT, &sa, &old_int);
-        sigaction(SIGTERM, &sa, &old_term);
+        struct stopsig_saved saved_signals;
+        stopsig_catch(&saved_signals);
         struct reclaim_sys sys;
         reclaim_sys_real(&sys, "/proc");
         struct exp_run *runs = calloc(o.repeat, sizeof(*runs));
@@ -738,12 +735,17 @@ static int experiment_main(int argc, char **argv)
                         fprintf(stderr, "run %u/%u ...\n", i + 1, o.repeat);
                 int r = one_run(&o, &sys, &go, run, err, sizeof(err));
                 stop_job(&sys, run);
+                if (r < 0 && stop_requested)
+                        break; /* stopped while the job started: nothing was measured */
                 if (r < 0) {
                         cli_error(cmd, "%s", err[0] ? err : strerror(-r));
                         status = EXIT_INCOMPLETE;
                         break;
                 }
                 done++;
+                run->stopped = stop_requested;
+                if (run->stopped)
+                        break;
                 if (o.reclaim && !run->after_reclaim.recovered)
                         status = EXIT_FINDING;
                 /* let the memory come back before the next run */
@@ -751,16 +753,24 @@ static int experiment_main(int argc, char **argv)
                 observe(&go, o.gpu, run->baseline, (o.mib * MIB) / 10, monotonic_ms(), o.wait_ms, &settle);
                 json_decref(settle.samples);
         }
-        if (stop_requested && status == EXIT_OK)
-                status = EXIT_INCOMPLETE;
-        if (done) {
-                if (o.c.json)
-                        cli_print_json(experiment_json(&o, runs, done));
-                else {
+        size_t complete = done - (done && runs[done - 1].stopped);
+        if (stop_requested)
+                status = 128 + stop_requested;
+        if (o.c.json && (done || stop_requested)) {
+                cli_print_json(experiment_json(&o, runs, done));
+        } else if (!o.c.json) {
+                if (complete) {
                         cli_sim_banner(stdout, &o.c);
-                        table(&o, runs, done);
+                        table(&o, runs, complete);
                 }
+                if (stop_requested)
+                        printf("%sStopped by %s %s: %zu of %u run%s done; every process the experiment started "
+                               "was stopped.\n",
+                               complete ? "\n" : "", stopsig_name(stop_requested),
+                               done > complete ? "during a run (not counted)" : "between runs", complete, o.repeat,
+                               o.repeat == 1 ? "" : "s");
         }
+        fflush(stdout);
         for (size_t i = 0; i < o.repeat; i++) {
                 json_decref(runs[i].after_kill.samples);
                 json_decref(runs[i].after_reclaim.samples);
@@ -768,7 +778,6 @@ static int experiment_main(int argc, char **argv)
                 json_decref(runs[i].reclaim_doc);
         }
         free(runs);
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
+        stopsig_restore(&saved_signals);
         return status;
 }

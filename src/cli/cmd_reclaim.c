@@ -28,6 +28,7 @@
 #include "util/escape.h"
 #include "util/fileio.h"
 #include "util/parse.h"
+#include "util/stopsig.h"
 
 #define RC_MAX_PIDS 64
 #define RC_MAX_ANCESTORS 64
@@ -41,7 +42,8 @@ static void reclaim_usage(FILE *f)
 {
         fputs(
                 "Usage: ghostvram reclaim [--gpu N] [--pid P...] [--cgroup PATH] [--yes]\n"
-                "                         [--signal TERM] [--grace 5s] [--wait 60s] [--json]\n"
+                "                         [--signal TERM] [--grace 5s] [--wait 60s]\n"
+                "                         [--json | --json-stream]\n"
                 "       ghostvram reclaim --reset-gpu --gpu N [--force] [--yes]\n"
                 "       ghostvram reclaim --reload-uvm --force [--yes]\n"
                 "\n"
@@ -91,7 +93,9 @@ static void reclaim_usage(FILE *f)
                 "  --confirm DURATION   delay before the scan's confirming sample (default 2s)\n"
                 "  --noise-floor MIB    minimum ghost in MiB (default 64; 1% of the GPU if more)\n",
               f);
-        fputs("  -v, --verbose        also list CUDA processes tied to no ghost\n"
+        fputs("  --json-stream        one JSON object per line as it happens: plan, action,\n"
+              "                       sample, result (docs/reclaim.md)\n"
+              "  -v, --verbose        also list CUDA processes tied to no ghost\n"
               "  --from-bundle DIR    plan from a recorded bundle (never acts)\n", f);
         cli_common_help(f, RECLAIM_ACCEPTS & ~(CLI_VERBOSE | CLI_FROM_BUNDLE));
         fputs("  -h, --help           this help\n"
@@ -103,6 +107,9 @@ static void reclaim_usage(FILE *f)
                 "  sudo ghostvram reclaim --cgroup /slurm/uid_1000/job_42 --yes\n"
                 "  sudo ghostvram reclaim --reset-gpu --gpu 3   # what a reset would need\n"
                 "\n"
+                "The plan is printed before acting, then each signal, result and memory sample\n"
+                "as it happens. SIGINT, SIGTERM or SIGHUP stop it: no signal is sent after\n"
+                "that, the report says what was done and what is left, and it exits 128+N.\n"
                 "Every action goes to syslog (LOG_AUTHPRIV) and the JSON. One reclaim at a\n"
                 "time per host (a lock in /run/ghostvram). docs/reclaim.md: the rules, the\n"
                 "policy file, the checks.\n"
@@ -125,6 +132,7 @@ struct rc_opts {
         size_t n_pids;
         const char *cgroup;
         bool yes, dry_run, force, reset_gpu, reload_uvm;
+        bool json_stream;       /* --json-stream: JSON lines as it happens */
         bool proc_given;        /* --proc DIR */
         int signal;
         uint64_t grace_ms, wait_ms, confirm_ms;
@@ -157,15 +165,80 @@ static void summary(struct reclaim_report *rep, int status, const char *fmt, ...
         rep->exit_status = status;
 }
 
-static void out_report(const struct rc_opts *o, const struct reclaim_report *rep)
+static bool banner_shown; /* the simulated host's banner went out (once) */
+
+static void banner(const struct rc_opts *o)
+{
+        if (!banner_shown)
+                cli_sim_banner(stdout, &o->c);
+        banner_shown = true;
+}
+
+/* The plan, before acting: the first lines of the report. */
+static void out_plan(const struct rc_opts *o, struct reclaim_report *rep)
+{
+        if (rep->plan_shown || o->c.json)
+                return;
+        rep->plan_shown = true;
+        if (o->json_stream) {
+                cli_print_json(reclaim_stream_plan_json(rep));
+                return;
+        }
+        banner(o);
+        reclaim_stream_plan_text(stdout, rep, o->c.verbose);
+        fflush(stdout);
+}
+
+/* The report: what was done (the plan too, unless it went out before acting). */
+static void out_report(const struct rc_opts *o, struct reclaim_report *rep)
 {
         if (o->c.json) {
                 cli_print_json(reclaim_json(rep));
                 return;
         }
-        cli_sim_banner(stdout, &o->c);
+        if (o->json_stream) {
+                if (!rep->plan_shown && (rep->plan || rep->cgroup || rep->esc))
+                        cli_print_json(reclaim_stream_plan_json(rep));
+                cli_print_json(reclaim_stream_result_json(rep));
+                return;
+        }
+        banner(o);
         reclaim_text(stdout, rep, o->c.verbose);
         fflush(stdout);
+}
+
+/* A stop signal came: the report says so, and the exit status is 128+N. */
+static void stopped(struct reclaim_report *rep, double after_s)
+{
+        rep->stopped = stopsig_pending();
+        rep->stopped_after_s = after_s;
+        rep->exit_status = 128 + rep->stopped;
+}
+
+static void stopped_before_acting(struct reclaim_report *rep)
+{
+        stopped(rep, 0);
+        str_setf(&rep->summary, "Stopped by %s before acting: nothing was signalled.",
+                 stopsig_name(rep->stopped));
+}
+
+/* Stopped while acting: what ended, and the PIDs left (each one's line above says how). */
+static void stopped_acting(struct reclaim_report *rep, const struct reclaim_action *acts, size_t n, size_t ended,
+                           double after_s)
+{
+        stopped(rep, after_s);
+        struct buf left = BUF_INIT(4096);
+        size_t n_left = 0;
+        for (size_t i = 0; i < n; i++)
+                if (!reclaim_result_ended(acts[i].result) && n_left++ < 8)
+                        buf_printf(&left, "%s%d", n_left > 1 ? ", " : "", (int)acts[i].pid);
+        if (n_left > 8)
+                buf_printf(&left, " and %zu more", n_left - 8); /* the actions list them all */
+        str_setf(&rep->summary, "Stopped by %s %.3g s after the first signal: %zu of %zu process%s ended%s%s; no signal was sent "
+                 "after the stop.",
+                 stopsig_name(rep->stopped), after_s, ended, n, n == 1 ? "" : "es", n_left ? "; left: PID " : "",
+                 n_left ? buf_str(&left) : "");
+        buf_free(&left);
 }
 
 /* Hostile text made safe for a log line. */
@@ -179,9 +252,8 @@ static void esc_copy(char *out, size_t n, const char *s)
         buf_free(&b);
 }
 
-static void rc_syslog(void *ctx, const struct reclaim_action *a, enum reclaim_event ev)
+static void rc_syslog(const struct reclaim_action *a, enum reclaim_event ev)
 {
-        (void)ctx;
         char comm[96];
         esc_copy(comm, sizeof(comm), a->comm);
         if (ev == RECLAIM_EV_SIGNAL) {
@@ -200,16 +272,22 @@ static void rc_syslog(void *ctx, const struct reclaim_action *a, enum reclaim_ev
  * which carries no test hook at all). */
 void (*cli_reclaim_pause)(void *ctx, const char *stage);
 
-static void sleep_ms(unsigned ms)
+/* The scan's wait for its confirming sample: cut short by a stop signal (the scan then fails
+ * with -EINTR and nothing is done). */
+static bool stop_wait(void *ctx, uint64_t ms)
 {
-        struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
-        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-                ;
+        (void)ctx;
+        return stopsig_sleep_ms(ms > UINT32_MAX ? UINT32_MAX : (unsigned)ms);
 }
 
-/* Memory sampling while acting: the first call is the "before" sample. */
+/* Memory sampling while acting: the first call is the "before" sample. Each GPU's samples go
+ * out as they come: the one before, then one a second at most, the one that shows the memory
+ * back, and the last. */
+#define SAMPLE_LINE_MS 1000
+
 struct sampler {
         struct gpu_opts go;
+        const struct rc_opts *o;        /* where the lines go (NULL: nowhere) */
         struct recovery_gpu *g;
         size_t n;
         bool have_before;
@@ -217,13 +295,51 @@ struct sampler {
         uint64_t last;
         unsigned failed;        /* samples the driver gave no figures for */
         bool last_failed;       /* the latest one: the driver stopped answering */
+        uint64_t *shown;        /* per GPU: monotonic ms of the last line, 0 none */
+        bool *shown_back;       /* per GPU: the line that says it is back went out */
 };
+
+static void out_sample(const struct sampler *s, const struct recovery_gpu *g, bool before, double t)
+{
+        if (!s->o || s->o->c.json)
+                return;
+        if (s->o->json_stream) {
+                cli_print_json(reclaim_stream_sample_json(g, before, t));
+                return;
+        }
+        reclaim_stream_sample_text(stdout, g, before, t);
+        fflush(stdout);
+}
+
+/* The lines of the sample just taken (last: the final one, said whatever the time). */
+static void sampler_show(struct sampler *s, bool before, bool last)
+{
+        uint64_t now = monotonic_ms();
+        double t = before ? 0 : (double)(now - s->t0) / 1000.0;
+        for (size_t i = 0; i < s->n && !s->last_failed; i++) {
+                struct recovery_gpu *g = &s->g[i];
+                if (!g->expected && !s->o->c.verbose)
+                        continue; /* a GPU that expects nothing back: in the report only */
+                bool back = g->expected && g->recovered && !s->shown_back[i];
+                if (!before && !back && !(last && s->shown[i] != now) && s->shown[i] &&
+                    now - s->shown[i] < SAMPLE_LINE_MS)
+                        continue;
+                if (!before && !g->after_known)
+                        continue;
+                if (before && !g->before_known)
+                        continue;
+                s->shown[i] = now;
+                s->shown_back[i] |= back;
+                out_sample(s, g, before, t);
+        }
+}
 
 static void sampler_take(struct sampler *s, uint64_t t0)
 {
         bool bad = recovery_sample(&s->go, s->g, s->n, t0) < 0;
         s->failed += bad;
         s->last_failed = bad;
+        sampler_show(s, t0 == 0, false);
 }
 
 static void sampler_tick(void *ctx, uint64_t t_ms)
@@ -242,28 +358,66 @@ static void sampler_tick(void *ctx, uint64_t t_ms)
         sampler_take(s, s->t0);
 }
 
-/* Keep sampling until every GPU has its memory back or the timeout (from the first signal);
- * the first sample right away: the processes have just ended. */
+/* Keep sampling until every GPU has its memory back, the timeout (from the first signal) or a
+ * stop signal; the first sample right away: the processes have just ended. */
 static void sampler_finish(struct sampler *s, uint64_t timeout_ms)
 {
         if (!s->have_before)
                 sampler_tick(s, 0);
         for (;;) {
+                if (stopsig_pending())
+                        break;
                 sampler_take(s, s->t0);
                 if (recovery_all_done(s->g, s->n) || monotonic_ms() - s->t0 >= timeout_ms)
                         break;
-                sleep_ms(SAMPLE_MS);
+                stopsig_sleep_ms(SAMPLE_MS);
         }
+        sampler_show(s, false, true);
 }
 
-static void sampler_init(struct sampler *s, const struct rc_opts *o, struct recovery_gpu *g, size_t n)
+static int sampler_init(struct sampler *s, const struct rc_opts *o, struct recovery_gpu *g, size_t n)
 {
         memset(s, 0, sizeof(*s));
         cli_common_gpu_opts(&o->c, &s->go);
         s->go.memory_only = true;
         s->go.timeout_ms = o->c.timeout_ms < 1000 ? o->c.timeout_ms : 1000; /* a short deadline per call */
+        s->o = o;
         s->g = g;
         s->n = n;
+        s->shown = calloc(n ? n : 1, sizeof(*s->shown));
+        s->shown_back = calloc(n ? n : 1, sizeof(*s->shown_back));
+        return s->shown && s->shown_back ? 0 : -ENOMEM;
+}
+
+static void sampler_done(struct sampler *s)
+{
+        free(s->shown);
+        free(s->shown_back);
+        s->shown = NULL;
+        s->shown_back = NULL;
+}
+
+/* Seconds since the first signal (0 before it). */
+static double sampler_elapsed(const struct sampler *s)
+{
+        return s->have_before ? (double)(monotonic_ms() - s->t0) / 1000.0 : 0;
+}
+
+/* Each signal and result: to syslog, and out as it happens (ctx: the sampler, whose clock
+ * started at the first signal). */
+static void rc_event(void *ctx, const struct reclaim_action *a, enum reclaim_event ev)
+{
+        const struct sampler *s = ctx;
+        rc_syslog(a, ev);
+        if (s->o->c.json)
+                return;
+        double t = sampler_elapsed(s);
+        if (s->o->json_stream) {
+                cli_print_json(reclaim_stream_action_json(a, ev, t));
+                return;
+        }
+        reclaim_stream_action_text(stdout, a, ev, t);
+        fflush(stdout);
 }
 
 /* ghostvram's ancestors: parent, its parent, ... (in our PID namespace). */
@@ -453,6 +607,42 @@ static int take_lock(struct rc_ctx *x, struct reclaim_report *rep)
         return 0;
 }
 
+/* A confirmed ghost and no target: why, by what hides the holders (as scan says it), and
+ * the last resorts only where every process could be seen. */
+static void no_target_summary(struct reclaim_report *rep, const struct rc_opts *o, const struct scan_result *res,
+                              const struct reclaim_plan *plan)
+{
+        const struct host_report *h = res->facts->host;
+        char gpu[96] = "";
+        if (o->gpu_spec)
+                snprintf(gpu, sizeof(gpu), " --gpu %s", o->gpu_spec);
+        if (!h || h->euid != 0) {
+                summary(rep, EXIT_FINDING,
+                        "A confirmed ghost, but not root: other users' processes are out of sight, and the holders "
+                        "may be among them. Run `sudo ghostvram reclaim%s` before anything else (never reset a GPU "
+                        "on this view).", gpu);
+                return;
+        }
+        if (!h->initial_pidns) {
+                summary(rep, EXIT_FINDING,
+                        "A confirmed ghost, but processes outside this PID namespace are out of sight: run reclaim "
+                        "on the host (or a pod with hostPID: true / docker --pid=host): `sudo ghostvram reclaim%s`.",
+                        gpu);
+                return;
+        }
+        size_t shown = 0; /* the skipped lines the text shows */
+        for (size_t i = 0; i < plan->n_skipped; i++)
+                shown += o->c.verbose || plan->skipped[i].rule != RECLAIM_NOT_ATTRIBUTED;
+        if (shown)
+                summary(rep, EXIT_FINDING,
+                        "A confirmed ghost, but no process reclaim may end for it (see why above). Check "
+                        "`ghostvram scan%s`; the last resorts are --reset-gpu and --reload-uvm.", gpu);
+        else
+                summary(rep, EXIT_FINDING,
+                        "A confirmed ghost, but no process that holds it could be tied to it: `ghostvram scan%s "
+                        "--verbose` says why; the last resorts are --reset-gpu and --reload-uvm.", gpu);
+}
+
 static int mode_processes(struct rc_ctx *x, struct reclaim_report *rep)
 {
         struct rc_opts *o = x->o;
@@ -471,6 +661,8 @@ static int mode_processes(struct rc_ctx *x, struct reclaim_report *rep)
         struct recovery_gpu *rec = NULL;
         size_t n_acts = 0, n_rec = 0;
         int status = EXIT_INCOMPLETE;
+        struct sampler sm;
+        memset(&sm, 0, sizeof(sm));
 replan:
         for (size_t i = 0; i < o->n_pids; i++) {
                 if (res->facts->host && host_report_find(res->facts->host, o->pids[i]))
@@ -526,9 +718,7 @@ replan:
         }
         if (plan->n_targets == 0) {
                 if (plan->any_confirmed_ghost && !plan->explicit_mode) {
-                        summary(rep, EXIT_FINDING,
-                                "A confirmed ghost, but no process reclaim may end for it (see why above). Check "
-                                "`ghostvram scan`; the last resorts are --reset-gpu and --reload-uvm.");
+                        no_target_summary(rep, o, res, plan);
                 } else {
                         summary(rep, EXIT_OK, "Nothing to reclaim: %s.",
                                 plan->explicit_mode ? "none of the named processes is here" : "no confirmed ghost held by a process");
@@ -573,6 +763,11 @@ replan:
                         x->acting = true;
                         rep->dry_run = false;
                         goto replan;
+                } else if (stopsig_pending()) {
+                        stopped_before_acting(rep); /* ^C at the question */
+                        printf("\n%s\n", str_or_empty(rep->summary));
+                        status = rep->exit_status;
+                        goto out;
                 } else {
                         summary(rep, EXIT_OK, "Nothing done.");
                         printf("%s\n", str_or_empty(rep->summary));
@@ -591,6 +786,11 @@ replan:
                 goto done;
         }
 
+        if (stopsig_pending()) {
+                stopped_before_acting(rep);
+                goto done;
+        }
+
         /* act: every selected GPU is watched; those whose ghost the targets hold expect it back */
         rec = calloc(plan->n_gpus ? plan->n_gpus : 1, sizeof(*rec));
         if (!rec)
@@ -600,15 +800,16 @@ replan:
                 const struct reclaim_gpu *pg = &plan->gpus[i];
                 recovery_init(&rec[i], pg->index, pg->n_targets && pg->ghost_confirmed ? pg->expected_bytes : 0, pg->noise_floor);
         }
-        struct sampler sm;
-        sampler_init(&sm, o, rec, n_rec);
+        if (sampler_init(&sm, o, rec, n_rec) < 0)
+                goto out;
+        out_plan(o, rep); /* what is about to be done, before it is done */
         syslog(LOG_NOTICE, "reclaim: uid %u acts on %zu process%s (SIG%s, grace %.3g s)", (unsigned)euid,
                plan->n_targets, plan->n_targets == 1 ? "" : "es", reclaim_signal_name(o->signal),
                (double)o->grace_ms / 1000.0);
         struct reclaim_act_opts ao = {
                 .sys = &x->sys, .signal = o->signal, .grace_ms = (unsigned)o->grace_ms,
-                .timeout_ms = (unsigned)o->wait_ms, .poll_ms = SAMPLE_MS, .log = rc_syslog,
-                .pause = cli_reclaim_pause, .tick = sampler_tick, .tick_ctx = &sm,
+                .timeout_ms = (unsigned)o->wait_ms, .poll_ms = SAMPLE_MS, .log = rc_event, .log_ctx = &sm,
+                .pause = cli_reclaim_pause, .tick = sampler_tick, .tick_ctx = &sm, .stop = stopsig_pending,
         };
         int r = reclaim_act_run(plan, &ao, &acts, &n_acts);
         if (r == -ENOSYS) {
@@ -629,6 +830,10 @@ replan:
         for (size_t i = 0; i < n_acts; i++) {
                 ended += reclaim_result_ended(acts[i].result);
                 denied += acts[i].result == RECLAIM_RES_NOT_PERMITTED;
+        }
+        if (stopsig_pending()) {
+                stopped_acting(rep, acts, n_acts, ended, sampler_elapsed(&sm));
+                goto done;
         }
         for (size_t i = 0; i < n_rec; i++)
                 if (rec[i].expected)
@@ -669,9 +874,34 @@ out:
         rep->actions = NULL;
         rep->rec = NULL;
         reclaim_plan_free(plan);
+        sampler_done(&sm);
         reclaim_actions_free(acts, n_acts);
         free(rec);
         return status;
+}
+
+/* A member of --cgroup's cgroup into its plan: a target, or skipped by `rule`. */
+static void cgroup_plan_add(struct reclaim_plan *p, const struct host_proc *hp, bool known, enum reclaim_rule rule,
+                            int gpu, const char *why)
+{
+        if (rule != RECLAIM_TARGET) {
+                struct reclaim_skip *k = &p->skipped[p->n_skipped++];
+                k->pid = hp->pid;
+                snprintf(k->comm, sizeof(k->comm), "%s", known && hp->comm ? hp->comm : "");
+                k->gpu = gpu;
+                k->rule = rule;
+                str_setf(&k->reason, "%s", why);
+                return;
+        }
+        struct reclaim_target *t = &p->targets[p->n_targets++];
+        t->pid = hp->pid;
+        t->start_ticks = known ? hp->start_ticks : 0;
+        t->uid = known ? hp->uid : 0;
+        t->state = known ? hp->state : '?';
+        snprintf(t->comm, sizeof(t->comm), "%s", known && hp->comm ? hp->comm : "");
+        t->gpu = -1;
+        t->link = LINK_NONE;
+        str_setf(&t->why, "a member of the cgroup (cgroup.path)");
 }
 
 static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
@@ -686,6 +916,9 @@ static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
         size_t np = 0;
         struct recovery_gpu *rec = NULL;
         struct reclaim_action *acts = NULL;
+        struct reclaim_plan *plan = NULL;
+        struct sampler sm;
+        memset(&sm, 0, sizeof(sm));
         size_t n_rec = 0;
         int r = reclaim_cgroup_resolve("/proc", o->cgroup, ci.dir, sizeof(ci.dir), ci.path, sizeof(ci.path));
         if (r < 0) {
@@ -707,8 +940,19 @@ static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
         }
         ci.n_pids = np;
         acts = calloc(np ? np : 1, sizeof(*acts));
-        if (!acts)
+        /* the plan, as the other modes have one: the cgroup's members are the targets, those
+         * that refuse it are the skipped (the GPUs as a default plan sees them) */
+        if (!acts || reclaim_plan_build(res, &x->po, &plan) < 0)
                 goto out;
+        free(plan->targets);
+        free(plan->skipped);
+        plan->n_targets = plan->n_skipped = 0;
+        plan->targets = calloc(np ? np : 1, sizeof(*plan->targets));
+        plan->skipped = calloc(np ? np : 1, sizeof(*plan->skipped));
+        if (!plan->targets || !plan->skipped)
+                goto out;
+        for (size_t g = 0; g < plan->n_gpus; g++)
+                plan->gpus[g].n_targets = 0;
         /* no process list from the driver: a live owner inside could not be seen */
         bool blind = false;
         for (size_t g = 0; g < res->facts->gpu->n_gpus; g++)
@@ -739,16 +983,22 @@ static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
                 char *why STR_AUTOFREE = NULL;
                 if (!known)
                         hp.pid = pids[i];
-                if (reclaim_protection(&hp, &x->po, &why) != RECLAIM_TARGET) {
+                enum reclaim_rule rule = reclaim_protection(&hp, &x->po, &why);
+                if (rule != RECLAIM_TARGET) {
                         note(rep, "PID %d (%s) in %s: %s", (int)pids[i], comm, ci.path, why);
                         refuse = true;
                 }
+                cgroup_plan_add(plan, &hp, known, ow ? RECLAIM_LIVE_OWNER : rule, ow ? (int)gpu : -1,
+                                ow ? "a live NVML-listed owner: the job is not finished" : why);
                 host_proc_clear(&hp);
         }
         refuse |= blind;
         rec = watch_list(res, o->only_gpu, pids, np, &n_rec);
         if (!rec)
                 goto out;
+        for (size_t i = 0; i < n_rec && i < plan->n_gpus; i++)
+                plan->gpus[i].expected_bytes = rec[i].expected;
+        rep->plan = plan;
         rep->rec = rec;
         rep->n_rec = n_rec;
         if (refuse) {
@@ -769,12 +1019,18 @@ static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
         }
         for (size_t i = 0; i < n_rec; i++)
                 rec[i].before_known = false;
-        struct sampler sm;
-        sampler_init(&sm, o, rec, n_rec);
+        if (sampler_init(&sm, o, rec, n_rec) < 0)
+                goto out;
         syslog(LOG_NOTICE, "reclaim: uid %u ends cgroup %s (%zu processes)", (unsigned)geteuid(), ci.path, np);
         if (cli_reclaim_pause)
                 cli_reclaim_pause(NULL, "open");
-        r = reclaim_cgroup_kill(ci.dir, ci.path, &x->sys, (unsigned)o->wait_ms, sampler_tick, &sm, &ci.res);
+        if (stopsig_pending()) {
+                stopped_before_acting(rep);
+                goto done;
+        }
+        out_plan(o, rep);
+        r = reclaim_cgroup_kill(ci.dir, ci.path, &x->sys, (unsigned)o->wait_ms, sampler_tick, &sm, stopsig_pending,
+                                &ci.res);
         if (r < 0) {
                 summary(rep, EXIT_INCOMPLETE, "Cannot act on %s: %s", ci.path, strerror(-r));
                 goto done;
@@ -800,12 +1056,21 @@ static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
                 a->result = !member ? RECLAIM_RES_KILLED : state == 'D' ? RECLAIM_RES_STUCK_IN_D : RECLAIM_RES_SURVIVED;
                 a->state = state;
                 a->seconds = ci.res.seconds;
-                syslog(LOG_NOTICE, "reclaim: cgroup %s: PID %d %s", ci.path, (int)a->pid, reclaim_result_name(a->result));
+                if (a->result == RECLAIM_RES_SURVIVED && ci.res.stopped) {
+                        a->result = RECLAIM_RES_LEFT;
+                        str_setf(&a->detail, "still running when reclaim was stopped");
+                }
+                rc_event(&sm, a, RECLAIM_EV_RESULT); /* syslog too */
         }
         rep->actions = acts;
         rep->n_actions = np;
         bool back = recovery_all_done(rec, n_rec);
-        if (ci.res.remaining == 0 && back)
+        size_t gone = 0;
+        for (size_t i = 0; i < np; i++)
+                gone += reclaim_result_ended(acts[i].result);
+        if (stopsig_pending())
+                stopped_acting(rep, acts, np, gone, sampler_elapsed(&sm));
+        else if (ci.res.remaining == 0 && back)
                 summary(rep, EXIT_OK, "Memory recovered: cgroup %s is empty.", ci.path);
         else
                 summary(rep, EXIT_FINDING, "Partial: %zu process%s left in %s%s.", ci.res.remaining,
@@ -817,6 +1082,9 @@ out:
         rep->cgroup = NULL;
         rep->rec = NULL;
         rep->actions = NULL;
+        rep->plan = NULL;
+        reclaim_plan_free(plan);
+        sampler_done(&sm);
         free(pids);
         free(rec);
         free(acts);
@@ -832,6 +1100,8 @@ static int mode_escalate(struct rc_ctx *x, struct reclaim_report *rep)
         struct recovery_gpu *rec = NULL;
         size_t n_rec = 0;
         int status = EXIT_INCOMPLETE;
+        struct sampler sm;
+        memset(&sm, 0, sizeof(sm));
         bool root = geteuid() == 0;
         if (o->reset_gpu) {
                 struct escalate_reset_opts eo = { .gpu = (unsigned)o->only_gpu, .force = o->force,
@@ -867,8 +1137,13 @@ static int mode_escalate(struct rc_ctx *x, struct reclaim_report *rep)
                 if (l && l->ghost_confirmed)
                         recovery_init(&rec[i], rec[i].index, l->ghost, l->noise_floor);
         }
-        struct sampler sm;
-        sampler_init(&sm, o, rec, n_rec);
+        if (sampler_init(&sm, o, rec, n_rec) < 0)
+                goto out;
+        if (stopsig_pending()) {
+                stopped_before_acting(rep);
+                goto done;
+        }
+        out_plan(o, rep);
         sampler_tick(&sm, 0); /* before; NVML is shut down again after each sample */
         int cs = 0;
         char err[256] = "";
@@ -908,7 +1183,11 @@ static int mode_escalate(struct rc_ctx *x, struct reclaim_report *rep)
         rep->n_rec = n_rec;
         if (err[0])
                 note(rep, "%s", err);
-        if (rep->esc_ran && cs == 0 && recovery_all_done(rec, n_rec))
+        if (stopsig_pending()) {
+                stopped(rep, sampler_elapsed(&sm));
+                str_setf(&rep->summary, "Stopped by %s after %s %s; the memory was not measured to the end.",
+                         stopsig_name(rep->stopped), rep->mode, rep->esc_ran ? "ran" : "was started");
+        } else if (rep->esc_ran && cs == 0 && recovery_all_done(rec, n_rec))
                 summary(rep, EXIT_OK, "Done: %s; memory recovered.", rep->mode);
         else
                 summary(rep, EXIT_FINDING, "Partial: %s %s.", rep->mode,
@@ -921,6 +1200,7 @@ out:
         rep->rec = NULL;
         escalate_report_clear(&esc);
         buf_free(&output);
+        sampler_done(&sm);
         free(rec);
         return status;
 }
@@ -944,6 +1224,7 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                 { "force", no_argument, NULL, 'f' },
                 { "confirm", required_argument, NULL, 'C' },
                 { "noise-floor", required_argument, NULL, 'F' },
+                { "json-stream", no_argument, NULL, 'J' },
                 CLI_COMMON_LONGOPTS,
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
@@ -1005,6 +1286,7 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                                 return -1;
                         o->policy = optarg;
                         continue;
+                case 'J': o->json_stream = true; continue;
                 case 'R': o->reset_gpu = true; continue;
                 case 'U': o->reload_uvm = true; continue;
                 case 'f': o->force = true; continue;
@@ -1067,16 +1349,32 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                 cli_error(cmd, "--yes and --dry-run contradict each other");
                 return -1;
         }
+        if (o->json_stream && o->c.json) {
+                cli_error(cmd, "--json (one document at the end) and --json-stream (a line per event) exclude each other");
+                return -1;
+        }
         return 0;
 }
 
 static int reclaim_main(int argc, char **argv);
 
-/* With --json every error is JSON on stdout too (the message stays on stderr). */
+static bool wants_json_stream(int argc, char **argv)
+{
+        for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+                if (strcmp(argv[i], "--json-stream") == 0)
+                        return true;
+        return false;
+}
+
+/* With --json every error is JSON on stdout too (the message stays on stderr); with
+ * --json-stream it is one line, as every line of the stream. */
 int cmd_reclaim(int argc, char **argv)
 {
+        bool stream = wants_json_stream(argc, argv);
+        if (stream)
+                cli_json_lines();
         int status = reclaim_main(argc, argv);
-        if (cli_wants_json(argc, argv))
+        if (cli_wants_json(argc, argv) || stream)
                 cli_json_error_if_silent("reclaim", status);
         return status;
 }
@@ -1119,6 +1417,15 @@ static int reclaim_main(int argc, char **argv)
                 reclaim_policy_free(&x.policy);
                 return EXIT_USAGE;
         }
+        /* from here a stop signal ends reclaim between two steps, with its report */
+        struct stopsig_saved saved_signals;
+        stopsig_catch(&saved_signals);
+        /* a reader that goes away (`reclaim --yes | head`, an Epilog killed at its time limit)
+         * must not end reclaim between a signal and its SIGKILL: the act goes on, bounded, and
+         * syslog keeps its record; only the lines are lost */
+        struct sigaction pipe_ign = { .sa_handler = SIG_IGN }, pipe_old;
+        sigemptyset(&pipe_ign.sa_mask);
+        sigaction(SIGPIPE, &pipe_ign, &pipe_old);
         x.acting = o.yes && !o.dry_run && !o.c.from_bundle;
         rep.dry_run = !x.acting;
         reclaim_sys_real(&x.sys, "/proc");
@@ -1141,9 +1448,23 @@ static int reclaim_main(int argc, char **argv)
         struct scan_once_opts so;
         cli_scan_once_opts(&o.c, &so);
         so.confirm_ms = o.confirm_ms;
+        so.wait = stop_wait;
         if (o.floor_set)
                 so.ledger.floor_min_bytes = o.floor_mib << 20;
+        if (x.acting && !o.c.json && !o.json_stream) {
+                /* a first line at once: the scan's confirming sample takes --confirm */
+                banner(&o);
+                printf("Scanning (a ghost is confirmed by a second sample %.3g s after the first) ...\n\n",
+                       (double)o.confirm_ms / 1000.0);
+                fflush(stdout);
+        }
         r = scan_once_run(&so, &x.scan);
+        if (r < 0 && stopsig_pending()) {
+                stopped_before_acting(&rep);
+                out_report(&o, &rep);
+                status = rep.exit_status;
+                goto out;
+        }
         if (r < 0) {
                 cli_error("reclaim", "cannot scan (%s): %s", o.c.proc_root, strerror(-r));
                 goto out;
@@ -1187,5 +1508,7 @@ out:
                 close(x.lock_fd);
         closelog();
         reclaim_report_clear(&rep);
+        stopsig_restore(&saved_signals);
+        sigaction(SIGPIPE, &pipe_old, NULL);
         return status;
 }

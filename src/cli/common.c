@@ -1,6 +1,7 @@
 #include <dirent.h>
 #include <getopt.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -24,6 +25,7 @@
 #include "simstate.h"
 #include "util/buf.h"
 #include "util/deadline.h"
+#include "util/stopsig.h"
 #include "util/parse.h"
 #include "util/spawn.h"
 
@@ -86,6 +88,12 @@ void cli_common_help(FILE *f, unsigned which)
 
 static char last_error[1024];   /* the latest cli_error message, for a JSON error document */
 static bool json_printed;       /* a JSON document went to stdout */
+static bool json_lines;         /* one compact document a line, flushed (a --json-stream) */
+
+void cli_json_lines(void)
+{
+        json_lines = true;
+}
 
 void cli_error(const char *cmd, const char *fmt, ...)
 {
@@ -493,14 +501,28 @@ int cli_print_json(json_t *doc)
 {
         if (!doc)
                 return -ENOMEM;
-        int r = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+        int r = json_dumpf(doc, stdout, (json_lines ? JSON_COMPACT : JSON_INDENT(2)) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
         json_decref(doc);
         json_printed = true;
         fputc('\n', stdout);
+        if (json_lines)
+                fflush(stdout);
         return r < 0 ? -EIO : 0;
 }
 
+static int run_self(const char *const args[], struct buf *out, bool pass_stop);
+
 int cli_run_self(const char *const args[], struct buf *out)
+{
+        return run_self(args, out, false);
+}
+
+int cli_run_self_stoppable(const char *const args[], struct buf *out)
+{
+        return run_self(args, out, true);
+}
+
+static int run_self(const char *const args[], struct buf *out, bool pass_stop)
 {
         char exe[4096];
         ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -520,9 +542,25 @@ int cli_run_self(const char *const args[], struct buf *out)
         }
         char chunk[512];
         ssize_t n;
-        while ((n = read(p[0], chunk, sizeof(chunk))) > 0 || (n < 0 && errno == EINTR))
-                if (n > 0 && out)
+        bool passed = false;
+        for (;;) {
+                /* a stop signal is passed on once: the child stops and writes its report
+                 * (looked at every 100 ms: a signal can land before the read blocks) */
+                if (pass_stop && !passed && stopsig_pending()) {
+                        kill(pid, stopsig_pending());
+                        passed = true;
+                }
+                struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+                if (pass_stop && !passed && poll(&pfd, 1, 100) <= 0)
+                        continue;
+                n = read(p[0], chunk, sizeof(chunk));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                if (out)
                         buf_append(out, chunk, (size_t)n);
+        }
         close(p[0]);
         int st;
         while (waitpid(pid, &st, 0) < 0 && errno == EINTR)

@@ -9,6 +9,7 @@
 #include "util/buf.h"
 #include "util/escape.h"
 #include "util/parse.h"
+#include "util/timefmt.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -132,35 +133,39 @@ static json_t *gpus_json(const struct reclaim_report *r)
                 json_set(j, "freed_bytes", g && g->after_known && g->before_known
                                                    ? json_integer((json_int_t)(g->before > g->after ? g->before - g->after : 0))
                                                    : json_null());
-                json_set(j, "recovered", g ? json_boolean(g->expected > 0 ? g->recovered : true) : json_null());
+                /* a dry run recovers nothing: null, as for every figure it did not measure */
+                json_set(j, "recovered", g && !r->dry_run ? json_boolean(g->expected > 0 ? g->recovered : true) : json_null());
                 json_set(j, "recovery_seconds", g && g->recovered ? json_real(g->recovery_s) : json_null());
                 json_array_append_new(a, j);
         }
         return a;
 }
 
+static json_t *action_json(const struct reclaim_action *x)
+{
+        json_t *j = json_object();
+        json_set(j, "pid", json_integer(x->pid));
+        json_set(j, "comm", json_text(x->comm));
+        json_set(j, "gpu_index", x->gpu >= 0 ? json_integer(x->gpu) : json_null());
+        const char *last = x->n_signals ? reclaim_signal_name(x->signals[x->n_signals - 1]) : NULL;
+        json_set(j, "signal", last ? json_string(last) : json_null());
+        json_t *sigs = json_array();
+        for (unsigned k = 0; k < x->n_signals; k++) {
+                const char *nm = reclaim_signal_name(x->signals[k]);
+                json_array_append_new(sigs, nm ? json_string(nm) : json_integer(x->signals[k]));
+        }
+        json_set(j, "signals", sigs);
+        json_set(j, "result", json_string(reclaim_result_name(x->result)));
+        json_set(j, "seconds", json_real(x->seconds));
+        json_set(j, "detail", !str_empty(x->detail) ? json_text(x->detail) : json_null());
+        return j;
+}
+
 static json_t *actions_json(const struct reclaim_report *r)
 {
         json_t *a = json_array();
-        for (size_t i = 0; i < r->n_actions; i++) {
-                const struct reclaim_action *x = &r->actions[i];
-                json_t *j = json_object();
-                json_set(j, "pid", json_integer(x->pid));
-                json_set(j, "comm", json_text(x->comm));
-                json_set(j, "gpu_index", x->gpu >= 0 ? json_integer(x->gpu) : json_null());
-                const char *last = x->n_signals ? reclaim_signal_name(x->signals[x->n_signals - 1]) : NULL;
-                json_set(j, "signal", last ? json_string(last) : json_null());
-                json_t *sigs = json_array();
-                for (unsigned k = 0; k < x->n_signals; k++) {
-                        const char *nm = reclaim_signal_name(x->signals[k]);
-                        json_array_append_new(sigs, nm ? json_string(nm) : json_integer(x->signals[k]));
-                }
-                json_set(j, "signals", sigs);
-                json_set(j, "result", json_string(reclaim_result_name(x->result)));
-                json_set(j, "seconds", json_real(x->seconds));
-                json_set(j, "detail", !str_empty(x->detail) ? json_text(x->detail) : json_null());
-                json_array_append_new(a, j);
-        }
+        for (size_t i = 0; i < r->n_actions; i++)
+                json_array_append_new(a, action_json(&r->actions[i]));
         return a;
 }
 
@@ -172,11 +177,9 @@ void reclaim_report_clear(struct reclaim_report *r)
         str_clear(&r->summary);
 }
 
-json_t *reclaim_json(const struct reclaim_report *r)
+/* What the report and the stream's plan line share: the mode, the options, the plan, the GPUs. */
+static void head_json(json_t *o, const struct reclaim_report *r)
 {
-        json_t *o = json_object();
-        json_set(o, "schema_version", json_integer(GV_SCHEMA_VERSION));
-        json_set(o, "command", json_string("reclaim"));
         json_set(o, "mode", json_string(r->mode));
         json_set(o, "dry_run", json_boolean(r->dry_run));
         json_set(o, "simulated", json_boolean(r->simulated));
@@ -186,6 +189,14 @@ json_t *reclaim_json(const struct reclaim_report *r)
         json_set(o, "wait_seconds", json_real(r->timeout_ms / 1000.0));
         json_set(o, "plan", r->plan ? plan_json(r->plan) : json_null());
         json_set(o, "gpus", gpus_json(r));
+}
+
+json_t *reclaim_json(const struct reclaim_report *r)
+{
+        json_t *o = json_object();
+        json_set(o, "schema_version", json_integer(GV_SCHEMA_VERSION));
+        json_set(o, "command", json_string("reclaim"));
+        head_json(o, r);
         json_set(o, "actions", actions_json(r));
         if (r->cgroup) {
                 json_t *c = json_object();
@@ -220,6 +231,8 @@ json_t *reclaim_json(const struct reclaim_report *r)
         for (size_t i = 0; i < r->n_notes; i++)
                 json_array_append_new(notes, json_text(r->notes[i]));
         json_set(o, "notes", notes);
+        json_set(o, "stopped_by", r->stopped ? json_string(reclaim_signal_name(r->stopped)) : json_null());
+        json_set(o, "stopped_after_seconds", r->stopped ? json_real(r->stopped_after_s) : json_null());
         json_set(o, "summary", json_text(str_or_empty(r->summary)));
         json_set(o, "exit_status", json_integer(r->exit_status));
         return o;
@@ -303,12 +316,14 @@ static void text_plan(FILE *out, const struct reclaim_report *r, bool verbose)
                 fputc('\n', out);
                 target_notes(out, t);
         }
-        if (p->n_skipped)
-                fprintf(out, "  left alone:\n");
+        bool heading = false;
         for (size_t i = 0; i < p->n_skipped; i++) {
                 const struct reclaim_skip *s = &p->skipped[i];
                 if (!verbose && s->rule == RECLAIM_NOT_ATTRIBUTED)
                         continue;
+                if (!heading)
+                        fprintf(out, "  left alone:\n"); /* only above a line it heads */
+                heading = true;
                 fprintf(out, "    PID %-7d %-18s ", (int)s->pid, reclaim_rule_name(s->rule));
                 put_esc(out, s->comm);
                 fprintf(out, ": ");
@@ -320,13 +335,13 @@ static void text_plan(FILE *out, const struct reclaim_report *r, bool verbose)
 void reclaim_text(FILE *out, const struct reclaim_report *r, bool verbose)
 {
         const char *sn = reclaim_signal_name(r->signal);
-        if (r->plan && !r->cgroup) {
+        if (r->plan && !r->cgroup && !r->plan_shown) {
                 fprintf(out, "%s:\n", r->dry_run ? "Plan (dry run: nothing is signalled without --yes)" : "Plan");
                 if (!r->plan->n_targets)
                         fprintf(out, "  no process to signal\n");
                 text_plan(out, r, verbose);
         }
-        if (r->cgroup) {
+        if (r->cgroup && !r->plan_shown) {
                 fprintf(out, "cgroup %s (%s): %zu process%s\n", r->cgroup->path, r->cgroup->dir, r->cgroup->n_pids,
                         r->cgroup->n_pids == 1 ? "" : "es");
                 if (r->cgroup->acted)
@@ -400,6 +415,9 @@ void reclaim_text(FILE *out, const struct reclaim_report *r, bool verbose)
                                 mib(freed));
                         if (g->expected && g->recovered)
                                 fprintf(out, "  back in %.3f s\n", g->recovery_s);
+                        else if (g->expected && r->stopped)
+                                fprintf(out, "  not back yet when reclaim was stopped after %.3g s (expected %.0f MiB)\n",
+                                        r->stopped_after_s, mib(g->expected));
                         else if (g->expected)
                                 fprintf(out, "  NOT back within %.3g s (expected %.0f MiB)\n", r->timeout_ms / 1000.0,
                                         mib(g->expected));
@@ -414,4 +432,108 @@ void reclaim_text(FILE *out, const struct reclaim_report *r, bool verbose)
         }
         if (!str_empty(r->summary))
                 fprintf(out, "\n%s\n", r->summary);
+}
+
+/* ---- as it happens ------------------------------------------------------------------------------ */
+
+static json_t *event_json(const char *event)
+{
+        json_t *o = json_object();
+        json_set(o, "schema_version", json_integer(GV_SCHEMA_VERSION));
+        json_set(o, "command", json_string("reclaim"));
+        json_set(o, "event", json_string(event));
+        json_set_time(o, "time", wall_clock_now(), 1);
+        return o;
+}
+
+void reclaim_stream_plan_text(FILE *out, const struct reclaim_report *r, bool verbose)
+{
+        const char *sn = reclaim_signal_name(r->signal);
+        if (r->cgroup) {
+                fprintf(out, "cgroup %s (%s): %zu process%s\n", r->cgroup->path, r->cgroup->dir, r->cgroup->n_pids,
+                        r->cgroup->n_pids == 1 ? "" : "es");
+                fprintf(out, "\nActing (cgroup.kill, else SIGKILL through pidfds; memory sampled every 50 ms):\n");
+                return;
+        }
+        if (r->plan) {
+                fprintf(out, "Plan:\n");
+                text_plan(out, r, verbose);
+                fprintf(out, "\nActing (SIG%s through pidfds, SIGKILL after %.3g s; memory sampled every 50 ms, "
+                             "a line each second):\n",
+                        sn ? sn : "?", r->grace_ms / 1000.0);
+        }
+}
+
+json_t *reclaim_stream_plan_json(const struct reclaim_report *r)
+{
+        json_t *o = event_json("plan");
+        head_json(o, r);
+        return o;
+}
+
+void reclaim_stream_action_text(FILE *out, const struct reclaim_action *a, enum reclaim_event ev, double t)
+{
+        fprintf(out, "  [%7.3f s] ", t);
+        if (ev == RECLAIM_EV_SIGNAL) {
+                const char *nm = reclaim_signal_name(a->signals[a->n_signals - 1]);
+                fprintf(out, "SIG%s to PID %d (", nm ? nm : "?", (int)a->pid);
+                put_esc(out, a->comm);
+                fprintf(out, ") through its pidfd\n");
+                return;
+        }
+        fprintf(out, "PID %d (", (int)a->pid);
+        put_esc(out, a->comm);
+        fprintf(out, "): %s", reclaim_result_name(a->result));
+        if (!str_empty(a->detail)) {
+                fprintf(out, " (");
+                put_esc(out, a->detail);
+                fputc(')', out);
+        }
+        fputc('\n', out);
+}
+
+json_t *reclaim_stream_action_json(const struct reclaim_action *a, enum reclaim_event ev, double t)
+{
+        json_t *o = event_json("action");
+        json_set(o, "action", json_string(ev == RECLAIM_EV_SIGNAL ? "signal" : "result"));
+        json_set(o, "elapsed_seconds", json_real(t));
+        json_t *x = action_json(a);
+        json_object_update(o, x);
+        json_decref(x);
+        return o;
+}
+
+void reclaim_stream_sample_text(FILE *out, const struct recovery_gpu *g, bool before, double t)
+{
+        fprintf(out, "  [%7.3f s] GPU %u: %.0f MiB used", t, g->index, mib(before ? g->before : g->after));
+        if (before)
+                fprintf(out, " before the first signal");
+        else if (g->expected && g->recovered)
+                fprintf(out, ": back (%.0f MiB freed)", mib(g->before > g->after ? g->before - g->after : 0));
+        else if (g->expected)
+                fprintf(out, " (%.0f MiB expected back)", mib(g->expected));
+        fputc('\n', out);
+}
+
+json_t *reclaim_stream_sample_json(const struct recovery_gpu *g, bool before, double t)
+{
+        json_t *o = event_json("sample");
+        json_set(o, "gpu_index", json_integer(g->index));
+        json_set(o, "before", json_boolean(before));
+        json_set(o, "elapsed_seconds", json_real(t));
+        json_set(o, "used_bytes", json_integer((json_int_t)(before ? g->before : g->after)));
+        json_set(o, "expected_bytes", json_integer((json_int_t)g->expected));
+        json_set(o, "recovered", before ? json_null() : json_boolean(g->expected > 0 ? g->recovered : true));
+        return o;
+}
+
+json_t *reclaim_stream_result_json(const struct reclaim_report *r)
+{
+        json_t *o = event_json("result");
+        json_t *doc = reclaim_json(r);
+        json_object_del(doc, "schema_version");
+        json_object_del(doc, "command");
+        json_object_update(o, doc);
+        json_decref(doc);
+        return o;
 }

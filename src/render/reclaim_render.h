@@ -39,6 +39,9 @@ struct reclaim_report {
         size_t n_notes;
         char *summary;
         int exit_status;
+        bool plan_shown;                /* the plan went out before acting: the final text omits it */
+        int stopped;                    /* the stop signal that ended it early (SIGINT, ...), 0 none */
+        double stopped_after_s;         /* when, from the first signal (0: before any) */
 };
 
 /* "TERM", "KILL", ... for the signals reclaim accepts; NULL for others. */
@@ -52,3 +55,21 @@ void reclaim_report_clear(struct reclaim_report *r);
 
 json_t *reclaim_json(const struct reclaim_report *r);
 void reclaim_text(FILE *out, const struct reclaim_report *r, bool verbose);
+
+/* ---- as it happens: one call per event, the caller writes each out and flushes at once --------
+ * Text: the plan, then a line per signal, result and memory sample, stamped with the seconds
+ * since the first signal. JSON lines (--json-stream): one object per line, with
+ * schema_version, command "reclaim", event ("plan", "action", "sample", "result") and time. */
+
+/* The plan, right before acting (text: the plan and the heading of the lines that follow). */
+void reclaim_stream_plan_text(FILE *out, const struct reclaim_report *r, bool verbose);
+json_t *reclaim_stream_plan_json(const struct reclaim_report *r);
+/* A signal sent (ev RECLAIM_EV_SIGNAL) or a result (RECLAIM_EV_RESULT), t seconds after the first
+ * signal. */
+void reclaim_stream_action_text(FILE *out, const struct reclaim_action *a, enum reclaim_event ev, double t);
+json_t *reclaim_stream_action_json(const struct reclaim_action *a, enum reclaim_event ev, double t);
+/* GPU g's used memory (g->after; g->before when `before`) sampled t seconds after the first signal. */
+void reclaim_stream_sample_text(FILE *out, const struct recovery_gpu *g, bool before, double t);
+json_t *reclaim_stream_sample_json(const struct recovery_gpu *g, bool before, double t);
+/* The last line of a JSON stream: the whole report (reclaim_json) with event "result". */
+json_t *reclaim_stream_result_json(const struct reclaim_report *r);

@@ -72,7 +72,6 @@ GHOSTVRAM_SIM="$SIM" "$GV_BIN" experiment --gpu 5 >/dev/null 2>&1; assert_eq $? 
 GHOSTVRAM_SIM="$SIM" "$GV_BIN" experiment --mib 99999999 >/dev/null 2>&1; assert_eq $? 2 "bad --mib"
 set -e
 grep -q "Reproduce the ghost on purpose" <<<"$("$GV_BIN" experiment --help)" || fail "help"
-echo "PASS"
 
 note "--reclaim touches only the processes the experiment started, never another job's ghost"
 sim_run --gpu 1 --mib 512 --workers 2
@@ -86,3 +85,59 @@ acted=$(jq -r '[.runs[0].after_reclaim.reclaim_actions[].pid] | sort | map(tostr
 assert_eq "$acted" "$own" "reclaim acted on the experiment's own workers only"
 assert_eq "$(jq -r '.runs[0].after_reclaim.residual_bytes' <<<"$E")" 0 "its own memory back"
 assert_eq "$(used 1)" $((512 * MIB)) "the other job's ghost is still there"
+
+kill_wait "${FOREIGN[@]}" # the other job's ghost: gone before the stop cases
+for _ in $(seq 100); do [ "$(used 1)" = 0 ] && break; sleep 0.05; done
+
+note "SIGTERM while a run measures: the stop is reported (JSON stopped_by, the run not counted), exit 143, nothing left"
+GHOSTVRAM_SIM="$SIM" "$GV_BIN" experiment --gpu 0 --mib 256 --workers 2 --wait 30s --json >"$GV_TMP/stop.json" \
+        2>"$GV_TMP/err" &
+BG=$!
+track "$BG"
+for _ in $(seq 300); do [ "$(used 0)" = $((256 * MIB)) ] && break; sleep 0.05; done
+sleep 1 # the owner is killed; its workers hold the memory for the whole --wait
+T=$(now_ms)
+kill -TERM "$BG"
+RC=0
+wait "$BG" || RC=$?
+MS=$(($(now_ms) - T))
+assert_eq "$RC" 143 "exit status after SIGTERM"
+[ "$MS" -lt 4000 ] || fail "experiment took $MS ms to stop"
+E=$(cat "$GV_TMP/stop.json")
+assert_eq "$(jq -r .stopped_by <<<"$E")" TERM "stopped_by"
+assert_eq "$(jq -r '.runs[0].stopped' <<<"$E")" true "the run is marked stopped"
+assert_eq "$(jq -r '.summary.after_kill.run_count' <<<"$E")" 0 "a stopped run is not counted"
+for p in $(jq -r '.runs[0].owner_pid, .runs[0].worker_pids[]' <<<"$E"); do is_dead "$p" || fail "PID $p was left running"; done
+
+note "SIGTERM while its reclaim waits for the memory: passed on to reclaim, which reports what it did"
+"$GV_BIN" sim set "$SIM" free_delay_ms_per_gib=20000 >/dev/null
+GHOSTVRAM_SIM="$SIM" "$GV_BIN" experiment --gpu 1 --mib 512 --workers 2 --wait 4s --reclaim --json \
+        >"$GV_TMP/stop.json" 2>"$GV_TMP/err" &
+BG=$!
+track "$BG"
+for _ in $(seq 600); do pgrep -f "^ghostvram reclaim --yes --json --gpu 1 " >/dev/null && break; sleep 0.05; done
+for _ in $(seq 600); do pgrep -f "gv-simcuda --dir $SIM --gpu 1" >/dev/null || break; sleep 0.05; done
+pgrep -f "^ghostvram reclaim --yes --json --gpu 1 " >/dev/null || fail "reclaim is not waiting for the memory"
+kill -TERM "$BG"
+RC=0
+wait "$BG" || RC=$?
+assert_eq "$RC" 143 "exit status after SIGTERM"
+E=$(cat "$GV_TMP/stop.json")
+assert_eq "$(jq -r '.runs[0].after_reclaim.reclaim_exit_status' <<<"$E")" 143 "reclaim was stopped too"
+assert_eq "$(jq -r '[.runs[0].after_reclaim.reclaim_actions[].result] | join(",")' <<<"$E")" terminated,terminated \
+        "what reclaim did"
+pgrep -f "^ghostvram reclaim --yes --json --gpu 1 " >/dev/null && fail "reclaim still runs"
+set +e
+GHOSTVRAM_SIM="$SIM" timeout 30 "$GV_BIN" experiment --gpu 0 --mib 64 --workers 1 --wait 20s >"$GV_TMP/stop.txt" 2>&1 &
+BG=$!
+set -e
+track "$BG"
+sleep 1.5
+kill -HUP "$BG"
+RC=0
+wait "$BG" || RC=$?
+assert_eq "$RC" 129 "exit status after SIGHUP (text)"
+grep -q "^Stopped by SIGHUP during a run (not counted): 0 of 1 run done; every process the experiment started was stopped.$" \
+        "$GV_TMP/stop.txt" || fail "the text: $(cat "$GV_TMP/stop.txt")"
+"$GV_BIN" sim set "$SIM" free_delay_ms_per_gib=0 >/dev/null
+echo "PASS"

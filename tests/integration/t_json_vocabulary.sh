@@ -24,6 +24,8 @@ out snapshot gvs snapshot --json
 out scan gvs scan --json --confirm 300ms
 out reclaim gvs reclaim --json --confirm 300ms
 out reclaim_error gvs reclaim --json --gpu 7
+out reclaim_stream gvs reclaim --json-stream --confirm 300ms
+out reclaim_stream_error gvs reclaim --json-stream --gpu 7
 out doctor gvs doctor --json
 note "watch and xid --follow: a kernel event arriving while they run"
 : >>"$SIM/kmsg"         # the simulated host's kernel log (a real host's /dev/kmsg is always there)
@@ -104,6 +106,9 @@ st=$(jq -r --argjson p "${W[0]}" '.holders[] | select(.pid == $p) | "\(.start_ti
 [ -n "$st" ] && [ "${st%% *}" = "$(date -u -d "@${st##* }" +%Y-%m-%dT%H:%M:%SZ)" ] || fail "start_time of ${W[0]}: '$st'"
 assert_eq "$(jq -r '.time == .driver.sample_time' "$J/scan.json")" true "scan's time is its sample's"
 assert_eq "$(jq -r .exit_status "$J/reclaim_error.json")" 2 "the error document's status"
+assert_eq "$(jq -r .event "$J/reclaim_stream.json" | paste -sd, -)" plan,result "reclaim --json-stream's events (a dry run)"
+assert_eq "$(wc -l <"$J/reclaim_stream_error.json") $(jq -r .exit_status "$J/reclaim_stream_error.json")" "1 2" \
+        "--json-stream's error: one line"
 assert_eq "$(jq -r .gpu_index "$J/experiment.json")" 0 "experiment --gpu $P0 is GPU 0"
 is_dead "$LIVE" && fail "the live owner was ended"
 true

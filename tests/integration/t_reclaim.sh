@@ -145,6 +145,36 @@ reclaim --pid 1 --cgroup /x >/dev/null 2>&1; assert_eq $? 2 "--pid with --cgroup
 reclaim --reset-gpu >/dev/null 2>&1; assert_eq $? 2 "--reset-gpu without --gpu"
 reclaim --yes --dry-run >/dev/null 2>&1; assert_eq $? 2 "--yes with --dry-run"
 reclaim --gpu 9 >/dev/null 2>&1; assert_eq $? 2 "--gpu beyond the GPUs"
+reclaim --json --json-stream >/dev/null 2>&1; assert_eq $? 2 "--json with --json-stream"
 set -e
 grep -q "A process is a default target only if ALL of these hold" <<<"$("$GV_BIN" reclaim --help)" || fail "help"
+
+note "a CUDA process tied to nothing: no empty 'left alone:' heading without --verbose"
+sim_new --gpus 2 --memory 16384 --reserved 512 # a host of its own: nothing else holds its nodes
+bash -c "exec 3<'$SIM/dev/nvidia-uvm' 4<'$SIM/dev/nvidiactl' 5<'$SIM/dev/nvidia0'; exec sleep 600" &
+LONE=$!
+track "$LONE"
+wait_holder "$LONE" sleep
+text=$(reclaim </dev/null)
+grep -q "PID $LONE " <<<"$text" && fail "listed without --verbose: $text"
+awk '/^  left alone:$/ { getline n; if (n !~ /^    PID /) bad = 1 } END { exit bad }' <<<"$text" ||
+        fail "a heading with nothing under it: $text"
+text=$(reclaim -v </dev/null)
+grep -qE "^    PID $LONE +not-attributed" <<<"$text" || fail "--verbose lists it: $text"
+kill_wait "$LONE"
+
+note "not root, a root job's ghost: the reason is that other users' processes are out of sight; no reset offered"
+chmod 755 "$GV_TMP" "$SIM"
+nobody_copy
+sim_run --gpu 1 --mib 512 --workers 2
+kill_wait "$OWNER"
+set +e
+text=$(GHOSTVRAM_SIM="$SIM" setpriv --reuid=65534 --regid=65534 --clear-groups "$NOBODY_BIN" reclaim --confirm 300ms \
+        --gpu 1 </dev/null 2>&1)
+rc=$?
+set -e
+assert_eq "$rc" 1 "not root: a ghost no process may be ended for"
+assert_eq "$(tail -1 <<<"$text")" "A confirmed ghost, but not root: other users' processes are out of sight, and the holders may be among them. Run \`sudo ghostvram reclaim --gpu 1\` before anything else (never reset a GPU on this view)." "the summary"
+grep -q "see why above\|--reset-gpu\|--reload-uvm" <<<"$text" && fail "says 'see why above' or offers a last resort: $text"
+kill_wait "${WORKERS[@]}"
 echo "PASS"

@@ -40,6 +40,7 @@ reclaim_rc --cgroup "$REL/job_live" --yes
 assert_eq "$RC" 3 "refused"
 grep -q "PID $OWNER (gv-simcuda) in $REL/job_live is a live owner on GPU 0" <<<"$(jq -r '.notes[]' <<<"$R")" ||
         fail "the owner is named: $(jq -c .notes <<<"$R")"
+assert_eq "$(jq -r ".plan.skipped[] | select(.pid == $OWNER) | .rule" <<<"$R")" live-owner "the owner in the plan's skipped"
 assert_eq "$(jq -r '.actions | length' <<<"$R")" 0 "no action"
 for p in "${LIVE[@]}"; do is_dead "$p" && fail "PID $p was signalled"; done
 [ -n "$(cat "$BASE/job_live/cgroup.procs")" ] || fail "the cgroup was emptied"
@@ -58,6 +59,11 @@ for p in "${DONE[@]}"; do is_dead "$p" && fail "a blind reclaim ended $p"; done
 reclaim_rc --cgroup "$BASE/job_done"
 assert_eq "$RC" 0 "dry run"
 assert_eq "$(jq -r .cgroup.process_count <<<"$R")" 3 "three processes"
+# a plan as the other modes have: the cgroup's members are its targets
+assert_eq "$(jq -r '[.plan.targets[].pid] | sort | map(tostring) | join(" ")' <<<"$R")" \
+        "$(printf '%s\n' "${DONE[@]}" | sort -n | tr '\n' ' ' | sed 's/ $//')" "the plan's targets"
+# a dry run recovers nothing: null on every GPU, the idle GPU 0 too
+assert_eq "$(jq -r '[.gpus[].recovered] | map(tostring) | join(",")' <<<"$R")" null,null "recovered in a dry run"
 for p in "${DONE[@]}"; do is_dead "$p" && fail "dry run ended $p"; done
 reclaim_rc --cgroup "$REL/job_done" --yes --wait 10s
 assert_eq "$RC" 0 "ended"

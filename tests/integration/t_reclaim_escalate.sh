@@ -28,7 +28,19 @@ has_reason "PID ${WORKERS[0]} (gv-simcuda) holds /dev/nvidia1"
 has_reason "persistence mode is on for GPU 1"
 grep -q "nvidia-smi -pm 0 -i $BUS1" <<<"$(fixes)" || fail "persistence fix: $(jq -c .escalation.fixes <<<"$R")"
 grep -q "systemctl stop nvidia-persistenced" <<<"$(fixes)" || fail "persistenced fix"
-grep -q "ghostvram reclaim --pid $OWNER" <<<"$(fixes)" || fail "how to end the holder"
+# a live job's process: reclaim --pid refuses it without --force (exit 3), so the advice says
+# --force, and its dry form is accepted
+fix=$(grep -o "\`ghostvram reclaim --pid $OWNER [^\`]*\`" <<<"$(fixes)" | tr -d '\`') || fail "how to end the holder: $(fixes)"
+assert_eq "$fix" "ghostvram reclaim --pid $OWNER --force --yes" "the advised command"
+set +e
+GHOSTVRAM_SIM="$SIM" "$GV_BIN" reclaim --confirm 0 --pid "$OWNER" >/dev/null 2>&1
+assert_eq $? 3 "without --force reclaim refuses the live owner"
+fix_dry=${fix% --yes}
+dry=$(GHOSTVRAM_SIM="$SIM" ${fix_dry/ghostvram/$GV_BIN} --confirm 0 --json </dev/null 2>&1)
+rc=$?
+set -e
+assert_eq "$rc" 0 "the advised command, dry: accepted"
+assert_eq "$(jq -r '[.plan.targets[].pid] | join(" ")' <<<"$dry")" "$OWNER" "it would end the owner"
 assert_eq "$(jq -r .escalation.command <<<"$R")" "nvidia-smi --gpu-reset -i $BUS1" "the command it would run"
 grep -q "NVLink peers" <<<"$(jq -r '.escalation.warnings[]' <<<"$R")" && fail "H100 (simulated) needs no NVLink warning"
 for p in "${JOB[@]}"; do is_dead "$p" && fail "a refused reset touched $p"; done

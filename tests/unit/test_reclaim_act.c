@@ -251,6 +251,56 @@ static void test_terminated(void **state)
         run_free(r);
 }
 
+/* A stop signal at a time of the fake clock (stop_fsys->now >= stop_at_ms). */
+static const struct fsys *stop_fsys;
+static uint64_t stop_at_ms;
+
+static int stop_at(void)
+{
+        return stop_fsys && stop_fsys->now >= stop_at_ms ? SIGTERM : 0;
+}
+
+static void test_stopped_during_grace_no_sigkill(void **state)
+{
+        (void)state;
+        struct run *r = run_new();
+        target_add(r, 301)->on_term_ms = NEVER; /* ignores SIGTERM */
+        target_add(r, 302);                     /* ends 10 ms after it */
+        stop_fsys = &r->f;
+        stop_at_ms = r->f.now + 100;            /* within the 500 ms grace */
+        r->o.stop = stop_at;
+        assert_int_equal(act(r), 0);
+        assert_string_equal(reclaim_result_name(r->acts[0].result), "left");
+        assert_string_equal(r->acts[0].detail, "still running when reclaim was stopped (no further signal)");
+        assert_string_equal(reclaim_result_name(r->acts[1].result), "terminated");
+        assert_false(reclaim_result_ended(r->acts[0].result));
+        assert_int_equal(r->f.n_sent, 2); /* the two SIGTERMs: no SIGKILL after the stop */
+        for (size_t i = 0; i < r->f.n_sent; i++)
+                assert_int_equal(r->f.sent_sig[i], SIGTERM);
+        assert_true(r->acts[0].seconds >= 0.1 && r->acts[0].seconds < 0.2);
+        stop_fsys = NULL;
+        run_free(r);
+}
+
+static void test_stopped_before_signals(void **state)
+{
+        (void)state;
+        struct run *r = run_new();
+        target_add(r, 301);
+        target_add(r, 302);
+        stop_fsys = &r->f;
+        stop_at_ms = 0; /* already there */
+        r->o.stop = stop_at;
+        assert_int_equal(act(r), 0);
+        assert_int_equal(r->f.n_sent, 0);
+        for (size_t i = 0; i < 2; i++) {
+                assert_string_equal(reclaim_result_name(r->acts[i].result), "left");
+                assert_string_equal(r->acts[i].detail, "not signalled: reclaim was stopped first");
+        }
+        stop_fsys = NULL;
+        run_free(r);
+}
+
 static void test_ignores_sigterm_killed_after_grace(void **state)
 {
         (void)state;
@@ -718,7 +768,7 @@ static void test_cgroup_kill_fallback(void **state)
         struct reclaim_sys s;
         reclaim_sys_real(&s, proc);
         struct reclaim_cgroup_result res;
-        assert_int_equal(reclaim_cgroup_kill(fs, "/job_9", &s, 1500, cg_tick, &c, &res), 0);
+        assert_int_equal(reclaim_cgroup_kill(fs, "/job_9", &s, 1500, cg_tick, &c, NULL, &res), 0);
         assert_false(res.used_kill_file);
         assert_true(res.rounds >= 1);
         assert_int_equal(c.member, -1);         /* killed with SIGKILL and reaped */
@@ -737,6 +787,8 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_terminated),
                 cmocka_unit_test(test_ignores_sigterm_killed_after_grace),
+                cmocka_unit_test(test_stopped_during_grace_no_sigkill),
+                cmocka_unit_test(test_stopped_before_signals),
                 cmocka_unit_test(test_d_state_bounded_by_timeout),
                 cmocka_unit_test(test_exits_by_itself),
                 cmocka_unit_test(test_gone_before_signal),
