@@ -12,6 +12,7 @@
 # Known failures, fixed elsewhere, are listed in KNOWN_FAILURES there and print KNOWN.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/scan_lib.sh"
+. "$(dirname "$0")/track_lib.sh"
 need_tool jq jq
 need_tool python3 python3
 need_tool setpriv util-linux
@@ -118,6 +119,18 @@ print_all
 printer explain doctor --explain
 printer explain-json doctor --explain --json
 judge ghost
+kill_wait "${WORKERS[@]}"
+
+note "track's report of a job still running, its ledgers under a path with a space"
+host_new track --gpus 2 --memory 16384 --reserved 512
+LEDGER="$GV_TMP/ledger dir"
+track_sim_run --gpu 0 --mib 256 --workers 1
+cp "$GV_TMP/report" "$OUT/track-report.out"
+grep -qF "\`ghostvram scan --ledger-dir '$LEDGER'\`" "$OUT/track-report.out" ||
+        fail "track's report does not name the ledger directory quoted: $(cat "$OUT/track-report.out")"
+kill_wait "$OWNER"
+printer scan-ledger scan --confirm 300ms --ledger-dir "$LEDGER"
+judge track
 kill_wait "${WORKERS[@]}"
 
 note "setsid workers and a launcher: families"
