@@ -197,7 +197,8 @@ int escalate_uvm_check(const struct scan_result *r, const struct escalate_uvm_op
                        const struct escalate_uvm_state *st, struct escalate_report *out)
 {
         memset(out, 0, sizeof(*out));
-        str_setf(&out->command, "modprobe -r nvidia_uvm && modprobe nvidia_uvm (through libkmod)");
+        /* what a user would paste (it is done through libkmod, not by running modprobe) */
+        str_set(&out->command, "modprobe -r nvidia_uvm && modprobe nvidia_uvm");
         if (o->simulated) {
                 REFUSE(out, "simulated host: there is no nvidia_uvm module to reload (GHOSTVRAM_SIM)");
         } else {

@@ -19,6 +19,7 @@
 #include "model/ledger.h"
 #include "render/proc_render.h"
 #include "util/buf.h"
+#include "util/escape.h"
 #include "util/parse.h"
 #include "util/pidfd.h"
 
@@ -338,9 +339,11 @@ out:
         }
         if (keep) {
                 /* where the host is must not go down a closed pipe: it is left running */
+                char *q = esc_shell_dup(dir);
                 fprintf(reader_gone ? stderr : stdout,
                         "\nThe simulated host stays in %s with its processes; explore it with\n"
-                        "  GHOSTVRAM_SIM=%s ghostvram scan --verbose\n", dir, dir);
+                        "  GHOSTVRAM_SIM=%s ghostvram scan --verbose\n", dir, q ? q : dir);
+                free(q);
         } else {
                 /* in this process (no fork of a threaded process): depth first, no symlink
                  * followed. The simulated driver's teardown watchers record the release of the

@@ -17,6 +17,7 @@
 #include "cli/cli.h"
 #include "simstate.h"
 #include "util/buf.h"
+#include "util/escape.h"
 #include "util/parse.h"
 #include "util/spawn.h"
 
@@ -189,10 +190,13 @@ static int sim_cmd_init(int argc, char **argv)
                 cli_error("sim init", "cannot create a simulated host in %s: %s", dir, strerror(-r));
                 return EXIT_FINDING;
         }
+        char *q = esc_shell_dup(dir); /* the commands are pasted: a path with a space is one word */
         printf("simulated host in %s: %u GPU%s, %llu MiB each (%llu MiB reserved)\n"
                "next: ghostvram sim run %s --gpu 0 --mib 1024 --workers 2\n"
                "      GHOSTVRAM_SIM=%s ghostvram scan\n",
-               dir, gpus, gpus == 1 ? "" : "s", (unsigned long long)memory, (unsigned long long)reserved, dir, dir);
+               q ? q : dir, gpus, gpus == 1 ? "" : "s", (unsigned long long)memory, (unsigned long long)reserved,
+               q ? q : dir, q ? q : dir);
+        free(q);
         return EXIT_OK;
 }
 
@@ -381,8 +385,10 @@ static int sim_cmd_run(int argc, char **argv)
                 return EXIT_USAGE;
         int r = sim_host_load(dir, &h);
         if (r < 0) {
-                cli_error(cmd, "%s is not a simulated host (%s); create one with 'ghostvram sim init %s'", dir,
-                          strerror(-r), dir);
+                char *q = esc_shell_dup(dir);
+                cli_error(cmd, "%s is not a simulated host (%s); create one with `ghostvram sim init %s`",
+                          q ? q : dir, strerror(-r), q ? q : dir);
+                free(q);
                 return EXIT_USAGE;
         }
         if (gpu >= h.n_gpus) {

@@ -326,8 +326,12 @@ static void report_text(FILE *out, const struct track_end *end, const char *dir,
         fprintf(out, "LEAK SUMMARY: %s (%llu bytes) leaked in %llu allocation%s by %zu tracked process%s",
                 buf_str(&mib), (unsigned long long)leaked, (unsigned long long)leaked_n, leaked_n == 1 ? "" : "s", n,
                 n == 1 ? "" : "es");
-        if (running)
-                fprintf(out, "; %u still running (`ghostvram scan --ledger-dir %s` once they are gone)", running, dir);
+        if (running) {
+                char *q = esc_shell_dup(dir);
+                fprintf(out, "; %u still running (`ghostvram scan --ledger-dir %s` once they are gone)", running,
+                        q ? q : dir);
+                free(q);
+        }
         if (end->running)
                 fprintf(out, "; %s passed on to the command, which still runs %d s later (PID %d); exit status %d\n",
                         stop_signal_name(end->signal), TRACK_STOP_WAIT_MS / 1000, (int)end->child, end->status);

@@ -25,6 +25,7 @@
 #include "simstate.h"
 #include "util/buf.h"
 #include "util/deadline.h"
+#include "util/escape.h"
 #include "util/stopsig.h"
 #include "util/parse.h"
 #include "util/spawn.h"
@@ -491,10 +492,13 @@ bool cli_use_color(FILE *f)
 
 void cli_sim_banner(FILE *f, const struct cli_common *c)
 {
+        /* quoted as a shell word: GHOSTVRAM_SIM=... is pasted, and a newline must not end the line */
+        char *q = esc_shell_dup(c->simulated ? c->sim_dir : c->from_bundle ? c->from_bundle : "");
         if (c->simulated)
-                fprintf(f, "*** SIMULATED HOST (GHOSTVRAM_SIM=%s): not a real GPU ***\n\n", c->sim_dir);
+                fprintf(f, "*** SIMULATED HOST (GHOSTVRAM_SIM=%s): not a real GPU ***\n\n", q ? q : c->sim_dir);
         else if (c->from_bundle)
-                fprintf(f, "*** RECORDED BUNDLE %s: facts as they were when it was saved ***\n\n", c->from_bundle);
+                fprintf(f, "*** RECORDED BUNDLE %s: facts as they were when it was saved ***\n\n", q ? q : c->from_bundle);
+        free(q);
 }
 
 int cli_print_json(json_t *doc)

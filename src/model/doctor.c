@@ -561,7 +561,7 @@ static void check_dmesg(const struct doctor_facts *f, struct fl *l)
         if (lv == DOCTOR_WARN) {
                 SET(d, summary, "the kernel log is closed to this user: Xid events are invisible to 'ghostvram xid' and scan");
                 SET(d, next_step, "run as root (sudo ghostvram xid), or add the user to group adm or systemd-journal and use "
-                    "'ghostvram xid --source journal'; host-wide: sudo sysctl kernel.dmesg_restrict=0");
+                    "`journalctl -k -o short-iso | ghostvram xid --kmsg -`; host-wide: sudo sysctl kernel.dmesg_restrict=0");
         } else {
                 SET(d, summary, "the kernel log is readable here");
         }

@@ -131,3 +131,65 @@ int utf8_valid_all(const char *s, size_t len)
         }
         return 1;
 }
+
+static bool shell_bare(unsigned char c)
+{
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               (c && strchr("_@%+=:,./-", c));
+}
+
+/* Printable for the terminal (what esc_terminal lets through unchanged, but a backslash)? */
+static bool shell_printable(const unsigned char *p, size_t len)
+{
+        for (size_t i = 0; i < len;) {
+                if (p[i] >= 0x20 && p[i] < 0x7f) {
+                        i++;
+                        continue;
+                }
+                size_t n = p[i] >= 0x80 ? utf8_seq_len(p + i, len - i) : 0;
+                uint32_t cp = n ? utf8_decode(p + i, n) : 0;
+                if (!n || (cp >= 0x80 && cp < 0xa0) || cp == 0x2028 || cp == 0x2029)
+                        return false;
+                i += n;
+        }
+        return true;
+}
+
+int esc_shell(struct buf *out, const char *s, size_t len)
+{
+        const unsigned char *p = (const unsigned char *)s;
+        bool bare = len > 0;
+        for (size_t i = 0; i < len && bare; i++)
+                bare = shell_bare(p[i]);
+        if (bare)
+                return buf_append(out, s, len);
+        int r;
+        if (shell_printable(p, len)) {
+                r = buf_putc(out, '\'');
+                for (size_t i = 0; i < len && r == 0; i++)
+                        r = p[i] == '\'' ? buf_puts(out, "'\\''") : buf_putc(out, (char)p[i]);
+                return r ? r : buf_putc(out, '\'');
+        }
+        /* $'...' decodes the same escapes esc_terminal writes, but a quote must be \' there */
+        r = buf_puts(out, "$'");
+        for (size_t i = 0; i < len && r == 0; i++) {
+                size_t j = i;
+                while (j < len && p[j] != '\'')
+                        j++;
+                r = esc_terminal(out, s + i, j - i);
+                if (r == 0 && j < len)
+                        r = buf_puts(out, "\\'");
+                i = j;
+        }
+        return r ? r : buf_putc(out, '\'');
+}
+
+char *esc_shell_dup(const char *s)
+{
+        struct buf b = BUF_INIT(0);
+        if (esc_shell(&b, s, strlen(s)) < 0) {
+                buf_free(&b);
+                return NULL;
+        }
+        return buf_steal(&b);
+}

@@ -10,6 +10,15 @@
  * No raw control character can come out of it. */
 int esc_terminal(struct buf *out, const char *s, size_t len);
 
+/* For a shell command line a user will paste: s as one word. Text of only [A-Za-z0-9_@%+=:,./-]
+ * (and not empty) is left bare; printable text goes in single quotes ('\'' for a quote); text
+ * with control bytes or invalid UTF-8 becomes $'...' (bash, zsh, ksh, POSIX.1-2024 sh) with
+ * \n \t \r \e \xNN, \\ and \' inside, so no raw control character reaches the terminal. */
+int esc_shell(struct buf *out, const char *s, size_t len);
+
+/* esc_shell of the C string s, malloc'd (the caller frees it); NULL on ENOMEM. */
+char *esc_shell_dup(const char *s);
+
 /* Repair to valid UTF-8: each invalid byte becomes U+FFFD. NUL bytes become U+FFFD too. */
 int esc_utf8_repair(struct buf *out, const char *s, size_t len);
 

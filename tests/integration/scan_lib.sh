@@ -19,6 +19,26 @@ sorted() { printf '%s\n' "$@" | sort -n | tr '\n' ' ' | sed 's/ $//'; }
 sums() {
         assert_eq "$(jq -r '[.gpus[] | select(.memory.ghost_bytes != null) | (.memory.used_bytes - .memory.listed_bytes - .memory.foreign_bytes - .memory.ghost_bytes - .memory.unattributed_bytes - .memory.freeing_bytes)] | map(select(. != 0)) | length' <<<"$S")" 0 "ledger sums"
 }
+# Bundles edited by hand for the static cases, from a bundle of a dead job (both samples):
+# bundle_dstate DIR PID: PID in D state, waiting inside the nvidia modules;
+# bundle_leak DIR PID...: the PIDs gone, NVML listing nobody, root with full visibility.
+bundle_dstate() {
+        local dir
+        for dir in "$1" "$1/confirm"; do
+                sed -i -E "s/^($2 \\([^)]*\\)) S /\\1 D /" "$dir/proc/$2/stat"
+                grep -q ") D " "$dir/proc/$2/stat" || fail "could not edit the state in $dir"
+                printf 'uvm_va_space_destroy' > "$dir/proc/$2/wchan"
+        done
+}
+bundle_leak() {
+        local dir p d=$1
+        shift
+        for dir in "$d" "$d/confirm"; do
+                for p in "$@"; do rm -rf "$dir/proc/$p"; done
+                jq '.gpus[].nvml_processes = []' "$dir/nvml.json" > "$dir/n" && mv "$dir/n" "$dir/nvml.json"
+                jq '.limits = [] | .euid = 0 | .initial_pidns = true | .procs = {}' "$dir/host.json" > "$dir/h" && mv "$dir/h" "$dir/host.json"
+        done
+}
 INITIAL=yes
 [ -z "${GV_IN_PIDNS:-}" ] || INITIAL=no
 

@@ -3,6 +3,7 @@
 # bundles made from a live scan and edited by hand for the static cases (a task stuck in the
 # driver, full vs partial visibility).
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/scan_lib.sh"
 
 verdicts() { jq -r '[.gpus[] | .verdict] | join(",")' <<<"$1"; }
 codes() { jq -r "[.gpus[$2].findings[].code] | join(\",\")" <<<"$1"; }
@@ -63,11 +64,7 @@ note "D-state worker in both samples: stuck-in-driver; in one sample only: a sus
 D="$GV_TMP/dstate"
 cp -a "$B" "$D"
 w=${WORKERS[0]}
-for dir in "$D" "$D/confirm"; do
-        sed -i -E "s/^($w \\([^)]*\\)) S /\\1 D /" "$dir/proc/$w/stat"
-        grep -q ") D " "$dir/proc/$w/stat" || fail "could not edit the state in $dir"
-        printf 'uvm_va_space_destroy' > "$dir/proc/$w/wchan"
-done
+bundle_dstate "$D" "$w"
 set +e
 S=$("$GV_BIN" scan --json --from-bundle "$D")
 set -e
@@ -84,11 +81,7 @@ assert_eq "$(jq -r '.gpus[1].findings[] | select(.code == "stuck-in-driver") | .
 note "no holder and full visibility: driver-leak; the same without root: not a driver leak"
 L="$GV_TMP/leak"
 cp -a "$B" "$L"
-for dir in "$L" "$L/confirm"; do
-        for p in "${WORKERS[@]}"; do rm -rf "$dir/proc/$p"; done
-        jq '.gpus[].nvml_processes = []' "$dir/nvml.json" > "$dir/n" && mv "$dir/n" "$dir/nvml.json"
-        jq '.limits = [] | .euid = 0 | .initial_pidns = true | .procs = {}' "$dir/host.json" > "$dir/h" && mv "$dir/h" "$dir/host.json"
-done
+bundle_leak "$L" "${WORKERS[@]}"
 set +e
 S=$("$GV_BIN" scan --json --from-bundle "$L")
 RC=$?

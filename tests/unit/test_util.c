@@ -71,6 +71,35 @@ static void test_esc_terminal(void **state)
         }
 }
 
+/* Each output, read back by bash, is the input again (the integration test t_printed_commands
+ * pastes such words into a shell); here the exact forms. */
+static void test_esc_shell(void **state)
+{
+        (void)state;
+        static const struct esc_case cases[] = {
+                { "/tmp/gpu-1_a.b:c,d@e%f+g=h", 26, "/tmp/gpu-1_a.b:c,d@e%f+g=h" },      /* bare */
+                { "", 0, "''" },
+                { "/tmp/a b", 8, "'/tmp/a b'" },
+                { "it's", 4, "'it'\\''s'" },
+                { "$HOME `x` \\ *", 13, "'$HOME `x` \\ *'" },                /* no expansion in '' */
+                { "caf\xc3\xa9 x", 7, "'caf\xc3\xa9 x'" },
+                { "/tmp/a\nb", 8, "$'/tmp/a\\nb'" },
+                { "q'\033\\", 4, "$'q\\'\\e\\\\'" },
+                { "bad\xff", 4, "$'bad\\xff'" },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct buf b = BUF_INIT(0);
+                assert_int_equal(esc_shell(&b, cases[i].in, cases[i].len), 0);
+                assert_string_equal(buf_str(&b), cases[i].out);
+                for (size_t k = 0; k < b.len; k++)
+                        assert_true((unsigned char)b.data[k] >= 0x20 && (unsigned char)b.data[k] != 0x7f);
+                buf_free(&b);
+        }
+        char *q = esc_shell_dup("/tmp/a b");
+        assert_string_equal(q, "'/tmp/a b'");
+        free(q);
+}
+
 static void test_utf8_repair(void **state)
 {
         (void)state;
@@ -244,6 +273,7 @@ int main(void)
                 cmocka_unit_test(test_utf8_repair),     cmocka_unit_test(test_parse_numbers),
                 cmocka_unit_test(test_parse_duration_size), cmocka_unit_test(test_read_file_at),
                 cmocka_unit_test(test_deadline),        cmocka_unit_test(test_env_build),
+                cmocka_unit_test(test_esc_shell),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
