@@ -430,6 +430,11 @@ void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool v
                 if (gr->timed_out) {
                         text_driver_hangs(out, f->host, color, verbose);
                         text_limits(out, f); /* what the list above could not see */
+                } else if (!f->from_bundle && (!gr->library_found || gr->module_not_loaded)) {
+                        /* nothing to inspect here: a first try on a laptop or a CI runner */
+                        fprintf(out, "  %snext:%s without a GPU, `ghostvram demo` shows ghostvram at work on a simulated host "
+                                     "(`ghostvram sim init DIR` builds one of your own)\n",
+                                color ? C_BOLD : "", color ? C_OFF : "");
                 }
                 return;
         }

@@ -63,4 +63,13 @@ for lines in 1 40; do
         for i in $(seq 300); do pgrep -f "$GV_TMP/td2-$lines" >/dev/null || break; sleep 0.01; done
         pgrep -af "$GV_TMP/td2-$lines" && fail "processes of the demo left running after | head -$lines"
 done
+note "a host without a driver: scan says so and points to the demo"
+set +e
+out=$(env -u GHOSTVRAM_SIM "$GV_BIN" scan --nvml-lib "$GV_TMP/no-libnvidia-ml.so.1" 2>&1)
+rc=$?
+set -e
+assert_eq "$rc" 3 "scan without a driver: exit status"
+grep -q "^NVIDIA driver: cannot load NVML library" <<<"$out" || fail "no driver said: $out"
+grep -q "next: without a GPU, \`ghostvram demo\` shows ghostvram at work on a simulated host" <<<"$out" \
+        || fail "scan without a driver does not point to the demo: $out"
 echo "PASS"
