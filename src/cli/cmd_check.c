@@ -24,7 +24,7 @@
 
 /* --json is refused in words: a plugin prints one status line; -v is taken, as the plugin
  * guidelines ask, and changes nothing */
-#define CHECK_ACCEPTS (CLI_COMMON_ALL & ~CLI_JSON)
+#define CHECK_ACCEPTS ((CLI_COMMON_ALL & ~CLI_JSON) | CLI_XID_WINDOW)
 
 static void check_usage(FILE *f)
 {

@@ -25,7 +25,7 @@
 #define DOCTOR_FILE_MAX (256 * 1024) /* every file doctor reads is small; a bigger one is cut */
 
 /* doctor looks at this host's setup: a bundle holds no module parameters or daemons */
-#define DOCTOR_ACCEPTS (CLI_COMMON_ALL & ~(CLI_SAVE_BUNDLE | CLI_FROM_BUNDLE))
+#define DOCTOR_ACCEPTS ((CLI_COMMON_ALL & ~(CLI_SAVE_BUNDLE | CLI_FROM_BUNDLE)) | CLI_XID_WINDOW)
 
 static void doctor_usage(FILE *f)
 {

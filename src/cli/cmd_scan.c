@@ -14,7 +14,7 @@
 #include "track/track_scan.h"
 #include "util/parse.h"
 
-#define SCAN_ACCEPTS CLI_COMMON_ALL
+#define SCAN_ACCEPTS (CLI_COMMON_ALL | CLI_XID_WINDOW)
 
 static void scan_usage(FILE *f)
 {
@@ -87,6 +87,7 @@ void cli_scan_once_opts(const struct cli_common *c, struct scan_once_opts *o)
         cli_common_gpu_opts(c, &o->facts.gpu);
         cli_common_host_opts(c, &o->facts.host);
         ledger_opts_default(&o->ledger);
+        o->ledger.xid_window_s = c->xid_window_s;
         o->confirm_ms = 2000;
         o->from_bundle = c->from_bundle;
         o->save_bundle = c->save_bundle;
