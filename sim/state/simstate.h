@@ -320,7 +320,8 @@ bool sim_api_lock_held(const char *dir);
 /* Waiting for a context's release without holding nvidiactl (the real driver's teardown is no
  * process, and a holder walk matches the node's inode by any path): sim_ctx_release_watch
  * finds the node in /proc/locks (by a lock of its own on a description it closes at once) and
- * starts an inotify watch on it; sim_ctx_release_wait blocks until context id's OFD write
+ * starts an inotify watch on it (fd -1 when no inotify instance or watch is left: the wait then
+ * looks every 10 ms); sim_ctx_release_wait blocks until context id's OFD write
  * lock is gone (its description released: the lock goes in the same __fput that reports the
  * close), holding no descriptor of the node meanwhile. 0 or a negative errno each. */
 struct sim_release_watch {

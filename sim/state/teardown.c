@@ -98,15 +98,18 @@ int sim_ctx_release_watch(const char *dir, struct sim_release_watch *w)
         r = ctl_locks_key(dir, w->key, sizeof(w->key));
         if (r < 0)
                 return r;
-        /* inotify holds the inode, never a description: nothing a holder walk sees */
+        /* inotify holds the inode, never a description: nothing a holder walk sees. Out of
+         * inotify instances or watches (fs.inotify.max_user_instances is 128 by default, one a
+         * context): -1, and the wait looks every few milliseconds instead */
         w->fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-        if (w->fd < 0)
-                return -errno;
-        if (inotify_add_watch(w->fd, path, IN_CLOSE_WRITE | IN_CLOSE_NOWRITE) < 0) {
-                r = -errno;
+        if (w->fd >= 0 && inotify_add_watch(w->fd, path, IN_CLOSE_WRITE | IN_CLOSE_NOWRITE) < 0) {
+                r = errno;
                 close(w->fd);
                 w->fd = -1;
-                return r;
+                if (r != ENOSPC && r != ENOMEM)
+                        return -r;
+        } else if (w->fd < 0 && errno != EMFILE && errno != ENFILE && errno != ENOMEM) {
+                return -errno;
         }
         return 0;
 }
@@ -122,7 +125,7 @@ int sim_ctx_release_wait(struct sim_release_watch *w, unsigned id)
                 if (r <= 0)
                         return r;
                 struct pollfd p = { .fd = w->fd, .events = POLLIN };
-                int n = poll(&p, 1, quick ? 2 : 1000);
+                int n = poll(&p, 1, quick ? 2 : w->fd < 0 ? 10 : 1000);
                 if (n < 0 && errno != EINTR)
                         return -errno;
                 if (n > 0) {

@@ -105,7 +105,7 @@ static pid_t spawn_waiter(int fd, unsigned id)
 
 /* Fork a child that waits for context id's release with sim_ctx_release_wait; its PID (exit 0:
  * the wait returned 0) */
-static pid_t spawn_release_waiter(unsigned id)
+static pid_t spawn_release_waiter(unsigned id, bool no_inotify)
 {
         pid_t w = fork();
         assert_true(w >= 0);
@@ -114,6 +114,8 @@ static pid_t spawn_release_waiter(unsigned id)
                 alarm(10);
                 if (sim_ctx_release_watch(sim_dir, &rw) < 0)
                         _exit(2);
+                if (no_inotify) /* as when the user has no inotify instance left */
+                        sim_ctx_release_unwatch(&rw);
                 int r = sim_ctx_release_wait(&rw, id);
                 sim_ctx_release_unwatch(&rw);
                 _exit(r == 0 ? 0 : 1);
@@ -155,7 +157,7 @@ static void test_wait_owner_death(void **state)
         pid_t owner = spawn_holder(&id, &worker);
         int ctl = ctl_open(), own = sim_owners_open(sim_dir);
         assert_true(own >= 0);
-        pid_t wo = spawn_waiter(own, id), wc = spawn_release_waiter(id);
+        pid_t wo = spawn_waiter(own, id), wc = spawn_release_waiter(id, false);
         usleep(200 * 1000);
         assert_int_equal(waitpid(wo, NULL, WNOHANG), 0);
         kill(owner, SIGKILL);
@@ -201,13 +203,13 @@ static void test_release_watch_holds_nothing(void **state)
         assert_int_equal(rw.fd, -1);
 }
 
-static void test_wait_wakes_at_release(void **state)
+/* One release, waited for with the inotify watch or without it (every 10 ms) */
+static void wait_wakes_at_release(bool no_inotify)
 {
-        (void)state;
         unsigned id;
         pid_t holder = spawn_holder(&id, NULL);
         int fd = ctl_open();
-        pid_t w = spawn_release_waiter(id);
+        pid_t w = spawn_release_waiter(id, no_inotify);
         /* the holder lives: the waiter must still be blocked, holding no conflicting lock
          * meanwhile (a reader's probe sees the context's) */
         usleep(200 * 1000);
@@ -221,6 +223,13 @@ static void test_wait_wakes_at_release(void **state)
         /* and nothing stays locked behind it */
         assert_false(ctx_locked(fd, id));
         close(fd);
+}
+
+static void test_wait_wakes_at_release(void **state)
+{
+        (void)state;
+        wait_wakes_at_release(false);
+        wait_wakes_at_release(true);
 }
 
 static void test_context_mark(void **state)
