@@ -3,9 +3,9 @@
  *
  * The real driver frees a context's memory from its file release handler, when the kernel
  * drops the last reference to the open file description. This program waits for exactly
- * that moment — the context's OFD lock on nvidiactl is dropped by the same __fput — through
- * its own description of nvidiactl, opened by a path outside DIR/dev (sim_driver_ctl_open),
- * records `released=MS` for the context, and exits. With --xid45 it first waits for the
+ * that moment — the context's OFD lock on nvidiactl is dropped by the same __fput — without
+ * holding nvidiactl (sim_ctx_release_wait: an inotify watch and /proc/locks), records
+ * `released=MS` for the context, and exits. With --xid45 it first waits for the
  * owner's death (its POSIX lock on DIR/owners goes when it exits) and logs the Xid 45 the
  * driver prints then: when the owner's address space is torn down, UVM stops the channels of
  * its VA space although the file may stay open in forked workers (uvm_va_space_mm.c, "Process
@@ -48,7 +48,8 @@ int main(int argc, char **argv)
         const char *dir = NULL, *xid_name = NULL;
         unsigned id = 0, ready = 0;
         bool have_ready = false;
-        int c, r, fd, owners = -1;
+        int c, r, owners = -1;
+        struct sim_release_watch rw = { .fd = -1 };
         while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
                 switch (c) {
                 case 'd': dir = optarg; break;
@@ -81,9 +82,10 @@ int main(int argc, char **argv)
                 fprintf(stderr, "gv-simteardown: context %u of %s: %s\n", id, dir, strerror(-r));
                 return 1;
         }
-        fd = sim_driver_ctl_open(dir);
-        if (fd < 0) {
-                fprintf(stderr, "gv-simteardown: %s/driver/nvidiactl: %s\n", dir, strerror(-fd));
+        r = sim_ctx_release_watch(dir, &rw);
+        if (r < 0) {
+                fprintf(stderr, "gv-simteardown: %s/dev/nvidiactl: cannot watch it (inotify, /proc/locks): %s\n", dir,
+                        strerror(-r));
                 return 1;
         }
         if (xid_name) {
@@ -113,10 +115,9 @@ int main(int argc, char **argv)
                 if (x < 0)
                         fprintf(stderr, "gv-simteardown: cannot log Xid 45 for context %u: %s\n", id, strerror(-x));
         }
-        while ((r = sim_teardown_wait(fd, id)) == -EINTR)
-                ;
+        r = sim_ctx_release_wait(&rw, id);
         uint64_t now = sim_now_ms();
-        close(fd);
+        sim_ctx_release_unwatch(&rw);
         if (r < 0) {
                 fprintf(stderr, "gv-simteardown: waiting for context %u: %s\n", id, strerror(-r));
                 return 1;

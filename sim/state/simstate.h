@@ -317,16 +317,26 @@ int sim_api_lock(const char *dir, bool exclusive);
 /* Does a hung call hold that lock now? (a try, never a wait) */
 bool sim_api_lock_held(const char *dir);
 
-/* The driver's own way to nvidiactl: DIR/driver/nvidiactl, a hard link to DIR/dev/nvidiactl
- * (created when missing), so that the teardown watcher waits on the same inode without a
- * path under DIR/dev/nvidia — the real driver's teardown is no process, and no scanner may
- * count it as a holder. Returns an O_RDONLY|O_CLOEXEC descriptor or a negative errno. */
-int sim_driver_ctl_open(const char *dir);
+/* Waiting for a context's release without holding nvidiactl (the real driver's teardown is no
+ * process, and a holder walk matches the node's inode by any path): sim_ctx_release_watch
+ * finds the node in /proc/locks (by a lock of its own on a description it closes at once) and
+ * starts an inotify watch on it (fd -1 when no inotify instance or watch is left: the wait then
+ * looks every 10 ms); sim_ctx_release_wait blocks until context id's OFD write
+ * lock is gone (its description released: the lock goes in the same __fput that reports the
+ * close), holding no descriptor of the node meanwhile. 0 or a negative errno each. */
+struct sim_release_watch {
+        int fd;                 /* the inotify descriptor */
+        char key[64];           /* "MAJ:MIN:INO" as /proc/locks prints nvidiactl */
+};
+int sim_ctx_release_watch(const char *dir, struct sim_release_watch *w);
+int sim_ctx_release_wait(struct sim_release_watch *w, unsigned id);
+void sim_ctx_release_unwatch(struct sim_release_watch *w);
 
 /* Block until nobody else holds a write lock on byte id of fd (an F_OFD_SETLKW read lock,
- * dropped again at once). On the driver's nvidiactl: until context id's open file description
- * is released (its OFD lock goes in the same __fput). On DIR/owners (opened O_RDONLY): until
- * the context's owner has died (its POSIX lock goes when it exits). Returns 0 or a negative
+ * dropped again at once). On nvidiactl: until context id's open file description is released
+ * (its OFD lock goes in the same __fput) — while holding fd, which a holder walk sees. On
+ * DIR/owners (opened O_RDONLY): until the context's owner has died (its POSIX lock goes when
+ * it exits). Returns 0 or a negative
  * errno (-EINTR: a signal with a handler interrupted the wait). */
 int sim_teardown_wait(int fd, unsigned id);
 

@@ -5,8 +5,10 @@
  * runs when the last reference to the open file description goes (__fput). A teardown
  * watcher stands for that handler: it waits, with F_OFD_SETLKW, for the context's OFD lock on
  * nvidiactl to go, which happens in the same __fput (locks_remove_file), so it wakes at the
- * moment of the release without looking at any process. It reaches nvidiactl through a hard
- * link outside DIR/dev, because the driver's teardown is not a process holding the device. */
+ * moment of the release without looking at any process. It holds no descriptor of nvidiactl
+ * while it waits — the driver's teardown is no process holding the device, and a holder walk
+ * matches the inode whatever the path: an inotify watch wakes it when a description of the
+ * node is released, and /proc/locks tells whether the context's lock went with it. */
 #define _GNU_SOURCE 1 /* F_OFD_SETLKW */
 #include "simstate.h"
 #include "simstate_int.h"
@@ -17,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,28 +40,110 @@ static int driver_dir(const char *dir)
         return mkdir(p, 0755) < 0 && errno != EEXIST ? -errno : 0;
 }
 
-int sim_driver_ctl_open(const char *dir)
+/* /proc/locks, the kernel's list of every file lock: "N: OFDLCK ADVISORY WRITE -1 MAJ:MIN:INO
+ * START END" (fs/locks.c lock_get_status; "N: -> ..." is a waiter, not a lock). A lock on byte
+ * `start` of class OFDLCK and type `type` on file `key` ("" any): 1 found (its file into
+ * ret_key when given), 0 none, or a negative errno. */
+static int locks_find(const char *type, const char *key, long long start, char *ret_key, size_t keylen)
 {
-        char link_path[PATH_MAX], dev[PATH_MAX];
-        int r = sim_path(link_path, sizeof(link_path), dir, "driver/nvidiactl");
-        if (r == 0)
-                r = sim_path(dev, sizeof(dev), dir, "dev/nvidiactl");
-        if (r == 0)
-                r = driver_dir(dir);
+        char *text = NULL, *cur, *line;
+        size_t len;
+        int r = read_file_at(AT_FDCWD, "/proc/locks", 64u << 20, &text, &len);
         if (r < 0)
                 return r;
-        if (link(dev, link_path) < 0 && errno != EEXIST)
-                return -errno;
-        int fd = sim_open(dir, "driver/nvidiactl", O_RDONLY);
+        r = 0;
+        cur = text;
+        while (r == 0 && (line = sim_next_line(&cur))) {
+                char *t[8], *save = NULL;
+                size_t n = 0;
+                for (char *w = strtok_r(line, " \t", &save); w && n < 8; w = strtok_r(NULL, " \t", &save))
+                        t[n++] = w;
+                int64_t a, b;
+                if (n < 8 || strcmp(t[1], "OFDLCK") || strcmp(t[3], type) || (key[0] && strcmp(t[5], key)) ||
+                    parse_i64(t[6], &a) < 0 ||
+                    parse_i64(t[7], &b) < 0 || a != start || b != start)
+                        continue;
+                if (ret_key)
+                        snprintf(ret_key, keylen, "%s", t[5]);
+                r = 1;
+        }
+        free(text);
+        return r;
+}
+
+/* A byte no context uses, to find nvidiactl in /proc/locks by a lock of our own */
+#define LOCKS_PROBE_BASE (1ll << 40)
+
+/* nvidiactl as /proc/locks names it: the superblock's device, which stat's st_dev is not on
+ * overlayfs or btrfs. Found by a read lock of our own, on a description opened for this look
+ * only and closed at once (before the watcher says it is ready). */
+static int ctl_locks_key(const char *dir, char *key, size_t keylen)
+{
+        int fd = sim_open(dir, "dev/nvidiactl", O_RDONLY);
         if (fd < 0)
                 return fd;
-        /* a stale link (dev/nvidiactl replaced) would wait on the wrong inode forever */
-        struct stat a, b;
-        if (fstat(fd, &a) < 0 || stat(dev, &b) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
-                close(fd);
-                return -ESTALE;
+        long long at = LOCKS_PROBE_BASE + getpid();
+        struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = (off_t)at, .l_len = 1 };
+        int r = fcntl(fd, F_OFD_SETLK, &fl) < 0 ? -errno : locks_find("READ", "", at, key, keylen);
+        close(fd);
+        return r < 0 ? r : r == 0 ? -ENOENT : 0;
+}
+
+int sim_ctx_release_watch(const char *dir, struct sim_release_watch *w)
+{
+        char path[PATH_MAX];
+        int r = sim_path(path, sizeof(path), dir, "dev/nvidiactl");
+        if (r < 0)
+                return r;
+        r = ctl_locks_key(dir, w->key, sizeof(w->key));
+        if (r < 0)
+                return r;
+        /* inotify holds the inode, never a description: nothing a holder walk sees. Out of
+         * inotify instances or watches (fs.inotify.max_user_instances is 128 by default, one a
+         * context): -1, and the wait looks every few milliseconds instead */
+        w->fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+        if (w->fd >= 0 && inotify_add_watch(w->fd, path, IN_CLOSE_WRITE | IN_CLOSE_NOWRITE) < 0) {
+                r = errno;
+                close(w->fd);
+                w->fd = -1;
+                if (r != ENOSPC && r != ENOMEM)
+                        return -r;
+        } else if (w->fd < 0 && errno != EMFILE && errno != ENFILE && errno != ENOMEM) {
+                return -errno;
         }
-        return fd;
+        return 0;
+}
+
+int sim_ctx_release_wait(struct sim_release_watch *w, unsigned id)
+{
+        /* __fput reports the close (fsnotify_close) just before it drops the description's
+         * locks (locks_remove_file): after an event, look again a few times, 2 ms apart; a
+         * look every second besides, should an event be lost (queue overflow) */
+        unsigned quick = 0;
+        for (;;) {
+                int r = locks_find("WRITE", w->key, id, NULL, 0);
+                if (r <= 0)
+                        return r;
+                struct pollfd p = { .fd = w->fd, .events = POLLIN };
+                int n = poll(&p, 1, quick ? 2 : w->fd < 0 ? 10 : 1000);
+                if (n < 0 && errno != EINTR)
+                        return -errno;
+                if (n > 0) {
+                        char ev[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+                        while (read(w->fd, ev, sizeof(ev)) > 0)
+                                ;
+                        quick = 10;
+                } else if (quick) {
+                        quick--;
+                }
+        }
+}
+
+void sim_ctx_release_unwatch(struct sim_release_watch *w)
+{
+        if (w->fd >= 0)
+                close(w->fd);
+        w->fd = -1;
 }
 
 int sim_api_lock(const char *dir, bool exclusive)

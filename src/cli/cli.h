@@ -30,6 +30,7 @@ enum {
         CLI_SAVE_BUNDLE = 1u << 7,
         CLI_FROM_BUNDLE = 1u << 8,
         CLI_COMMON_ALL = (1u << 9) - 1,
+        CLI_XID_WINDOW = 1u << 9,       /* the commands that judge kernel events: scan, check, doctor */
 };
 
 struct cli_common {
@@ -45,6 +46,7 @@ struct cli_common {
         const char *save_bundle;
         const char *from_bundle;
         enum host_holders_mode holders;
+        double xid_window_s;    /* --xid-window: an Xid this recent pages (0: none) */
         bool simulated;         /* GHOSTVRAM_SIM is set */
         const char *sim_dir;
         char sim_lib[4096];
@@ -68,6 +70,7 @@ enum {
         CLI_OPT_FROM_BUNDLE,
         CLI_OPT_HOLDERS,
         CLI_OPT_TIMEOUT,
+        CLI_OPT_XID_WINDOW,
 };
 /* Every common option is in every command's getopt table, so that one the command refuses
  * is answered in words (cli_common_option), not as an unknown option. */
@@ -81,6 +84,7 @@ enum {
         { "save-bundle", required_argument, NULL, CLI_OPT_SAVE_BUNDLE },        \
         { "from-bundle", required_argument, NULL, CLI_OPT_FROM_BUNDLE },        \
         { "holders", required_argument, NULL, CLI_OPT_HOLDERS },                \
+        { "xid-window", required_argument, NULL, CLI_OPT_XID_WINDOW },          \
         { "verbose", no_argument, NULL, 'v' }
 
 /* Defaults; accepts: the CLI_* options this command takes. */

@@ -24,7 +24,7 @@
 
 /* --json is refused in words: a plugin prints one status line; -v is taken, as the plugin
  * guidelines ask, and changes nothing */
-#define CHECK_ACCEPTS (CLI_COMMON_ALL & ~CLI_JSON)
+#define CHECK_ACCEPTS ((CLI_COMMON_ALL & ~CLI_JSON) | CLI_XID_WINDOW)
 
 static void check_usage(FILE *f)
 {
@@ -63,8 +63,10 @@ static void check_usage(FILE *f)
         fputs("  -v, --verbose        accepted as plugins do; the output stays the same\n", f);
         cli_common_help(f, CHECK_ACCEPTS & ~CLI_VERBOSE);
         fputs("  -h, --help           this help\n\n"
-              "States: CRITICAL when a GPU is lost or its ghost is in the critical range;\n"
-              "WARNING when it is in the warning range or a task is stuck in the driver;\n"
+              "States: CRITICAL when a GPU is lost, its ghost is in the critical range or\n"
+              "it had a critical Xid (79) within --xid-window; WARNING when its ghost is in\n"
+              "the warning range, a task is stuck in the driver or it had an Xid of severity\n"
+              "error (48, 95) within the window;\n"
               "UNKNOWN when the scan did not finish within -t, there is no driver, a GPU\n"
               "could not be inspected, or the options are wrong; else OK. The worst GPU\n"
               "decides (CRITICAL > WARNING > UNKNOWN > OK).\n\n"

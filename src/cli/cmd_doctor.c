@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 #include "collect/gpu.h"
 #include "collect/host.h"
+#include "collect/xid.h"
 #include "model/daemons.h"
 #include "model/doctor.h"
 #include "render/json_util.h"
@@ -25,7 +26,7 @@
 #define DOCTOR_FILE_MAX (256 * 1024) /* every file doctor reads is small; a bigger one is cut */
 
 /* doctor looks at this host's setup: a bundle holds no module parameters or daemons */
-#define DOCTOR_ACCEPTS (CLI_COMMON_ALL & ~(CLI_SAVE_BUNDLE | CLI_FROM_BUNDLE))
+#define DOCTOR_ACCEPTS ((CLI_COMMON_ALL & ~(CLI_SAVE_BUNDLE | CLI_FROM_BUNDLE)) | CLI_XID_WINDOW)
 
 static void doctor_usage(FILE *f)
 {
@@ -35,7 +36,8 @@ static void doctor_usage(FILE *f)
                 "clear, and say for each finding what was seen and what to do next.\n\n"
                 "Checks (stable codes; docs/doctor.md explains each):\n"
                 "  persistence-off, row-remap-pending, retired-pages-pending, ecc-uncorrectable,\n"
-                "  reset-required, mig-pending, allocator-cache, gpu-unreachable (per GPU);\n"
+                "  reset-required, mig-pending, allocator-cache, gpu-unreachable, recent-xid\n"
+                "  (per GPU);\n"
                 "  driver-known-issue, uvm-not-loaded, uvm-in-use, module-params,\n"
                 "  kernel-log-restricted, version-mismatch, container-toolkit, nvml-unavailable\n\n"
                 "Options:\n"
@@ -83,6 +85,8 @@ struct doctor_inputs {
         char *version, *params, *modules, *restrict_txt, *toolkit_cfg;
         size_t version_len, params_len, modules_len, restrict_len, toolkit_len;
         char toolkit_path[256];
+        struct xid_list kernel;
+        char kernel_error[256];
 };
 
 static void inputs_free(struct doctor_inputs *in)
@@ -95,6 +99,29 @@ static void inputs_free(struct doctor_inputs *in)
         free(in->modules);
         free(in->restrict_txt);
         free(in->toolkit_cfg);
+        xid_list_free(&in->kernel);
+}
+
+/* The kernel log, as scan reads it (recent-xid); a log that cannot be read is said, not fatal */
+static void gather_kernel(const struct cli_common *c, struct doctor_inputs *in, struct doctor_facts *f)
+{
+        struct xid_source_opts ko = { .sim_dir = c->simulated ? c->sim_dir : NULL, .proc_root = c->proc_root };
+        struct xid_source_info info;
+        char err[200] = "";
+        memset(&info, 0, sizeof(info));
+        f->now = in->gpus->sample_time;
+        f->xid_window_s = c->xid_window_s;
+        f->kernel_error = in->kernel_error;
+        if (xid_collect(&ko, &in->kernel, &info, err, sizeof(err), NULL) < 0) {
+                snprintf(in->kernel_error, sizeof(in->kernel_error), "kernel log not read: %s", err);
+                return;
+        }
+        if (info.this_host)
+                xid_map_gpus(in->kernel.ev, in->kernel.n, in->gpus);
+        f->kernel = in->kernel.ev;
+        f->n_kernel = in->kernel.n;
+        f->kernel_read = true; /* a simulated host without DIR/kmsg: read, and empty */
+        f->kernel_this_host = info.this_host;
 }
 
 static void gather_host(const struct cli_common *c, const char *root, struct doctor_inputs *in,
@@ -329,6 +356,7 @@ int cmd_doctor(int argc, char **argv)
                 f.only_gpu = (int)idx;
         }
         gather_host(&c, root, &in, &f);
+        gather_kernel(&c, &in, &f);
 
         struct doctor_finding *v = NULL;
         size_t n = 0;

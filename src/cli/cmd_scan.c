@@ -14,7 +14,7 @@
 #include "track/track_scan.h"
 #include "util/parse.h"
 
-#define SCAN_ACCEPTS CLI_COMMON_ALL
+#define SCAN_ACCEPTS (CLI_COMMON_ALL | CLI_XID_WINDOW)
 
 static void scan_usage(FILE *f)
 {
@@ -74,9 +74,11 @@ static void scan_usage(FILE *f)
               "  ghostvram scan --gpu 1 --verbose  # also list holders that are not linked\n"
               "  ghostvram scan --json |\n"
               "    jq '.gpus[] | {index, verdict, ghost: .memory.ghost_bytes}'\n\n"
-              "Exit status: 0 no ghost; 1 a confirmed ghost on some GPU; 2 usage error;\n"
-              "3 some GPU is lost or could not be inspected, or no driver. The worse wins:\n"
-              "3 over 1 (a ghost on one GPU never hides a lost one).\n", f);
+              "Exit status: 0 no ghost; 1 a confirmed ghost on some GPU, or an Xid of\n"
+              "severity error (48, 95) within --xid-window; 2 usage error; 3 some GPU is\n"
+              "lost, could not be inspected or had a critical Xid (79) within the window,\n"
+              "or no driver. The worse wins: 3 over 1 (a ghost on one GPU never hides a\n"
+              "lost one).\n", f);
 }
 
 /* The sources of a scan from the common options. */
@@ -87,6 +89,7 @@ void cli_scan_once_opts(const struct cli_common *c, struct scan_once_opts *o)
         cli_common_gpu_opts(c, &o->facts.gpu);
         cli_common_host_opts(c, &o->facts.host);
         ledger_opts_default(&o->ledger);
+        o->ledger.xid_window_s = c->xid_window_s;
         o->confirm_ms = 2000;
         o->from_bundle = c->from_bundle;
         o->save_bundle = c->save_bundle;

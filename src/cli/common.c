@@ -20,6 +20,7 @@
 #include "collect/gpu_json.h"
 #include "collect/host.h"
 #include "collect/kernel.h"
+#include "collect/xid.h"
 #include "render/json_util.h"
 #include "run/scan_run.h"
 #include "simstate.h"
@@ -44,6 +45,7 @@ void cli_common_init(struct cli_common *c, unsigned accepts)
         c->proc_root = "/proc";
         c->dev_prefix = "/dev/nvidia";
         c->timeout_ms = 5000;
+        c->xid_window_s = XID_WINDOW_DEFAULT_S;
 }
 
 /* The common options: name, the CLI_* bit a command accepts, and the help lines (80 columns,
@@ -78,6 +80,11 @@ static const struct common_opt {
         { CLI_OPT_FROM_BUNDLE, CLI_FROM_BUNDLE, "--from-bundle",
           "  --from-bundle DIR    read a recorded bundle instead of this host (its files\n"
           "                       must be plain files; nvml.json at most 32 MiB)\n", true },
+        { CLI_OPT_XID_WINDOW, CLI_XID_WINDOW, "--xid-window",
+          "  --xid-window DURATION\n"
+          "                       an Xid of error severity or worse (79, 48, 95, ...) this\n"
+          "                       recent, after the driver's load, pages even while NVML\n"
+          "                       answers (default 10m; 0 = never; docs/xid.md)\n" },
 };
 
 void cli_common_help(FILE *f, unsigned which)
@@ -155,6 +162,13 @@ int cli_common_option(struct cli_common *c, int opt, const char *arg, const char
                         return -1;
                 }
                 c->timeout_ms = (unsigned)ms;
+                return 1;
+        case CLI_OPT_XID_WINDOW:
+                if (parse_duration_ms(arg, &ms) < 0 || ms > 366ull * 24 * 3600 * 1000) {
+                        cli_error(cmd, "--xid-window: '%s' is not a duration up to a year (e.g. 10m, 2h, 0 for never)", arg);
+                        return -1;
+                }
+                c->xid_window_s = (double)ms / 1000.0;
                 return 1;
         case CLI_OPT_JSON: c->json = true; return 1;
         case CLI_OPT_SAVE_BUNDLE: c->save_bundle = arg; return 1;

@@ -886,6 +886,103 @@ size_t xid_map_gpus(struct xid_event *ev, size_t n, const struct gpu_report *r)
         return mapped;
 }
 
+bool xid_event_on_gpu(const struct xid_event *e, const struct gpu_info *g, bool by_index)
+{
+        if (e->kind == XID_KIND_SXID)
+                return false;
+        if (by_index && e->gpu_index >= 0)
+                return (unsigned)e->gpu_index == g->index;
+        return e->pci_bus_id[0] && g->pci_bus_id[0] && strcmp(e->pci_bus_id, g->pci_bus_id) == 0;
+}
+
+bool xid_event_after(const struct xid_event *a, const struct xid_event *b)
+{
+        if (a->seq_known && b->seq_known)
+                return a->seq > b->seq;
+        if (a->monotonic_known && b->monotonic_known)
+                return a->monotonic > b->monotonic;
+        if (a->time_known && b->time_known)
+                return a->time > b->time;
+        return true;
+}
+
+const struct xid_event *xid_driver_load(const struct xid_event *ev, size_t n)
+{
+        const struct xid_event *load = NULL;
+        for (size_t i = 0; i < n; i++)
+                if (ev[i].kind == XID_KIND_DRIVER_LOAD && (!load || xid_event_after(&ev[i], load)))
+                        load = &ev[i];
+        return load;
+}
+
+/* A stamp this far ahead of the clock is another clock's: it cannot be placed in the window */
+#define XID_FUTURE_SLACK_S 60.0
+
+static void age_text(double s, char *out, size_t n)
+{
+        if (s < 120)
+                snprintf(out, n, "%.0f s", s);
+        else if (s < 7200)
+                snprintf(out, n, "%.0f min", s / 60);
+        else
+                snprintf(out, n, "%.1f h", s / 3600);
+}
+
+/* What to do after it, as a command where there is one; an Xid 79 after the driver's load is
+ * what makes a reset pointless (ledger_lost_event, reclaim --reset-gpu): the node reboots */
+static void recent_next_step(struct xid_recent *r, unsigned index, const char *ref)
+{
+        int code = r->event->xid;
+        if (code == 79 || r->action == XID_ACT_REBOOT)
+                snprintf(r->next_step, sizeof(r->next_step),
+                         "drain the node and reboot it; a GPU reset does not bring back GPU %u (`ghostvram xid explain %d`)",
+                         index, code);
+        else if (r->action == XID_ACT_RESET_GPU || r->action == XID_ACT_DRAIN_AND_RESET)
+                snprintf(r->next_step, sizeof(r->next_step),
+                         "stop new work on GPU %u, then reset it once no process uses it: `sudo nvidia-smi --gpu-reset -i %s` "
+                         "(`ghostvram xid explain %d`)", index, ref, code);
+        else
+                snprintf(r->next_step, sizeof(r->next_step), "%s (`ghostvram xid explain %d`)", xid_action_text(r->action),
+                         code);
+}
+
+bool xid_recent_worst(const struct xid_event *ev, size_t n, const struct gpu_info *g, bool by_index,
+                      const char *gpu_ref, double now, double window_s, struct xid_recent *ret)
+{
+        if (window_s <= 0)
+                return false;
+        const struct xid_event *load = xid_driver_load(ev, n);
+        struct xid_recent best = { 0 };
+        for (size_t i = 0; i < n; i++) {
+                const struct xid_event *e = &ev[i];
+                if ((e->kind != XID_KIND_XID && e->kind != XID_KIND_FALLEN_OFF_BUS) || e->xid == XID_NONE ||
+                    !e->time_known || !xid_event_on_gpu(e, g, by_index) || (load && !xid_event_after(e, load)))
+                        continue;
+                double age = now - e->time;
+                if (age > window_s || age < -XID_FUTURE_SLACK_S)
+                        continue;
+                struct xid_assessment as;
+                xid_event_assess(e, &as);
+                if (as.severity < XID_SEV_ERROR || as.severity < best.severity ||
+                    (best.event && as.severity == best.severity && !xid_event_after(e, best.event)))
+                        continue;
+                best.event = e;
+                best.severity = as.severity;
+                best.action = as.action;
+                best.age_s = age > 0 ? age : 0;
+        }
+        if (!best.event)
+                return false;
+        char age[32];
+        struct xid_assessment as;
+        xid_event_assess(best.event, &as);
+        age_text(best.age_s, age, sizeof(age));
+        snprintf(best.summary, sizeof(best.summary), "Xid %d (%s) %s ago", best.event->xid, as.title, age);
+        recent_next_step(&best, g->index, gpu_ref && *gpu_ref ? gpu_ref : g->pci_bus_id);
+        *ret = best;
+        return true;
+}
+
 int xid_parse_since(const char *s, double now, double *ret_epoch)
 {
         uint64_t v;

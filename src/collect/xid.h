@@ -221,6 +221,42 @@ const char *xid_action_name(enum xid_action a);   /* "reset_gpu", … (JSON) */
 const char *xid_action_text(enum xid_action a);   /* a sentence */
 const char *xid_reset_text(enum xid_reset r);
 
+/* ---- recent events that page ------------------------------------------------------------- */
+
+/* Does e concern GPU g? By g's index when by_index (the log is this host's: xid_map_gpus
+ * numbered its events) and e has one, else by PCI bus id. NVSwitch events concern no GPU. */
+bool xid_event_on_gpu(const struct xid_event *e, const struct gpu_info *g, bool by_index);
+/* Is a later than b in the log? seq within one source, else monotonic, else wall time; true
+ * when it cannot be told (an event is not called history on a guess). */
+bool xid_event_after(const struct xid_event *a, const struct xid_event *b);
+/* The latest "loading NVIDIA ... Kernel Module" line of ev[0..n), or NULL. */
+const struct xid_event *xid_driver_load(const struct xid_event *ev, size_t n);
+
+/* --xid-window: how long an Xid pages (`check`, `scan`'s exit status, `doctor`). Ten minutes:
+ * longer than the usual check interval (1-5 min), so every check sees a fresh event at least
+ * once, and short enough that an Xid a GPU reset has dealt with stops paging on its own (a
+ * reset does not reload the driver, so "since the driver's load" would page until a reboot).
+ * docs/xid.md, "Recent Xids page". */
+#define XID_WINDOW_DEFAULT_S 600.0
+
+/* A recent Xid of one GPU that pages. */
+struct xid_recent {
+        const struct xid_event *event;  /* into the caller's list */
+        enum xid_severity severity;     /* XID_SEV_ERROR (WARNING) or XID_SEV_CRITICAL */
+        enum xid_action action;
+        double age_s;                   /* at `now`; 0 for a stamp slightly ahead of the clock */
+        char summary[160];              /* "Xid 79 (GPU has fallen off the bus) 5 s ago" */
+        char next_step[320];            /* what to do, with a runnable command */
+};
+/* The Xid of GPU g in ev[0..n) that pages: an Xid line (or fallen off the bus) whose severity
+ * is error or critical (xid_event_assess), after the latest driver load in ev (an earlier one
+ * is history), and at most window_s old at `now` (epoch seconds; an event without a wall time
+ * cannot be placed and does not page). The most severe wins, then the latest. gpu_ref is how
+ * nvidia-smi -i names the GPU (its bus id) for the next step. Returns true and fills *ret, or
+ * false (window_s <= 0: never). */
+bool xid_recent_worst(const struct xid_event *ev, size_t n, const struct gpu_info *g, bool by_index,
+                      const char *gpu_ref, double now, double window_s, struct xid_recent *ret);
+
 /* JSON for one event (schema_version 1 fields, see docs/xid.md); NULL on ENOMEM.
  * Text fields are repaired to valid UTF-8. */
 struct json_t;

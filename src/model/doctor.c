@@ -297,6 +297,34 @@ static const char *persistenced_text(int p)
                                                                    : "whether nvidia-persistenced runs is unknown";
 }
 
+/* An Xid that pages in scan and check (the same rule) is one to act on here too */
+static void check_recent_xid(const struct doctor_facts *f, const struct gpu_info *g, struct fl *l)
+{
+        struct xid_recent x;
+        struct doctor_finding *d;
+        if (!f->kernel_read) {
+                d = add(l, "recent-xid", DOCTOR_UNKNOWN, (int)g->index);
+                SET(d, summary, "GPU %u: whether it had a recent Xid could not be checked", g->index);
+                SET(d, evidence, "%s", f->kernel_error && *f->kernel_error ? f->kernel_error : "the kernel log was not read");
+                SET(d, next_step, "run as root (`sudo ghostvram doctor`), or read a saved log: `ghostvram xid --kmsg FILE`");
+                return;
+        }
+        if (!xid_recent_worst(f->kernel, f->n_kernel, g, f->kernel_this_host, g->pci_bus_id, f->now, f->xid_window_s, &x)) {
+                d = add(l, "recent-xid", DOCTOR_OK, (int)g->index);
+                SET(d, summary, "GPU %u: no Xid of error severity or worse in the last %.0f s (--xid-window)", g->index,
+                    f->xid_window_s);
+                return;
+        }
+        char when[40] = "";
+        (void)xid_format_rfc3339(x.event->time, when, sizeof(when));
+        d = add(l, "recent-xid", DOCTOR_WARN, (int)g->index);
+        SET(d, summary, "GPU %u: %s (%s): it pages", g->index, x.summary, xid_severity_name(x.severity));
+        SET(d, evidence, "kernel log: Xid %d at %s for %s, after the driver's load and within the --xid-window (%.0f s)",
+            x.event->xid, when[0] ? when : "(time unknown)", x.event->pci_bus_id[0] ? x.event->pci_bus_id : "this GPU",
+            f->xid_window_s);
+        SET(d, next_step, "%s", x.next_step);
+}
+
 static void check_persistence(const struct doctor_facts *f, const struct gpu_info *g, struct fl *l)
 {
         enum doctor_level lv = g->persistence == 0 ? DOCTOR_WARN : g->persistence == 1 ? DOCTOR_OK : DOCTOR_UNKNOWN;
@@ -657,11 +685,13 @@ int doctor_run(const struct doctor_facts *f, struct doctor_finding **ret, size_t
                                 SET(d, evidence, "%s", g->status_message);
                                 SET(d, next_step, "see 'ghostvram scan' and 'ghostvram xid' for GPU %u (a lost GPU needs a reset or a "
                                     "reboot)", g->index);
+                                check_recent_xid(f, g, &l);
                                 continue;
                         }
                         check_persistence(f, g, &l);
                         check_health(g, &l);
                         check_allocator_cache(f, g, &l);
+                        check_recent_xid(f, g, &l);
                 }
         }
         const char *ver = r && r->driver_version[0] ? r->driver_version : modver;

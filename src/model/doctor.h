@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "collect/gpu.h"
+#include "collect/xid.h"
 #include "util/strf.h"
 
 enum doctor_level {
@@ -57,6 +58,15 @@ struct doctor_facts {
         size_t toolkit_config_len;
         const char *toolkit_path;       /* where it was found (binary or config) */
         uint64_t cache_min_bytes;       /* allocator-cache: a live process holding this much */
+        /* recent-xid: the NVIDIA kernel events (kernel_read false: the log could not be read,
+         * kernel_error says why), judged as scan and check judge them (xid_recent_worst) */
+        const struct xid_event *kernel;
+        size_t n_kernel;
+        bool kernel_read;
+        bool kernel_this_host;          /* GPU indexes of the events apply */
+        const char *kernel_error;
+        double now;                     /* epoch seconds: the events' ages */
+        double xid_window_s;            /* --xid-window (0: nothing pages) */
 };
 
 /* A driver release with a documented memory or teardown problem. Versions compare as

@@ -73,6 +73,7 @@ void ledger_opts_default(struct ledger_opts *o)
         o->floor_min_bytes = 64 * MIB;
         o->floor_permille = 10;
         o->self_pid = getpid();
+        o->xid_window_s = XID_WINDOW_DEFAULT_S;
 }
 
 /* ---- small helpers --------------------------------------------------------------------- */
@@ -979,35 +980,19 @@ static void find_stuck(const struct facts *now, const struct facts *before, cons
 
 /* ---- the kernel's side ---------------------------------------------------------------- */
 
-/* Is a later than b in the log? seq within one source, else monotonic, else wall time. */
 static bool event_after(const struct xid_event *a, const struct xid_event *b)
 {
-        if (a->seq_known && b->seq_known)
-                return a->seq > b->seq;
-        if (a->monotonic_known && b->monotonic_known)
-                return a->monotonic > b->monotonic;
-        if (a->time_known && b->time_known)
-                return a->time > b->time;
-        return true; /* cannot tell: do not call it history */
+        return xid_event_after(a, b);
 }
 
-/* The latest "loading NVIDIA ... Kernel Module" line, or NULL. */
 static const struct xid_event *driver_load(const struct facts *f)
 {
-        const struct xid_event *load = NULL;
-        for (size_t i = 0; i < f->kernel.n; i++)
-                if (f->kernel.ev[i].kind == XID_KIND_DRIVER_LOAD && (!load || event_after(&f->kernel.ev[i], load)))
-                        load = &f->kernel.ev[i];
-        return load;
+        return xid_driver_load(f->kernel.ev, f->kernel.n);
 }
 
 static bool event_on_gpu(const struct facts *f, const struct xid_event *e, const struct gpu_info *g)
 {
-        if (e->kind == XID_KIND_SXID)
-                return false;
-        if (f->kernel_this_host && e->gpu_index >= 0)
-                return (unsigned)e->gpu_index == g->index;
-        return e->pci_bus_id[0] && g->pci_bus_id[0] && strcmp(e->pci_bus_id, g->pci_bus_id) == 0;
+        return xid_event_on_gpu(e, g, f->kernel_this_host);
 }
 
 static void event_when(const struct xid_event *e, char *out, size_t n)
@@ -1337,6 +1322,8 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
 
         bool old_lost;
         const struct xid_event *lost = lost_event(now, g, &old_lost);
+        l->xid_paging = xid_recent_worst(now->kernel.ev, now->kernel.n, g, now->kernel_this_host, ref,
+                                         now->gpu->sample_time, o->xid_window_s, &l->xid);
         /* Xid 79 means lost only if it came after the driver's load and NVML does not answer normally */
         if (g->status == GPU_LOST || (lost && g->status != GPU_OK)) {
                 fd = add_finding(l, VERDICT_GPU_LOST, g->status == GPU_LOST ? CONF_HIGH : CONF_MEDIUM, l->used);

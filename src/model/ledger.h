@@ -142,6 +142,11 @@ struct gpu_ledger {
         size_t n_findings;
         struct mig_ledger mig[GPU_MAX_MIG]; /* MIG mode: per MIG device */
         size_t n_mig;
+        /* an Xid of error severity or worse within ledger_opts.xid_window_s and after the
+         * driver's load, NVML answering or not: it pages (check WARNING or CRITICAL, scan's exit
+         * status; docs/xid.md, "Recent Xids page") */
+        bool xid_paging;
+        struct xid_recent xid;
 };
 
 struct ledger_opts {
@@ -150,6 +155,7 @@ struct ledger_opts {
         bool two_samples;               /* `before` is a real earlier sample */
         pid_t self_pid;                 /* ghostvram itself: never attributed */
         double confirm_gap_s;           /* seconds between the two samples (for the freeing rate) */
+        double xid_window_s;            /* an Xid this recent pages (default XID_WINDOW_DEFAULT_S; 0: none) */
 };
 
 struct scan_result {

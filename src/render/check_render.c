@@ -41,7 +41,8 @@ static const char *verdict_of(const struct gpu_ledger *l)
         return l->n_findings ? l->findings[0].code : "unknown";
 }
 
-enum plugin_state check_gpu_state(const struct gpu_ledger *l, const struct check_thresholds *t)
+/* The state of the GPU's memory: lost, the thresholds, a stuck task */
+static enum plugin_state memory_state(const struct gpu_ledger *l, const struct check_thresholds *t)
 {
         if (strcmp(verdict_of(l), "gpu-lost") == 0)
                 return PLUGIN_CRITICAL;
@@ -55,6 +56,19 @@ enum plugin_state check_gpu_state(const struct gpu_ledger *l, const struct check
         if (strcmp(verdict_of(l), "stuck-in-driver") == 0)
                 return PLUGIN_WARNING;
         return PLUGIN_OK;
+}
+
+/* A recent Xid pages by the catalogue's severity: critical (reboot) CRITICAL, error WARNING */
+static enum plugin_state xid_state(const struct gpu_ledger *l)
+{
+        if (!l->xid_paging)
+                return PLUGIN_OK;
+        return l->xid.severity >= XID_SEV_CRITICAL ? PLUGIN_CRITICAL : PLUGIN_WARNING;
+}
+
+enum plugin_state check_gpu_state(const struct gpu_ledger *l, const struct check_thresholds *t)
+{
+        return plugin_state_worse(memory_state(l, t), xid_state(l));
 }
 
 /* Text from the driver or the ledger in the plugin's output: one line, no '|' (it starts the
@@ -115,6 +129,30 @@ static int gpu_summary(struct buf *out, const struct scan_result *r, const struc
         if (fd && fd->n_pids > 8 && !e)
                 e = buf_printf(out, " +%zu", fd->n_pids - 8);
         return e ? e : buf_putc(out, ')');
+}
+
+/* The GPU's part of the status line: its memory's, then the Xid that pages */
+static int gpu_part(struct buf *out, const struct scan_result *r, const struct gpu_ledger *l,
+                    const struct check_thresholds *t)
+{
+        enum plugin_state mem = memory_state(l, t);
+        if (!l->xid_paging)
+                return gpu_summary(out, r, l, mem);
+        int e = mem == PLUGIN_OK ? buf_printf(out, "GPU %u: ", l->index) : gpu_summary(out, r, l, mem);
+        e = e || mem == PLUGIN_OK ? e : buf_puts(out, ", ");
+        return e ? e : put_plain(out, l->xid.summary);
+}
+
+/* A long-output line: "GPU N CODE: summary. Next: step" */
+static int long_line(struct buf *out, unsigned index, const char *code, const char *summary, const char *next)
+{
+        int e = buf_printf(out, "GPU %u %s: ", index, code);
+        e = e ? e : put_plain(out, str_or_empty(summary));
+        if (!str_empty(next) && !e) {
+                e = buf_puts(out, ". Next: ");
+                e = e ? e : put_plain(out, next);
+        }
+        return e ? e : buf_putc(out, '\n');
 }
 
 static int perf_range(struct buf *out, const struct range *rg, bool have)
@@ -191,7 +229,7 @@ int check_render(struct buf *out, const struct scan_result *r, const struct chec
                         if (!counted(r, l) || s != order[o])
                                 continue;
                         e = any ? buf_puts(out, "; ") : 0;
-                        e = e ? e : gpu_summary(out, r, l, s);
+                        e = e ? e : gpu_part(out, r, l, t);
                         any = true;
                 }
         if (!e && (n_ok || n_freeing)) {
@@ -218,16 +256,16 @@ int check_render(struct buf *out, const struct scan_result *r, const struct chec
         /* long output: what to do on each GPU that is not OK */
         for (size_t i = 0; i < r->n_gpus && !e; i++) {
                 const struct gpu_ledger *l = &r->gpus[i];
-                if (!counted(r, l) || check_gpu_state(l, t) == PLUGIN_OK || !l->n_findings)
+                if (!counted(r, l) || check_gpu_state(l, t) == PLUGIN_OK)
                         continue;
-                const struct finding *fd = &l->findings[0];
-                e = buf_printf(out, "GPU %u %s: ", l->index, fd->code);
-                e = e ? e : put_plain(out, str_or_empty(fd->summary));
-                if (!str_empty(fd->next_step) && !e) {
-                        e = buf_puts(out, ". Next: ");
-                        e = e ? e : put_plain(out, fd->next_step);
+                const struct finding *fd = l->n_findings ? &l->findings[0] : NULL;
+                if (fd && memory_state(l, t) != PLUGIN_OK)
+                        e = long_line(out, l->index, fd->code, fd->summary, fd->next_step);
+                if (l->xid_paging && !e) {
+                        char code[16];
+                        snprintf(code, sizeof(code), "xid-%d", l->xid.event->xid);
+                        e = long_line(out, l->index, code, l->xid.summary, l->xid.next_step);
                 }
-                e = e ? e : buf_putc(out, '\n');
         }
         if (!e)
                 *ret_state = st;

@@ -204,6 +204,19 @@ static json_t *gpu_kernel_events_json(const struct facts *f, const struct gpu_in
         return a;
 }
 
+/* The Xid that pages (--xid-window), or null */
+static json_t *recent_xid_json(const struct xid_recent *x)
+{
+        json_t *o = json_object();
+        json_set(o, "kernel_event", xid_event_to_json(x->event));
+        json_set(o, "severity", json_string(xid_severity_name(x->severity)));
+        json_set(o, "action", json_string(xid_action_name(x->action)));
+        json_set(o, "age_seconds", json_real(x->age_s));
+        json_set(o, "summary", json_text(x->summary));
+        json_set(o, "next_step", json_text(x->next_step));
+        return o;
+}
+
 json_t *scan_json(const struct scan_result *r, bool with_cmdline)
 {
         const struct facts *f = r->facts;
@@ -247,6 +260,7 @@ json_t *scan_json(const struct scan_result *r, bool with_cmdline)
                 json_set(g, "processes", pa);
                 json_set(g, "families", families_json(f, l));
                 json_set(g, "kernel_events", gpu_kernel_events_json(f, &f->gpu->gpus[i]));
+                json_set(g, "recent_xid", l->xid_paging ? recent_xid_json(&l->xid) : json_null());
         }
         json_t *kj = json_object();
         json_set(kj, "read", json_boolean(f->kernel_read));
@@ -288,6 +302,10 @@ int scan_exit_status(const struct scan_result *r)
                  * process list is unknown, which a confirmed ghost elsewhere outranks */
                 hard |= !l->inspected || (l->n_findings && strcmp(l->findings[0].code, "gpu-lost") == 0);
                 soft |= !l->procs_known || l->holders_unseen;
+                /* a recent Xid pages even while NVML answers: a reboot's (79) as a lost GPU, a
+                 * reset's (48, 95) as a finding */
+                hard |= l->xid_paging && l->xid.severity >= XID_SEV_CRITICAL;
+                ghost |= l->xid_paging;
         }
         return hard ? 3 : ghost ? 1 : soft ? 3 : 0;
 }
@@ -436,6 +454,11 @@ void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool v
                 if (gr->timed_out) {
                         text_driver_hangs(out, f->host, color, verbose);
                         text_limits(out, f); /* what the list above could not see */
+                } else if (!f->from_bundle && (!gr->library_found || gr->module_not_loaded)) {
+                        /* nothing to inspect here: a first try on a laptop or a CI runner */
+                        fprintf(out, "  %snext:%s without a GPU, `ghostvram demo` shows ghostvram at work on a simulated host "
+                                     "(`ghostvram sim init DIR` builds one of your own)\n",
+                                color ? C_BOLD : "", color ? C_OFF : "");
                 }
                 return;
         }
@@ -537,6 +560,10 @@ void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool v
                                 fputc('\n', out);
                         }
                 }
+                if (l->xid_paging)
+                        fprintf(out, "  %srecent %s:%s %s: it pages (--xid-window)\n  %snext:%s %s\n",
+                                color ? C_BOLD : "", xid_severity_name(l->xid.severity), color ? C_OFF : "", l->xid.summary,
+                                color ? C_BOLD : "", color ? C_OFF : "", l->xid.next_step);
         }
         size_t other = 0;
         for (size_t i = 0; f->host && i < f->host->n_holders; i++)

@@ -46,4 +46,20 @@ for o in $own; do
         grep -qE -- "$o([^a-z-]|$)" <<<"$doc" || fail "docs/metrics.md (watch) does not mention $o"
 done
 ! grep -i 'not built\|refused for now' <<<"$doc" || fail "docs/metrics.md says a part of watch is not built (above)"
+note "sim: every option of each subcommand's table in cmd_sim.c is in 'sim --help' (under it) and 'sim SUB --help'"
+sim_help=$("$GV_BIN" sim --help)
+# SUB OPTION pairs from the getopt tables, function by function (sim_cmd_SUB)
+pairs=$(awk '/^static int sim_cmd_[a-z]+\(/ { sub(/^static int sim_cmd_/, ""); sub(/\(.*/, ""); sub_ = $0 }
+             sub_ != "" && /\{ "[a-z][a-z-]*", (no|required|optional)_argument/ {
+                     match($0, /"[a-z][a-z-]*"/); o = substr($0, RSTART + 1, RLENGTH - 2)
+                     if (o != "help") print sub_, o }' "$GV_SRC/src/cli/cmd_sim.c")
+[ "$(wc -l <<<"$pairs")" -ge 15 ] || fail "options read from cmd_sim.c: $pairs"
+grep -q "^run alloc$" <<<"$pairs" || fail "run --alloc not read from cmd_sim.c: $pairs"
+while read -r sub o; do
+        # the subcommand's lines in 'sim --help': from "  SUB " to the next command or blank line
+        block=$(awk -v s="$sub" '$0 ~ "^  " s " " { on = 1; print; next }
+                                 on && (/^  [a-z]+ / || /^$/) { on = 0 } on' <<<"$sim_help")
+        grep -q -- "--$o\b" <<<"$block" || fail "'sim --help' does not list --$o under $sub"
+        "$GV_BIN" sim "$sub" --help | grep -q -- "--$o\b" || fail "'sim $sub --help' does not list --$o"
+done <<<"$pairs"
 echo PASS

@@ -13,6 +13,8 @@ grep -q "orphaned-holders  1024 MiB ghost held by 2 orphaned processes" <<<"$out
 grep -q "5. ghostvram reclaim ends them safely, and the memory comes back" <<<"$out" || fail "reclaim act"
 grep -qE "GPU 0 +1024 MiB → 0 MiB +freed 1024 MiB +back in [0-9.]+ s" <<<"$out" || fail "memory back: $out"
 grep -q "Memory recovered: 2 processes ended." <<<"$out" || fail "reclaim summary"
+# the simulated driver's teardown is no process, as the real one: nothing else holds a node
+grep -q "other process" <<<"$out" && fail "the demo's scan counts another holder (the teardown watcher?): $out"
 grep -q "Demo over" <<<"$(tail -4 <<<"$out")" || fail "end"
 grep -q "No running processes found" <<<"$(sed -n '/5. ghostvram reclaim/,$p' <<<"$out")" || fail "nvidia-smi view after reclaim"
 dir=$(sed -n 's/^ghostvram demo — on a temporary SIMULATED host in \([^ ]*\) .*/\1/p' <<<"$out")
@@ -63,4 +65,13 @@ for lines in 1 40; do
         for i in $(seq 300); do pgrep -f "$GV_TMP/td2-$lines" >/dev/null || break; sleep 0.01; done
         pgrep -af "$GV_TMP/td2-$lines" && fail "processes of the demo left running after | head -$lines"
 done
+note "a host without a driver: scan says so and points to the demo"
+set +e
+out=$(env -u GHOSTVRAM_SIM "$GV_BIN" scan --nvml-lib "$GV_TMP/no-libnvidia-ml.so.1" 2>&1)
+rc=$?
+set -e
+assert_eq "$rc" 3 "scan without a driver: exit status"
+grep -q "^NVIDIA driver: cannot load NVML library" <<<"$out" || fail "no driver said: $out"
+grep -q "next: without a GPU, \`ghostvram demo\` shows ghostvram at work on a simulated host" <<<"$out" \
+        || fail "scan without a driver does not point to the demo: $out"
 echo "PASS"

@@ -73,7 +73,17 @@ assert_eq "$(cat "/proc/$wt/comm")" gv-simteardown "the watcher's name"
 [ "$(ps -o pgid= -p "$wt" | tr -d ' ')" = "$OWNER" ] && fail "the watcher is in the job's process group"
 holds_fd "$wt" && fail "the watcher holds a device descriptor"
 holds_map "$wt" && fail "the watcher maps a device file"
-ls -l "/proc/$wt/fd" | grep -q "$SIM/driver/nvidiactl" || fail "the watcher does not wait on DIR/driver/nvidiactl"
+# by no path either: a holder walk matches the node's inode (the driver's teardown is no process)
+ctl_ino=$(stat -Lc '%d:%i' "$SIM/dev/nvidiactl")
+for f in /proc/"$wt"/fd/*; do
+        [ "$(stat -Lc '%d:%i' "$f" 2>/dev/null)" != "$ctl_ino" ] || fail "the watcher holds nvidiactl as $(readlink "$f")"
+done
+ls -l "/proc/$wt/fd" | grep -q "anon_inode:inotify" || fail "the watcher does not watch nvidiactl with inotify"
+GHOSTVRAM_SIM="$SIM" "$GV_BIN" snapshot --json >"$GV_TMP/snap.json"
+jq -e --argjson w "$wt" '[.holders[] | select(.pid == $w)] | length == 0' "$GV_TMP/snap.json" >/dev/null ||
+        fail "snapshot lists the teardown watcher as a holder"
+jq -e --argjson o "$OWNER" '[.holders[] | select(.pid == $o)] | length == 1' "$GV_TMP/snap.json" >/dev/null ||
+        fail "snapshot does not list the owner (the test would prove nothing)"
 GHOSTVRAM_SIM="$SIM" "$GV_BIN" scan --json --verbose >"$GV_TMP/scan.json" 2>/dev/null || true
 jq -e --argjson w "$wt" '[.. | objects | select(.pid? == $w)] | length == 0' "$GV_TMP/scan.json" >/dev/null ||
         fail "scan lists the teardown watcher as a holder"

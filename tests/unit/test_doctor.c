@@ -276,6 +276,69 @@ static void test_levels_and_exit(void **state)
         doctor_findings_free(v, n);
 }
 
+/* recent-xid: per GPU, the scan's rule on the kernel's events; unknown without a log */
+static void test_recent_xid(void **state)
+{
+        (void)state;
+        struct gpu_info two[2];
+        memset(two, 0, sizeof(two));
+        for (unsigned i = 0; i < 2; i++) {
+                two[i].index = i;
+                two[i].persistence = 1;
+                two[i].mig_mode = -1;
+                snprintf(two[i].pci_bus_id, sizeof(two[i].pci_bus_id), i ? "0000:43:00.0" : "0000:1b:00.0");
+        }
+        struct gpu_report r = { .driver_present = true, .gpus = two, .n_gpus = 2 };
+        struct xid_event ev;
+        memset(&ev, 0, sizeof(ev));
+        ev.kind = XID_KIND_XID;
+        ev.xid = 79;
+        ev.caused_by = ev.sxid = XID_NONE;
+        ev.gpu_index = -1;
+        ev.time_known = true;
+        ev.time = 1800000000.0 - 5;
+        snprintf(ev.pci_bus_id, sizeof(ev.pci_bus_id), "0000:43:00.0");
+        struct doctor_facts f = { .gpus = &r, .only_gpu = -1, .dmesg_restrict = 0, .is_root = true, .uvm_loaded = 1,
+                                  .uvm_refcount = 0, .toolkit = 0, .now = 1800000000.0, .xid_window_s = 600,
+                                  .kernel_error = "kernel log not read: /dev/kmsg: Permission denied" };
+        struct doctor_finding *v;
+        size_t n;
+        assert_int_equal(doctor_run(&f, &v, &n), 0);
+        const struct doctor_finding *d = find(v, n, "recent-xid");
+        assert_non_null(d);
+        assert_int_equal(d->level, DOCTOR_UNKNOWN);
+        assert_string_equal(d->evidence, f.kernel_error);
+        assert_int_equal(doctor_exit_status(&f, v, n), 0);
+        free(v);
+
+        f.kernel_read = true;
+        f.kernel = &ev;
+        f.n_kernel = 1;
+        for (int lost = 0; lost < 2; lost++) {
+                two[1].status = lost ? GPU_LOST : GPU_OK; /* lost: beside gpu-unreachable */
+                assert_int_equal(doctor_run(&f, &v, &n), 0);
+                size_t warned = 0;
+                for (size_t i = 0; i < n; i++) {
+                        if (strcmp(v[i].code, "recent-xid"))
+                                continue;
+                        assert_int_equal(v[i].level, v[i].gpu == 1 ? DOCTOR_WARN : DOCTOR_OK);
+                        if (v[i].gpu != 1)
+                                continue;
+                        warned++;
+                        assert_string_equal(v[i].summary, "GPU 1: Xid 79 (GPU has fallen off the bus) 5 s ago (critical): it pages");
+                        assert_non_null(strstr(v[i].next_step, "reboot"));
+                }
+                assert_int_equal(warned, 1);
+                assert_int_equal(doctor_exit_status(&f, v, n), 1);
+                free(v);
+        }
+        f.xid_window_s = 2;
+        two[1].status = GPU_OK;
+        assert_int_equal(doctor_run(&f, &v, &n), 0);
+        assert_int_equal(doctor_exit_status(&f, v, n), 0);
+        free(v);
+}
+
 static void test_prevention(void **state)
 {
         (void)state;
@@ -323,6 +386,7 @@ int main(void)
                 cmocka_unit_test(test_table_edges),    cmocka_unit_test(test_levels_and_exit),
                 cmocka_unit_test(test_long_texts_arrive_whole),
                 cmocka_unit_test(test_prevention),     cmocka_unit_test(test_version_format),
+                cmocka_unit_test(test_recent_xid),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

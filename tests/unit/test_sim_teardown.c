@@ -1,5 +1,5 @@
-/* sim/state teardown: the driver's side of a context's release — the hard link the watcher
- * waits through, the waits on real forked holders (release, owner's death), the release record (earlier wins,
+/* sim/state teardown: the driver's side of a context's release — the watch that waits holding
+ * no descriptor of nvidiactl, the waits on real forked holders (release, owner's death), the release record (earlier wins,
  * informative fields never drop a context), and the Xid 45 record that ghostvram's own kernel
  * log parser must read back. */
 #define _GNU_SOURCE 1
@@ -103,6 +103,36 @@ static pid_t spawn_waiter(int fd, unsigned id)
         return w;
 }
 
+/* Fork a child that waits for context id's release with sim_ctx_release_wait; its PID (exit 0:
+ * the wait returned 0) */
+static pid_t spawn_release_waiter(unsigned id, bool no_inotify)
+{
+        pid_t w = fork();
+        assert_true(w >= 0);
+        if (w == 0) {
+                struct sim_release_watch rw;
+                alarm(10);
+                if (sim_ctx_release_watch(sim_dir, &rw) < 0)
+                        _exit(2);
+                if (no_inotify) /* as when the user has no inotify instance left */
+                        sim_ctx_release_unwatch(&rw);
+                int r = sim_ctx_release_wait(&rw, id);
+                sim_ctx_release_unwatch(&rw);
+                _exit(r == 0 ? 0 : 1);
+        }
+        return w;
+}
+
+/* A descriptor of nvidiactl for the probes (the test is a reader, not the watcher) */
+static int ctl_open(void)
+{
+        char ctl[512];
+        path_of(ctl, sizeof(ctl), "dev/nvidiactl");
+        int fd = open(ctl, O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        return fd;
+}
+
 static void assert_waiter_done(pid_t w)
 {
         int st = 0;
@@ -125,9 +155,9 @@ static void test_wait_owner_death(void **state)
         unsigned id;
         pid_t worker;
         pid_t owner = spawn_holder(&id, &worker);
-        int ctl = sim_driver_ctl_open(sim_dir), own = sim_owners_open(sim_dir);
-        assert_true(ctl >= 0 && own >= 0);
-        pid_t wo = spawn_waiter(own, id), wc = spawn_waiter(ctl, id);
+        int ctl = ctl_open(), own = sim_owners_open(sim_dir);
+        assert_true(own >= 0);
+        pid_t wo = spawn_waiter(own, id), wc = spawn_release_waiter(id, false);
         usleep(200 * 1000);
         assert_int_equal(waitpid(wo, NULL, WNOHANG), 0);
         kill(owner, SIGKILL);
@@ -143,42 +173,43 @@ static void test_wait_owner_death(void **state)
         close(own);
 }
 
-static void test_driver_ctl_link(void **state)
+/* The watch holds no descriptor and no mapping of the node (the real driver's teardown is
+ * no holder), only an inotify descriptor; it finds the node in /proc/locks by the inode */
+static void test_release_watch_holds_nothing(void **state)
 {
         (void)state;
-        char dev[512], link[512];
-        struct stat a, b, c;
-        int fd = sim_driver_ctl_open(sim_dir);
-        assert_true(fd >= 0);
+        char dev[512], key[64];
+        struct stat st, fst;
+        struct sim_release_watch rw;
         path_of(dev, sizeof(dev), "dev/nvidiactl");
-        path_of(link, sizeof(link), "driver/nvidiactl");
-        assert_int_equal(stat(dev, &a), 0);
-        assert_int_equal(stat(link, &b), 0);
-        assert_int_equal(fstat(fd, &c), 0);
-        /* the same inode as the node, by a path no scanner matches */
-        assert_true(a.st_ino == b.st_ino && a.st_dev == b.st_dev && c.st_ino == a.st_ino);
-        assert_int_equal(fcntl(fd, F_GETFL) & O_ACCMODE, O_RDONLY);
-        close(fd);
-        /* a second open finds the link there */
-        fd = sim_driver_ctl_open(sim_dir);
-        assert_true(fd >= 0);
-        close(fd);
-        /* a link that no longer names the node's inode is refused, never waited on */
-        assert_int_equal(unlink(link), 0);
-        int t = open(link, O_WRONLY | O_CREAT | O_EXCL, 0644);
-        assert_true(t >= 0);
-        close(t);
-        assert_int_equal(sim_driver_ctl_open(sim_dir), -ESTALE);
+        assert_int_equal(stat(dev, &st), 0);
+        assert_int_equal(sim_ctx_release_watch(sim_dir, &rw), 0);
+        assert_true(rw.fd >= 0);
+        snprintf(key, sizeof(key), ":%llu", (unsigned long long)st.st_ino);
+        size_t kl = strlen(rw.key), il = strlen(key);
+        assert_true(kl > il && strcmp(rw.key + kl - il, key) == 0);
+        for (int fd = 0; fd < 1024; fd++)
+                if (fstat(fd, &fst) == 0)
+                        assert_false(fst.st_dev == st.st_dev && fst.st_ino == st.st_ino);
+        FILE *m = fopen("/proc/self/maps", "r");
+        char line[1024];
+        assert_non_null(m);
+        while (fgets(line, sizeof(line), m))
+                assert_null(strstr(line, dev));
+        fclose(m);
+        /* no context: released at once */
+        assert_int_equal(sim_ctx_release_wait(&rw, 4242), 0);
+        sim_ctx_release_unwatch(&rw);
+        assert_int_equal(rw.fd, -1);
 }
 
-static void test_wait_wakes_at_release(void **state)
+/* One release, waited for with the inotify watch or without it (every 10 ms) */
+static void wait_wakes_at_release(bool no_inotify)
 {
-        (void)state;
         unsigned id;
         pid_t holder = spawn_holder(&id, NULL);
-        int fd = sim_driver_ctl_open(sim_dir);
-        assert_true(fd >= 0);
-        pid_t w = spawn_waiter(fd, id);
+        int fd = ctl_open();
+        pid_t w = spawn_release_waiter(id, no_inotify);
         /* the holder lives: the waiter must still be blocked, holding no conflicting lock
          * meanwhile (a reader's probe sees the context's) */
         usleep(200 * 1000);
@@ -192,6 +223,13 @@ static void test_wait_wakes_at_release(void **state)
         /* and nothing stays locked behind it */
         assert_false(ctx_locked(fd, id));
         close(fd);
+}
+
+static void test_wait_wakes_at_release(void **state)
+{
+        (void)state;
+        wait_wakes_at_release(false);
+        wait_wakes_at_release(true);
 }
 
 static void test_context_mark(void **state)
@@ -292,7 +330,7 @@ static void test_kmsg_xid(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test_setup_teardown(test_driver_ctl_link, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_release_watch_holds_nothing, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_wait_wakes_at_release, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_wait_owner_death, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_context_mark, setup, teardown),

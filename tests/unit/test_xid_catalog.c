@@ -1,5 +1,5 @@
 /* Unit tests for src/collect/xid_catalog.c: the catalogue against the reference's text, its
- * completeness, and what ghostvram says per code and per event. */
+ * completeness, what ghostvram says per code and per event, and which recent Xid pages. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -273,13 +273,99 @@ static void test_event_assessment(void **state)
         assert_non_null(strstr(a.note, "not necessarily the culprit"));
 }
 
+/* ---- which recent Xid pages (xid_recent_worst) ---- */
+
+#define NOW 1800000000.0
+
+static struct xid_event ev_at(enum xid_kind kind, int xid, uint64_t seq, double age, const char *bus)
+{
+        struct xid_event e;
+        memset(&e, 0, sizeof(e));
+        e.kind = kind;
+        e.xid = xid;
+        e.caused_by = e.sxid = XID_NONE;
+        e.gpu_index = e.gpu_instance = e.compute_instance = -1;
+        e.seq_known = true;
+        e.seq = seq;
+        e.time_known = true;
+        e.time = NOW - age;
+        snprintf(e.pci_bus_id, sizeof(e.pci_bus_id), "%s", bus);
+        return e;
+}
+
+static void test_recent_worst(void **state)
+{
+        (void)state;
+        struct gpu_info g;
+        memset(&g, 0, sizeof(g));
+        g.index = 1;
+        snprintf(g.pci_bus_id, sizeof(g.pci_bus_id), "0000:43:00.0");
+        const char *b1 = "0000:43:00.0", *b0 = "0000:1b:00.0";
+        struct xid_recent x;
+        struct xid_event load = ev_at(XID_KIND_DRIVER_LOAD, XID_NONE, 10, 3600, "");
+        struct {
+                const char *what;
+                struct xid_event ev[3];
+                size_t n;
+                double window;
+                int want_xid;           /* 0: nothing pages */
+                enum xid_severity sev;
+                double age;
+        } cases[] = {
+                { "fresh 79", { load, ev_at(XID_KIND_XID, 79, 20, 5, b1) }, 2, 600, 79, XID_SEV_CRITICAL, 5 },
+                { "79 older than the window", { load, ev_at(XID_KIND_XID, 79, 20, 5, b1) }, 2, 2, 0, 0, 0 },
+                { "window 0: never", { load, ev_at(XID_KIND_XID, 79, 20, 5, b1) }, 2, 0, 0, 0, 0 },
+                { "79 before the driver's load", { ev_at(XID_KIND_XID, 79, 5, 5, b1), load }, 2, 600, 0, 0, 0 },
+                { "79 and no load line", { ev_at(XID_KIND_XID, 79, 5, 5, b1) }, 1, 600, 79, XID_SEV_CRITICAL, 5 },
+                { "fallen off the bus, no Xid line", { load, ev_at(XID_KIND_FALLEN_OFF_BUS, 79, 20, 5, b1) }, 2, 600, 79,
+                  XID_SEV_CRITICAL, 5 },
+                { "31: severity warning", { load, ev_at(XID_KIND_XID, 31, 20, 5, b1) }, 2, 600, 0, 0, 0 },
+                { "48: severity error", { load, ev_at(XID_KIND_XID, 48, 20, 60, b1) }, 2, 600, 48, XID_SEV_ERROR, 60 },
+                { "79 beats a later 48", { load, ev_at(XID_KIND_XID, 79, 20, 90, b1), ev_at(XID_KIND_XID, 48, 21, 5, b1) },
+                  3, 600, 79, XID_SEV_CRITICAL, 90 },
+                { "the later of two 48", { load, ev_at(XID_KIND_XID, 48, 20, 90, b1), ev_at(XID_KIND_XID, 48, 21, 5, b1) },
+                  3, 600, 48, XID_SEV_ERROR, 5 },
+                { "another GPU's 79", { load, ev_at(XID_KIND_XID, 79, 20, 5, b0) }, 2, 600, 0, 0, 0 },
+                { "slightly ahead of the clock", { load, ev_at(XID_KIND_XID, 79, 20, -30, b1) }, 2, 600, 79,
+                  XID_SEV_CRITICAL, 0 },
+                { "far ahead: another clock", { load, ev_at(XID_KIND_XID, 79, 20, -300, b1) }, 2, 600, 0, 0, 0 },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                bool got = xid_recent_worst(cases[i].ev, cases[i].n, &g, false, "0000:43:00.0", NOW, cases[i].window, &x);
+                if (got != (cases[i].want_xid != 0))
+                        fail_msg("%s: pages %d", cases[i].what, got);
+                if (!got)
+                        continue;
+                if (x.event->xid != cases[i].want_xid || x.severity != cases[i].sev || x.age_s < cases[i].age - 0.01 ||
+                    x.age_s > cases[i].age + 0.01)
+                        fail_msg("%s: Xid %d severity %d age %.2f", cases[i].what, x.event->xid, x.severity, x.age_s);
+        }
+        /* the words: the event, its age, and what to do (reboot after a 79, the reset command after a 48) */
+        struct xid_event e[2] = { load, ev_at(XID_KIND_XID, 79, 20, 5, b1) };
+        assert_true(xid_recent_worst(e, 2, &g, false, "0000:43:00.0", NOW, 600, &x));
+        assert_string_equal(x.summary, "Xid 79 (GPU has fallen off the bus) 5 s ago");
+        assert_string_equal(x.next_step, "drain the node and reboot it; a GPU reset does not bring back GPU 1 "
+                                         "(`ghostvram xid explain 79`)");
+        e[1] = ev_at(XID_KIND_XID, 48, 20, 300, b1);
+        assert_true(xid_recent_worst(e, 2, &g, false, "0000:43:00.0", NOW, 600, &x));
+        assert_string_equal(x.summary, "Xid 48 (Double-bit ECC error) 5 min ago");
+        assert_non_null(strstr(x.next_step, "`sudo nvidia-smi --gpu-reset -i 0000:43:00.0`"));
+        /* by index when the log is this host's; a time-less event cannot be placed */
+        e[1] = ev_at(XID_KIND_XID, 79, 20, 5, "");
+        e[1].gpu_index = 1;
+        assert_true(xid_recent_worst(e, 2, &g, true, "0000:43:00.0", NOW, 600, &x));
+        assert_false(xid_recent_worst(e, 2, &g, false, "0000:43:00.0", NOW, 600, &x));
+        e[1].time_known = false;
+        assert_false(xid_recent_worst(e, 2, &g, true, "0000:43:00.0", NOW, 600, &x));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_complete),                cmocka_unit_test(test_rows_match_reference),
                 cmocka_unit_test(test_every_code_explained),    cmocka_unit_test(test_key_codes),
                 cmocka_unit_test(test_unknown_codes),           cmocka_unit_test(test_causes_and_names),
-                cmocka_unit_test(test_event_assessment),
+                cmocka_unit_test(test_event_assessment),        cmocka_unit_test(test_recent_worst),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
