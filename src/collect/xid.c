@@ -11,6 +11,7 @@
 
 #include "collect/kernel_text.h"
 #include "util/parse.h"
+#include "util/strf.h"
 
 /* ---- events and lists ---------------------------------------------------------------------- */
 
@@ -934,16 +935,22 @@ static void recent_next_step(struct xid_recent *r, unsigned index, const char *r
 {
         int code = r->event->xid;
         if (code == 79 || r->action == XID_ACT_REBOOT)
-                snprintf(r->next_step, sizeof(r->next_step),
+                str_setf(&r->next_step,
                          "drain the node and reboot it; a GPU reset does not bring back GPU %u (`ghostvram xid explain %d`)",
                          index, code);
         else if (r->action == XID_ACT_RESET_GPU || r->action == XID_ACT_DRAIN_AND_RESET)
-                snprintf(r->next_step, sizeof(r->next_step),
+                str_setf(&r->next_step,
                          "stop new work on GPU %u, then reset it once no process uses it: `sudo nvidia-smi --gpu-reset -i %s` "
                          "(`ghostvram xid explain %d`)", index, ref, code);
         else
-                snprintf(r->next_step, sizeof(r->next_step), "%s (`ghostvram xid explain %d`)", xid_action_text(r->action),
+                str_setf(&r->next_step, "%s (`ghostvram xid explain %d`)", xid_action_text(r->action),
                          code);
+}
+
+void xid_recent_clear(struct xid_recent *r)
+{
+        str_clear(&r->summary);
+        str_clear(&r->next_step);
 }
 
 bool xid_recent_worst(const struct xid_event *ev, size_t n, const struct gpu_info *g, bool by_index,
@@ -977,7 +984,7 @@ bool xid_recent_worst(const struct xid_event *ev, size_t n, const struct gpu_inf
         struct xid_assessment as;
         xid_event_assess(best.event, &as);
         age_text(best.age_s, age, sizeof(age));
-        snprintf(best.summary, sizeof(best.summary), "Xid %d (%s) %s ago", best.event->xid, as.title, age);
+        str_setf(&best.summary, "Xid %d (%s) %s ago", best.event->xid, as.title, age);
         recent_next_step(&best, g->index, gpu_ref && *gpu_ref ? gpu_ref : g->pci_bus_id);
         *ret = best;
         return true;

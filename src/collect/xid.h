@@ -245,14 +245,17 @@ struct xid_recent {
         enum xid_severity severity;     /* XID_SEV_ERROR (WARNING) or XID_SEV_CRITICAL */
         enum xid_action action;
         double age_s;                   /* at `now`; 0 for a stamp slightly ahead of the clock */
-        char summary[160];              /* "Xid 79 (GPU has fallen off the bus) 5 s ago" */
-        char next_step[320];            /* what to do, with a runnable command */
+        char *summary;                  /* "Xid 79 (GPU has fallen off the bus) 5 s ago" (util/strf.h) */
+        char *next_step;                /* what to do, with a runnable command (util/strf.h) */
 };
+/* Frees the sentences of r (xid_recent_worst's) and empties them. */
+void xid_recent_clear(struct xid_recent *r);
 /* The Xid of GPU g in ev[0..n) that pages: an Xid line (or fallen off the bus) whose severity
  * is error or critical (xid_event_assess), after the latest driver load in ev (an earlier one
  * is history), and at most window_s old at `now` (epoch seconds; an event without a wall time
  * cannot be placed and does not page). The most severe wins, then the latest. gpu_ref is how
- * nvidia-smi -i names the GPU (its bus id) for the next step. Returns true and fills *ret, or
+ * nvidia-smi -i names the GPU (its bus id) for the next step. Returns true and fills *ret (its
+ * sentences on the heap: xid_recent_clear), or
  * false (window_s <= 0: never). */
 bool xid_recent_worst(const struct xid_event *ev, size_t n, const struct gpu_info *g, bool by_index,
                       const char *gpu_ref, double now, double window_s, struct xid_recent *ret);

@@ -300,7 +300,7 @@ static const char *persistenced_text(int p)
 /* An Xid that pages in scan and check (the same rule) is one to act on here too */
 static void check_recent_xid(const struct doctor_facts *f, const struct gpu_info *g, struct fl *l)
 {
-        struct xid_recent x;
+        struct xid_recent x = { 0 };
         struct doctor_finding *d;
         if (!f->kernel_read) {
                 d = add(l, "recent-xid", DOCTOR_UNKNOWN, (int)g->index);
@@ -323,6 +323,7 @@ static void check_recent_xid(const struct doctor_facts *f, const struct gpu_info
             x.event->xid, when[0] ? when : "(time unknown)", x.event->pci_bus_id[0] ? x.event->pci_bus_id : "this GPU",
             f->xid_window_s);
         SET(d, next_step, "%s", x.next_step);
+        xid_recent_clear(&x);
 }
 
 static void check_persistence(const struct doctor_facts *f, const struct gpu_info *g, struct fl *l)

@@ -1782,6 +1782,7 @@ void scan_result_free(struct scan_result *r)
                         free(l->attr[k].text);
                 for (size_t k = 0; k < l->n_findings; k++)
                         finding_free(&l->findings[k]);
+                xid_recent_clear(&l->xid);
                 free(l->owners);
                 free(l->attr);
                 free(l->findings);

@@ -60,6 +60,6 @@ while read -r sub o; do
         block=$(awk -v s="$sub" '$0 ~ "^  " s " " { on = 1; print; next }
                                  on && (/^  [a-z]+ / || /^$/) { on = 0 } on' <<<"$sim_help")
         grep -q -- "--$o\b" <<<"$block" || fail "'sim --help' does not list --$o under $sub"
-        "$GV_BIN" sim "$sub" --help | grep -q -- "--$o\b" || fail "'sim $sub --help' does not list --$o"
+        "$GV_BIN" sim "$sub" --help | grep >/dev/null -- "--$o\b" || fail "'sim $sub --help' does not list --$o"
 done <<<"$pairs"
 echo PASS

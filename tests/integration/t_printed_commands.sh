@@ -46,7 +46,7 @@ printer() {
         local f=$1 sub=$2 e=() i
         shift 2
         for ((i = 0; i < ${#EXTRA[@]}; i++)); do
-                if [[ ${EXTRA[i]} == --* ]] && "$GV_BIN" help "$sub" | grep -q -- "${EXTRA[i]}\b"; then
+                if [[ ${EXTRA[i]} == --* ]] && "$GV_BIN" help "$sub" | grep -- "${EXTRA[i]}\b" >/dev/null; then
                         e+=("${EXTRA[i]}")
                         [[ ${EXTRA[i + 1]:-} == --* || -z ${EXTRA[i + 1]:-} ]] || e+=("${EXTRA[i + 1]}")
                 fi
@@ -261,7 +261,7 @@ SIM=""
 OUT="$GV_TMP/out stuck" && mkdir -p "$OUT"
 EXTRA=(--from-bundle "$D")
 print_all
-grep -q stuck-in-driver "$OUT/scan-json.out" || fail "the stuck bundle is not stuck-in-driver"
+grep -q stuck-in-driver "$OUT/scan-json.out" || { jq -c ".gpus[] | [.index, .verdict, .findings]" "$OUT/scan-json.out" >&2; cat "$OUT/scan-json.out" | head -c 3000 >&2; fail "the stuck bundle is not stuck-in-driver"; }
 judge bundle-stuck
 OUT="$GV_TMP/out leak" && mkdir -p "$OUT"
 EXTRA=(--from-bundle "$L")

@@ -81,13 +81,13 @@ grep -q pid_mode "$SIM/knobs" && fail "a refused set must write nothing"
 assert_eq "$(query | jq -r '.driver')" "470.42.01" "driver after set"
 assert_eq "$(query | jq -r '.gpus[0].memory_v1.used')" $(((256 + 64) * MIB)) "uncharged memory in v1 used"
 assert_eq "$(query | jq -r '.gpus[1].memory_v1_error')" 15 "GPU lost"
-"$GV_BIN" sim status "$SIM" | grep -q "LOST" || fail "status does not show the lost GPU"
-"$GV_BIN" sim status "$SIM" | grep -q "driver 470.42.01 (variant 470.42.01), PIDs as host PIDs" || fail "status header"
+"$GV_BIN" sim status "$SIM" | grep >/dev/null "LOST" || fail "status does not show the lost GPU"
+"$GV_BIN" sim status "$SIM" | grep >/dev/null "driver 470.42.01 (variant 470.42.01), PIDs as host PIDs" || fail "status header"
 "$GV_BIN" sim set "$SIM" gpu_lost=default driver=default
 assert_eq "$(query | jq -r '.driver')" "560.35.03" "driver back to the default"
 assert_eq "$(query | jq -r '.gpus[1].memory.used')" 0 "GPU 1 back"
 
 note "status"
 expect_usage "status of a non-sim dir" "is not a simulated host" sim status "$GV_TMP"
-"$GV_BIN" sim status "$SIM" | grep -q "context 1: 100 MiB, alive, owner PID $OWNER (alive)" || fail "status context line"
+"$GV_BIN" sim status "$SIM" | grep >/dev/null "context 1: 100 MiB, alive, owner PID $OWNER (alive)" || fail "status context line"
 echo PASS

@@ -30,7 +30,7 @@ note "hidden-owner mode: not listed, memory still used"
 assert_eq "$(listed 1)" "" "listed with hidden owners"
 assert_eq "$(used 1)" $((1024 * MIB)) "used with hidden owners"
 "$GV_BIN" sim set "$SIM" hidden_owner=off
-"$GV_BIN" sim status "$SIM" | grep -q "context 1: 1024 MiB, alive, owner dead" || fail "sim status does not show the dead owner"
+"$GV_BIN" sim status "$SIM" | grep >/dev/null "context 1: 1024 MiB, alive, owner dead" || fail "sim status does not show the dead owner"
 
 note "kill the last worker: memory freed"
 kill_wait "${WORKERS[0]}"
@@ -147,7 +147,7 @@ rel=$(ctx_field "$id" released)
 sleep 1.5
 u=$(used 0)
 [ "$u" -gt 0 ] && [ "$u" -lt "$size" ] || fail "used $u half-way through the delay"
-"$GV_BIN" sim status "$SIM" | grep -qE "context $id: 1024 MiB, released, [0-9]+ MiB left, freed in" ||
+"$GV_BIN" sim status "$SIM" | grep >/dev/null -E "context $id: 1024 MiB, released, [0-9]+ MiB left, freed in" ||
         fail "sim status does not show the teardown: $("$GV_BIN" sim status "$SIM")"
 
 note "--busy: the owner's death logs Xid 45 naming it, while a worker still keeps the context"
