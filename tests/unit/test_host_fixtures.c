@@ -467,6 +467,9 @@ static void test_fifo_does_not_hang(void **state)
         assert_null(p->cmdline);
         assert_int_equal(th_via(p, "nvidia0"), FD);
         assert_true(th_has_limit(r, "reading the memory maps of 1 process did not finish within the deadline"));
+        /* no thread of it is in the driver (it has no task/ here): the driver is not blamed */
+        assert_true(th_has_limit(r, "stayed locked; no thread of it waits in the driver"));
+        assert_false(th_has_limit(r, "stuck in the driver"));
         assert_true(th_has_limit(r, "reading the command line or environment of 1 process did not finish"));
 
         /* the bundle records the skips, and reading it back gives the same report */
@@ -478,6 +481,30 @@ static void test_fifo_does_not_hang(void **state)
 
         unblock_fifo(tree, 100, "maps");
         unblock_fifo(tree, 107, "cmdline");
+        usleep(100 * 1000);
+        th_rmrf(tmp);
+}
+
+/* The same blocked maps, with a thread of the process waiting in the nvidia modules (its wchan
+ * names one of their functions): now the limit says the driver holds the lock. */
+static void test_fifo_thread_in_driver(void **state)
+{
+        (void)state;
+        char tmp[64], tree[256];
+        th_tmpdir(tmp);
+        th_copy_fixture("proc-basic", tmp, tree);
+        make_fifo(tree, 100, "maps");
+        /* two threads: one waits on a futex, the other in the UVM module */
+        th_sh("mkdir -p '%s/100/task/100' '%s/100/task/101' && printf futex_wait_queue >'%s/100/task/101/wchan' && "
+              "printf uvm_va_space_mm_shutdown >'%s/100/task/100/wchan'", tree, tree, tree, tree);
+
+        struct host_report *r = scan_dir(tree, NULL, 300, NULL);
+        assert_true(th_has_limit(r, "reading the memory maps of 1 process did not finish within the deadline (the "
+                                    "address space is locked by a thread stuck in the driver"));
+        assert_false(th_has_limit(r, "no thread of it waits in the driver"));
+        host_report_free(r);
+
+        unblock_fifo(tree, 100, "maps");
         usleep(100 * 1000);
         th_rmrf(tmp);
 }
@@ -812,6 +839,7 @@ int main(void)
                 cmocka_unit_test(test_slurm_k8s_env),
                 cmocka_unit_test(test_devnum_and_devino),
                 cmocka_unit_test(test_fifo_does_not_hang),
+                cmocka_unit_test(test_fifo_thread_in_driver),
                 cmocka_unit_test(test_fifo_wait_budget),
                 cmocka_unit_test(test_permission_denied),
                 cmocka_unit_test(test_bundle_roundtrip),
