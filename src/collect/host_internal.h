@@ -133,6 +133,11 @@ struct host_bundle_in {
         unsigned procs_scanned;
         char **limits;
         size_t n_limits;
+        bool self_saved;                        /* ghostvram's own process recorded (host.h) */
+        pid_t self_ancestors[HOST_MAX_ANCESTORS];
+        unsigned n_self_ancestors;
+        struct host_pid_ref *opaque;            /* "opaque": absent in older bundles */
+        size_t n_opaque;
         struct host_bundle_proc {
                 pid_t pid;
                 enum host_role role;

@@ -579,6 +579,9 @@ static int ctx_init(struct host_ctx *c, const struct host_opts *o, struct host_r
                 r->euid = c->bundle->euid;
                 r->clk_tck = c->bundle->clk_tck;
                 r->sample_time = c->bundle->sample_time;
+                r->self_saved = c->bundle->self_saved;
+                r->n_self_ancestors = c->bundle->n_self_ancestors;
+                memcpy(r->self_ancestors, c->bundle->self_ancestors, sizeof(r->self_ancestors));
                 return 0;
         }
         uint64_t ino;
@@ -1320,6 +1323,43 @@ static bool pid_name(const char *s, pid_t *ret)
         return true;
 }
 
+/* ghostvram's own process, for a walk recorded into a bundle: the judgement uses its facts
+ * (model/jobs.h: the cgroup it runs in ties nothing) and reclaim protects it and its
+ * ancestors, so that a replay answers as this walk did. Its files are saved as a lookup (a
+ * holder is saved already), its ancestors kept by number. */
+static void record_self(struct host_ctx *c, struct host_report *r)
+{
+        pid_t pid = r->self_pid;
+        if (pid <= 0)
+                return;
+        char name[16];
+        snprintf(name, sizeof(name), "%d", (int)pid);
+        if (!host_report_find(r, pid)) {
+                struct host_proc p;
+                enum pid_class cls;
+                if (inspect_pid(c, pid, name, true, &p, &cls) < 0)
+                        return;
+                host_proc_clear(&p);
+        }
+        for (pid_t a = pid; a > 1 && r->n_self_ancestors < HOST_MAX_ANCESTORS;) {
+                char path[32], *st = NULL;
+                size_t len = 0;
+                struct host_proc hp;
+                memset(&hp, 0, sizeof(hp));
+                snprintf(path, sizeof(path), "%d/stat", (int)a);
+                bool ok = read_small(c->proc_fd, path, HOST_CAP_STAT, &st, &len) == 0 &&
+                          host_parse_stat(st, len, &hp) == 0 && hp.ppid > 0 && hp.ppid != a;
+                pid_t pp = hp.ppid;
+                free(st);
+                host_proc_clear(&hp);
+                if (!ok)
+                        break;
+                r->self_ancestors[r->n_self_ancestors++] = pp;
+                a = pp;
+        }
+        r->self_saved = true;
+}
+
 static void save_host(struct host_ctx *c, struct host_report *r, bool is_scan)
 {
         if (!c->save_dir)
@@ -1644,6 +1684,13 @@ int host_scan(const struct host_opts *o, struct host_report **ret)
         if (c.bundle) {
                 r->procs_scanned = c.bundle->procs_scanned;
                 r->holder_source = HOST_SOURCE_BUNDLE;
+                /* the bundle's own, taken over */
+                r->opaque = c.bundle->opaque;
+                r->n_opaque = c.bundle->n_opaque;
+                c.bundle->opaque = NULL;
+                c.bundle->n_opaque = 0;
+        } else if (c.save_dir) {
+                record_self(&c, r);
         }
 done:
         host_procs_sort(r->holders, r->n_holders);

@@ -7,6 +7,7 @@
 # node by a mapping only, and every scan must list it. Rules: docs/json.md (limits),
 # src/collect/host_scan.c (read_maps).
 . "$(dirname "$0")/lib.sh"
+SCAN_AGREE=no # 60 scans: each checks the maps, not the replay (t_scan_truth and the others do)
 . "$(dirname "$0")/scan_lib.sh"
 
 CHURN_BIN="$GV_BUILD/sim/gv-simchurn"
@@ -47,7 +48,7 @@ done
 echo "of $SCANS scans ($bpf by the BPF iterators): $stuck said a thread is stuck in the driver, $unread missed the mapping"
 assert_eq "$stuck" 0 "scans that blamed the driver"
 assert_eq "$unread" 0 "scans that did not read the churn process's maps"
-assert_eq "$(jq -c '.limits' <<<"$S")" "[]" "nothing out of sight in the last scan"
+assert_eq "$(jq -c '[.limits[] | select(test("memory maps"))]' <<<"$S")" "[]" "no maps left unread in the last scan"
 
 kill_wait "$C" "$F" "$W"
 echo "PASS"

@@ -824,6 +824,64 @@ static void test_bundle_families_parse(void **state)
         }
 }
 
+/* ghostvram's own process and the processes out of sight, as host.json keeps them; absent in
+ * older bundles, which read as before. */
+static void test_bundle_self_parse(void **state)
+{
+        (void)state;
+        static const char head[] = "{\"format\": \"ghostvram-host-bundle\", \"version\": 1, \"clk_tck\": 100, \"euid\": 0, "
+                                   "\"initial_pidns\": true, \"limits\": [], \"procs_scanned\": 3, \"sample_time\": 1.5, "
+                                   "\"self_pid\": 7, \"self_pidns_ino\": 4026531836, \"procs\": {}";
+        static const struct {
+                const char *tail;
+                int ret;
+                bool saved;
+                unsigned n_anc;
+                size_t n_opaque;
+        } cases[] = {
+                { "}", 0, false, 0, 0 },                                /* a bundle made before them */
+                { ", \"self_saved\": true, \"self_ancestors\": [6, 5, 1], \"opaque\": [[40, 40, 1], [41, 0, 0]]}",
+                  0, true, 3, 2 },
+                { ", \"self_saved\": true, \"self_ancestors\": []}", 0, true, 0, 0 },
+                { ", \"self_ancestors\": [0]}", -EBADMSG, false, 0, 0 },
+                { ", \"self_ancestors\": \"6\"}", -EBADMSG, false, 0, 0 },
+                { ", \"opaque\": [[40, 40]]}", -EBADMSG, false, 0, 0 },
+                { ", \"opaque\": [[0, 1, 1]]}", -EBADMSG, false, 0, 0 },
+                { ", \"opaque\": [[40, -1, 1]]}", -EBADMSG, false, 0, 0 },
+                { ", \"opaque\": {}}", -EBADMSG, false, 0, 0 },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                char doc[1024], err[256] = "";
+                snprintf(doc, sizeof(doc), "%s%s", head, cases[i].tail);
+                struct host_bundle_in *b = NULL;
+                print_message("case %zu\n", i);
+                assert_int_equal(host_bundle_parse(doc, strlen(doc), &b, err, sizeof(err)), cases[i].ret);
+                if (cases[i].ret < 0) {
+                        assert_null(b);
+                        continue;
+                }
+                assert_non_null(b);
+                assert_int_equal(b->self_saved, cases[i].saved);
+                assert_int_equal(b->n_self_ancestors, cases[i].n_anc);
+                assert_int_equal(b->n_opaque, cases[i].n_opaque);
+                if (cases[i].n_anc == 3)
+                        assert_true(b->self_ancestors[0] == 6 && b->self_ancestors[2] == 1);
+                if (cases[i].n_opaque == 2)
+                        assert_true(b->opaque[0].pid == 40 && b->opaque[0].sid == 1 && b->opaque[1].pgid == 0);
+                host_bundle_in_free(b);
+        }
+        /* more ancestors than a report holds */
+        char doc[4096];
+        int n = snprintf(doc, sizeof(doc), "%s, \"self_ancestors\": [", head);
+        for (int k = 0; k <= HOST_MAX_ANCESTORS; k++)
+                n += snprintf(doc + n, sizeof(doc) - (size_t)n, "%s%d", k ? ", " : "", k + 2);
+        snprintf(doc + n, sizeof(doc) - (size_t)n, "]}");
+        struct host_bundle_in *b = NULL;
+        char err[256];
+        assert_int_equal(host_bundle_parse(doc, strlen(doc), &b, err, sizeof(err)), -EBADMSG);
+        assert_null(b);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -844,6 +902,7 @@ int main(void)
                 cmocka_unit_test(test_permission_denied),
                 cmocka_unit_test(test_bundle_roundtrip),
                 cmocka_unit_test(test_bundle_families_parse),
+                cmocka_unit_test(test_bundle_self_parse),
                 cmocka_unit_test(test_scan_pids),
                 cmocka_unit_test(test_bad_roots),
         };
