@@ -32,6 +32,7 @@
 
 #define RC_MAX_PIDS 64
 #define RC_MAX_ANCESTORS 64
+_Static_assert(RC_MAX_ANCESTORS >= HOST_MAX_ANCESTORS, "a bundle's ancestors fit");
 #define DEFAULT_POLICY "/etc/ghostvram/protected"
 #define SAMPLE_MS 50
 
@@ -1105,13 +1106,13 @@ static int mode_escalate(struct rc_ctx *x, struct reclaim_report *rep)
         bool root = geteuid() == 0;
         if (o->reset_gpu) {
                 struct escalate_reset_opts eo = { .gpu = (unsigned)o->only_gpu, .force = o->force,
-                                                  .simulated = o->c.simulated, .root = root, .self_pid = getpid() };
+                                                  .simulated = o->c.simulated, .root = root, .self_pid = x->po.self_pid };
                 escalate_reset_check(res, &eo, &esc);
         } else {
                 struct escalate_uvm_state st;
                 escalate_uvm_state_read("/sys", "/proc", &st);
                 struct escalate_uvm_opts eo = { .force = o->force, .simulated = o->c.simulated, .root = root,
-                                                .self_pid = getpid() };
+                                                .self_pid = x->po.self_pid };
                 escalate_uvm_check(res, &eo, &st, &esc);
         }
         rep->esc = &esc;
@@ -1485,12 +1486,23 @@ static int reclaim_main(int argc, char **argv)
         cli_common_host_opts(&o.c, &ho);
         ho.save_dir = NULL;
         memset(&x.self, 0, sizeof(x.self));
-        bool have_self = host_proc_lookup(&ho, getpid(), &x.self) == 0;
         x.po.policy = &x.policy;
-        x.po.self_pid = getpid();
         x.po.ancestors = x.anc;
-        x.po.n_ancestors = ancestors_of_self(&ho, x.anc, RC_MAX_ANCESTORS);
-        x.po.self_proc = have_self ? &x.self : NULL;
+        if (o.c.from_bundle) {
+                /* the plan of the ghostvram that recorded it, as far as the bundle kept it */
+                const struct facts *bf = x.res->facts;
+                const struct host_report *bh = bf->host;
+                x.po.self_pid = bh ? bh->self_pid : 0;
+                x.po.n_ancestors = bh ? bh->n_self_ancestors : 0;
+                if (x.po.n_ancestors)
+                        memcpy(x.anc, bh->self_ancestors, x.po.n_ancestors * sizeof(x.anc[0]));
+                x.po.self_proc = bf->self_known ? &bf->self : NULL;
+        } else {
+                bool have_self = host_proc_lookup(&ho, getpid(), &x.self) == 0;
+                x.po.self_pid = getpid();
+                x.po.n_ancestors = ancestors_of_self(&ho, x.anc, RC_MAX_ANCESTORS);
+                x.po.self_proc = have_self ? &x.self : NULL;
+        }
         x.po.only_gpu = o.only_gpu;
         x.po.force = o.force;
 

@@ -105,6 +105,7 @@ struct host_pid_ref {
         pid_t pid, pgid, sid;
 };
 #define HOST_MAX_OPAQUE 65536
+#define HOST_MAX_ANCESTORS 64
 
 /* Which mechanism found the holders of a report. */
 enum host_holder_source {
@@ -129,7 +130,8 @@ struct host_report {
         struct host_proc *unverified;
         size_t n_unverified;
         /* Processes whose descriptors are unreadable to us (not root), by number only: a dead
-         * owner's process group or session may live on there, out of sight. Live walks only. */
+         * owner's process group or session may live on there, out of sight. Live walks, and
+         * bundles that recorded them (host.json "opaque"). */
         struct host_pid_ref *opaque;
         size_t n_opaque;
         char **limits;                  /* what could not be seen, one sentence each */
@@ -142,6 +144,14 @@ struct host_report {
         double sample_time;             /* epoch seconds when the walk started */
         unsigned procs_scanned;
         pid_t self_pid;                 /* our own PID as proc_root shows it, 0 if not there */
+        /* A walk recorded into a bundle records ghostvram's own process too, since the judgement
+         * uses it (its cgroup, job, session: model/jobs.h; reclaim protects it and its
+         * ancestors): its /proc files saved as a lookup of self_pid, and its ancestors (parent,
+         * grandparent, ... up to PID 1) by number. self_saved: the bundle read back has them
+         * (bundles made before it do not); set on the walk that recorded them too. */
+        bool self_saved;
+        pid_t self_ancestors[HOST_MAX_ANCESTORS];
+        unsigned n_self_ancestors;
         /* The device nodes a live walk found under the prefix (nodes_known; a bundle does not
          * say): GPU nodes nvidia<N> (bit N of gpu_nodes, N < 256) and nvidia-uvm. Without a
          * GPU's node nobody can be seen holding it. */
@@ -172,7 +182,9 @@ struct host_opts {
          * lookups go to save_dir/proc/PID/ (environ: allow-listed variables only; maps: the
          * matched lines, paths rewritten to /dev/NODE; fd/N: links to /dev/NODE for matched
          * descriptors only), with save_dir/proc/stat (btime), save_dir/proc/devices and
-         * save_dir/host.json (machine facts, limits, per process: role, skipped bits, user).
+         * save_dir/host.json (machine facts, limits, per process: role, skipped bits, user;
+         * ghostvram's own process and ancestors; the numbers of the processes we cannot
+         * inspect).
          * When proc_root is such a save_dir/proc (host.json one level up), it is read back and
          * the report is the one that was saved (use dev_prefix "/dev/nvidia"). */
         const char *save_dir;

@@ -2,7 +2,11 @@
  *
  * Layout of a bundle directory DIR:
  *   DIR/host.json          machine facts (format "ghostvram-host-bundle"), limits, and per
- *                          process: role (holder, unverified, lookup), skipped bits, user name
+ *                          process: role (holder, unverified, lookup), skipped bits, user name;
+ *                          what the judgement used beyond the holders: ghostvram's own process
+ *                          ("self_saved": its files are a lookup of "self_pid"; and
+ *                          "self_ancestors", by number) and the processes whose descriptors we
+ *                          could not read ("opaque": [pid, pgid, sid] each)
  *   DIR/proc/stat          the btime line only
  *   DIR/proc/devices       /proc/devices as read
  *   DIR/proc/PID/stat, status, cmdline, cgroup, wchan   as read
@@ -206,6 +210,20 @@ static int set_facts(json_t *root, const struct host_report *f)
         for (size_t i = 0; limits && i < f->n_limits; i++)
                 r |= json_array_append_new(limits, text(f->limits[i])) == 0 ? 0 : -ENOMEM;
         r |= jset(root, "limits", limits);
+        if (f->self_saved) {
+                json_t *anc = json_array();
+                for (unsigned i = 0; anc && i < f->n_self_ancestors; i++)
+                        r |= json_array_append_new(anc, json_integer(f->self_ancestors[i])) == 0 ? 0 : -ENOMEM;
+                r |= jset(root, "self_saved", json_true());
+                r |= jset(root, "self_ancestors", anc);
+        }
+        json_t *opaque = json_array();
+        for (size_t i = 0; opaque && i < f->n_opaque; i++) {
+                const struct host_pid_ref *o = &f->opaque[i];
+                json_t *e = json_pack("[iii]", (int)o->pid, (int)o->pgid, (int)o->sid);
+                r |= e && json_array_append_new(opaque, e) == 0 ? 0 : -ENOMEM;
+        }
+        r |= jset(root, "opaque", opaque);
         return r ? -ENOMEM : 0;
 }
 
@@ -304,6 +322,7 @@ void host_bundle_in_free(struct host_bundle_in *b)
         for (size_t i = 0; i < b->n_limits; i++)
                 free(b->limits[i]);
         free(b->limits);
+        free(b->opaque);
         free(b->procs);
         free(b);
 }
@@ -322,6 +341,44 @@ static int get_u64(json_t *root, const char *key, uint64_t max, uint64_t *ret)
         if (!json_is_integer(v) || json_integer_value(v) < 0 || (uint64_t)json_integer_value(v) > max)
                 return -EBADMSG;
         *ret = (uint64_t)json_integer_value(v);
+        return 0;
+}
+
+/* A PID in a JSON array: 1..INT32_MAX, or 0 where zero_ok (a session of the kernel's). */
+static int get_pid_at(json_t *a, size_t i, bool zero_ok, pid_t *ret)
+{
+        json_t *v = json_array_get(a, i);
+        if (!json_is_integer(v) || json_integer_value(v) < (zero_ok ? 0 : 1) || json_integer_value(v) > INT32_MAX)
+                return -EBADMSG;
+        *ret = (pid_t)json_integer_value(v);
+        return 0;
+}
+
+/* What the judgement used beyond the holders (absent in older bundles: they read as before). */
+static int parse_self_and_opaque(json_t *root, struct host_bundle_in *b)
+{
+        b->self_saved = json_is_true(json_object_get(root, "self_saved"));
+        json_t *anc = json_object_get(root, "self_ancestors");
+        if (anc && (!json_is_array(anc) || json_array_size(anc) > HOST_MAX_ANCESTORS))
+                return -EBADMSG;
+        for (size_t i = 0; i < json_array_size(anc); i++)
+                if (get_pid_at(anc, i, false, &b->self_ancestors[b->n_self_ancestors++]) < 0)
+                        return -EBADMSG;
+        json_t *op = json_object_get(root, "opaque");
+        size_t n = json_array_size(op);
+        if (op && (!json_is_array(op) || n > HOST_MAX_OPAQUE))
+                return -EBADMSG;
+        b->opaque = calloc(n ? n : 1, sizeof(*b->opaque));
+        if (!b->opaque)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                json_t *e = json_array_get(op, i);
+                struct host_pid_ref *o = &b->opaque[i];
+                if (json_array_size(e) != 3 || get_pid_at(e, 0, false, &o->pid) < 0 || get_pid_at(e, 1, true, &o->pgid) < 0 ||
+                    get_pid_at(e, 2, true, &o->sid) < 0)
+                        return -EBADMSG;
+                b->n_opaque++;
+        }
         return 0;
 }
 
@@ -356,6 +413,9 @@ static int parse_bundle(json_t *root, struct host_bundle_in *b)
                         return -ENOMEM;
                 b->n_limits++;
         }
+        r = parse_self_and_opaque(root, b);
+        if (r < 0)
+                return r;
 
         json_t *procs = json_object_get(root, "procs");
         n = json_object_size(procs);

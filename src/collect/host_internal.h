@@ -71,6 +71,12 @@ int host_parse_btime(const char *buf, size_t len, uint64_t *ret);
 /* A namespace link text "pid:[4026531836]" (a trailing newline is allowed). */
 int host_parse_ns_link(const char *buf, size_t len, uint64_t *ret_ino);
 int host_parse_maps_line(const char *line, size_t len, struct host_maps_line *ret);
+/* Are the areas of a maps text in address order, none overlapping the one before? false: the
+ * process changed its mappings while the file was read (lines cut at a cap are skipped). */
+bool host_maps_ordered(const char *buf, size_t len);
+/* Does a wchan or kernel-stack text (/proc/PID/task/TID/wchan, stack) name a function of the
+ * nvidia modules: a thread waiting in the driver? */
+bool host_names_driver(const char *buf, size_t len);
 /* Name of a character device of the nvidia family, or -ENOENT if major is not one. */
 int host_majors_name(const struct host_majors *m, unsigned major, unsigned minor, char *out, size_t outlen);
 /* Keep the allow-listed variables of an environ block (NUL-separated NAME=value) in p->env
@@ -127,6 +133,11 @@ struct host_bundle_in {
         unsigned procs_scanned;
         char **limits;
         size_t n_limits;
+        bool self_saved;                        /* ghostvram's own process recorded (host.h) */
+        pid_t self_ancestors[HOST_MAX_ANCESTORS];
+        unsigned n_self_ancestors;
+        struct host_pid_ref *opaque;            /* "opaque": absent in older bundles */
+        size_t n_opaque;
         struct host_bundle_proc {
                 pid_t pid;
                 enum host_role role;

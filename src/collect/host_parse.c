@@ -1,6 +1,7 @@
 /* host_parse: parsers of the /proc files the host reader uses. No I/O; every parser takes
  * (buf, len), never reads past len, needs no NUL terminator, and writes its output only on
  * success. Formats: proc(5) and Documentation/filesystems/proc.rst. */
+#define _GNU_SOURCE 1 /* memmem */
 #include "collect/host_internal.h"
 
 #include <errno.h>
@@ -531,6 +532,76 @@ const char *host_maps_line_path(const char *line, size_t len, size_t *ret_pathle
                 n--;
         *ret_pathlen = (size_t)(line + n - m.path);
         return m.path;
+}
+
+bool host_maps_ordered(const char *buf, size_t len)
+{
+        /* the kernel prints the areas in address order, one read() chunk at a time, dropping
+         * the mmap lock between chunks: an area that starts below the end of the one before
+         * shows that the mappings changed between two chunks of the read */
+        uint64_t prev_end = 0;
+        size_t pos = 0;
+        const char *line;
+        size_t ll;
+        while (next_line(buf, len, &pos, &line, &ll)) {
+                const char *dash = memchr(line, '-', ll < 40 ? ll : 40);
+                char tok[24];
+                uint64_t start, end;
+                const char *e;
+                if (!dash || (size_t)(dash - line) >= sizeof(tok))
+                        continue;
+                memcpy(tok, line, (size_t)(dash - line));
+                tok[dash - line] = '\0';
+                if (parse_u64_prefix(tok, 16, &start, &e) < 0 || *e)
+                        continue;
+                size_t rest = ll - (size_t)(dash + 1 - line), k = 0;
+                while (k < rest && k < sizeof(tok) - 1 && dash[1 + k] != ' ') {
+                        tok[k] = dash[1 + k];
+                        k++;
+                }
+                tok[k] = '\0';
+                if (parse_u64_prefix(tok, 16, &end, &e) < 0 || *e)
+                        continue;       /* a line cut at the cap: not a sign of change */
+                if (end < start || start < prev_end)
+                        return false;
+                prev_end = end;
+        }
+        return true;
+}
+
+/* A function of the nvidia modules, by its name: the prefixes of nvidia.ko, nvidia-uvm.ko and
+ * nvidia-modeset.ko (nv_, nvidia_, the resource manager's obfuscated _nv000123rm, uvm_, nvkms,
+ * and the os_/rm_ layers between the kernel interface and the resource manager). */
+static bool driver_symbol(const char *s, size_t n)
+{
+        static const char *const prefixes[] = { "nv_", "nvidia", "_nv", "uvm", "nvkms", "nvUvm", "os_", "rm_", NULL };
+        for (size_t i = 0; prefixes[i]; i++)
+                if (starts_with(s, n, prefixes[i]))
+                        return true;
+        return false;
+}
+
+bool host_names_driver(const char *buf, size_t len)
+{
+        size_t pos = 0;
+        const char *line;
+        size_t ll;
+        while (next_line(buf, len, &pos, &line, &ll)) {
+                /* a stack line "[<0>] uvm_va_space_destroy+0x2c/0x90 [nvidia_uvm]": the module's
+                 * tag, else the symbol after the address; a wchan line is the symbol alone */
+                if (ll >= 8 && memmem(line, ll, " [nvidia", 8))
+                        return true;
+                size_t i = 0;
+                if (ll > 0 && line[0] == '[') {
+                        const char *close = memchr(line, ']', ll);
+                        i = close ? (size_t)(close - line) + 1 : ll;
+                }
+                while (i < ll && line[i] == ' ')
+                        i++;
+                if (driver_symbol(line + i, ll - i))
+                        return true;
+        }
+        return false;
 }
 
 /* --- device nodes ---------------------------------------------------------------------------- */

@@ -36,6 +36,10 @@
  * that a host with many stuck tasks still ends in bounded time. */
 #define HOST_WAIT_BUDGET_TIMEOUTS 4u
 #define HOST_SHORT_TIMEOUT_MS 50u
+/* Reads of one maps file at most, within one deadline (read_maps). */
+#define HOST_MAPS_TRIES 3u
+/* Threads of one process whose wchan and stack are looked at (thread_in_driver). */
+#define HOST_MAX_TASKS_ASKED 1024u
 
 /* A device node found under the prefix on this host: maps lines carry the filesystem's
  * (st_dev, st_ino), not the device number, so mappings are matched against these. */
@@ -60,7 +64,8 @@ struct walk_counts {
         char symlink_pids[96];                  /* the first of them, for the limit line */
         unsigned n_maps_denied_other, n_maps_denied_own, n_maps_error, n_maps_dstate, n_maps_timeout;
         unsigned n_text_timeout, n_node_overflow, n_dl_error;
-        unsigned n_maps_locked;                 /* address spaces the BPF iterator could not lock */
+        unsigned n_maps_timeout_driver;         /* of n_maps_timeout: a thread of it waits in the driver */
+        unsigned n_maps_changing;               /* its mappings changed during every read */
         int fd_errno, maps_errno;
 };
 
@@ -84,6 +89,7 @@ struct host_ctx {
         size_t n_nodes;
         struct deadline_runner dl;
         struct host_bundle_in *bundle;          /* proc_root is a bundle */
+        bool live;                              /* proc_root is the real /proc (is_live_proc) */
         bool hidepid_invisible, hidepid_noaccess;
         struct host_user users[64];
         unsigned n_users;
@@ -105,7 +111,7 @@ struct host_ctx {
 struct bpf_preset {
         const struct host_bpf_hit *hits;
         size_t n_hits;
-        bool maps_unread;                       /* its mmap lock was taken: mappings not seen */
+        bool maps_unread;                       /* its mmap lock was taken: mappings read from /proc */
 };
 
 /* One process being inspected. */
@@ -482,7 +488,8 @@ static void counts_add(struct walk_counts *dst, const struct walk_counts *src)
         dst->n_text_timeout += src->n_text_timeout;
         dst->n_node_overflow += src->n_node_overflow;
         dst->n_dl_error += src->n_dl_error;
-        dst->n_maps_locked += src->n_maps_locked;
+        dst->n_maps_timeout_driver += src->n_maps_timeout_driver;
+        dst->n_maps_changing += src->n_maps_changing;
         if (src->fd_errno)
                 dst->fd_errno = src->fd_errno;
         if (src->maps_errno)
@@ -509,6 +516,13 @@ static int copy_opt(char *dst, size_t dstlen, const char *v, const char *def)
         memcpy(dst, s, n);
         dst[n] = '\0';
         return 0;
+}
+
+/* Is the walk's proc root the real /proc of this PID namespace (not a fixture tree or a bundle)? */
+static bool is_live_proc(const struct host_ctx *c)
+{
+        char real[PATH_MAX];
+        return !c->bundle && realpath(c->proc_root, real) && strcmp(real, "/proc") == 0;
 }
 
 /* Open proc_root and learn the machine facts (into r); for_walk: also what only the walk's
@@ -541,6 +555,7 @@ static int ctx_init(struct host_ctx *c, const struct host_opts *o, struct host_r
         e = host_bundle_load(c->proc_root, &c->bundle);
         if (e < 0)
                 return e;
+        c->live = is_live_proc(c);
 
         char *data = NULL;
         size_t len = 0;
@@ -564,6 +579,9 @@ static int ctx_init(struct host_ctx *c, const struct host_opts *o, struct host_r
                 r->euid = c->bundle->euid;
                 r->clk_tck = c->bundle->clk_tck;
                 r->sample_time = c->bundle->sample_time;
+                r->self_saved = c->bundle->self_saved;
+                r->n_self_ancestors = c->bundle->n_self_ancestors;
+                memcpy(r->self_ancestors, c->bundle->self_ancestors, sizeof(r->self_ancestors));
                 return 0;
         }
         uint64_t ino;
@@ -785,6 +803,54 @@ static void save_maps_line(struct host_ctx *c, const char *line, const struct ho
                 c->smaps.len = 0;       /* the cap: save nothing rather than half */
 }
 
+/* Does a thread of s wait in the nvidia modules? Its wchan, or its kernel stack (root only),
+ * names one of their functions. Neither file takes the mmap lock: read on the walking thread. */
+static bool thread_in_driver(const struct pid_scan *s)
+{
+        DIR *d = host_opendirat(s->dfd, "task");
+        if (!d)
+                return false;
+        bool in = false;
+        unsigned n = 0;
+        struct dirent *e;
+        while (!in && n < HOST_MAX_TASKS_ASKED && (e = readdir(d))) {
+                if (e->d_name[0] < '1' || e->d_name[0] > '9')
+                        continue;
+                n++;
+                int thr = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (thr < 0)
+                        continue;
+                static const char *const files[] = { "wchan", "stack" };
+                for (size_t i = 0; !in && i < 2; i++) {
+                        char *data = NULL;
+                        size_t len = 0;
+                        in = read_small(thr, files[i], HOST_CAP_STAT, &data, &len) == 0 && data &&
+                             host_names_driver(data, len);
+                        free(data);
+                }
+                close(thr);
+        }
+        closedir(d);
+        return in;
+}
+
+/* Read maps under the deadline; on the live /proc read again (HOST_MAPS_TRIES in all, within
+ * one deadline) when the read failed or the mappings changed between the chunks of a read
+ * (host_maps_ordered: a process that maps and unmaps all the time). *ret_steady: the text
+ * returned was in order. */
+static int read_maps(struct host_ctx *c, struct pid_scan *s, char **data, size_t *len, bool *ret_steady)
+{
+        unsigned long long t0 = monotonic_ms();
+        int e;
+        for (unsigned k = 1;; k++) {
+                e = read_blocking(c, s->dfd, "maps", HOST_CAP_MAPS, data, len);
+                *ret_steady = e == 0 && (!c->live || host_maps_ordered(*data, *len));
+                if (*ret_steady || e == -ETIMEDOUT || e == -EDEADLK || e == -ENOMEM || e == -EACCES || e == -EPERM ||
+                    is_gone(e) || !c->live || k >= HOST_MAPS_TRIES || monotonic_ms() - t0 >= c->timeout_ms)
+                        return e;
+        }
+}
+
 /* state: of the task whose maps are read (a thread's, for a zombie leader) */
 static void scan_maps(struct host_ctx *c, struct pid_scan *s, char state)
 {
@@ -802,7 +868,8 @@ static void scan_maps(struct host_ctx *c, struct pid_scan *s, char state)
         }
         char *data = NULL;
         size_t len = 0;
-        int e = read_blocking(c, s->dfd, "maps", HOST_CAP_MAPS, &data, &len);
+        bool steady;
+        int e = read_maps(c, s, &data, &len, &steady);
         if (e < 0) {
                 /* ESRCH: no address space (an exiting task that released it, still holding
                  * descriptors), not a vanished process: only stat and status decide that */
@@ -812,6 +879,8 @@ static void scan_maps(struct host_ctx *c, struct pid_scan *s, char state)
                 if (e == -ETIMEDOUT) {
                         s->locked = s->unverifiable = true;
                         c->k.n_maps_timeout++;
+                        /* the driver is blamed only when a thread of it is seen there */
+                        c->k.n_maps_timeout_driver += thread_in_driver(s);
                 } else if (e == -EACCES || e == -EPERM) {
                         note_denied(c, s, &c->k.n_maps_denied_other, &c->k.n_maps_denied_own);
                 } else if (e != -EDEADLK) {
@@ -819,6 +888,12 @@ static void scan_maps(struct host_ctx *c, struct pid_scan *s, char state)
                         c->k.maps_errno = -e;
                 }
                 return;
+        }
+        if (!steady) {
+                /* what the last read showed is kept; a mapping may have been missed */
+                s->p.skipped |= HOST_SKIP_MAPS;
+                s->unverifiable = true;
+                c->k.n_maps_changing++;
         }
         size_t pos = 0;
         while (pos < len) {
@@ -866,11 +941,11 @@ static void apply_preset(struct host_ctx *c, struct pid_scan *s)
                         desc_add(s, h->file, h->via == HOST_VIA_FD ? h->fd : -1);
                 }
         }
-        if (b->maps_unread) {
-                s->p.skipped |= HOST_SKIP_MAPS;
-                s->unverifiable = true;
-                c->k.n_maps_locked++;
-        }
+        /* the iterator skips an address space whose lock it cannot take at once: a writer holds
+         * it (mmap, munmap: any busy process) or a thread stuck in the driver. /proc's maps
+         * waits for the lock, under the deadline, and says which. */
+        if (b->maps_unread)
+                scan_maps(c, s, s->p.state);
 }
 
 /* A zombie thread-group leader (its main thread called pthread_exit) whose other threads
@@ -1214,14 +1289,19 @@ static void compose_limits(struct host_ctx *c, struct host_report *r)
         if (c->k.n_maps_dstate)
                 limit(r, "memory maps of %u %s in D state (uninterruptible) were not read, so as not to hang "
                          "behind them: a mapping they hold is not seen", c->k.n_maps_dstate, procs(c->k.n_maps_dstate));
-        if (c->k.n_maps_timeout)
+        unsigned drv = c->k.n_maps_timeout_driver, other = c->k.n_maps_timeout - drv;
+        if (drv)
                 limit(r, "reading the memory maps of %u %s did not finish within the deadline (the address space "
-                         "is locked, probably by a thread stuck in the driver): a mapping they hold is not seen",
-                      c->k.n_maps_timeout, procs(c->k.n_maps_timeout));
-        if (c->k.n_maps_locked)
-                limit(r, "the memory maps of %u %s were not read: the BPF iterator found the address space "
-                         "locked (probably by a thread stuck in the driver): a mapping they hold is not seen",
-                      c->k.n_maps_locked, procs(c->k.n_maps_locked));
+                         "is locked by a thread stuck in the driver, its wchan or stack shows): a mapping they hold "
+                         "is not seen", drv, procs(drv));
+        if (other)
+                limit(r, "reading the memory maps of %u %s did not finish within the deadline (the address space "
+                         "stayed locked; no thread of %s waits in the driver): a mapping they hold is not seen",
+                      other, procs(other), other == 1 ? "it" : "them");
+        if (c->k.n_maps_changing)
+                limit(r, "the memory maps of %u %s changed during each of %u reads (it maps and unmaps memory "
+                         "all the time): a mapping they hold may not be seen", c->k.n_maps_changing,
+                      procs(c->k.n_maps_changing), HOST_MAPS_TRIES);
         if (c->k.n_text_timeout)
                 limit(r, "reading the command line or environment of %u %s did not finish within the deadline",
                       c->k.n_text_timeout, procs(c->k.n_text_timeout));
@@ -1241,6 +1321,43 @@ static bool pid_name(const char *s, pid_t *ret)
                 return false;
         *ret = (pid_t)v;
         return true;
+}
+
+/* ghostvram's own process, for a walk recorded into a bundle: the judgement uses its facts
+ * (model/jobs.h: the cgroup it runs in ties nothing) and reclaim protects it and its
+ * ancestors, so that a replay answers as this walk did. Its files are saved as a lookup (a
+ * holder is saved already), its ancestors kept by number. */
+static void record_self(struct host_ctx *c, struct host_report *r)
+{
+        pid_t pid = r->self_pid;
+        if (pid <= 0)
+                return;
+        char name[16];
+        snprintf(name, sizeof(name), "%d", (int)pid);
+        if (!host_report_find(r, pid)) {
+                struct host_proc p;
+                enum pid_class cls;
+                if (inspect_pid(c, pid, name, true, &p, &cls) < 0)
+                        return;
+                host_proc_clear(&p);
+        }
+        for (pid_t a = pid; a > 1 && r->n_self_ancestors < HOST_MAX_ANCESTORS;) {
+                char path[32], *st = NULL;
+                size_t len = 0;
+                struct host_proc hp;
+                memset(&hp, 0, sizeof(hp));
+                snprintf(path, sizeof(path), "%d/stat", (int)a);
+                bool ok = read_small(c->proc_fd, path, HOST_CAP_STAT, &st, &len) == 0 &&
+                          host_parse_stat(st, len, &hp) == 0 && hp.ppid > 0 && hp.ppid != a;
+                pid_t pp = hp.ppid;
+                free(st);
+                host_proc_clear(&hp);
+                if (!ok)
+                        break;
+                r->self_ancestors[r->n_self_ancestors++] = pp;
+                a = pp;
+        }
+        r->self_saved = true;
 }
 
 static void save_host(struct host_ctx *c, struct host_report *r, bool is_scan)
@@ -1415,13 +1532,6 @@ static int walk_all(struct host_ctx *c, struct host_report *r, struct report_all
         return e;
 }
 
-/* Is the walk's proc root the real /proc of this PID namespace (not a fixture tree or a bundle)? */
-static bool is_live_proc(const struct host_ctx *c)
-{
-        char real[PATH_MAX];
-        return !c->bundle && realpath(c->proc_root, real) && strcmp(real, "/proc") == 0;
-}
-
 /* Families: as the bundle recorded them, else grouped now (kcmp only on the real /proc). */
 static int group_families(struct host_ctx *c, struct host_report *r)
 {
@@ -1440,14 +1550,14 @@ static int group_families(struct host_ctx *c, struct host_report *r)
                         return 0;
                 }
         }
-        return host_families_group(r, is_live_proc(c));
+        return host_families_group(r, c->live);
 }
 
 /* The iterators see the live kernel: only for the live /proc (not a fixture tree or a bundle),
  * and not while recording a bundle (which keeps the /proc files the walk read). */
 static bool bpf_eligible(const struct host_ctx *c, const struct host_opts *o)
 {
-        return o->holders != HOST_HOLDERS_PROC && !c->save_dir && is_live_proc(c);
+        return o->holders != HOST_HOLDERS_PROC && !c->save_dir && c->live;
 }
 
 static int cmp_hit(const void *a, const void *b)
@@ -1574,6 +1684,13 @@ int host_scan(const struct host_opts *o, struct host_report **ret)
         if (c.bundle) {
                 r->procs_scanned = c.bundle->procs_scanned;
                 r->holder_source = HOST_SOURCE_BUNDLE;
+                /* the bundle's own, taken over */
+                r->opaque = c.bundle->opaque;
+                r->n_opaque = c.bundle->n_opaque;
+                c.bundle->opaque = NULL;
+                c.bundle->n_opaque = 0;
+        } else if (c.save_dir) {
+                record_self(&c, r);
         }
 done:
         host_procs_sort(r->holders, r->n_holders);

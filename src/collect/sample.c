@@ -83,6 +83,7 @@ void facts_take_kernel(struct facts *dst, struct facts *src)
         dst->kernel_read = src->kernel_read;
         dst->kernel_this_host = src->kernel_this_host;
         dst->kernel_overruns = src->kernel_overruns;
+        dst->kernel_boot_time = src->kernel_boot_time;
         memcpy(dst->kernel_source, src->kernel_source, sizeof(dst->kernel_source));
         memcpy(dst->kernel_error, src->kernel_error, sizeof(dst->kernel_error));
         if (dst->kernel_this_host)
@@ -104,7 +105,10 @@ bool facts_pid_alive(const struct facts *f, pid_t pid)
 }
 
 /* A bundle keeps the NVIDIA lines of the kernel log as they were read, as a saved log that
- * --from-bundle reads back (DIR/kmsg). */
+ * --from-bundle reads back (DIR/kmsg), and the boot time their stamps were dated with
+ * (DIR/kmsg.boot): read back on another host, or a moment later here (the boot time is
+ * derived from two clocks, a microsecond apart from one reading to the next), the events keep
+ * the times the judgement saw. */
 static int save_kernel(const struct facts *f, const char *dir)
 {
         struct buf b = BUF_INIT(0);
@@ -121,7 +125,12 @@ static int save_kernel(const struct facts *f, const char *dir)
         snprintf(path, sizeof(path), "%s/kmsg", dir);
         int r = write_file_atomic(path, buf_str(&b), b.len);
         buf_free(&b);
-        return r;
+        if (r < 0 || f->kernel_boot_time <= 0)
+                return r;
+        char boot[64];
+        int n = snprintf(boot, sizeof(boot), "%.17g\n", f->kernel_boot_time);
+        snprintf(path, sizeof(path), "%s/kmsg.boot", dir);
+        return write_file_atomic(path, boot, (size_t)n);
 }
 
 static void read_kernel(struct facts *f, const struct facts_opts *o)
@@ -139,6 +148,7 @@ static void read_kernel(struct facts *f, const struct facts_opts *o)
         f->kernel_error[0] = '\0';
         f->kernel_read = !info.no_log;
         f->kernel_this_host = info.this_host;
+        f->kernel_boot_time = info.boot_time;
         snprintf(f->kernel_source, sizeof(f->kernel_source), "%s", kmsg_source_name(info.source));
         if (info.this_host)
                 xid_map_gpus(f->kernel.ev, f->kernel.n, f->gpu);
@@ -210,11 +220,14 @@ int facts_collect_from(const struct facts_opts *o, struct gpu_report *gpu, struc
                 if (o->save_bundle && f->kernel_read && (r = save_kernel(f, o->save_bundle)) < 0)
                         goto fail;
         }
-        /* our own facts, only from the live /proc (a fixture tree's PIDs are not ours) */
+        /* our own facts, only from the live /proc (a fixture tree's PIDs are not ours), or as a
+         * bundle recorded them (the walk that recorded it saved the recording process's) */
         if (f->host && !o->owners_only && !f->from_bundle && (!o->host.proc_root || strcmp(o->host.proc_root, "/proc") == 0)) {
                 struct host_opts so = o->host;
                 so.save_dir = NULL;
                 f->self_known = host_proc_lookup(&so, getpid(), &f->self) == 0;
+        } else if (f->host && !o->owners_only && f->from_bundle && f->host->self_saved) {
+                f->self_known = host_proc_lookup(&o->host, f->host->self_pid, &f->self) == 0;
         }
         for (size_t i = 0; f->host && !o->owners_only && i < f->host->n_holders; i++) {
                 const struct host_proc *h = &f->host->holders[i];

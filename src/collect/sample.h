@@ -38,10 +38,12 @@ struct facts {
         char kernel_source[64];         /* "kmsg", "file", ... */
         char kernel_error[256];         /* why the kernel log could not be read ("" if it was) */
         unsigned long kernel_overruns;
+        double kernel_boot_time;        /* the boot time its stamps were dated with, <= 0: none */
         bool simulated;
         bool from_bundle;
         /* ghostvram's own process in the live /proc (its cgroup, job): the environment it runs
-         * in ties nothing (model/jobs.h). Not known from a bundle or a --proc tree. */
+         * in ties nothing (model/jobs.h). From a bundle: the recording process, where the bundle
+         * kept it (host->self_saved). Not known from a --proc tree. */
         struct host_proc self;
         bool self_known;
 };

@@ -277,6 +277,8 @@ struct xid_source_opts {
         const char *kmsg_dev;           /* NULL: /dev/kmsg */
         const char *proc_root;          /* for the boot time fallback (/proc/stat btime); NULL: /proc */
         bool this_boot;                 /* a saved log is from this boot: date its [seconds] stamps */
+        double boot_time;               /* > 0: with this_boot, date them with this boot time (a
+                                         * bundle's, as recorded) rather than this host's */
 };
 
 struct xid_source_info {
@@ -284,6 +286,7 @@ struct xid_source_info {
         char path[4096];                /* what was opened, for messages ("standard input" for -) */
         bool no_log;                    /* GHOSTVRAM_SIM without DIR/kmsg: nothing to read */
         bool this_host;                 /* /dev/kmsg, the simulated host or this_boot: GPU indexes apply */
+        double boot_time;               /* what the stamps were dated with (epoch s), -1: not dated */
 };
 
 /* Open the kernel log the options name. Returns 0 (the reader is open, or info->no_log), or a

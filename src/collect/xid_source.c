@@ -12,8 +12,8 @@ int xid_source_open(const struct xid_source_opts *o, bool follow, struct kmsg_re
                     struct xid_source_info *info, char *err, size_t errlen)
 {
         struct kmsg_time_opts t = { .boot_time = -1, .now = (double)time(NULL) };
-        double boot;
-        bool have_boot = kmsg_boot_time(o->proc_root, &boot) == 0;
+        double boot = o->boot_time;
+        bool have_boot = boot > 0 || kmsg_boot_time(o->proc_root, &boot) == 0;
         bool this_boot = o->this_boot;
         char simlog[4096];
         const char *path = o->kmsg_path;
@@ -57,6 +57,7 @@ int xid_source_open(const struct xid_source_opts *o, bool follow, struct kmsg_re
                 snprintf(info->path, sizeof(info->path), "%s", dev);
         }
         info->source = rd->source;
+        info->boot_time = t.boot_time;
         return 0;
 }
 

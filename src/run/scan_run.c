@@ -1,6 +1,7 @@
 #include "run/scan_run.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "util/deadline.h"
+#include "util/fileio.h"
 
 #define MIB (1024ull * 1024ull)
 
@@ -29,6 +31,25 @@ static double wall_now(void)
 }
 
 /* ---- one scan ---------------------------------------------------------------------------- */
+
+/* The boot time a bundle's kernel lines were dated with (DIR/SUB/kmsg.boot), 0 when it does
+ * not say (bundles made before it: this host's boot time, as then). */
+static double bundle_boot_time(const char *dir, const char *sub)
+{
+        char path[4096], *data = NULL;
+        size_t len = 0;
+        double v = 0;
+        int n = snprintf(path, sizeof(path), "%s/%s/kmsg.boot", dir, sub);
+        if (n < 0 || (size_t)n >= sizeof(path) || read_file_at(AT_FDCWD, path, 64, &data, &len) < 0)
+                return 0;
+        char *end;
+        errno = 0;
+        v = strtod(data, &end);
+        if (errno || end == data || (*end && *end != '\n') || !(v > 0 && v < 1e11))
+                v = 0;
+        free(data);
+        return v;
+}
 
 /* One sample; bundle_sub/save_sub name the bundle's subdirectory ("." / NULL: the top);
  * with_kernel false leaves the kernel log to the caller. */
@@ -55,6 +76,7 @@ static int collect_sample(const struct scan_once_opts *o, const char *bundle_sub
                 fo.read_kernel = fo.read_kernel && access(kmsg_path, R_OK) == 0;
                 fo.kernel.kmsg_path = kmsg_path;
                 fo.kernel.this_boot = true;
+                fo.kernel.boot_time = bundle_boot_time(o->from_bundle, bundle_sub);
         }
         if (o->save_bundle) {
                 n = save_sub ? snprintf(save_dir, sizeof(save_dir), "%s/%s", o->save_bundle, save_sub)
@@ -155,6 +177,9 @@ int scan_once_run(const struct scan_once_opts *o, struct scan_once **ret)
                 r = collect_sample(o, ".", NULL, true, &s->first);
                 if (r < 0)
                         goto fail;
+                /* ghostvram itself, never attributed: the one that recorded the bundle */
+                if (o->from_bundle && s->first->host && s->first->host->self_saved)
+                        lo.self_pid = s->first->host->self_pid;
         }
         r = ledger_build(s->first, NULL, &lo, &s->res);
         if (r < 0)

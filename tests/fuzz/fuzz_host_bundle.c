@@ -1,6 +1,7 @@
 /* Fuzz the reader of a bundle's host.json (outsider-controlled: bundles travel in bug
- * reports): the facts, the limits and the processes' roles. Nothing may crash, leak or hang;
- * what it accepts is checked for what must always hold. */
+ * reports): the facts, the limits, the processes' roles, ghostvram's own process and the
+ * processes out of sight. Nothing may crash, leak or hang; what it accepts is checked for what
+ * must always hold. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 }
                 for (size_t i = 0; i < b->n_limits; i++)
                         check(b->limits[i] != NULL);
+                check(b->n_self_ancestors <= HOST_MAX_ANCESTORS);
+                for (unsigned i = 0; i < b->n_self_ancestors; i++)
+                        check(b->self_ancestors[i] > 0);
+                check(b->n_opaque <= HOST_MAX_OPAQUE);
+                for (size_t i = 0; i < b->n_opaque; i++)
+                        check(b->opaque[i].pid > 0 && b->opaque[i].pgid >= 0 && b->opaque[i].sid >= 0);
         } else {
                 /* a refusal always says why */
                 check(err[0] != '\0' && memchr(err, '\0', sizeof(err)) != NULL);

@@ -1,5 +1,6 @@
 /* Fuzz target for the host reader's parsers: stat, status, cgroup, maps lines, /proc/devices,
- * btime, namespace links, the environment allow-list. Every parser gets the same bytes (each
+ * btime, namespace links, the environment allow-list, the order of maps areas, driver symbols
+ * in a wchan or stack. Every parser gets the same bytes (each
  * reads only within len, needs no NUL), then the results are checked for what must always
  * hold whatever the input. */
 #include <stddef.h>
@@ -69,6 +70,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         host_proc_clear(&p);
 
         maps_lines(buf, size);
+        /* answers only; read within len (ASan) */
+        (void)host_maps_ordered(buf, size);
+        (void)host_names_driver(buf, size);
 
         struct host_majors m;
         if (host_parse_devices(buf, size, &m) == 0) {

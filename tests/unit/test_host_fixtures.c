@@ -467,6 +467,9 @@ static void test_fifo_does_not_hang(void **state)
         assert_null(p->cmdline);
         assert_int_equal(th_via(p, "nvidia0"), FD);
         assert_true(th_has_limit(r, "reading the memory maps of 1 process did not finish within the deadline"));
+        /* no thread of it is in the driver (it has no task/ here): the driver is not blamed */
+        assert_true(th_has_limit(r, "stayed locked; no thread of it waits in the driver"));
+        assert_false(th_has_limit(r, "stuck in the driver"));
         assert_true(th_has_limit(r, "reading the command line or environment of 1 process did not finish"));
 
         /* the bundle records the skips, and reading it back gives the same report */
@@ -478,6 +481,30 @@ static void test_fifo_does_not_hang(void **state)
 
         unblock_fifo(tree, 100, "maps");
         unblock_fifo(tree, 107, "cmdline");
+        usleep(100 * 1000);
+        th_rmrf(tmp);
+}
+
+/* The same blocked maps, with a thread of the process waiting in the nvidia modules (its wchan
+ * names one of their functions): now the limit says the driver holds the lock. */
+static void test_fifo_thread_in_driver(void **state)
+{
+        (void)state;
+        char tmp[64], tree[256];
+        th_tmpdir(tmp);
+        th_copy_fixture("proc-basic", tmp, tree);
+        make_fifo(tree, 100, "maps");
+        /* two threads: one waits on a futex, the other in the UVM module */
+        th_sh("mkdir -p '%s/100/task/100' '%s/100/task/101' && printf futex_wait_queue >'%s/100/task/101/wchan' && "
+              "printf uvm_va_space_mm_shutdown >'%s/100/task/100/wchan'", tree, tree, tree, tree);
+
+        struct host_report *r = scan_dir(tree, NULL, 300, NULL);
+        assert_true(th_has_limit(r, "reading the memory maps of 1 process did not finish within the deadline (the "
+                                    "address space is locked by a thread stuck in the driver"));
+        assert_false(th_has_limit(r, "no thread of it waits in the driver"));
+        host_report_free(r);
+
+        unblock_fifo(tree, 100, "maps");
         usleep(100 * 1000);
         th_rmrf(tmp);
 }
@@ -797,6 +824,64 @@ static void test_bundle_families_parse(void **state)
         }
 }
 
+/* ghostvram's own process and the processes out of sight, as host.json keeps them; absent in
+ * older bundles, which read as before. */
+static void test_bundle_self_parse(void **state)
+{
+        (void)state;
+        static const char head[] = "{\"format\": \"ghostvram-host-bundle\", \"version\": 1, \"clk_tck\": 100, \"euid\": 0, "
+                                   "\"initial_pidns\": true, \"limits\": [], \"procs_scanned\": 3, \"sample_time\": 1.5, "
+                                   "\"self_pid\": 7, \"self_pidns_ino\": 4026531836, \"procs\": {}";
+        static const struct {
+                const char *tail;
+                int ret;
+                bool saved;
+                unsigned n_anc;
+                size_t n_opaque;
+        } cases[] = {
+                { "}", 0, false, 0, 0 },                                /* a bundle made before them */
+                { ", \"self_saved\": true, \"self_ancestors\": [6, 5, 1], \"opaque\": [[40, 40, 1], [41, 0, 0]]}",
+                  0, true, 3, 2 },
+                { ", \"self_saved\": true, \"self_ancestors\": []}", 0, true, 0, 0 },
+                { ", \"self_ancestors\": [0]}", -EBADMSG, false, 0, 0 },
+                { ", \"self_ancestors\": \"6\"}", -EBADMSG, false, 0, 0 },
+                { ", \"opaque\": [[40, 40]]}", -EBADMSG, false, 0, 0 },
+                { ", \"opaque\": [[0, 1, 1]]}", -EBADMSG, false, 0, 0 },
+                { ", \"opaque\": [[40, -1, 1]]}", -EBADMSG, false, 0, 0 },
+                { ", \"opaque\": {}}", -EBADMSG, false, 0, 0 },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                char doc[1024], err[256] = "";
+                snprintf(doc, sizeof(doc), "%s%s", head, cases[i].tail);
+                struct host_bundle_in *b = NULL;
+                print_message("case %zu\n", i);
+                assert_int_equal(host_bundle_parse(doc, strlen(doc), &b, err, sizeof(err)), cases[i].ret);
+                if (cases[i].ret < 0) {
+                        assert_null(b);
+                        continue;
+                }
+                assert_non_null(b);
+                assert_int_equal(b->self_saved, cases[i].saved);
+                assert_int_equal(b->n_self_ancestors, cases[i].n_anc);
+                assert_int_equal(b->n_opaque, cases[i].n_opaque);
+                if (cases[i].n_anc == 3)
+                        assert_true(b->self_ancestors[0] == 6 && b->self_ancestors[2] == 1);
+                if (cases[i].n_opaque == 2)
+                        assert_true(b->opaque[0].pid == 40 && b->opaque[0].sid == 1 && b->opaque[1].pgid == 0);
+                host_bundle_in_free(b);
+        }
+        /* more ancestors than a report holds */
+        char doc[4096];
+        int n = snprintf(doc, sizeof(doc), "%s, \"self_ancestors\": [", head);
+        for (int k = 0; k <= HOST_MAX_ANCESTORS; k++)
+                n += snprintf(doc + n, sizeof(doc) - (size_t)n, "%s%d", k ? ", " : "", k + 2);
+        snprintf(doc + n, sizeof(doc) - (size_t)n, "]}");
+        struct host_bundle_in *b = NULL;
+        char err[256];
+        assert_int_equal(host_bundle_parse(doc, strlen(doc), &b, err, sizeof(err)), -EBADMSG);
+        assert_null(b);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -812,10 +897,12 @@ int main(void)
                 cmocka_unit_test(test_slurm_k8s_env),
                 cmocka_unit_test(test_devnum_and_devino),
                 cmocka_unit_test(test_fifo_does_not_hang),
+                cmocka_unit_test(test_fifo_thread_in_driver),
                 cmocka_unit_test(test_fifo_wait_budget),
                 cmocka_unit_test(test_permission_denied),
                 cmocka_unit_test(test_bundle_roundtrip),
                 cmocka_unit_test(test_bundle_families_parse),
+                cmocka_unit_test(test_bundle_self_parse),
                 cmocka_unit_test(test_scan_pids),
                 cmocka_unit_test(test_bad_roots),
         };

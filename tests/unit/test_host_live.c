@@ -381,6 +381,29 @@ static void test_live_bundle(void **state)
         struct host_opts bo = { .proc_root = bproc, .dev_prefix = "/dev/nvidia", .read_env = true };
         assert_int_equal(host_scan(&bo, &b), 0);
         th_assert_same_report(r, b);
+
+        /* what the judgement uses beyond the holders: our own process, by its files (a lookup
+         * of self_pid), our ancestors and the processes out of sight, by number */
+        assert_true(r->self_saved);
+        assert_int_equal(r->self_pid, getpid());
+        assert_true(r->n_self_ancestors >= 1);
+        assert_int_equal(r->self_ancestors[0], getppid());
+        assert_true(b->self_saved);
+        assert_int_equal(b->self_pid, r->self_pid);
+        assert_int_equal(b->n_self_ancestors, r->n_self_ancestors);
+        assert_memory_equal(b->self_ancestors, r->self_ancestors, r->n_self_ancestors * sizeof(pid_t));
+        assert_int_equal(b->n_opaque, r->n_opaque);
+        if (r->n_opaque)
+                assert_memory_equal(b->opaque, r->opaque, r->n_opaque * sizeof(*r->opaque));
+        struct host_proc live_self, saved_self;
+        assert_int_equal(host_proc_lookup(&o, getpid(), &live_self), 0);
+        assert_int_equal(host_proc_lookup(&bo, b->self_pid, &saved_self), 0);
+        assert_int_equal(saved_self.sid, live_self.sid);
+        assert_int_equal(saved_self.pgid, live_self.pgid);
+        th_assert_str_or_null(saved_self.cgroup, live_self.cgroup);
+        assert_null(host_report_find(b, getpid()));    /* a lookup, not one of the walk's holders */
+        host_proc_clear(&live_self);
+        host_proc_clear(&saved_self);
         host_report_free(b);
         host_report_free(r);
 }

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -288,6 +289,60 @@ static void test_maps_line_fields(void **state)
         assert_int_equal(m.ino, 0);
 }
 
+/* A maps text whose areas go back, or overlap the one before, was read while the process
+ * changed its mappings; one in order was not (a line cut at the cap is no sign of either). */
+static void test_maps_ordered(void **state)
+{
+        (void)state;
+        static const struct {
+                const char *text;
+                bool ordered;
+        } cases[] = {
+                { "", true },
+                { "1000-2000 r--p 00000000 00:00 0\n2000-3000 rw-p 00000000 00:00 0\n", true },
+                { "1000-2000 r--p 00000000 00:00 0\n3000-4000 rw-s 00000000 00:05 139 /dev/nvidia0\n7ff0", true },
+                { "1000-2000 r--p 00000000 00:00 0\n1800-3000 rw-p 00000000 00:00 0\n", false },
+                { "5000-6000 r--p 00000000 00:00 0\n1000-2000 rw-p 00000000 00:00 0\n", false },
+                { "2000-1000 r--p 00000000 00:00 0\n", false },
+                { "garbage\n1000-2000 r--p 0 00:00 0\n", true },
+                { "7f3a33200000-7f3a33201000 rw-s 0 00:05 140 /dev/nvidiactl\n"
+                  "7f3a30c3a000-7f3a30c3b000 rw-s 0 00:1a 4 /dev/shm/x (deleted)\n", false },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                print_message("case %zu\n", i);
+                assert_int_equal(host_maps_ordered(cases[i].text, strlen(cases[i].text)), cases[i].ordered);
+        }
+}
+
+/* A thread is in the driver when its wchan or kernel stack names a function of the nvidia
+ * modules; a wait elsewhere in the kernel (a futex, a pipe, the mmap lock itself) is not. */
+static void test_names_driver(void **state)
+{
+        (void)state;
+        static const struct {
+                const char *text;
+                bool driver;
+        } cases[] = {
+                { "uvm_va_space_destroy", true },
+                { "nvidia_close\n", true },
+                { "os_acquire_mutex", true },
+                { "_nv012345rm", true },
+                { "[<0>] rwsem_down_write_slowpath+0x2a1/0x540\n[<0>] nvkms_ioctl+0x10/0x40 [nvidia_modeset]\n", true },
+                { "[<0>] __schedule+0x2d1/0x8a0\n[<0>] some_helper+0x1/0x2 [nvidia_uvm]\n", true },
+                { "[<0>] futex_wait_queue+0x60/0x90\n[<0>] do_futex+0x11e/0x1a0\n", false },
+                { "rwsem_down_read_slowpath", false },
+                { "pipe_read", false },
+                { "do_nanosleep", false },
+                { "0", false },
+                { "", false },
+                { "[<0>] envy_thing+0x1/0x2 [envy]\n", false },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                print_message("case %zu: %s\n", i, cases[i].text);
+                assert_int_equal(host_names_driver(cases[i].text, strlen(cases[i].text)), cases[i].driver);
+        }
+}
+
 /* --- device nodes -------------------------------------------------------------------------- */
 
 static void test_node_name(void **state)
@@ -432,6 +487,8 @@ int main(void)
                 cmocka_unit_test(test_cgroup_invalid),
                 cmocka_unit_test(test_maps_line),
                 cmocka_unit_test(test_maps_line_fields),
+                cmocka_unit_test(test_maps_ordered),
+                cmocka_unit_test(test_names_driver),
                 cmocka_unit_test(test_node_name),
                 cmocka_unit_test(test_devices),
                 cmocka_unit_test(test_majors_name),
