@@ -328,8 +328,12 @@ log: $(tail -40 "$L")"
 
 # the driver's API lock held by a call stuck in another process, then released (it dies)
 lock_episode() {
+        local i
         "$GV_BIN" sim set "$SIM" hang_holds_lock=on hang=3:nvmlDeviceIsMigDeviceHandle >/dev/null
-        GHOSTVRAM_SIM="$SIM" python3 -c '
+        # an ASan build's stand-in needs the ASan runtime loaded first into python
+        local pre=""
+        $ASAN && pre=$(${CC:-cc} -print-file-name=libasan.so)
+        LD_PRELOAD=$pre ASAN_OPTIONS=detect_leaks=0 GHOSTVRAM_SIM="$SIM" python3 -c '
 import ctypes, sys
 l = ctypes.CDLL(sys.argv[1])
 assert l.nvmlInit_v2() == 0
@@ -339,7 +343,12 @@ print("calling", flush=True)
 l.nvmlDeviceIsMigDeviceHandle(h, ctypes.byref(ctypes.c_uint()))' "$SIMLIB" >"$GV_TMP/locker" 2>&1 &
         LOCKER=$!
         track "$LOCKER"
-        wait_for_line "$GV_TMP/locker" calling
+        for i in $(seq 3000); do
+                grep -q calling "$GV_TMP/locker" && break
+                is_dead "$LOCKER" && fail "the API-lock helper failed: $(cat "$GV_TMP/locker")"
+                sleep 0.01
+        done
+        grep -q calling "$GV_TMP/locker" || fail "the API-lock helper did not start: $(cat "$GV_TMP/locker")"
         log "lock held by $LOCKER"
         sleep 4
         "$GV_BIN" sim set "$SIM" hang_holds_lock=off hang=none >/dev/null
