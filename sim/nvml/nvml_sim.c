@@ -697,7 +697,8 @@ static size_t sim_list(unsigned gpu, unsigned gi, enum sim_kind kind, nvmlReturn
 /* The two-call pattern: *count == 0 asks for the size (INSUFFICIENT_SIZE with the count, or
  * SUCCESS when nothing runs); a buffer too small gets INSUFFICIENT_SIZE and the count. The
  * list_growth knob makes the sizing call under-report, as if processes started between
- * the two calls. */
+ * the two calls. SUCCESS with *count 0 means nothing to write (a sizing call that saw
+ * nothing: its buffer may be NULL). */
 static nvmlReturn_t sim_count_check(unsigned gpu, size_t n, unsigned *count, const void *infos)
 {
         if (*count == 0) {
@@ -744,7 +745,7 @@ static nvmlReturn_t sim_procs_call(const char *fn, nvmlDevice_t device, unsigned
         if (r)
                 return sim_leave(r);
         r = sim_count_check(gpu, n, count, infos);
-        if (r || n == 0) {
+        if (r || n == 0 || *count == 0) {
                 if (r == NVML_SUCCESS)
                         *count = 0;
                 return sim_leave(r);
@@ -794,7 +795,7 @@ SIM_API nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t device, 
         if (r)
                 return sim_leave(r);
         r = sim_count_check(gpu, n, &plist->numProcArrayEntries, plist->procArray);
-        if (r || n == 0) {
+        if (r || n == 0 || plist->numProcArrayEntries == 0) {
                 if (r == NVML_SUCCESS)
                         plist->numProcArrayEntries = 0;
                 return sim_leave(r);

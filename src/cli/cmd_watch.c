@@ -278,6 +278,30 @@ static bool reclaim_allowed(const struct watch *w, unsigned gpu, double now)
         return recent < WATCH_RECLAIMS_PER_HOUR;
 }
 
+/* "; signalled PID a b …" from reclaim's JSON actions (those it sent a signal to), "" when
+ * none: the line is the audit trail of what watch's heal ended. More PIDs than fit end
+ * with " and N more". */
+static void signalled_text(json_t *doc, char *out, size_t cap)
+{
+        size_t k, len = 0, more = 0;
+        json_t *a;
+        out[0] = '\0';
+        json_array_foreach(json_object_get(doc, "actions"), k, a) {
+                if (!json_array_size(json_object_get(a, "signals")))
+                        continue;
+                json_int_t pid = json_integer_value(json_object_get(a, "pid"));
+                int n = snprintf(out + len, cap - len, "%s %lld", len ? "" : "; signalled PID", (long long)pid);
+                if (n < 0 || (size_t)n >= cap - len - 16) {
+                        out[len] = '\0';
+                        more++;
+                        continue;
+                }
+                len += (size_t)n;
+        }
+        if (more)
+                snprintf(out + len, cap - len, " and %zu more", more);
+}
+
 /* Heal GPU `gpu` by running ghostvram reclaim (a fresh plan with all of its safety rules). */
 static void watch_reclaim(struct watch *w, const struct gpu_info *g, const struct gpu_ledger *l, double now)
 {
@@ -318,15 +342,17 @@ static void watch_reclaim(struct watch *w, const struct gpu_info *g, const struc
                 freed = json_is_integer(fb) && json_integer_value(fb) > 0 ? (uint64_t)json_integer_value(fb) : 0;
                 secs = json_is_number(rs) ? json_number_value(rs) : -1;
         }
+        char sent[160];
+        signalled_text(doc, sent, sizeof(sent));
         json_decref(doc);
-        char line[300];
+        char line[480];
         if (rc == 0 && freed)
-                snprintf(line, sizeof(line), "RECLAIM GPU %u: %llu MiB freed in %.3f s", l->index,
-                         (unsigned long long)(freed / MIB), secs);
+                snprintf(line, sizeof(line), "RECLAIM GPU %u: %llu MiB freed in %.3f s%s", l->index,
+                         (unsigned long long)(freed / MIB), secs, sent);
         else
-                snprintf(line, sizeof(line), "RECLAIM GPU %u: reclaim exited %d, %llu MiB freed%s", l->index, rc,
+                snprintf(line, sizeof(line), "RECLAIM GPU %u: reclaim exited %d, %llu MiB freed%s%s", l->index, rc,
                          (unsigned long long)(freed / MIB),
-                         rc == 3 ? " (it could not act: see 'ghostvram reclaim --gpu N')" : "");
+                         rc == 3 ? " (it could not act: see 'ghostvram reclaim --gpu N')" : "", sent);
         emit(w, "reclaim", g, l, line);
 }
 

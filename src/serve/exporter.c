@@ -1,6 +1,7 @@
 #include "serve/exporter.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -281,6 +282,10 @@ static void *exporter_main(void *arg)
                         exporter_page(e, b);
                         exporter_swap(e, b);
                 }
+                /* a cycle's scratch (samples, walks, rendered bodies) is freed by now; hand the
+                 * free pages of every malloc arena back, or each thread's arena keeps its
+                 * high-water mark resident for the daemon's lifetime (bench/README.md, chaos) */
+                malloc_trim(0);
                 unsigned long long spent = monotonic_ms() - t0;
                 uint64_t left = spent < e->o.interval_ms ? e->o.interval_ms - spent : 0;
                 if (!exporter_wait(e, left))

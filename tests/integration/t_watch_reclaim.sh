@@ -24,6 +24,9 @@ grep -q '"event":"reclaim"' "$OUT" || fail "no reclaim: $(cat "$OUT" "$GV_TMP/er
 grep -q '"event":"clear"' "$OUT" || fail "the alert did not clear: $(cat "$OUT")"
 assert_eq "$(grep -c '"event":"reclaim"' "$OUT")" 1 "healed once"
 grep -q 'RECLAIM GPU 1: 1024 MiB freed' "$OUT" || fail "reclaim line: $(grep reclaim "$OUT")"
+# the line names what the heal signalled: the orphans, nothing else
+sent=$(jq -r 'select(.event == "reclaim") | .message' "$OUT" | sed -n 's/.*; signalled PID \([0-9 ]*\)$/\1/p')
+assert_eq "$(tr ' ' '\n' <<<"$sent" | sort -n | xargs)" "$(printf '%s\n' "${ORPHANS[@]}" | sort -n | xargs)" "PIDs the heal signalled"
 for p in "${ORPHANS[@]}"; do is_dead "$p" || fail "orphan $p still runs"; done
 for p in "${HEALTHY[@]}"; do is_dead "$p" && fail "healthy process $p was ended"; done
 assert_eq "$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" snapshot --json | jq -r '.gpus[1].memory.used_bytes')" 0 "memory back"

@@ -591,6 +591,17 @@ static void test_list_growth(void **state)
         assert_int_equal(count, 2); /* the real count */
         assert_int_equal(CALL(&n, nvmlDeviceGetProcesses_fn, sym, n.dev[0], &count, buf), NVML_SUCCESS);
         assert_int_equal(count, 2);
+        /* growing by more than the list: the sizing call sees nothing, so it answers "nothing
+         * runs" and writes nowhere (the NULL buffer of a sizing call used to be written) */
+        set_knobs("list_growth=0:3", NULL);
+        count = 0;
+        assert_int_equal(CALL(&n, nvmlDeviceGetProcesses_fn, sym, n.dev[0], &count, NULL), NVML_SUCCESS);
+        assert_int_equal(count, 0);
+        nvmlProcessDetailList_v1_t l = { .version = 0x01000018u };
+        assert_int_equal(CALL(&n, nvmlDeviceGetRunningProcessDetailList_fn, "nvmlDeviceGetRunningProcessDetailList",
+                              n.dev[0], &l),
+                         NVML_SUCCESS);
+        assert_int_equal(l.numProcArrayEntries, 0);
         nv_close(&n);
 }
 
