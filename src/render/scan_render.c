@@ -329,9 +329,10 @@ static void mib_str(char *out, size_t n, uint64_t bytes)
 
 /* "<indent>used U = listed L + foreign F + ghost G + unattributed N [+ freeing R]", in MiB, and a
  * newline: the freeing term only during a teardown (the bytes the verdict `freeing` names, never
- * counted as ghost). */
+ * counted as ghost); a ghost part that is not confirmed (below the floor, or seen once) says so,
+ * beside a verdict that calls it no ghost. */
 static void text_ledger_line(FILE *out, const char *indent, uint64_t used, uint64_t listed, uint64_t foreign,
-                             uint64_t ghost, uint64_t unattributed, uint64_t freeing)
+                             uint64_t ghost, bool confirmed, uint64_t unattributed, uint64_t freeing)
 {
         char u[32], li[32], fo[32], gh[32], un[32], fr[32];
         mib_str(u, sizeof(u), used);
@@ -340,8 +341,8 @@ static void text_ledger_line(FILE *out, const char *indent, uint64_t used, uint6
         mib_str(gh, sizeof(gh), ghost);
         mib_str(un, sizeof(un), unattributed);
         mib_str(fr, sizeof(fr), freeing);
-        fprintf(out, "%sused %s = listed %s + foreign %s + ghost %s + unattributed %s%s%s\n", indent, u, li, fo, gh, un,
-                freeing ? " + freeing " : "", freeing ? fr : "");
+        fprintf(out, "%sused %s = listed %s + foreign %s + ghost %s%s + unattributed %s%s%s\n", indent, u, li, fo, gh,
+                ghost && !confirmed ? " (unconfirmed)" : "", un, freeing ? " + freeing " : "", freeing ? fr : "");
 }
 
 static const char *verdict_color(const char *code)
@@ -478,7 +479,8 @@ void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool v
                 }
                 if (l->inspected) {
                         char rs[32], tot[32];
-                        text_ledger_line(out, "  ", l->used, l->listed, l->foreign, l->ghost, l->unattributed, l->freeing_bytes);
+                        text_ledger_line(out, "  ", l->used, l->listed, l->foreign, l->ghost, l->ghost_confirmed, l->unattributed,
+                                         l->freeing_bytes);
                         mib_str(rs, sizeof(rs), l->reserved);
                         mib_str(tot, sizeof(tot), l->total);
                         if (l->reserved_known)
@@ -492,7 +494,7 @@ void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool v
                                 mib_str(tot, sizeof(tot), ml->total);
                                 fprintf(out, "    MIG GPU instance %u (compute instance %u, %s): ", ml->gpu_instance,
                                         ml->compute_instance, tot);
-                                text_ledger_line(out, "", ml->used, ml->listed, ml->foreign, ml->ghost, ml->unattributed,
+                                text_ledger_line(out, "", ml->used, ml->listed, ml->foreign, ml->ghost, l->ghost_confirmed, ml->unattributed,
                                                  ml->freeing_bytes);
                         }
                 }

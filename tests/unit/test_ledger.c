@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "model/ledger.h"
+#include "render/scan_render.h"
 
 #include "facts_builder.h"
 
@@ -852,6 +853,15 @@ static void test_freeing_below_the_floor(void **state)
         assert_string_equal(verdict(r, 0), "ok");
         assert_true(r->gpus[0].ghost == 82 * MIB && r->gpus[0].freeing_bytes == 0);
         assert_string_equal(r->gpus[0].findings[0].summary, "no ghost: 82 MiB unexplained, below the noise floor (819 MiB)");
+        /* and the equation beside it does not call those bytes a ghost outright */
+        char *text = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&text, &len);
+        assert_non_null(m);
+        scan_text(m, r, false, false);
+        fclose(m);
+        assert_non_null(strstr(text, "+ ghost 82 MiB (unconfirmed) + unattributed 0 MiB"));
+        free(text);
         scan_result_free(r);
         /* a jitter of the used figure (less than a MiB) below the floor is no teardown */
         gpu_used(before, 0, 82 * MIB + 4096);
