@@ -257,7 +257,9 @@ track "$SAMPLER"
 # linked by description family or as orphans, so orphaned-holders too — unless another GPU
 # gives no process list (listless_besides): every process here holds every GPU's node, so
 # each may be that GPU's live job, only a link by number names it (docs/verdicts.md,
-# "Description families") and the verdict is stale-owner, naming the GPU; else "clean"
+# "Description families") and the verdict is stale-owner, naming the GPU (in a PID
+# namespace, where the dead PID may be out of sight, invisible-here or unattributed-live);
+# else "clean"
 truth_of() {
         local j p t=clean
         for ((j = 0; j < NJ; j++)); do
@@ -319,6 +321,9 @@ settle_check() {
                 elif [ "$truth" = ghost ]; then ok="orphaned-holders"
                 elif [ "$truth" = ghost-weak ] && blind=$(listless_besides "$g"); then
                         ok="stale-owner"
+                        # in a PID namespace the dead PID may as well be out of sight: its bytes
+                        # stay unattributed (docs/verdicts.md, the ledger)
+                        [ -z "${GV_IN_PIDNS:-}" ] || ok="invisible-here unattributed-live"
                         [ "$verdict" != stale-owner ] ||
                                 jq -e --arg e "GPU $blind gives no process list" ".gpus[] | select(.index == $g) |
                                         .findings[0].evidence | any(contains(\$e))" <<<"$body" >/dev/null ||

@@ -1051,6 +1051,12 @@ static void test_orphan_beside_gpu_without_list(void **state)
         assert_string_equal(verdict(r, 0), "stale-owner");
         assert_true(any_text(main_finding(r, 0), "GPU 1 gives no process list"));
         scan_result_free(r);
+        /* in a PID namespace the dead PID may be out of sight: nothing points to its death */
+        f->host->initial_pidns = false;
+        r = build(f, f);
+        assert_string_equal(verdict(r, 0), "invisible-here");
+        assert_false(r->gpus[0].ghost_confirmed);
+        scan_result_free(r);
         free(f->gpu->gpus[1].errors);
         facts_destroy(f);
 }
