@@ -566,6 +566,18 @@ static bool fam_holds_gpu(const struct host_report *h, size_t k, const struct gp
         return false;
 }
 
+/* A GPU that gives no process list and whose node p holds, or NULL: p may be that GPU's live
+ * job, so only a link by number names it (docs/verdicts.md, "Description families"). */
+static const struct gpu_ledger *blind_gpu(const struct scan_result *res, const struct host_proc *p)
+{
+        const struct facts *f = res->facts;
+        for (size_t g = 0; g < res->n_gpus && f->gpu && g < f->gpu->n_gpus; g++)
+                if (res->gpus[g].inspected && !res->gpus[g].procs_known &&
+                    ledger_holds_gpu_node(p, &f->gpu->gpus[g], NULL))
+                        return &res->gpus[g];
+        return NULL;
+}
+
 static void fam_survey(const struct scan_result *res, const struct ledger_opts *o, struct fam_info *fi)
 {
         const struct facts *f = res->facts;
@@ -587,9 +599,7 @@ static void fam_survey(const struct scan_result *res, const struct ledger_opts *
                 /* a host whose nodes include no nvidiactl (a fixture) keeps contexts on the GPU nodes */
                 x->ctl |= host_proc_holds(hp, "nvidiactl") || !any_ctl;
                 x->uvm |= holds_uvm(hp);
-                for (size_t g = 0; g < res->n_gpus && f->gpu && g < f->gpu->n_gpus; g++)
-                        x->blind |= res->gpus[g].inspected && !res->gpus[g].procs_known &&
-                                    ledger_holds_gpu_node(hp, &f->gpu->gpus[g], NULL);
+                x->blind |= blind_gpu(res, hp) != NULL;
                 x->bound |= x->blind;
                 x->orphaned |= hp->ppid <= 1 || !facts_pid_alive(f, hp->ppid);
                 const char *what = NULL;
@@ -1242,6 +1252,24 @@ static unsigned count_unlinked_cuda(const struct scan_result *res, const struct 
         return n;
 }
 
+/* Why no orphan rule names them: unlinked CUDA processes that also hold the node of a GPU that
+ * gives no process list, whose live job each may be. */
+static void blind_evidence(struct finding *fd, const struct scan_result *res, const struct gpu_ledger *l,
+                           const struct gpu_info *g, const struct ledger_opts *o)
+{
+        const struct gpu_ledger *b = NULL;
+        unsigned n = 0;
+        for (size_t i = 0; res->facts->host && i < res->facts->host->n_holders; i++) {
+                const struct gpu_ledger *bi =
+                        unlinked_cuda_holder(res, l, g, o, i) ? blind_gpu(res, &res->facts->host->holders[i]) : NULL;
+                if (bi && !n++)
+                        b = bi;
+        }
+        if (b)
+                evidence(fd, "GPU %u gives no process list and %u unlinked CUDA process%s hold%s its node too: each may be that GPU's live job, so only a link by number ties one to the dead owner",
+                         b->index, n, n == 1 ? "" : "es", n == 1 ? "s" : "");
+}
+
 /* Holders of this GPU's node that are not attributed (daemons, monitors, CUDA processes no link
  * names): a reset waits for them. Named as such, never as holders of the ghost. */
 static void reset_blockers(struct finding *fd, const struct scan_result *res, const struct gpu_ledger *l,
@@ -1506,6 +1534,8 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                         else
                                 headline(fd, "%llu MiB ghost: NVML lists a dead process and no holder is visible %s", mib(l->ghost),
                                          vis == VIS_NOT_ROOT ? "to this user" : vis == VIS_NOT_INITIAL ? "in this PID namespace" : "(partial visibility)");
+                        /* why the headline's CUDA processes have no link, before the list of dead PIDs */
+                        blind_evidence(fd, res, l, g, o);
                         stale_evidence(fd, l);
                         evidence(fd, "no visible process holds /dev/nvidia%u with a link to the dead owner", g->minor);
                         for (size_t k = 0; k < l->n_owners; k++)
@@ -1537,6 +1567,7 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                         headline(fd, "%llu MiB unexplained; %u CUDA process%s hold%s the GPU with no link to a dead owner",
                                  mib(l->ghost), unlinked, unlinked == 1 ? "" : "es", unlinked == 1 ? "s" : "");
                         evidence(fd, "not a driver leak while a CUDA process holds the GPU's node");
+                        blind_evidence(fd, res, l, g, o);
                         partial_evidence(fd, vis);
                         reset_blockers(fd, res, l, g, o);
                         next_step(fd, "look at the CUDA processes named above (`ghostvram scan --gpu %u --verbose`): if one is a dead job's, `sudo ghostvram reclaim --gpu %u --pid PID` ends it",

@@ -373,9 +373,23 @@ for p in "${LIVE[@]}"; do
         never_attributed "$p"
         next_step 0 | grep -qw "$p" && fail "GPU 0's next step names PID $p of the job NVML cannot list: $(next_step 0)"
 done
+# every process here holds GPU 1's node too, so each may be its live job: only a link by
+# number names one, and the dead job's setsid workers have none (docs/verdicts.md)
+never_attributed "${D[@]}"
+if [ -n "${GV_IN_PIDNS:-}" ]; then # the dead PID may as well be out of sight there (as in 5.)
+        assert_eq "$(verdict 0)" invisible-here "GPU 0 verdict while GPU 1 gives no process list"
+else
+        assert_eq "$(verdict 0)" stale-owner "GPU 0 verdict while GPU 1 gives no process list"
+        finding_text 0 | grep -q "^GPU 1 gives no process list and 4 unlinked CUDA processes hold its node too: each may be that GPU's live job" ||
+                fail "GPU 0's stale-owner says why no rule names its CUDA processes: $(finding_text 0)"
+fi
 plan_rc
 assert_eq "$(targets)" "" "no default target while a GPU gives no process list"
 "$GV_BIN" sim set "$SIM" notsup=none >/dev/null
+# the list back: the dead job's workers are GPU 0's orphans
+scan_rc
+assert_eq "$(verdict 0)" orphaned-holders "GPU 0 verdict once GPU 1 gives its list"
+assert_eq "$(attributed 0)" "$(sorted "${D[@]}")" "GPU 0: the dead job's workers"
 kill_wait "${D[@]}" "${LIVE[@]}"
 
 note "11. --gpu selects one GPU, --pid names a process tied to another: shown under its own GPU"

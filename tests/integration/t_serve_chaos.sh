@@ -253,9 +253,13 @@ track "$SAMPLER"
 # truth_of GPU: "ghost" when a job on it lost its owner and a holder of its description
 # lives in the dead owner's process group (a link by number: the verdict must be
 # orphaned-holders); "ghost-weak" when the job's live holders are all outside it (a
-# launcher's workers, setsid workers, unrelated processes holding a passed description:
-# linked as orphans or by description family, or by nothing — the dead owner's group is
-# gone with it — and then named under stale-owner, docs/verdicts.md); else "clean"
+# launcher's workers, setsid workers, unrelated processes holding a passed description):
+# linked by description family or as orphans, so orphaned-holders too — unless another GPU
+# gives no process list (listless_besides): every process here holds every GPU's node, so
+# each may be that GPU's live job, only a link by number names it (docs/verdicts.md,
+# "Description families") and the verdict is stale-owner, naming the GPU (in a PID
+# namespace, where the dead PID may be out of sight, invisible-here or unattributed-live);
+# else "clean"
 truth_of() {
         local j p t=clean
         for ((j = 0; j < NJ; j++)); do
@@ -267,6 +271,14 @@ truth_of() {
                 done
         done
         echo "$t"
+}
+listless_besides() { # GPU: another GPU that gives no process list now (a notsup fault), or fail
+        local f
+        [ "$NFAULTS" = 0 ] && return 1
+        for f in "${!FAULT_ON[@]}"; do
+                [[ $f == notsup=*:processes && ${f#notsup=} != "$1:"* ]] && { f=${f#notsup=}; echo "${f%%:*}"; return 0; }
+        done
+        return 1
 }
 jobs_of() { # GPU: each job on it, its owner dead or alive, its processes alive
         local j p
@@ -282,7 +294,7 @@ shape_of() { _gv_stat "$1" && echo "ppid ${_GV_ST[1]} pgid ${_GV_ST[2]} sid ${_G
 alive_set() { local p; for p in "${!PROC_JOB[@]}"; do is_dead "$p" || echo "$p"; done | sort | tr '\n' ' '; }
 CHECKED=0 CHECK_SKIPPED=0 UNKNOWN_SEEN=0
 settle_check() {
-        local t0 a0 a1 g truth verdict ok i body epoch
+        local t0 a0 a1 g truth verdict ok i body epoch blind
         t0=$(date +%s)
         a0=$(alive_set)
         # three collections that started after the last change
@@ -307,7 +319,16 @@ settle_check() {
                 elif fault_on_gpu "$g" gpu_lost || fault_on_gpu "$g" gpu_lost_handle; then ok="gpu-lost"
                 elif fault_on_gpu "$g" notsup; then ok="-"
                 elif [ "$truth" = ghost ]; then ok="orphaned-holders"
-                elif [ "$truth" = ghost-weak ]; then ok="orphaned-holders stale-owner"
+                elif [ "$truth" = ghost-weak ] && blind=$(listless_besides "$g"); then
+                        ok="stale-owner"
+                        # in a PID namespace the dead PID may as well be out of sight: its bytes
+                        # stay unattributed (docs/verdicts.md, the ledger)
+                        [ -z "${GV_IN_PIDNS:-}" ] || ok="invisible-here unattributed-live"
+                        [ "$verdict" != stale-owner ] ||
+                                jq -e --arg e "GPU $blind gives no process list" ".gpus[] | select(.index == $g) |
+                                        .findings[0].evidence | any(contains(\$e))" <<<"$body" >/dev/null ||
+                                fail "GPU $g: stale-owner beside GPU $blind without a list does not say why: $(jq -c ".gpus[] | select(.index == $g) | .findings[0]" <<<"$body")"
+                elif [ "$truth" = ghost-weak ]; then ok="orphaned-holders"
                 else
                         ok="ok"
                         # a slow teardown in progress is right to call freeing

@@ -1148,6 +1148,72 @@ static void test_long_texts_arrive_whole(void **state)
         facts_destroy(f);
 }
 
+static void test_orphan_beside_gpu_without_list(void **state)
+{
+        (void)state;
+        /* a launcher's job (31000, alive, holds nothing) on GPU 0: its owner 31300 killed, its
+         * worker 31301 reparented, in the launcher's group; GPU 1 gives no process list */
+        struct facts *f = facts_new(2, true, 0);
+        gpu_used(f, 0, 2 * GIB);
+        nvml_proc(f, 0, 31300, 2 * GIB);
+        struct host_proc w = proc(31301, 1, 31000, 31000, 'S', "pt_data_worker");
+        cuda_nodes(&w, 2);
+        holder(f, w);
+        leader(f, 31000, true);
+        family(f, 31301, 1);
+        f->gpu->gpus[1].procs_known = false;
+        gpu_info_add_error(&f->gpu->gpus[1], "processes", 3, "Not Supported");
+        finish(f, NULL, 0);
+        struct scan_result *r = build(f, f);
+        /* the worker may be GPU 1's live job: only a link by number names it, and it has none */
+        assert_false(attributed(r, 0, 31301));
+        assert_string_equal(verdict(r, 0), "stale-owner");
+        assert_string_equal(verdict(r, 1), "unknown");
+        const struct finding *fd = main_finding(r, 0);
+        assert_int_equal(fd->confidence, CONF_MEDIUM);
+        assert_non_null(strstr(fd->summary, "1 CUDA process holds the GPU with no link to it"));
+        assert_true(any_text(fd, "GPU 1 gives no process list and 1 unlinked CUDA process holds its node too: "
+                                 "each may be that GPU's live job"));
+        assert_true(any_text(fd, "PID 31301 (pt_data_worker) holds /dev/nvidia0 and nvidia-uvm with no link"));
+        assert_null(strstr(fd->next_step, "--gpu-reset"));
+        assert_non_null(strstr(fd->next_step, "reclaim --gpu 0 --pid"));
+        scan_result_free(r);
+
+        /* GPU 1's list back: the worker's family is free, the only one for the only dead owner
+         * (not a default target: its group's leader lives) */
+        f->gpu->gpus[1].procs_known = true;
+        r = build(f, f);
+        assert_string_equal(verdict(r, 0), "orphaned-holders");
+        assert_int_equal(attr_of(r, 0, 31301)->link, LINK_ELIMINATION);
+        assert_int_equal(attr_of(r, 0, 31301)->confidence, CONF_MEDIUM);
+        assert_false(attr_of(r, 0, 31301)->proof);
+        assert_false(any_text(main_finding(r, 0), "gives no process list"));
+        assert_string_equal(verdict(r, 1), "ok");
+        scan_result_free(r);
+
+        /* its parent alive (a descriptor taken by a process of the launcher's): a candidate by
+         * the orphan rule, and again none while GPU 1 gives no list */
+        f->host->holders[0].ppid = 31000;
+        r = build(f, f);
+        assert_string_equal(verdict(r, 0), "orphaned-holders");
+        assert_int_equal(attr_of(r, 0, 31301)->link, LINK_ORPHAN);
+        assert_int_equal(attr_of(r, 0, 31301)->confidence, CONF_LOW);
+        scan_result_free(r);
+        f->gpu->gpus[1].procs_known = false;
+        r = build(f, f);
+        assert_string_equal(verdict(r, 0), "stale-owner");
+        assert_true(any_text(main_finding(r, 0), "GPU 1 gives no process list"));
+        scan_result_free(r);
+        /* in a PID namespace the dead PID may be out of sight: nothing points to its death */
+        f->host->initial_pidns = false;
+        r = build(f, f);
+        assert_string_equal(verdict(r, 0), "invisible-here");
+        assert_false(r->gpus[0].ghost_confirmed);
+        scan_result_free(r);
+        free(f->gpu->gpus[1].errors);
+        facts_destroy(f);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -1183,6 +1249,7 @@ int main(void)
                 cmocka_unit_test(test_mig_instances),
                 cmocka_unit_test(test_live_owner_unreadable_to_user),
                 cmocka_unit_test(test_unlinked_cuda_holder_is_never_nothing),
+                cmocka_unit_test(test_orphan_beside_gpu_without_list),
                 cmocka_unit_test(test_zombie_owner_children),
                 cmocka_unit_test(test_long_texts_arrive_whole),
         };
