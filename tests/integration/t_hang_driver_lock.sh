@@ -18,7 +18,8 @@ note "the stuck caller: a snapshot whose call on GPU 1 hangs, holding the driver
 GHOSTVRAM_SIM="$SIM" "$GV_BIN" snapshot --call-timeout 600s >/dev/null 2>&1 &
 stuck=$!
 track "$stuck"
-lock_held() { ! flock -n "$SIM/driver/api.lock" true; }
+# (the lock file is made by the first call that takes it: until then nothing holds it)
+lock_held() { [ -e "$SIM/driver/api.lock" ] && ! flock -n "$SIM/driver/api.lock" true; }
 wait_until 30 lock_held || fail "the stuck caller never took the driver's lock"
 
 grep -q "^  a hung call holds the driver's API lock (every later NVML call waits behind it): held now$" \

@@ -309,7 +309,7 @@ static void test_recent_xid(void **state)
         assert_int_equal(d->level, DOCTOR_UNKNOWN);
         assert_string_equal(d->evidence, f.kernel_error);
         assert_int_equal(doctor_exit_status(&f, v, n), 0);
-        free(v);
+        doctor_findings_free(v, n);
 
         f.kernel_read = true;
         f.kernel = &ev;
@@ -330,13 +330,13 @@ static void test_recent_xid(void **state)
                 }
                 assert_int_equal(warned, 1);
                 assert_int_equal(doctor_exit_status(&f, v, n), 1);
-                free(v);
+                doctor_findings_free(v, n);
         }
         f.xid_window_s = 2;
         two[1].status = GPU_OK;
         assert_int_equal(doctor_run(&f, &v, &n), 0);
         assert_int_equal(doctor_exit_status(&f, v, n), 0);
-        free(v);
+        doctor_findings_free(v, n);
 }
 
 static void test_prevention(void **state)

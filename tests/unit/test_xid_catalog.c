@@ -301,7 +301,7 @@ static void test_recent_worst(void **state)
         g.index = 1;
         snprintf(g.pci_bus_id, sizeof(g.pci_bus_id), "0000:43:00.0");
         const char *b1 = "0000:43:00.0", *b0 = "0000:1b:00.0";
-        struct xid_recent x;
+        struct xid_recent x = { 0 };
         struct xid_event load = ev_at(XID_KIND_DRIVER_LOAD, XID_NONE, 10, 3600, "");
         struct {
                 const char *what;
@@ -339,6 +339,7 @@ static void test_recent_worst(void **state)
                 if (x.event->xid != cases[i].want_xid || x.severity != cases[i].sev || x.age_s < cases[i].age - 0.01 ||
                     x.age_s > cases[i].age + 0.01)
                         fail_msg("%s: Xid %d severity %d age %.2f", cases[i].what, x.event->xid, x.severity, x.age_s);
+                xid_recent_clear(&x);
         }
         /* the words: the event, its age, and what to do (reboot after a 79, the reset command after a 48) */
         struct xid_event e[2] = { load, ev_at(XID_KIND_XID, 79, 20, 5, b1) };
@@ -346,14 +347,17 @@ static void test_recent_worst(void **state)
         assert_string_equal(x.summary, "Xid 79 (GPU has fallen off the bus) 5 s ago");
         assert_string_equal(x.next_step, "drain the node and reboot it; a GPU reset does not bring back GPU 1 "
                                          "(`ghostvram xid explain 79`)");
+        xid_recent_clear(&x);
         e[1] = ev_at(XID_KIND_XID, 48, 20, 300, b1);
         assert_true(xid_recent_worst(e, 2, &g, false, "0000:43:00.0", NOW, 600, &x));
         assert_string_equal(x.summary, "Xid 48 (Double-bit ECC error) 5 min ago");
         assert_non_null(strstr(x.next_step, "`sudo nvidia-smi --gpu-reset -i 0000:43:00.0`"));
+        xid_recent_clear(&x);
         /* by index when the log is this host's; a time-less event cannot be placed */
         e[1] = ev_at(XID_KIND_XID, 79, 20, 5, "");
         e[1].gpu_index = 1;
         assert_true(xid_recent_worst(e, 2, &g, true, "0000:43:00.0", NOW, 600, &x));
+        xid_recent_clear(&x);
         assert_false(xid_recent_worst(e, 2, &g, false, "0000:43:00.0", NOW, 600, &x));
         e[1].time_known = false;
         assert_false(xid_recent_worst(e, 2, &g, true, "0000:43:00.0", NOW, 600, &x));
