@@ -115,9 +115,11 @@ GHOSTVRAM_SIM="$SIM" "$GV_BIN" experiment --gpu 1 --mib 512 --workers 2 --wait 4
         >"$GV_TMP/stop.json" 2>"$GV_TMP/err" &
 BG=$!
 track "$BG"
-for _ in $(seq 600); do pgrep -f "^ghostvram reclaim --yes --json --gpu 1 " >/dev/null && break; sleep 0.05; done
+# this experiment's own reclaim (its child): another test's, in another PID namespace, matches too
+RPID=""
+for _ in $(seq 600); do RPID=$(pgrep -P "$BG" -f "^ghostvram reclaim --yes --json --gpu 1 " || true); [ -z "$RPID" ] || break; sleep 0.05; done
 for _ in $(seq 600); do pgrep -f "gv-simcuda --dir $SIM --gpu 1" >/dev/null || break; sleep 0.05; done
-pgrep -f "^ghostvram reclaim --yes --json --gpu 1 " >/dev/null || fail "reclaim is not waiting for the memory"
+[ -n "$RPID" ] && kill -0 "$RPID" 2>/dev/null || fail "reclaim is not waiting for the memory"
 kill -TERM "$BG"
 RC=0
 wait "$BG" || RC=$?
@@ -126,7 +128,7 @@ E=$(cat "$GV_TMP/stop.json")
 assert_eq "$(jq -r '.runs[0].after_reclaim.reclaim_exit_status' <<<"$E")" 143 "reclaim was stopped too"
 assert_eq "$(jq -r '[.runs[0].after_reclaim.reclaim_actions[].result] | join(",")' <<<"$E")" terminated,terminated \
         "what reclaim did"
-pgrep -f "^ghostvram reclaim --yes --json --gpu 1 " >/dev/null && fail "reclaim still runs"
+! kill -0 "$RPID" 2>/dev/null || fail "reclaim still runs"
 set +e
 GHOSTVRAM_SIM="$SIM" timeout 30 "$GV_BIN" experiment --gpu 0 --mib 64 --workers 1 --wait 20s >"$GV_TMP/stop.txt" 2>&1 &
 BG=$!

@@ -36,9 +36,16 @@ epilog() {
         EPI=$!
         track "$EPI"
 }
+ours() { # the reclaims on this test's host (the pidns twin runs the same binary on its own)
+        local p
+        for p in $(pgrep -f "$GV_BIN reclaim --gpu 1" || true); do
+                tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "GHOSTVRAM_SIM=$SIM" && echo "$p"
+        done
+        return 0
+}
 reclaim_gone() { # the reclaim the Epilog started (in timeout's process group) has ended
-        for _ in $(seq 600); do pgrep -f "$GV_BIN reclaim --gpu 1" >/dev/null || return 0; sleep 0.1; done
-        fail "reclaim still runs: $(pgrep -af "$GV_BIN reclaim")"
+        for _ in $(seq 600); do [ -z "$(ours)" ] && return 0; sleep 0.1; done
+        fail "reclaim still runs: $(ours)"
 }
 
 note "A. the Epilog killed as slurmd kills it at its time limit: the log keeps what reclaim did"
