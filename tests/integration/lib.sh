@@ -51,9 +51,15 @@ _gv_kill_group() {
         return 0
 }
 
+# gv_on_exit CMD: run CMD (a string for eval) at exit, before the tracked processes are ended;
+# the script's exit status is kept whatever CMD returns (a test's own trap calling gv_cleanup
+# after a command of its own would exit with that command's status: a failure passing).
+GV_EXIT_HOOKS=()
+gv_on_exit() { GV_EXIT_HOOKS+=("$1"); }
 gv_cleanup() {
         local rc=$?
         local p f e pid start lstart fstart
+        for e in "${GV_EXIT_HOOKS[@]}"; do eval "$e" || true; done
         for e in "${GV_GROUPS[@]}"; do
                 IFS=: read -r pid lstart fstart <<<"$e"
                 _gv_kill_group "$pid" "$lstart" "$fstart" || true

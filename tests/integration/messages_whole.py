@@ -48,11 +48,23 @@ def sentences_json(v):
 
 
 def read_json(path):
+    """The document(s) of a .json output: one, or one a line; none, or a cut one, fails."""
     text = open(path, encoding="utf-8", errors="replace").read()
     try:
         return [json.loads(text)]
     except ValueError:
-        return [json.loads(l) for l in text.splitlines() if l.strip().startswith("{")]
+        pass
+    docs = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip().startswith("{"):
+            continue
+        try:
+            docs.append(json.loads(line))
+        except ValueError as e:
+            sys.exit("%s:%d: not a whole JSON document (%s)" % (path, n, e))
+    if not docs:
+        sys.exit("%s: no JSON document" % path)
+    return docs
 
 
 LABEL = re.compile(r'[a-zA-Z_]+="((?:[^"\\]|\\.)*)"')

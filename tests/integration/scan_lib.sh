@@ -54,6 +54,7 @@ replay_agrees_scan() {
         local a b
         a=$(scan_digest <<<"$BUNDLE_LIVE") || fail "the recorded scan's document: $BUNDLE_LIVE"
         b=$(scan_digest <<<"$rep") || fail "the replayed scan's document: $rep"
+        [ -n "$a" ] && [ -n "$b" ] || fail "no scan document to compare (live: '$BUNDLE_LIVE', replayed: '$rep')"
         [ "$a" = "$b" ] || fail "the scan replayed from $BUNDLE does not answer as the live one: $(diff <(echo "$a") <(echo "$b"))"
 }
 # replay_agrees_plan [RECLAIM-ARGS...]: reclaim's plan from the bundle recorded just before the
@@ -63,15 +64,21 @@ replay_agrees_plan() {
         for x in "$@"; do
                 if [ "$skip" = 1 ]; then skip=0; continue; fi
                 case "$x" in
-                --yes) ;;
+                --yes | -y | --grace=* | --wait=*) ;;
                 --grace | --wait) skip=1 ;;
                 *) args+=("$x") ;;
                 esac
         done
+        local rrc
         set +e
         rep=$("${PFX[@]}" "$GV_BIN" reclaim --json --confirm 300ms --from-bundle "$BUNDLE" "${args[@]}")
+        rrc=$?
         set -e
+        assert_eq "$rrc" "$PRC" "exit status of reclaim's plan replayed from its bundle"
         local a b
+        # an error document has no plan: its digest would be an empty plan's, agreeing with any
+        jq -e 'has("plan")' <<<"$R" >/dev/null || fail "the live reclaim's document has no plan: $R"
+        jq -e 'has("plan")' <<<"$rep" >/dev/null || fail "the reclaim replayed from $BUNDLE has no plan: $rep"
         a=$(plan_digest <<<"$R") || fail "the live plan's document: $R"
         b=$(plan_digest <<<"$rep") || fail "the replayed plan's document: $rep"
         [ "$a" = "$b" ] || fail "reclaim's plan from $BUNDLE is not the live one: $(diff <(echo "$a") <(echo "$b"))"

@@ -11,7 +11,7 @@ command -v tmux >/dev/null || fail "tmux is missing (Debian package tmux)"
 # the server's socket in this run's directory ($$ is 1 in every PID namespace: a name made of
 # it would be the same for runs side by side)
 SOCK=$GV_TMP/tmux.sock
-trap 'rc=$?; tmux -S "$SOCK" kill-server 2>/dev/null; (exit $rc); gv_cleanup' EXIT
+gv_on_exit 'tmux -S "$SOCK" kill-server 2>/dev/null'
 
 sim_new --gpus 2
 sim_run --gpu 0 --mib 4096 --workers 2

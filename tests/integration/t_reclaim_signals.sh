@@ -72,6 +72,7 @@ note "--json: one document at the end, also after SIGHUP (exit 129)"
 ghost 2
 start "$GV_BIN" --yes --json --grace 2s
 for _ in $(seq 300); do [ "$(used 2)" -lt $((1024 * MIB)) ] && break; sleep 0.05; done
+[ "$(used 2)" -lt $((1024 * MIB)) ] || fail "no worker ended before the SIGHUP"
 sleep 0.5
 stop HUP
 assert_eq "$RC" 129 "exit status after SIGHUP"

@@ -45,7 +45,7 @@ chaos_keep() {
         cp "$L" "${SERVE_OUT:-/dev/null}" "${W_OUT:-/dev/null}" "${W_ERR:-/dev/null}" "${SCRAPES:-/dev/null}" \
                 "${SAMPLES:-/dev/null}" "$GV_CHAOS_KEEP/" 2>/dev/null || true
 }
-trap '_rc=$?; chaos_keep; (exit $_rc); gv_cleanup' EXIT
+gv_on_exit chaos_keep
 sim_new --gpus 4 --memory 16384 --reserved 512
 L=$GV_TMP/chaos.log # what the test did, one line an event, with its wall time in ms
 log() { echo "$(now_ms) $*" >>"$L"; }
@@ -467,6 +467,7 @@ heals=$(grep -c '"event":"reclaim"' "$W_OUT" || true)
 echo "chaos: $CYCLES cycles, $NJ jobs, $(grep -c ' fault on ' "$L" || true) faults set," \
      "$(grep -c ' pass job .* to ' "$L" || true) descriptions passed, $heals heals"
 echo "chaos: $n scrapes, slowest $slowest s; settle checks $CHECKED (skipped $CHECK_SKIPPED, unknown verdicts $UNKNOWN_SEEN)"
+[ "$CHECKED" -ge 1 ] || fail "no settle check judged the verdicts (skipped $CHECK_SKIPPED): the truth was never compared"
 figures() { # WHO: threads max, descriptors max, RSS first/max/last, anonymous RSS max
         awk -v w="$1" '$2 == w { if (!n++) r0 = $5; if ($3 > t) t = $3; if ($4 > f) f = $4; if ($5 > r) r = $5; rl = $5
                                  if ($6 > a) a = $6 }

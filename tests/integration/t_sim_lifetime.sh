@@ -78,7 +78,7 @@ ctl_ino=$(stat -Lc '%d:%i' "$SIM/dev/nvidiactl")
 for f in /proc/"$wt"/fd/*; do
         [ "$(stat -Lc '%d:%i' "$f" 2>/dev/null)" != "$ctl_ino" ] || fail "the watcher holds nvidiactl as $(readlink "$f")"
 done
-ls -l "/proc/$wt/fd" | grep -q "anon_inode:inotify" || fail "the watcher does not watch nvidiactl with inotify"
+grep -q "anon_inode:inotify" <<<"$(ls -l "/proc/$wt/fd")" || fail "the watcher does not watch nvidiactl with inotify"
 GHOSTVRAM_SIM="$SIM" "$GV_BIN" snapshot --json >"$GV_TMP/snap.json"
 jq -e --argjson w "$wt" '[.holders[] | select(.pid == $w)] | length == 0' "$GV_TMP/snap.json" >/dev/null ||
         fail "snapshot lists the teardown watcher as a holder"

@@ -24,7 +24,7 @@
 . "$(dirname "$0")/slurm_lib.sh"
 : "${GV_SRC:?GV_SRC must name the source tree}"
 [ "$(id -u)" -eq 0 ] || fail "needs root: slurmd runs the jobs and the Epilog as root"
-trap 'slurm_stop; gv_cleanup' EXIT
+gv_on_exit slurm_stop
 DS="$GV_SRC/deploy/slurm"
 T0=$SECONDS
 
@@ -195,7 +195,7 @@ JID=$((900000 + SL_ID % 90000)) # a job number this Slurm never reaches
 # a cgroup of this run's own ($$ is 1 in every PID namespace: the name of $GV_TMP tells runs apart)
 CGBASE="$CG2/gv-slurm.${GV_TMP##*/}"
 CGJOB="$CGBASE/job_$JID"
-trap 'for _ in $(seq 50); do rmdir "$CGJOB" "$CGBASE" 2>/dev/null; [ -d "$CGBASE" ] || break; sleep 0.1; done; slurm_stop; gv_cleanup' EXIT
+GV_EXIT_HOOKS=('for _ in $(seq 50); do rmdir "$CGJOB" "$CGBASE" 2>/dev/null; [ -d "$CGBASE" ] || break; sleep 0.1; done' slurm_stop)
 mkdir -p "$CGJOB" || fail "cannot create a cgroup under $CG2"
 settings ""
 sim_run --gpu 1 --mib 2048 --workers 2

@@ -16,7 +16,7 @@ kill_wait "$OWNER"
 W1=${WORKERS[0]} W2=${WORKERS[1]}
 
 TM=(tmux -u -S "$GV_TMP/tmux.sock" -f /dev/null)  # -u: the panes are UTF-8
-trap 'rc=$?; "${TM[@]}" kill-server 2>/dev/null; (exit $rc); gv_cleanup' EXIT
+gv_on_exit '"${TM[@]}" kill-server 2>/dev/null'
 
 # top_session NAME COLS ROWS ENV...: run top in a tmux session; when it ends the pane records
 # its exit status and the terminal's modes in $GV_TMP/NAME.rc, then NAME.stty (renamed into

@@ -266,7 +266,8 @@ static void test_long_fix_arrives_whole(void **state)
                 size_t ticks = 0;
                 for (const char *c = strstr(f, named); *c; c++)
                         ticks += *c == '`';
-                seen = ticks >= 2 && ticks % 2 == 0 && f[strlen(f) - 1] == '`';
+                assert_true(ticks >= 2 && ticks % 2 == 0 && f[strlen(f) - 1] == '`');
+                seen = true;
         }
         assert_true(seen);
         escalate_report_clear(&w->out);
