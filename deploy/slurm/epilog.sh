@@ -28,15 +28,14 @@ gv_stopped() {
 # ("LABEL: line"). GV_OUT: the whole output, GV_RC: its exit status (124: the time limit).
 shopt -s lastpipe
 gv_reclaim() {
-        local label=$1 line mark=$'\x01rc='
+        local label=$1 line rc mark=$'\x01rc='
         shift
         GV_OUT="" GV_RC=""
-        { gv_bounded "$limit" "$GHOSTVRAM" reclaim "$@" 2>&1; echo "$mark$?"; } | while :; do
-                if ! IFS= read -r line; then
-                        # a trapped stop signal interrupts read: go on until reclaim's last line
-                        [ $? -gt 128 ] && continue
-                        break
-                fi
+        # the left side outlives a stop signal (a subshell drops our traps) to say reclaim's
+        # status; reclaim, exec'd, gets the signal's default and stops with its report
+        { trap : TERM INT HUP; gv_bounded --foreground "$limit" "$GHOSTVRAM" reclaim "$@" 2>&1; echo "$mark$?"; } | while :; do
+                # a trapped stop signal interrupts read (status above 128): go on until the last line
+                IFS= read -r line || { rc=$?; [ "$rc" -gt 128 ] && continue; break; }
                 case $line in
                 "$mark"*) GV_RC=${line#"$mark"} ;;
                 "") ;;

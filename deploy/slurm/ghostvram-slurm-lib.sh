@@ -40,14 +40,18 @@ gv_log() {
 # Seconds left of GV_TIME_LIMIT.
 gv_left() { echo $((GV_TIME_LIMIT - (SECONDS - GV_START))); }
 
-# gv_bounded SECONDS CMD...: CMD under timeout(1), never past the time limit. 124: out of time.
+# gv_bounded [--foreground] SECONDS CMD...: CMD under timeout(1), never past the time limit.
+# 124: out of time. --foreground keeps CMD in our process group, so that the SIGTERM slurmd
+# sends the group at its time limit reaches CMD too (timeout alone makes a group of its own).
 gv_bounded() {
-        local s=$1 left
+        local s left fg=()
+        [ "$1" = --foreground ] && fg=(--foreground) && shift
+        s=$1
         shift
         left=$(($(gv_left) - 1))
         [ "$s" -gt "$left" ] && s=$left
         [ "$s" -ge 1 ] || return 124
-        timeout -k 2 "$s" "$@"
+        timeout "${fg[@]}" -k 2 "$s" "$@"
 }
 
 # Seconds of a duration written as ghostvram takes it (5s, 500ms, 1m, 2).

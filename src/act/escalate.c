@@ -170,7 +170,7 @@ int escalate_reset_check(const struct scan_result *r, const struct escalate_rese
                         continue;
                 if (h && host_report_find(h, (pid_t)ow->pid))
                         continue; /* named above */
-                REFUSE(out, "NVML lists PID %u on GPU %u (%s)", ow->pid, o->gpu, ow->why);
+                REFUSE(out, "NVML lists PID %u on GPU %u (%s)", ow->pid, o->gpu, str_or_empty(ow->why));
                 FIX(out, "end PID %u's job first", ow->pid);
         }
         if (g->persistence == 1) {

@@ -773,10 +773,8 @@ fail:
         return e;
 }
 
-void reclaim_plan_free(struct reclaim_plan *p)
+void reclaim_plan_clear(struct reclaim_plan *p)
 {
-        if (!p)
-                return;
         for (size_t i = 0; i < p->n_targets; i++) {
                 free(p->targets[i].why);
                 free(p->targets[i].warning);
@@ -785,6 +783,18 @@ void reclaim_plan_free(struct reclaim_plan *p)
                 free(p->skipped[i].reason);
         free(p->targets);
         free(p->skipped);
+        p->targets = NULL;
+        p->skipped = NULL;
+        p->n_targets = p->n_skipped = 0;
+        for (size_t g = 0; g < p->n_gpus; g++)
+                p->gpus[g].n_targets = 0;
+}
+
+void reclaim_plan_free(struct reclaim_plan *p)
+{
+        if (!p)
+                return;
+        reclaim_plan_clear(p);
         free(p->gpus);
         free(p);
 }

@@ -169,6 +169,8 @@ struct reclaim_plan {
 /* Build the plan. Returns 0 and *ret (free with reclaim_plan_free) or -ENOMEM. */
 int reclaim_plan_build(const struct scan_result *r, const struct reclaim_plan_opts *o, struct reclaim_plan **ret);
 void reclaim_plan_free(struct reclaim_plan *p);
+/* Empty p of its targets and skipped entries (their sentences freed), its GPUs kept. */
+void reclaim_plan_clear(struct reclaim_plan *p);
 
 /* Is p protected whatever the options say (PID 1, kernel thread, ghostvram or an ancestor),
  * or by name/policy? Returns the rule (RECLAIM_TARGET when none) and a sentence in *why (a heap

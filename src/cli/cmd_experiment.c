@@ -276,8 +276,11 @@ static void open_pidfds(const struct reclaim_sys *s, struct exp_run *run)
 }
 
 /* Stop every process of the run (through pidfds) and reap the one that is our child. */
-static void stop_job(const struct reclaim_sys *s, struct exp_run *run)
+/* SIGKILL to every process the run started; returns how many were not seen to end within 2 s
+ * each (a task in D state ends only when its driver call returns). */
+static unsigned stop_job(const struct reclaim_sys *s, struct exp_run *run)
 {
+        unsigned left = 0;
         for (unsigned i = 0; i < run->n_pidfds; i++)
                 if (run->pidfds[i] >= 0)
                         s->send_signal(s->ctx, run->pidfds[i], SIGKILL);
@@ -286,6 +289,7 @@ static void stop_job(const struct reclaim_sys *s, struct exp_run *run)
                         continue;
                 bool gone = false;
                 s->wait_exit(s->ctx, &run->pidfds[i], 1, &gone, 2000);
+                left += !gone;
                 s->close_fd(s->ctx, run->pidfds[i]);
                 run->pidfds[i] = -1;
         }
@@ -293,6 +297,7 @@ static void stop_job(const struct reclaim_sys *s, struct exp_run *run)
                 while (waitpid(run->owner, NULL, 0) < 0 && errno == EINTR)
                         ;
         run->owner_is_child = false;
+        return left;
 }
 
 static void read_kernel(const struct exp_opts *o, struct xid_list *out, bool *ret_ok)
@@ -726,6 +731,7 @@ static int experiment_main(int argc, char **argv)
                 return EXIT_INCOMPLETE;
         int status = EXIT_OK;
         size_t done = 0;
+        unsigned left = 0;      /* processes it started that did not end when stopped */
         char err[320] = "";
         for (unsigned i = 0; i < o.repeat && !stop_requested; i++) {
                 struct exp_run *run = &runs[i];
@@ -734,7 +740,7 @@ static int experiment_main(int argc, char **argv)
                 if (!o.c.json)
                         fprintf(stderr, "run %u/%u ...\n", i + 1, o.repeat);
                 int r = one_run(&o, &sys, &go, run, err, sizeof(err));
-                stop_job(&sys, run);
+                left += stop_job(&sys, run);
                 if (r < 0 && stop_requested)
                         break; /* stopped while the job started: nothing was measured */
                 if (r < 0) {
@@ -764,11 +770,13 @@ static int experiment_main(int argc, char **argv)
                         table(&o, runs, complete);
                 }
                 if (stop_requested)
-                        printf("%sStopped by %s %s: %zu of %u run%s done; every process the experiment started "
-                               "was stopped.\n",
-                               complete ? "\n" : "", stopsig_name(stop_requested),
+                        printf("%sStopped by %s %s: %zu of %u run%s done; %s.\n", complete ? "\n" : "",
+                               stopsig_name(stop_requested),
                                done > complete ? "during a run (not counted)" : "between runs", complete, o.repeat,
-                               o.repeat == 1 ? "" : "s");
+                               o.repeat == 1 ? "" : "s",
+                               left ? "some processes the experiment started did not end within 2 s of their SIGKILL "
+                                      "(in D state?)"
+                                    : "every process the experiment started was stopped");
         }
         fflush(stdout);
         for (size_t i = 0; i < o.repeat; i++) {

@@ -224,8 +224,7 @@ static void stopped_before_acting(struct reclaim_report *rep)
 }
 
 /* Stopped while acting: what ended, and the PIDs left (each one's line above says how). */
-static void stopped_acting(struct reclaim_report *rep, const struct reclaim_action *acts, size_t n, size_t ended,
-                           double after_s)
+static void stopped_acting(struct reclaim_report *rep, const struct reclaim_action *acts, size_t n, double after_s)
 {
         stopped(rep, after_s);
         struct buf left = BUF_INIT(4096);
@@ -235,6 +234,7 @@ static void stopped_acting(struct reclaim_report *rep, const struct reclaim_acti
                         buf_printf(&left, "%s%d", n_left > 1 ? ", " : "", (int)acts[i].pid);
         if (n_left > 8)
                 buf_printf(&left, " and %zu more", n_left - 8); /* the actions list them all */
+        size_t ended = n - n_left;
         str_setf(&rep->summary, "Stopped by %s %.3g s after the first signal: %zu of %zu process%s ended%s%s; no signal was sent "
                  "after the stop.",
                  stopsig_name(rep->stopped), after_s, ended, n, n == 1 ? "" : "es", n_left ? "; left: PID " : "",
@@ -729,7 +729,7 @@ replan:
         if (!x->acting && !o->dry_run && !o->c.json && !o->c.from_bundle && !foreign && isatty(STDIN_FILENO) &&
             isatty(STDOUT_FILENO)) {
                 reclaim_text(stdout, rep, o->c.verbose);
-                rep->n_notes = 0;
+                reclaim_report_clear_notes(rep);
                 char q[128];
                 snprintf(q, sizeof(q), "Send SIG%s to these %zu process%s now?", reclaim_signal_name(o->signal),
                          plan->n_targets, plan->n_targets == 1 ? "" : "es");
@@ -760,7 +760,7 @@ replan:
                         rep->plan = NULL;
                         reclaim_plan_free(plan);
                         plan = NULL;
-                        rep->n_notes = 0;
+                        reclaim_report_clear_notes(rep);
                         x->acting = true;
                         rep->dry_run = false;
                         goto replan;
@@ -833,7 +833,7 @@ replan:
                 denied += acts[i].result == RECLAIM_RES_NOT_PERMITTED;
         }
         if (stopsig_pending()) {
-                stopped_acting(rep, acts, n_acts, ended, sampler_elapsed(&sm));
+                stopped_acting(rep, acts, n_acts, sampler_elapsed(&sm));
                 goto done;
         }
         for (size_t i = 0; i < n_rec; i++)
@@ -945,15 +945,11 @@ static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
          * that refuse it are the skipped (the GPUs as a default plan sees them) */
         if (!acts || reclaim_plan_build(res, &x->po, &plan) < 0)
                 goto out;
-        free(plan->targets);
-        free(plan->skipped);
-        plan->n_targets = plan->n_skipped = 0;
+        reclaim_plan_clear(plan);
         plan->targets = calloc(np ? np : 1, sizeof(*plan->targets));
         plan->skipped = calloc(np ? np : 1, sizeof(*plan->skipped));
         if (!plan->targets || !plan->skipped)
                 goto out;
-        for (size_t g = 0; g < plan->n_gpus; g++)
-                plan->gpus[g].n_targets = 0;
         /* no process list from the driver: a live owner inside could not be seen */
         bool blind = false;
         for (size_t g = 0; g < res->facts->gpu->n_gpus; g++)
@@ -1066,11 +1062,8 @@ static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
         rep->actions = acts;
         rep->n_actions = np;
         bool back = recovery_all_done(rec, n_rec);
-        size_t gone = 0;
-        for (size_t i = 0; i < np; i++)
-                gone += reclaim_result_ended(acts[i].result);
         if (stopsig_pending())
-                stopped_acting(rep, acts, np, gone, sampler_elapsed(&sm));
+                stopped_acting(rep, acts, np, sampler_elapsed(&sm));
         else if (ci.res.remaining == 0 && back)
                 summary(rep, EXIT_OK, "Memory recovered: cgroup %s is empty.", ci.path);
         else
@@ -1088,7 +1081,7 @@ out:
         sampler_done(&sm);
         free(pids);
         free(rec);
-        free(acts);
+        reclaim_actions_free(acts, np);
         return status;
 }
 
@@ -1287,7 +1280,7 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                                 return -1;
                         o->policy = optarg;
                         continue;
-                case 'J': o->json_stream = true; continue;
+                case 'J': o->json_stream = true; cli_json_lines(); continue; /* also when abbreviated */
                 case 'R': o->reset_gpu = true; continue;
                 case 'U': o->reload_uvm = true; continue;
                 case 'f': o->force = true; continue;

@@ -47,6 +47,16 @@ void gpu_report_free(struct gpu_report *r)
         free(r);
 }
 
+void gpu_info_ref(const struct gpu_info *g, char *out, size_t n)
+{
+        if (g->pci_bus_id[0])
+                snprintf(out, n, "%s", g->pci_bus_id);
+        else if (g->uuid[0])
+                snprintf(out, n, "%s", g->uuid);
+        else
+                snprintf(out, n, "%u", g->index);
+}
+
 void gpu_info_add_error(struct gpu_info *g, const char *query, int nvml_code, const char *message)
 {
         if (g->n_errors >= 16)

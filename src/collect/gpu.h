@@ -162,6 +162,8 @@ int gpu_collect(const struct gpu_opts *o, struct gpu_report **ret);
 void gpu_report_free(struct gpu_report *r);
 
 /* Record a query error on a GPU (capped at 16 per GPU). */
+/* How nvidia-smi -i addresses g: its PCI bus id, else its UUID, else its index. */
+void gpu_info_ref(const struct gpu_info *g, char *out, size_t n);
 void gpu_info_add_error(struct gpu_info *g, const char *query, int nvml_code, const char *message);
 
 /* "0000:3B:00.0" or "00000000:3B:00.0" -> "0000:3b:00.0". Returns 0 or -EINVAL. */

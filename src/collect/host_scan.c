@@ -803,8 +803,9 @@ static void save_maps_line(struct host_ctx *c, const char *line, const struct ho
                 c->smaps.len = 0;       /* the cap: save nothing rather than half */
 }
 
-/* Does a thread of s wait in the nvidia modules? Its wchan, or its kernel stack (root only),
- * names one of their functions. Neither file takes the mmap lock: read on the walking thread. */
+/* Does a thread of s wait in the nvidia modules? Its wchan names one of their functions. wchan
+ * takes no lock (the kernel stack would: exec_update_lock, which a hung exec holds), so it is
+ * read on the walking thread. */
 static bool thread_in_driver(const struct pid_scan *s)
 {
         DIR *d = host_opendirat(s->dfd, "task");
@@ -820,14 +821,10 @@ static bool thread_in_driver(const struct pid_scan *s)
                 int thr = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (thr < 0)
                         continue;
-                static const char *const files[] = { "wchan", "stack" };
-                for (size_t i = 0; !in && i < 2; i++) {
-                        char *data = NULL;
-                        size_t len = 0;
-                        in = read_small(thr, files[i], HOST_CAP_STAT, &data, &len) == 0 && data &&
-                             host_names_driver(data, len);
-                        free(data);
-                }
+                char *data = NULL;
+                size_t len = 0;
+                in = read_small(thr, "wchan", HOST_CAP_STAT, &data, &len) == 0 && data && host_names_driver(data, len);
+                free(data);
                 close(thr);
         }
         closedir(d);
@@ -1292,11 +1289,11 @@ static void compose_limits(struct host_ctx *c, struct host_report *r)
         unsigned drv = c->k.n_maps_timeout_driver, other = c->k.n_maps_timeout - drv;
         if (drv)
                 limit(r, "reading the memory maps of %u %s did not finish within the deadline (the address space "
-                         "is locked by a thread stuck in the driver, its wchan or stack shows): a mapping they hold "
-                         "is not seen", drv, procs(drv));
+                         "stayed locked while a thread of it waits in the driver, its wchan shows: probably stuck "
+                         "there): a mapping they hold is not seen", drv, procs(drv));
         if (other)
                 limit(r, "reading the memory maps of %u %s did not finish within the deadline (the address space "
-                         "stayed locked; no thread of %s waits in the driver): a mapping they hold is not seen",
+                         "stayed locked; no thread of %s was seen in the driver): a mapping they hold is not seen",
                       other, procs(other), other == 1 ? "it" : "them");
         if (c->k.n_maps_changing)
                 limit(r, "the memory maps of %u %s changed during each of %u reads (it maps and unmaps memory "

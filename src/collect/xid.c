@@ -985,7 +985,9 @@ bool xid_recent_worst(const struct xid_event *ev, size_t n, const struct gpu_inf
         xid_event_assess(best.event, &as);
         age_text(best.age_s, age, sizeof(age));
         str_setf(&best.summary, "Xid %d (%s) %s ago", best.event->xid, as.title, age);
-        recent_next_step(&best, g->index, gpu_ref && *gpu_ref ? gpu_ref : g->pci_bus_id);
+        char ref[112];
+        gpu_info_ref(g, ref, sizeof(ref));
+        recent_next_step(&best, g->index, gpu_ref && *gpu_ref ? gpu_ref : ref);
         *ret = best;
         return true;
 }

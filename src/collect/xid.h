@@ -254,9 +254,8 @@ void xid_recent_clear(struct xid_recent *r);
  * is error or critical (xid_event_assess), after the latest driver load in ev (an earlier one
  * is history), and at most window_s old at `now` (epoch seconds; an event without a wall time
  * cannot be placed and does not page). The most severe wins, then the latest. gpu_ref is how
- * nvidia-smi -i names the GPU (its bus id) for the next step. Returns true and fills *ret (its
- * sentences on the heap: xid_recent_clear), or
- * false (window_s <= 0: never). */
+ * nvidia-smi -i names the GPU for the next step (NULL: gpu_info_ref's). Returns true and fills
+ * *ret (its sentences on the heap: xid_recent_clear), or false (window_s <= 0: never). */
 bool xid_recent_worst(const struct xid_event *ev, size_t n, const struct gpu_info *g, bool by_index,
                       const char *gpu_ref, double now, double window_s, struct xid_recent *ret);
 

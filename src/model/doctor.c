@@ -309,7 +309,7 @@ static void check_recent_xid(const struct doctor_facts *f, const struct gpu_info
                 SET(d, next_step, "run as root (`sudo ghostvram doctor`), or read a saved log: `ghostvram xid --kmsg FILE`");
                 return;
         }
-        if (!xid_recent_worst(f->kernel, f->n_kernel, g, f->kernel_this_host, g->pci_bus_id, f->now, f->xid_window_s, &x)) {
+        if (!xid_recent_worst(f->kernel, f->n_kernel, g, f->kernel_this_host, NULL, f->now, f->xid_window_s, &x)) {
                 d = add(l, "recent-xid", DOCTOR_OK, (int)g->index);
                 SET(d, summary, "GPU %u: no Xid of error severity or worse in the last %.0f s (--xid-window)", g->index,
                     f->xid_window_s);

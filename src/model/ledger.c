@@ -238,17 +238,6 @@ static unsigned long long mib(uint64_t b)
         return (unsigned long long)((b + MIB / 2) / MIB);
 }
 
-/* How nvidia-smi -i addresses GPU g: its PCI bus id, else its UUID, else its index — said. */
-static void gpu_ref_of(const struct gpu_info *g, char *out, size_t n)
-{
-        if (g->pci_bus_id[0])
-                snprintf(out, n, "%s", g->pci_bus_id);
-        else if (g->uuid[0])
-                snprintf(out, n, "%s", g->uuid);
-        else
-                snprintf(out, n, "%u", g->index);
-}
-
 /* ---- owners ----------------------------------------------------------------------------- */
 
 /* How NVML-listed process p of GPU g counts. A live owner of g is alive here, not exiting,
@@ -421,10 +410,10 @@ static int attribute_linked(const struct scan_result *res, const struct ledger_o
                                 c = CONF_MEDIUM;
                                 str_setf(&text, "same job as dead PID %d", (int)dead);
                         }
-                        if (kind == LINK_NONE || !text) {
-                                free(text);
+                        if (kind == LINK_NONE)
                                 continue;
-                        }
+                        if (!text)
+                                return -ENOMEM; /* a link without its sentence is not dropped silently */
                         pid_t live = 0;
                         const char *what = NULL;
                         enum job_tie tie = ledger_live_tie(res, hp, NULL, &live, &what);
@@ -765,11 +754,14 @@ static int attribute_free_families(struct scan_result *res, const struct ledger_
                                 best = lo[j].pid;
                 if (!best)
                         continue;
-                str_setf(&text, "likely dead PID %d's: its lowest PID, %d, is the next after it among the dead owners "
-                         "(PID order only)", (int)best, (int)x->min_pid);
+                if (str_setf(&text, "likely dead PID %d's: its lowest PID, %d, is the next after it among the dead "
+                             "owners (PID order only)", (int)best, (int)x->min_pid) < 0) {
+                        r = -ENOMEM;    /* (text keeps the last family's sentence: not to be used) */
+                        break;
+                }
                 for (size_t j = 0; j < nlo && r == 0; j++)
-                        if (!text || (lo[j].pid == best && fam_holds_gpu(h, k, &f->gpu->gpus[lo[j].gpu]) &&
-                            fam_attr(res, o, lo[j].gpu, k, LINK_PID_ORDER, best, false, CONF_LOW, false, text) < 0))
+                        if (lo[j].pid == best && fam_holds_gpu(h, k, &f->gpu->gpus[lo[j].gpu]) &&
+                            fam_attr(res, o, lo[j].gpu, k, LINK_PID_ORDER, best, false, CONF_LOW, false, text) < 0)
                                 r = -ENOMEM;
                 x->done = true;
         }
@@ -990,21 +982,6 @@ static void find_stuck(const struct facts *now, const struct facts *before, cons
 
 /* ---- the kernel's side ---------------------------------------------------------------- */
 
-static bool event_after(const struct xid_event *a, const struct xid_event *b)
-{
-        return xid_event_after(a, b);
-}
-
-static const struct xid_event *driver_load(const struct facts *f)
-{
-        return xid_driver_load(f->kernel.ev, f->kernel.n);
-}
-
-static bool event_on_gpu(const struct facts *f, const struct xid_event *e, const struct gpu_info *g)
-{
-        return xid_event_on_gpu(e, g, f->kernel_this_host);
-}
-
 static void event_when(const struct xid_event *e, char *out, size_t n)
 {
         if (!e->time_known || xid_format_rfc3339(e->time, out, n) < 0)
@@ -1014,13 +991,13 @@ static void event_when(const struct xid_event *e, char *out, size_t n)
 /* The latest Xid 79 / fallen-off-the-bus of GPU g since the driver's load, or NULL. */
 static const struct xid_event *lost_event(const struct facts *f, const struct gpu_info *g, bool *ret_old)
 {
-        const struct xid_event *load = driver_load(f), *lost = NULL;
+        const struct xid_event *load = xid_driver_load(f->kernel.ev, f->kernel.n), *lost = NULL;
         *ret_old = false;
         for (size_t i = 0; i < f->kernel.n; i++) {
                 const struct xid_event *e = &f->kernel.ev[i];
-                if (e->xid != 79 || !event_on_gpu(f, e, g))
+                if (e->xid != 79 || !xid_event_on_gpu(e, g, f->kernel_this_host))
                         continue;
-                if (load && !event_after(e, load)) {
+                if (load && !xid_event_after(e, load)) {
                         *ret_old = true; /* before the current driver load: history */
                         continue;
                 }
@@ -1034,10 +1011,10 @@ static const struct xid_event *lost_event(const struct facts *f, const struct gp
 static void kernel_evidence(const struct facts *f, const struct gpu_ledger *l, const struct gpu_info *g,
                             struct finding *main_fd, struct finding *stuck)
 {
-        const struct xid_event *load = driver_load(f);
+        const struct xid_event *load = xid_driver_load(f->kernel.ev, f->kernel.n);
         for (size_t i = 0; i < f->kernel.n; i++) {
                 const struct xid_event *e = &f->kernel.ev[i];
-                if (!event_on_gpu(f, e, g) || (load && !event_after(e, load)))
+                if (!xid_event_on_gpu(e, g, f->kernel_this_host) || (load && !xid_event_after(e, load)))
                         continue;
                 char when[40];
                 event_when(e, when, sizeof(when));
@@ -1699,7 +1676,7 @@ int ledger_build(const struct facts *now, const struct facts *before, const stru
                 l->total = g->total_bytes;
                 l->reserved = g->reserved_bytes;
                 l->reserved_known = g->memory_api == 2;
-                gpu_ref_of(g, l->gpu_ref, sizeof(l->gpu_ref));
+                gpu_info_ref(g, l->gpu_ref, sizeof(l->gpu_ref));
                 uint64_t pf = g->total_bytes / 1000 * o->floor_permille;
                 l->noise_floor = pf > o->floor_min_bytes ? pf : o->floor_min_bytes;
                 if (g->n_procs) {
@@ -1762,7 +1739,7 @@ int ledger_build(const struct facts *now, const struct facts *before, const stru
                         move_to_freeing(l);
                 /* confirmed only if the earlier sample showed it too */
                 if (l->ghost_evidence && l->ghost > l->noise_floor && !l->freeing)
-                        l->ghost_confirmed = !o->two_samples || (pl && pl->ghost > l->noise_floor);
+                        l->ghost_confirmed = !o->two_samples || (pl && pl->ghost + pl->freeing_bytes > l->noise_floor);
                 l->unexplained_steady = !o->two_samples || (pl && pl_unexplained > l->noise_floor);
         }
         for (size_t i = 0; i < res->n_gpus; i++) {
@@ -1789,7 +1766,7 @@ bool ledger_needs_confirmation(const struct scan_result *r)
                 if (l->ghost_evidence && l->ghost > l->noise_floor)
                         return true;
                 /* unexplained with nothing alive: a teardown in progress looks like this too */
-                if (l->no_live_owner && l->ghost + l->unattributed + l->freeing_bytes > l->noise_floor)
+                if (l->no_live_owner && l->ghost + l->unattributed > l->noise_floor)
                         return true;
                 /* a teardown seen in one sample (an owner exiting): followed until it ends */
                 if (l->freeing)

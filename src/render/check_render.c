@@ -140,7 +140,7 @@ static int gpu_part(struct buf *out, const struct scan_result *r, const struct g
                 return gpu_summary(out, r, l, mem);
         int e = mem == PLUGIN_OK ? buf_printf(out, "GPU %u: ", l->index) : gpu_summary(out, r, l, mem);
         e = e || mem == PLUGIN_OK ? e : buf_puts(out, ", ");
-        return e ? e : put_plain(out, l->xid.summary);
+        return e ? e : put_plain(out, str_or_empty(l->xid.summary));
 }
 
 /* A long-output line: "GPU N CODE: summary. Next: step" */

@@ -169,11 +169,16 @@ static json_t *actions_json(const struct reclaim_report *r)
         return a;
 }
 
-void reclaim_report_clear(struct reclaim_report *r)
+void reclaim_report_clear_notes(struct reclaim_report *r)
 {
         for (size_t i = 0; i < r->n_notes; i++)
                 str_clear(&r->notes[i]);
         r->n_notes = 0;
+}
+
+void reclaim_report_clear(struct reclaim_report *r)
+{
+        reclaim_report_clear_notes(r);
         str_clear(&r->summary);
 }
 
@@ -341,9 +346,10 @@ void reclaim_text(FILE *out, const struct reclaim_report *r, bool verbose)
                         fprintf(out, "  no process to signal\n");
                 text_plan(out, r, verbose);
         }
-        if (r->cgroup && !r->plan_shown) {
+        if (r->cgroup && !r->plan_shown)        /* streamed, the header is said already */
                 fprintf(out, "cgroup %s (%s): %zu process%s\n", r->cgroup->path, r->cgroup->dir, r->cgroup->n_pids,
                         r->cgroup->n_pids == 1 ? "" : "es");
+        if (r->cgroup) {                        /* known only after acting: said here */
                 if (r->cgroup->acted)
                         fprintf(out, "  ended with %s%s; %zu left after %.2f s\n",
                                 r->cgroup->res.used_kill_file ? "cgroup.kill" : "SIGKILL through pidfds",

@@ -51,6 +51,8 @@ const char *reclaim_signal_name(int sig);
 int reclaim_signal_parse(const char *s, int *ret);
 
 /* Free the report's notes and summary. */
+/* Frees the report's notes and empties the list. */
+void reclaim_report_clear_notes(struct reclaim_report *r);
 void reclaim_report_clear(struct reclaim_report *r);
 
 json_t *reclaim_json(const struct reclaim_report *r);

@@ -564,8 +564,9 @@ void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool v
                 }
                 if (l->xid_paging)
                         fprintf(out, "  %srecent %s:%s %s: it pages (--xid-window)\n  %snext:%s %s\n",
-                                color ? C_BOLD : "", xid_severity_name(l->xid.severity), color ? C_OFF : "", l->xid.summary,
-                                color ? C_BOLD : "", color ? C_OFF : "", l->xid.next_step);
+                                color ? C_BOLD : "", xid_severity_name(l->xid.severity), color ? C_OFF : "",
+                                str_or_empty(l->xid.summary), color ? C_BOLD : "", color ? C_OFF : "",
+                                str_or_empty(l->xid.next_step));
         }
         size_t other = 0;
         for (size_t i = 0; f->host && i < f->host->n_holders; i++)

@@ -33,20 +33,9 @@ const char *top_cell_glyph(unsigned char cell)
  * that starts no valid sequence (*len 1). */
 static uint32_t utf8_at(const unsigned char *s, size_t n, size_t *len)
 {
-        *len = 1;
-        size_t k = s[0] >= 0xf0 && s[0] < 0xf5 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
-        if (s[0] >= 0xf5 || !k || k > n)
-                return 0;
-        uint32_t cp = s[0] & (0x7f >> k);
-        for (size_t i = 1; i < k; i++) {
-                if ((s[i] & 0xc0) != 0x80)
-                        return 0;
-                cp = cp << 6 | (s[i] & 0x3f);
-        }
-        if ((k == 3 && cp < 0x800) || (k == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp < 0xe000))
-                return 0;
-        *len = k;
-        return cp;
+        size_t k = s[0] >= 0x80 ? utf8_seq_len(s, n) : 0;
+        *len = k ? k : 1;
+        return k ? utf8_decode(s, k) : 0;
 }
 
 int top_canvas_resize(struct top_canvas *c, int rows, int cols)
@@ -176,6 +165,21 @@ static size_t fit_words(const char *s, size_t len, size_t room, bool *ret_cut)
         return w > n / 2 ? w : n;
 }
 
+/* Text already escaped for a terminal, at most maxw columns and the screen's: cut at a word, and
+ * "..." says so. */
+static int put_fitted(struct top_canvas *c, int y, int x, const char *s, size_t len, int maxw, unsigned char at)
+{
+        size_t room = (size_t)maxw;
+        if (x >= 0 && x < c->cols && (size_t)(c->cols - x) < room)
+                room = (size_t)(c->cols - x);
+        bool cut;
+        size_t n = fit_words(s, len, room, &cut);
+        x = put(c, y, x, s, n, at);
+        if (cut && room > 3)
+                x = puts_at(c, y, x, "...", at);
+        return x;
+}
+
 /* Text someone else controls: escaped for a terminal (no control byte survives), then every
  * byte outside ASCII shown as '?' (put does it), at most maxw columns and the screen's. The
  * screen is the one place a sentence is cut: at a word, and "..." says so. */
@@ -185,14 +189,7 @@ static int put_hostile(struct top_canvas *c, int y, int x, const char *s, int ma
                 return x;
         struct buf b = BUF_INIT(4096);
         esc_terminal(&b, s, strnlen(s, 2048));
-        size_t room = (size_t)maxw;
-        if (x >= 0 && x < c->cols && (size_t)(c->cols - x) < room)
-                room = (size_t)(c->cols - x);
-        bool cut;
-        size_t n = fit_words(buf_str(&b), b.len, room, &cut);
-        x = put(c, y, x, buf_str(&b), n, at);
-        if (cut && room > 3)
-                x = puts_at(c, y, x, "...", at);
+        x = put_fitted(c, y, x, buf_str(&b), b.len, maxw, at);
         buf_free(&b);
         return x;
 }
@@ -209,7 +206,7 @@ static int put_wrapped(struct top_canvas *c, int y, int x, const char *s, int ma
         for (int line = 0; *p && line < max_lines && w > 0; line++, y++) {
                 size_t n = strlen(p);
                 if (line == max_lines - 1) {    /* the last line: cut at a word, "..." says so */
-                        put_hostile(c, y, x, p, w, at);
+                        put_fitted(c, y, x, p, n, w, at);
                         y++;
                         break;
                 }

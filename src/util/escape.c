@@ -39,7 +39,7 @@ size_t utf8_seq_len(const unsigned char *s, size_t len)
         return n;
 }
 
-static uint32_t utf8_decode(const unsigned char *s, size_t n)
+uint32_t utf8_decode(const unsigned char *s, size_t n)
 {
         static const unsigned char mask[] = { 0, 0x7f, 0x1f, 0x0f, 0x07 };
         uint32_t cp = s[0] & mask[n];

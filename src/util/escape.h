@@ -3,6 +3,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "util/buf.h"
 
 /* For a terminal: printable ASCII and valid UTF-8 (except C1 controls and U+2028/9) pass,
@@ -24,6 +25,8 @@ int esc_utf8_repair(struct buf *out, const char *s, size_t len);
 
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 if the bytes there are not one. */
 size_t utf8_seq_len(const unsigned char *s, size_t len);
+/* The code point of the valid n-byte sequence at s (n from utf8_seq_len). */
+uint32_t utf8_decode(const unsigned char *s, size_t n);
 
 /* A command line from /proc/PID/cmdline: NUL separators become spaces, a trailing NUL
  * is dropped. Returns a malloc'd string (not escaped), or NULL on ENOMEM. */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <unistd.h>
 
 int fork_pipe(int fds[2], pid_t *ret_pid)
@@ -23,6 +24,12 @@ int fork_pipe(int fds[2], pid_t *ret_pid)
                 return e;
         }
         if (pid == 0) {
+                /* a child that execs starts with no signal blocked: a mask survives exec, and
+                 * a parent that takes its stop signals by sigwait (watch, serve) would leave
+                 * its reclaim deaf to them (async-signal-safe) */
+                sigset_t none;
+                sigemptyset(&none);
+                sigprocmask(SIG_SETMASK, &none, NULL);
                 close(p[0]);
                 fds[0] = -1;
                 fds[1] = p[1];

@@ -6,7 +6,8 @@
 
 /* Create a close-on-exec pipe and fork. In the parent: *ret_pid is the child, fds[0] the read
  * end (the write end is closed). In the child: *ret_pid is 0, fds[1] the write end (the read
- * end is closed; it is close-on-exec: dup2 it where an exec'd program must see it). Returns 0
+ * end is closed; it is close-on-exec: dup2 it where an exec'd program must see it) and no signal
+ * is blocked (the parent's mask would survive exec). Returns 0
  * or a negative errno (nothing forked, nothing left open). */
 int fork_pipe(int fds[2], pid_t *ret_pid);
 

@@ -16,7 +16,7 @@ cleanup_cg() {
                 for _ in $(seq 100); do rmdir "$d" 2>/dev/null && break; sleep 0.02; done
         done
 }
-trap 'cleanup_cg; gv_cleanup' EXIT
+gv_on_exit cleanup_cg
 mkdir "$BASE/job_live" "$BASE/job_done"
 # moving a process needs write access to the common ancestor's cgroup.procs
 ORIG=$(awk -F: '$1 == "0" { print $3 }' /proc/self/cgroup)
@@ -77,6 +77,21 @@ assert_eq "$(jq -r '.gpus[] | select(.index == 1) | .freed_bytes' <<<"$R")" $((2
 jq -e '.gpus[] | select(.index == 1) | .recovery_seconds | type == "number"' <<<"$R" >/dev/null || fail "recovery time"
 assert_eq "$(used 1)" 0 "GPU 1 free"
 for p in "${LIVE[@]}"; do is_dead "$p" && fail "the live job ($p) was touched"; done
+
+note "the text report of a cgroup ended: how it was ended, after the streamed lines"
+sim_run --gpu 1 --mib 1024 --workers 1
+TXT=("${WORKERS[@]}")
+mkdir "$BASE/job_text"
+into job_text "$OWNER" "${TXT[@]}"
+kill_wait "$OWNER"
+set +e
+T=$(GHOSTVRAM_SIM="$SIM" "$GV_BIN" reclaim --confirm 300ms --yes --wait 10s --cgroup "$REL/job_text")
+RC=$?
+set -e
+assert_eq "$RC" 0 "text --yes"
+grep -qE "^  ended with (cgroup.kill|SIGKILL through pidfds).*; 0 left after [0-9.]+ s$" <<<"$T" || fail "no 'ended with' line: $T"
+assert_eq "$(grep -c "^cgroup $REL/job_text " <<<"$T")" 1 "the cgroup's header, once"
+for p in "${TXT[@]}"; do is_dead "$p" || fail "PID $p survived"; done
 
 note "refusals: the root cgroup, a cgroup that does not exist, ghostvram's own cgroup"
 reclaim_rc --cgroup / --yes

@@ -38,8 +38,8 @@ epilog() {
 }
 ours() { # the reclaims on this test's host (the pidns twin runs the same binary on its own)
         local p
-        for p in $(pgrep -f "$GV_BIN reclaim --gpu 1" || true); do
-                tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "GHOSTVRAM_SIM=$SIM" && echo "$p"
+        for p in $(pgrep -f "$GV_BIN reclaim --gpu [0-9]" || true); do
+                grep -qzxF "GHOSTVRAM_SIM=$SIM" "/proc/$p/environ" 2>/dev/null && echo "$p"
         done
         return 0
 }
@@ -69,6 +69,7 @@ reclaim_gone
 
 note "B. the Epilog's own time limit ends reclaim: its stop report is logged, then exit 124"
 for _ in $(seq 300); do [ "$(used 1)" = 0 ] && break; sleep 0.1; done
+[ "$(used 1)" = 0 ] || fail "A's memory did not come back before B"
 settings "GV_TIME_LIMIT=10"
 "$GV_BIN" sim set "$SIM" free_delay_ms_per_gib=60000 >/dev/null
 sim_run --gpu 1 --mib 1024 --workers 2
@@ -81,4 +82,21 @@ log_has "epilog job 42: reclaim GPU 1:   \[ *[0-9.]+ s\] PID ${WORKERS[0]} \(gv-
 log_has "epilog job 42: reclaim GPU 1: Stopped by SIGTERM [0-9.]+ s after the first signal: 2 of 2 processes ended; no signal was sent after the stop\.$"
 log_has "epilog job 42: reclaim GPU 1: exit 124: GPU 1 1024 MiB → [0-9]+ MiB freed [0-9]+ MiB not back yet when reclaim was stopped"
 reclaim_gone
+
+note "C. a SIGTERM to the Epilog's process group (no SIGKILL after it) reaches reclaim: it stops, its report logged"
+settings "GV_TIME_LIMIT=55"
+"$GV_BIN" sim set "$SIM" free_delay_ms_per_gib=20000 >/dev/null
+sim_run --gpu 0 --mib 1024 --workers 2
+kill_wait "$OWNER"
+epilog 43
+wait_for_line "$GVLOG" "reclaim GPU 0: .*SIGTERM to PID ${WORKERS[1]} (gv-simcuda)"
+[ -n "$(ours)" ] || fail "no reclaim of this host runs"
+kill -TERM -- -"$EPI"
+RC=0
+wait "$EPI" || RC=$?
+assert_eq "$RC" 0 "the Epilog's exit status"
+log_has "epilog job 43: reclaim GPU 0: Stopped by SIGTERM [0-9.]+ s after the first signal"
+log_has "epilog job 43: stopped by SIGTERM after [0-9]+ s"
+reclaim_gone
+"$GV_BIN" sim set "$SIM" free_delay_ms_per_gib=0 >/dev/null
 echo "PASS"

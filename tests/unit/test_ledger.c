@@ -829,6 +829,27 @@ static void test_freeing_is_not_a_ghost(void **state)
         scan_result_free(r);
         facts_destroy(before);
         facts_destroy(now);
+        /* a teardown that stalls: freeing in the earlier sample (its owner exiting), the same
+         * bytes now that the owner is gone: a confirmed ghost, not "not in the earlier sample" */
+        before = facts_new(1, true, 0);
+        gpu_used(before, 0, 2 * GIB);
+        nvml_proc(before, 0, 31300, 2 * GIB);
+        struct host_proc ex = proc(31300, 1, 31300, 31300, 'R', "python");
+        ex.exiting = true;
+        finish(before, &ex, 1);
+        now = facts_new(1, true, 0);
+        gpu_used(now, 0, 2 * GIB);
+        nvml_proc(now, 0, 31300, 2 * GIB);
+        finish(now, NULL, 0);
+        r = build(before, NULL);
+        assert_string_equal(verdict(r, 0), "freeing");
+        scan_result_free(r);
+        r = build(now, before);
+        assert_string_equal(verdict(r, 0), "stale-owner");
+        assert_true(r->gpus[0].ghost_confirmed);
+        scan_result_free(r);
+        facts_destroy(before);
+        facts_destroy(now);
 }
 
 /* The tail of a teardown, below the noise floor (64 MiB of an 80 GiB GPU's 819 MiB floor): still

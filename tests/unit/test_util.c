@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -266,6 +268,33 @@ static void test_env_build(void **state)
         env_free(NULL);
 }
 
+/* The child of fork_pipe blocks no signal, whatever its parent blocks (watch and serve block
+ * SIGINT/SIGTERM to take them by sigwait; a reclaim they start must still hear a stop). */
+static void test_fork_pipe_unblocks(void **state)
+{
+        (void)state;
+        sigset_t term, old;
+        sigemptyset(&term);
+        sigaddset(&term, SIGTERM);
+        sigprocmask(SIG_BLOCK, &term, &old);
+        int p[2];
+        pid_t pid;
+        assert_int_equal(fork_pipe(p, &pid), 0);
+        if (pid == 0) {
+                sigset_t now;
+                sigprocmask(SIG_SETMASK, NULL, &now);
+                char c = sigismember(&now, SIGTERM) ? 'B' : 'U';
+                _exit(write(p[1], &c, 1) == 1 ? 0 : 1);
+        }
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        char c = 0;
+        assert_int_equal(read(p[0], &c, 1), 1);
+        close(p[0]);
+        int st;
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        assert_int_equal(c, 'U');
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -273,7 +302,7 @@ int main(void)
                 cmocka_unit_test(test_utf8_repair),     cmocka_unit_test(test_parse_numbers),
                 cmocka_unit_test(test_parse_duration_size), cmocka_unit_test(test_read_file_at),
                 cmocka_unit_test(test_deadline),        cmocka_unit_test(test_env_build),
-                cmocka_unit_test(test_esc_shell),
+                cmocka_unit_test(test_esc_shell),       cmocka_unit_test(test_fork_pipe_unblocks),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
