@@ -850,6 +850,8 @@ static void test_freeing_is_not_a_ghost(void **state)
         scan_result_free(r);
         facts_destroy(before);
         facts_destroy(now);
+        free(ex.comm);
+        free(ex.cmdline);
 }
 
 /* The tail of a teardown, below the noise floor (64 MiB of an 80 GiB GPU's 819 MiB floor): still
