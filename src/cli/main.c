@@ -112,6 +112,9 @@ int main(int argc, char **argv)
                                 printf("ghostvram %s\n", GV_VERSION);
                                 return EXIT_OK;
                         }
+                /* a document for programs: its sentences are English in every language */
+                if (cli_wants_json(argc - 1, argv + 1))
+                        i18n_off();
                 cli_argc = argc - 1;
                 cli_argv = argv + 1;
                 return commands[i].fn(argc - 1, argv + 1);
