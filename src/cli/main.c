@@ -87,12 +87,12 @@ int main(int argc, char **argv)
                         cli_argv = args;
                         return commands[i].fn(cli_argc, args);
                 }
-                fprintf(stderr, "ghostvram: no command '%s'; run 'ghostvram help' for the list\n", argv[2]);
+                fprintf(stderr, _("ghostvram: no command '%s'; run 'ghostvram help' for the list\n"), argv[2]);
                 return EXIT_USAGE;
         }
         bool is_version = strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0;
         if ((is_help || is_version) && argc > 2) {
-                fprintf(stderr, "ghostvram: unexpected argument '%s' after %s; run 'ghostvram help'\n", argv[2], cmd);
+                fprintf(stderr, _("ghostvram: unexpected argument '%s' after %s; run 'ghostvram help'\n"), argv[2], cmd);
                 return EXIT_USAGE;
         }
         if (is_help) {
@@ -119,6 +119,6 @@ int main(int argc, char **argv)
                 cli_argv = argv + 1;
                 return commands[i].fn(argc - 1, argv + 1);
         }
-        fprintf(stderr, "ghostvram: unknown command '%s'; run 'ghostvram help' for the list\n", cmd);
+        fprintf(stderr, _("ghostvram: unknown command '%s'; run 'ghostvram help' for the list\n"), cmd);
         return EXIT_USAGE;
 }
