@@ -115,7 +115,7 @@ void cli_error(const char *cmd, const char *fmt, ...)
 bool cli_wants_json(int argc, char **argv)
 {
         for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
-                if (strcmp(argv[i], "--json") == 0)
+                if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "--json-stream") == 0)
                         return true;
         return false;
 }
