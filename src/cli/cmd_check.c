@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "util/i18n.h"
 #include "run/scan_run.h"
 #include "render/check_render.h"
 #include "util/deadline.h"
@@ -167,37 +168,37 @@ int cmd_check(int argc, char **argv)
                 case 'w':
                 case 'c':
                         if (range_parse(optarg, opt == 'w' ? &t.warn : &t.crit) < 0)
-                                return unknown("invalid range '%s' (e.g. 10, 10:, ~:10, 10:20, @10:20)", optarg);
+                                return unknown(_("invalid range '%s' (e.g. 10, 10:, ~:10, 10:20, @10:20)"), optarg);
                         if (range_in_bytes(opt == 'w' ? &t.warn : &t.crit) < 0)
-                                return unknown("%s: '%s' is not a number of MiB from 1 byte up to 2^64 bytes (16 EiB)",
+                                return unknown(_("%s: '%s' is not a number of MiB from 1 byte up to 2^64 bytes (16 EiB)"),
                                                opt == 'w' ? "-w" : "-c", optarg);
                         continue;
                 case 't':
                 case CLI_OPT_TIMEOUT:   /* the plugin's time limit, as monitoring plugins spell it */
                         if (parse_duration_ms(optarg, &timeout_ms) < 0 || timeout_ms == 0 || timeout_ms > 3600 * 1000)
-                                return unknown("-t: '%s' is not a number of seconds up to 3600", optarg);
+                                return unknown(_("-t: '%s' is not a number of seconds up to 3600"), optarg);
                         continue;
                 case 'g':
                         if (cli_gpu_spec_check(optarg) < 0)
-                                return unknown("--gpu: '%s' is not a GPU index, UUID or PCI bus id", optarg);
+                                return unknown(_("--gpu: '%s' is not a GPU index, UUID or PCI bus id"), optarg);
                         gpu_spec = optarg;
                         if (parse_uint_range(optarg, 0, 1023, &u) == 0)
                                 only_gpu = (int)u;
                         continue;
                 case 'C':
                         if (parse_duration_ms(optarg, &confirm_ms) < 0 || confirm_ms > 600000)
-                                return unknown("--confirm: '%s' is not a duration up to 10m", optarg);
+                                return unknown(_("--confirm: '%s' is not a duration up to 10m"), optarg);
                         confirm_set = true;
                         continue;
                 case 'F':
                         if (parse_u64(optarg, &floor_mib) < 0 || floor_mib > (1u << 24))
-                                return unknown("--noise-floor: '%s' is not a number of MiB", optarg);
+                                return unknown(_("--noise-floor: '%s' is not a number of MiB"), optarg);
                         continue;
                 case 'N':
                         no_kernel = true;
                         continue;
                 case CLI_OPT_JSON:
-                        return unknown("%s", "check prints a plugin status line; use 'ghostvram scan --json' for JSON");
+                        return unknown("%s", _("check prints a plugin status line; use 'ghostvram scan --json' for JSON"));
                 default:
                         break;
                 }
@@ -205,13 +206,13 @@ int cmd_check(int argc, char **argv)
                 if (r <= 0) {
                         if (r == 0)
                                 check_usage(stderr);
-                        return unknown("%s", "invalid option (see ghostvram check --help)");
+                        return unknown("%s", _("invalid option (see ghostvram check --help)"));
                 }
         }
         if (optind < argc)
-                return unknown("unexpected argument '%s' (see --help)", argv[optind]);
+                return unknown(_("unexpected argument '%s' (see --help)"), argv[optind]);
         if (cli_common_finish(&c, "check") < 0)
-                return unknown("%s", "invalid option (see the message above)");
+                return unknown("%s", _("invalid option (see the message above)"));
 
         /* -t covers the whole scan, the confirming wait included: the default wait shrinks to a
          * quarter of -t; a --confirm given that leaves less than half of -t for the two samples is
@@ -219,12 +220,12 @@ int cmd_check(int argc, char **argv)
         if (!confirm_set && confirm_ms > timeout_ms / 4)
                 confirm_ms = timeout_ms / 4;
         if (confirm_set && confirm_ms > timeout_ms / 2)
-                return unknown("-t %.3g s is too short for --confirm %.3g s: the scan takes two samples that far apart; "
-                               "give -t of at least %.3g s, or a shorter --confirm",
+                return unknown(_("-t %.3g s is too short for --confirm %.3g s: the scan takes two samples that far apart; "
+                               "give -t of at least %.3g s, or a shorter --confirm"),
                                (double)timeout_ms / 1000.0, (double)confirm_ms / 1000.0, 2.0 * (double)confirm_ms / 1000.0);
         struct check_job *j = calloc(1, sizeof(*j));
         if (!j)
-                return unknown("%s", "out of memory");
+                return unknown("%s", _("out of memory"));
         cli_scan_once_opts(&c, &j->o);
         j->o.confirm_ms = confirm_ms;
         j->o.light = true;      /* nothing unexplained: no walk */
@@ -241,10 +242,8 @@ int cmd_check(int argc, char **argv)
         int res = 0;
         int r = deadline_run(&runner, check_job_run, j, check_job_free, (unsigned)timeout_ms, &res);
         if (r == -ETIMEDOUT) {
-                char why[200];
-                snprintf(why, sizeof(why), "no result within %.3g s: the NVIDIA driver or /proc did not answer (a hung driver? see 'ghostvram xid')",
-                         (double)timeout_ms / 1000.0);
-                unknown("%s", why);
+                unknown(_("no result within %.3g s: the NVIDIA driver or /proc did not answer (a hung driver? see 'ghostvram xid')"),
+                        (double)timeout_ms / 1000.0);
                 fflush(stdout);
                 /* the scan's worker is still inside the driver: leave without waiting for it */
                 _exit(PLUGIN_UNKNOWN);
@@ -252,30 +251,26 @@ int cmd_check(int argc, char **argv)
         deadline_runner_done(&runner);
         if (r < 0) {
                 check_job_free(j);
-                return unknown("cannot run the scan: %s", strerror(-r));
+                return unknown(_("cannot run the scan: %s"), strerror(-r));
         }
         if (j->r < 0) {
                 int e = j->r;
                 check_job_free(j);
-                return unknown("cannot scan: %s", strerror(-e));
+                return unknown(_("cannot scan: %s"), strerror(-e));
         }
         struct scan_result *sr = j->run->res;
         if (gpu_spec && only_gpu < 0) { /* a UUID or PCI bus id: looked up in this scan's GPUs */
                 unsigned idx;
                 if (!sr->facts->gpu->driver_present || cli_gpu_spec_resolve(gpu_spec, sr->facts->gpu, &idx) < 0) {
-                        char why[160];
-                        snprintf(why, sizeof(why), "--gpu %.100s: no such GPU on this host", gpu_spec);
                         check_job_free(j);
-                        return unknown("%s", why);
+                        return unknown(_("--gpu %.100s: no such GPU on this host"), gpu_spec);
                 }
                 only_gpu = (int)idx;
         }
         if (sr->facts->gpu->driver_present && only_gpu >= 0 && (size_t)only_gpu >= sr->facts->gpu->n_gpus) {
-                char why[96];
-                snprintf(why, sizeof(why), "--gpu %d: this host has %zu GPU%s", only_gpu, sr->facts->gpu->n_gpus,
-                         sr->facts->gpu->n_gpus == 1 ? "" : "s");
+                size_t n = sr->facts->gpu->n_gpus;
                 check_job_free(j);
-                return unknown("%s", why);
+                return unknown(P_("--gpu %d: this host has %zu GPU", "--gpu %d: this host has %zu GPUs", n), only_gpu, n);
         }
         sr->only_gpu = only_gpu;
         struct buf out = BUF_INIT(1u << 20);
@@ -283,7 +278,7 @@ int cmd_check(int argc, char **argv)
         if (check_render(&out, sr, &t, &st) < 0) {
                 buf_free(&out);
                 check_job_free(j);
-                return unknown("%s", "output too large");
+                return unknown("%s", _("output too large"));
         }
         fputs(buf_str(&out), stdout);
         buf_free(&out);

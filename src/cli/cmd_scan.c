@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "util/i18n.h"
 #include "collect/sample.h"
 #include "util/fileio.h"
 #include "model/ledger.h"
@@ -131,14 +132,14 @@ int cmd_scan(int argc, char **argv)
                         return EXIT_OK;
                 case 'g':
                         if (cli_gpu_spec_check(optarg) < 0) {
-                                cli_error("scan", "--gpu: '%s' is not a GPU index, UUID or PCI bus id", optarg);
+                                cli_error("scan", _("--gpu: '%s' is not a GPU index, UUID or PCI bus id"), optarg);
                                 return EXIT_USAGE;
                         }
                         gpu_spec = optarg;
                         continue;
                 case 'C':
                         if (parse_duration_ms(optarg, &confirm_ms) < 0 || confirm_ms > 600000) {
-                                cli_error("scan", "--confirm: '%s' is not a duration up to 10m (e.g. 2s, 500ms, 0)", optarg);
+                                cli_error("scan", _("--confirm: '%s' is not a duration up to 10m (e.g. 2s, 500ms, 0)"), optarg);
                                 return EXIT_USAGE;
                         }
                         continue;
@@ -162,7 +163,7 @@ int cmd_scan(int argc, char **argv)
                         continue;
                 case 'F':
                         if (parse_u64(optarg, &v) < 0 || v > (1u << 24)) {
-                                cli_error("scan", "--noise-floor: '%s' is not a number of MiB", optarg);
+                                cli_error("scan", _("--noise-floor: '%s' is not a number of MiB"), optarg);
                                 return EXIT_USAGE;
                         }
                         lo.floor_min_bytes = v << 20;
@@ -179,7 +180,7 @@ int cmd_scan(int argc, char **argv)
                 }
         }
         if (optind < argc) {
-                cli_error("scan", "unexpected argument '%s' (see --help)", argv[optind]);
+                cli_error("scan", _("unexpected argument '%s' (see --help)"), argv[optind]);
                 return EXIT_USAGE;
         }
         if (cli_common_finish(&c, "scan") < 0)
@@ -207,13 +208,13 @@ int cmd_scan(int argc, char **argv)
         struct scan_once *run = NULL;
         int r = scan_once_run(&so, &run);
         if (r < 0) {
-                cli_error("scan", "cannot read %s: %s", c.proc_root, fileio_strerror(r));
+                cli_error("scan", _("cannot read %s: %s"), c.proc_root, fileio_strerror(r));
                 return EXIT_INCOMPLETE;
         }
         struct scan_result *res = run->res;
         if (res->facts->gpu->driver_present && only_gpu >= 0 && (size_t)only_gpu >= res->facts->gpu->n_gpus) {
-                cli_error("scan", "--gpu %d: this host has %zu GPU%s", only_gpu, res->facts->gpu->n_gpus,
-                          res->facts->gpu->n_gpus == 1 ? "" : "s");
+                cli_error("scan", P_("--gpu %d: this host has %zu GPU", "--gpu %d: this host has %zu GPUs", res->facts->gpu->n_gpus),
+                          only_gpu, res->facts->gpu->n_gpus);
                 scan_once_free(run);
                 return EXIT_USAGE;
         }
@@ -223,7 +224,7 @@ int cmd_scan(int argc, char **argv)
         if (ledger_dir) {
                 ts = calloc(1, sizeof(*ts));
                 if (!ts || track_scan_collect(res, ledger_dir, c.proc_root, ts) < 0) {
-                        cli_error("scan", "--ledger-dir %s: out of memory", ledger_dir);
+                        cli_error("scan", _("--ledger-dir %s: out of memory"), ledger_dir);
                         status = EXIT_INCOMPLETE;
                 } else if (ts->error[0]) {
                         cli_error("scan", "%s", ts->error);
@@ -245,7 +246,7 @@ int cmd_scan(int argc, char **argv)
                                             .last_scan_time = res->facts->gpu->sample_time };
                 r = metrics_write_textfile(textfile, &mi);
                 if (r < 0) {
-                        cli_error("scan", "--textfile %s: cannot write ghostvram.prom: %s", textfile, strerror(-r));
+                        cli_error("scan", _("--textfile %s: cannot write ghostvram.prom: %s"), textfile, strerror(-r));
                         status = EXIT_INCOMPLETE;
                 }
         }

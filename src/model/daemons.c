@@ -2,39 +2,41 @@
 
 #include <string.h>
 
+#include "util/i18n.h"
+
 #define COMM_LEN 15 /* TASK_COMM_LEN - 1 */
 
-#define PERSISTENCED "stop the persistence daemon: `systemctl stop nvidia-persistenced` (and `nvidia-smi -pm 0`)"
-#define MPS "stop MPS when its clients are gone: `echo quit | nvidia-cuda-mps-control`"
-#define DISPLAY "stop the display server: `systemctl stop display-manager`"
-#define DCGM "stop DCGM: `systemctl stop nvidia-dcgm` (and the exporter)"
-#define FABRIC "stop the fabric manager: `systemctl stop nvidia-fabricmanager` (NVSwitch systems: reset every GPU together)"
-#define K8S "drain the node (`kubectl drain NODE`) so the device plugin and the pods stop using the GPU"
+#define PERSISTENCED N_("stop the persistence daemon: `systemctl stop nvidia-persistenced` (and `nvidia-smi -pm 0`)")
+#define MPS N_("stop MPS when its clients are gone: `echo quit | nvidia-cuda-mps-control`")
+#define DISPLAY N_("stop the display server: `systemctl stop display-manager`")
+#define DCGM N_("stop DCGM: `systemctl stop nvidia-dcgm` (and the exporter)")
+#define FABRIC N_("stop the fabric manager: `systemctl stop nvidia-fabricmanager` (NVSwitch systems: reset every GPU together)")
+#define K8S N_("drain the node (`kubectl drain NODE`) so the device plugin and the pods stop using the GPU")
 
 const struct gpu_daemon gpu_daemons[] = {
-        { "nvidia-persistenced", "persistence daemon", PERSISTENCED, false },
+        { "nvidia-persistenced", N_("persistence daemon"), PERSISTENCED, false },
         { "nvidia-cuda-mps-control", "MPS", MPS, false },
         { "nvidia-cuda-mps-server", "MPS", MPS, true },       /* holds its clients' memory */
-        { "Xorg", "display server", DISPLAY, true },
-        { "X", "display server", DISPLAY, true },
-        { "Xwayland", "display server", DISPLAY, true },
-        { "gnome-shell", "display server", DISPLAY, true },
-        { "kwin_wayland", "display server", DISPLAY, true },
-        { "kwin_x11", "display server", DISPLAY, true },
-        { "mutter", "display server", DISPLAY, true },
-        { "sway", "display server", DISPLAY, true },
-        { "weston", "display server", DISPLAY, true },
-        { "nv-hostengine", "DCGM host engine", DCGM, false },
-        { "dcgm-exporter", "DCGM exporter", DCGM, false },
-        { "nv-fabricmanager", "fabric manager", FABRIC, false },
-        { "nvidia-fabricmanager", "fabric manager", FABRIC, false },
-        { "nvidia-device-plugin", "device plugin", K8S, false },
-        { "k8s-device-plugin", "device plugin", K8S, false },
-        { "nvidia-gpu-device-plugin", "device plugin", K8S, false },
-        { "gpu-feature-discovery", "device plugin", K8S, false },
-        { "nvidia-mig-manager", "MIG manager", K8S, false },
+        { "Xorg", N_("display server"), DISPLAY, true },
+        { "X", N_("display server"), DISPLAY, true },
+        { "Xwayland", N_("display server"), DISPLAY, true },
+        { "gnome-shell", N_("display server"), DISPLAY, true },
+        { "kwin_wayland", N_("display server"), DISPLAY, true },
+        { "kwin_x11", N_("display server"), DISPLAY, true },
+        { "mutter", N_("display server"), DISPLAY, true },
+        { "sway", N_("display server"), DISPLAY, true },
+        { "weston", N_("display server"), DISPLAY, true },
+        { "nv-hostengine", N_("DCGM host engine"), DCGM, false },
+        { "dcgm-exporter", N_("DCGM exporter"), DCGM, false },
+        { "nv-fabricmanager", N_("fabric manager"), FABRIC, false },
+        { "nvidia-fabricmanager", N_("fabric manager"), FABRIC, false },
+        { "nvidia-device-plugin", N_("device plugin"), K8S, false },
+        { "k8s-device-plugin", N_("device plugin"), K8S, false },
+        { "nvidia-gpu-device-plugin", N_("device plugin"), K8S, false },
+        { "gpu-feature-discovery", N_("device plugin"), K8S, false },
+        { "nvidia-mig-manager", N_("MIG manager"), K8S, false },
         /* another ghostvram (serve, watch) */
-        { "ghostvram", "ghostvram", "stop the running ghostvram (`systemctl stop ghostvram` if it is `ghostvram serve`)", false },
+        { "ghostvram", "ghostvram", N_("stop the running ghostvram (`systemctl stop ghostvram` if it is `ghostvram serve`)"), false },
         { NULL, NULL, NULL, false },
 };
 

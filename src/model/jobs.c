@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "util/i18n.h"
+
 const char *job_tie_name(enum job_tie t)
 {
         switch (t) {
@@ -33,10 +35,10 @@ bool job_same(const struct host_proc *a, const struct host_proc *b, const struct
                 const char *what, *a, *b, *env;
                 bool cgroup;
         } keys[] = {
-                { "pod", a->k8s_pod_uid, b->k8s_pod_uid, env ? env->k8s_pod_uid : NULL, false },
-                { "Slurm job", a->slurm_job, b->slurm_job, env ? env->slurm_job : NULL, false },
-                { "container", a->container_id, b->container_id, env ? env->container_id : NULL, false },
-                { "cgroup", a->cgroup, b->cgroup, env ? env->cgroup : NULL, true },
+                { N_("pod"), a->k8s_pod_uid, b->k8s_pod_uid, env ? env->k8s_pod_uid : NULL, false },
+                { N_("Slurm job"), a->slurm_job, b->slurm_job, env ? env->slurm_job : NULL, false },
+                { N_("container"), a->container_id, b->container_id, env ? env->container_id : NULL, false },
+                { N_("cgroup"), a->cgroup, b->cgroup, env ? env->cgroup : NULL, true },
         };
         for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
                 if (!keys[i].a || !keys[i].b || !keys[i].a[0] || strcmp(keys[i].a, keys[i].b) != 0)

@@ -3,6 +3,7 @@
 #include "model/ledger.h"
 #include "model/daemons.h"
 #include "util/buf.h"
+#include "util/i18n.h"
 #include "util/strf.h"
 
 #include <errno.h>
@@ -266,56 +267,58 @@ static void classify_owner(const struct facts *f, const struct gpu_info *g, cons
                 bool unreadable = (hp->skipped & HOST_SKIP_FDS) && hp->n_nodes == 0;
                 if (hp->state == 'Z' || hp->state == 'X') {
                         o->cls = OWNER_STALE;
-                        str_setf(&o->why, "zombie (dead, not yet reaped)");
+                        str_setf(&o->why, _("zombie (dead, not yet reaped)"));
                 } else if (hp->exiting) {
                         o->cls = OWNER_STALE;
-                        str_setf(&o->why, "exiting (state %c)", hp->state);
+                        str_setf(&o->why, _("exiting (state %c)"), hp->state);
                 } else if (hp->start_time > f->gpu->sample_time + START_SLACK_S && f->gpu->sample_time > 0) {
                         o->cls = OWNER_STALE;
-                        str_setf(&o->why, "PID reused: this process started after the sample");
+                        str_setf(&o->why, _("PID reused: this process started after the sample"));
                 } else if (unreadable) {
                         /* another user's process: what it holds is out of sight; it may well be the owner */
                         o->cls = OWNER_LIVE;
-                        str_setf(&o->why, "alive here (its descriptors are unreadable to this user)");
+                        str_setf(&o->why, _("alive here (its descriptors are unreadable to this user)"));
                 } else if ((!node || !uvm) && h && h->nodes_known &&
                            ((g->minor_known && !host_report_has_gpu_node(h, g->minor)) || (!uvm && !h->uvm_node))) {
                         /* the node it would hold is not under the device prefix: nobody can be
                          * seen holding it, so holding none says nothing about this process */
                         o->cls = OWNER_UNKNOWN;
                         o->unseen = true;
-                        str_setf(&o->why, "alive here; no %s device node under the prefix to see it hold",
-                                 g->minor_known && !host_report_has_gpu_node(h, g->minor) ? "GPU" : "nvidia-uvm");
+                        if (g->minor_known && !host_report_has_gpu_node(h, g->minor))
+                                str_setf(&o->why, "%s", _("alive here; no GPU device node under the prefix to see it hold"));
+                        else
+                                str_setf(&o->why, "%s", _("alive here; no nvidia-uvm device node under the prefix to see it hold"));
                 } else if (!node || !uvm) {
                         if (host_pids) {
                                 /* in host-PID mode inside a container the number may be anyone's */
                                 o->cls = OWNER_FOREIGN;
-                                str_setf(&o->why, "host PID from another namespace");
+                                str_setf(&o->why, _("host PID from another namespace"));
                         } else if (!uvm) {
                                 o->cls = OWNER_STALE;
-                                str_setf(&o->why, "PID reused by %s, which holds no nvidia-uvm (not a CUDA process)",
+                                str_setf(&o->why, _("PID reused by %s, which holds no nvidia-uvm (not a CUDA process)"),
                                          comm);
                         } else {
                                 o->cls = OWNER_STALE;
-                                str_setf(&o->why, "PID reused by %s, a CUDA process that holds no /dev/nvidia%u",
+                                str_setf(&o->why, _("PID reused by %s, a CUDA process that holds no /dev/nvidia%u"),
                                          comm, g->minor);
                         }
                 } else {
                         o->cls = OWNER_LIVE;
-                        str_setf(&o->why, "alive here");
+                        str_setf(&o->why, _("alive here"));
                 }
                 return;
         }
         if (initial) {
                 o->cls = OWNER_STALE;   /* the initial namespace sees every PID */
-                str_setf(&o->why, "no such process");
+                str_setf(&o->why, _("no such process"));
         } else if (host_pids) {
                 o->cls = OWNER_FOREIGN;
-                str_setf(&o->why, "not in this PID namespace (the driver lists host PIDs)");
+                str_setf(&o->why, _("not in this PID namespace (the driver lists host PIDs)"));
         } else {
                 /* outside the initial namespace an absent PID may be dead or out of sight; it
                  * becomes stale only if its process group or session is still here (below) */
                 o->cls = OWNER_UNKNOWN;
-                str_setf(&o->why, "no such process in this PID namespace");
+                str_setf(&o->why, _("no such process in this PID namespace"));
         }
 }
 
@@ -354,14 +357,29 @@ static bool attributable(const struct scan_result *res, const struct ledger_opts
         return !ledger_is_live_owner(res, h->pid);
 }
 
+/* A tie's name in a sentence: the job's kind (pod, Slurm job, ...) or the tie's, in the
+ * reader's language (job_tie_name is the code JSON carries, the same words in English). */
+static const char *tie_noun(enum job_tie tie, const char *what)
+{
+        if (tie == JOB_TIE_JOB && what)
+                return _(what);
+        switch (tie) {
+        case JOB_TIE_PARENT: return _("parent");
+        case JOB_TIE_GROUP: return _("process-group");
+        case JOB_TIE_SESSION: return _("session");
+        case JOB_TIE_JOB: return _("job");
+        case JOB_TIE_FAMILY: return _("description");
+        default: return job_tie_name(tie);
+        }
+}
+
 /* A tie to a live owner (group, session, job) is said in the link's text and caps its
  * confidence at medium. */
 static void tie_note(char **text, enum job_tie tie, const char *what, pid_t live, enum confidence *c)
 {
         if (tie == JOB_TIE_NONE)
                 return;
-        str_addf(text, "; shares its %s with live PID %d",
-                 tie == JOB_TIE_JOB && what ? what : job_tie_name(tie), (int)live);
+        str_addf(text, _("; shares its %s with live PID %d"), tie_noun(tie, what), (int)live);
         if (*c > CONF_MEDIUM)
                 *c = CONF_MEDIUM;
 }
@@ -398,17 +416,17 @@ static int attribute_linked(const struct scan_result *res, const struct ledger_o
                         enum link_kind kind = LINK_NONE;
                         if (hp->pgid == dead) {
                                 kind = LINK_PGID;
-                                str_setf(&text, "worker of dead PID %d, same process group", (int)dead);
+                                str_setf(&text, _("worker of dead PID %d, same process group"), (int)dead);
                         } else if (hp->sid == dead) {
                                 kind = LINK_SID;
-                                str_setf(&text, "worker of dead PID %d, same session", (int)dead);
+                                str_setf(&text, _("worker of dead PID %d, same session"), (int)dead);
                         } else if (owner_facts && hp->ppid == dead) {
                                 kind = LINK_PPID;
-                                str_setf(&text, "child of dead PID %d", (int)dead);
+                                str_setf(&text, _("child of dead PID %d"), (int)dead);
                         } else if (owner_facts && job_same(hp, &pf->proc, f->self_known ? &f->self : NULL, NULL)) {
                                 kind = LINK_JOB;
                                 c = CONF_MEDIUM;
-                                str_setf(&text, "same job as dead PID %d", (int)dead);
+                                str_setf(&text, _("same job as dead PID %d"), (int)dead);
                         }
                         if (kind == LINK_NONE)
                                 continue;
@@ -433,7 +451,7 @@ static int attribute_linked(const struct scan_result *res, const struct ledger_o
                 if (ow->cls != OWNER_STALE && l->n_attr > before) {
                         /* its process group or session is here and it is not: it is dead */
                         ow->cls = OWNER_STALE;
-                        str_setf(&ow->why, "no such process; its process group is still here");
+                        str_setf(&ow->why, _("no such process; its process group is still here"));
                 }
                 /* processes we cannot inspect (another user's) in its group or session */
                 ow->out_of_sight = 0;
@@ -442,7 +460,7 @@ static int attribute_linked(const struct scan_result *res, const struct ledger_o
                         ow->out_of_sight += h->opaque[i].pgid == dead || h->opaque[i].sid == dead;
                 if (ow->cls != OWNER_STALE && ow->out_of_sight) {
                         ow->cls = OWNER_STALE;
-                        str_setf(&ow->why, "no such process; its process group is still here, out of sight");
+                        str_setf(&ow->why, _("no such process; its process group is still here, out of sight"));
                 }
         }
         return 0;
@@ -503,11 +521,11 @@ static enum orphan_mode gpu_orphan_mode(const struct scan_result *res, const str
 static pid_t gone_leader(const struct facts *f, const struct host_proc *p, const char **ret_what)
 {
         if (p->pgid > 0 && p->pgid != p->pid && !facts_pid_alive(f, p->pgid)) {
-                *ret_what = "process group";
+                *ret_what = N_("process group");
                 return p->pgid;
         }
         if (p->sid > 0 && p->sid != p->pid && !facts_pid_alive(f, p->sid)) {
-                *ret_what = "session";
+                *ret_what = N_("session");
                 return p->sid;
         }
         return 0;
@@ -625,7 +643,7 @@ static int fam_attr(struct scan_result *res, const struct ledger_opts *o, size_t
                 if ((pid_t)l->owners[w].pid == to && l->owners[w].cls == OWNER_UNKNOWN) {
                         l->owners[w].cls = OWNER_STALE;
                         str_setf(&l->owners[w].why,
-                                 "no such process in this PID namespace; a process family here holds this GPU");
+                                 _("no such process in this PID namespace; a process family here holds this GPU"));
                 }
         return 0;
 }
@@ -656,7 +674,7 @@ static int attribute_family(struct scan_result *res, const struct ledger_opts *o
                                 continue;
                         enum confidence c = src.confidence;
                         char *text = NULL;
-                        str_setf(&text, "shares an open file description with PID %d (%s)",
+                        str_setf(&text, _("shares an open file description with PID %d (%s)"),
                                  (int)h->holders[src.holder].pid, link_name(src.link));
                         tie_note(&text, tie, what, live, &c);
                         struct attribution *na = text ? add_attr(l, i, LINK_FAMILY, src.to_pid, false, c, text) : NULL;
@@ -730,10 +748,10 @@ static int attribute_free_families(struct scan_result *res, const struct ledger_
         int r = 0;
         if (distinct == 1 && n_free == 1) {
                 struct fam_info *x = &fi[the_free];
-                str_setf(&text, "by elimination: the only family no link explains, for dead PID %d, "
-                                 "the only dead owner left", (int)one);
+                str_setf(&text, _("by elimination: the only family no link explains, for dead PID %d, "
+                                 "the only dead owner left"), (int)one);
                 if (x->gone)
-                        str_addf(&text, "; its %s leader (PID %d) is gone", x->gone_what,
+                        str_addf(&text, _("; its %s leader (PID %d) is gone"), _(x->gone_what),
                                  (int)x->gone);
                 for (size_t j = 0; j < nlo && r == 0; j++)
                         if (!text || (fam_holds_gpu(h, the_free, &f->gpu->gpus[lo[j].gpu]) &&
@@ -754,8 +772,8 @@ static int attribute_free_families(struct scan_result *res, const struct ledger_
                                 best = lo[j].pid;
                 if (!best)
                         continue;
-                if (str_setf(&text, "likely dead PID %d's: its lowest PID, %d, is the next after it among the dead "
-                             "owners (PID order only)", (int)best, (int)x->min_pid) < 0) {
+                if (str_setf(&text, _("likely dead PID %d's: its lowest PID, %d, is the next after it among the dead "
+                             "owners (PID order only)"), (int)best, (int)x->min_pid) < 0) {
                         r = -ENOMEM;    /* (text keeps the last family's sentence: not to be used) */
                         break;
                 }
@@ -845,21 +863,21 @@ static int attribute_orphans(struct scan_result *res, const struct ledger_opts *
                                 c = gone ? CONF_MEDIUM : CONF_LOW;
                                 if (gone)
                                         str_setf(&text,
-                                                 "unlisted CUDA process holding %s while dead PID %d is listed; the leader of its %s (PID %d) is gone",
-                                                 gi->minor_known ? node : "a GPU node", (int)to, lwhat, (int)gone);
+                                                 _("unlisted CUDA process holding %s while dead PID %d is listed; the leader of its %s (PID %d) is gone"),
+                                                 gi->minor_known ? node : _("a GPU node"), (int)to, _(lwhat), (int)gone);
                                 else
-                                        str_setf(&text, "unlisted CUDA process holding %s while dead PID %d is listed",
-                                                 gi->minor_known ? node : "a GPU node", (int)to);
+                                        str_setf(&text, _("unlisted CUDA process holding %s while dead PID %d is listed"),
+                                                 gi->minor_known ? node : _("a GPU node"), (int)to);
                         } else {
                                 kind = LINK_LEADER_GONE;
                                 c = mode[on[j]] == ORPHAN_HOST_PIDS && n_absent > 1 ? CONF_LOW : CONF_MEDIUM;
                                 to = gone;
-                                str_setf(&text, "holds nvidia-uvm and %s, listed by NVML nowhere; leader of its %s (PID %d) is gone",
-                                         gi->minor_known ? node : "a GPU node", lwhat, (int)gone);
+                                str_setf(&text, _("holds nvidia-uvm and %s, listed by NVML nowhere; leader of its %s (PID %d) is gone"),
+                                         gi->minor_known ? node : _("a GPU node"), _(lwhat), (int)gone);
                         }
                         if (n_on > 1) {
                                 c = CONF_LOW;
-                                str_addf(&text, " (candidate: it holds %zu GPUs with a ghost)", n_on);
+                                str_addf(&text, _(" (candidate: it holds %zu GPUs with a ghost)"), n_on);
                         }
                         struct attribution *na = text ? add_attr(l, i, kind, to, n_on > 1, c, text) : NULL;
                         free(text);
@@ -881,7 +899,7 @@ static int attribute_orphans(struct scan_result *res, const struct ledger_opts *
                                 if (l->owners[k].cls == OWNER_UNKNOWN) {
                                         l->owners[k].cls = OWNER_STALE;
                                         str_setf(&l->owners[k].why,
-                                                 "no such process in this PID namespace; an orphan here holds this GPU");
+                                                 _("no such process in this PID namespace; an orphan here holds this GPU"));
                                 }
                 if (mode[g] != ORPHAN_HOST_PIDS || !l->n_attr)
                         continue;
@@ -891,7 +909,7 @@ static int attribute_orphans(struct scan_result *res, const struct ledger_opts *
                                 continue;
                         l->owners[k].cls = OWNER_UNKNOWN;
                         str_setf(&l->owners[k].why,
-                                 "not in this PID namespace; orphans of a dead job here hold this GPU");
+                                 _("not in this PID namespace; orphans of a dead job here hold this GPU"));
                 }
         }
         free(fi);
@@ -972,11 +990,16 @@ static void find_stuck(const struct facts *now, const struct facts *before, cons
                 if (c > fd->confidence)
                         fd->confidence = c;
                 finding_pid(fd, pid);
-                evidence(fd, "PID %d is in D state (uninterruptible)%s%s%s", (int)pid,
-                         twice ? " in both samples" : " in one sample (a suspect, not confirmed)",
-                         hp->wchan[0] ? ", waiting in " : "", hp->wchan[0] ? hp->wchan : "");
+                if (hp->wchan[0])
+                        evidence(fd, twice ? _("PID %d is in D state (uninterruptible) in both samples, waiting in %s")
+                                           : _("PID %d is in D state (uninterruptible) in one sample (a suspect, not confirmed), waiting in %s"),
+                                 (int)pid, hp->wchan);
+                else
+                        evidence(fd, twice ? _("PID %d is in D state (uninterruptible) in both samples")
+                                           : _("PID %d is in D state (uninterruptible) in one sample (a suspect, not confirmed)"),
+                                 (int)pid);
                 if (hp->wchan[0] && !nv)
-                        evidence(fd, "its wait (%s) is not visibly inside the nvidia modules", hp->wchan);
+                        evidence(fd, _("its wait (%s) is not visibly inside the nvidia modules"), hp->wchan);
         }
 }
 
@@ -985,7 +1008,7 @@ static void find_stuck(const struct facts *now, const struct facts *before, cons
 static void event_when(const struct xid_event *e, char *out, size_t n)
 {
         if (!e->time_known || xid_format_rfc3339(e->time, out, n) < 0)
-                snprintf(out, n, "%s", e->monotonic_known ? "(boot-relative time)" : "(time unknown)");
+                snprintf(out, n, "%s", e->monotonic_known ? _("(boot-relative time)") : _("(time unknown)"));
 }
 
 /* The latest Xid 79 / fallen-off-the-bus of GPU g since the driver's load, or NULL. */
@@ -1021,19 +1044,25 @@ static void kernel_evidence(const struct facts *f, const struct gpu_ledger *l, c
                 bool dead_owner = false;
                 for (size_t k = 0; e->pid_known && k < l->n_owners; k++)
                         dead_owner |= l->owners[k].pid == e->pid && l->owners[k].cls == OWNER_STALE;
-                if (dead_owner && main_fd && e->xid == 45)
-                        evidence(main_fd, "kernel: Xid 45 at %s for PID %u%s%s%s: the driver tore its channels down (it was killed)",
-                                 when, e->pid, e->process_name[0] ? " (" : "", e->process_name, e->process_name[0] ? ")" : "");
+                bool named = e->process_name[0] != 0;
+                if (dead_owner && main_fd && e->xid == 45 && named)
+                        evidence(main_fd, _("kernel: Xid 45 at %s for PID %u (%s): the driver tore its channels down (it was killed)"),
+                                 when, e->pid, e->process_name);
+                else if (dead_owner && main_fd && e->xid == 45)
+                        evidence(main_fd, _("kernel: Xid 45 at %s for PID %u: the driver tore its channels down (it was killed)"),
+                                 when, e->pid);
                 else if (dead_owner && main_fd && e->kind == XID_KIND_DRM)
-                        evidence(main_fd, "kernel: nvidia-drm at %s: %s (the dead owner PID %u)", when,
-                                 e->message ? e->message : "a DRM message", e->pid);
+                        evidence(main_fd, _("kernel: nvidia-drm at %s: %s (the dead owner PID %u)"), when,
+                                 e->message ? e->message : _("a DRM message"), e->pid);
+                else if (dead_owner && main_fd && e->xid != XID_NONE && named)
+                        evidence(main_fd, _("kernel: Xid %d at %s named the dead owner PID %u (%s)"), e->xid, when, e->pid,
+                                 e->process_name);
                 else if (dead_owner && main_fd && e->xid != XID_NONE)
-                        evidence(main_fd, "kernel: Xid %d at %s named the dead owner PID %u%s%s%s", e->xid, when, e->pid,
-                                 e->process_name[0] ? " (" : "", e->process_name, e->process_name[0] ? ")" : "");
+                        evidence(main_fd, _("kernel: Xid %d at %s named the dead owner PID %u"), e->xid, when, e->pid);
                 bool hang = e->xid == 119 || e->xid == 120 || e->kind == XID_KIND_GSP_ERROR || e->kind == XID_KIND_RC_WATCHDOG;
                 if (hang && stuck) {
-                        evidence(stuck, "kernel: %s at %s%s", e->xid != XID_NONE ? "a GSP/driver timeout (Xid)" : "a GSP error", when,
-                                 e->xid == 119 && e->pid_known ? "; its pid= is whoever made the timed-out call, not necessarily the stuck task" : "");
+                        evidence(stuck, _("kernel: %s at %s%s"), e->xid != XID_NONE ? _("a GSP/driver timeout (Xid)") : _("a GSP error"), when,
+                                 e->xid == 119 && e->pid_known ? _("; its pid= is whoever made the timed-out call, not necessarily the stuck task") : "");
                         if (stuck->confidence == CONF_LOW)
                                 stuck->confidence = CONF_MEDIUM;
                         stuck = NULL; /* one line is enough */
@@ -1163,9 +1192,9 @@ static void stale_evidence(struct finding *fd, const struct gpu_ledger *l)
                         continue;
                 finding_pid(fd, (pid_t)ow->pid);
                 if (ow->used_known)
-                        evidence(fd, "NVML lists PID %u with %llu MiB: %s", ow->pid, mib(ow->used_bytes), str_or_empty(ow->why));
+                        evidence(fd, _("NVML lists PID %u with %llu MiB: %s"), ow->pid, mib(ow->used_bytes), str_or_empty(ow->why));
                 else
-                        evidence(fd, "NVML lists PID %u: %s", ow->pid, str_or_empty(ow->why));
+                        evidence(fd, _("NVML lists PID %u: %s"), ow->pid, str_or_empty(ow->why));
         }
 }
 
@@ -1186,15 +1215,15 @@ static void look_further(struct finding *fd, enum visibility v, unsigned index)
 {
         switch (v) {
         case VIS_NOT_ROOT:
-                next_step(fd, "other users' processes are out of sight: run `sudo ghostvram scan --gpu %u` before anything else (never reset a GPU on this view)",
+                next_step(fd, _("other users' processes are out of sight: run `sudo ghostvram scan --gpu %u` before anything else (never reset a GPU on this view)"),
                           index);
                 break;
         case VIS_NOT_INITIAL:
-                next_step(fd, "processes outside this PID namespace are out of sight: run on the host (or a pod with hostPID: true / docker --pid=host): `sudo ghostvram scan --gpu %u`",
+                next_step(fd, _("processes outside this PID namespace are out of sight: run on the host (or a pod with hostPID: true / docker --pid=host): `sudo ghostvram scan --gpu %u`"),
                           index);
                 break;
         default:
-                next_step(fd, "some processes could not be inspected: `ghostvram scan --gpu %u --verbose` lists what (a task stuck in the driver, a deadline); then `ghostvram xid`",
+                next_step(fd, _("some processes could not be inspected: `ghostvram scan --gpu %u --verbose` lists what (a task stuck in the driver, a deadline); then `ghostvram xid`"),
                           index);
                 break;
         }
@@ -1203,11 +1232,11 @@ static void look_further(struct finding *fd, enum visibility v, unsigned index)
 static void partial_evidence(struct finding *fd, enum visibility v)
 {
         if (v == VIS_NOT_ROOT)
-                evidence(fd, "not root: other users' descriptors are unreadable, a holder may be out of sight");
+                evidence(fd, _("not root: other users' descriptors are unreadable, a holder may be out of sight"));
         else if (v == VIS_NOT_INITIAL)
-                evidence(fd, "not in the initial PID namespace: processes outside it are out of sight");
+                evidence(fd, _("not in the initial PID namespace: processes outside it are out of sight"));
         else if (v == VIS_LIMITS)
-                evidence(fd, "visibility is partial (see limits): a holder may be out of sight");
+                evidence(fd, _("visibility is partial (see limits): a holder may be out of sight"));
 }
 
 /* An unattributed CUDA process (nvidia-uvm) holding this GPU's node that is no live owner: no
@@ -1243,8 +1272,10 @@ static void blind_evidence(struct finding *fd, const struct scan_result *res, co
                         b = bi;
         }
         if (b)
-                evidence(fd, "GPU %u gives no process list and %u unlinked CUDA process%s hold%s its node too: each may be that GPU's live job, so only a link by number ties one to the dead owner",
-                         b->index, n, n == 1 ? "" : "es", n == 1 ? "s" : "");
+                evidence(fd, P_("GPU %u gives no process list and %u unlinked CUDA process holds its node too: each may be that GPU's live job, so only a link by number ties one to the dead owner",
+                                "GPU %u gives no process list and %u unlinked CUDA processes hold its node too: each may be that GPU's live job, so only a link by number ties one to the dead owner",
+                                n),
+                         b->index, n);
 }
 
 /* Holders of this GPU's node that are not attributed (daemons, monitors, CUDA processes no link
@@ -1265,20 +1296,20 @@ static void reset_blockers(struct finding *fd, const struct scan_result *res, co
                 const char *what = NULL;
                 enum job_tie tie = ledger_live_tie(res, hp, NULL, &live, &what);
                 if (d)
-                        evidence(fd, "PID %d (%s, a %s) holds /dev/nvidia%u but not the ghost; a GPU reset needs it stopped: %s",
-                                 (int)hp->pid, hp->comm ? hp->comm : "?", d->kind, g->minor, d->stop);
+                        evidence(fd, _("PID %d (%s, a %s) holds /dev/nvidia%u but not the ghost; a GPU reset needs it stopped: %s"),
+                                 (int)hp->pid, hp->comm ? hp->comm : "?", _(d->kind), g->minor, _(d->stop));
                 else if (ledger_is_live_owner(res, hp->pid))
-                        evidence(fd, "PID %d (%s), a live owner, holds /dev/nvidia%u: a GPU reset needs it gone",
+                        evidence(fd, _("PID %d (%s), a live owner, holds /dev/nvidia%u: a GPU reset needs it gone"),
                                  (int)hp->pid, hp->comm ? hp->comm : "?", g->minor);
                 else if (holds_uvm(hp) && tie != JOB_TIE_NONE)
-                        evidence(fd, "PID %d (%s) holds /dev/nvidia%u and nvidia-uvm with no link to the dead owner (%s of live PID %d): it may hold the ghost; a GPU reset needs it gone",
+                        evidence(fd, _("PID %d (%s) holds /dev/nvidia%u and nvidia-uvm with no link to the dead owner (%s of live PID %d): it may hold the ghost; a GPU reset needs it gone"),
                                  (int)hp->pid, hp->comm ? hp->comm : "?", g->minor,
-                                 tie == JOB_TIE_PARENT ? "a child" : tie == JOB_TIE_JOB && what ? what : job_tie_name(tie), (int)live);
+                                 tie == JOB_TIE_PARENT ? _("a child") : tie_noun(tie, what), (int)live);
                 else if (holds_uvm(hp))
-                        evidence(fd, "PID %d (%s) holds /dev/nvidia%u and nvidia-uvm with no link to the dead owner: it may hold the ghost; a GPU reset needs it gone",
+                        evidence(fd, _("PID %d (%s) holds /dev/nvidia%u and nvidia-uvm with no link to the dead owner: it may hold the ghost; a GPU reset needs it gone"),
                                  (int)hp->pid, hp->comm ? hp->comm : "?", g->minor);
                 else
-                        evidence(fd, "PID %d (%s) holds /dev/nvidia%u without nvidia-uvm (a monitor?); a GPU reset needs it gone",
+                        evidence(fd, _("PID %d (%s) holds /dev/nvidia%u without nvidia-uvm (a monitor?); a GPU reset needs it gone"),
                                  (int)hp->pid, hp->comm ? hp->comm : "?", g->minor);
                 n++;
         }
@@ -1290,17 +1321,17 @@ bool ledger_default_target(const struct facts *f, const struct attribution *a, c
 {
         const struct host_proc *hp = &f->host->holders[a->holder];
         if (a->candidate)
-                *ret_why = "it holds several GPUs with a ghost";
+                *ret_why = _("it holds several GPUs with a ghost");
         else if (a->confidence < CONF_MEDIUM)
-                *ret_why = "the link is weak";
+                *ret_why = _("the link is weak");
         else if (a->tie != JOB_TIE_NONE)
-                *ret_why = "it is tied to a live owner";
+                *ret_why = _("it is tied to a live owner");
         else if (!a->proof)
-                *ret_why = a->link == LINK_ELIMINATION ? "it is tied by elimination only" : "the link is weak";
+                *ret_why = a->link == LINK_ELIMINATION ? _("it is tied by elimination only") : _("the link is weak");
         else if (!holds_uvm(hp) && a->link != LINK_FAMILY)
-                *ret_why = "it holds no nvidia-uvm";
+                *ret_why = _("it holds no nvidia-uvm");
         else if (hp->n_nspid > 1 && hp->nspid[hp->n_nspid - 1] == 1)
-                *ret_why = "it is a container's init";
+                *ret_why = _("it is a container's init");
         else
                 return true;
         return false;
@@ -1321,8 +1352,8 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
         bool initial = h && h->initial_pidns;
         enum visibility vis = visibility_of(h);
         const char *ref = l->gpu_ref;
-        const char *ref_note = g->pci_bus_id[0] ? "" : g->uuid[0] ? " (by UUID: the PCI bus id is not known)"
-                                                                  : " (by index: neither PCI bus id nor UUID is known)";
+        const char *ref_note = g->pci_bus_id[0] ? "" : g->uuid[0] ? _(" (by UUID: the PCI bus id is not known)")
+                                                                  : _(" (by index: neither PCI bus id nor UUID is known)");
         struct finding *fd = NULL;
 
         bool old_lost;
@@ -1332,23 +1363,23 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
         /* Xid 79 means lost only if it came after the driver's load and NVML does not answer normally */
         if (g->status == GPU_LOST || (lost && g->status != GPU_OK)) {
                 fd = add_finding(l, VERDICT_GPU_LOST, g->status == GPU_LOST ? CONF_HIGH : CONF_MEDIUM, l->used);
-                headline(fd, "GPU is lost: the driver cannot reach it (fallen off the bus)");
-                evidence(fd, "NVML: %s", g->status_message[0] ? g->status_message : "GPU_IS_LOST");
+                headline(fd, _("GPU is lost: the driver cannot reach it (fallen off the bus)"));
+                evidence(fd, _("NVML: %s"), g->status_message[0] ? g->status_message : "GPU_IS_LOST");
                 if (lost) {
                         char when[40];
                         event_when(lost, when, sizeof(when));
-                        evidence(fd, "kernel: Xid 79 (GPU has fallen off the bus) at %s, after the driver's load", when);
+                        evidence(fd, _("kernel: Xid 79 (GPU has fallen off the bus) at %s, after the driver's load"), when);
                 }
-                next_step(fd, "drain the node and reboot it; a GPU reset does not bring back a lost GPU (`ghostvram xid explain 79`)");
+                next_step(fd, _("drain the node and reboot it; a GPU reset does not bring back a lost GPU (`ghostvram xid explain 79`)"));
                 return;
         }
         if (!l->inspected) {
                 fd = add_finding(l, VERDICT_UNKNOWN, CONF_LOW, 0);
-                headline(fd, "could not inspect this GPU");
-                evidence(fd, "%s", g->status_message[0] ? g->status_message : "memory figures not available");
+                headline(fd, _("could not inspect this GPU"));
+                evidence(fd, "%s", g->status_message[0] ? g->status_message : _("memory figures not available"));
                 for (size_t e = 0; e < g->n_errors && e < 3; e++)
-                        evidence(fd, "query %s: %s", g->errors[e].query, g->errors[e].message);
-                next_step(fd, "check the driver with `nvidia-smi -q -i %s`%s and the kernel log (`ghostvram xid`); re-run with --call-timeout 30s",
+                        evidence(fd, _("query %s: %s"), g->errors[e].query, g->errors[e].message);
+                next_step(fd, _("check the driver with `nvidia-smi -q -i %s`%s and the kernel log (`ghostvram xid`); re-run with --call-timeout 30s"),
                           ref, ref_note);
                 return;
         }
@@ -1356,36 +1387,36 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                 /* a MIG GPU's own lists are the aggregate of its instances only for a privileged
                  * caller (nvml.h): NO_PERMISSION, or an empty list, for anyone else */
                 fd = add_finding(l, VERDICT_UNKNOWN, CONF_LOW, l->used);
-                headline(fd, "%llu MiB used on a MIG GPU, but NVML gives its process list only to a privileged caller: whose it is cannot be told",
+                headline(fd, _("%llu MiB used on a MIG GPU, but NVML gives its process list only to a privileged caller: whose it is cannot be told"),
                          mib(l->used));
                 for (size_t e = 0; e < g->n_errors && e < 3; e++)
                         if (e == 0 || strcmp(g->errors[e].message, g->errors[e - 1].message) != 0)
-                                evidence(fd, "query %s: %s", g->errors[e].query, g->errors[e].message);
-                evidence(fd, "MIG mode: the GPU's own process lists cover its instances only for root or a holder of the mig/monitor capability (/dev/nvidia-caps/nvidia-cap2)%s",
-                         h && h->euid != 0 ? "; this scan does not run as root" : "");
+                                evidence(fd, _("query %s: %s"), g->errors[e].query, g->errors[e].message);
+                evidence(fd, _("MIG mode: the GPU's own process lists cover its instances only for root or a holder of the mig/monitor capability (/dev/nvidia-caps/nvidia-cap2)%s"),
+                         h && h->euid != 0 ? _("; this scan does not run as root") : "");
                 for (size_t m = 0; m < l->n_mig; m++)
                         if (l->mig[m].memory_known && l->mig[m].used)
-                                evidence(fd, "MIG GPU instance %u (compute instance %u): %llu MiB used of %llu MiB",
+                                evidence(fd, _("MIG GPU instance %u (compute instance %u): %llu MiB used of %llu MiB"),
                                          l->mig[m].gpu_instance, l->mig[m].compute_instance, mib(l->mig[m].used),
                                          mib(l->mig[m].total));
-                next_step(fd, "re-run as root: `sudo ghostvram scan --gpu %u`; nothing is reclaimed on this GPU without a process list",
+                next_step(fd, _("re-run as root: `sudo ghostvram scan --gpu %u`; nothing is reclaimed on this GPU without a process list"),
                           g->index);
                 return;
         }
         if (!l->procs_known) {
                 fd = add_finding(l, VERDICT_UNKNOWN, CONF_LOW, l->used);
-                headline(fd, "%llu MiB used, but NVML gives no process list for this GPU: whose it is cannot be told",
+                headline(fd, _("%llu MiB used, but NVML gives no process list for this GPU: whose it is cannot be told"),
                          mib(l->used));
                 bool said = false;
                 for (size_t e = 0; e < g->n_errors && e < 3; e++)
                         if (strcmp(g->errors[e].query, "processes") == 0) {
-                                evidence(fd, "query processes: %s", g->errors[e].message);
+                                evidence(fd, _("query processes: %s"), g->errors[e].message);
                                 said = true;
                         }
                 if (!said)
-                        evidence(fd, "the process list was not available");
-                evidence(fd, "GeForce boards, some vGPU profiles and old drivers do not report processes; a hung driver does not answer");
-                next_step(fd, "nothing is reclaimed on this GPU without a process list; `sudo fuser -v /dev/nvidia%u` shows who holds its node, and `ghostvram xid` the driver's side",
+                        evidence(fd, _("the process list was not available"));
+                evidence(fd, _("GeForce boards, some vGPU profiles and old drivers do not report processes; a hung driver does not answer"));
+                next_step(fd, _("nothing is reclaimed on this GPU without a process list; `sudo fuser -v /dev/nvidia%u` shows who holds its node, and `ghostvram xid` the driver's side"),
                           g->minor);
                 return;
         }
@@ -1393,21 +1424,21 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                 /* a listed owner runs, but no node of the GPU is where we look: neither "stale"
                  * nor "ok" can be told */
                 fd = add_finding(l, VERDICT_UNKNOWN, CONF_LOW, l->used);
-                headline(fd, "%llu MiB used by listed processes that are alive, but who holds the GPU cannot be seen",
+                headline(fd, _("%llu MiB used by listed processes that are alive, but who holds the GPU cannot be seen"),
                          mib(l->used));
-                evidence(fd, "no device node of this GPU (nvidia%u, nvidia-uvm) under the device prefix: a holder cannot be seen",
+                evidence(fd, _("no device node of this GPU (nvidia%u, nvidia-uvm) under the device prefix: a holder cannot be seen"),
                          g->minor);
-                next_step(fd, "run without --dev-prefix, or give the prefix its nodes are under (e.g. /dev/nvidia)");
+                next_step(fd, _("run without --dev-prefix, or give the prefix its nodes are under (e.g. /dev/nvidia)"));
                 return;
         }
 
         struct finding *stuck = NULL;
         find_stuck(now, before, o, l, &stuck);
         if (stuck) {
-                headline(stuck, "%s: a task holding this GPU is stuck in the driver%s",
-                         stuck->confidence == CONF_LOW ? "suspect" : "stuck",
-                         stuck->confidence == CONF_LOW ? " (one sample)" : "");
-                next_step(stuck, "a stuck task exits only when its driver call returns: look at `cat /proc/%d/stack` and `ghostvram xid`; if it stays, reset the GPU (`sudo nvidia-smi --gpu-reset -i %s`%s) or reboot",
+                headline(stuck, "%s", stuck->confidence == CONF_LOW
+                                              ? _("suspect: a task holding this GPU is stuck in the driver (one sample)")
+                                              : _("stuck: a task holding this GPU is stuck in the driver"));
+                next_step(stuck, _("a stuck task exits only when its driver call returns: look at `cat /proc/%d/stack` and `ghostvram xid`; if it stays, reset the GPU (`sudo nvidia-smi --gpu-reset -i %s`%s) or reboot"),
                           (int)stuck->pids[0], ref, ref_note);
         }
 
@@ -1425,11 +1456,12 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                         jobs += !seen;
                 }
                 if (jobs > 1)
-                        headline(fd, "%llu MiB ghost held by %zu orphaned processes of %zu dead jobs", mib(l->ghost),
+                        headline(fd, _("%llu MiB ghost held by %zu orphaned processes of %zu dead jobs"), mib(l->ghost),
                                  l->n_attr, jobs);
                 else
-                        headline(fd, "%llu MiB ghost held by %zu orphaned process%s of a dead job", mib(l->ghost),
-                                 l->n_attr, l->n_attr == 1 ? "" : "es");
+                        headline(fd, P_("%llu MiB ghost held by %zu orphaned process of a dead job",
+                                        "%llu MiB ghost held by %zu orphaned processes of a dead job", l->n_attr),
+                                 mib(l->ghost), l->n_attr);
                 stale_evidence(fd, l);
                 struct buf pl = BUF_INIT(0), pp = BUF_INIT(0);
                 const char *why = NULL;
@@ -1447,39 +1479,42 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                         }
                 }
                 if (l->freed_bytes)
-                        evidence(fd, "used fell by %llu MiB between the samples: part of it is being freed", mib(l->freed_bytes));
+                        evidence(fd, _("used fell by %llu MiB between the samples: part of it is being freed"), mib(l->freed_bytes));
                 if (all_default)
-                        next_step(fd, "free it safely (each process re-checked, signalled through a pidfd, the memory measured): `sudo ghostvram reclaim --gpu %u` shows the plan, add --yes to act (by hand: kill -TERM %s)",
+                        next_step(fd, _("free it safely (each process re-checked, signalled through a pidfd, the memory measured): `sudo ghostvram reclaim --gpu %u` shows the plan, add --yes to act (by hand: kill -TERM %s)"),
                                   l->index, buf_str(&pl));
                 else
-                        next_step(fd, "check each process first (%s, so reclaim does not end it by default); then `sudo ghostvram reclaim --gpu %u --pid %s` shows the plan, add --yes to act",
-                                  why ? why : "not a default target", l->index, buf_str(&pp));
+                        next_step(fd, _("check each process first (%s, so reclaim does not end it by default); then `sudo ghostvram reclaim --gpu %u --pid %s` shows the plan, add --yes to act"),
+                                  why ? why : _("not a default target"), l->index, buf_str(&pp));
                 buf_free(&pl);
                 buf_free(&pp);
         } else if (l->freeing) {
                 fd = add_finding(l, VERDICT_FREEING, CONF_MEDIUM, l->freeing_bytes);
-                headline(fd, "%llu MiB still being released by the driver", mib(l->freeing_bytes));
+                headline(fd, _("%llu MiB still being released by the driver"), mib(l->freeing_bytes));
                 stale_evidence(fd, l);
                 if (l->freed_bytes)
-                        evidence(fd, "used fell by %llu MiB between the two samples%s", mib(l->freed_bytes),
-                                 l->freed_bytes < MIB ? " (less than 1 MiB: a slow teardown)" : "");
+                        evidence(fd, l->freed_bytes < MIB ? _("used fell by %llu MiB between the two samples (less than 1 MiB: a slow teardown)")
+                                                          : _("used fell by %llu MiB between the two samples"),
+                                 mib(l->freed_bytes));
                 for (size_t k = 0; k < l->n_owners; k++) {
                         const struct pid_fact *pf = facts_pid(now, l->owners[k].pid);
                         if (pf && pf->present && pf->proc.exiting && !strchr("DZX", pf->proc.state))
-                                evidence(fd, "the owner PID %u is exiting: the driver is tearing its context down", l->owners[k].pid);
+                                evidence(fd, _("the owner PID %u is exiting: the driver is tearing its context down"), l->owners[k].pid);
                 }
                 if (l->n_gone_holders) {
                         struct buf gl = BUF_INIT(0);
                         size_t shown = l->n_gone_holders < 8 ? l->n_gone_holders : 8;
                         for (size_t k = 0; k < shown; k++)
                                 pid_text_add(&gl, ", ", l->gone_holders[k]);
-                        evidence(fd, "PID%s %s%s held it in the earlier sample and hold%s nothing now: the driver frees a "
-                                     "context after its last holder goes", l->n_gone_holders == 1 ? "" : "s", buf_str(&gl),
-                                 l->n_gone_holders > shown ? " and more" : "", l->n_gone_holders == 1 ? "s" : "");
+                        evidence(fd, P_("PID %s%s held it in the earlier sample and holds nothing now: the driver frees a "
+                                        "context after its last holder goes",
+                                        "PIDs %s%s held it in the earlier sample and hold nothing now: the driver frees a "
+                                        "context after its last holder goes", l->n_gone_holders),
+                                 buf_str(&gl), l->n_gone_holders > shown ? _(" and more") : "");
                         buf_free(&gl);
                 }
-                evidence(fd, "no process holds it: not a ghost while it keeps falling");
-                next_step(fd, "nothing to do yet: re-run `ghostvram scan --gpu %u` in a minute; if it stops falling, it is a ghost", l->index);
+                evidence(fd, _("no process holds it: not a ghost while it keeps falling"));
+                next_step(fd, _("nothing to do yet: re-run `ghostvram scan --gpu %u` in a minute; if it stops falling, it is a ghost"), l->index);
         } else if (l->ghost_confirmed) {
                 /* a daemon that keeps a dead client's memory (MPS server, display server) */
                 for (size_t i = 0; h && i < h->n_holders; i++) {
@@ -1488,15 +1523,15 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                                 continue;
                         if (!fd) {
                                 fd = add_finding(l, VERDICT_DAEMON, CONF_LOW, l->ghost);
-                                headline(fd, "%llu MiB ghost; no orphan found, but a daemon that can keep client memory holds the GPU",
+                                headline(fd, _("%llu MiB ghost; no orphan found, but a daemon that can keep client memory holds the GPU"),
                                          mib(l->ghost));
                                 stale_evidence(fd, l);
                         }
                         finding_pid(fd, h->holders[i].pid);
-                        evidence(fd, "PID %d (%s) is a %s holding /dev/nvidia%u; it can keep a dead client's memory",
-                                 (int)h->holders[i].pid, h->holders[i].comm ? h->holders[i].comm : "?", d->kind, g->minor);
+                        evidence(fd, _("PID %d (%s) is a %s holding /dev/nvidia%u; it can keep a dead client's memory"),
+                                 (int)h->holders[i].pid, h->holders[i].comm ? h->holders[i].comm : "?", _(d->kind), g->minor);
                         if (str_empty(fd->next_step) || strcmp(d->kind, "MPS") == 0)
-                                next_step(fd, "%s; then `ghostvram scan --gpu %u`", d->stop, l->index);
+                                next_step(fd, _("%s; then `ghostvram scan --gpu %u`"), _(d->stop), l->index);
                 }
                 bool stale = has_owner(l, OWNER_STALE);
                 unsigned unlinked = count_unlinked_cuda(res, l, g, o);
@@ -1504,55 +1539,64 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                         enum confidence c = vis == VIS_FULL && !unlinked ? CONF_HIGH : vis == VIS_NOT_ROOT ? CONF_LOW : CONF_MEDIUM;
                         fd = add_finding(l, VERDICT_STALE, c, l->ghost);
                         if (unlinked)
-                                headline(fd, "%llu MiB ghost: NVML lists a dead process; %u CUDA process%s hold%s the GPU with no link to it",
-                                         mib(l->ghost), unlinked, unlinked == 1 ? "" : "es", unlinked == 1 ? "s" : "");
+                                headline(fd, P_("%llu MiB ghost: NVML lists a dead process; %u CUDA process holds the GPU with no link to it",
+                                                "%llu MiB ghost: NVML lists a dead process; %u CUDA processes hold the GPU with no link to it",
+                                                unlinked),
+                                         mib(l->ghost), unlinked);
                         else if (vis == VIS_FULL)
-                                headline(fd, "%llu MiB ghost: NVML lists a dead process and nothing here holds the GPU", mib(l->ghost));
+                                headline(fd, _("%llu MiB ghost: NVML lists a dead process and nothing here holds the GPU"), mib(l->ghost));
                         else
-                                headline(fd, "%llu MiB ghost: NVML lists a dead process and no holder is visible %s", mib(l->ghost),
-                                         vis == VIS_NOT_ROOT ? "to this user" : vis == VIS_NOT_INITIAL ? "in this PID namespace" : "(partial visibility)");
+                                headline(fd, vis == VIS_NOT_ROOT ? _("%llu MiB ghost: NVML lists a dead process and no holder is visible to this user")
+                                             : vis == VIS_NOT_INITIAL ? _("%llu MiB ghost: NVML lists a dead process and no holder is visible in this PID namespace")
+                                                                      : _("%llu MiB ghost: NVML lists a dead process and no holder is visible (partial visibility)"),
+                                         mib(l->ghost));
+
                         /* why the headline's CUDA processes have no link, before the list of dead PIDs */
                         blind_evidence(fd, res, l, g, o);
                         stale_evidence(fd, l);
-                        evidence(fd, "no visible process holds /dev/nvidia%u with a link to the dead owner", g->minor);
+                        evidence(fd, _("no visible process holds /dev/nvidia%u with a link to the dead owner"), g->minor);
                         for (size_t k = 0; k < l->n_owners; k++)
                                 if (l->owners[k].cls == OWNER_STALE && l->owners[k].out_of_sight)
-                                        evidence(fd, "%u process%s in dead PID %u's process group or session cannot be inspected by this user: likely the holders",
-                                                 l->owners[k].out_of_sight, l->owners[k].out_of_sight == 1 ? "" : "es", l->owners[k].pid);
+                                        evidence(fd, P_("%u process in dead PID %u's process group or session cannot be inspected by this user: likely the holders",
+                                                        "%u processes in dead PID %u's process group or session cannot be inspected by this user: likely the holders",
+                                                        l->owners[k].out_of_sight),
+                                                 l->owners[k].out_of_sight, l->owners[k].pid);
                         partial_evidence(fd, vis);
                         if (unlinked) {
                                 reset_blockers(fd, res, l, g, o);
-                                next_step(fd, "look at the CUDA processes named above first (`ghostvram scan --gpu %u --verbose`): if one belongs to the dead job, `sudo ghostvram reclaim --gpu %u --pid PID` ends it; a GPU reset would need them all gone",
+                                next_step(fd, _("look at the CUDA processes named above first (`ghostvram scan --gpu %u --verbose`): if one belongs to the dead job, `sudo ghostvram reclaim --gpu %u --pid PID` ends it; a GPU reset would need them all gone"),
                                           l->index, l->index);
                         } else if (vis == VIS_FULL) {
                                 reset_blockers(fd, res, l, g, o);
-                                next_step(fd, "the driver has not finished tearing the context down: wait a minute and re-run `ghostvram scan --gpu %u`; if it stays, check `ghostvram xid`, then reset the GPU: `sudo nvidia-smi --gpu-reset -i %s`%s",
+                                next_step(fd, _("the driver has not finished tearing the context down: wait a minute and re-run `ghostvram scan --gpu %u`; if it stays, check `ghostvram xid`, then reset the GPU: `sudo nvidia-smi --gpu-reset -i %s`%s"),
                                           l->index, ref, ref_note);
                         } else {
                                 look_further(fd, vis, l->index);
                         }
                 } else if (!fd && !stuck && vis == VIS_FULL && !unlinked) {
                         fd = add_finding(l, VERDICT_DRIVER_LEAK, CONF_MEDIUM, l->ghost);
-                        headline(fd, "%llu MiB used with no owner and no holder: held by the driver", mib(l->ghost));
-                        evidence(fd, "no live owner, no process holds an NVIDIA device node for it, no task stuck in the driver");
-                        evidence(fd, "full visibility: initial PID namespace, root, nothing hidden");
+                        headline(fd, _("%llu MiB used with no owner and no holder: held by the driver"), mib(l->ghost));
+                        evidence(fd, _("no live owner, no process holds an NVIDIA device node for it, no task stuck in the driver"));
+                        evidence(fd, _("full visibility: initial PID namespace, root, nothing hidden"));
                         reset_blockers(fd, res, l, g, o);
-                        next_step(fd, "only a GPU reset or a module reload frees it: stop GPU users (and nvidia-persistenced), then `sudo nvidia-smi --gpu-reset -i %s`%s",
+                        next_step(fd, _("only a GPU reset or a module reload frees it: stop GPU users (and nvidia-persistenced), then `sudo nvidia-smi --gpu-reset -i %s`%s"),
                                   ref, ref_note);
                 } else if (!fd && !stuck && unlinked) {
                         fd = add_finding(l, VERDICT_UNKNOWN, CONF_LOW, l->ghost);
-                        headline(fd, "%llu MiB unexplained; %u CUDA process%s hold%s the GPU with no link to a dead owner",
-                                 mib(l->ghost), unlinked, unlinked == 1 ? "" : "es", unlinked == 1 ? "s" : "");
-                        evidence(fd, "not a driver leak while a CUDA process holds the GPU's node");
+                        headline(fd, P_("%llu MiB unexplained; %u CUDA process holds the GPU with no link to a dead owner",
+                                        "%llu MiB unexplained; %u CUDA processes hold the GPU with no link to a dead owner", unlinked),
+                                 mib(l->ghost), unlinked);
+
+                        evidence(fd, _("not a driver leak while a CUDA process holds the GPU's node"));
                         blind_evidence(fd, res, l, g, o);
                         partial_evidence(fd, vis);
                         reset_blockers(fd, res, l, g, o);
-                        next_step(fd, "look at the CUDA processes named above (`ghostvram scan --gpu %u --verbose`): if one is a dead job's, `sudo ghostvram reclaim --gpu %u --pid PID` ends it",
+                        next_step(fd, _("look at the CUDA processes named above (`ghostvram scan --gpu %u --verbose`): if one is a dead job's, `sudo ghostvram reclaim --gpu %u --pid PID` ends it"),
                                   l->index, l->index);
                 } else if (!fd && !stuck) {
                         fd = add_finding(l, VERDICT_UNKNOWN, CONF_LOW, l->ghost);
-                        headline(fd, "%llu MiB unexplained and no holder in sight (partial visibility)", mib(l->ghost));
-                        evidence(fd, "not a driver leak: part of the host is out of sight");
+                        headline(fd, _("%llu MiB unexplained and no holder in sight (partial visibility)"), mib(l->ghost));
+                        evidence(fd, _("not a driver leak: part of the host is out of sight"));
                         partial_evidence(fd, vis);
                         reset_blockers(fd, res, l, g, o);
                         look_further(fd, vis, l->index);
@@ -1560,42 +1604,42 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
         }
         if (fd && l->ghost_evidence && l->unattributed > 0 && (fd->verdict == VERDICT_ORPHANED || fd->verdict == VERDICT_STALE)) {
                 if (!l->reserved_known)
-                        evidence(fd, "%llu MiB more are used than the dead PIDs held: likely the driver's reservation (this driver's v1 memory query counts it as used)",
+                        evidence(fd, _("%llu MiB more are used than the dead PIDs held: likely the driver's reservation (this driver's v1 memory query counts it as used)"),
                                  mib(l->unattributed));
                 else
-                        evidence(fd, "%llu MiB more are used than the dead PIDs held: charged to no process (managed memory, kernel clients)",
+                        evidence(fd, _("%llu MiB more are used than the dead PIDs held: charged to no process (managed memory, kernel clients)"),
                                  mib(l->unattributed));
         }
 
         if (!initial && now->gpu->pid_mode != GPU_PID_HOST && no_live && l->unattributed + l->ghost > l->noise_floor &&
             l->unexplained_steady && !l->ghost_confirmed && !l->freeing) {
                 struct finding *iv = add_finding(l, VERDICT_INVISIBLE, CONF_MEDIUM, l->unattributed);
-                headline(iv, "%llu MiB used by processes this PID namespace cannot see", mib(l->unattributed + l->ghost));
-                evidence(iv, "not in the initial PID namespace, and the driver drops owners that are not visible here");
-                next_step(iv, "run on the host (or a pod with hostPID: true / docker --pid=host): `sudo ghostvram scan --gpu %u`", l->index);
+                headline(iv, _("%llu MiB used by processes this PID namespace cannot see"), mib(l->unattributed + l->ghost));
+                evidence(iv, _("not in the initial PID namespace, and the driver drops owners that are not visible here"));
+                next_step(iv, _("run on the host (or a pod with hostPID: true / docker --pid=host): `sudo ghostvram scan --gpu %u`"), l->index);
         }
         if (l->foreign > 0) {
                 struct finding *ff = add_finding(l, VERDICT_FOREIGN, CONF_MEDIUM, l->foreign);
-                headline(ff, "%llu MiB owned by processes in other PID namespaces", mib(l->foreign));
+                headline(ff, _("%llu MiB owned by processes in other PID namespaces"), mib(l->foreign));
                 for (size_t k = 0; k < l->n_owners; k++)
                         if (l->owners[k].cls == OWNER_FOREIGN) {
                                 finding_pid(ff, (pid_t)l->owners[k].pid);
-                                evidence(ff, "NVML lists PID %u: %s", l->owners[k].pid, str_or_empty(l->owners[k].why));
+                                evidence(ff, _("NVML lists PID %u: %s"), l->owners[k].pid, str_or_empty(l->owners[k].why));
                         }
-                next_step(ff, "not a leak; to name them, run on the host: `sudo ghostvram scan --gpu %u`", l->index);
+                next_step(ff, _("not a leak; to name them, run on the host: `sudo ghostvram scan --gpu %u`"), l->index);
         }
         if (l->unattributed > l->noise_floor && !no_live) {
                 struct finding *uf = add_finding(l, VERDICT_UNATTRIBUTED, CONF_MEDIUM, l->unattributed);
-                headline(uf, "%llu MiB not charged to any listed process while jobs run", mib(l->unattributed));
-                evidence(uf, "live owners exist and nothing points to a dead one");
-                evidence(uf, "NVML does not charge managed (UVM) memory or kernel clients to a process");
-                next_step(uf, "nothing to do: this is not a leak. If it grows while the jobs stay the same, watch it: `ghostvram scan --gpu %u --json`", l->index);
+                headline(uf, _("%llu MiB not charged to any listed process while jobs run"), mib(l->unattributed));
+                evidence(uf, _("live owners exist and nothing points to a dead one"));
+                evidence(uf, _("NVML does not charge managed (UVM) memory or kernel clients to a process"));
+                next_step(uf, _("nothing to do: this is not a leak. If it grows while the jobs stay the same, watch it: `ghostvram scan --gpu %u --json`"), l->index);
         }
         if (!l->reserved_known && l->n_owners == 0 && !l->ghost_confirmed) {
                 struct finding *rf = add_finding(l, VERDICT_RESERVED_ONLY, CONF_MEDIUM, l->used);
-                headline(rf, "%llu MiB used on an idle GPU: the driver's own reservation (old driver)", mib(l->used));
-                evidence(rf, "this driver has only the v1 memory query, whose used figure includes the driver's reservation");
-                next_step(rf, "nothing to do; a driver of the R510 series or later reports the reservation apart");
+                headline(rf, _("%llu MiB used on an idle GPU: the driver's own reservation (old driver)"), mib(l->used));
+                evidence(rf, _("this driver has only the v1 memory query, whose used figure includes the driver's reservation"));
+                next_step(rf, _("nothing to do; a driver of the R510 series or later reports the reservation apart"));
         }
         /* findings may have moved (realloc) since `stuck` was taken: look them up again */
         struct finding *main_fd = NULL;
@@ -1611,16 +1655,16 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
         if (l->n_findings == 0 || (stuck && l->n_findings == 1 && stuck->confidence == CONF_LOW)) {
                 struct finding *ok = add_finding(l, VERDICT_OK, CONF_HIGH, 0);
                 if (!l->ghost)
-                        headline(ok, "every byte accounted for");
+                        headline(ok, _("every byte accounted for"));
                 else if (l->ghost <= l->noise_floor)
-                        headline(ok, "no ghost: %llu MiB unexplained, below the noise floor (%llu MiB)", mib(l->ghost),
+                        headline(ok, _("no ghost: %llu MiB unexplained, below the noise floor (%llu MiB)"), mib(l->ghost),
                                  mib(l->noise_floor));
                 else
-                        headline(ok, "no ghost yet: %llu MiB unexplained, not in the earlier sample", mib(l->ghost));
-                next_step(ok, "nothing to do");
+                        headline(ok, _("no ghost yet: %llu MiB unexplained, not in the earlier sample"), mib(l->ghost));
+                next_step(ok, _("nothing to do"));
         }
         if (old_lost)
-                evidence(&l->findings[l->n_findings - 1], "kernel: an Xid 79 for this GPU predates the current driver load: history; NVML answers now");
+                evidence(&l->findings[l->n_findings - 1], _("kernel: an Xid 79 for this GPU predates the current driver load: history; NVML answers now"));
         (void)res;
 }
 

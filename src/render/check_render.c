@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "util/i18n.h"
+
 #define MIB (1024.0 * 1024.0)
 
 const char *plugin_state_name(enum plugin_state s)
@@ -109,23 +111,25 @@ static int gpu_summary(struct buf *out, const struct scan_result *r, const struc
         const char *v = verdict_of(l);
         int e = buf_printf(out, "GPU %u: ", l->index);
         if (strcmp(v, "gpu-lost") == 0)
-                return e ? e : buf_puts(out, "lost (the driver cannot reach it)");
+                return e ? e : buf_puts(out, _("lost (the driver cannot reach it)"));
         if (!l->inspected) {
-                e = e ? e : buf_puts(out, "not inspected (");
-                e = e ? e : put_plain(out, g->status_message[0] ? status_text(g, l->index) : "no memory figures");
-                return e ? e : buf_putc(out, ')');
+                struct buf why = BUF_INIT(0);
+                e = e ? e : put_plain(&why, g->status_message[0] ? status_text(g, l->index) : _("no memory figures"));
+                e = e ? e : buf_printf(out, _("not inspected (%s)"), buf_str(&why));
+                buf_free(&why);
+                return e;
         }
         if (!l->procs_known)
-                return e ? e : buf_puts(out, "no process list from the driver: whose memory it is cannot be told");
+                return e ? e : buf_puts(out, _("no process list from the driver: whose memory it is cannot be told"));
         if (st == PLUGIN_OK && l->freeing_bytes)
-                return e ? e : buf_printf(out, "%.0f MiB freeing (the driver is releasing it; not a ghost)",
+                return e ? e : buf_printf(out, _("%.0f MiB freeing (the driver is releasing it; not a ghost)"),
                                           (double)l->freeing_bytes / MIB);
         if (st == PLUGIN_OK && !l->ghost_confirmed)
                 return e ? e : buf_printf(out, "%s", v);
-        e = e ? e : buf_printf(out, "%.0f MiB ghost (%s", check_ghost_mib(l), v);
+        e = e ? e : buf_printf(out, _("%.0f MiB ghost (%s"), check_ghost_mib(l), v);
         const struct finding *fd = l->n_findings ? &l->findings[0] : NULL;
         for (size_t i = 0; fd && i < fd->n_pids && i < 8 && !e; i++)
-                e = buf_printf(out, "%s%d", i ? " " : ", PIDs ", (int)fd->pids[i]);
+                e = buf_printf(out, "%s%d", i ? " " : _(", PIDs "), (int)fd->pids[i]);
         if (fd && fd->n_pids > 8 && !e)
                 e = buf_printf(out, " +%zu", fd->n_pids - 8);
         return e ? e : buf_putc(out, ')');
@@ -149,7 +153,7 @@ static int long_line(struct buf *out, unsigned index, const char *code, const ch
         int e = buf_printf(out, "GPU %u %s: ", index, code);
         e = e ? e : put_plain(out, str_or_empty(summary));
         if (!str_empty(next) && !e) {
-                e = buf_puts(out, ". Next: ");
+                e = buf_puts(out, _(". Next: "));
                 e = e ? e : put_plain(out, next);
         }
         return e ? e : buf_putc(out, '\n');
@@ -201,7 +205,7 @@ int check_render(struct buf *out, const struct scan_result *r, const struct chec
         const struct gpu_report *gr = r->facts->gpu;
         if (!gr->driver_present) {
                 *ret_state = PLUGIN_UNKNOWN;
-                return check_render_unknown(out, gr->error[0] ? gr->error : "no NVIDIA driver");
+                return check_render_unknown(out, gr->error[0] ? gr->error : _("no NVIDIA driver"));
         }
         enum plugin_state st = PLUGIN_OK;
         size_t n_counted = 0, n_ok = 0, n_freeing = 0;     /* freeing: OK, but named, never "ok" */
@@ -216,7 +220,7 @@ int check_render(struct buf *out, const struct scan_result *r, const struct chec
         }
         if (n_counted == 0) {
                 *ret_state = PLUGIN_UNKNOWN;
-                return check_render_unknown(out, r->only_gpu >= 0 ? "no such GPU" : "no GPU found");
+                return check_render_unknown(out, r->only_gpu >= 0 ? _("no such GPU") : _("no GPU found"));
         }
         int e = buf_printf(out, "GHOSTVRAM %s - ", plugin_state_name(st));
         /* the GPUs that are not OK, worst first, then how many are OK */
@@ -247,7 +251,8 @@ int check_render(struct buf *out, const struct scan_result *r, const struct chec
                                 any = true;
                         }
                         if (!e && n_ok)
-                                e = buf_printf(out, "%s%zu GPU%s ok", any ? "; " : "", n_ok, n_ok == 1 ? "" : "s");
+                                e = buf_printf(out, P_("%s%zu GPU ok", "%s%zu GPUs ok", n_ok), any ? "; " : "", n_ok);
+
                 }
         }
         e = e ? e : buf_puts(out, " | ");

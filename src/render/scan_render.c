@@ -9,6 +9,7 @@
 #include "render/proc_render.h"
 #include "render/snapshot.h"
 #include "util/escape.h"
+#include "util/i18n.h"
 
 #define C_BOLD "\033[1m"
 #define C_RED "\033[1;31m"
@@ -341,8 +342,20 @@ static void text_ledger_line(FILE *out, const char *indent, uint64_t used, uint6
         mib_str(gh, sizeof(gh), ghost);
         mib_str(un, sizeof(un), unattributed);
         mib_str(fr, sizeof(fr), freeing);
-        fprintf(out, "%sused %s = listed %s + foreign %s + ghost %s%s + unattributed %s%s%s\n", indent, u, li, fo, gh,
-                ghost && !confirmed ? " (unconfirmed)" : "", un, freeing ? " + freeing " : "", freeing ? fr : "");
+        fprintf(out, _("%sused %s = listed %s + foreign %s + ghost %s%s + unattributed %s%s%s\n"), indent, u, li, fo, gh,
+                ghost && !confirmed ? _(" (unconfirmed)") : "", un, freeing ? _(" + freeing ") : "", freeing ? fr : "");
+}
+
+/* "  next: " (bold on a terminal): the label of a next step */
+static void put_next_label(FILE *out, bool color)
+{
+        fprintf(out, "  %s%s%s ", color ? C_BOLD : "", _("next:"), color ? C_OFF : "");
+}
+
+/* A finding's confidence in a sentence (confidence_name is the code JSON carries). */
+static const char *confidence_word(enum confidence c)
+{
+        return c == CONF_HIGH ? _("high") : c == CONF_MEDIUM ? _("medium") : _("low");
 }
 
 static const char *verdict_color(const char *code)
@@ -377,7 +390,7 @@ static void text_holder_line(FILE *out, const struct host_proc *hp, const char *
  * file description (family 2), tied to dead PID N by ...". A family of one is its line alone. */
 static void text_families(FILE *out, const struct facts *f, const struct gpu_ledger *l, bool color)
 {
-        fprintf(out, "  held by:\n");
+        fprintf(out, "%s", _("  held by:\n"));
         for (size_t a = 0; a < l->n_attr; a++) {
                 const struct attribution *at = &l->attr[a];
                 if (!family_first(l, a))
@@ -386,8 +399,8 @@ static void text_families(FILE *out, const struct facts *f, const struct gpu_led
                 for (size_t b = a; b < l->n_attr; b++)
                         n += same_family(l, a, b);
                 if (n > 1)
-                        fprintf(out, "    %zu processes share an open file description (family %u) that dead PID %d's "
-                                "memory can live on:\n", n, at->family, (int)at->to_pid);
+                        fprintf(out, _("    %zu processes share an open file description (family %u) that dead PID %d's "
+                                       "memory can live on:\n"), n, at->family, (int)at->to_pid);
                 for (size_t b = a; b < l->n_attr; b++)
                         if (same_family(l, a, b))
                                 text_holder_line(out, &f->host->holders[l->attr[b].holder], l->attr[b].text, color);
@@ -412,30 +425,36 @@ static void text_driver_hangs(FILE *out, const struct host_report *h, bool color
         size_t n_d = 0, shown = 0, limit = verbose ? SIZE_MAX : 10;
         for (size_t i = 0; i < h->n_holders; i++)
                 n_d += h->holders[i].state == 'D';
-        if (h->n_holders)
-                fprintf(out, "\nA task stuck in the driver (holding its lock) holds up every other caller. Processes "
-                             "using the driver now%s:\n", n_d ? " (in D state first: the likely stuck ones)" : "");
+        if (h->n_holders && n_d)
+                fprintf(out, "%s", _("\nA task stuck in the driver (holding its lock) holds up every other caller. Processes "
+                                     "using the driver now (in D state first: the likely stuck ones):\n"));
+        else if (h->n_holders)
+                fprintf(out, "%s", _("\nA task stuck in the driver (holding its lock) holds up every other caller. Processes "
+                                     "using the driver now:\n"));
         else if (h->euid != 0)
-                fprintf(out, "\nNo process using the driver can be seen as this user (other users' descriptors are "
-                             "not readable): `sudo ghostvram scan` lists them, the stuck one among them.\n");
+                fprintf(out, "%s", _("\nNo process using the driver can be seen as this user (other users' descriptors are "
+                                     "not readable): `sudo ghostvram scan` lists them, the stuck one among them.\n"));
         else
-                fprintf(out, "\nNo process holds an NVIDIA device file now.\n");
+                fprintf(out, "%s", _("\nNo process holds an NVIDIA device file now.\n"));
         for (int pass = 0; pass < 2; pass++)
                 for (size_t i = 0; i < h->n_holders && shown < limit; i++) {
                         const struct host_proc *hp = &h->holders[i];
                         if ((hp->state == 'D') != (pass == 0))
                                 continue;
                         char why[96];
-                        snprintf(why, sizeof(why), "in D state%s%.63s", hp->wchan[0] ? ", waiting in " : "", hp->wchan);
+                        if (hp->wchan[0])
+                                snprintf(why, sizeof(why), _("in D state, waiting in %.63s"), hp->wchan);
+                        else
+                                snprintf(why, sizeof(why), "%s", _("in D state"));
                         text_holder_line(out, hp, hp->state == 'D' ? why : NULL, color);
                         shown++;
                 }
         if (shown < h->n_holders)
-                fprintf(out, "    and %zu more (--verbose or --json lists them)\n", h->n_holders - shown);
-        fprintf(out, "  %snext:%s %s`ghostvram xid` for the driver's errors; a task stuck in the driver cannot be "
-                     "killed: when it stays, reset the GPU (`nvidia-smi -r`) or reboot\n",
-                color ? C_BOLD : "", color ? C_OFF : "",
-                n_d ? "`sudo cat /proc/PID/stack` for each task in D state (where it waits); " : "");
+                fprintf(out, _("    and %zu more (--verbose or --json lists them)\n"), h->n_holders - shown);
+        put_next_label(out, color);
+        fprintf(out, _("%s`ghostvram xid` for the driver's errors; a task stuck in the driver cannot be "
+                       "killed: when it stays, reset the GPU (`nvidia-smi -r`) or reboot\n"),
+                n_d ? _("`sudo cat /proc/PID/stack` for each task in D state (where it waits); ") : "");
 }
 
 void scan_text(FILE *out, const struct scan_result *r, bool color, bool verbose)
@@ -449,17 +468,17 @@ void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool v
         const struct facts *f = r->facts;
         const struct gpu_report *gr = f->gpu;
         if (!gr->driver_present) {
-                fputs("NVIDIA driver: ", out);
-                put_esc(out, gr->error[0] ? gr->error : "not available");
+                fputs(_("NVIDIA driver: "), out);
+                put_esc(out, gr->error[0] ? gr->error : _("not available"));
                 fputc('\n', out);
                 if (gr->timed_out) {
                         text_driver_hangs(out, f->host, color, verbose);
                         text_limits(out, f); /* what the list above could not see */
                 } else if (!f->from_bundle && (!gr->library_found || gr->module_not_loaded)) {
                         /* nothing to inspect here: a first try on a laptop or a CI runner */
-                        fprintf(out, "  %snext:%s without a GPU, `ghostvram demo` shows ghostvram at work on a simulated host "
-                                     "(`ghostvram sim init DIR` builds one of your own)\n",
-                                color ? C_BOLD : "", color ? C_OFF : "");
+                        put_next_label(out, color);
+                        fprintf(out, "%s", _("without a GPU, `ghostvram demo` shows ghostvram at work on a simulated host "
+                                             "(`ghostvram sim init DIR` builds one of your own)\n"));
                 }
                 return;
         }
@@ -475,7 +494,7 @@ void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool v
                 if (v) {
                         fprintf(out, "  %s%s%s  ", color ? verdict_color(v->code) : "", v->code, color ? C_OFF : "");
                         put_esc(out, v->summary);
-                        fprintf(out, "  [%s confidence]\n", confidence_name(v->confidence));
+                        fprintf(out, _("  [%s confidence]\n"), confidence_word(v->confidence));
                 }
                 if (l->inspected) {
                         char rs[32], tot[32];
@@ -484,15 +503,15 @@ void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool v
                         mib_str(rs, sizeof(rs), l->reserved);
                         mib_str(tot, sizeof(tot), l->total);
                         if (l->reserved_known)
-                                fprintf(out, "  (driver reservation %s apart; total %s)\n", rs, tot);
+                                fprintf(out, _("  (driver reservation %s apart; total %s)\n"), rs, tot);
                         else
-                                fprintf(out, "  (old driver: used includes the driver's reservation; total %s)\n", tot);
+                                fprintf(out, _("  (old driver: used includes the driver's reservation; total %s)\n"), tot);
                         for (size_t m = 0; m < l->n_mig; m++) {
                                 const struct mig_ledger *ml = &l->mig[m];
                                 if (!ml->memory_known)
                                         continue;
                                 mib_str(tot, sizeof(tot), ml->total);
-                                fprintf(out, "    MIG GPU instance %u (compute instance %u, %s): ", ml->gpu_instance,
+                                fprintf(out, _("    MIG GPU instance %u (compute instance %u, %s): "), ml->gpu_instance,
                                         ml->compute_instance, tot);
                                 text_ledger_line(out, "", ml->used, ml->listed, ml->foreign, ml->ghost, l->ghost_confirmed, ml->unattributed,
                                                  ml->freeing_bytes);
@@ -502,14 +521,16 @@ void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool v
                         const struct owner *ow = &l->owners[k];
                         if (ow->cls == OWNER_LIVE && !verbose)
                                 continue;
-                        char b[32] = "bytes n/a";
+                        char b[32];
                         if (ow->used_known)
                                 mib_str(b, sizeof(b), ow->used_bytes);
+                        else
+                                snprintf(b, sizeof(b), "%s", _("bytes n/a"));
                         if (ow->gpu_instance != GPU_INSTANCE_NONE)
-                                fprintf(out, "  NVML lists PID %u (%s, MIG GPU instance %u, compute instance %u): %s\n",
+                                fprintf(out, _("  NVML lists PID %u (%s, MIG GPU instance %u, compute instance %u): %s\n"),
                                         ow->pid, b, ow->gpu_instance, ow->compute_instance, str_or_empty(ow->why));
                         else
-                                fprintf(out, "  NVML lists PID %u (%s): %s\n", ow->pid, b, str_or_empty(ow->why));
+                                fprintf(out, _("  NVML lists PID %u (%s): %s\n"), ow->pid, b, str_or_empty(ow->why));
                 }
                 if (hook)
                         hook(out, l->index, ctx);
@@ -519,15 +540,15 @@ void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool v
                 size_t nev = gpu_kernel_events(f, g, ev);
                 size_t first = nev > 3 && !verbose ? nev - 3 : 0;
                 if (nev)
-                        fprintf(out, "  kernel: %zu recent NVIDIA event%s%s\n", nev, nev == 1 ? "" : "s",
-                                first ? " (the last 3; --verbose for more, `ghostvram xid --gpu N` for all)" : "");
+                        fprintf(out, P_("  kernel: %zu recent NVIDIA event%s\n", "  kernel: %zu recent NVIDIA events%s\n", nev), nev,
+                                first ? _(" (the last 3; --verbose for more, `ghostvram xid --gpu N` for all)") : "");
                 for (size_t k = first; k < nev; k++) {
                         struct xid_assessment as;
                         xid_event_assess(ev[k], &as);
                         char when[40] = "";
                         if (ev[k]->time_known)
                                 xid_format_rfc3339(ev[k]->time, when, sizeof(when));
-                        fprintf(out, "    %s ", when[0] ? when : "(time unknown)");
+                        fprintf(out, "    %s ", when[0] ? when : _("(time unknown)"));
                         if (ev[k]->xid != XID_NONE)
                                 fprintf(out, "Xid %d ", ev[k]->xid);
                         put_esc(out, as.title ? as.title : xid_kind_name(ev[k]->kind));
@@ -544,9 +565,9 @@ void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool v
                 for (size_t k = 0; k < l->n_findings; k++) {
                         const struct finding *fd = &l->findings[k];
                         if (k > 0) {
-                                fprintf(out, "  also %s: ", fd->code);
+                                fprintf(out, _("  also %s: "), fd->code);
                                 put_esc(out, fd->summary);
-                                fprintf(out, " [%s]\n", confidence_name(fd->confidence));
+                                fprintf(out, " [%s]\n", confidence_word(fd->confidence));
                         }
                         if (strcmp(fd->code, "ok") == 0)
                                 continue;
@@ -557,35 +578,41 @@ void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool v
                                         fputc('\n', out);
                                 }
                         if (k == 0 || verbose) {
-                                fprintf(out, "  %snext:%s ", color ? C_BOLD : "", color ? C_OFF : "");
+                                put_next_label(out, color);
                                 put_esc(out, fd->next_step);
                                 fputc('\n', out);
                         }
                 }
-                if (l->xid_paging)
-                        fprintf(out, "  %srecent %s:%s %s: it pages (--xid-window)\n  %snext:%s %s\n",
-                                color ? C_BOLD : "", xid_severity_name(l->xid.severity), color ? C_OFF : "",
-                                str_or_empty(l->xid.summary), color ? C_BOLD : "", color ? C_OFF : "",
-                                str_or_empty(l->xid.next_step));
+                if (l->xid_paging) {
+                        fprintf(out, "  %s", color ? C_BOLD : "");
+                        fprintf(out, _("recent %s:"), xid_severity_name(l->xid.severity));
+                        fprintf(out, "%s ", color ? C_OFF : "");
+                        fprintf(out, _("%s: it pages (--xid-window)\n"), str_or_empty(l->xid.summary));
+                        put_next_label(out, color);
+                        fprintf(out, "%s\n", str_or_empty(l->xid.next_step));
+                }
         }
         size_t other = 0;
         for (size_t i = 0; f->host && i < f->host->n_holders; i++)
                 other += !holder_attributed(r, f->host->holders[i].pid);
         if (verbose && f->host && f->host->holder_source == HOST_SOURCE_OWNERS) {
-                fprintf(out, "\nHolders: not walked (the listed owners explain every GPU; only their descriptors were read).\n");
+                fprintf(out, "%s", _("\nHolders: not walked (the listed owners explain every GPU; only their descriptors were read).\n"));
         } else if (verbose && f->host) {
-                fprintf(out, "\nHolders found by %s%s%s.\n", host_holder_source_name(f->host->holder_source),
-                        !str_empty(f->host->bpf_error) ? "; BPF iterators not used: " : "", str_or_empty(f->host->bpf_error));
-                fprintf(out, "\nOther holders of NVIDIA device nodes (not linked to a ghost; never counted):\n");
+                fprintf(out, _("\nHolders found by %s%s%s.\n"), host_holder_source_name(f->host->holder_source),
+                        !str_empty(f->host->bpf_error) ? _("; BPF iterators not used: ") : "", str_or_empty(f->host->bpf_error));
+                fprintf(out, "%s", _("\nOther holders of NVIDIA device nodes (not linked to a ghost; never counted):\n"));
                 for (size_t i = 0; i < f->host->n_holders; i++)
                         if (!holder_attributed(r, f->host->holders[i].pid))
                                 text_holder_line(out, &f->host->holders[i], NULL, color);
                 if (!other)
-                        fprintf(out, "    none\n");
+                        fprintf(out, "%s", _("    none\n"));
         } else {
                 if (other)
-                        fprintf(out, "\n%zu other process%s hold%s device nodes without a link to a ghost (--verbose lists them).\n",
-                                other, other == 1 ? "" : "es", other == 1 ? "s" : "");
+                        fprintf(out, P_("\n%zu other process holds device nodes without a link to a ghost (--verbose lists them).\n",
+                                        "\n%zu other processes hold device nodes without a link to a ghost (--verbose lists them).\n",
+                                        other),
+                                other);
+
         }
         text_limits(out, f);
 }

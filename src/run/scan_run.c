@@ -11,6 +11,7 @@
 
 #include "util/deadline.h"
 #include "util/fileio.h"
+#include "util/i18n.h"
 
 #define MIB (1024ull * 1024ull)
 
@@ -245,21 +246,21 @@ bool sampler_need_full(const struct gpu_report *gpu, const struct facts *full, c
                        char **why)
 {
         if (!full || !full->host) {
-                str_setf(why, "no earlier /proc walk");
+                str_setf(why, _("no earlier /proc walk"));
                 return true;
         }
         if (!gpu->driver_present)
                 return false;   /* nothing to explain without a driver */
         if (gpu->n_gpus != full->gpu->n_gpus) {
-                str_setf(why, "the number of GPUs changed");
+                str_setf(why, _("the number of GPUs changed"));
                 return true;
         }
         if (last && ledger_needs_confirmation(last)) {
-                str_setf(why, "a ghost or a stuck task to follow");
+                str_setf(why, _("a ghost or a stuck task to follow"));
                 return true;
         }
         if (full_every && cycles_since_full + 1 >= full_every) {
-                str_setf(why, "periodic walk (every %u cycles)", full_every);
+                str_setf(why, _("periodic walk (every %u cycles)"), full_every);
                 return true;
         }
         for (size_t i = 0; i < gpu->n_gpus; i++) {
@@ -270,14 +271,14 @@ bool sampler_need_full(const struct gpu_report *gpu, const struct facts *full, c
                 for (size_t k = 0; k < g->n_procs; k++) {
                         const struct gpu_proc *p = &g->procs[k];
                         if (!p->used_known) {
-                                str_setf(why, "GPU %u: NVML gives no bytes for PID %u", g->index, p->pid);
+                                str_setf(why, _("GPU %u: NVML gives no bytes for PID %u"), g->index, p->pid);
                                 return true;
                         }
                         charged += p->used_bytes;
                         const struct pid_fact *pf = facts_pid(full, p->pid);
                         if (!pf || !pf->present || !pf->holder || !state_live(pf->proc.state) ||
                             pf->proc.exiting || !holds_ctl_or_uvm(&pf->proc)) {
-                                str_setf(why, "GPU %u: PID %u was not a live holder in the last walk",
+                                str_setf(why, _("GPU %u: PID %u was not a live holder in the last walk"),
                                          g->index, p->pid);
                                 return true;
                         }
@@ -286,7 +287,7 @@ bool sampler_need_full(const struct gpu_report *gpu, const struct facts *full, c
                 uint64_t floor = permille > lo->floor_min_bytes ? permille : lo->floor_min_bytes;
                 uint64_t unexplained = g->used_bytes > charged ? g->used_bytes - charged : 0;
                 if (unexplained > floor) {
-                        str_setf(why, "GPU %u: %llu MiB not charged to a listed PID", g->index,
+                        str_setf(why, _("GPU %u: %llu MiB not charged to a listed PID"), g->index,
                                  (unsigned long long)(unexplained / MIB));
                         return true;
                 }
@@ -337,7 +338,7 @@ static int kernel_read_new(struct kernel_follow *k, struct xid_list *out)
 
 static void kernel_read_error(struct kernel_follow *k, int r)
 {
-        snprintf(k->error, sizeof(k->error), "reading %.160s: %s", k->info.path, strerror(-r));
+        snprintf(k->error, sizeof(k->error), _("reading %.160s: %s"), k->info.path, strerror(-r));
 }
 
 static void kernel_open(struct kernel_follow *k, const struct xid_source_opts *o)
@@ -346,7 +347,7 @@ static void kernel_open(struct kernel_follow *k, const struct xid_source_opts *o
         char err[200] = "";
         int r = xid_source_open(o, true, &k->rd, &k->info, err, sizeof(err));
         if (r < 0) {
-                snprintf(k->error, sizeof(k->error), "kernel log not read: %s", err[0] ? err : strerror(-r));
+                snprintf(k->error, sizeof(k->error), _("kernel log not read: %s"), err[0] ? err : strerror(-r));
                 return;
         }
         if (k->info.no_log)
@@ -485,14 +486,15 @@ static int light_facts(struct sampler *s, struct gpu_report *gpu, char **why, st
                         struct host_proc p;
                         memset(&p, 0, sizeof(p));
                         if (!then || pid > 0x7fffffffu || host_proc_lookup(&s->o.facts.host, (pid_t)pid, &p) < 0) {
-                                str_setf(why, "listed PID %u is gone", pid);
+                                str_setf(why, _("listed PID %u is gone"), pid);
                                 r = 1;
                                 goto fail;
                         }
                         if (!sampler_same_live_owner(&then->proc, &p)) {
-                                str_setf(why, "listed PID %u changed (state %c%s)", pid, p.state,
-                                         p.start_ticks != then->proc.start_ticks ? ", PID reused" :
-                                         p.exiting ? ", exiting" : "");
+                                str_setf(why, p.start_ticks != then->proc.start_ticks ? _("listed PID %u changed (state %c, PID reused)")
+                                              : p.exiting ? _("listed PID %u changed (state %c, exiting)")
+                                                          : _("listed PID %u changed (state %c)"),
+                                         pid, p.state);
                                 host_proc_clear(&p);
                                 r = 1;
                                 goto fail;
@@ -599,7 +601,7 @@ int sampler_cycle(struct sampler *s, struct sample *ret)
                  * more thread stuck in the driver; a call stuck on one GPU only makes the backend
                  * skip that GPU (gpu_nvml_stuck_calls) */
                 ret->errors = SCAN_ERR_GPU;
-                str_setf(&s->why, "the NVIDIA driver has not returned from an earlier call yet (it hangs)");
+                str_setf(&s->why, _("the NVIDIA driver has not returned from an earlier call yet (it hangs)"));
                 goto finish;
         }
         r = gpu_collect(&o->facts.gpu, &gpu);
@@ -634,7 +636,7 @@ int sampler_cycle(struct sampler *s, struct sample *ret)
                         r = gpu_collect(&o->facts.gpu, &gpu);
                 if (!gpu) {
                         ret->errors = SCAN_ERR_GPU;
-                        str_setf(&s->why, "the NVIDIA driver could not be asked again");
+                        str_setf(&s->why, _("the NVIDIA driver could not be asked again"));
                         goto finish;
                 }
                 r = facts_collect_from(&o->facts, gpu, &now);   /* takes gpu */
@@ -643,14 +645,14 @@ int sampler_cycle(struct sampler *s, struct sample *ret)
                         return r;
                 if (r < 0) {
                         ret->errors = SCAN_ERR_HOST;
-                        str_setf(&s->why, "cannot read %s: %s", o->facts.host.proc_root,
+                        str_setf(&s->why, _("cannot read %s: %s"), o->facts.host.proc_root,
                                  strerror(-r));
                         goto finish;
                 }
         } else if (owners) {
-                str_setf(&s->why, "nothing unexplained: looked at the listed owners only");
+                str_setf(&s->why, _("nothing unexplained: looked at the listed owners only"));
         } else {
-                str_setf(&s->why, "nothing unexplained: re-checked the listed PIDs");
+                str_setf(&s->why, _("nothing unexplained: re-checked the listed PIDs"));
         }
         r = kernel_inject(&s->k, now);
         if (r < 0)
