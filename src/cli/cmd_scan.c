@@ -1,3 +1,4 @@
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -5,11 +6,13 @@
 
 #include "cli/cli.h"
 #include "collect/sample.h"
+#include "collect/shm.h"
 #include "util/fileio.h"
 #include "model/ledger.h"
 #include "run/scan_run.h"
 #include "render/metrics.h"
 #include "render/scan_render.h"
+#include "render/shm_render.h"
 #include "render/track_render.h"
 #include "track/track_scan.h"
 #include "util/parse.h"
@@ -229,15 +232,30 @@ int cmd_scan(int argc, char **argv)
                         cli_error("scan", "%s", ts->error);
                 }
         }
+        /* host shared memory, said apart: operators rule it out as GPU memory (free's "shared") */
+        struct cli_shm_paths sp;
+        struct shm_opts sho;
+        struct shm_report *shm = NULL;
+        if (cli_common_shm_opts(&c, NULL, &sp, &sho) && shm_collect(&sho, &shm) == -ENOMEM) {
+                cli_error("scan", "out of memory");
+                status = EXIT_INCOMPLETE;
+        }
         if (c.json) {
                 json_t *doc = scan_json(res, true);
                 if (ts)
                         track_scan_attach_json(doc, ts);
+                if (doc && shm)
+                        json_object_set_new(doc, "host_shared_memory", shm_json(shm));
                 cli_print_json(doc);
         } else {
                 cli_sim_banner(stdout, &c);
                 scan_text_hooked(stdout, res, cli_use_color(stdout), c.verbose, ts ? track_scan_text_hook : NULL, ts);
+                if (shm_note_text(stdout, shm, cli_use_color(stdout)) < 0) {
+                        cli_error("scan", "out of memory");
+                        status = EXIT_INCOMPLETE;
+                }
         }
+        shm_report_free(shm);
         track_scan_free(ts);
         free(ts);
         if (textfile) {
