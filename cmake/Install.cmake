@@ -36,5 +36,8 @@ install(CODE "
 17 6 * * * root \${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}/ghostvram doctor >/var/lib/ghostvram/doctor.txt 2>&1 || cat /var/lib/ghostvram/doctor.txt
 \")
 ")
-install(FILES README.md docs/doctor.md docs/verdicts.md docs/xid.md docs/metrics.md docs/reclaim.md docs/real-gpu.md
+install(FILES README.md README.zh-CN.md docs/doctor.md docs/verdicts.md docs/xid.md docs/metrics.md docs/reclaim.md
+              docs/real-gpu.md docs/faq.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# the Chinese pages (docs/zh-CN/*.md) in a directory of their own, as in the tree
+install(DIRECTORY docs/zh-CN/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/zh-CN FILES_MATCHING PATTERN "*.md")

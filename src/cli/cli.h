@@ -151,7 +151,8 @@ bool cli_use_color(FILE *f);
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Banner printed by every command under GHOSTVRAM_SIM (text mode, to stderr-safe stdout). */
 void cli_sim_banner(FILE *f, const struct cli_common *c);
-/* Does argv ask for --json (before a "--")? Known before parsing, so usage errors can be JSON. */
+/* Does argv ask for --json or --json-stream (before a "--")? Known before parsing, so usage errors
+ * can be JSON, and so main keeps a JSON document's sentences English (i18n_off). */
 bool cli_wants_json(int argc, char **argv);
 /* With --json, a command that ends with a non-zero status and printed no JSON document prints
  * one: {"schema_version": 1, "command", "error" (the latest cli_error message), "exit_status"}.

@@ -23,6 +23,7 @@
 #include "collect/shm.h"
 #include "collect/xid.h"
 #include "render/json_util.h"
+#include "util/i18n.h"
 #include "run/scan_run.h"
 #include "simstate.h"
 #include "util/buf.h"
@@ -116,7 +117,7 @@ void cli_error(const char *cmd, const char *fmt, ...)
 bool cli_wants_json(int argc, char **argv)
 {
         for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
-                if (strcmp(argv[i], "--json") == 0)
+                if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "--json-stream") == 0)
                         return true;
         return false;
 }
@@ -141,12 +142,12 @@ int cli_common_option(struct cli_common *c, int opt, const char *arg, const char
         uint64_t ms;
         if (opt == CLI_OPT_TIMEOUT) {
                 /* it meant other things in other commands: refused, never reinterpreted */
-                cli_error(cmd, "--timeout is now %s", c->timeout_now);
+                cli_error(cmd, _("--timeout is now %s"), c->timeout_now);
                 return -1;
         }
         for (size_t i = 0; i < sizeof(common_opts) / sizeof(common_opts[0]); i++)
                 if (common_opts[i].val == opt && !(c->accepts & common_opts[i].bit)) {
-                        cli_error(cmd, "option '%s' is not accepted by %s; see 'ghostvram help %s'",
+                        cli_error(cmd, _("option '%s' is not accepted by %s; see 'ghostvram help %s'"),
                                   common_opts[i].name, cmd, cmd);
                         return -1;
                 }
@@ -159,14 +160,14 @@ int cli_common_option(struct cli_common *c, int opt, const char *arg, const char
         case CLI_OPT_DEV_PREFIX: c->dev_prefix = arg; return 1;
         case CLI_OPT_CALL_TIMEOUT:
                 if (parse_duration_ms(arg, &ms) < 0 || ms == 0 || ms > 3600 * 1000) {
-                        cli_error(cmd, "--call-timeout: '%s' is not a duration between 1ms and 1h (e.g. 5s, 500ms)", arg);
+                        cli_error(cmd, _("--call-timeout: '%s' is not a duration between 1ms and 1h (e.g. 5s, 500ms)"), arg);
                         return -1;
                 }
                 c->timeout_ms = (unsigned)ms;
                 return 1;
         case CLI_OPT_XID_WINDOW:
                 if (parse_duration_ms(arg, &ms) < 0 || ms > 366ull * 24 * 3600 * 1000) {
-                        cli_error(cmd, "--xid-window: '%s' is not a duration up to a year (e.g. 10m, 2h, 0 for never)", arg);
+                        cli_error(cmd, _("--xid-window: '%s' is not a duration up to a year (e.g. 10m, 2h, 0 for never)"), arg);
                         return -1;
                 }
                 c->xid_window_s = (double)ms / 1000.0;
@@ -182,7 +183,7 @@ int cli_common_option(struct cli_common *c, int opt, const char *arg, const char
                 else if (strcmp(arg, "proc") == 0)
                         c->holders = HOST_HOLDERS_PROC;
                 else {
-                        cli_error(cmd, "--holders: '%s' is not auto, bpf or proc", arg);
+                        cli_error(cmd, _("--holders: '%s' is not auto, bpf or proc"), arg);
                         return -1;
                 }
                 return 1;
@@ -199,7 +200,7 @@ int cli_path_arg(const char *cmd, const char *opt, const char *arg)
 {
         if (arg && *arg)
                 return 0;
-        cli_error(cmd, "%s: an empty path; see 'ghostvram help %s'", opt, cmd);
+        cli_error(cmd, _("%s: an empty path; see 'ghostvram help %s'"), opt, cmd);
         return -1;
 }
 
@@ -265,7 +266,7 @@ static int check_save_dir(const char *dir, const char *cmd)
                 return -1;
         }
         if (!S_ISDIR(st.st_mode)) {
-                cli_error(cmd, "--save-bundle %s: not a directory (%s): give a new or an empty directory", dir,
+                cli_error(cmd, _("--save-bundle %s: not a directory (%s): give a new or an empty directory"), dir,
                           S_ISREG(st.st_mode) ? "a file" : cli_file_kind(st.st_mode));
                 return -1;
         }
@@ -280,8 +281,8 @@ static int check_save_dir(const char *dir, const char *cmd)
                 empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
         closedir(d);
         if (!empty) {
-                cli_error(cmd, "--save-bundle %s: not empty: give a new or an empty directory (old files would mix with "
-                               "this bundle)", dir);
+                cli_error(cmd, _("--save-bundle %s: not empty: give a new or an empty directory (old files would mix with "
+                               "this bundle)"), dir);
                 return -1;
         }
         return 0;
@@ -305,7 +306,7 @@ static int bundle_readable(const char *dir, const char *cmd)
 int cli_common_finish(struct cli_common *c, const char *cmd)
 {
         if (c->save_bundle && c->from_bundle) {
-                cli_error(cmd, "--save-bundle and --from-bundle cannot be used together");
+                cli_error(cmd, _("--save-bundle and --from-bundle cannot be used together"));
                 return -1;
         }
         if (c->save_bundle && check_save_dir(c->save_bundle, cmd) < 0)
@@ -313,7 +314,7 @@ int cli_common_finish(struct cli_common *c, const char *cmd)
         if (c->from_bundle) {
                 int n = snprintf(c->bundle_proc, sizeof(c->bundle_proc), "%s/proc", c->from_bundle);
                 if (n < 0 || (size_t)n >= sizeof(c->bundle_proc) || access(c->from_bundle, R_OK) < 0) {
-                        cli_error(cmd, "--from-bundle %s: cannot read the bundle directory", c->from_bundle);
+                        cli_error(cmd, _("--from-bundle %s: cannot read the bundle directory"), c->from_bundle);
                         return -1;
                 }
                 /* its files are read only when they are plain files: a FIFO would block, a device
@@ -324,12 +325,12 @@ int cli_common_finish(struct cli_common *c, const char *cmd)
                         struct stat st;
                         snprintf(p, sizeof(p), "%s/%s", c->from_bundle, files[i]);
                         if (lstat(p, &st) < 0) {
-                                cli_error(cmd, "--from-bundle %s: not a bundle (no %s): record one with --save-bundle DIR",
+                                cli_error(cmd, _("--from-bundle %s: not a bundle (no %s): record one with --save-bundle DIR"),
                                           c->from_bundle, files[i]);
                                 return -1;
                         }
                         if (!S_ISREG(st.st_mode)) {
-                                cli_error(cmd, "--from-bundle: %s is not a regular file (%s): not read", p, cli_file_kind(st.st_mode));
+                                cli_error(cmd, _("--from-bundle: %s is not a regular file (%s): not read"), p, cli_file_kind(st.st_mode));
                                 return -1;
                         }
                 }
@@ -347,7 +348,7 @@ int cli_common_finish(struct cli_common *c, const char *cmd)
         if (sim && *sim) {
                 int r = simstate_library(sim, c->sim_lib, sizeof(c->sim_lib));
                 if (r < 0) {
-                        cli_error(cmd, "GHOSTVRAM_SIM=%s: not a simulated host (%s); create one with 'ghostvram sim init DIR'",
+                        cli_error(cmd, _("GHOSTVRAM_SIM=%s: not a simulated host (%s); create one with 'ghostvram sim init DIR'"),
                                   sim, strerror(-r));
                         return -1;
                 }
@@ -358,7 +359,7 @@ int cli_common_finish(struct cli_common *c, const char *cmd)
                 }
                 int n = snprintf(c->sim_driver_proc, sizeof(c->sim_driver_proc), "%s/proc/driver/nvidia", sim);
                 if (n < 0 || (size_t)n >= sizeof(c->sim_driver_proc)) {
-                        cli_error(cmd, "GHOSTVRAM_SIM=%s: path too long", sim);
+                        cli_error(cmd, _("GHOSTVRAM_SIM=%s: path too long"), sim);
                         return -1;
                 }
                 c->simulated = true;
@@ -429,7 +430,7 @@ int cli_gpu_resolve(const struct cli_common *c, const char *spec, bool check_ind
         struct gpu_report *r = NULL;
         cli_common_gpu_opts(c, &o);
         if (gpu_collect(&o, &r) < 0) {
-                cli_error(cmd, "out of memory");
+                cli_error(cmd, _("out of memory"));
                 return EXIT_INCOMPLETE;
         }
         int status = EXIT_OK;
@@ -437,14 +438,14 @@ int cli_gpu_resolve(const struct cli_common *c, const char *spec, bool check_ind
                 if (numeric) {
                         *ret_index = (int)u; /* the command reports the driver itself */
                 } else {
-                        cli_error(cmd, "--gpu %s: the driver cannot be asked which GPU that is (%s)", spec,
+                        cli_error(cmd, _("--gpu %s: the driver cannot be asked which GPU that is (%s)"), spec,
                                   r->error[0] ? r->error : "no answer");
                         status = EXIT_INCOMPLETE;
                 }
         } else if (cli_gpu_spec_resolve(spec, r, &u) == 0) {
                 *ret_index = (int)u;
         } else {
-                cli_error(cmd, "--gpu %s: this host has %zu GPU%s", spec, r->n_gpus, r->n_gpus == 1 ? "" : "s");
+                cli_error(cmd, P_("--gpu %s: this host has %zu GPU", "--gpu %s: this host has %zu GPUs", r->n_gpus), spec, r->n_gpus);
                 status = EXIT_USAGE;
         }
         gpu_report_free(r);
@@ -505,14 +506,14 @@ void cli_bad_option(const char *cmd, int argc, char **argv, int opt)
          * optopt set to the option (0 for an unknown long option) */
         if (opt == '?' && optopt && strncmp(arg, "--", 2) == 0 && strchr(arg, '='))
                 /* "--json=yes": getopt's '?' for a value given to an option that takes none */
-                cli_error(cmd, "option '%s' takes no value; see 'ghostvram help %s'", name, cmd);
+                cli_error(cmd, _("option '%s' takes no value; see 'ghostvram help %s'"), name, cmd);
         else if (opt == ':' || (optopt && strncmp(arg, "--", 2) == 0))
-                cli_error(cmd, "option '%s' needs a value; see 'ghostvram help %s'", name, cmd);
+                cli_error(cmd, _("option '%s' needs a value; see 'ghostvram help %s'"), name, cmd);
         else if (optopt && optopt <= 127)
                 /* getopt does not tell an unknown letter from one missing its value */
-                cli_error(cmd, "option '%s' is unknown or needs a value; see 'ghostvram help %s'", name, cmd);
+                cli_error(cmd, _("option '%s' is unknown or needs a value; see 'ghostvram help %s'"), name, cmd);
         else
-                cli_error(cmd, "unknown option '%s'; see 'ghostvram help %s'", name, cmd);
+                cli_error(cmd, _("unknown option '%s'; see 'ghostvram help %s'"), name, cmd);
 }
 
 bool cli_use_color(FILE *f)
@@ -531,9 +532,9 @@ void cli_sim_banner(FILE *f, const struct cli_common *c)
         /* quoted as a shell word: GHOSTVRAM_SIM=... is pasted, and a newline must not end the line */
         char *q = esc_shell_dup(c->simulated ? c->sim_dir : c->from_bundle ? c->from_bundle : "");
         if (c->simulated)
-                fprintf(f, "*** SIMULATED HOST (GHOSTVRAM_SIM=%s): not a real GPU ***\n\n", q ? q : c->sim_dir);
+                fprintf(f, _("*** SIMULATED HOST (GHOSTVRAM_SIM=%s): not a real GPU ***\n\n"), q ? q : c->sim_dir);
         else if (c->from_bundle)
-                fprintf(f, "*** RECORDED BUNDLE %s: facts as they were when it was saved ***\n\n", q ? q : c->from_bundle);
+                fprintf(f, _("*** RECORDED BUNDLE %s: facts as they were when it was saved ***\n\n"), q ? q : c->from_bundle);
         free(q);
 }
 

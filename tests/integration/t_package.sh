@@ -27,7 +27,8 @@ for f in bin/ghostvram lib/ghostvram/sim/gv-simcuda lib/ghostvram/sim/gv-simtear
          lib/systemd/system/ghostvram-textfile.service lib/systemd/system/ghostvram-textfile.timer \
          share/ghostvram/deploy/prometheus/ghostvram-rules.yml share/ghostvram/deploy/grafana/ghostvram-dashboard.json \
          share/ghostvram/deploy/kubernetes/ghostvram-daemonset.yaml share/ghostvram/deploy/cron/ghostvram-doctor \
-         share/doc/ghostvram/doctor.md; do
+         share/doc/ghostvram/doctor.md share/doc/ghostvram/faq.md share/doc/ghostvram/README.zh-CN.md \
+         share/doc/ghostvram/zh-CN/faq.md share/doc/ghostvram/zh-CN/verdicts.md share/doc/ghostvram/zh-CN/reclaim.md; do
         [ -s "$R/$f" ] || fail "$P/$f not installed"
 done
 [ -x "$R/bin/ghostvram" ] || fail "the binary is not executable"
@@ -106,7 +107,11 @@ grep -q '^W: ' "$GV_TMP/lintian.out" && fail "lintian warnings: $(grep '^W: ' "$
 contents=$(dpkg-deb -c "$deb")
 grep -q ' ./usr/lib/systemd/system/ghostvram-serve.service$' <<<"$contents" || fail "unit in the package"
 grep -q ' ./usr/share/man/man1/ghostvram.1.gz$' <<<"$contents" || fail "man page in the package"
+grep -q ' ./usr/share/locale/zh_CN/LC_MESSAGES/ghostvram.mo$' <<<"$contents" || fail "Chinese catalogue in the package"
 grep -q ' ./usr/lib/ghostvram/sim/current/libnvidia-ml.so.1$' <<<"$contents" || fail "simulated driver in the package"
+grep -q ' ./usr/share/doc/ghostvram/faq.md.gz$' <<<"$contents" || fail "the FAQ in the package"
+grep -q ' ./usr/share/doc/ghostvram/zh-CN/faq.md.gz$' <<<"$contents" || fail "the Chinese FAQ in the package (compressed)"
+grep -q ' ./usr/share/doc/ghostvram/README.zh-CN.md$' <<<"$contents" || fail "the Chinese README in the package"
 X=$GV_TMP/x
 dpkg-deb -x "$deb" "$X"
 assert_eq "$("$X/usr/bin/ghostvram" --version)" "ghostvram $version" "the packaged --version"
