@@ -24,15 +24,13 @@
 #include "util/escape.h"
 #include "util/fileio.h"
 #include "util/parse.h"
+#include "util/i18n.h"
 
 #define DOCTOR_FILE_MAX (256 * 1024) /* every file doctor reads is small; a bigger one is cut */
 
 /* doctor looks at this host's setup: a bundle holds no module parameters or daemons */
 #define DOCTOR_ACCEPTS ((CLI_COMMON_ALL & ~(CLI_SAVE_BUNDLE | CLI_FROM_BUNDLE)) | CLI_XID_WINDOW)
 
-#ifndef _
-#define _(s) (s) /* until util/i18n.h lands on main */
-#endif
 
 static void doctor_usage(FILE *f)
 {
@@ -45,7 +43,8 @@ static void doctor_usage(FILE *f)
                 "  reset-required, mig-pending, allocator-cache, gpu-unreachable, recent-xid\n"
                 "  (per GPU);\n"
                 "  driver-known-issue, uvm-not-loaded, uvm-in-use, module-params,\n"
-                "  kernel-log-restricted, version-mismatch, container-toolkit, nvml-unavailable\n\n"
+                "  kernel-log-restricted, version-mismatch, container-toolkit, nvml-unavailable,\n"
+                "  host-shm (host shared memory: host RAM, not GPU memory)\n\n"
                 "Options:\n"
                 CLI_GPU_HELP
                 "  --explain            also print how to prevent ghosts, and the table of driver\n"
@@ -54,7 +53,8 @@ static void doctor_usage(FILE *f)
                 "                       (default 1024; 512M, 2G also accepted)\n"
                 "  --root DIR           read the driver's files under DIR instead of /:\n"
                 "                       proc/driver/nvidia, proc/modules, proc/sys/kernel,\n"
-                "                       etc/nvidia-container-runtime (a copy from another host)\n",
+                "                       etc/nvidia-container-runtime, proc/meminfo,\n"
+                "                       proc/sysvipc/shm, dev/shm (a copy from another host)\n",
               f);
         fputs("  -v, --verbose        also show the evidence of checks that passed\n", f);
         cli_common_help(f, DOCTOR_ACCEPTS & ~CLI_VERBOSE);

@@ -17,10 +17,8 @@
 #include "util/escape.h"
 #include "util/fileio.h"
 #include "util/strf.h"
+#include "util/i18n.h"
 
-#ifndef _
-#define _(s) (s) /* until util/i18n.h lands on main */
-#endif
 
 #define SHM_FILE_MAX (4u << 20)         /* /proc/sysvipc/shm: ~200 bytes a segment */
 #define SHM_MEMINFO_MAX (64u << 10)
@@ -209,7 +207,8 @@ void shm_report_free(struct shm_report *r)
 
 int shm_size_text(uint64_t bytes, char **ret)
 {
-        if (bytes >= SHM_GIB)
+        /* the unit that its one decimal does not round up to 1024 ("1024.0 MiB" is 1.0 GiB) */
+        if ((double)bytes / (double)(1u << 20) >= 1023.95)
                 return str_setf(ret, "%.1f GiB", (double)bytes / (double)SHM_GIB);
         if (bytes >= (1u << 20))
                 return str_setf(ret, "%.1f MiB", (double)bytes / (double)(1u << 20));
@@ -221,7 +220,7 @@ int shm_size_text(uint64_t bytes, char **ret)
 /* "3 files of user alice", "5 files of users alice, bob and 1 other" */
 static int describe_files(const struct shm_dir *d, struct buf *b)
 {
-        int r = buf_printf(b, d->files == 1 ? _("%u file") : _("%u files"), d->files);
+        int r = buf_printf(b, P_("%u file", "%u files", d->files), d->files);
         unsigned shown = d->n_owners < 3 ? d->n_owners : 3;
         if (r < 0 || !shown)
                 return r;
@@ -234,14 +233,14 @@ static int describe_files(const struct shm_dir *d, struct buf *b)
         }
         unsigned others = d->n_owners - shown + (d->other_owner_files ? 1 : 0);
         if (r == 0 && others)
-                r = buf_printf(b, others == 1 ? _(" and %u other") : _(" and %u others"), others);
+                r = buf_printf(b, P_(" and %u other", " and %u others", others), others);
         return r;
 }
 
 /* "2 segments of PID 4242", "3 segments of PIDs 4242, 4250 and 1 other" (by creator) */
 static int describe_sysv(const struct shm_sysv *s, struct buf *b)
 {
-        int r = buf_printf(b, s->n_total == 1 ? _("%zu segment") : _("%zu segments"), s->n_total);
+        int r = buf_printf(b, P_("%zu segment", "%zu segments", s->n_total), s->n_total);
         pid_t pids[3];
         unsigned n = 0, more = 0;
         for (size_t i = 0; i < s->n; i++) {
@@ -262,7 +261,7 @@ static int describe_sysv(const struct shm_sysv *s, struct buf *b)
         for (unsigned i = 0; r == 0 && i < n; i++)
                 r = buf_printf(b, "%s%d", !i ? "" : i + 1 == n && !more ? _(" and ") : ", ", (int)pids[i]);
         if (r == 0 && more)
-                r = buf_printf(b, more == 1 ? _(" and %u other") : _(" and %u others"), more);
+                r = buf_printf(b, P_(" and %u other", " and %u others", more), more);
         return r;
 }
 

@@ -10,12 +10,10 @@
 #include "util/buf.h"
 #include "util/escape.h"
 #include "util/parse.h"
+#include "util/i18n.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-#ifndef _
-#define _(s) (s) /* until util/i18n.h lands on main */
-#endif
 
 /* Driver releases with a documented memory or teardown problem. Only rows with a source a
  * reader can open; none inferred. The range is [from, before). */

@@ -6,10 +6,8 @@
 #include "render/json_util.h"
 #include "render/shm_render.h"
 #include "util/strf.h"
+#include "util/i18n.h"
 
-#ifndef _
-#define _(s) (s) /* until util/i18n.h lands on main */
-#endif
 
 /* Bytes as an integer; a SysV size can be anything shmget was asked for (up to SHMMAX), and a
  * number beyond 2^53 would be rounded by JSON readers: null then. */

@@ -258,6 +258,15 @@ static void test_describe(void **state)
         struct shm_report m = { .meminfo_read = true, .total = 512 };
         assert_int_equal(shm_describe(&m, &s), 0);
         assert_string_equal(s, "host shared memory 512 bytes");
+        /* one decimal never reads 1024 of the smaller unit */
+        char *t = NULL;
+        assert_int_equal(shm_size_text(SHM_GIB - 1, &t), 0);
+        assert_string_equal(t, "1.0 GiB");
+        assert_int_equal(shm_size_text(3 << 20, &t), 0);
+        assert_string_equal(t, "3.0 MiB");
+        assert_int_equal(shm_size_text(4096, &t), 0);
+        assert_string_equal(t, "4 KiB");
+        free(t);
         free(s);
 }
 
