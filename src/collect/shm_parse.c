@@ -125,6 +125,19 @@ static bool parse_seg(const struct tokens *t, const int col[COL_N], struct shm_s
         return true;
 }
 
+/* The line at *pos of buf[0..len), without its newline; *pos goes past it. false at the end. */
+static bool line_next(const char *buf, size_t len, size_t *pos, const char **ret, size_t *ret_len)
+{
+        if (*pos >= len)
+                return false;
+        const char *line = buf + *pos;
+        const char *nl = memchr(line, '\n', len - *pos);
+        *ret_len = nl ? (size_t)(nl - line) : len - *pos;
+        *ret = line;
+        *pos += *ret_len + 1;
+        return true;
+}
+
 static uint64_t add_sat(uint64_t a, uint64_t b)
 {
         return a > UINT64_MAX - b ? UINT64_MAX : a + b;
@@ -157,11 +170,9 @@ int shm_parse_sysv(const char *buf, size_t len, struct shm_sysv *ret)
         int col[COL_N];
         size_t nfields = 0, pos = 0, cap = 0;
         bool have_header = false;
-        while (pos < len) {
-                const char *line = buf + pos;
-                const char *nl = memchr(line, '\n', len - pos);
-                size_t ll = nl ? (size_t)(nl - line) : len - pos;
-                pos += ll + 1;
+        const char *line;
+        size_t ll;
+        while (line_next(buf, len, &pos, &line, &ll)) {
                 tokenize(line, ll, &t);
                 if (t.n == 0 && !t.too_many)
                         continue;
@@ -242,11 +253,9 @@ int shm_parse_meminfo(const char *buf, size_t len, uint64_t *ret_mem_total, bool
         uint64_t total = 0, shmem = 0;
         bool tk = false, sk = false;
         size_t pos = 0;
-        while (pos < len) {
-                const char *line = buf + pos;
-                const char *nl = memchr(line, '\n', len - pos);
-                size_t ll = nl ? (size_t)(nl - line) : len - pos;
-                pos += ll + 1;
+        const char *line;
+        size_t ll;
+        while (line_next(buf, len, &pos, &line, &ll)) {
                 if (!tk)
                         tk = meminfo_value(line, ll, "MemTotal", &total);
                 if (!sk)
