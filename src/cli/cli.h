@@ -112,6 +112,17 @@ int cli_gpu_resolve(const struct cli_common *c, const char *spec, bool check_ind
 void cli_common_gpu_opts(const struct cli_common *c, struct gpu_opts *o);
 void cli_common_host_opts(const struct cli_common *c, struct host_opts *o);
 
+/* Where host shared memory (collect/shm.h) is read: root (doctor's --root; NULL or "/" none)
+ * gives ROOT/proc and ROOT/dev/shm; else the simulated host's DIR/proc and DIR/dev/shm; else a
+ * --proc tree's meminfo and sysvipc/shm (no /dev/shm: the tree is not this host's); else /proc
+ * and /dev/shm. A recorded bundle keeps none of it: false (not read). The paths live in p. */
+struct cli_shm_paths {
+        char proc[4096];
+        char dir[4096];
+};
+struct shm_opts;
+bool cli_common_shm_opts(const struct cli_common *c, const char *root, struct cli_shm_paths *p, struct shm_opts *o);
+
 /* A path-valued option's (or argument's) value: "" is refused in one line. An empty path
  * means the current directory to some calls and, once "/NAME" is appended, the root directory to
  * others. Returns 0, or -1 (printed: "OPT: an empty path ..."). */

@@ -14,19 +14,23 @@
 #include "cli/cli.h"
 #include "collect/gpu.h"
 #include "collect/host.h"
+#include "collect/shm.h"
 #include "collect/xid.h"
 #include "model/daemons.h"
 #include "model/doctor.h"
 #include "render/json_util.h"
+#include "util/strf.h"
 #include "util/buf.h"
 #include "util/escape.h"
 #include "util/fileio.h"
 #include "util/parse.h"
+#include "util/i18n.h"
 
 #define DOCTOR_FILE_MAX (256 * 1024) /* every file doctor reads is small; a bigger one is cut */
 
 /* doctor looks at this host's setup: a bundle holds no module parameters or daemons */
 #define DOCTOR_ACCEPTS ((CLI_COMMON_ALL & ~(CLI_SAVE_BUNDLE | CLI_FROM_BUNDLE)) | CLI_XID_WINDOW)
+
 
 static void doctor_usage(FILE *f)
 {
@@ -39,7 +43,8 @@ static void doctor_usage(FILE *f)
                 "  reset-required, mig-pending, allocator-cache, gpu-unreachable, recent-xid\n"
                 "  (per GPU);\n"
                 "  driver-known-issue, uvm-not-loaded, uvm-in-use, module-params,\n"
-                "  kernel-log-restricted, version-mismatch, container-toolkit, nvml-unavailable\n\n"
+                "  kernel-log-restricted, version-mismatch, container-toolkit, nvml-unavailable,\n"
+                "  host-shm (host shared memory: host RAM, not GPU memory)\n\n"
                 "Options:\n"
                 CLI_GPU_HELP
                 "  --explain            also print how to prevent ghosts, and the table of driver\n"
@@ -48,7 +53,8 @@ static void doctor_usage(FILE *f)
                 "                       (default 1024; 512M, 2G also accepted)\n"
                 "  --root DIR           read the driver's files under DIR instead of /:\n"
                 "                       proc/driver/nvidia, proc/modules, proc/sys/kernel,\n"
-                "                       etc/nvidia-container-runtime (a copy from another host)\n",
+                "                       etc/nvidia-container-runtime, proc/meminfo,\n"
+                "                       proc/sysvipc/shm, dev/shm (a copy from another host)\n",
               f);
         fputs("  -v, --verbose        also show the evidence of checks that passed\n", f);
         cli_common_help(f, DOCTOR_ACCEPTS & ~CLI_VERBOSE);
@@ -87,6 +93,9 @@ struct doctor_inputs {
         char toolkit_path[256];
         struct xid_list kernel;
         char kernel_error[256];
+        struct shm_report *shm;
+        struct cli_shm_paths shm_paths;
+        char *shm_sysv_file;
 };
 
 static void inputs_free(struct doctor_inputs *in)
@@ -100,6 +109,32 @@ static void inputs_free(struct doctor_inputs *in)
         free(in->restrict_txt);
         free(in->toolkit_cfg);
         xid_list_free(&in->kernel);
+        shm_report_free(in->shm);
+        free(in->shm_sysv_file);
+}
+
+/* Host shared memory (host-shm): ROOT's, the simulated host's, or this host's */
+static int gather_shm(const struct cli_common *c, const char *root, struct doctor_inputs *in, struct doctor_facts *f)
+{
+        struct shm_opts o;
+        if (!cli_common_shm_opts(c, root, &in->shm_paths, &o)) {
+                f->shm_error = _("not read: the path is too long");
+                return 0;
+        }
+        int r = shm_collect(&o, &in->shm);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                f->shm_error = _("neither meminfo, sysvipc/shm (under the /proc root) nor the /dev/shm directory could be "
+                                 "read");
+                return 0;
+        }
+        f->shm = in->shm;
+        f->shm_ipcs = strcmp(o.proc_root, "/proc") == 0;
+        if (str_setf(&in->shm_sysv_file, "%s/sysvipc/shm", o.proc_root) < 0)
+                return -ENOMEM;
+        f->shm_sysv_file = in->shm_sysv_file;
+        return 0;
 }
 
 /* The kernel log, as scan reads it (recent-xid); a log that cannot be read is said, not fatal */
@@ -357,6 +392,11 @@ int cmd_doctor(int argc, char **argv)
         }
         gather_host(&c, root, &in, &f);
         gather_kernel(&c, &in, &f);
+        if (gather_shm(&c, root, &in, &f) < 0) {
+                cli_error("doctor", "out of memory");
+                inputs_free(&in);
+                return EXIT_INCOMPLETE;
+        }
 
         struct doctor_finding *v = NULL;
         size_t n = 0;

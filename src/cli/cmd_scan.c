@@ -1,3 +1,4 @@
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,11 +7,13 @@
 #include "cli/cli.h"
 #include "util/i18n.h"
 #include "collect/sample.h"
+#include "collect/shm.h"
 #include "util/fileio.h"
 #include "model/ledger.h"
 #include "run/scan_run.h"
 #include "render/metrics.h"
 #include "render/scan_render.h"
+#include "render/shm_render.h"
 #include "render/track_render.h"
 #include "track/track_scan.h"
 #include "util/parse.h"
@@ -39,6 +42,9 @@ static void scan_usage(FILE *f)
               "A ghost counts only above a noise floor (the larger of 64 MiB and 1% of the\n"
               "GPU) and in two samples a few seconds apart, because the driver frees memory\n"
               "with a delay while a job tears down.\n\n"
+              "Host shared memory (/dev/shm, System V segments) is noted after the GPUs when\n"
+              "it is large (1 GiB, or 10% of RAM if less): it is host RAM, never in\n"
+              "nvidia-smi's used figure.\n\n"
               "Options:\n"
               "  --gpu ID             report only this GPU: an index, a UUID or a PCI bus id\n"
               "                       (the account always looks at every GPU)\n"
@@ -230,15 +236,30 @@ int cmd_scan(int argc, char **argv)
                         cli_error("scan", "%s", ts->error);
                 }
         }
+        /* host shared memory, said apart: operators rule it out as GPU memory (free's "shared") */
+        struct cli_shm_paths sp;
+        struct shm_opts sho;
+        struct shm_report *shm = NULL;
+        if (cli_common_shm_opts(&c, NULL, &sp, &sho) && shm_collect(&sho, &shm) == -ENOMEM) {
+                cli_error("scan", "out of memory");
+                status = EXIT_INCOMPLETE;
+        }
         if (c.json) {
                 json_t *doc = scan_json(res, true);
                 if (ts)
                         track_scan_attach_json(doc, ts);
+                if (doc && shm)
+                        json_object_set_new(doc, "host_shared_memory", shm_json(shm));
                 cli_print_json(doc);
         } else {
                 cli_sim_banner(stdout, &c);
                 scan_text_hooked(stdout, res, cli_use_color(stdout), c.verbose, ts ? track_scan_text_hook : NULL, ts);
+                if (shm_note_text(stdout, shm, cli_use_color(stdout)) < 0) {
+                        cli_error("scan", "out of memory");
+                        status = EXIT_INCOMPLETE;
+                }
         }
+        shm_report_free(shm);
         track_scan_free(ts);
         free(ts);
         if (textfile) {

@@ -20,6 +20,7 @@
 #include "collect/gpu_json.h"
 #include "collect/host.h"
 #include "collect/kernel.h"
+#include "collect/shm.h"
 #include "collect/xid.h"
 #include "render/json_util.h"
 #include "util/i18n.h"
@@ -469,6 +470,27 @@ void cli_common_host_opts(const struct cli_common *c, struct host_opts *o)
         o->save_dir = c->save_bundle;
         o->read_env = true;
         o->holders = c->holders;
+}
+
+bool cli_common_shm_opts(const struct cli_common *c, const char *root, struct cli_shm_paths *p, struct shm_opts *o)
+{
+        memset(o, 0, sizeof(*o));
+        if (c->from_bundle)
+                return false;
+        const char *base = root && strcmp(root, "/") ? root : c->simulated ? c->sim_dir : NULL;
+        if (base) {
+                int n1 = snprintf(p->proc, sizeof(p->proc), "%s/proc", base);
+                int n2 = snprintf(p->dir, sizeof(p->dir), "%s/dev/shm", base);
+                if (n1 < 0 || (size_t)n1 >= sizeof(p->proc) || n2 < 0 || (size_t)n2 >= sizeof(p->dir))
+                        return false;
+                o->proc_root = p->proc;
+                o->shm_dir = p->dir;
+        } else {
+                o->proc_root = c->proc_root;
+                o->shm_dir = strcmp(c->proc_root, "/proc") == 0 ? "/dev/shm" : NULL;
+        }
+        o->timeout_ms = c->timeout_ms < 1000 ? c->timeout_ms : 1000;
+        return true;
 }
 
 void cli_bad_option(const char *cmd, int argc, char **argv, int opt)

@@ -8,9 +8,12 @@
 
 #include "model/doctor.h"
 #include "util/buf.h"
+#include "util/escape.h"
 #include "util/parse.h"
+#include "util/i18n.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
+
 
 /* Driver releases with a documented memory or teardown problem. Only rows with a source a
  * reader can open; none inferred. The range is [from, before). */
@@ -654,6 +657,57 @@ static void check_toolkit(const struct doctor_facts *f, struct fl *l)
                                   "driver upgrade)" : "");
 }
 
+/* "`ls -laS '/dev/shm'` (the files, largest first, and their owners) and `ipcs -m -p` (...)" */
+static int shm_next_step(const struct doctor_facts *f, char **ret)
+{
+        const struct shm_report *r = f->shm;
+        char *dir STR_AUTOFREE = esc_shell_dup(r->dir_read ? r->dir.path : "/dev/shm");
+        char *file STR_AUTOFREE = esc_shell_dup(f->shm_sysv_file ? f->shm_sysv_file : "/proc/sysvipc/shm");
+        if (!dir || !file)
+                return -ENOMEM;
+        int e = str_setf(ret, _("see who keeps it: `ls -laS %s` (the files, largest first, and their owners)"), dir);
+        if (e == 0 && f->shm_ipcs)
+                e = str_addf(ret, _(" and `ipcs -m -p` (System V segments: creator and last PIDs; `ipcs -m` their owners "
+                                    "and sizes)"));
+        else if (e == 0)
+                e = str_addf(ret, _(" and `cat %s` (System V segments)"), file);
+        if (e == 0)
+                e = str_addf(ret, _("; it is freed when its files are removed and its segments detached and removed "
+                                    "(ipcrm), never by a GPU reset. GPU memory is what 'ghostvram scan' accounts for"));
+        return e;
+}
+
+/* Host shared memory is host RAM: said apart so that nobody reads free's "shared" as the GPU's */
+static void check_shm(const struct doctor_facts *f, struct fl *l)
+{
+        const struct shm_report *r = f->shm;
+        struct doctor_finding *d;
+        if (!r) {
+                d = add(l, "host-shm", DOCTOR_UNKNOWN, -1);
+                SET(d, summary, _("how much host shared memory is in use is unknown"));
+                SET(d, evidence, "%s", f->shm_error ? f->shm_error : _("not read"));
+                return;
+        }
+        char *desc STR_AUTOFREE = NULL, *tot STR_AUTOFREE = NULL, *thr STR_AUTOFREE = NULL;
+        if (shm_describe(r, &desc) < 0 || shm_size_text(r->total, &tot) < 0 || shm_size_text(r->threshold, &thr) < 0) {
+                l->err = -ENOMEM;
+                return;
+        }
+        d = add(l, "host-shm", r->large ? DOCTOR_INFO : DOCTOR_OK, -1);
+        if (r->large)
+                SET(d, summary, _("host shared memory is %s, over the %s threshold: host RAM, not GPU memory; nvidia-smi's used "
+                                  "figure does not include it"), tot, thr);
+        else
+                SET(d, summary, _("host shared memory is %s, below %s"), tot, thr);
+        SET(d, evidence, _("%s; %s; large means at least 1 GiB, or 10%% of MemTotal when that is less; free -h counts it "
+                           "under shared and buff/cache"), desc,
+            r->total_from_meminfo ? _("the figure is Shmem in /proc/meminfo, the kernel's total (tmpfs, System V and "
+                                      "shared anonymous memory)")
+                                  : _("the figure is the sum of the parts (no Shmem line was read)"));
+        if (r->large && d && shm_next_step(f, &d->next_step) < 0)
+                l->err = -ENOMEM;
+}
+
 int doctor_run(const struct doctor_facts *f, struct doctor_finding **ret, size_t *ret_n)
 {
         struct fl l = { 0 };
@@ -702,6 +756,7 @@ int doctor_run(const struct doctor_facts *f, struct doctor_finding **ret, size_t
         check_dmesg(f, &l);
         check_version(f, modver, &l);
         check_toolkit(f, &l);
+        check_shm(f, &l);
         if (l.err) {
                 doctor_findings_free(l.v, l.n);
                 return l.err;

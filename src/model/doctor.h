@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "collect/gpu.h"
+#include "collect/shm.h"
 #include "collect/xid.h"
 #include "util/strf.h"
 
@@ -67,6 +68,12 @@ struct doctor_facts {
         const char *kernel_error;
         double now;                     /* epoch seconds: the events' ages */
         double xid_window_s;            /* --xid-window (0: nothing pages) */
+        /* host-shm: host shared memory (NULL: not read, shm_error says why), and whether its
+         * SysV segments can be listed with ipcs (the live /proc; else the file is shown) */
+        const struct shm_report *shm;
+        const char *shm_error;
+        bool shm_ipcs;
+        const char *shm_sysv_file;      /* the sysvipc/shm file read, for the next step */
 };
 
 /* A driver release with a documented memory or teardown problem. Versions compare as

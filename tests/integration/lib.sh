@@ -142,6 +142,20 @@ _gv_forget() {
 }
 
 # A fresh simulated host; sets SIM.
+# sim_shm_large [PID]: the simulated host's shared memory made large (docs/simulator.md, "Host
+# shared memory"): a 2 MiB file in DIR/dev/shm, a SysV segment of 1 MiB created by PID (default
+# this shell) in DIR/proc/sysvipc/shm, and DIR/proc/meminfo of a 10 MiB host whose Shmem is 3 MiB
+# (large: over 10% of MemTotal).
+sim_shm_large() {
+        local pid=${1:-$$}
+        mkdir -p "$SIM/dev/shm" "$SIM/proc/sysvipc"
+        head -c 2097152 /dev/zero | tr '\0' x >"$SIM/dev/shm/psm_ghost"
+        printf '%s\n%10d %10d  %4o %21d %5d %5d  %5d %5d %5d %5d %5d %10d %10d %10d %21d %21d\n' \
+                "       key      shmid perms                  size  cpid  lpid nattch   uid   gid  cuid  cgid      atime      dtime      ctime                   rss                  swap" \
+                0 65537 0600 1048576 "$pid" "$pid" 1 "$(id -u)" 0 "$(id -u)" 0 0 0 1700000000 1048576 0 >"$SIM/proc/sysvipc/shm"
+        printf 'MemTotal:          10240 kB\nShmem:              3072 kB\n' >"$SIM/proc/meminfo"
+}
+
 sim_new() {
         SIM="$GV_TMP/sim.$RANDOM"
         "$GV_BIN" sim init "$SIM" "$@" >/dev/null

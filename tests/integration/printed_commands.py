@@ -50,7 +50,8 @@ import tempfile
 KNOWN_FAILURES = []
 
 HOST_TOOLS = {"kill", "cat", "fuser", "lsof", "nvidia-smi", "modprobe", "rmmod", "systemctl", "sysctl",
-              "dmesg", "journalctl", "ps", "docker", "kubectl", "reboot", "nvidia-persistenced", "scontrol"}
+              "dmesg", "journalctl", "ps", "docker", "kubectl", "reboot", "nvidia-persistenced", "scontrol",
+              "ls", "ipcs"}  # ls (coreutils) and ipcs (util-linux): doctor's host-shm
 CMD_KEYS = {"next_step", "command", "hint", "fix", "fixes", "suggestion", "remedy", "action"}
 PLACEHOLDERS = {"PID": None, "P": None, "N": "0", "GPU": "0", "ID": "0", "I": "0", "CMD": "true",
                 "DIR": None, "PATH": None, "FILE": None, "CODE": "79", "MIB": "64", "M": "64", "K": "1"}

@@ -19,6 +19,7 @@ LIVE=$OWNER
 sim_run --gpu 1 --mib 2048 --workers 2
 DEAD=$OWNER W=("${WORKERS[@]}")
 kill_wait "$DEAD"
+sim_shm_large "$LIVE" # scan's host_shared_memory
 
 out snapshot gvs snapshot --json
 out scan gvs scan --json --confirm 300ms
@@ -105,6 +106,8 @@ assert_eq "$(jq -r '[.plan.targets[].gpu_index] | unique | join(",")' "$J/reclai
 st=$(jq -r --argjson p "${W[0]}" '.holders[] | select(.pid == $p) | "\(.start_time) \(.start_time_epoch | floor)"' "$J/snapshot.json")
 [ -n "$st" ] && [ "${st%% *}" = "$(date -u -d "@${st##* }" +%Y-%m-%dT%H:%M:%SZ)" ] || fail "start_time of ${W[0]}: '$st'"
 assert_eq "$(jq -r '.time == .driver.sample_time' "$J/scan.json")" true "scan's time is its sample's"
+assert_eq "$(jq -c '.host_shared_memory | [.large, .total_bytes, .sysv.creator_pids, .sysv.segments[0].creator_pid]' "$J/scan.json")" \
+        "[true,3145728,[$LIVE],$LIVE]" "scan's host_shared_memory: bytes, PIDs as numbers"
 assert_eq "$(jq -r .exit_status "$J/reclaim_error.json")" 2 "the error document's status"
 assert_eq "$(jq -r .event "$J/reclaim_stream.json" | paste -sd, -)" plan,result "reclaim --json-stream's events (a dry run)"
 assert_eq "$(wc -l <"$J/reclaim_stream_error.json") $(jq -r .exit_status "$J/reclaim_stream_error.json")" "1 2" \

@@ -32,6 +32,7 @@ sim_run --gpu 0 --mib 2048 --workers 3
 A=$OWNER
 sim_run --gpu 1 --mib 1024 --workers 2
 kill_wait "$A" "$OWNER"
+sim_shm_large # scan's note and doctor's host-shm
 outputs
 grep -q "candidate: it holds 2 GPUs with a ghost)" "$GV_TMP/2.json" \
         || fail "the situation has no candidate of two GPUs: $(head -c 600 "$GV_TMP/2.json")"

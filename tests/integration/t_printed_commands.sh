@@ -122,7 +122,9 @@ note "a ghost: a killed owner's workers hold its memory (and doctor --explain)"
 host_new ghost --gpus 2 --memory 16384 --reserved 512
 sim_run --gpu 0 --mib 2048 --workers 2
 kill_wait "$OWNER"
+sim_shm_large "$SPARE" # doctor's host-shm next step, under the path with a space
 print_all
+grep -F "host-shm" "$OUT/doctor.out" | grep -F info >/dev/null || fail "no host-shm info: $(cat "$OUT/doctor.out")"
 printer explain doctor --explain
 printer explain-json doctor --explain --json
 judge ghost

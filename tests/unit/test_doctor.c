@@ -276,6 +276,74 @@ static void test_levels_and_exit(void **state)
         doctor_findings_free(v, n);
 }
 
+/* host-shm: info when host shared memory is large (never a warning: no GPU action frees it),
+ * ok below the rule, unknown when nothing was read; the next step names the live host's ipcs or
+ * the file that was read */
+static void test_host_shm(void **state)
+{
+        (void)state;
+        struct gpu_report r = { .driver_present = true };
+        struct doctor_facts f = { .gpus = &r, .only_gpu = -1, .dmesg_restrict = 0, .uvm_loaded = 1, .toolkit = 0 };
+        struct shm_seg seg = { .cpid = 4242, .rss_known = true, .rss = SHM_GIB / 4 };
+        struct shm_report sr = { .meminfo_read = true, .mem_total_known = true, .mem_total = 64 * SHM_GIB,
+                                 .shmem_known = true, .shmem = 6 * SHM_GIB + SHM_GIB / 4, .sysv_read = true,
+                                 .dir_read = true };
+        sr.sysv.segs = &seg;
+        sr.sysv.n = sr.sysv.n_total = 1;
+        sr.sysv.bytes = SHM_GIB / 4;
+        sr.dir.path = (char *)"/dev/shm";
+        sr.dir.used = 6 * SHM_GIB;
+        sr.dir.files = 3;
+        sr.dir.n_owners = 1;
+        snprintf(sr.dir.owners[0].user, sizeof(sr.dir.owners[0].user), "alice");
+        sr.dir.complete = true;
+        shm_judge(&sr);
+        f.shm = &sr;
+        f.shm_ipcs = true;
+        struct doctor_finding *v;
+        size_t n;
+        assert_int_equal(doctor_run(&f, &v, &n), 0);
+        const struct doctor_finding *d = find(v, n, "host-shm");
+        assert_non_null(d);
+        assert_int_equal(d->level, DOCTOR_INFO);
+        assert_int_equal(d->gpu, -1);
+        assert_string_equal(d->summary, "host shared memory is 6.2 GiB, over the 1.0 GiB threshold: host RAM, not GPU "
+                                        "memory; nvidia-smi's used figure does not include it");
+        assert_non_null(strstr(d->evidence, "host shared memory 6.2 GiB (/dev/shm 6.0 GiB: 3 files of user alice; SysV "
+                                            "256.0 MiB: 1 segment of PID 4242)"));
+        assert_non_null(strstr(d->evidence, "Shmem in /proc/meminfo"));
+        assert_non_null(strstr(d->next_step, "`ls -laS /dev/shm`"));
+        assert_non_null(strstr(d->next_step, "`ipcs -m -p`"));
+        assert_int_equal(doctor_exit_status(&f, v, n), 0);
+        doctor_findings_free(v, n);
+
+        /* another root: the file that was read, quoted for the shell */
+        f.shm_ipcs = false;
+        f.shm_sysv_file = "/srv/copy of host/proc/sysvipc/shm";
+        assert_int_equal(doctor_run(&f, &v, &n), 0);
+        d = find(v, n, "host-shm");
+        assert_non_null(strstr(d->next_step, "`cat '/srv/copy of host/proc/sysvipc/shm'`"));
+        assert_null(strstr(d->next_step, "ipcs -m -p"));
+        doctor_findings_free(v, n);
+
+        sr.shmem = SHM_GIB / 2;
+        shm_judge(&sr);
+        assert_int_equal(doctor_run(&f, &v, &n), 0);
+        d = find(v, n, "host-shm");
+        assert_int_equal(d->level, DOCTOR_OK);
+        assert_string_equal(d->summary, "host shared memory is 512.0 MiB, below 1.0 GiB");
+        assert_null(d->next_step);
+        doctor_findings_free(v, n);
+
+        f.shm = NULL;
+        f.shm_error = "nothing could be read";
+        assert_int_equal(doctor_run(&f, &v, &n), 0);
+        d = find(v, n, "host-shm");
+        assert_int_equal(d->level, DOCTOR_UNKNOWN);
+        assert_string_equal(d->evidence, "nothing could be read");
+        doctor_findings_free(v, n);
+}
+
 /* recent-xid: per GPU, the scan's rule on the kernel's events; unknown without a log */
 static void test_recent_xid(void **state)
 {
@@ -386,7 +454,7 @@ int main(void)
                 cmocka_unit_test(test_table_edges),    cmocka_unit_test(test_levels_and_exit),
                 cmocka_unit_test(test_long_texts_arrive_whole),
                 cmocka_unit_test(test_prevention),     cmocka_unit_test(test_version_format),
-                cmocka_unit_test(test_recent_xid),
+                cmocka_unit_test(test_recent_xid),      cmocka_unit_test(test_host_shm),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
