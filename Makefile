@@ -10,7 +10,13 @@ endif
 PREFIX     ?= /usr/local
 DESTDIR    ?=
 
-.PHONY: all deps test-deps oracle-deps build build-asan run test test-unit test-asan test-valgrind fuzz bench clean install deb
+# The message catalogues: po/LANG.po brought up to the sentences marked in src/ (then translate
+# what is new: t_i18n fails until every one is; docs/i18n.md).
+po-update: build
+	scripts/i18n-pot $(BUILD)/ghostvram.pot
+	for l in $$(grep -v '^#' po/LINGUAS); do msgmerge --quiet --update --backup=none --no-fuzzy-matching po/$$l.po $(BUILD)/ghostvram.pot; done
+
+.PHONY: po-update all deps test-deps oracle-deps build build-asan run test test-unit test-asan test-valgrind fuzz bench clean install deb
 
 all: build
 

@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "config.h"
+#include "util/i18n.h"
 
 static const struct command {
         const char *name;
@@ -12,38 +13,39 @@ static const struct command {
         const char *summary;
 } commands[] = {
         /* summaries of at most 67 characters: `ghostvram --help` fits 80 columns */
-        { "scan", cmd_scan, "account for every byte each GPU uses; name who holds the ghost" },
-        { "snapshot", cmd_snapshot, "the raw facts: what NVML says and every holder of a device node" },
-        { "check", cmd_check, "a monitoring plugin (Nagios/Icinga): one status line, exit 0/1/2/3" },
-        { "watch", cmd_watch, "sample continuously; print changes, alert on a lasting ghost" },
-        { "top", cmd_top, "a live view of GPU memory, its ghost and who holds it (like nvtop)" },
-        { "serve", cmd_serve, "Prometheus exporter and a page of memory timelines (read-only)" },
-        { "xid", cmd_xid, "NVRM/Xid kernel events, explained and tied to GPUs and processes" },
-        { "reclaim", cmd_reclaim, "end a ghost's orphaned holders safely; time the memory coming back" },
-        { "experiment", cmd_experiment, "reproduce the ghost on purpose; measure residual and recovery time" },
-        { "doctor", cmd_doctor, "check the setup: persistence, uvm, driver bugs, pending resets" },
-        { "demo", cmd_demo, "the ghost-memory story end to end on a temporary simulated host" },
-        { "track", cmd_track, "run a command with a ledger that survives kill -9; report leaks" },
-        { "sim", cmd_sim, "the simulated driver: make a host, run jobs, set knobs (tests)" },
+        { "scan", cmd_scan, N_("account for every byte each GPU uses; name who holds the ghost") },
+        { "snapshot", cmd_snapshot, N_("the raw facts: what NVML says and every holder of a device node") },
+        { "check", cmd_check, N_("a monitoring plugin (Nagios/Icinga): one status line, exit 0/1/2/3") },
+        { "watch", cmd_watch, N_("sample continuously; print changes, alert on a lasting ghost") },
+        { "top", cmd_top, N_("a live view of GPU memory, its ghost and who holds it (like nvtop)") },
+        { "serve", cmd_serve, N_("Prometheus exporter and a page of memory timelines (read-only)") },
+        { "xid", cmd_xid, N_("NVRM/Xid kernel events, explained and tied to GPUs and processes") },
+        { "reclaim", cmd_reclaim, N_("end a ghost's orphaned holders safely; time the memory coming back") },
+        { "experiment", cmd_experiment, N_("reproduce the ghost on purpose; measure residual and recovery time") },
+        { "doctor", cmd_doctor, N_("check the setup: persistence, uvm, driver bugs, pending resets") },
+        { "demo", cmd_demo, N_("the ghost-memory story end to end on a temporary simulated host") },
+        { "track", cmd_track, N_("run a command with a ledger that survives kill -9; report leaks") },
+        { "sim", cmd_sim, N_("the simulated driver: make a host, run jobs, set knobs (tests)") },
 };
 
 static void usage(FILE *f)
 {
-        fprintf(f, "Usage: ghostvram COMMAND [OPTIONS]\n\n"
+        fprintf(f, "%s", _("Usage: ghostvram COMMAND [OPTIONS]\n\n"
                    "nvidia-smi says GPU memory is used but shows no process, or a PID that does not\n"
                    "exist. ghostvram accounts for every byte, names what really holds it (forked\n"
                    "workers of a killed job, tasks stuck in the driver, other containers, daemons)\n"
-                   "and says what to do next.\n\nCommands:\n");
+                   "and says what to do next.\n\nCommands:\n"));
         for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-                fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-        fprintf(f, "\nRun 'ghostvram help COMMAND' for a command's options.\n"
+                fprintf(f, "  %-10s %s\n", commands[i].name, _(commands[i].summary));
+        fprintf(f, "%s", _("\nRun 'ghostvram help COMMAND' for a command's options.\n"
                    "Environment: GHOSTVRAM_SIM=DIR reads a simulated host (see 'ghostvram sim\n"
                    "--help'); NO_COLOR or TERM=dumb disables colour.\n"
-                   "Start here: 'sudo ghostvram scan' (root sees every process).\n");
+                   "Start here: 'sudo ghostvram scan' (root sees every process).\n"));
 }
 
 int main(int argc, char **argv)
 {
+        i18n_init();
         if (argc < 2) {
                 usage(stderr);
                 return EXIT_USAGE;

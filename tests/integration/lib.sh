@@ -14,6 +14,11 @@ GV_TMP=$(mktemp -d /tmp/gv-it.XXXXXX)
 GV_PIDS=()      # PID:START of every process started (track)
 GV_GROUPS=()    # PGID:LEADER-START:FIRST-START of the process groups of jobs (track_group)
 MIB=1048576
+# The tests read ghostvram's English sentences whatever the caller's language (t_i18n sets its
+# own): no LANGUAGE, messages of the C locale (LC_ALL, when set, outranks LC_MESSAGES)
+unset LANGUAGE
+export LC_MESSAGES=C
+[ -z "${LC_ALL:-}" ] || export LC_ALL=C.UTF-8
 
 # _gv_stat PID: _GV_ST gets fields 3.. of /proc/PID/stat ([0] state, [2] process group,
 # [19] start time), read after the last ')' (the command name may hold spaces and parentheses);

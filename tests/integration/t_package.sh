@@ -106,6 +106,7 @@ grep -q '^W: ' "$GV_TMP/lintian.out" && fail "lintian warnings: $(grep '^W: ' "$
 contents=$(dpkg-deb -c "$deb")
 grep -q ' ./usr/lib/systemd/system/ghostvram-serve.service$' <<<"$contents" || fail "unit in the package"
 grep -q ' ./usr/share/man/man1/ghostvram.1.gz$' <<<"$contents" || fail "man page in the package"
+grep -q ' ./usr/share/locale/zh_CN/LC_MESSAGES/ghostvram.mo$' <<<"$contents" || fail "Chinese catalogue in the package"
 grep -q ' ./usr/lib/ghostvram/sim/current/libnvidia-ml.so.1$' <<<"$contents" || fail "simulated driver in the package"
 X=$GV_TMP/x
 dpkg-deb -x "$deb" "$X"

@@ -1,0 +1,101 @@
+#include "util/i18n.h"
+
+#include <libintl.h>
+#include <locale.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "config.h"
+
+static atomic_bool enabled;            /* a catalogue was bound and a language asked for */
+static _Thread_local bool thread_off;
+
+/* "C" and "POSIX" ask for English; "C.UTF-8" (a container's usual LANG) only for UTF-8, so
+ * LANGUAGE still chooses, as in gettext */
+static bool names_c_locale(const char *v)
+{
+        return strcmp(v, "C") == 0 || strcmp(v, "POSIX") == 0;
+}
+
+/* The locale name LC_MESSAGES comes from, in POSIX order, or NULL when none is set. */
+static const char *messages_env(void)
+{
+        static const char *const vars[] = { "LC_ALL", "LC_MESSAGES", "LANG" };
+        for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+                const char *v = getenv(vars[i]);
+                if (v && *v)
+                        return v;
+        }
+        return NULL;
+}
+
+static bool is_dir(const char *p)
+{
+        struct stat st;
+        return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static const char *catalogue_dir(void)
+{
+        const char *env = getenv("GHOSTVRAM_LOCALEDIR");
+        if (env && *env)
+                return env;
+        if (is_dir(GV_LOCALEDIR_BUILD))
+                return GV_LOCALEDIR_BUILD;
+        return GV_LOCALEDIR_INSTALL;
+}
+
+void i18n_init(void)
+{
+        const char *lang = getenv("LANGUAGE");
+        const char *msgs = messages_env();
+        if (msgs && names_c_locale(msgs))
+                return;                 /* LC_ALL=C and its kind: English, as asked */
+        bool has_lang = lang && *lang;
+        if (!has_lang && (!msgs || strncmp(msgs, "C.", 2) == 0))
+                return;
+        /* gettext ignores LANGUAGE in the C locale, and a host may lack the locale LANG names
+         * (zh_CN.UTF-8 not generated): C.UTF-8 for messages then, with the language asked
+         * for in LANGUAGE, which gettext reads first */
+        if (!setlocale(LC_MESSAGES, "") || names_c_locale(setlocale(LC_MESSAGES, NULL))) {
+                if (!setlocale(LC_MESSAGES, "C.UTF-8"))
+                        return;
+                if (!has_lang)
+                        setenv("LANGUAGE", msgs, 1);
+        }
+        if (!bindtextdomain(GV_TEXT_DOMAIN, catalogue_dir()) ||
+            !bind_textdomain_codeset(GV_TEXT_DOMAIN, "UTF-8"))
+                return;
+        atomic_store(&enabled, true);
+}
+
+void i18n_off(void)
+{
+        atomic_store(&enabled, false);
+}
+
+void i18n_thread_off(bool off)
+{
+        thread_off = off;
+}
+
+bool i18n_active(void)
+{
+        return !thread_off && atomic_load(&enabled);
+}
+
+const char *i18n_text(const char *msgid)
+{
+        if (!msgid || !*msgid || !i18n_active())
+                return msgid;
+        return dgettext(GV_TEXT_DOMAIN, msgid);
+}
+
+const char *i18n_plural(const char *one, const char *many, unsigned long n)
+{
+        if (!i18n_active())
+                return n == 1 ? one : many;
+        return dngettext(GV_TEXT_DOMAIN, one, many, n);
+}
