@@ -653,14 +653,22 @@ static void no_target_summary(struct reclaim_report *rep, const struct rc_opts *
         size_t shown = 0; /* the skipped lines the text shows */
         for (size_t i = 0; i < plan->n_skipped; i++)
                 shown += o->c.verbose || plan->skipped[i].rule != RECLAIM_NOT_ATTRIBUTED;
+        /* the poke first (a new context may make the driver finish a dead one's teardown), of the
+         * named GPU or of the first with a confirmed ghost */
+        int pg = o->only_gpu;
+        for (size_t i = 0; pg < 0 && i < res->n_gpus; i++)
+                if (res->gpus[i].ghost_confirmed)
+                        pg = (int)res->gpus[i].index;
         if (shown)
                 summary(rep, EXIT_FINDING,
                         "A confirmed ghost, but no process reclaim may end for it (see why above). Check "
-                        "`ghostvram scan%s`; the last resorts are --reset-gpu and --reload-uvm.", gpu);
+                        "`ghostvram scan%s`; before the last resorts (--reset-gpu, --reload-uvm) try the poke: "
+                        "`sudo ghostvram reclaim --poke --gpu %d`.", gpu, pg < 0 ? 0 : pg);
         else
                 summary(rep, EXIT_FINDING,
                         "A confirmed ghost, but no process that holds it could be tied to it: `ghostvram scan%s "
-                        "--verbose` says why; the last resorts are --reset-gpu and --reload-uvm.", gpu);
+                        "--verbose` says why; before the last resorts (--reset-gpu, --reload-uvm) try the poke: "
+                        "`sudo ghostvram reclaim --poke --gpu %d`.", gpu, pg < 0 ? 0 : pg);
 }
 
 static int mode_processes(struct rc_ctx *x, struct reclaim_report *rep)

@@ -208,7 +208,7 @@ static json_t *poke_json(const struct reclaim_poke_info *p)
         json_set(j, "alloc_bytes", json_integer((json_int_t)p->bytes));
         json_set(j, "timeout_seconds", json_real(p->timeout_ms / 1000.0));
         json_set(j, "ran", json_boolean(p->ran));
-        json_set_time(j, "started", x->started, p->ran);
+        json_set_time(j, "start_time", x->started, p->ran);
         json_set(j, "seconds", p->ran ? json_real(x->seconds) : json_null());
         json_set(j, "timed_out", p->ran ? json_boolean(x->timed_out) : json_null());
         json_set(j, "stuck_pid", x->stuck_pid ? json_integer(x->stuck_pid) : json_null());
