@@ -158,7 +158,7 @@ int poke_child_run(const char *lib, const char *uuid, uint64_t bytes, struct pok
         if (r != CUDA_SUCCESS)
                 return step_fail(s, &cu, POKE_STEP_INIT, r, init ? NULL : "no cuInit");
         s->done = POKE_STEP_DEVICE;
-        CUdevice dev;
+        CUdevice dev = 0;
         if (find_device(s, &cu, uuid, &dev) < 0)
                 return -EIO;
         s->done = POKE_STEP_CONTEXT;
@@ -235,18 +235,6 @@ enum poke_verdict poke_judge(const struct poke_result *p, const struct recovery_
 
 /* ---- the check ------------------------------------------------------------------------------ */
 
-static void add_line(char **lines, size_t *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void add_line(char **lines, size_t *n, const char *fmt, ...)
-{
-        if (*n >= ESC_MAX_LINES)
-                return;
-        va_list ap;
-        va_start(ap, fmt);
-        if (str_vsetf(&lines[*n], fmt, ap) == 0)
-                (*n)++;
-        va_end(ap);
-}
-
 /* The live listed owners of ledger l, "1234, 1240" (at most 8 named). */
 static size_t live_owners(const struct gpu_ledger *l, struct buf *pids)
 {
@@ -274,37 +262,37 @@ int poke_check(const struct scan_result *r, const struct poke_check_opts *o, str
                 }
         if (!g) {
                 out->refuse = true;
-                add_line(out->reasons, &out->n_reasons, _("GPU %u is not on this host (%zu GPUs)"), o->gpu, r->n_gpus);
+                escalate_line(out->reasons, &out->n_reasons, _("GPU %u is not on this host (%zu GPUs)"), o->gpu, r->n_gpus);
                 return 0;
         }
         if (g->status == GPU_LOST || ledger_lost_event(r->facts, o->gpu)) {
                 out->refuse = true;
-                add_line(out->reasons, &out->n_reasons, _("GPU %u is lost (or had an Xid 79): no context can be made on it"),
+                escalate_line(out->reasons, &out->n_reasons, _("GPU %u is lost (or had an Xid 79): no context can be made on it"),
                          o->gpu);
-                add_line(out->fixes, &out->n_fixes, _("drain the node and reboot it (`ghostvram xid explain 79`)"));
+                escalate_line(out->fixes, &out->n_fixes, _("drain the node and reboot it (`ghostvram xid explain 79`)"));
         }
         if (g->mig_mode == 1) {
                 out->refuse = true;
-                add_line(out->reasons, &out->n_reasons,
+                escalate_line(out->reasons, &out->n_reasons,
                          _("MIG is enabled on GPU %u: a context there needs a MIG instance, and the poke makes none"), o->gpu);
         }
         struct buf pids = BUF_INIT(512);
         size_t n = live_owners(l, &pids);
         if (n && !o->force) {
                 out->refuse = true;
-                add_line(out->reasons, &out->n_reasons,
+                escalate_line(out->reasons, &out->n_reasons,
                          _("GPU %u has live jobs (NVML lists PID %s): the poke makes a context and takes memory next to "
                            "them, and may disturb them"), o->gpu, buf_str(&pids));
-                add_line(out->fixes, &out->n_fixes,
+                escalate_line(out->fixes, &out->n_fixes,
                          _("wait for them to end, or add --force to poke anyway"));
         } else if (n) {
-                add_line(out->warnings, &out->n_warnings,
+                escalate_line(out->warnings, &out->n_warnings,
                          _("GPU %u has live jobs (PID %s): poking anyway (--force)"), o->gpu, buf_str(&pids));
         }
         buf_free(&pids);
         if (!o->have_lib) {
                 out->refuse = true;
-                add_line(out->reasons, &out->n_reasons, _("no CUDA driver library (%s) was found"),
+                escalate_line(out->reasons, &out->n_reasons, _("no CUDA driver library (%s) was found"),
                          o->lib ? o->lib : "libcuda.so.1");
         }
         return 0;
