@@ -161,6 +161,19 @@ static int open_and_map(const char *dir, const char *node, int *ret_fd)
         return 0;
 }
 
+/* `sim set hang=cuInit`: cuInit never returns, as on a wedged driver whose first client blocks
+ * in its open or first ioctl (docs/simulator.md). Only that name: "any" is NVML's calls, and
+ * the simulated jobs must still start under it. A SIGKILL ends the sleep, as it ends a real
+ * client once its driver call returns. */
+static void hang_if_asked(const char *dir)
+{
+        struct sim_knobs *k = malloc(sizeof(*k));
+        bool hang = k && sim_knobs_load(dir, k) == 0 && strcmp(k->hang, "cuInit") == 0;
+        free(k);
+        while (hang)
+                pause();
+}
+
 static CUresult init_locked(void)
 {
         const char *dir = getenv("GHOSTVRAM_SIM");
@@ -175,6 +188,7 @@ static CUresult init_locked(void)
         r = sim_host_load(dir, &st.host);
         if (r < 0)
                 return fail(CUDA_ERROR_NO_DEVICE, "%s is not a simulated host (%s)", dir, strerror(-r));
+        hang_if_asked(dir);
         st.nvis = visible_devices(&st.host, st.visible);
         if (st.nvis == 0)
                 return fail(CUDA_ERROR_NO_DEVICE, "CUDA error: no CUDA-capable device is detected (CUDA_VISIBLE_DEVICES)");
@@ -350,6 +364,29 @@ CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
                 __atomic_store_n(&st.ctx_dev, dev, __ATOMIC_RELAXED);
                 __atomic_store_n(&st.have_ctx, true, __ATOMIC_RELEASE);
                 *pctx = (CUcontext)(uintptr_t)(dev + 1);
+        }
+        pthread_mutex_unlock(&mu);
+        return r;
+}
+
+/* cuCtxDestroy_v2: what is still allocated is freed with the context (its charge credited, as
+ * the driver frees a destroyed context's memory); the process may make a new one. */
+static CUresult charge(int64_t delta);
+EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx);
+CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+        pthread_mutex_lock(&mu);
+        CUresult r = ready_ctx();
+        if (r == CUDA_SUCCESS && ctx != (CUcontext)(uintptr_t)(st.ctx_dev + 1))
+                r = fail(CUDA_ERROR_INVALID_CONTEXT, "CUDA error: invalid device context");
+        int64_t held = 0;
+        for (size_t i = 0; r == CUDA_SUCCESS && i < st.n; i++)
+                held += st.a[i].kind == A_MEM ? (int64_t)st.a[i].size : 0;
+        if (r == CUDA_SUCCESS && held && st.registered)
+                r = charge(-held);
+        if (r == CUDA_SUCCESS) {
+                st.n = 0;
+                __atomic_store_n(&st.have_ctx, false, __ATOMIC_RELEASE);
         }
         pthread_mutex_unlock(&mu);
         return r;

@@ -19,6 +19,7 @@
  * that talks to the driver; nvmlErrorString does not). */
 static const char *const sim_hang_functions[] = {
         "nvmlInit_v2", "nvmlInit", "nvmlInitWithFlags", "nvmlShutdown",
+        "cuInit", /* the simulated libcuda's (named only: "any" is NVML's calls) */
         "nvmlSystemGetDriverVersion", "nvmlSystemGetNVMLVersion",
         "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount",
         "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex",
@@ -102,6 +103,14 @@ static const struct knob_def knob_defs[] = {
         { "uncharged_mib", K_U64, true, false, (uint64_t)1 << 24, NULL, "MIB",
           "used memory no process is charged for (managed\n"
           "memory, kernel clients)" },
+        { "leaked_mib", K_U64, true, false, (uint64_t)1 << 24, NULL, "MIB",
+          "used memory a dead context left that the driver keeps:\n"
+          "charged to no process, held by no file; only a reset\n"
+          "frees it (a real driver leak; default 0)" },
+        { "flush_on_new_context", K_BOOL, true, false, 0, NULL, "on|off",
+          "the next context created on the GPU frees its\n"
+          "leaked_mib (ASSUMPTION: a deferred teardown some\n"
+          "drivers process on the next client; default off)" },
         { "list_growth", K_U64, true, false, 1000, NULL, "N",
           "the sizing call of a process list under-reports by N" },
         { "persistence", K_BOOL, true, false, 0, NULL, "on|off", "persistence mode (default on)" },
@@ -302,6 +311,10 @@ static void knob_apply_one(struct sim_knobs *k, unsigned g, const struct knob_as
                 (void)parse_notsup(v, &gk->notsup);
         } else if (!strcmp(a->def->key, "uncharged_mib") && parse_u64(v, &u) == 0) {
                 gk->uncharged_mib = u;
+        } else if (!strcmp(a->def->key, "leaked_mib") && parse_u64(v, &u) == 0) {
+                gk->leaked_mib = u;
+        } else if (!strcmp(a->def->key, "flush_on_new_context") && parse_bool(v, &b) == 0) {
+                gk->flush_on_new_context = b;
         } else if (!strcmp(a->def->key, "list_growth") && parse_u64(v, &u) == 0) {
                 gk->list_growth = (unsigned)u;
         } else if (!strcmp(a->def->key, "persistence") && parse_bool(v, &b) == 0) {

@@ -107,6 +107,8 @@ struct sim_gpu_knobs {
         unsigned notsup;                /* enum sim_query bits */
         char hang[SIM_HANG_LEN];        /* NVML function name, "any", or "" */
         uint64_t uncharged_mib;
+        uint64_t leaked_mib;            /* a dead context's memory the driver kept (a driver leak) */
+        bool flush_on_new_context;      /* the next context made on this GPU frees leaked_mib */
         unsigned list_growth;
         bool persistence;
         bool mig;
@@ -249,7 +251,7 @@ void sim_proc_list_gi(const struct sim_client *c, const struct sim_knobs *k, enu
                       size_t max, size_t *ret_n);
 
 /* Used bytes of gpu as NVML's v2 query reports them (allocated, reserved apart). On a MIG GPU
- * that is the sum over its instances (plus uncharged memory). */
+ * that is the sum over its instances (plus uncharged and leaked memory). */
 uint64_t sim_used_bytes(const struct sim_host *h, const struct sim_knobs *k,
                         const struct sim_observation *o, unsigned gpu);
 

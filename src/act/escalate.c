@@ -30,8 +30,7 @@
 #include <libkmod.h>
 #endif
 
-static void line(char **lines, size_t *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void line(char **lines, size_t *n, const char *fmt, ...)
+void escalate_line(char **lines, size_t *n, const char *fmt, ...)
 {
         if (*n >= ESC_MAX_LINES)
                 return;
@@ -65,10 +64,10 @@ void escalate_report_clear(struct escalate_report *r)
 #define REFUSE(out, ...)                                       \
         do {                                                   \
                 (out)->refuse = true;                          \
-                line((out)->reasons, &(out)->n_reasons, __VA_ARGS__); \
+                escalate_line((out)->reasons, &(out)->n_reasons, __VA_ARGS__); \
         } while (0)
-#define FIX(out, ...) line((out)->fixes, &(out)->n_fixes, __VA_ARGS__)
-#define WARN(out, ...) line((out)->warnings, &(out)->n_warnings, __VA_ARGS__)
+#define FIX(out, ...) escalate_line((out)->fixes, &(out)->n_fixes, __VA_ARGS__)
+#define WARN(out, ...) escalate_line((out)->warnings, &(out)->n_warnings, __VA_ARGS__)
 
 /* Would `ghostvram reclaim --pid PID` (with --force or not) accept to end it? The plan's own
  * rules decide, so that the advice never names a command reclaim refuses. */

@@ -25,6 +25,10 @@ struct escalate_report {
         char *command;                          /* what it runs (or would run) */
 };
 
+/* Add a formatted sentence to lines (at most ESC_MAX_LINES; the same sentence twice is kept once):
+ * how the checks fill reasons, fixes and warnings. */
+void escalate_line(char **lines, size_t *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Free a checked report's sentences. The checks overwrite their out: clear a report they
  * filled before checking into it again. */
 void escalate_report_clear(struct escalate_report *r);

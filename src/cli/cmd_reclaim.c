@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "act/escalate.h"
+#include "act/poke.h"
 #include "act/reclaim_act.h"
 #include "act/reclaim_plan.h"
 #include "cli/cli.h"
@@ -28,7 +29,9 @@
 #include "util/escape.h"
 #include "util/fileio.h"
 #include "util/parse.h"
+#include "util/i18n.h"
 #include "util/stopsig.h"
+#include "simstate.h"
 
 #define RC_MAX_PIDS 64
 #define RC_MAX_ANCESTORS 64
@@ -47,6 +50,7 @@ static void reclaim_usage(FILE *f)
                 "                         [--json | --json-stream]\n"
                 "       ghostvram reclaim --reset-gpu --gpu N [--force] [--yes]\n"
                 "       ghostvram reclaim --reload-uvm --force [--yes]\n"
+                "       ghostvram reclaim --poke --gpu N [--force] [--cuda-lib PATH] [--yes]\n"
                 "\n"
                 "Free ghost GPU memory by ending the processes that really hold it (forked\n"
                 "workers of a killed job that kept its /dev/nvidia* descriptors or mappings),\n"
@@ -88,9 +92,18 @@ static void reclaim_usage(FILE *f)
                 "                       on MIG without --force; never run on a simulated host\n"
                 "  --reload-uvm         last resort: unload and load nvidia_uvm (libkmod);\n"
                 "                       needs --force and nobody holding nvidia-uvm\n"
+                "  --poke               before a reset: a tiny CUDA client on --gpu N (cuInit, a\n"
+                "                       context, 2 MiB allocated and freed) in a child killed\n"
+                "                       at --call-timeout (default 10s here); the memory is\n"
+                "                       measured before and for --wait after (default 3s here)\n"
+                "                       (some drivers free a dead context's memory when the\n"
+                "                       next client comes); refused while NVML lists live jobs\n"
+                "                       on the GPU, unless --force\n"
+                "  --cuda-lib PATH      the CUDA driver library --poke loads (default\n"
+                "                       libcuda.so.1; the simulated one under GHOSTVRAM_SIM)\n"
                 "  --force              allow --reset-gpu on MIG; required by --reload-uvm;\n"
                 "                       lets --pid name a process without an NVIDIA node, or\n"
-                "                       a ghostvram\n"
+                "                       a ghostvram; lets --poke run beside live jobs\n"
                 "  --confirm DURATION   delay before the scan's confirming sample (default 2s)\n"
                 "  --noise-floor MIB    minimum ghost in MiB (default 64; 1% of the GPU if more)\n",
               f);
@@ -106,6 +119,7 @@ static void reclaim_usage(FILE *f)
                 "  sudo ghostvram reclaim --yes           # do it; memory before/after, time\n"
                 "  sudo ghostvram reclaim --pid 31301,31302 --yes --grace 2s\n"
                 "  sudo ghostvram reclaim --cgroup /slurm/uid_1000/job_42 --yes\n"
+                "  sudo ghostvram reclaim --poke --gpu 3 --yes  # a new context: does it free it?\n"
                 "  sudo ghostvram reclaim --reset-gpu --gpu 3   # what a reset would need\n"
                 "\n"
                 "The plan is printed before acting, then each signal, result and memory sample\n"
@@ -120,6 +134,9 @@ static void reclaim_usage(FILE *f)
                 "a ghost no process may be ended for); 2 usage error; 3 cannot act (not root\n"
                 "for others' processes, no pidfd support, another reclaim running, --pid naming\n"
                 "a process reclaim does not signal, a refused escalation or cgroup).\n"
+                "--poke: 0 the poke gave memory back (or a dry run whose checks passed); 1 it\n"
+                "ran and nothing changed, a CUDA call failed, or it hung and was killed; 3\n"
+                "refused (live jobs without --force, MIG, a lost GPU) or no CUDA library.\n"
                 "--yes is refused (exit 2) with --proc or --from-bundle: the plan would not\n"
                 "come from this host's live /proc.\n",
               f);
@@ -132,7 +149,9 @@ struct rc_opts {
         pid_t pids[RC_MAX_PIDS];
         size_t n_pids;
         const char *cgroup;
-        bool yes, dry_run, force, reset_gpu, reload_uvm;
+        bool yes, dry_run, force, reset_gpu, reload_uvm, poke;
+        const char *cuda_lib;   /* --cuda-lib */
+        bool wait_given, call_timeout_given;
         bool json_stream;       /* --json-stream: JSON lines as it happens */
         bool proc_given;        /* --proc DIR */
         int signal;
@@ -634,14 +653,22 @@ static void no_target_summary(struct reclaim_report *rep, const struct rc_opts *
         size_t shown = 0; /* the skipped lines the text shows */
         for (size_t i = 0; i < plan->n_skipped; i++)
                 shown += o->c.verbose || plan->skipped[i].rule != RECLAIM_NOT_ATTRIBUTED;
+        /* the poke first (a new context may make the driver finish a dead one's teardown), of the
+         * named GPU or of the first with a confirmed ghost */
+        int pg = o->only_gpu;
+        for (size_t i = 0; pg < 0 && i < res->n_gpus; i++)
+                if (res->gpus[i].ghost_confirmed)
+                        pg = (int)res->gpus[i].index;
         if (shown)
                 summary(rep, EXIT_FINDING,
                         "A confirmed ghost, but no process reclaim may end for it (see why above). Check "
-                        "`ghostvram scan%s`; the last resorts are --reset-gpu and --reload-uvm.", gpu);
+                        "`ghostvram scan%s`; before the last resorts (--reset-gpu, --reload-uvm) try the poke: "
+                        "`sudo ghostvram reclaim --poke --gpu %d`.", gpu, pg < 0 ? 0 : pg);
         else
                 summary(rep, EXIT_FINDING,
                         "A confirmed ghost, but no process that holds it could be tied to it: `ghostvram scan%s "
-                        "--verbose` says why; the last resorts are --reset-gpu and --reload-uvm.", gpu);
+                        "--verbose` says why; before the last resorts (--reset-gpu, --reload-uvm) try the poke: "
+                        "`sudo ghostvram reclaim --poke --gpu %d`.", gpu, pg < 0 ? 0 : pg);
 }
 
 static int mode_processes(struct rc_ctx *x, struct reclaim_report *rep)
@@ -1199,6 +1226,181 @@ out:
         return status;
 }
 
+/* The CUDA driver library the poke loads: --cuda-lib, the simulated one on a simulated host
+ * (found as the NVML stand-in is: simstate_find_file), else libcuda.so.1 by the loader's search.
+ * false when a named file is not there (the child would fail to load it). */
+static bool poke_library(const struct rc_opts *o, char *out, size_t outlen)
+{
+        if (o->cuda_lib) {
+                snprintf(out, outlen, "%s", o->cuda_lib);
+                return !strchr(o->cuda_lib, '/') || access(o->cuda_lib, R_OK) == 0;
+        }
+        if (o->c.simulated) {
+                if (simstate_find_file("cuda/libcuda.so.1", out, outlen) == 0)
+                        return true;
+                snprintf(out, outlen, "%s", "cuda/libcuda.so.1 (simulated)");
+                return false;
+        }
+        snprintf(out, outlen, "%s", "libcuda.so.1");
+        return true;
+}
+
+/* The summary of a poke that ran, by its verdict; the next step is the escalation's dry run. */
+static void poke_summary(struct reclaim_report *rep, const struct reclaim_poke_info *pi, const struct rc_opts *o)
+{
+        const char *gpu = o->gpu_spec;
+        switch (pi->verdict) {
+        case POKE_GAVE_BACK:
+                summary(rep, EXIT_OK, _("The poke gave back %.0f MiB on GPU %u."), (double)pi->freed / (1 << 20), pi->index);
+                return;
+        case POKE_NO_LIBRARY:
+                summary(rep, EXIT_INCOMPLETE, _("Cannot poke: the CUDA driver library %s could not be loaded (%s)."),
+                        pi->lib, pi->res.steps.error);
+                return;
+        case POKE_HUNG:
+                summary(rep, EXIT_FINDING,
+                        _("The poke hung in the driver and was killed after %.3g s: the driver does not answer a new "
+                          "client. Next: `ghostvram xid`, then `sudo ghostvram reclaim --reset-gpu --gpu %s` (a dry "
+                          "run: what a reset needs)."), pi->res.seconds, gpu);
+                return;
+        case POKE_FAILED:
+                summary(rep, EXIT_FINDING,
+                        _("The poke made no context (%s failed) and nothing changed. Next: `sudo ghostvram reclaim "
+                          "--reset-gpu --gpu %s` (a dry run: what a reset needs)."),
+                        poke_step_name(pi->res.steps.failed), gpu);
+                return;
+        case POKE_UNMEASURED:
+                summary(rep, EXIT_FINDING, _("The poke ran, but the driver gave no memory figure to compare."));
+                return;
+        case POKE_NOTHING:
+        default:
+                summary(rep, EXIT_FINDING,
+                        _("Nothing changed: the driver keeps the memory after a new context. Next: `sudo ghostvram "
+                          "reclaim --reset-gpu --gpu %s` (a dry run: what a reset needs), then --reload-uvm."),
+                        gpu);
+                return;
+        }
+}
+
+/* --poke: check, then (with --yes) sample, run the child, sample until the memory is back or
+ * --wait ends, and judge. */
+static int mode_poke(struct rc_ctx *x, struct reclaim_report *rep)
+{
+        struct rc_opts *o = x->o;
+        const struct scan_result *res = x->res;
+        struct escalate_report esc;
+        struct reclaim_poke_info pi;
+        struct recovery_gpu *rec = NULL;
+        size_t n_rec = 0;
+        int status = EXIT_INCOMPLETE;
+        struct sampler sm;
+        memset(&sm, 0, sizeof(sm));
+        memset(&pi, 0, sizeof(pi));
+        char lib[PATH_MAX];
+        bool have_lib = poke_library(o, lib, sizeof(lib));
+        pi.index = (unsigned)o->only_gpu;
+        pi.lib = lib;
+        pi.bytes = POKE_DEFAULT_BYTES;
+        pi.timeout_ms = o->call_timeout_given ? o->c.timeout_ms : POKE_DEFAULT_TIMEOUT_MS;
+        const struct gpu_report *gr = res->facts->gpu;
+        for (size_t i = 0; gr && i < gr->n_gpus; i++)
+                if (gr->gpus[i].index == pi.index) {
+                        snprintf(pi.uuid, sizeof(pi.uuid), "%s", gr->gpus[i].uuid);
+                        snprintf(pi.pci_bus_id, sizeof(pi.pci_bus_id), "%s", gr->gpus[i].pci_bus_id);
+                }
+        struct poke_check_opts co = { .gpu = pi.index, .force = o->force, .have_lib = have_lib, .lib = lib };
+        poke_check(res, &co, &esc);
+        if (!pi.uuid[0] && !esc.refuse) {
+                esc.refuse = true;
+                str_setf(&esc.reasons[esc.n_reasons++], _("NVML gives no UUID for GPU %u: the poke cannot name it to CUDA"),
+                         pi.index);
+        }
+        rep->esc = &esc;
+        rep->poke = &pi;
+        for (size_t i = 0; i < esc.n_reasons; i++)
+                syslog(LOG_NOTICE, "reclaim: poke refused: %s", esc.reasons[i]);
+        if (esc.refuse) {
+                summary(rep, EXIT_INCOMPLETE, _("Refused: the poke was not done (see why above)."));
+                goto done;
+        }
+        if (!x->acting) {
+                summary(rep, EXIT_OK,
+                        _("Dry run: every check passed; with --yes a child makes a CUDA context on GPU %u, allocates "
+                          "%.0f MiB, frees it, and the memory is measured before and after."),
+                        pi.index, (double)pi.bytes / (1 << 20));
+                goto done;
+        }
+        pid_t none = 0;
+        rec = watch_list(res, o->only_gpu, &none, 0, &n_rec);
+        if (!rec || sampler_init(&sm, o, rec, n_rec) < 0)
+                goto out;
+        for (size_t i = 0; i < n_rec; i++)
+                for (size_t g = 0; g < res->n_gpus; g++)
+                        if (res->gpus[g].index == rec[i].index && res->gpus[g].ghost_confirmed)
+                                recovery_init(&rec[i], rec[i].index, res->gpus[g].ghost, res->gpus[g].noise_floor);
+        char exe[PATH_MAX];
+        ssize_t el = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        if (el < 0) {
+                summary(rep, EXIT_INCOMPLETE, "Cannot act: /proc/self/exe: %s.", strerror(errno));
+                goto done;
+        }
+        exe[el] = '\0';
+        out_plan(o, rep);
+        sampler_tick(&sm, 0); /* before */
+        syslog(LOG_NOTICE, "reclaim: poke of GPU %u (%s) with %s", pi.index, pi.uuid, lib);
+        struct poke_run_opts ro = { .exe = exe, .lib = lib, .uuid = pi.uuid, .bytes = pi.bytes, .timeout_ms = pi.timeout_ms };
+        int r = poke_run(&ro, &pi.res);
+        if (r < 0) {
+                summary(rep, EXIT_INCOMPLETE, "Cannot act: the poke could not start: %s.", strerror(-r));
+                goto done;
+        }
+        pi.ran = true;
+        rep->esc_ran = true;
+        rep->esc_status = pi.res.exit_status;
+        syslog(LOG_NOTICE, "reclaim: poke of GPU %u: %s after %.2f s", pi.index,
+               pi.res.timed_out ? "killed at the deadline" : pi.res.steps_known && pi.res.steps.failed < 0 ? "done" : "failed",
+               pi.res.seconds);
+        sm.t0 = monotonic_ms(); /* --wait counts from the end of the poke */
+        sampler_finish(&sm, o->wait_ms);
+        rep->rec = rec;
+        rep->n_rec = n_rec;
+        pi.verdict = poke_judge(&pi.res, n_rec ? &rec[0] : NULL, &pi.freed);
+        if (stopsig_pending()) {
+                stopped(rep, sampler_elapsed(&sm));
+                str_setf(&rep->summary, "Stopped by %s after the poke; the memory was not measured to the end.",
+                         stopsig_name(rep->stopped));
+        } else {
+                poke_summary(rep, &pi, o);
+        }
+done:
+        out_report(o, rep);
+        status = rep->exit_status;
+out:
+        rep->esc = NULL;
+        rep->poke = NULL;
+        rep->rec = NULL;
+        escalate_report_clear(&esc);
+        sampler_done(&sm);
+        free(rec);
+        return status;
+}
+
+/* The child of --poke (`ghostvram __poke LIB UUID BYTES`, exec'd by poke_run, never typed): the
+ * steps' line on stdout. Exit 0 when every step was done, 1 otherwise, 2 on bad arguments. */
+int cmd_poke_child(int argc, char **argv)
+{
+        uint64_t bytes;
+        if (argc != 4 || parse_u64(argv[3], &bytes) < 0 || bytes == 0 || bytes > ((uint64_t)1 << 30))
+                return EXIT_USAGE;
+        struct poke_steps st;
+        int r = poke_child_run(argv[1], argv[2], bytes, &st);
+        char line[512];
+        poke_steps_format(&st, line, sizeof(line));
+        fputs(line, stdout);
+        fflush(stdout);
+        return r == 0 ? EXIT_OK : EXIT_FINDING;
+}
+
 /* ---- the command ------------------------------------------------------------------------------------ */
 
 static int parse_args(int argc, char **argv, struct rc_opts *o)
@@ -1219,6 +1421,8 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                 { "confirm", required_argument, NULL, 'C' },
                 { "noise-floor", required_argument, NULL, 'F' },
                 { "json-stream", no_argument, NULL, 'J' },
+                { "poke", no_argument, NULL, 'K' },
+                { "cuda-lib", required_argument, NULL, 'L' },
                 CLI_COMMON_LONGOPTS,
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
@@ -1274,6 +1478,13 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                                 cli_error(cmd, "--wait: '%s' is not a duration between 1ms and 1h (e.g. 60s)", optarg);
                                 return -1;
                         }
+                        o->wait_given = true;
+                        continue;
+                case 'K': o->poke = true; continue;
+                case 'L':
+                        if (cli_path_arg(cmd, "--cuda-lib", optarg) < 0)
+                                return -1;
+                        o->cuda_lib = optarg;
                         continue;
                 case 'P':
                         if (cli_path_arg(cmd, "--policy", optarg) < 0)
@@ -1303,6 +1514,8 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                 }
                 if (opt == CLI_OPT_PROC)
                         o->proc_given = true;
+                if (opt == CLI_OPT_CALL_TIMEOUT)
+                        o->call_timeout_given = true;
                 int r = cli_common_option(&o->c, opt, optarg, cmd);
                 if (r < 0)
                         return -1;
@@ -1316,7 +1529,7 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                 cli_error(cmd, "unexpected argument '%s' (see --help)", argv[optind]);
                 return -1;
         }
-        if (o->grace_ms >= o->wait_ms && o->signal != SIGKILL) {
+        if (!o->poke && o->grace_ms >= o->wait_ms && o->signal != SIGKILL) {
                 cli_error(cmd, "--grace must be shorter than --wait");
                 return -1;
         }
@@ -1326,6 +1539,18 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
         }
         if (o->reset_gpu + o->reload_uvm > 1 || ((o->reset_gpu || o->reload_uvm) && (o->cgroup || o->n_pids))) {
                 cli_error(cmd, "--reset-gpu, --reload-uvm, --cgroup and --pid are separate modes: use one");
+                return -1;
+        }
+        if (o->poke && (o->reset_gpu || o->reload_uvm || o->cgroup || o->n_pids)) {
+                cli_error(cmd, "--poke, --reset-gpu, --reload-uvm, --cgroup and --pid are separate modes: use one");
+                return -1;
+        }
+        if (o->poke && !o->gpu_spec) {
+                cli_error(cmd, "--poke needs --gpu N (the GPU to poke)");
+                return -1;
+        }
+        if (o->cuda_lib && !o->poke) {
+                cli_error(cmd, "--cuda-lib is the library --poke loads: add --poke");
                 return -1;
         }
         if (o->reset_gpu && !o->gpu_spec) {
@@ -1401,7 +1626,9 @@ static int reclaim_main(int argc, char **argv)
         x.lock_fd = -1;
         struct reclaim_report rep;
         memset(&rep, 0, sizeof(rep));
-        rep.mode = o.cgroup ? "cgroup" : o.reset_gpu ? "reset-gpu" : o.reload_uvm ? "reload-uvm" : "processes";
+        rep.mode = o.cgroup ? "cgroup" : o.reset_gpu ? "reset-gpu" : o.reload_uvm ? "reload-uvm" : o.poke ? "poke" : "processes";
+        if (o.poke && !o.wait_given)
+                o.wait_ms = POKE_DEFAULT_WAIT_MS;
         rep.simulated = o.c.simulated;
         rep.signal = o.cgroup ? SIGKILL : o.signal;
         rep.grace_ms = (unsigned)o.grace_ms;
@@ -1503,6 +1730,8 @@ static int reclaim_main(int argc, char **argv)
                 status = mode_cgroup(&x, &rep);
         else if (o.reset_gpu || o.reload_uvm)
                 status = mode_escalate(&x, &rep);
+        else if (o.poke)
+                status = mode_poke(&x, &rep);
         else
                 status = mode_processes(&x, &rep);
         host_proc_clear(&x.self);

@@ -1579,8 +1579,8 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                         evidence(fd, _("no live owner, no process holds an NVIDIA device node for it, no task stuck in the driver"));
                         evidence(fd, _("full visibility: initial PID namespace, root, nothing hidden"));
                         reset_blockers(fd, res, l, g, o);
-                        next_step(fd, _("only a GPU reset or a module reload frees it: stop GPU users (and nvidia-persistenced), then `sudo nvidia-smi --gpu-reset -i %s`%s"),
-                                  ref, ref_note);
+                        next_step(fd, _("first try the poke (a new context; some drivers then finish a dead one's teardown): `sudo ghostvram reclaim --poke --gpu %u` shows what it does, add --yes to run it; if nothing changes, only a GPU reset or a module reload frees it: stop GPU users (and nvidia-persistenced), then `sudo nvidia-smi --gpu-reset -i %s`%s"),
+                                  l->index, ref, ref_note);
                 } else if (!fd && !stuck && unlinked) {
                         fd = add_finding(l, VERDICT_UNKNOWN, CONF_LOW, l->ghost);
                         headline(fd, P_("%llu MiB unexplained; %u CUDA process holds the GPU with no link to a dead owner",

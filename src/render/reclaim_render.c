@@ -1,4 +1,5 @@
 #include "render/reclaim_render.h"
+#include "util/i18n.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -196,6 +197,35 @@ static void head_json(json_t *o, const struct reclaim_report *r)
         json_set(o, "gpus", gpus_json(r));
 }
 
+static json_t *poke_json(const struct reclaim_poke_info *p)
+{
+        json_t *j = json_object();
+        const struct poke_result *x = &p->res;
+        json_set(j, "index", json_integer(p->index));
+        json_set(j, "uuid", json_text(p->uuid));
+        json_set(j, "pci_bus_id", p->pci_bus_id[0] ? json_string(p->pci_bus_id) : json_null());
+        json_set(j, "library", p->lib ? json_text(p->lib) : json_null());
+        json_set(j, "alloc_bytes", json_integer((json_int_t)p->bytes));
+        json_set(j, "timeout_seconds", json_real(p->timeout_ms / 1000.0));
+        json_set(j, "ran", json_boolean(p->ran));
+        json_set_time(j, "start_time", x->started, p->ran);
+        json_set(j, "seconds", p->ran ? json_real(x->seconds) : json_null());
+        json_set(j, "timed_out", p->ran ? json_boolean(x->timed_out) : json_null());
+        json_set(j, "stuck_pid", x->stuck_pid ? json_integer(x->stuck_pid) : json_null());
+        json_set(j, "exit_status", p->ran && !x->timed_out ? json_integer(x->exit_status) : json_null());
+        json_t *done = json_array();
+        for (unsigned i = 0; x->steps_known && i < x->steps.done; i++)
+                json_array_append_new(done, json_string(poke_step_name((int)i)));
+        json_set(j, "steps_done", done);
+        bool failed = x->steps_known && x->steps.failed >= 0;
+        json_set(j, "failed_step", failed ? json_string(poke_step_name(x->steps.failed)) : json_null());
+        json_set(j, "cuda_result", failed && x->steps.failed != POKE_STEP_LOAD ? json_integer(x->steps.cu_result) : json_null());
+        json_set(j, "error", failed ? json_text(x->steps.error) : json_null());
+        json_set(j, "verdict", p->ran ? json_string(poke_verdict_name(p->verdict)) : json_null());
+        json_set(j, "freed_bytes", p->ran && p->verdict != POKE_UNMEASURED ? json_integer((json_int_t)p->freed) : json_null());
+        return j;
+}
+
 json_t *reclaim_json(const struct reclaim_report *r)
 {
         json_t *o = json_object();
@@ -232,6 +262,7 @@ json_t *reclaim_json(const struct reclaim_report *r)
         } else {
                 json_set(o, "escalation", json_null());
         }
+        json_set(o, "poke", r->poke ? poke_json(r->poke) : json_null());
         json_t *notes = json_array();
         for (size_t i = 0; i < r->n_notes; i++)
                 json_array_append_new(notes, json_text(r->notes[i]));
@@ -337,6 +368,33 @@ static void text_plan(FILE *out, const struct reclaim_report *r, bool verbose)
         }
 }
 
+/* What the poke's child did, in one line. */
+static void text_poke(FILE *out, const struct reclaim_poke_info *p)
+{
+        const struct poke_result *x = &p->res;
+        fprintf(out, _("poke of GPU %u (%s%s%s) with %s:\n"), p->index, p->uuid, p->pci_bus_id[0] ? ", " : "",
+                p->pci_bus_id, p->lib ? p->lib : "?");
+        if (!p->ran)
+                return;
+        if (x->timed_out) {
+                fprintf(out, _("  hung: killed at the deadline after %.3g s%s\n"), x->seconds,
+                        x->stuck_pid ? _(" (and still there: stuck in the driver)") : "");
+                return;
+        }
+        if (!x->steps_known) {
+                fprintf(out, _("  the child said nothing (exit status %d)\n"), x->exit_status);
+                return;
+        }
+        fprintf(out, "  ");
+        for (unsigned i = 0; i < x->steps.done; i++)
+                fprintf(out, "%s%s ok", i ? ", " : "", poke_step_name((int)i));
+        if (x->steps.failed >= 0) {
+                fprintf(out, _("%sfailed at %s: "), x->steps.done ? "; " : "", poke_step_name(x->steps.failed));
+                put_esc(out, x->steps.error);
+        }
+        fprintf(out, _("  (%.3f s; %.0f MiB allocated)\n"), x->seconds, mib(p->bytes));
+}
+
 void reclaim_text(FILE *out, const struct reclaim_report *r, bool verbose)
 {
         const char *sn = reclaim_signal_name(r->signal);
@@ -384,6 +442,8 @@ void reclaim_text(FILE *out, const struct reclaim_report *r, bool verbose)
                         }
                 }
         }
+        if (r->poke)
+                text_poke(out, r->poke);
         if (r->n_actions) {
                 fprintf(out, "\nActions (signals through pidfds; SIG%s, then SIGKILL after %.3g s):\n", sn ? sn : "?",
                         r->grace_ms / 1000.0);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "act/escalate.h"
+#include "act/poke.h"
 #include "act/reclaim_act.h"
 #include "act/reclaim_plan.h"
 
@@ -19,8 +20,22 @@ struct reclaim_cgroup_info {
         struct reclaim_cgroup_result res;
 };
 
+/* reclaim --poke: which GPU, with what, and what the child did (docs/reclaim.md, "The poke"). */
+struct reclaim_poke_info {
+        unsigned index;
+        char uuid[96];
+        char pci_bus_id[32];
+        const char *lib;
+        uint64_t bytes;
+        unsigned timeout_ms;
+        bool ran;
+        struct poke_result res;
+        enum poke_verdict verdict;
+        uint64_t freed;
+};
+
 struct reclaim_report {
-        const char *mode;               /* "processes", "cgroup", "reset-gpu", "reload-uvm" */
+        const char *mode;               /* "processes", "cgroup", "reset-gpu", "reload-uvm", "poke" */
         bool dry_run;
         bool simulated;
         int signal;
@@ -32,6 +47,7 @@ struct reclaim_report {
         size_t n_rec;
         const struct reclaim_cgroup_info *cgroup;
         const struct escalate_report *esc;
+        const struct reclaim_poke_info *poke;   /* --poke (NULL otherwise) */
         bool esc_ran;
         int esc_status;                 /* the command's exit status when it ran */
         const char *esc_output;
