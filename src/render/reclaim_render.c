@@ -342,7 +342,7 @@ void reclaim_text(FILE *out, const struct reclaim_report *r, bool verbose)
 {
         const char *sn = reclaim_signal_name(r->signal);
         if (r->plan && !r->cgroup && !r->plan_shown) {
-                fprintf(out, "%s:\n", r->dry_run ? _("Plan (dry run: nothing is signalled without --yes)") : _("Plan"));
+                fprintf(out, "%s\n", r->dry_run ? _("Plan (dry run: nothing is signalled without --yes):") : _("Plan:"));
                 if (!r->plan->n_targets)
                         fprintf(out, _("  no process to signal\n"));
                 text_plan(out, r, verbose);
@@ -463,7 +463,7 @@ void reclaim_stream_plan_text(FILE *out, const struct reclaim_report *r, bool ve
                 return;
         }
         if (r->plan) {
-                fprintf(out, "%s:\n", _("Plan"));
+                fprintf(out, "%s\n", _("Plan:"));
                 text_plan(out, r, verbose);
                 fprintf(out, _("\nActing (SIG%s through pidfds, SIGKILL after %.3g s; memory sampled every 50 ms, "
                              "a line each second):\n"),
