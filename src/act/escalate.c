@@ -22,6 +22,7 @@
 #include "config.h"
 #include "util/deadline.h"
 #include "util/fileio.h"
+#include "util/i18n.h"
 #include "util/parse.h"
 #include "util/pidfd.h"
 #include "util/spawn.h"
@@ -90,19 +91,19 @@ static void stop_advice(struct escalate_report *out, const struct scan_result *r
         const struct gpu_daemon *d = gpu_daemon_of(h);
         const char *comm = h->comm ? h->comm : "";
         if (d && strcmp(d->kind, "ghostvram") == 0)
-                FIX(out, "stop the running ghostvram (PID %d; `systemctl stop ghostvram` if it is `ghostvram serve`)",
+                FIX(out, _("stop the running ghostvram (PID %d; `systemctl stop ghostvram` if it is `ghostvram serve`)"),
                     (int)h->pid);
         else if (d)
-                FIX(out, "%s", d->stop);
+                FIX(out, "%s", _(d->stop));
         else if (reclaim_would_end(r, h->pid, self_pid, false))
-                FIX(out, "end PID %d (%s): stop its job, or `ghostvram reclaim --pid %d --yes`", (int)h->pid, comm,
+                FIX(out, _("end PID %d (%s): stop its job, or `ghostvram reclaim --pid %d --yes`"), (int)h->pid, comm,
                     (int)h->pid);
         else if (reclaim_would_end(r, h->pid, self_pid, true))
-                FIX(out, "end PID %d (%s): it belongs to a live job, so let the job finish or stop it with its scheduler "
-                         "(`ghostvram reclaim --pid %d --force --yes` ends it anyway, and the job with it)",
+                FIX(out, _("end PID %d (%s): it belongs to a live job, so let the job finish or stop it with its scheduler "
+                         "(`ghostvram reclaim --pid %d --force --yes` ends it anyway, and the job with it)"),
                     (int)h->pid, comm, (int)h->pid);
         else
-                FIX(out, "end PID %d (%s): stop its job (reclaim never ends this process)", (int)h->pid, comm);
+                FIX(out, _("end PID %d (%s): stop its job (reclaim never ends this process)"), (int)h->pid, comm);
 }
 
 static const struct gpu_info *gpu_of(const struct scan_result *r, unsigned index, const struct gpu_ledger **ret_l)
@@ -133,7 +134,8 @@ int escalate_reset_check(const struct scan_result *r, const struct escalate_rese
         const struct gpu_ledger *l = NULL;
         const struct gpu_info *g = gpu_of(r, o->gpu, &l);
         if (!g) {
-                REFUSE(out, "GPU %u is not on this host (%zu GPU%s)", o->gpu, r->n_gpus, r->n_gpus == 1 ? "" : "s");
+                REFUSE(out, P_("GPU %u is not on this host (%zu GPU)", "GPU %u is not on this host (%zu GPUs)", r->n_gpus), o->gpu,
+                       r->n_gpus);
                 return 0;
         }
         const char *bus = g->pci_bus_id[0] ? g->pci_bus_id : "?";
@@ -141,16 +143,19 @@ int escalate_reset_check(const struct scan_result *r, const struct escalate_rese
 
         const struct xid_event *lost = ledger_lost_event(r->facts, o->gpu);
         if (g->status == GPU_LOST || lost) {
-                REFUSE(out, "GPU %u %s: a reset does not bring back a GPU that fell off the bus", o->gpu,
-                       lost ? "had an Xid 79 since the driver loaded" : "is lost (NVML: GPU_IS_LOST)");
-                FIX(out, "drain the node and reboot it (`ghostvram xid explain 79`)");
+                REFUSE(out,
+                       lost ? _("GPU %u had an Xid 79 since the driver loaded: a reset does not bring back a GPU that fell "
+                                "off the bus")
+                            : _("GPU %u is lost (NVML: GPU_IS_LOST): a reset does not bring back a GPU that fell off the bus"),
+                       o->gpu);
+                FIX(out, _("drain the node and reboot it (`ghostvram xid explain 79`)"));
         }
         if (g->mig_mode == 1 && !o->force) {
-                REFUSE(out, "MIG is enabled on GPU %u: a reset destroys every GPU and compute instance, other tenants' too",
+                REFUSE(out, _("MIG is enabled on GPU %u: a reset destroys every GPU and compute instance, other tenants' too"),
                        o->gpu);
-                FIX(out, "stop the work in every MIG instance of GPU %u, then add --force", o->gpu);
+                FIX(out, _("stop the work in every MIG instance of GPU %u, then add --force"), o->gpu);
         } else if (g->mig_mode == 1) {
-                WARN(out, "MIG is enabled: the reset destroys every GPU and compute instance of GPU %u (--force)", o->gpu);
+                WARN(out, _("MIG is enabled: the reset destroys every GPU and compute instance of GPU %u (--force)"), o->gpu);
         }
         /* whoever holds the GPU's node, or is listed on it */
         char node[32];
@@ -160,7 +165,7 @@ int escalate_reset_check(const struct scan_result *r, const struct escalate_rese
                 const struct host_proc *hp = &h->holders[i];
                 if (hp->pid == o->self_pid || !host_proc_holds(hp, node))
                         continue;
-                REFUSE(out, "PID %d (%s) holds /dev/%s", (int)hp->pid, hp->comm ? hp->comm : "?", node);
+                REFUSE(out, _("PID %d (%s) holds /dev/%s"), (int)hp->pid, hp->comm ? hp->comm : "?", node);
                 stop_advice(out, r, hp, o->self_pid);
         }
         for (size_t k = 0; l && k < l->n_owners; k++) {
@@ -169,25 +174,25 @@ int escalate_reset_check(const struct scan_result *r, const struct escalate_rese
                         continue;
                 if (h && host_report_find(h, (pid_t)ow->pid))
                         continue; /* named above */
-                REFUSE(out, "NVML lists PID %u on GPU %u (%s)", ow->pid, o->gpu, str_or_empty(ow->why));
-                FIX(out, "end PID %u's job first", ow->pid);
+                REFUSE(out, _("NVML lists PID %u on GPU %u (%s)"), ow->pid, o->gpu, str_or_empty(ow->why));
+                FIX(out, _("end PID %u's job first"), ow->pid);
         }
         if (g->persistence == 1) {
-                REFUSE(out, "persistence mode is on for GPU %u: the driver keeps the GPU open", o->gpu);
-                FIX(out, "turn it off: `nvidia-smi -pm 0 -i %s` (and `systemctl stop nvidia-persistenced` if the daemon runs)",
+                REFUSE(out, _("persistence mode is on for GPU %u: the driver keeps the GPU open"), o->gpu);
+                FIX(out, _("turn it off: `nvidia-smi -pm 0 -i %s` (and `systemctl stop nvidia-persistenced` if the daemon runs)"),
                     bus);
         }
         if (!hopper_or_later(g->name))
-                WARN(out, "on NVLink systems before Hopper (e.g. A100/V100 HGX) GPUs must be reset together with their "
-                          "NVLink peers: stop them all and run `nvidia-smi --gpu-reset` without -i");
-        WARN(out, "ghostvram releases its own NVML session before the reset");
+                WARN(out, _("on NVLink systems before Hopper (e.g. A100/V100 HGX) GPUs must be reset together with their "
+                          "NVLink peers: stop them all and run `nvidia-smi --gpu-reset` without -i"));
+        WARN(out, _("ghostvram releases its own NVML session before the reset"));
         if (!o->root && !o->simulated) {
-                REFUSE(out, "a GPU reset needs root");
-                FIX(out, "run it as root: `sudo ghostvram reclaim --reset-gpu --gpu %u --yes`", o->gpu);
+                REFUSE(out, _("a GPU reset needs root"));
+                FIX(out, _("run it as root: `sudo ghostvram reclaim --reset-gpu --gpu %u --yes`"), o->gpu);
         }
         if (o->simulated && !out->refuse) {
-                REFUSE(out, "simulated host: `%s` is not run (GHOSTVRAM_SIM resets nothing)", out->command);
-                FIX(out, "on a real host every check above passed: the reset would run");
+                REFUSE(out, _("simulated host: `%s` is not run (GHOSTVRAM_SIM resets nothing)"), out->command);
+                FIX(out, _("on a real host every check above passed: the reset would run"));
         }
         return 0;
 }
@@ -199,16 +204,16 @@ int escalate_uvm_check(const struct scan_result *r, const struct escalate_uvm_op
         /* what a user would paste (it is done through libkmod, not by running modprobe) */
         str_set(&out->command, "modprobe -r nvidia_uvm && modprobe nvidia_uvm");
         if (o->simulated) {
-                REFUSE(out, "simulated host: there is no nvidia_uvm module to reload (GHOSTVRAM_SIM)");
+                REFUSE(out, _("simulated host: there is no nvidia_uvm module to reload (GHOSTVRAM_SIM)"));
         } else {
                 if (!st->have_kmod) {
-                        REFUSE(out, "this ghostvram was built without libkmod");
-                        FIX(out, "rebuild with libkmod-dev installed, or run `modprobe -r nvidia_uvm && modprobe nvidia_uvm`");
+                        REFUSE(out, _("this ghostvram was built without libkmod"));
+                        FIX(out, _("rebuild with libkmod-dev installed, or run `modprobe -r nvidia_uvm && modprobe nvidia_uvm`"));
                 }
                 if (!st->module_loaded)
-                        REFUSE(out, "nvidia_uvm is not loaded: there is nothing to reload");
+                        REFUSE(out, _("nvidia_uvm is not loaded: there is nothing to reload"));
                 else if (st->refcnt > 0)
-                        REFUSE(out, "nvidia_uvm is in use (reference count %ld)", st->refcnt);
+                        REFUSE(out, _("nvidia_uvm is in use (reference count %ld)"), st->refcnt);
         }
         const struct host_report *h = r->facts->host;
         size_t holders = 0;
@@ -217,22 +222,22 @@ int escalate_uvm_check(const struct scan_result *r, const struct escalate_uvm_op
                 if (hp->pid == o->self_pid || !host_proc_holds(hp, "nvidia-uvm"))
                         continue;
                 if (holders++ < 8)
-                        REFUSE(out, "PID %d (%s) holds nvidia-uvm", (int)hp->pid, hp->comm ? hp->comm : "?");
+                        REFUSE(out, _("PID %d (%s) holds nvidia-uvm"), (int)hp->pid, hp->comm ? hp->comm : "?");
         }
         if (holders > 8)
-                REFUSE(out, "... and %zu more processes hold nvidia-uvm", holders - 8);
+                REFUSE(out, _("... and %zu more processes hold nvidia-uvm"), holders - 8);
         if (holders)
-                FIX(out, "every CUDA process holds nvidia-uvm: end them first (`ghostvram reclaim --yes`, or stop the jobs)");
+                FIX(out, _("every CUDA process holds nvidia-uvm: end them first (`ghostvram reclaim --yes`, or stop the jobs)"));
         if (!o->force) {
-                REFUSE(out, "--force is required: a reload cuts off every CUDA process and container on this host");
-                FIX(out, "add --force once nothing uses CUDA on this host");
+                REFUSE(out, _("--force is required: a reload cuts off every CUDA process and container on this host"));
+                FIX(out, _("add --force once nothing uses CUDA on this host"));
         }
         if (!o->root && !o->simulated) {
-                REFUSE(out, "reloading a kernel module needs root");
-                FIX(out, "run it as root");
+                REFUSE(out, _("reloading a kernel module needs root"));
+                FIX(out, _("run it as root"));
         }
-        WARN(out, "the nvidia-uvm device's major number may change on reload (now %u): containers started with the "
-                  "old one lose access to /dev/nvidia-uvm until they restart",
+        WARN(out, _("the nvidia-uvm device's major number may change on reload (now %u): containers started with the "
+                  "old one lose access to /dev/nvidia-uvm until they restart"),
              st->major);
         return 0;
 }
@@ -274,6 +279,7 @@ int escalate_uvm_state_read(const char *sys_root, const char *proc_root, struct 
 
 int escalate_uvm_reload(char *err, size_t errlen)
 {
+        /* i18n: no: err goes to syslog as it is, and syslog lines stay English */
 #if GV_HAVE_LIBKMOD
         struct kmod_ctx *ctx = kmod_new(NULL, NULL);
         struct kmod_module *mod = NULL;

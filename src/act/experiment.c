@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "util/fileio.h"
+#include "util/i18n.h"
+#include "util/strf.h"
 
 /* ---- the job on a real host -------------------------------------------------------------------- */
 
@@ -39,6 +41,18 @@ static void report(int fd, const char *fmt, ...)
         (void)write_all(fd, line, (size_t)n);
 }
 
+/* An "error SENTENCE" line: the token stays English, the sentence is the reader's. */
+static void report_error(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void report_error(int fd, const char *fmt, ...)
+{
+        char *s STR_AUTOFREE = NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        str_vsetf(&s, fmt, ap);
+        va_end(ap);
+        report(fd, "error %s", str_or_empty(s));
+}
+
 static void __attribute__((noreturn)) sleep_forever(void)
 {
         for (;;)
@@ -51,7 +65,7 @@ static const char *cu_error(void *lib, cu_result r)
         const char *s = NULL;
         if (get && get(r, &s) == 0 && s)
                 return s;
-        return "CUDA error";
+        return _("CUDA error");
 }
 
 void cuda_job_main(unsigned gpu, uint64_t mib, unsigned workers, int report_fd)
@@ -61,7 +75,7 @@ void cuda_job_main(unsigned gpu, uint64_t mib, unsigned workers, int report_fd)
         /* CUDA_DEVICE_ORDER=PCI_BUS_ID is in the environment the caller gave this process */
         void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
         if (!lib) {
-                report(report_fd, "error cannot load libcuda.so.1 (the CUDA driver): %s", dlerror());
+                report_error(report_fd, _("cannot load libcuda.so.1 (the CUDA driver): %s"), dlerror());
                 _exit(1);
         }
         cu_result (*init)(unsigned) = (cu_result(*)(unsigned))dlsym(lib, "cuInit");
@@ -72,7 +86,7 @@ void cuda_job_main(unsigned gpu, uint64_t mib, unsigned workers, int report_fd)
                 (cu_result(*)(cu_context *, unsigned, cu_device))dlsym(lib, "cuCtxCreate_v2");
         cu_result (*alloc)(cu_deviceptr *, size_t) = (cu_result(*)(cu_deviceptr *, size_t))dlsym(lib, "cuMemAlloc_v2");
         if (!init || !dev_get || !alloc || !((retain && set_current) || create)) {
-                report(report_fd, "error libcuda.so.1 lacks the driver API calls (cuInit, cuDeviceGet, cuMemAlloc_v2)");
+                report_error(report_fd, _("libcuda.so.1 lacks the driver API calls (cuInit, cuDeviceGet, cuMemAlloc_v2)"));
                 _exit(1);
         }
         cu_result r = init(0);
@@ -93,7 +107,7 @@ void cuda_job_main(unsigned gpu, uint64_t mib, unsigned workers, int report_fd)
         if (r != 0 && create)
                 r = create(&ctx, 0, dev);
         if (r != 0) {
-                report(report_fd, "error no CUDA context on device %u: %s (%d)", gpu, cu_error(lib, r), r);
+                report_error(report_fd, _("no CUDA context on device %u: %s (%d)"), gpu, cu_error(lib, r), r);
                 _exit(1);
         }
         cu_deviceptr ptr = 0;

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 
 #include "util/deadline.h"
 #include "util/fileio.h"
+#include "util/i18n.h"
 #include "util/parse.h"
 #include "util/pidfd.h"
 
@@ -143,26 +145,66 @@ int reclaim_pidfd_supported(const struct reclaim_sys *s)
         return 0;
 }
 
+/* *d gets fmt (an English sentence marked N_()) in the reader's language; *en (when en is not
+ * NULL) the English one where the two differ, else NULL: syslog lines stay English. */
+static void pair_vsetf(char **d, char **en, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
+static void pair_vsetf(char **d, char **en, const char *fmt, va_list ap)
+{
+        const char *tr = _(fmt);
+        va_list aq;
+        va_copy(aq, ap);
+        str_vsetf(d, tr, ap);
+        if (en && strcmp(tr, fmt) != 0)
+                str_vsetf(en, fmt, aq);
+        else if (en)
+                str_clear(en);
+        va_end(aq);
+}
+
+static void pair_setf(char **d, char **en, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void pair_setf(char **d, char **en, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        pair_vsetf(d, en, fmt, ap);
+        va_end(ap);
+}
+
+void reclaim_action_detailf(struct reclaim_action *a, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        pair_vsetf(&a->detail, &a->detail_en, fmt, ap);
+        va_end(ap);
+}
+
+static int verify_start(const struct reclaim_sys *s, pid_t pid, uint64_t expected, char **detail, char **detail_en);
+
 int reclaim_verify_start(const struct reclaim_sys *s, pid_t pid, uint64_t expected, char **detail)
+{
+        return verify_start(s, pid, expected, detail, NULL);
+}
+
+static int verify_start(const struct reclaim_sys *s, pid_t pid, uint64_t expected, char **detail, char **detail_en)
 {
         uint64_t start = 0;
         char state = '?';
         int r = s->read_stat(s->ctx, pid, &start, &state);
         if (r == -ESRCH || r == -ENOENT) {
-                str_setf(detail, "no process %d any more", (int)pid);
+                pair_setf(detail, detail_en, N_("no process %d any more"), (int)pid);
                 return -ESRCH;
         }
         if (r < 0) {
-                str_setf(detail, "cannot read its start time: %s", strerror(-r));
+                pair_setf(detail, detail_en, N_("cannot read its start time: %s"), strerror(-r));
                 return r;
         }
         if (start != expected) {
-                str_setf(detail, "PID %d started at tick %llu, the scan's process at tick %llu: another process",
+                pair_setf(detail, detail_en, N_("PID %d started at tick %llu, the scan's process at tick %llu: another process"),
                          (int)pid, (unsigned long long)start, (unsigned long long)expected);
                 return -ESTALE;
         }
         if (state == 'Z' || state == 'X') {
-                str_setf(detail, "already dead (zombie)");
+                pair_setf(detail, detail_en, N_("already dead (zombie)"));
                 return -ESRCH;
         }
         return 0;
@@ -212,14 +254,16 @@ static void send_one(const struct reclaim_act_opts *o, struct reclaim_action *a,
                         t);
                 return;
         }
-        str_setf(&a->detail, "%s: %s", sig == SIGKILL ? "SIGKILL" : "signal", strerror(-r));
+        reclaim_action_detailf(a, sig == SIGKILL ? "SIGKILL: %s" : N_("signal: %s"), strerror(-r));
         resolve(o, a, sl, r == -EPERM ? RECLAIM_RES_NOT_PERMITTED : RECLAIM_RES_ERROR, t);
 }
 
 void reclaim_actions_free(struct reclaim_action *a, size_t n)
 {
-        for (size_t i = 0; a && i < n; i++)
+        for (size_t i = 0; a && i < n; i++) {
                 free(a[i].detail);
+                free(a[i].detail_en);
+        }
         free(a);
 }
 
@@ -247,14 +291,14 @@ static void leave_rest(const struct reclaim_act_opts *o, struct reclaim_action *
                         continue;
                 }
                 if (gone) {
-                        str_set(&a->detail, "ended by itself before the signal");
+                        reclaim_action_detailf(a, N_("ended by itself before the signal"));
                         resolve(o, a, &sl[i], RECLAIM_RES_EXITED, t);
                         continue;
                 }
                 if (sl[i].signalled)
-                        str_set(&a->detail, "still running when reclaim was stopped (no further signal)");
+                        reclaim_action_detailf(a, N_("still running when reclaim was stopped (no further signal)"));
                 else
-                        str_set(&a->detail, "not signalled: reclaim was stopped first");
+                        reclaim_action_detailf(a, N_("not signalled: reclaim was stopped first"));
                 resolve(o, a, &sl[i], RECLAIM_RES_LEFT, t);
         }
 }
@@ -296,16 +340,16 @@ int reclaim_act_run(const struct reclaim_plan *p, const struct reclaim_act_opts 
                 int fd = s->pidfd_open(s->ctx, a->pid);
                 if (fd < 0) {
                         if (fd == -ESRCH) {
-                                str_setf(&a->detail, "no process %d any more", (int)a->pid);
+                                reclaim_action_detailf(a, N_("no process %d any more"), (int)a->pid);
                                 resolve(o, a, &sl[i], RECLAIM_RES_GONE, 0);
                         } else {
-                                str_setf(&a->detail, "pidfd_open: %s", strerror(-fd));
+                                reclaim_action_detailf(a, "pidfd_open: %s", strerror(-fd));
                                 resolve(o, a, &sl[i], RECLAIM_RES_ERROR, 0);
                         }
                         continue;
                 }
                 sl[i].fd = fd;
-                int v = reclaim_verify_start(s, a->pid, p->targets[i].start_ticks, &a->detail);
+                int v = verify_start(s, a->pid, p->targets[i].start_ticks, &a->detail, &a->detail_en);
                 if (v == -ESTALE)
                         resolve(o, a, &sl[i], RECLAIM_RES_PID_REUSED, 0);
                 else if (v == -ESRCH)
@@ -333,7 +377,7 @@ int reclaim_act_run(const struct reclaim_plan *p, const struct reclaim_act_opts 
                 bool gone = false;
                 s->wait_exit(s->ctx, &sl[i].fd, 1, &gone, 0);
                 if (gone) {
-                        str_setf(&acts[i].detail, "ended by itself before the signal");
+                        reclaim_action_detailf(&acts[i], N_("ended by itself before the signal"));
                         resolve(o, &acts[i], &sl[i], RECLAIM_RES_EXITED, 0);
                         continue;
                 }
@@ -370,9 +414,9 @@ int reclaim_act_run(const struct reclaim_plan *p, const struct reclaim_act_opts 
                                 int r = s->read_stat(s->ctx, a->pid, &st, &state);
                                 if (r == 0 && state != 'Z' && state != 'X') {
                                         a->state = state;
-                                        str_setf(&a->detail,
-                                                 state == 'D' ? "still in D state after SIGKILL: it ends when its driver call returns"
-                                                              : "still there after SIGKILL (state %c)",
+                                        reclaim_action_detailf(a,
+                                                 state == 'D' ? N_("still in D state after SIGKILL: it ends when its driver call returns")
+                                                              : N_("still there after SIGKILL (state %c)"),
                                                  state);
                                         resolve(o, a, &sl[idx[k]], state == 'D' ? RECLAIM_RES_STUCK_IN_D : RECLAIM_RES_SURVIVED,
                                                 (double)el / 1000.0);

@@ -78,7 +78,12 @@ struct reclaim_action {
         double seconds;                 /* from the first signal of the act to the result */
         char state;                     /* last state seen ('?' unknown) */
         char *detail;                   /* on the heap (util/strf.h), NULL: nothing to say */
+        char *detail_en;                /* the detail in English for syslog, NULL: detail is English */
 };
+
+/* Set a's detail: fmt, an English sentence marked N_(), in the reader's language, and in English
+ * in detail_en where the two differ (syslog lines stay English). */
+void reclaim_action_detailf(struct reclaim_action *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Free reclaim_act_run's actions and their details. */
 void reclaim_actions_free(struct reclaim_action *a, size_t n);

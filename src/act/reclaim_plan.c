@@ -2,6 +2,7 @@
  * docs/reclaim.md. */
 #include "act/reclaim_plan.h"
 #include "model/daemons.h"
+#include "util/i18n.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -102,7 +103,7 @@ int reclaim_policy_parse(const char *buf, size_t len, const char *source, struct
                         continue;
                 for (size_t i = s; i < ll; i++)
                         if ((unsigned char)line[i] < 0x20 && line[i] != '\t') {
-                                whyf(err, errlen, "%s:%u: control character in the line", src, lineno);
+                                whyf(err, errlen, _("%s:%u: control character in the line"), src, lineno);
                                 return -EINVAL;
                         }
                 size_t w = s;
@@ -119,7 +120,7 @@ int reclaim_policy_parse(const char *buf, size_t len, const char *source, struct
                         size_t tl = 0;
                         while (tl < wl && tl < 40 && (isalnum((unsigned char)line[s + tl]) || strchr("_-.", line[s + tl])))
                                 tl++;
-                        whyf(err, errlen, "%s:%u: unknown keyword '%.*s%s' (expected comm, cgroup or unit)", src, lineno,
+                        whyf(err, errlen, _("%s:%u: unknown keyword '%.*s%s' (expected comm, cgroup or unit)"), src, lineno,
                              (int)tl, line + s, tl < wl ? "..." : "");
                         return -EINVAL;
                 }
@@ -128,36 +129,36 @@ int reclaim_policy_parse(const char *buf, size_t len, const char *source, struct
                 size_t vl = ll - w;
                 const char *v = line + w;
                 if (vl == 0) {
-                        whyf(err, errlen, "%s:%u: '%.*s' needs a value", src, lineno, (int)wl, line + s);
+                        whyf(err, errlen, _("%s:%u: '%.*s' needs a value"), src, lineno, (int)wl, line + s);
                         return -EINVAL;
                 }
                 if (vl >= RECLAIM_POLICY_VALUE_MAX) {
-                        whyf(err, errlen, "%s:%u: value longer than %d characters", src, lineno,
+                        whyf(err, errlen, _("%s:%u: value longer than %d characters"), src, lineno,
                                 RECLAIM_POLICY_VALUE_MAX - 1);
                         return -EINVAL;
                 }
                 if (kind == RECLAIM_POLICY_KIND_CGROUP && v[0] != '/') {
-                        whyf(err, errlen, "%s:%u: cgroup '%.*s' must be a path from the cgroup root, starting with '/'",
+                        whyf(err, errlen, _("%s:%u: cgroup '%.*s' must be a path from the cgroup root, starting with '/'"),
                                 src, lineno, (int)vl, v);
                         return -EINVAL;
                 }
                 if ((kind == RECLAIM_POLICY_KIND_UNIT || kind == RECLAIM_POLICY_KIND_COMM) &&
                     memchr(v, '/', vl)) {
-                        whyf(err, errlen, "%s:%u: '%.*s' is a name, not a path (no '/')", src, lineno, (int)vl, v);
+                        whyf(err, errlen, _("%s:%u: '%.*s' is a name, not a path (no '/')"), src, lineno, (int)vl, v);
                         return -EINVAL;
                 }
                 if (kind == RECLAIM_POLICY_KIND_UNIT && (!memchr(v, '.', vl) || memchr(v, ' ', vl))) {
-                        whyf(err, errlen, "%s:%u: unit '%.*s' must be a full unit name such as nvidia-dcgm.service",
+                        whyf(err, errlen, _("%s:%u: unit '%.*s' must be a full unit name such as nvidia-dcgm.service"),
                                 src, lineno, (int)vl, v);
                         return -EINVAL;
                 }
                 if (p->n >= RECLAIM_POLICY_MAX_ENTRIES) {
-                        whyf(err, errlen, "%s:%u: more than %d entries", src, lineno, RECLAIM_POLICY_MAX_ENTRIES);
+                        whyf(err, errlen, _("%s:%u: more than %d entries"), src, lineno, RECLAIM_POLICY_MAX_ENTRIES);
                         return -E2BIG;
                 }
                 struct reclaim_policy_entry *n = realloc(p->entries, (p->n + 1) * sizeof(*n));
                 if (!n) {
-                        whyf(err, errlen, "out of memory");
+                        whyf(err, errlen, _("out of memory"));
                         return -ENOMEM;
                 }
                 p->entries = n;
@@ -217,20 +218,20 @@ static bool in_unit(const struct host_proc *p, const char *unit)
 static enum reclaim_rule hard_protection(const struct host_proc *p, const struct reclaim_plan_opts *o, char **why)
 {
         if (p->pid == 1) {
-                str_setf(why, "PID 1 (init) is never signalled");
+                str_setf(why, _("PID 1 (init) is never signalled"));
                 return RECLAIM_PID1;
         }
         if (p->kernel_thread) {
-                str_setf(why, "a kernel thread");
+                str_setf(why, _("a kernel thread"));
                 return RECLAIM_KTHREAD;
         }
         if (p->pid == o->self_pid) {
-                str_setf(why, "ghostvram itself");
+                str_setf(why, _("ghostvram itself"));
                 return RECLAIM_SELF;
         }
         for (size_t i = 0; i < o->n_ancestors; i++)
                 if (o->ancestors[i] == p->pid) {
-                        str_setf(why, "an ancestor of this ghostvram (its shell, sudo, a scheduler)");
+                        str_setf(why, _("an ancestor of this ghostvram (its shell, sudo, a scheduler)"));
                         return RECLAIM_ANCESTOR;
                 }
         return RECLAIM_TARGET;
@@ -241,7 +242,7 @@ static enum reclaim_rule soft_protection(const struct host_proc *p, const struct
 {
         for (size_t i = 0; gpu_daemons[i].name; i++)
                 if (proc_name_matches(p->comm, p->cmdline, gpu_daemons[i].name)) {
-                        str_setf(why, "protected: %s (a GPU daemon, display server, device plugin or ghostvram)",
+                        str_setf(why, _("protected: %s (a GPU daemon, display server, device plugin or ghostvram)"),
                              gpu_daemons[i].name);
                         return RECLAIM_PROTECTED_NAME;
                 }
@@ -251,19 +252,19 @@ static enum reclaim_rule soft_protection(const struct host_proc *p, const struct
                 switch (e->kind) {
                 case RECLAIM_POLICY_KIND_COMM:
                         if (proc_name_matches(p->comm, p->cmdline, e->value)) {
-                                str_setf(why, "protected by %s:%u (comm %s)", pol->source, e->line, e->value);
+                                str_setf(why, _("protected by %s:%u (comm %s)"), pol->source, e->line, e->value);
                                 return RECLAIM_POLICY_COMM;
                         }
                         break;
                 case RECLAIM_POLICY_KIND_CGROUP:
                         if (cgroup_under(p->cgroup, e->value)) {
-                                str_setf(why, "protected by %s:%u (cgroup %s)", pol->source, e->line, e->value);
+                                str_setf(why, _("protected by %s:%u (cgroup %s)"), pol->source, e->line, e->value);
                                 return RECLAIM_POLICY_CGROUP;
                         }
                         break;
                 case RECLAIM_POLICY_KIND_UNIT:
                         if (in_unit(p, e->value)) {
-                                str_setf(why, "protected by %s:%u (unit %s)", pol->source, e->line, e->value);
+                                str_setf(why, _("protected by %s:%u (unit %s)"), pol->source, e->line, e->value);
                                 return RECLAIM_POLICY_UNIT;
                         }
                         break;
@@ -288,19 +289,19 @@ static enum reclaim_rule tie_rule(const struct scan_result *r, const struct recl
         const char *what = NULL;
         switch (ledger_live_tie(r, h, o->self_proc, &live, &what)) {
         case JOB_TIE_FAMILY:
-                str_setf(why, "shares an open file description with PID %d, a live owner: that job's", (int)live);
+                str_setf(why, _("shares an open file description with PID %d, a live owner: that job's"), (int)live);
                 return RECLAIM_LIVE_FAMILY;
         case JOB_TIE_PARENT:
-                str_setf(why, "a child of PID %d, a live owner", (int)live);
+                str_setf(why, _("a child of PID %d, a live owner"), (int)live);
                 return RECLAIM_SHARES_GROUP;
         case JOB_TIE_GROUP:
-                str_setf(why, "in the process group of PID %d, a live owner", (int)live);
+                str_setf(why, _("in the process group of PID %d, a live owner"), (int)live);
                 return RECLAIM_SHARES_GROUP;
         case JOB_TIE_SESSION:
-                str_setf(why, "shares session %d with PID %d, a live owner", (int)h->sid, (int)live);
+                str_setf(why, _("shares session %d with PID %d, a live owner"), (int)h->sid, (int)live);
                 return RECLAIM_SHARES_SESSION;
         case JOB_TIE_JOB:
-                str_setf(why, "same %s as PID %d, a live owner", what ? what : "job", (int)live);
+                str_setf(why, _("same %s as PID %d, a live owner"), what ? _(what) : _("job"), (int)live);
                 return RECLAIM_SHARES_JOB;
         default:
                 return RECLAIM_TARGET;
@@ -348,13 +349,13 @@ static int add_target(struct reclaim_plan *p, const struct host_proc *h, int gpu
                 t->to_pid = a->to_pid;
                 str_set(&t->why, a->text);
         } else {
-                str_set(&t->why, "named by --pid");
+                str_set(&t->why, _("named by --pid"));
         }
         if (warning && *warning)
                 str_set(&t->warning, warning);
         else if (h->state == 'D')
                 str_set(&t->warning,
-                         "in D state: a queued SIGKILL takes effect only when its driver call returns");
+                         _("in D state: a queued SIGKILL takes effect only when its driver call returns"));
         for (size_t g = 0; gpu >= 0 && g < p->n_gpus; g++)
                 if (p->gpus[g].index == (unsigned)gpu)
                         p->gpus[g].n_targets++;
@@ -417,11 +418,11 @@ static int plan_default(const struct scan_result *r, const struct reclaim_plan_o
                         if (!uvm)
                                 continue;
                         if (listed) {
-                                str_setf(&why, "NVML lists it on GPU %u: an owner, not an orphan", lgpu);
+                                str_setf(&why, _("NVML lists it on GPU %u: an owner, not an orphan"), lgpu);
                                 r_ = add_skip(p, hp, hp->pid, (int)lgpu, RECLAIM_NVML_LISTED, why);
                         } else {
                                 r_ = add_skip(p, hp, hp->pid, -1, RECLAIM_NOT_ATTRIBUTED,
-                                              "holds nvidia-uvm, but no link ties it to a dead owner's ghost");
+                                              _("holds nvidia-uvm, but no link ties it to a dead owner's ghost"));
                         }
                         if (r_ < 0)
                                 return r_;
@@ -431,47 +432,47 @@ static int plan_default(const struct scan_result *r, const struct reclaim_plan_o
                 enum reclaim_rule rule = reclaim_protection(hp, o, &why);
                 if (rule == RECLAIM_TARGET && hp->n_nspid > 1 && hp->nspid[hp->n_nspid - 1] == 1) {
                         rule = RECLAIM_NS_INIT;
-                        str_setf(&why, "PID 1 of its own PID namespace (a container's init)");
+                        str_setf(&why, _("PID 1 of its own PID namespace (a container's init)"));
                 }
                 if (rule == RECLAIM_TARGET && (hp->state == 'Z' || hp->state == 'X' || hp->exiting)) {
                         rule = RECLAIM_DEAD;
-                        str_setf(&why, "already dead (%s)", hp->exiting ? "exiting" : "zombie");
+                        str_setf(&why, _("already dead (%s)"), hp->exiting ? _("exiting") : _("zombie"));
                 }
                 if (rule == RECLAIM_TARGET && o->only_gpu >= 0 && gpu != (unsigned)o->only_gpu) {
                         rule = RECLAIM_OTHER_GPU;
-                        str_setf(&why, "attributed to GPU %u; --gpu %d selects another", gpu, o->only_gpu);
+                        str_setf(&why, _("attributed to GPU %u; --gpu %d selects another"), gpu, o->only_gpu);
                 }
                 if (rule == RECLAIM_TARGET && (!l || !l->ghost_confirmed)) {
                         rule = RECLAIM_GHOST_UNCONFIRMED;
-                        str_setf(&why, "GPU %u's ghost is not confirmed (below the noise floor or seen once)", gpu);
+                        str_setf(&why, _("GPU %u's ghost is not confirmed (below the noise floor or seen once)"), gpu);
                 }
                 if (rule == RECLAIM_TARGET && a->candidate) {
                         rule = RECLAIM_CANDIDATE;
-                        str_setf(&why, "only a candidate: several GPUs have a ghost and nothing says which is its");
+                        str_setf(&why, _("only a candidate: several GPUs have a ghost and nothing says which is its"));
                 }
                 if (rule == RECLAIM_TARGET && a->confidence < CONF_MEDIUM) {
                         rule = RECLAIM_WEAK_LINK;
-                        str_setf(&why, "the link to GPU %u's ghost is weak (%s): name it with --pid to end it", gpu,
+                        str_setf(&why, _("the link to GPU %u's ghost is weak (%s): name it with --pid to end it"), gpu,
                              link_name(a->link));
                 }
                 if (rule == RECLAIM_TARGET && !a->proof) {
                         rule = RECLAIM_UNPROVEN;
-                        str_setf(&why, "tied to GPU %u's ghost by %s only, not by a link to the dead owner: "
-                             "name it with --pid to end it", gpu, link_name(a->link));
+                        str_setf(&why, _("tied to GPU %u's ghost by %s only, not by a link to the dead owner: "
+                             "name it with --pid to end it"), gpu, link_name(a->link));
                 }
                 /* a member of a proven family keeps the context whatever it holds besides */
                 if (rule == RECLAIM_TARGET && !uvm && a->link != LINK_FAMILY) {
                         rule = RECLAIM_NO_UVM;
-                        str_setf(&why, "holds no nvidia-uvm: not a CUDA process (a monitor?)");
+                        str_setf(&why, _("holds no nvidia-uvm: not a CUDA process (a monitor?)"));
                 }
                 if (rule == RECLAIM_TARGET && blind >= 0) {
                         rule = RECLAIM_NVML_BLIND;
-                        str_setf(&why, "GPU %d gave no process list: whether NVML lists it (an owner) cannot be checked",
+                        str_setf(&why, _("GPU %d gave no process list: whether NVML lists it (an owner) cannot be checked"),
                              blind);
                 }
                 if (rule == RECLAIM_TARGET && listed) {
                         rule = RECLAIM_NVML_LISTED;
-                        str_setf(&why, "NVML lists it on GPU %u: an owner, not an orphan", lgpu);
+                        str_setf(&why, _("NVML lists it on GPU %u: an owner, not an orphan"), lgpu);
                 }
                 if (rule == RECLAIM_TARGET)
                         rule = tie_rule(r, o, hp, &why);
@@ -522,12 +523,12 @@ static int whole_families(const struct scan_result *r, struct reclaim_plan *p)
                 }
                 struct reclaim_target dropped = p->targets[t];
                 const struct host_proc *hp = host_report_find(h, dropped.pid);
-                const char *rule = "not attributed";
+                const char *rule = _("not attributed");
                 for (size_t k = 0; k < p->n_skipped; k++)
                         if (p->skipped[k].pid == keeper)
                                 rule = reclaim_rule_name(p->skipped[k].rule);
-                str_setf(&why, "PID %d shares its open file description and is not a target (%s): "
-                     "ending this one would free nothing", (int)keeper, rule);
+                str_setf(&why, _("PID %d shares its open file description and is not a target (%s): "
+                     "ending this one would free nothing"), (int)keeper, rule);
                 memmove(&p->targets[t], &p->targets[t + 1], (p->n_targets - t - 1) * sizeof(*p->targets));
                 p->n_targets--;
                 for (size_t g = 0; g < p->n_gpus; g++)
@@ -593,7 +594,7 @@ static int plan_explicit(const struct scan_result *r, const struct reclaim_plan_
                         enum reclaim_rule rule = hard_protection(&bare, o, &why);
                         if (rule == RECLAIM_TARGET) {
                                 rule = RECLAIM_NO_SUCH_PROCESS;
-                                str_setf(&why, "no process %d here", (int)pid);
+                                str_setf(&why, _("no process %d here"), (int)pid);
                         }
                         r_ = add_skip(p, NULL, pid, -1, rule, why);
                         if (r_ < 0)
@@ -603,7 +604,7 @@ static int plan_explicit(const struct scan_result *r, const struct reclaim_plan_
                 enum reclaim_rule rule = hard_protection(hp, o, &why);
                 if (rule == RECLAIM_TARGET && (hp->state == 'Z' || hp->state == 'X' || hp->exiting)) {
                         rule = RECLAIM_DEAD;
-                        str_setf(&why, "already dead (%s)", hp->exiting ? "exiting" : "zombie");
+                        str_setf(&why, _("already dead (%s)"), hp->exiting ? _("exiting") : _("zombie"));
                 }
                 if (rule != RECLAIM_TARGET) {
                         r_ = add_skip(p, hp, pid, -1, rule, why);
@@ -615,11 +616,11 @@ static int plan_explicit(const struct scan_result *r, const struct reclaim_plan_
                  * (serve, watch) is a monitor: both only with --force */
                 if (!o->force && (!holder || is_ghostvram(hp))) {
                         if (!holder)
-                                str_setf(&why, "it holds no NVIDIA device node, so ending it frees no GPU memory "
-                                                       "(--force to end it anyway)");
+                                str_setf(&why, _("it holds no NVIDIA device node, so ending it frees no GPU memory "
+                                                       "(--force to end it anyway)"));
                         else
-                                str_setf(&why, "a ghostvram process (a running serve or watch), not a GPU job "
-                                                       "(--force to end it anyway)");
+                                str_setf(&why, _("a ghostvram process (a running serve or watch), not a GPU job "
+                                                       "(--force to end it anyway)"));
                         r_ = add_skip(p, hp, pid, -1, holder ? RECLAIM_GHOSTVRAM : RECLAIM_NO_DEVICE, why);
                         if (r_ < 0)
                                 return r_;
@@ -632,8 +633,8 @@ static int plan_explicit(const struct scan_result *r, const struct reclaim_plan_
                 bool live_owner = ledger_live_owner_of(r, pid, &owner_gpu, &owner_bytes);
                 if (live_owner && !o->force) {
                         str_setf(&why,
-                             "a live owner: NVML lists it on GPU %u with %llu MiB, a running job, not a ghost "
-                             "(--force to end it anyway)",
+                             _("a live owner: NVML lists it on GPU %u with %llu MiB, a running job, not a ghost "
+                             "(--force to end it anyway)"),
                              owner_gpu, (unsigned long long)(owner_bytes >> 20));
                         r_ = add_skip(p, hp, pid, (int)owner_gpu, RECLAIM_LIVE_OWNER, why);
                         if (r_ < 0)
@@ -644,8 +645,8 @@ static int plan_explicit(const struct scan_result *r, const struct reclaim_plan_
                 pid_t fam_live = holder ? ledger_family_live_owner(r, hp) : 0;
                 if (fam_live && !live_owner && !o->force) {
                         str_setf(&why,
-                             "shares an open file description with PID %d, a live owner: it keeps that running job's "
-                             "contexts, not a ghost (--force to end it anyway)", (int)fam_live);
+                             _("shares an open file description with PID %d, a live owner: it keeps that running job's "
+                             "contexts, not a ghost (--force to end it anyway)"), (int)fam_live);
                         r_ = add_skip(p, hp, pid, -1, RECLAIM_LIVE_FAMILY, why);
                         if (r_ < 0)
                                 return r_;
@@ -654,17 +655,17 @@ static int plan_explicit(const struct scan_result *r, const struct reclaim_plan_
                 /* named on purpose: the soft protections become warnings */
                 char *warn STR_AUTOFREE = NULL, *soft STR_AUTOFREE = NULL, *tie STR_AUTOFREE = NULL;
                 if (fam_live && !live_owner)
-                        str_setf(&warn, "shares an open file description with PID %d, a live owner: ending it "
-                             "may end that running job", (int)fam_live);
+                        str_setf(&warn, _("shares an open file description with PID %d, a live owner: ending it "
+                             "may end that running job"), (int)fam_live);
                 else if (!live_owner && tie_rule(r, o, hp, &tie) != RECLAIM_TARGET)
-                        str_setf(&warn, "%s: ending it may end that running job", tie);
+                        str_setf(&warn, _("%s: ending it may end that running job"), tie);
                 else if (live_owner)
-                        str_setf(&warn, "a live owner of GPU %u (%llu MiB listed): ending it ends a running job",
+                        str_setf(&warn, _("a live owner of GPU %u (%llu MiB listed): ending it ends a running job"),
                              owner_gpu, (unsigned long long)(owner_bytes >> 20));
                 else if (soft_protection(hp, o, &soft) != RECLAIM_TARGET)
-                        str_setf(&warn, "%s; signalled because --pid names it", soft);
+                        str_setf(&warn, _("%s; signalled because --pid names it"), soft);
                 else if (hp->n_nspid > 1 && hp->nspid[hp->n_nspid - 1] == 1)
-                        str_setf(&warn, "PID 1 of its own PID namespace: ending it ends that container");
+                        str_setf(&warn, _("PID 1 of its own PID namespace: ending it ends that container"));
                 unsigned gpu = 0;
                 const struct attribution *a = holder ? best_attribution(r, hi, o->only_gpu, &gpu) : NULL;
                 int target_gpu = a ? (int)gpu : live_owner ? (int)owner_gpu : -1;

@@ -28,6 +28,7 @@
 #include "util/deadline.h"
 #include "util/escape.h"
 #include "util/fileio.h"
+#include "util/i18n.h"
 #include "util/parse.h"
 #include "util/i18n.h"
 #include "util/stopsig.h"
@@ -238,7 +239,7 @@ static void stopped(struct reclaim_report *rep, double after_s)
 static void stopped_before_acting(struct reclaim_report *rep)
 {
         stopped(rep, 0);
-        str_setf(&rep->summary, "Stopped by %s before acting: nothing was signalled.",
+        str_setf(&rep->summary, _("Stopped by %s before acting: nothing was signalled."),
                  stopsig_name(rep->stopped));
 }
 
@@ -252,12 +253,20 @@ static void stopped_acting(struct reclaim_report *rep, const struct reclaim_acti
                 if (!reclaim_result_ended(acts[i].result) && n_left++ < 8)
                         buf_printf(&left, "%s%d", n_left > 1 ? ", " : "", (int)acts[i].pid);
         if (n_left > 8)
-                buf_printf(&left, " and %zu more", n_left - 8); /* the actions list them all */
+                buf_printf(&left, _(" and %zu more"), n_left - 8); /* the actions list them all */
         size_t ended = n - n_left;
-        str_setf(&rep->summary, "Stopped by %s %.3g s after the first signal: %zu of %zu process%s ended%s%s; no signal was sent "
-                 "after the stop.",
-                 stopsig_name(rep->stopped), after_s, ended, n, n == 1 ? "" : "es", n_left ? "; left: PID " : "",
-                 n_left ? buf_str(&left) : "");
+        if (n_left)
+                str_setf(&rep->summary, P_("Stopped by %s %.3g s after the first signal: %zu of %zu process ended; left: PID "
+                                           "%s; no signal was sent after the stop.",
+                                           "Stopped by %s %.3g s after the first signal: %zu of %zu processes ended; left: PID "
+                                           "%s; no signal was sent after the stop.", n),
+                         stopsig_name(rep->stopped), after_s, ended, n, buf_str(&left));
+        else
+                str_setf(&rep->summary, P_("Stopped by %s %.3g s after the first signal: %zu of %zu process ended; no signal was "
+                                           "sent after the stop.",
+                                           "Stopped by %s %.3g s after the first signal: %zu of %zu processes ended; no signal "
+                                           "was sent after the stop.", n),
+                         stopsig_name(rep->stopped), after_s, ended, n);
         buf_free(&left);
 }
 
@@ -281,7 +290,7 @@ static void rc_syslog(const struct reclaim_action *a, enum reclaim_event ev)
                 syslog(LOG_NOTICE, "reclaim: SIG%s to PID %d (%s) through its pidfd", nm ? nm : "?", (int)a->pid, comm);
         } else {
                 char detail[200];
-                esc_copy(detail, sizeof(detail), a->detail);
+                esc_copy(detail, sizeof(detail), a->detail_en ? a->detail_en : a->detail); /* English */
                 syslog(LOG_NOTICE, "reclaim: PID %d (%s): %s after %.2f s%s%s%s", (int)a->pid, comm,
                        reclaim_result_name(a->result), a->seconds, !str_empty(a->detail) ? " (" : "",
                        !str_empty(a->detail) ? detail : "", !str_empty(a->detail) ? ")" : "");
@@ -469,7 +478,7 @@ static int load_policy(const struct rc_opts *o, struct reclaim_policy *pol)
         size_t len = 0;
         struct stat st;
         if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-                cli_error("reclaim", "--policy %s: a directory, not a policy file", path);
+                cli_error("reclaim", _("--policy %s: a directory, not a policy file"), path);
                 return -1;
         }
         int r = read_file_at(AT_FDCWD, path, 1 << 20, &buf, &len);
@@ -613,14 +622,17 @@ static int take_lock(struct rc_ctx *x, struct reclaim_report *rep)
         pid_t holder = 0;
         int fd = reclaim_lock(x->o->c.simulated ? x->o->c.sim_dir : NULL, path, sizeof(path), &holder);
         if (fd == -EWOULDBLOCK) {
-                note(rep, "another reclaim is running%s%d (lock %s); one reclaim at a time per host",
-                     holder ? " as PID " : "", holder ? (int)holder : 0, path);
-                summary(rep, EXIT_INCOMPLETE, "Cannot act: another reclaim is running.");
+                if (holder)
+                        note(rep, _("another reclaim is running as PID %d (lock %s); one reclaim at a time per host"),
+                             (int)holder, path);
+                else
+                        note(rep, _("another reclaim is running (lock %s); one reclaim at a time per host"), path);
+                summary(rep, EXIT_INCOMPLETE, _("Cannot act: another reclaim is running."));
                 return -1;
         }
         if (fd < 0) {
-                note(rep, "cannot take the reclaim lock %s: %s", path, strerror(-fd));
-                summary(rep, EXIT_INCOMPLETE, "Cannot act: no lock.");
+                note(rep, _("cannot take the reclaim lock %s: %s"), path, strerror(-fd));
+                summary(rep, EXIT_INCOMPLETE, _("Cannot act: no lock."));
                 return -1;
         }
         x->lock_fd = fd;
@@ -638,15 +650,15 @@ static void no_target_summary(struct reclaim_report *rep, const struct rc_opts *
                 snprintf(gpu, sizeof(gpu), " --gpu %s", o->gpu_spec);
         if (!h || h->euid != 0) {
                 summary(rep, EXIT_FINDING,
-                        "A confirmed ghost, but not root: other users' processes are out of sight, and the holders "
+                        _("A confirmed ghost, but not root: other users' processes are out of sight, and the holders "
                         "may be among them. Run `sudo ghostvram reclaim%s` before anything else (never reset a GPU "
-                        "on this view).", gpu);
+                        "on this view)."), gpu);
                 return;
         }
         if (!h->initial_pidns) {
                 summary(rep, EXIT_FINDING,
-                        "A confirmed ghost, but processes outside this PID namespace are out of sight: run reclaim "
-                        "on the host (or a pod with hostPID: true / docker --pid=host): `sudo ghostvram reclaim%s`.",
+                        _("A confirmed ghost, but processes outside this PID namespace are out of sight: run reclaim "
+                        "on the host (or a pod with hostPID: true / docker --pid=host): `sudo ghostvram reclaim%s`."),
                         gpu);
                 return;
         }
@@ -661,14 +673,14 @@ static void no_target_summary(struct reclaim_report *rep, const struct rc_opts *
                         pg = (int)res->gpus[i].index;
         if (shown)
                 summary(rep, EXIT_FINDING,
-                        "A confirmed ghost, but no process reclaim may end for it (see why above). Check "
+                        _("A confirmed ghost, but no process reclaim may end for it (see why above). Check "
                         "`ghostvram scan%s`; before the last resorts (--reset-gpu, --reload-uvm) try the poke: "
-                        "`sudo ghostvram reclaim --poke --gpu %d`.", gpu, pg < 0 ? 0 : pg);
+                        "`sudo ghostvram reclaim --poke --gpu %d`."), gpu, pg < 0 ? 0 : pg);
         else
                 summary(rep, EXIT_FINDING,
-                        "A confirmed ghost, but no process that holds it could be tied to it: `ghostvram scan%s "
+                        _("A confirmed ghost, but no process that holds it could be tied to it: `ghostvram scan%s "
                         "--verbose` says why; before the last resorts (--reset-gpu, --reload-uvm) try the poke: "
-                        "`sudo ghostvram reclaim --poke --gpu %d`.", gpu, pg < 0 ? 0 : pg);
+                        "`sudo ghostvram reclaim --poke --gpu %d`."), gpu, pg < 0 ? 0 : pg);
 }
 
 static int mode_processes(struct rc_ctx *x, struct reclaim_report *rep)
@@ -704,7 +716,7 @@ replan:
         x->po.extra = extra;
         x->po.n_extra = n_extra;
         if (reclaim_plan_build(res, &x->po, &plan) < 0) {
-                cli_error("reclaim", "out of memory");
+                cli_error("reclaim", _("out of memory"));
                 goto out;
         }
         rep->plan = plan;
@@ -718,13 +730,13 @@ replan:
                     s->rule == RECLAIM_LIVE_OWNER || s->rule == RECLAIM_LIVE_FAMILY) {
                         char comm[96];
                         esc_copy(comm, sizeof(comm), s->comm[0] ? s->comm : "?");
-                        note(rep, "refused: --pid %d (%s): %s", (int)s->pid, comm, s->reason);
+                        note(rep, _("refused: --pid %d (%s): %s"), (int)s->pid, comm, s->reason);
                         hard = true;
                 }
         }
         if (hard) {
-                summary(rep, EXIT_INCOMPLETE, "Nothing was signalled: --pid names a process reclaim does not signal%s.",
-                        o->force ? "" : " (see why above)");
+                summary(rep, EXIT_INCOMPLETE, _("Nothing was signalled: --pid names a process reclaim does not signal%s."),
+                        o->force ? "" : _(" (see why above)"));
                 goto done;
         }
         /* not root: only our own processes */
@@ -732,15 +744,15 @@ replan:
         bool foreign = false;
         for (size_t i = 0; euid != 0 && i < plan->n_targets; i++)
                 if (plan->targets[i].uid != euid) {
-                        note(rep, "PID %d belongs to uid %u: only root may signal other users' processes",
+                        note(rep, _("PID %d belongs to uid %u: only root may signal other users' processes"),
                              (int)plan->targets[i].pid, (unsigned)plan->targets[i].uid);
                         foreign = true;
                 }
         if (conf.set && !confirmed_same(&conf, plan)) {
                 /* the processes changed while the question was open: what was confirmed is
                  * not what would be signalled now */
-                note(rep, "the plan changed while the question was open (scanned again after the answer): "
-                          "this is the new plan");
+                note(rep, _("the plan changed while the question was open (scanned again after the answer): "
+                          "this is the new plan"));
                 x->acting = false;
                 rep->dry_run = true;
         }
@@ -748,8 +760,8 @@ replan:
                 if (plan->any_confirmed_ghost && !plan->explicit_mode) {
                         no_target_summary(rep, o, res, plan);
                 } else {
-                        summary(rep, EXIT_OK, "Nothing to reclaim: %s.",
-                                plan->explicit_mode ? "none of the named processes is here" : "no confirmed ghost held by a process");
+                        summary(rep, EXIT_OK, _("Nothing to reclaim: %s."),
+                                plan->explicit_mode ? _("none of the named processes is here") : _("no confirmed ghost held by a process"));
                 }
                 goto done;
         }
@@ -758,10 +770,10 @@ replan:
                 reclaim_text(stdout, rep, o->c.verbose);
                 reclaim_report_clear_notes(rep);
                 char q[128];
-                snprintf(q, sizeof(q), "Send SIG%s to these %zu process%s now?", reclaim_signal_name(o->signal),
-                         plan->n_targets, plan->n_targets == 1 ? "" : "es");
+                snprintf(q, sizeof(q), P_("Send SIG%s to these %zu process now?", "Send SIG%s to these %zu processes now?",
+                                           plan->n_targets), reclaim_signal_name(o->signal), plan->n_targets);
                 if (++asked > 3) {
-                        summary(rep, EXIT_INCOMPLETE, "Nothing done: the plan kept changing; run reclaim again.");
+                        summary(rep, EXIT_INCOMPLETE, _("Nothing done: the plan kept changing; run reclaim again."));
                         printf("%s\n", str_or_empty(rep->summary));
                         status = EXIT_INCOMPLETE;
                         goto out;
@@ -775,7 +787,7 @@ replan:
                         struct scan_once *fresh = NULL;
                         int sr = scan_once_run(&x->so, &fresh);
                         if (sr < 0) {
-                                cli_error("reclaim", "cannot scan again (%s): %s", o->c.proc_root, strerror(-sr));
+                                cli_error("reclaim", _("cannot scan again (%s): %s"), o->c.proc_root, strerror(-sr));
                                 goto out;
                         }
                         scan_once_free(x->scan);
@@ -797,19 +809,21 @@ replan:
                         status = rep->exit_status;
                         goto out;
                 } else {
-                        summary(rep, EXIT_OK, "Nothing done.");
+                        summary(rep, EXIT_OK, _("Nothing done."));
                         printf("%s\n", str_or_empty(rep->summary));
                         status = EXIT_OK;
                         goto out;
                 }
         }
         if (foreign) {
-                summary(rep, EXIT_INCOMPLETE, "Cannot act: run as root (sudo ghostvram reclaim).");
+                summary(rep, EXIT_INCOMPLETE, _("Cannot act: run as root (sudo ghostvram reclaim)."));
                 goto done;
         }
         if (!x->acting) {
-                summary(rep, EXIT_OK, "Dry run: %zu process%s would get SIG%s (SIGKILL after %.3g s). Run again with --yes.",
-                        plan->n_targets, plan->n_targets == 1 ? "" : "es", reclaim_signal_name(o->signal),
+                summary(rep, EXIT_OK, P_("Dry run: %zu process would get SIG%s (SIGKILL after %.3g s). Run again with --yes.",
+                           "Dry run: %zu processes would get SIG%s (SIGKILL after %.3g s). Run again with --yes.",
+                           plan->n_targets),
+                        plan->n_targets, reclaim_signal_name(o->signal),
                         (double)o->grace_ms / 1000.0);
                 goto done;
         }
@@ -841,8 +855,8 @@ replan:
         };
         int r = reclaim_act_run(plan, &ao, &acts, &n_acts);
         if (r == -ENOSYS) {
-                note(rep, "this kernel has no pidfd_open (Linux 5.3+): reclaim never signals by bare PID");
-                summary(rep, EXIT_INCOMPLETE, "Cannot act: no pidfd support.");
+                note(rep, _("this kernel has no pidfd_open (Linux 5.3+): reclaim never signals by bare PID"));
+                summary(rep, EXIT_INCOMPLETE, _("Cannot act: no pidfd support."));
                 goto done;
         }
         if (r < 0) {
@@ -874,24 +888,26 @@ replan:
         for (size_t i = 0; i < n_rec; i++)
                 expected |= rec[i].expected > 0;
         if (denied == n_acts && n_acts)
-                summary(rep, EXIT_INCOMPLETE, "Cannot act: not permitted to signal these processes (run as root).");
+                summary(rep, EXIT_INCOMPLETE, _("Cannot act: not permitted to signal these processes (run as root)."));
         else if (ended == n_acts && !expected)
                 summary(rep, plan->any_confirmed_ghost ? EXIT_FINDING : EXIT_OK,
-                        "%zu process%s ended; none held a confirmed ghost, so no memory was expected back%s.", ended,
-                        ended == 1 ? "" : "es", plan->any_confirmed_ghost ? " (the ghost is still there)" : "");
+                        P_("%zu process ended; none held a confirmed ghost, so no memory was expected back%s.",
+                           "%zu processes ended; none held a confirmed ghost, so no memory was expected back%s.", ended),
+                        ended, plan->any_confirmed_ghost ? _(" (the ghost is still there)") : "");
         else if (ended == n_acts && back)
-                summary(rep, EXIT_OK, "Memory recovered: %zu process%s ended.", ended, ended == 1 ? "" : "es");
+                summary(rep, EXIT_OK, P_("Memory recovered: %zu process ended.", "Memory recovered: %zu processes ended.", ended),
+                        ended);
         else if (ended == n_acts && sm.last_failed)
                 summary(rep, EXIT_FINDING,
-                        "Partial: every process ended, but the NVIDIA driver stopped answering the memory queries "
-                        "(%u unanswered): whether the memory came back is unknown. A hung GPU? `ghostvram xid`.",
+                        _("Partial: every process ended, but the NVIDIA driver stopped answering the memory queries "
+                        "(%u unanswered): whether the memory came back is unknown. A hung GPU? `ghostvram xid`."),
                         sm.failed);
         else if (ended == n_acts)
-                summary(rep, EXIT_FINDING, "Partial: every process ended, but the memory did not come back within %.3g s.",
+                summary(rep, EXIT_FINDING, _("Partial: every process ended, but the memory did not come back within %.3g s."),
                         (double)o->wait_ms / 1000.0);
         else
-                summary(rep, EXIT_FINDING, "Partial: %zu of %zu process%s ended%s.", ended, n_acts, n_acts == 1 ? "" : "es",
-                        back ? "" : "; memory not fully back");
+                summary(rep, EXIT_FINDING, P_("Partial: %zu of %zu process ended%s.", "Partial: %zu of %zu processes ended%s.", n_acts),
+                        ended, n_acts, back ? "" : _("; memory not fully back"));
 done:
         out_report(o, rep);
         status = rep->exit_status;
@@ -929,7 +945,7 @@ static void cgroup_plan_add(struct reclaim_plan *p, const struct host_proc *hp, 
         snprintf(t->comm, sizeof(t->comm), "%s", known && hp->comm ? hp->comm : "");
         t->gpu = -1;
         t->link = LINK_NONE;
-        str_setf(&t->why, "a member of the cgroup (cgroup.path)");
+        str_setf(&t->why, _("a member of the cgroup (cgroup.path)"));
 }
 
 static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
@@ -952,17 +968,17 @@ static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
         if (r < 0) {
                 rep->cgroup = NULL;
                 if (r == -ENOTSUP)
-                        summary(rep, EXIT_INCOMPLETE, "Cannot act: no cgroup v2 hierarchy is mounted here (--cgroup needs cgroup2).");
+                        summary(rep, EXIT_INCOMPLETE, _("Cannot act: no cgroup v2 hierarchy is mounted here (--cgroup needs cgroup2)."));
                 else if (r == -EINVAL)
-                        summary(rep, EXIT_USAGE, "--cgroup %s: refused: the root cgroup, or a path with '..'", o->cgroup);
+                        summary(rep, EXIT_USAGE, _("--cgroup %s: refused: the root cgroup, or a path with '..'"), o->cgroup);
                 else
-                        summary(rep, EXIT_USAGE, "--cgroup %s: no such cgroup (%s)", o->cgroup, strerror(-r));
+                        summary(rep, EXIT_USAGE, _("--cgroup %s: no such cgroup (%s)"), o->cgroup, strerror(-r));
                 cli_error("reclaim", "%s", str_or_empty(rep->summary)); /* an error goes to stderr too, not only into the report */
                 goto done;
         }
         r = reclaim_cgroup_pids(ci.dir, &pids, &np);
         if (r < 0) {
-                summary(rep, EXIT_INCOMPLETE, "Cannot read %s/cgroup.procs: %s", ci.dir, strerror(-r));
+                summary(rep, EXIT_INCOMPLETE, _("Cannot read %s/cgroup.procs: %s"), ci.dir, strerror(-r));
                 cli_error("reclaim", "%s", str_or_empty(rep->summary));
                 goto done;
         }
@@ -981,7 +997,7 @@ static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
         bool blind = false;
         for (size_t g = 0; g < res->facts->gpu->n_gpus; g++)
                 if (!res->facts->gpu->gpus[g].procs_known) {
-                        note(rep, "GPU %u: NVML gave no process list, so a live owner in %s could not be ruled out",
+                        note(rep, _("GPU %u: NVML gave no process list, so a live owner in %s could not be ruled out"),
                              res->facts->gpu->gpus[g].index, ci.path);
                         blind = true;
                 }
@@ -1000,7 +1016,7 @@ static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
                 esc_copy(comm, sizeof(comm), known ? hp.comm : "?");
                 snprintf(acts[i].comm, sizeof(acts[i].comm), "%s", known && hp.comm ? hp.comm : "");
                 if (ow) {
-                        note(rep, "PID %d (%s) in %s is a live owner on GPU %u (%llu MiB): the job is not finished", (int)pids[i],
+                        note(rep, _("PID %d (%s) in %s is a live owner on GPU %u (%llu MiB): the job is not finished"), (int)pids[i],
                              comm, ci.path, gpu, (unsigned long long)(ow->used_bytes >> 20));
                         refuse = true;
                 }
@@ -1009,11 +1025,11 @@ static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
                         hp.pid = pids[i];
                 enum reclaim_rule rule = reclaim_protection(&hp, &x->po, &why);
                 if (rule != RECLAIM_TARGET) {
-                        note(rep, "PID %d (%s) in %s: %s", (int)pids[i], comm, ci.path, why);
+                        note(rep, _("PID %d (%s) in %s: %s"), (int)pids[i], comm, ci.path, why);
                         refuse = true;
                 }
                 cgroup_plan_add(plan, &hp, known, ow ? RECLAIM_LIVE_OWNER : rule, ow ? (int)gpu : -1,
-                                ow ? "a live NVML-listed owner: the job is not finished" : why);
+                                ow ? _("a live NVML-listed owner: the job is not finished") : why);
                 host_proc_clear(&hp);
         }
         refuse |= blind;
@@ -1026,19 +1042,20 @@ static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
         rep->rec = rec;
         rep->n_rec = n_rec;
         if (refuse) {
-                summary(rep, EXIT_INCOMPLETE, "Refused: nothing in %s was signalled. End the live job's owner first, or let "
-                                              "the job finish.", ci.path);
+                summary(rep, EXIT_INCOMPLETE, _("Refused: nothing in %s was signalled. End the live job's owner first, or let "
+                                              "the job finish."), ci.path);
                 goto done;
         }
         if (np == 0) {
-                summary(rep, EXIT_OK, "Nothing to reclaim: %s holds no process.", ci.path);
+                summary(rep, EXIT_OK, _("Nothing to reclaim: %s holds no process."), ci.path);
                 goto done;
         }
         if (!x->acting) {
                 for (size_t i = 0; i < np && i < 10; i++)
-                        note(rep, "would end PID %d", (int)pids[i]);
-                summary(rep, EXIT_OK, "Dry run: %zu process%s in %s would be ended (cgroup.kill). Run again with --yes.", np,
-                        np == 1 ? "" : "es", ci.path);
+                        note(rep, _("would end PID %d"), (int)pids[i]);
+                summary(rep, EXIT_OK, P_("Dry run: %zu process in %s would be ended (cgroup.kill). Run again with --yes.",
+                           "Dry run: %zu processes in %s would be ended (cgroup.kill). Run again with --yes.", np),
+                        np, ci.path);
                 goto done;
         }
         for (size_t i = 0; i < n_rec; i++)
@@ -1056,7 +1073,7 @@ static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
         r = reclaim_cgroup_kill(ci.dir, ci.path, &x->sys, (unsigned)o->wait_ms, sampler_tick, &sm, stopsig_pending,
                                 &ci.res);
         if (r < 0) {
-                summary(rep, EXIT_INCOMPLETE, "Cannot act on %s: %s", ci.path, strerror(-r));
+                summary(rep, EXIT_INCOMPLETE, _("Cannot act on %s: %s"), ci.path, strerror(-r));
                 goto done;
         }
         ci.acted = true;
@@ -1082,7 +1099,7 @@ static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
                 a->seconds = ci.res.seconds;
                 if (a->result == RECLAIM_RES_SURVIVED && ci.res.stopped) {
                         a->result = RECLAIM_RES_LEFT;
-                        str_setf(&a->detail, "still running when reclaim was stopped");
+                        reclaim_action_detailf(a, N_("still running when reclaim was stopped"));
                 }
                 rc_event(&sm, a, RECLAIM_EV_RESULT); /* syslog too */
         }
@@ -1092,10 +1109,10 @@ static int mode_cgroup(struct rc_ctx *x, struct reclaim_report *rep)
         if (stopsig_pending())
                 stopped_acting(rep, acts, np, sampler_elapsed(&sm));
         else if (ci.res.remaining == 0 && back)
-                summary(rep, EXIT_OK, "Memory recovered: cgroup %s is empty.", ci.path);
+                summary(rep, EXIT_OK, _("Memory recovered: cgroup %s is empty."), ci.path);
         else
-                summary(rep, EXIT_FINDING, "Partial: %zu process%s left in %s%s.", ci.res.remaining,
-                        ci.res.remaining == 1 ? "" : "es", ci.path, back ? "" : "; memory not fully back");
+                summary(rep, EXIT_FINDING, P_("Partial: %zu process left in %s%s.", "Partial: %zu processes left in %s%s.", ci.res.remaining),
+                        ci.res.remaining, ci.path, back ? "" : _("; memory not fully back"));
 done:
         out_report(o, rep);
         status = rep->exit_status;
@@ -1112,6 +1129,42 @@ out:
         return status;
 }
 
+/* The checks of --reset-gpu or --reload-uvm (pure: the same facts give the same report). */
+static void esc_check(const struct rc_ctx *x, struct escalate_report *esc)
+{
+        const struct rc_opts *o = x->o;
+        bool root = geteuid() == 0;
+        if (o->reset_gpu) {
+                struct escalate_reset_opts eo = { .gpu = (unsigned)o->only_gpu, .force = o->force,
+                                                  .simulated = o->c.simulated, .root = root, .self_pid = x->po.self_pid };
+                escalate_reset_check(x->res, &eo, esc);
+        } else {
+                struct escalate_uvm_state st;
+                escalate_uvm_state_read("/sys", "/proc", &st);
+                struct escalate_uvm_opts eo = { .force = o->force, .simulated = o->c.simulated, .root = root,
+                                                .self_pid = x->po.self_pid };
+                escalate_uvm_check(x->res, &eo, &st, esc);
+        }
+}
+
+/* Each reason of a refusal to syslog, in English whatever the reader's language (the checks
+ * again with translation off). */
+static void esc_syslog(const struct rc_ctx *x, const struct escalate_report *esc, const char *mode)
+{
+        struct escalate_report en;
+        memset(&en, 0, sizeof(en));
+        const struct escalate_report *e = esc;
+        if (i18n_active()) {
+                i18n_thread_off(true);
+                esc_check(x, &en);
+                i18n_thread_off(false);
+                e = &en;
+        }
+        for (size_t i = 0; i < e->n_reasons; i++)
+                syslog(LOG_NOTICE, "reclaim: %s refused: %s", mode, e->reasons[i]);
+        escalate_report_clear(&en);
+}
+
 static int mode_escalate(struct rc_ctx *x, struct reclaim_report *rep)
 {
         struct rc_opts *o = x->o;
@@ -1123,27 +1176,15 @@ static int mode_escalate(struct rc_ctx *x, struct reclaim_report *rep)
         int status = EXIT_INCOMPLETE;
         struct sampler sm;
         memset(&sm, 0, sizeof(sm));
-        bool root = geteuid() == 0;
-        if (o->reset_gpu) {
-                struct escalate_reset_opts eo = { .gpu = (unsigned)o->only_gpu, .force = o->force,
-                                                  .simulated = o->c.simulated, .root = root, .self_pid = x->po.self_pid };
-                escalate_reset_check(res, &eo, &esc);
-        } else {
-                struct escalate_uvm_state st;
-                escalate_uvm_state_read("/sys", "/proc", &st);
-                struct escalate_uvm_opts eo = { .force = o->force, .simulated = o->c.simulated, .root = root,
-                                                .self_pid = x->po.self_pid };
-                escalate_uvm_check(res, &eo, &st, &esc);
-        }
+        esc_check(x, &esc);
         rep->esc = &esc;
-        for (size_t i = 0; i < esc.n_reasons; i++)
-                syslog(LOG_NOTICE, "reclaim: %s refused: %s", rep->mode, esc.reasons[i]);
+        esc_syslog(x, &esc, rep->mode);
         if (esc.refuse) {
-                summary(rep, EXIT_INCOMPLETE, "Refused: %s was not done (see why above).", rep->mode);
+                summary(rep, EXIT_INCOMPLETE, _("Refused: %s was not done (see why above)."), rep->mode);
                 goto done;
         }
         if (!x->acting) {
-                summary(rep, EXIT_OK, "Dry run: every check passed; with --yes it runs: %s", esc.command);
+                summary(rep, EXIT_OK, _("Dry run: every check passed; with --yes it runs: %s"), esc.command);
                 goto done;
         }
         pid_t none = 0;
@@ -1171,7 +1212,7 @@ static int mode_escalate(struct rc_ctx *x, struct reclaim_report *rep)
         if (o->reset_gpu) {
                 char smi[PATH_MAX];
                 if (escalate_find_program("nvidia-smi", smi, sizeof(smi)) < 0) {
-                        summary(rep, EXIT_INCOMPLETE, "Cannot act: nvidia-smi is not on PATH.");
+                        summary(rep, EXIT_INCOMPLETE, _("Cannot act: nvidia-smi is not on PATH."));
                         goto done;
                 }
                 const char *bus = strrchr(esc.command, ' ') + 1;
@@ -1182,6 +1223,7 @@ static int mode_escalate(struct rc_ctx *x, struct reclaim_report *rep)
                 rep->esc_ran = r == 0;
                 rep->esc_status = cs;
                 rep->esc_output = buf_str(&output);
+                /* i18n: no: err goes to syslog as it is, and syslog lines stay English */
                 if (r == -EDEADLK)
                         snprintf(err, sizeof(err),
                                  "the reset did not finish within %.3g s and its process (PID %d) did not end %.3g s "
@@ -1206,13 +1248,16 @@ static int mode_escalate(struct rc_ctx *x, struct reclaim_report *rep)
                 note(rep, "%s", err);
         if (stopsig_pending()) {
                 stopped(rep, sampler_elapsed(&sm));
-                str_setf(&rep->summary, "Stopped by %s after %s %s; the memory was not measured to the end.",
-                         stopsig_name(rep->stopped), rep->mode, rep->esc_ran ? "ran" : "was started");
+                str_setf(&rep->summary,
+                         rep->esc_ran ? _("Stopped by %s after %s ran; the memory was not measured to the end.")
+                                      : _("Stopped by %s after %s was started; the memory was not measured to the end."),
+                         stopsig_name(rep->stopped), rep->mode);
         } else if (rep->esc_ran && cs == 0 && recovery_all_done(rec, n_rec))
-                summary(rep, EXIT_OK, "Done: %s; memory recovered.", rep->mode);
+                summary(rep, EXIT_OK, _("Done: %s; memory recovered."), rep->mode);
         else
-                summary(rep, EXIT_FINDING, "Partial: %s %s.", rep->mode,
-                        rep->esc_ran && cs == 0 ? "ran, but the memory did not come back" : "failed");
+                summary(rep, EXIT_FINDING,
+                        rep->esc_ran && cs == 0 ? _("Partial: %s ran, but the memory did not come back.") : _("Partial: %s failed."),
+                        rep->mode);
 done:
         out_report(o, rep);
         status = rep->exit_status;
@@ -1439,7 +1484,7 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                         return 1;
                 case 'g':
                         if (cli_gpu_spec_check(optarg) < 0) {
-                                cli_error(cmd, "--gpu: '%s' is not a GPU index, UUID or PCI bus id", optarg);
+                                cli_error(cmd, _("--gpu: '%s' is not a GPU index, UUID or PCI bus id"), optarg);
                                 return -1;
                         }
                         o->gpu_spec = optarg;
@@ -1448,7 +1493,7 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                         continue;
                 case 'p':
                         if (parse_pids(o, optarg) < 0) {
-                                cli_error(cmd, "--pid: '%s' is not a PID or a comma-separated list of PIDs (at most %d)",
+                                cli_error(cmd, _("--pid: '%s' is not a PID or a comma-separated list of PIDs (at most %d)"),
                                           optarg, RC_MAX_PIDS);
                                 return -1;
                         }
@@ -1462,20 +1507,20 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                 case 'n': o->dry_run = true; continue;
                 case 's':
                         if (reclaim_signal_parse(optarg, &o->signal) < 0) {
-                                cli_error(cmd, "--signal: '%s' is not one of TERM, INT, HUP, QUIT, USR1, USR2, KILL", optarg);
+                                cli_error(cmd, _("--signal: '%s' is not one of TERM, INT, HUP, QUIT, USR1, USR2, KILL"), optarg);
                                 return -1;
                         }
                         continue;
                 case 'G':
                         if (parse_duration_ms(optarg, &o->grace_ms) < 0 || o->grace_ms > 3600 * 1000) {
-                                cli_error(cmd, "--grace: '%s' is not a duration up to 1h (e.g. 5s, 500ms)", optarg);
+                                cli_error(cmd, _("--grace: '%s' is not a duration up to 1h (e.g. 5s, 500ms)"), optarg);
                                 return -1;
                         }
                         continue;
                 case 'W':
                         if (parse_duration_ms(optarg, &o->wait_ms) < 0 || o->wait_ms == 0 ||
                             o->wait_ms > 3600 * 1000) {
-                                cli_error(cmd, "--wait: '%s' is not a duration between 1ms and 1h (e.g. 60s)", optarg);
+                                cli_error(cmd, _("--wait: '%s' is not a duration between 1ms and 1h (e.g. 60s)"), optarg);
                                 return -1;
                         }
                         o->wait_given = true;
@@ -1497,13 +1542,13 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                 case 'f': o->force = true; continue;
                 case 'C':
                         if (parse_duration_ms(optarg, &o->confirm_ms) < 0 || o->confirm_ms > 600000) {
-                                cli_error(cmd, "--confirm: '%s' is not a duration up to 10m (e.g. 2s, 500ms, 0)", optarg);
+                                cli_error(cmd, _("--confirm: '%s' is not a duration up to 10m (e.g. 2s, 500ms, 0)"), optarg);
                                 return -1;
                         }
                         continue;
                 case 'F':
                         if (parse_u64(optarg, &v) < 0 || v > (1u << 24)) {
-                                cli_error(cmd, "--noise-floor: '%s' is not a number of MiB", optarg);
+                                cli_error(cmd, _("--noise-floor: '%s' is not a number of MiB"), optarg);
                                 return -1;
                         }
                         o->floor_mib = v;
@@ -1521,24 +1566,24 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                         return -1;
                 if (r == 0) {
                         reclaim_usage(stderr);
-                        cli_error(cmd, "invalid option '%s' (see --help)", argv[optind - 1]);
+                        cli_error(cmd, _("invalid option '%s' (see --help)"), argv[optind - 1]);
                         return -1;
                 }
         }
         if (optind < argc) {
-                cli_error(cmd, "unexpected argument '%s' (see --help)", argv[optind]);
+                cli_error(cmd, _("unexpected argument '%s' (see --help)"), argv[optind]);
                 return -1;
         }
         if (!o->poke && o->grace_ms >= o->wait_ms && o->signal != SIGKILL) {
-                cli_error(cmd, "--grace must be shorter than --wait");
+                cli_error(cmd, _("--grace must be shorter than --wait"));
                 return -1;
         }
         if (o->cgroup && o->n_pids) {
-                cli_error(cmd, "--cgroup and --pid cannot be used together");
+                cli_error(cmd, _("--cgroup and --pid cannot be used together"));
                 return -1;
         }
         if (o->reset_gpu + o->reload_uvm > 1 || ((o->reset_gpu || o->reload_uvm) && (o->cgroup || o->n_pids))) {
-                cli_error(cmd, "--reset-gpu, --reload-uvm, --cgroup and --pid are separate modes: use one");
+                cli_error(cmd, _("--reset-gpu, --reload-uvm, --cgroup and --pid are separate modes: use one"));
                 return -1;
         }
         if (o->poke && (o->reset_gpu || o->reload_uvm || o->cgroup || o->n_pids)) {
@@ -1554,22 +1599,22 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                 return -1;
         }
         if (o->reset_gpu && !o->gpu_spec) {
-                cli_error(cmd, "--reset-gpu needs --gpu N (the GPU to reset)");
+                cli_error(cmd, _("--reset-gpu needs --gpu N (the GPU to reset)"));
                 return -1;
         }
         /* acting re-checks start times in the live /proc: a plan from elsewhere is not this host's */
         if (o->yes && (o->proc_given || o->c.from_bundle)) {
-                cli_error(cmd, "--yes cannot be used with %s: the plan would not come from this host's live /proc "
-                               "(start times are re-checked there); drop --yes to see the plan",
+                cli_error(cmd, _("--yes cannot be used with %s: the plan would not come from this host's live /proc "
+                               "(start times are re-checked there); drop --yes to see the plan"),
                           o->c.from_bundle ? "--from-bundle" : "--proc");
                 return -1;
         }
         if (o->yes && o->dry_run) {
-                cli_error(cmd, "--yes and --dry-run contradict each other");
+                cli_error(cmd, _("--yes and --dry-run contradict each other"));
                 return -1;
         }
         if (o->json_stream && o->c.json) {
-                cli_error(cmd, "--json (one document at the end) and --json-stream (a line per event) exclude each other");
+                cli_error(cmd, _("--json (one document at the end) and --json-stream (a line per event) exclude each other"));
                 return -1;
         }
         return 0;
@@ -1603,7 +1648,7 @@ static int reclaim_main(int argc, char **argv)
         struct rc_opts o;
         memset(&o, 0, sizeof(o));
         cli_common_init(&o.c, RECLAIM_ACCEPTS);
-        o.c.timeout_now = "--wait (how long to wait for the processes to end and the memory to come back)";
+        o.c.timeout_now = _("--wait (how long to wait for the processes to end and the memory to come back)");
         o.only_gpu = -1;
         o.signal = SIGTERM;
         o.grace_ms = 5000;
@@ -1653,8 +1698,8 @@ static int reclaim_main(int argc, char **argv)
         openlog("ghostvram", LOG_PID, LOG_AUTHPRIV);
         if (x.acting) {
                 if (reclaim_pidfd_supported(&x.sys) < 0) {
-                        note(&rep, "this kernel has no pidfd_open (Linux 5.3+): reclaim never signals by bare PID");
-                        summary(&rep, EXIT_INCOMPLETE, "Cannot act: no pidfd support.");
+                        note(&rep, _("this kernel has no pidfd_open (Linux 5.3+): reclaim never signals by bare PID"));
+                        summary(&rep, EXIT_INCOMPLETE, _("Cannot act: no pidfd support."));
                         out_report(&o, &rep);
                         status = EXIT_INCOMPLETE;
                         goto out;
@@ -1675,7 +1720,7 @@ static int reclaim_main(int argc, char **argv)
         if (x.acting && !o.c.json && !o.json_stream) {
                 /* a first line at once: the scan's confirming sample takes --confirm */
                 banner(&o);
-                printf("Scanning (a ghost is confirmed by a second sample %.3g s after the first) ...\n\n",
+                printf(_("Scanning (a ghost is confirmed by a second sample %.3g s after the first) ...\n\n"),
                        (double)o.confirm_ms / 1000.0);
                 fflush(stdout);
         }
@@ -1687,18 +1732,19 @@ static int reclaim_main(int argc, char **argv)
                 goto out;
         }
         if (r < 0) {
-                cli_error("reclaim", "cannot scan (%s): %s", o.c.proc_root, strerror(-r));
+                cli_error("reclaim", _("cannot scan (%s): %s"), o.c.proc_root, strerror(-r));
                 goto out;
         }
         x.res = x.scan->res;
         x.so = so;
         const struct gpu_report *gr = x.res->facts->gpu;
         if (!gr->driver_present && !o.c.from_bundle) {
-                cli_error("reclaim", "%s", gr->error[0] ? gr->error : "no NVIDIA driver");
+                cli_error("reclaim", "%s", gr->error[0] ? gr->error : _("no NVIDIA driver"));
                 goto out;
         }
         if (o.only_gpu >= 0 && gr->driver_present && (size_t)o.only_gpu >= gr->n_gpus) {
-                cli_error("reclaim", "--gpu %d: this host has %zu GPU%s", o.only_gpu, gr->n_gpus, gr->n_gpus == 1 ? "" : "s");
+                cli_error("reclaim", P_("--gpu %d: this host has %zu GPU", "--gpu %d: this host has %zu GPUs", gr->n_gpus), o.only_gpu,
+                          gr->n_gpus);
                 status = EXIT_USAGE;
                 goto out;
         }

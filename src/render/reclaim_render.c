@@ -9,6 +9,7 @@
 #include "render/json_util.h"
 #include "util/buf.h"
 #include "util/escape.h"
+#include "util/i18n.h"
 #include "util/parse.h"
 #include "util/timefmt.h"
 
@@ -293,16 +294,16 @@ static double mib(uint64_t b)
 static void target_notes(FILE *out, const struct reclaim_target *t)
 {
         if (!str_empty(t->warning)) {
-                fprintf(out, "      warning: ");
+                fprintf(out, _("      warning: "));
                 put_esc(out, t->warning);
                 fputc('\n', out);
         }
         if (t->n_family_rest) {
-                fprintf(out, "      keeps the memory with it: PID");
+                fprintf(out, _("      keeps the memory with it: PID"));
                 for (unsigned k = 0; k < t->n_family_rest && k < 8; k++)
                         fprintf(out, "%s %d", k ? "," : "", (int)t->family_rest[k]);
-                fprintf(out, "%s share its open file description and are not named: ending it alone frees nothing\n",
-                        t->n_family_rest > 8 ? " and more" : "");
+                fprintf(out, _("%s share its open file description and are not named: ending it alone frees nothing\n"),
+                        t->n_family_rest > 8 ? _(" and more") : "");
         }
 }
 
@@ -321,15 +322,15 @@ static void text_plan(FILE *out, const struct reclaim_report *r, bool verbose)
                 const struct reclaim_gpu *pg = &p->gpus[g];
                 if (!pg->n_targets && !pg->ghost_confirmed && !verbose)
                         continue;
-                fprintf(out, "  GPU %u  %s  used %.0f MiB, ghost %.0f MiB%s\n", pg->index, pg->pci_bus_id, mib(pg->used),
-                        mib(pg->ghost), pg->ghost_confirmed ? " (confirmed)" : "");
+                fprintf(out, _("  GPU %u  %s  used %.0f MiB, ghost %.0f MiB%s\n"), pg->index, pg->pci_bus_id, mib(pg->used),
+                        mib(pg->ghost), pg->ghost_confirmed ? _(" (confirmed)") : "");
                 for (size_t i = 0; i < p->n_targets; i++) {
                         const struct reclaim_target *t = &p->targets[i];
                         if (t->gpu != (int)pg->index)
                                 continue;
                         fprintf(out, "    PID %-7d ", (int)t->pid);
                         put_esc(out, t->comm);
-                        fprintf(out, " (state %c): ", t->state ? t->state : '?');
+                        fprintf(out, _(" (state %c): "), t->state ? t->state : '?');
                         put_esc(out, t->why);
                         fputc('\n', out);
                         target_notes(out, t);
@@ -342,12 +343,12 @@ static void text_plan(FILE *out, const struct reclaim_report *r, bool verbose)
                         continue;
                 if (t->gpu >= 0) {
                         /* tied to a GPU that --gpu does not select: said under its own GPU */
-                        fprintf(out, "  named by --pid, tied to GPU %d (not the one --gpu selects):\n", t->gpu);
+                        fprintf(out, _("  named by --pid, tied to GPU %d (not the one --gpu selects):\n"), t->gpu);
                 } else if (!header) {
-                        fprintf(out, "  named by --pid, tied to no GPU:\n");
+                        fprintf(out, _("  named by --pid, tied to no GPU:\n"));
                         header = true;
                 }
-                fprintf(out, "    PID %-7d state %c  comm ", (int)t->pid, t->state ? t->state : '?');
+                fprintf(out, _("    PID %-7d state %c  comm "), (int)t->pid, t->state ? t->state : '?');
                 put_esc(out, t->comm);
                 fputc('\n', out);
                 target_notes(out, t);
@@ -358,7 +359,7 @@ static void text_plan(FILE *out, const struct reclaim_report *r, bool verbose)
                 if (!verbose && s->rule == RECLAIM_NOT_ATTRIBUTED)
                         continue;
                 if (!heading)
-                        fprintf(out, "  left alone:\n"); /* only above a line it heads */
+                        fprintf(out, _("  left alone:\n")); /* only above a line it heads */
                 heading = true;
                 fprintf(out, "    PID %-7d %-18s ", (int)s->pid, reclaim_rule_name(s->rule));
                 put_esc(out, s->comm);
@@ -399,23 +400,23 @@ void reclaim_text(FILE *out, const struct reclaim_report *r, bool verbose)
 {
         const char *sn = reclaim_signal_name(r->signal);
         if (r->plan && !r->cgroup && !r->plan_shown) {
-                fprintf(out, "%s:\n", r->dry_run ? "Plan (dry run: nothing is signalled without --yes)" : "Plan");
+                fprintf(out, "%s\n", r->dry_run ? _("Plan (dry run: nothing is signalled without --yes):") : _("Plan:"));
                 if (!r->plan->n_targets)
-                        fprintf(out, "  no process to signal\n");
+                        fprintf(out, _("  no process to signal\n"));
                 text_plan(out, r, verbose);
         }
         if (r->cgroup && !r->plan_shown)        /* streamed, the header is said already */
-                fprintf(out, "cgroup %s (%s): %zu process%s\n", r->cgroup->path, r->cgroup->dir, r->cgroup->n_pids,
-                        r->cgroup->n_pids == 1 ? "" : "es");
+                fprintf(out, P_("cgroup %s (%s): %zu process\n", "cgroup %s (%s): %zu processes\n", r->cgroup->n_pids),
+                        r->cgroup->path, r->cgroup->dir, r->cgroup->n_pids);
         if (r->cgroup) {                        /* known only after acting: said here */
                 if (r->cgroup->acted)
-                        fprintf(out, "  ended with %s%s; %zu left after %.2f s\n",
-                                r->cgroup->res.used_kill_file ? "cgroup.kill" : "SIGKILL through pidfds",
-                                r->cgroup->res.used_kill_file ? "" : " (cgroup.kill is not available)", r->cgroup->res.remaining,
+                        fprintf(out, _("  ended with %s%s; %zu left after %.2f s\n"),
+                                r->cgroup->res.used_kill_file ? "cgroup.kill" : _("SIGKILL through pidfds"),
+                                r->cgroup->res.used_kill_file ? "" : _(" (cgroup.kill is not available)"), r->cgroup->res.remaining,
                                 r->cgroup->res.seconds);
         }
         if (r->esc) {
-                fprintf(out, "%s %s:\n", r->mode, r->esc->refuse ? "refused" : r->esc_ran ? "done" : "checks passed");
+                fprintf(out, _("%s %s:\n"), r->mode, r->esc->refuse ? _("refused") : r->esc_ran ? _("done") : _("checks passed"));
                 for (size_t i = 0; i < r->esc->n_reasons; i++) {
                         fprintf(out, "  ✗ ");
                         put_esc(out, r->esc->reasons[i]);
@@ -432,11 +433,11 @@ void reclaim_text(FILE *out, const struct reclaim_report *r, bool verbose)
                         fputc('\n', out);
                 }
                 if (!str_empty(r->esc->command))
-                        fprintf(out, "  command: %s%s\n", r->esc->command, r->esc_ran ? "" : " (not run)");
+                        fprintf(out, _("  command: %s%s\n"), r->esc->command, r->esc_ran ? "" : _(" (not run)"));
                 if (r->esc_ran) {
-                        fprintf(out, "  exit status %d\n", r->esc_status);
+                        fprintf(out, _("  exit status %d\n"), r->esc_status);
                         if (r->esc_output && *r->esc_output) {
-                                fprintf(out, "  output: ");
+                                fprintf(out, _("  output: "));
                                 put_esc(out, r->esc_output);
                                 fputc('\n', out);
                         }
@@ -445,7 +446,7 @@ void reclaim_text(FILE *out, const struct reclaim_report *r, bool verbose)
         if (r->poke)
                 text_poke(out, r->poke);
         if (r->n_actions) {
-                fprintf(out, "\nActions (signals through pidfds; SIG%s, then SIGKILL after %.3g s):\n", sn ? sn : "?",
+                fprintf(out, _("\nActions (signals through pidfds; SIG%s, then SIGKILL after %.3g s):\n"), sn ? sn : "?",
                         r->grace_ms / 1000.0);
                 for (size_t i = 0; i < r->n_actions; i++) {
                         const struct reclaim_action *a = &r->actions[i];
@@ -457,8 +458,8 @@ void reclaim_text(FILE *out, const struct reclaim_report *r, bool verbose)
                                 if (w > 0 && (size_t)w < sizeof(sigs) - l)
                                         l += (size_t)w;
                         }
-                        fprintf(out, "  PID %-7d %-18s after %7.3f s  signals %-9s ", (int)a->pid,
-                                reclaim_result_name(a->result), a->seconds, a->n_signals ? sigs : "none");
+                        fprintf(out, _("  PID %-7d %-18s after %7.3f s  signals %-9s "), (int)a->pid,
+                                reclaim_result_name(a->result), a->seconds, a->n_signals ? sigs : _("none"));
                         put_esc(out, a->comm);
                         if (!str_empty(a->detail)) {
                                 fprintf(out, "  (");
@@ -469,7 +470,7 @@ void reclaim_text(FILE *out, const struct reclaim_report *r, bool verbose)
                 }
         }
         if (r->rec && r->n_rec) {
-                fprintf(out, "\nMemory (NVML used, sampled every 50 ms):\n");
+                fprintf(out, _("\nMemory (NVML used, sampled every 50 ms):\n"));
                 for (size_t i = 0; i < r->n_rec; i++) {
                         const struct recovery_gpu *g = &r->rec[i];
                         if (!g->after_known)
@@ -477,15 +478,15 @@ void reclaim_text(FILE *out, const struct reclaim_report *r, bool verbose)
                         uint64_t freed = g->before > g->after ? g->before - g->after : 0;
                         if (!g->expected && !freed && !verbose)
                                 continue;
-                        fprintf(out, "  GPU %u  %.0f MiB → %.0f MiB  freed %.0f MiB", g->index, mib(g->before), mib(g->after),
+                        fprintf(out, _("  GPU %u  %.0f MiB → %.0f MiB  freed %.0f MiB"), g->index, mib(g->before), mib(g->after),
                                 mib(freed));
                         if (g->expected && g->recovered)
-                                fprintf(out, "  back in %.3f s\n", g->recovery_s);
+                                fprintf(out, _("  back in %.3f s\n"), g->recovery_s);
                         else if (g->expected && r->stopped)
-                                fprintf(out, "  not back yet when reclaim was stopped after %.3g s (expected %.0f MiB)\n",
+                                fprintf(out, _("  not back yet when reclaim was stopped after %.3g s (expected %.0f MiB)\n"),
                                         r->stopped_after_s, mib(g->expected));
                         else if (g->expected)
-                                fprintf(out, "  NOT back within %.3g s (expected %.0f MiB)\n", r->timeout_ms / 1000.0,
+                                fprintf(out, _("  NOT back within %.3g s (expected %.0f MiB)\n"), r->timeout_ms / 1000.0,
                                         mib(g->expected));
                         else
                                 fputc('\n', out);
@@ -516,16 +517,16 @@ void reclaim_stream_plan_text(FILE *out, const struct reclaim_report *r, bool ve
 {
         const char *sn = reclaim_signal_name(r->signal);
         if (r->cgroup) {
-                fprintf(out, "cgroup %s (%s): %zu process%s\n", r->cgroup->path, r->cgroup->dir, r->cgroup->n_pids,
-                        r->cgroup->n_pids == 1 ? "" : "es");
-                fprintf(out, "\nActing (cgroup.kill, else SIGKILL through pidfds; memory sampled every 50 ms):\n");
+                fprintf(out, P_("cgroup %s (%s): %zu process\n", "cgroup %s (%s): %zu processes\n", r->cgroup->n_pids),
+                        r->cgroup->path, r->cgroup->dir, r->cgroup->n_pids);
+                fprintf(out, _("\nActing (cgroup.kill, else SIGKILL through pidfds; memory sampled every 50 ms):\n"));
                 return;
         }
         if (r->plan) {
-                fprintf(out, "Plan:\n");
+                fprintf(out, "%s\n", _("Plan:"));
                 text_plan(out, r, verbose);
-                fprintf(out, "\nActing (SIG%s through pidfds, SIGKILL after %.3g s; memory sampled every 50 ms, "
-                             "a line each second):\n",
+                fprintf(out, _("\nActing (SIG%s through pidfds, SIGKILL after %.3g s; memory sampled every 50 ms, "
+                             "a line each second):\n"),
                         sn ? sn : "?", r->grace_ms / 1000.0);
         }
 }
@@ -542,9 +543,9 @@ void reclaim_stream_action_text(FILE *out, const struct reclaim_action *a, enum 
         fprintf(out, "  [%7.3f s] ", t);
         if (ev == RECLAIM_EV_SIGNAL) {
                 const char *nm = reclaim_signal_name(a->signals[a->n_signals - 1]);
-                fprintf(out, "SIG%s to PID %d (", nm ? nm : "?", (int)a->pid);
+                fprintf(out, _("SIG%s to PID %d ("), nm ? nm : "?", (int)a->pid);
                 put_esc(out, a->comm);
-                fprintf(out, ") through its pidfd\n");
+                fprintf(out, _(") through its pidfd\n"));
                 return;
         }
         fprintf(out, "PID %d (", (int)a->pid);
@@ -571,13 +572,13 @@ json_t *reclaim_stream_action_json(const struct reclaim_action *a, enum reclaim_
 
 void reclaim_stream_sample_text(FILE *out, const struct recovery_gpu *g, bool before, double t)
 {
-        fprintf(out, "  [%7.3f s] GPU %u: %.0f MiB used", t, g->index, mib(before ? g->before : g->after));
+        fprintf(out, _("  [%7.3f s] GPU %u: %.0f MiB used"), t, g->index, mib(before ? g->before : g->after));
         if (before)
-                fprintf(out, " before the first signal");
+                fprintf(out, _(" before the first signal"));
         else if (g->expected && g->recovered)
-                fprintf(out, ": back (%.0f MiB freed)", mib(g->before > g->after ? g->before - g->after : 0));
+                fprintf(out, _(": back (%.0f MiB freed)"), mib(g->before > g->after ? g->before - g->after : 0));
         else if (g->expected)
-                fprintf(out, " (%.0f MiB expected back)", mib(g->expected));
+                fprintf(out, _(" (%.0f MiB expected back)"), mib(g->expected));
         fputc('\n', out);
 }
 
