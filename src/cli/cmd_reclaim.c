@@ -1412,7 +1412,7 @@ static int mode_poke(struct rc_ctx *x, struct reclaim_report *rep)
         pi.verdict = poke_judge(&pi.res, n_rec ? &rec[0] : NULL, &pi.freed);
         if (stopsig_pending()) {
                 stopped(rep, sampler_elapsed(&sm));
-                str_setf(&rep->summary, "Stopped by %s after the poke; the memory was not measured to the end.",
+                str_setf(&rep->summary, _("Stopped by %s after the poke; the memory was not measured to the end."),
                          stopsig_name(rep->stopped));
         } else {
                 poke_summary(rep, &pi, o);
@@ -1587,15 +1587,15 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                 return -1;
         }
         if (o->poke && (o->reset_gpu || o->reload_uvm || o->cgroup || o->n_pids)) {
-                cli_error(cmd, "--poke, --reset-gpu, --reload-uvm, --cgroup and --pid are separate modes: use one");
+                cli_error(cmd, _("--poke, --reset-gpu, --reload-uvm, --cgroup and --pid are separate modes: use one"));
                 return -1;
         }
         if (o->poke && !o->gpu_spec) {
-                cli_error(cmd, "--poke needs --gpu N (the GPU to poke)");
+                cli_error(cmd, _("--poke needs --gpu N (the GPU to poke)"));
                 return -1;
         }
         if (o->cuda_lib && !o->poke) {
-                cli_error(cmd, "--cuda-lib is the library --poke loads: add --poke");
+                cli_error(cmd, _("--cuda-lib is the library --poke loads: add --poke"));
                 return -1;
         }
         if (o->reset_gpu && !o->gpu_spec) {

@@ -279,7 +279,7 @@ int check_render(struct buf *out, const struct scan_result *r, const struct chec
 
 int check_render_unknown(struct buf *out, const char *why)
 {
-        int e = buf_puts(out, "GHOSTVRAM UNKNOWN - ");
+        int e = buf_puts(out, "GHOSTVRAM UNKNOWN - "); /* i18n: no (the plugin status) */
         e = e ? e : put_plain(out, why);
         return e ? e : buf_putc(out, '\n');
 }
