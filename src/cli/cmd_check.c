@@ -16,6 +16,7 @@
 #include "run/scan_run.h"
 #include "render/check_render.h"
 #include "util/deadline.h"
+#include "util/i18n.h"
 #include "util/parse.h"
 #include "util/range.h"
 
@@ -29,22 +30,22 @@
 
 static void check_usage(FILE *f)
 {
-        fputs("Usage: ghostvram check [-w RANGE] [-c RANGE] [-t SECONDS] [--gpu N] [OPTIONS]\n\n"
+        fputs(_("Usage: ghostvram check [-w RANGE] [-c RANGE] [-t SECONDS] [--gpu N] [OPTIONS]\n\n"
               "A monitoring plugin (Nagios, Icinga, Naemon, Sensu): scans like 'ghostvram\n"
               "scan' and prints one status line with performance data:\n\n"
               "  GHOSTVRAM WARNING - GPU 1: 2048 MiB ghost (orphaned-holders, PIDs 31301\n"
               "  31302); 7 GPUs ok | 'gpu0_ghost'=0B;0;1073741824;0;85899345920 ...\n"
-              "  (one line)\n\n"
-              "then one line per GPU that is not OK with the next step. The thresholds are\n"
+              "  (one line)\n\n"), f);
+        fputs(_("then one line per GPU that is not OK with the next step. The thresholds are\n"
               "ranges on the confirmed ghost of each GPU in MiB (a ghost above the noise\n"
               "floor in two samples; below it, or seen once, it is 0):\n\n"
               "  10       alert if < 0 or > 10        10:20    alert if < 10 or > 20\n"
               "  10:      alert if < 10               @10:20   alert if 10 <= value <= 20\n"
-              "  ~:10     alert if > 10\n\n"
-              "Options:\n"
-              "  -w, --warning RANGE  WARNING range in MiB (default " CHECK_DEFAULT_WARN ": any confirmed\n"
+              "  ~:10     alert if > 10\n\n"), f);
+        fprintf(f, _("Options:\n"
+              "  -w, --warning RANGE  WARNING range in MiB (default %s: any confirmed\n"
               "                       ghost)\n"
-              "  -c, --critical RANGE CRITICAL range in MiB (default " CHECK_DEFAULT_CRIT ": a ghost above\n"
+              "  -c, --critical RANGE CRITICAL range in MiB (default %s: a ghost above\n"
               "                       1 GiB)\n"
               "  -t, --timeout SECONDS\n"
               "                       UNKNOWN if the scan has not finished by then (default\n"
@@ -56,27 +57,27 @@ static void check_usage(FILE *f)
               "                       2s, or a quarter of -t when that is less: -t covers the\n"
               "                       whole scan; 0 = one sample). A --confirm over half of\n"
               "                       -t is UNKNOWN.\n"
-              "  --noise-floor MIB    minimum ghost in MiB (default 64; 1% of the GPU if\n"
+              "  --noise-floor MIB    minimum ghost in MiB (default 64; 1%% of the GPU if\n"
               "                       larger)\n"
               "  --no-kernel          do not read the kernel log (it turns a silent GPU with\n"
               "                       Xid 79 into gpu-lost; /dev/kmsg needs root or\n"
-              "                       CAP_SYSLOG)\n", f);
-        fputs("  -v, --verbose        accepted as plugins do; the output stays the same\n", f);
+              "                       CAP_SYSLOG)\n"), CHECK_DEFAULT_WARN, CHECK_DEFAULT_CRIT);
+        fputs(_("  -v, --verbose        accepted as plugins do; the output stays the same\n"), f);
         cli_common_help(f, CHECK_ACCEPTS & ~CLI_VERBOSE);
-        fputs("  -h, --help           this help\n\n"
-              "States: CRITICAL when a GPU is lost, its ghost is in the critical range or\n"
+        fputs(_("  -h, --help           this help\n"), f);
+        fputs(_("\nStates: CRITICAL when a GPU is lost, its ghost is in the critical range or\n"
               "it had a critical Xid (79) within --xid-window; WARNING when its ghost is in\n"
               "the warning range, a task is stuck in the driver or it had an Xid of severity\n"
               "error (48, 95) within the window;\n"
               "UNKNOWN when the scan did not finish within -t, there is no driver, a GPU\n"
               "could not be inspected, or the options are wrong; else OK. The worst GPU\n"
-              "decides (CRITICAL > WARNING > UNKNOWN > OK).\n\n"
-              "Examples:\n"
+              "decides (CRITICAL > WARNING > UNKNOWN > OK).\n\n"), f);
+        fputs(_("Examples:\n"
               "  ghostvram check                  # WARNING on any ghost, CRITICAL above 1 GiB\n"
               "  ghostvram check -w 512 -c 4096 -t 20\n"
-              "  ghostvram check --gpu 3\n\n"
-              "Exit status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (also for a usage\n"
-              "error).\n", f);
+              "  ghostvram check --gpu 3\n\n"), f);
+        fputs(_("Exit status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (also for a usage\n"
+              "error).\n"), f);
 }
 
 struct check_job {

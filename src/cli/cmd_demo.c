@@ -20,6 +20,7 @@
 #include "render/proc_render.h"
 #include "util/buf.h"
 #include "util/escape.h"
+#include "util/i18n.h"
 #include "util/parse.h"
 #include "util/pidfd.h"
 
@@ -126,7 +127,7 @@ static void smi_view(const char *simdir)
 
 static void demo_usage(FILE *f)
 {
-        fprintf(f, "Usage: ghostvram demo [--mib M] [--workers K] [--keep]\n\n"
+        fputs(_("Usage: ghostvram demo [--mib M] [--workers K] [--keep]\n\n"
                    "The ghost-memory story end to end on a temporary simulated host (nothing\n"
                    "on this machine's GPUs is touched):\n"
                    "  1. a training job allocates M MiB (default 2048) on GPU 0 and forks K\n"
@@ -138,14 +139,14 @@ static void demo_usage(FILE *f)
                    "  4. ghostvram scan finds the ghost and names the workers with their link;\n"
                    "  5. ghostvram reclaim --yes ends them through pidfds (after re-checking\n"
                    "     each one's start time) and reports the memory back and the time it\n"
-                   "     took.\n"
-                   "Every process the demo starts is stopped at the end and the host removed\n"
+                   "     took.\n"), f);
+        fputs(_("Every process the demo starts is stopped at the end and the host removed\n"
                    "(--keep leaves it for exploring with GHOSTVRAM_SIM=DIR) — also when it is\n"
                    "interrupted (Ctrl-C, SIGTERM, SIGHUP: exit 128+signal) or its reader goes\n"
                    "away (`demo | head`: quietly, exit 141 as for SIGPIPE). The host is made in\n"
-                   "$TMPDIR (default /tmp).\n"
-                   "--mib must be above the noise floor of the simulated 80 GB GPU (816 MiB,\n"
-                   "1%% of its memory): scan does not call less a ghost (exit 2).\n");
+                   "$TMPDIR (default /tmp).\n"), f);
+        fprintf(f, _("--mib must be above the noise floor of the simulated 80 GB GPU (816 MiB,\n"
+                   "1%% of its memory): scan does not call less a ghost (exit 2).\n"));
 }
 
 int cmd_demo(int argc, char **argv)

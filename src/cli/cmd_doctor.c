@@ -23,6 +23,7 @@
 #include "util/buf.h"
 #include "util/escape.h"
 #include "util/fileio.h"
+#include "util/i18n.h"
 #include "util/parse.h"
 #include "util/i18n.h"
 
@@ -34,19 +35,19 @@
 
 static void doctor_usage(FILE *f)
 {
-        fputs(
-                "Usage: ghostvram doctor [OPTIONS]\n\n"
+        fputs(_("Usage: ghostvram doctor [OPTIONS]\n\n"
                 "Check this host's setup against what makes ghost GPU memory likely, or hard to\n"
-                "clear, and say for each finding what was seen and what to do next.\n\n"
-                "Checks (stable codes; docs/doctor.md explains each):\n"
+                "clear, and say for each finding what was seen and what to do next.\n\n"), f);
+        fputs(_("Checks (stable codes; docs/doctor.md explains each):\n"
                 "  persistence-off, row-remap-pending, retired-pages-pending, ecc-uncorrectable,\n"
                 "  reset-required, mig-pending, allocator-cache, gpu-unreachable, recent-xid\n"
                 "  (per GPU);\n"
                 "  driver-known-issue, uvm-not-loaded, uvm-in-use, module-params,\n"
                 "  kernel-log-restricted, version-mismatch, container-toolkit, nvml-unavailable,\n"
-                "  host-shm (host shared memory: host RAM, not GPU memory)\n\n"
-                "Options:\n"
-                CLI_GPU_HELP
+                "  host-shm (host shared memory: host RAM, not GPU memory)\n\n"), f);
+        /* CLI_GPU_HELP's line spelled out: a translation is found by the literal text */
+        fputs(_("Options:\n"
+                "  --gpu ID             only this GPU: an index, a UUID or a PCI bus id\n"
                 "  --explain            also print how to prevent ghosts, and the table of driver\n"
                 "                       releases with documented memory problems (with sources)\n"
                 "  --cache-min SIZE     allocator-cache: a live process holding at least SIZE MiB\n"
@@ -54,17 +55,17 @@ static void doctor_usage(FILE *f)
                 "  --root DIR           read the driver's files under DIR instead of /:\n"
                 "                       proc/driver/nvidia, proc/modules, proc/sys/kernel,\n"
                 "                       etc/nvidia-container-runtime, proc/meminfo,\n"
-                "                       proc/sysvipc/shm, dev/shm (a copy from another host)\n",
+                "                       proc/sysvipc/shm, dev/shm (a copy from another host)\n"),
               f);
-        fputs("  -v, --verbose        also show the evidence of checks that passed\n", f);
+        fputs(_("  -v, --verbose        also show the evidence of checks that passed\n"), f);
         cli_common_help(f, DOCTOR_ACCEPTS & ~CLI_VERBOSE);
-        fputs("  -h, --help           this help\n\n"
-                "Examples:\n"
+        fputs(_("  -h, --help           this help\n"), f);
+        fputs(_("\nExamples:\n"
                 "  sudo ghostvram doctor            # root sees every holder and the kernel log\n"
                 "  ghostvram doctor --gpu 0000:3b:00.0 --explain\n"
-                "  ghostvram doctor --json | jq '.findings[] | select(.level == \"warn\") | .code'\n\n"
-                "Exit status: 0 nothing to act on; 1 a warning; 2 usage error; 3 the driver could\n"
-                "not be inspected (no driver, no answer).\n", f);
+                "  ghostvram doctor --json | jq '.findings[] | select(.level == \"warn\") | .code'\n\n"), f);
+        fputs(_("Exit status: 0 nothing to act on; 1 a warning; 2 usage error; 3 the driver could\n"
+                "not be inspected (no driver, no answer).\n"), f);
 }
 
 /* Read ROOT/rel into *ret (NUL-terminated, capped). 0 or a negative errno. */

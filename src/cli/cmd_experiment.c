@@ -25,6 +25,7 @@
 #include "util/buf.h"
 #include "util/deadline.h"
 #include "util/fileio.h"
+#include "util/i18n.h"
 #include "util/parse.h"
 #include "util/spawn.h"
 #include "util/stopsig.h"
@@ -43,7 +44,7 @@
 
 static void experiment_usage(FILE *f)
 {
-        fputs("Usage: ghostvram experiment [--gpu N] [--mib M] [--workers K] [--signal KILL]\n"
+        fputs(_("Usage: ghostvram experiment [--gpu N] [--mib M] [--workers K] [--signal KILL]\n"
               "                            [--reclaim] [--repeat R] [--wait 10s] [--json]\n"
               "\n"
               "Reproduce the ghost on purpose and measure it. A job allocates M MiB on GPU N\n"
@@ -57,34 +58,34 @@ static void experiment_usage(FILE *f)
               "`ghostvram reclaim --yes --gpu N --pid WORKERS`, restricted to the workers\n"
               "it started. Prints a before/after table; with --repeat\n"
               "the median and the spread; --json has every raw sample.\n"
-              "\n"
-              "On a real host the job is a child of ghostvram using the CUDA driver API\n"
+              "\n"), f);
+        fputs(_("On a real host the job is a child of ghostvram using the CUDA driver API\n"
               "(libcuda.so.1, loaded at run time; --reclaim needs root). Under GHOSTVRAM_SIM\n"
               "it is the simulated application (`ghostvram sim run`). Every process the\n"
               "experiment starts is stopped at the end.\n"
-              "\n"
-              "Options:\n"
+              "\n"), f);
+        fputs(_("Options:\n"
               "  --gpu ID             the GPU: an index, a UUID or a PCI bus id (default 0)\n"
-              "  --mib M              the job's allocation (default 1024)\n", f);
-        fprintf(f, "  --workers K          forked workers, 0-%d (default 2)\n", EXP_MAX_WORKERS);
-        fputs("  --signal SIG         how the job is killed: KILL (default), TERM, INT, ...\n"
+              "  --mib M              the job's allocation (default 1024)\n"), f);
+        fprintf(f, _("  --workers K          forked workers, 0-%d (default 2)\n"), EXP_MAX_WORKERS);
+        fputs(_("  --signal SIG         how the job is killed: KILL (default), TERM, INT, ...\n"
               "  --reclaim            then run `ghostvram reclaim --yes --pid WORKERS` on the\n"
-              "                       run's own workers only, and measure again\n", f);
-        fprintf(f, "  --repeat R           runs, 1-%d (default 1)\n", EXP_MAX_REPEAT);
-        fputs("  --wait DURATION      how long to wait for the memory each time (default 10s)\n"
-              "  --confirm DURATION   reclaim's confirming-sample delay (default 2s)\n", f);
+              "                       run's own workers only, and measure again\n"), f);
+        fprintf(f, _("  --repeat R           runs, 1-%d (default 1)\n"), EXP_MAX_REPEAT);
+        fputs(_("  --wait DURATION      how long to wait for the memory each time (default 10s)\n"
+              "  --confirm DURATION   reclaim's confirming-sample delay (default 2s)\n"), f);
         cli_common_help(f, EXP_ACCEPTS & ~CLI_JSON);
-        fputs("  --json               machine-readable, with the samples (schema_version)\n"
-              "  -h, --help           this help\n"
-              "\n"
+        fputs(_("  --json               machine-readable, with the samples (schema_version)\n"), f);
+        fputs(_("  -h, --help           this help\n"), f);
+        fputs(_("\n"
               "Example:\n"
               "  ghostvram sim init /tmp/gpu\n"
               "  GHOSTVRAM_SIM=/tmp/gpu ghostvram experiment --reclaim --repeat 3\n"
-              "\n"
-              "Exit status: 0 measured (with --reclaim: the memory came back every time);\n"
+              "\n"), f);
+        fputs(_("Exit status: 0 measured (with --reclaim: the memory came back every time);\n"
               "1 with --reclaim, memory still held after reclaim in some run; 2 usage error;\n"
               "3 cannot run (no NVIDIA driver and no GHOSTVRAM_SIM, or the job did not\n"
-              "start).\n", f);
+              "start).\n"), f);
 }
 
 struct exp_opts {

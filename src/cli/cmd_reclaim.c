@@ -45,8 +45,7 @@ _Static_assert(RC_MAX_ANCESTORS >= HOST_MAX_ANCESTORS, "a bundle's ancestors fit
 
 static void reclaim_usage(FILE *f)
 {
-        fputs(
-                "Usage: ghostvram reclaim [--gpu N] [--pid P...] [--cgroup PATH] [--yes]\n"
+        fputs(_("Usage: ghostvram reclaim [--gpu N] [--pid P...] [--cgroup PATH] [--yes]\n"
                 "                         [--signal TERM] [--grace 5s] [--wait 60s]\n"
                 "                         [--json | --json-stream]\n"
                 "       ghostvram reclaim --reset-gpu --gpu N [--force] [--yes]\n"
@@ -57,8 +56,8 @@ static void reclaim_usage(FILE *f)
                 "workers of a killed job that kept its /dev/nvidia* descriptors or mappings),\n"
                 "and measure how long the memory takes to come back. The plan comes from a\n"
                 "fresh scan (two samples, as `scan`). Without --yes nothing is changed.\n"
-                "\n"
-                "A process is a default target only if ALL of these hold:\n"
+                "\n"), f);
+        fputs(_("A process is a default target only if ALL of these hold:\n"
                 "  - scan ties it, through a link to a dead owner, to a GPU with a confirmed\n"
                 "    ghost (not merely a candidate when several GPUs have one);\n"
                 "  - it holds or maps nvidia-uvm (a CUDA process, not a monitor);\n"
@@ -69,8 +68,9 @@ static void reclaim_usage(FILE *f)
                 "    manager, device plugins), a display server, or in the site policy.\n"
                 "Each target is opened with pidfd_open and its start time re-checked before any\n"
                 "signal: a reused PID is never signalled. Signals go through the pidfd only.\n"
-                "\n"
-                "Options:\n"
+                "\n"), f);
+        /* xgettext:no-c-format */
+        fputs(_("Options:\n"
                 "  --gpu ID             only the ghost of this GPU: an index, a UUID or a PCI\n"
                 "                       bus id\n"
                 "  --pid P[,P...]       exactly these processes, not the default targets (never\n"
@@ -106,15 +106,15 @@ static void reclaim_usage(FILE *f)
                 "                       lets --pid name a process without an NVIDIA node, or\n"
                 "                       a ghostvram; lets --poke run beside live jobs\n"
                 "  --confirm DURATION   delay before the scan's confirming sample (default 2s)\n"
-                "  --noise-floor MIB    minimum ghost in MiB (default 64; 1% of the GPU if more)\n",
+                "  --noise-floor MIB    minimum ghost in MiB (default 64; 1% of the GPU if more)\n"),
               f);
-        fputs("  --json-stream        one JSON object per line as it happens: plan, action,\n"
+        fputs(_("  --json-stream        one JSON object per line as it happens: plan, action,\n"
               "                       sample, result (docs/reclaim.md)\n"
               "  -v, --verbose        also list CUDA processes tied to no ghost\n"
-              "  --from-bundle DIR    plan from a recorded bundle (never acts)\n", f);
+              "  --from-bundle DIR    plan from a recorded bundle (never acts)\n"), f);
         cli_common_help(f, RECLAIM_ACCEPTS & ~(CLI_VERBOSE | CLI_FROM_BUNDLE));
-        fputs("  -h, --help           this help\n"
-                "\n"
+        fputs(_("  -h, --help           this help\n"), f);
+        fputs(_("\n"
                 "Examples:\n"
                 "  sudo ghostvram reclaim                 # the plan: who gets SIGTERM, and why\n"
                 "  sudo ghostvram reclaim --yes           # do it; memory before/after, time\n"
@@ -122,15 +122,15 @@ static void reclaim_usage(FILE *f)
                 "  sudo ghostvram reclaim --cgroup /slurm/uid_1000/job_42 --yes\n"
                 "  sudo ghostvram reclaim --poke --gpu 3 --yes  # a new context: does it free it?\n"
                 "  sudo ghostvram reclaim --reset-gpu --gpu 3   # what a reset would need\n"
-                "\n"
-                "The plan is printed before acting, then each signal, result and memory sample\n"
+                "\n"), f);
+        fputs(_("The plan is printed before acting, then each signal, result and memory sample\n"
                 "as it happens. SIGINT, SIGTERM or SIGHUP stop it: no signal is sent after\n"
                 "that, the report says what was done and what is left, and it exits 128+N.\n"
                 "Every action goes to syslog (LOG_AUTHPRIV) and the JSON. One reclaim at a\n"
                 "time per host (a lock in /run/ghostvram). docs/reclaim.md: the rules, the\n"
                 "policy file, the checks.\n"
-                "\n"
-                "Exit status: 0 memory recovered (or a dry run with a plan, or nothing to\n"
+                "\n"), f);
+        fputs(_("Exit status: 0 memory recovered (or a dry run with a plan, or nothing to\n"
                 "reclaim); 1 partial (a process did not end, the memory did not come back, or\n"
                 "a ghost no process may be ended for); 2 usage error; 3 cannot act (not root\n"
                 "for others' processes, no pidfd support, another reclaim running, --pid naming\n"
@@ -139,7 +139,7 @@ static void reclaim_usage(FILE *f)
                 "ran and nothing changed, a CUDA call failed, or it hung and was killed; 3\n"
                 "refused (live jobs without --force, MIG, a lost GPU) or no CUDA library.\n"
                 "--yes is refused (exit 2) with --proc or --from-bundle: the plan would not\n"
-                "come from this host's live /proc.\n",
+                "come from this host's live /proc.\n"),
               f);
 }
 

@@ -9,6 +9,7 @@
 #include "collect/sample.h"
 #include "collect/shm.h"
 #include "util/fileio.h"
+#include "util/i18n.h"
 #include "model/ledger.h"
 #include "run/scan_run.h"
 #include "render/metrics.h"
@@ -22,7 +23,7 @@
 
 static void scan_usage(FILE *f)
 {
-        fputs("Usage: ghostvram scan [OPTIONS]\n\n"
+        fputs(_("Usage: ghostvram scan [OPTIONS]\n\n"
               "Account for every byte each GPU reports as used and name who holds the part\n"
               "that no live process explains:\n\n"
               "  used = listed + foreign + ghost + unattributed\n"
@@ -35,8 +36,9 @@ static void scan_usage(FILE *f)
               "                workers that kept the dead job's /dev/nvidia* descriptors or\n"
               "                mappings)\n"
               "  unattributed  unexplained bytes while live owners run (managed memory,\n"
-              "                kernel clients, tenants we cannot see): never called a leak\n\n"
-              "A holder is tied to a GPU's ghost only through a link (same process group or\n"
+              "                kernel clients, tenants we cannot see): never called a leak\n\n"), f);
+        /* xgettext:no-c-format */
+        fputs(_("A holder is tied to a GPU's ghost only through a link (same process group or\n"
               "session as the dead owner, its child, the same job), never because it has a\n"
               "device node open: CUDA opens every GPU's node and monitors hold them too.\n"
               "A ghost counts only above a noise floor (the larger of 64 MiB and 1% of the\n"
@@ -44,8 +46,9 @@ static void scan_usage(FILE *f)
               "with a delay while a job tears down.\n\n"
               "Host shared memory (/dev/shm, System V segments) is noted after the GPUs when\n"
               "it is large (1 GiB, or 10% of RAM if less): it is host RAM, never in\n"
-              "nvidia-smi's used figure.\n\n"
-              "Options:\n"
+              "nvidia-smi's used figure.\n\n"), f);
+        /* xgettext:no-c-format */
+        fputs(_("Options:\n"
               "  --gpu ID             report only this GPU: an index, a UUID or a PCI bus id\n"
               "                       (the account always looks at every GPU)\n"
               "  --confirm DURATION   wait this long before the confirming sample (default\n"
@@ -60,10 +63,10 @@ static void scan_usage(FILE *f)
               "                       sites\n"
               "  --textfile DIR       also write DIR/ghostvram.prom for node_exporter's\n"
               "                       textfile collector (atomically; docs/metrics.md lists\n"
-              "                       the metrics)\n", f);
+              "                       the metrics)\n"), f);
         cli_common_help(f, SCAN_ACCEPTS);
-        fputs("  -h, --help           this help\n\n"
-              "Verdicts (the first finding of a GPU; docs/verdicts.md explains each):\n", f);
+        fputs(_("  -h, --help           this help\n"), f);
+        fputs(_("\nVerdicts (the first finding of a GPU; docs/verdicts.md explains each):\n"), f);
         /* the codes themselves, so that help never lists fewer than the ledger has */
         size_t col = 0;
         for (size_t i = 0; i < ledger_n_verdict_codes; i++) {
@@ -75,17 +78,17 @@ static void scan_usage(FILE *f)
                 }
                 col += (size_t)fprintf(f, "%s%s%s", col ? " " : "  ", ledger_verdict_codes[i], last ? "" : ",");
         }
-        fputs("\n\n"
+        fputs(_("\n\n"
               "Examples:\n"
               "  sudo ghostvram scan               # root sees every process and descriptor\n"
               "  ghostvram scan --gpu 1 --verbose  # also list holders that are not linked\n"
               "  ghostvram scan --json |\n"
-              "    jq '.gpus[] | {index, verdict, ghost: .memory.ghost_bytes}'\n\n"
-              "Exit status: 0 no ghost; 1 a confirmed ghost on some GPU, or an Xid of\n"
+              "    jq '.gpus[] | {index, verdict, ghost: .memory.ghost_bytes}'\n\n"), f);
+        fputs(_("Exit status: 0 no ghost; 1 a confirmed ghost on some GPU, or an Xid of\n"
               "severity error (48, 95) within --xid-window; 2 usage error; 3 some GPU is\n"
               "lost, could not be inspected or had a critical Xid (79) within the window,\n"
               "or no driver. The worse wins: 3 over 1 (a ghost on one GPU never hides a\n"
-              "lost one).\n", f);
+              "lost one).\n"), f);
 }
 
 /* The sources of a scan from the common options. */

@@ -12,6 +12,7 @@
 #include "run/scan_run.h"
 #include "serve/exporter.h"
 #include "serve/http.h"
+#include "util/i18n.h"
 #include "util/parse.h"
 
 /* the answers are HTTP documents: no --json, no -v, no bundle (one scan's answers) */
@@ -19,13 +20,13 @@
 
 static void serve_usage(FILE *f)
 {
-        fputs("Usage: ghostvram serve [--listen ADDR:PORT] [--interval DURATION]\n"
+        fputs(_("Usage: ghostvram serve [--listen ADDR:PORT] [--interval DURATION]\n"
               "                       [--expose-cmdline] [OPTIONS]\n\n"
               "A Prometheus exporter. A collection thread scans every --interval; each scrape\n"
               "gets the latest result at once, so a hung driver makes the data age\n"
               "(ghostvram_data_age_seconds, /healthz) instead of hanging a scrape.\n"
-              "Read-only: only GET and HEAD.\n\n"
-              "  GET /metrics      Prometheus text format 0.0.4; OpenMetrics 1.0.0 when the\n"
+              "Read-only: only GET and HEAD.\n\n"), f);
+        fputs(_("  GET /metrics      Prometheus text format 0.0.4; OpenMetrics 1.0.0 when the\n"
               "                    Accept header asks for application/openmetrics-text\n"
               "                    (docs/metrics.md)\n"
               "  GET /healthz      200 while the data is fresh, 503 once older than\n"
@@ -36,13 +37,14 @@ static void serve_usage(FILE *f)
               "                    --expose-cmdline)\n"
               "  GET /             a page: per-GPU memory timelines by kind (the last 720\n"
               "                    collections), verdicts, holders, Xid events; no script,\n"
-              "                    strict CSP\n\n"
-              "Each collection reads NVML and re-checks the PIDs it lists in /proc; the full\n"
+              "                    strict CSP\n\n"), f);
+        fputs(_("Each collection reads NVML and re-checks the PIDs it lists in /proc; the full\n"
               "/proc walk runs only when some memory is unexplained, a listed PID changed, a\n"
               "ghost is being followed, or every 40th cycle (docs/metrics.md, \"What serve\n"
               "does each cycle\"). The kernel log is followed from the start:\n"
-              "ghostvram_xid_events_total counts only new Xid events.\n\n"
-              "Options:\n"
+              "ghostvram_xid_events_total counts only new Xid events.\n\n"), f);
+        /* xgettext:no-c-format */
+        fputs(_("Options:\n"
               "  --listen ADDR:PORT   where to listen (default 127.0.0.1:9835; :9835 every\n"
               "                       address, localhost:9835 the loopback; [::1]:9835 for\n"
               "                       IPv6; 0.0.0.0:9835 for every interface; port 0 picks a\n"
@@ -60,16 +62,16 @@ static void serve_usage(FILE *f)
               "  --noise-floor MIB    minimum ghost in MiB (default 64; 1% of the GPU if\n"
               "                       larger)\n"
               "  --no-kernel          do not follow the kernel log (no Xid counts; /dev/kmsg\n"
-              "                       needs root or CAP_SYSLOG)\n", f);
+              "                       needs root or CAP_SYSLOG)\n"), f);
         cli_common_help(f, SERVE_ACCEPTS);
-        fputs("  -h, --help           this help\n\n"
-              "Stop with SIGINT or SIGTERM: the collection in progress finishes, then it exits\n"
-              "0.\n\n"
-              "Examples:\n"
+        fputs(_("  -h, --help           this help\n"), f);
+        fputs(_("\nStop with SIGINT or SIGTERM: the collection in progress finishes, then it exits\n"
+              "0.\n\n"), f);
+        fputs(_("Examples:\n"
               "  sudo ghostvram serve\n"
               "  ghostvram serve --listen '[::1]:9835' --interval 30s\n"
-              "  curl -s localhost:9835/metrics | grep ghostvram_gpu_memory_used_bytes\n\n"
-              "Exit status: 0 stopped by a signal; 2 usage error; 3 could not listen or start.\n", f);
+              "  curl -s localhost:9835/metrics | grep ghostvram_gpu_memory_used_bytes\n\n"), f);
+        fputs(_("Exit status: 0 stopped by a signal; 2 usage error; 3 could not listen or start.\n"), f);
 }
 
 int cmd_serve(int argc, char **argv)

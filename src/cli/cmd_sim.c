@@ -18,6 +18,7 @@
 #include "simstate.h"
 #include "util/buf.h"
 #include "util/escape.h"
+#include "util/i18n.h"
 #include "util/parse.h"
 #include "util/spawn.h"
 
@@ -25,13 +26,12 @@
 
 static void sim_usage(FILE *f)
 {
-        fprintf(f,
-                "Usage: ghostvram sim COMMAND DIR [OPTIONS]\n\n"
+        fputs(_("Usage: ghostvram sim COMMAND DIR [OPTIONS]\n\n"
                 "A simulated NVIDIA driver for tests, demos and learning. DIR holds a simulated\n"
                 "host: GPUs, device files (DIR/dev/nvidia*), jobs' contexts and knobs. With\n"
                 "GHOSTVRAM_SIM=DIR every ghostvram command reads it instead of the real driver,\n"
-                "through a stand-in libnvidia-ml.so.1 with the real ABI.\n\n"
-                "Commands:\n"
+                "through a stand-in libnvidia-ml.so.1 with the real ABI.\n\n"), f);
+        fputs(_("Commands:\n"
                 "  init DIR [--gpus N] [--memory MiB] [--reserved MiB]\n"
                 "                create a simulated host\n"
                 "  run DIR --gpu I --mib M [--workers K] [--close-fds-in-workers]\n"
@@ -41,18 +41,18 @@ static void sim_usage(FILE *f)
                 "                start a simulated CUDA job in the background; print its PIDs\n"
                 "  set DIR KEY=VALUE...\n"
                 "                driver generation, PID translation, faults ('sim set --help')\n"
-                "  status DIR    GPUs, memory, contexts and their owners, as the driver sees them\n\n"
-                "The rule it follows, like the real driver: a context's memory is freed only\n"
+                "  status DIR    GPUs, memory, contexts and their owners, as the driver sees them\n\n"), f);
+        fputs(_("The rule it follows, like the real driver: a context's memory is freed only\n"
                 "when the open file description it was created on is gone. Workers forked by a\n"
                 "killed job keep it, through inherited descriptors or mappings alone, and\n"
-                "nvidia-smi shows a PID that no longer exists.\n\n"
-                "Example:\n"
+                "nvidia-smi shows a PID that no longer exists.\n\n"), f);
+        fputs(_("Example:\n"
                 "  ghostvram sim init /tmp/gpu --gpus 2\n"
                 "  ghostvram sim run /tmp/gpu --gpu 0 --mib 4096 --workers 2   # owner 1234 ...\n"
                 "  kill -9 1234\n"
-                "  GHOSTVRAM_SIM=/tmp/gpu ghostvram scan\n\n"
-                "Run 'ghostvram sim COMMAND --help' for each command. Exit status: 0 done,\n"
-                "1 failed (e.g. the job ran out of GPU memory), 2 bad usage.\n");
+                "  GHOSTVRAM_SIM=/tmp/gpu ghostvram scan\n\n"), f);
+        fputs(_("Run 'ghostvram sim COMMAND --help' for each command. Exit status: 0 done,\n"
+                "1 failed (e.g. the job ran out of GPU memory), 2 bad usage.\n"), f);
 }
 
 static bool want_help(int argc, char **argv)
@@ -117,17 +117,26 @@ static int init_target_ok(const char *dir)
 
 /* ---- init ------------------------------------------------------------------------------- */
 
-static const char sim_init_help[] =
-        "Usage: ghostvram sim init DIR [--gpus N] [--memory MiB] [--reserved MiB]\n\n"
+/* a help in sections, each translated whole; NULL ends it */
+static void sim_put_help(const char *const *sections)
+{
+        for (size_t i = 0; sections[i]; i++)
+                fputs(_(sections[i]), stdout);
+}
+
+static const char *const sim_init_help[] = {
+        N_("Usage: ghostvram sim init DIR [--gpus N] [--memory MiB] [--reserved MiB]\n\n"
         "Create a simulated host in DIR (created if missing; must not hold one yet):\n"
         "N GPUs \"NVIDIA H100 80GB HBM3 (simulated)\" with distinct UUIDs and PCI bus\n"
         "ids; device files DIR/dev/nvidiactl, nvidia-uvm, nvidia0..N-1; no jobs;\n"
-        "default knobs.\n\n"
-        "  --gpus N          number of GPUs, 1 to 16 (default 2)\n"
+        "default knobs.\n\n"),
+        N_("  --gpus N          number of GPUs, 1 to 16 (default 2)\n"
         "  --memory SIZE     memory per GPU (default 81559 MiB, an H100 80GB; 2GiB ok)\n"
         "  --reserved SIZE   memory the driver reserves per GPU (default 579 MiB):\n"
-        "                    apart in nvmlDeviceGetMemoryInfo_v2, inside v1's 'used'\n\n"
-        "Then: ghostvram sim run DIR ..., or GHOSTVRAM_SIM=DIR ghostvram scan\n";
+        "                    apart in nvmlDeviceGetMemoryInfo_v2, inside v1's 'used'\n\n"),
+        N_("Then: ghostvram sim run DIR ..., or GHOSTVRAM_SIM=DIR ghostvram scan\n"),
+        NULL,
+};
 
 static int sim_cmd_init(int argc, char **argv)
 {
@@ -164,7 +173,7 @@ static int sim_cmd_init(int argc, char **argv)
                                 return EXIT_USAGE;
                         }
                         break;
-                case 'h': fputs(sim_init_help, stdout); return EXIT_OK;
+                case 'h': sim_put_help(sim_init_help); return EXIT_OK;
                 default: cli_bad_option("sim init", argc, argv, c); return EXIT_USAGE;
                 }
         }
@@ -202,8 +211,8 @@ static int sim_cmd_init(int argc, char **argv)
 
 /* ---- run --------------------------------------------------------------------------------- */
 
-static const char sim_run_help[] =
-        "Usage: ghostvram sim run DIR --gpu I --mib M [--workers K]\n"
+static const char *const sim_run_help[] = {
+        N_("Usage: ghostvram sim run DIR --gpu I --mib M [--workers K]\n"
         "                         [--close-fds-in-workers] [--exec-child]\n"
         "                         [--worker-setsid | --setsid-workers N]\n"
         "                         [--launcher | --launcher-exits]\n"
@@ -216,8 +225,8 @@ static const char sim_run_help[] =
         "per process: 'launcher PID' (with a launcher), 'owner PID', 'worker PID'...,\n"
         "'child PID'. They sleep until killed. The driver's teardown of the context is\n"
         "no process of the job: it frees the memory when the last descriptor or mapping\n"
-        "goes, gradually over the free delay (free_delay_ms_per_gib, 'sim set --help').\n\n"
-        "  --gpu I                 CUDA device ordinal (of CUDA_VISIBLE_DEVICES if set;\n"
+        "goes, gradually over the free delay (free_delay_ms_per_gib, 'sim set --help').\n\n"),
+        N_("  --gpu I                 CUDA device ordinal (of CUDA_VISIBLE_DEVICES if set;\n"
         "                          the variable passes to the job)\n"
         "  --mib SIZE              GPU memory of the context (must fit in free memory)\n"
         "  --workers K             fork K workers (0-64) after the context exists: they\n"
@@ -244,8 +253,10 @@ static const char sim_run_help[] =
         "                          libcuda.so.1: symbol (default: one cuMemAlloc_v2),\n"
         "                          mixed (half by symbol, half through\n"
         "                          cuGetProcAddress_v2), procaddr, procaddr-v1, dlsym,\n"
-        "                          vmm, async (docs/track.md)\n\n"
-        "Exit status: 0 started, 1 the job failed (out of memory, GPU lost), 2 bad usage.\n";
+        "                          vmm, async (docs/track.md)\n\n"),
+        N_("Exit status: 0 started, 1 the job failed (out of memory, GPU lost), 2 bad usage.\n"),
+        NULL,
+};
 
 static int sim_run_spawn(const char *app, const char *dir, char **args, int *ret_fd, pid_t *ret_pid)
 {
@@ -363,7 +374,7 @@ static int sim_cmd_run(int argc, char **argv)
                                 return EXIT_USAGE;
                         }
                         break;
-                case 'h': fputs(sim_run_help, stdout); return EXIT_OK;
+                case 'h': sim_put_help(sim_run_help); return EXIT_OK;
                 default: cli_bad_option(cmd, argc, argv, c); return EXIT_USAGE;
                 }
         }
@@ -500,17 +511,20 @@ static int sim_cmd_set(int argc, char **argv)
         if (want_help(argc, argv)) {
                 struct buf b = BUF_INIT(1 << 16);
                 sim_knobs_help(&b);
-                printf("Usage: ghostvram sim set DIR KEY=VALUE [KEY=VALUE...]\n\n"
+                fputs(_("Usage: ghostvram sim set DIR KEY=VALUE [KEY=VALUE...]\n\n"
                        "Change the simulated driver. Knobs marked [GPU:] apply to every GPU, or to\n"
                        "one with KEY=GPU:VALUE; KEY=default (or KEY=GPU:default) removes a setting.\n"
-                       "They take effect at the next NVML call. All are checked before any is written.\n\n"
-                       "Knobs:\n%s\n"
-                       "Examples:\n"
+                       "They take effect at the next NVML call. All are checked before any is written.\n\n"),
+                      stdout);
+                /* the knobs' list is made from the simulator's table (sim_knobs_help) */
+                fputs(_("Knobs:\n"), stdout);
+                printf("%s\n", buf_str(&b));
+                fputs(_("Examples:\n"
                        "  ghostvram sim set /tmp/gpu driver=535.98 pid_mode=host\n"
                        "  ghostvram sim set /tmp/gpu hang=1:nvmlDeviceGetMemoryInfo_v2\n"
                        "  ghostvram sim set /tmp/gpu notsup=persistence,memory_v2 uncharged_mib=0:300\n"
-                       "  ghostvram sim set /tmp/gpu free_delay_ms_per_gib=2000 xid_event=0:79\n",
-                       buf_str(&b));
+                       "  ghostvram sim set /tmp/gpu free_delay_ms_per_gib=2000 xid_event=0:79\n"),
+                      stdout);
                 buf_free(&b);
                 return EXIT_OK;
         }
@@ -563,11 +577,11 @@ static void sim_status_print(const char *dir, const struct sim_client *cl, const
 static int sim_cmd_status(int argc, char **argv)
 {
         if (want_help(argc, argv)) {
-                printf("Usage: ghostvram sim status DIR\n\n"
+                fputs(_("Usage: ghostvram sim status DIR\n\n"
                        "What the simulated driver sees now, from this process's PID namespace:\n"
                        "per GPU its memory (as the v2 query reports it) and faults, and each\n"
                        "context with its owner (alive, dead, or in another PID namespace), or\n"
-                       "released and waiting for the free delay.\n");
+                       "released and waiting for the free delay.\n"), stdout);
                 return EXIT_OK;
         }
         if (no_options("sim status", argc, argv) < 0)

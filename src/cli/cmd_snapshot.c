@@ -5,28 +5,29 @@
 #include "cli/cli.h"
 #include "collect/sample.h"
 #include "util/fileio.h"
+#include "util/i18n.h"
 #include "render/snapshot.h"
 
 #define SNAPSHOT_ACCEPTS CLI_COMMON_ALL
 
 static void snapshot_usage(FILE *f)
 {
-        fputs("Usage: ghostvram snapshot [OPTIONS]\n\n"
+        fputs(_("Usage: ghostvram snapshot [OPTIONS]\n\n"
               "Show the raw facts, no verdicts: per GPU what NVML says (memory, the processes\n"
               "it lists, and what this host knows of each PID: alive, zombie, exiting, start\n"
               "time, holds device nodes), and every process holding an NVIDIA device node, by\n"
               "open descriptor or by memory mapping. 'ghostvram scan' turns these facts into\n"
-              "verdicts.\n\n"
-              "Options:\n", f);
+              "verdicts.\n\n"), f);
+        fputs(_("Options:\n"), f);
         cli_common_help(f, SNAPSHOT_ACCEPTS);
-        fputs("  -h, --help           this help\n\n"
-              "Examples:\n"
+        fputs(_("  -h, --help           this help\n"), f);
+        fputs(_("\nExamples:\n"
               "  sudo ghostvram snapshot                  # root sees every process\n"
               "  ghostvram snapshot --json | jq '.holders[].pid'\n"
               "  sudo ghostvram snapshot --save-bundle /tmp/gv-bundle  # for a bug report\n"
-              "  ghostvram snapshot --from-bundle /tmp/gv-bundle\n\n"
-              "Exit status: 0 facts shown; 2 usage error; 3 the driver or /proc could not be\n"
-              "read.\n", f);
+              "  ghostvram snapshot --from-bundle /tmp/gv-bundle\n\n"), f);
+        fputs(_("Exit status: 0 facts shown; 2 usage error; 3 the driver or /proc could not be\n"
+              "read.\n"), f);
 }
 
 int cmd_snapshot(int argc, char **argv)

@@ -31,6 +31,7 @@
 #include "run/scan_run.h"
 #include "util/buf.h"
 #include "util/deadline.h"
+#include "util/i18n.h"
 #include "util/parse.h"
 #include "util/timefmt.h"
 
@@ -41,17 +42,18 @@
 
 static void top_usage(FILE *f)
 {
-        fputs("Usage: ghostvram top [--interval DURATION] [--gpu N|UUID|BUS] [--batch]\n"
+        fputs(_("Usage: ghostvram top [--interval DURATION] [--gpu N|UUID|BUS] [--batch]\n"
               "                     [OPTIONS]\n\n"
               "A live view, like nvtop, of what holds GPU memory: per GPU a bar of used memory\n"
               "split into reserved (R) / listed (L) / foreign (F) / ghost (G) / unattributed\n"
               "(U) / freeing (~, a teardown in progress), the verdict and its confidence, a\n"
               "sparkline of the ghost; the processes (owners, workers of a dead owner,\n"
               "monitors, daemons) with their link and evidence; the NVIDIA kernel events. A\n"
-              "hung driver never freezes it: the last sample stays, aged, with the reason.\n\n"
-              "Keys: q quit  g next GPU  up/down select  s sort  r reclaim's plan (dry run;\n"
-              "A then y acts, as root)  x Xid events  ? help  Esc close a dialog\n\n"
-              "Options:\n"
+              "hung driver never freezes it: the last sample stays, aged, with the reason.\n\n"), f);
+        fputs(_("Keys: q quit  g next GPU  up/down select  s sort  r reclaim's plan (dry run;\n"
+              "A then y acts, as root)  x Xid events  ? help  Esc close a dialog\n\n"), f);
+        /* xgettext:no-c-format */
+        fputs(_("Options:\n"
               "  --interval DURATION  time between samples (default 1s; 200ms to 1h)\n"
               "  --gpu N|UUID|BUS     show this GPU (index, UUID or PCI bus id); g cycles\n"
               "  --batch              print plain frames instead of a full screen (also when\n"
@@ -60,12 +62,12 @@ static void top_usage(FILE *f)
               "  --iterations N       stop after N frames (batch) or N samples\n"
               "  --noise-floor MIB    minimum ghost in MiB (default 64; 1% of the GPU if\n"
               "                       larger)\n"
-              "  --no-kernel          do not follow the kernel log (no Xid events)\n", f);
+              "  --no-kernel          do not follow the kernel log (no Xid events)\n"), f);
         cli_common_help(f, TOP_ACCEPTS);
-        fputs("  -h, --help           this help\n\n"
-              "Colour: off with NO_COLOR, on a monochrome terminal, or in batch mode (letters\n"
-              "then).\n"
-              "Exit status: 0 quit or stopped by a signal; 2 usage error; 3 could not start.\n", f);
+        fputs(_("  -h, --help           this help\n"), f);
+        fputs(_("\nColour: off with NO_COLOR, on a monochrome terminal, or in batch mode (letters\n"
+              "then).\n"), f);
+        fputs(_("Exit status: 0 quit or stopped by a signal; 2 usage error; 3 could not start.\n"), f);
 }
 
 struct top {

@@ -26,6 +26,7 @@
 #include "util/deadline.h"
 #include "util/escape.h"
 #include "util/fileio.h"
+#include "util/i18n.h"
 #include "util/parse.h"
 #include "util/spawn.h"
 
@@ -61,7 +62,7 @@ struct track_end {
 
 static void track_usage(FILE *f)
 {
-        fputs("Usage: ghostvram track [OPTIONS] -- CMD [ARGS...]\n\n"
+        fputs(_("Usage: ghostvram track [OPTIONS] -- CMD [ARGS...]\n\n"
               "Run CMD with ghostvram's allocation tracker preloaded (LD_PRELOAD). Every GPU\n"
               "memory allocation and free made through the CUDA driver API (cuMemAlloc_v2,\n"
               "cuMemAllocPitch_v2, cuMemAllocManaged, cuMemAllocAsync,\n"
@@ -70,15 +71,15 @@ static void track_usage(FILE *f)
               "cuGetProcAddress) is appended to a per-process ledger file before the call\n"
               "returns, with its device, size and call site. A ledger survives kill -9:\n"
               "`ghostvram scan --ledger-dir DIR` then says what a dead owner still had\n"
-              "allocated and where.\n\n"
-              "When CMD exits, track reports what its processes left allocated by call site\n"
+              "allocated and where.\n\n"), f);
+        fputs(_("When CMD exits, track reports what its processes left allocated by call site\n"
               "(the leak check) and exits with CMD's status. Processes of CMD that still run\n"
               "(a daemonised job) are listed; their ledgers stay in DIR. SIGINT, SIGTERM,\n"
               "SIGHUP or SIGQUIT sent to track by a process is passed on to CMD (the\n"
               "terminal's ^C already reaches it); track waits for CMD at most 5 s more, then\n"
-              "reports.\n\n"
-              "Options:\n"
-              "  --ledger-dir DIR     where ledgers go (default " TRACK_DEFAULT_DIR ";\n"
+              "reports.\n\n"), f);
+        fprintf(f, _("Options:\n"
+              "  --ledger-dir DIR     where ledgers go (default %s;\n"
               "                       created)\n"
               "  --json               the report as JSON (schema_version inside)\n"
               "  --report FILE        write the report to FILE instead of standard error\n"
@@ -89,17 +90,18 @@ static void track_usage(FILE *f)
               "                       (default 256)\n"
               "  --show FILE          print what one ledger file holds (JSON) and exit:\n"
               "                       0 a ledger, 1 not one\n"
-              "  --preload PATH       the tracker library (default: " TRACK_LIB_NAME "\n"
-              "                       next to ghostvram, or in ../lib/ghostvram/)\n"
-              "  -h, --help           this help\n\n"
-              "Examples:\n"
+              "  --preload PATH       the tracker library (default: %s\n"
+              "                       next to ghostvram, or in ../lib/ghostvram/)\n"),
+                TRACK_DEFAULT_DIR, TRACK_LIB_NAME);
+        fputs(_("  -h, --help           this help\n"), f);
+        fputs(_("\nExamples:\n"
               "  ghostvram track -- python train.py\n"
               "  ghostvram track --ledger-dir /tmp/l -- \\\n"
               "      torchrun --nproc-per-node 8 train.py\n"
-              "  ghostvram scan --ledger-dir /run/ghostvram/ledger   # after a kill -9\n\n"
-              "Exit status: CMD's (128+N when a signal N ended it); 128+N when track passed\n"
+              "  ghostvram scan --ledger-dir /run/ghostvram/ledger   # after a kill -9\n\n"), f);
+        fputs(_("Exit status: CMD's (128+N when a signal N ended it); 128+N when track passed\n"
               "signal N on and CMD still ran 5 s later; 2 usage error; 125 track itself\n"
-              "failed (no ledger directory, no tracker library); 127 CMD could not be run.\n",
+              "failed (no ledger directory, no tracker library); 127 CMD could not be run.\n"),
               f);
 }
 

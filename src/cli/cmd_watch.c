@@ -20,6 +20,7 @@
 #include "render/json_util.h"
 #include "render/metrics.h"
 #include "util/deadline.h"
+#include "util/i18n.h"
 #include "util/parse.h"
 #include "util/spawn.h"
 #include "util/timefmt.h"
@@ -34,13 +35,13 @@
 
 static void watch_usage(FILE *f)
 {
-        fputs("Usage: ghostvram watch [--interval 2s] [--threshold MIB] [--for DURATION]\n"
+        fputs(_("Usage: ghostvram watch [--interval 2s] [--threshold MIB] [--for DURATION]\n"
               "                       [--exec CMD] [--textfile DIR] [--gpu N] [OPTIONS]\n\n"
               "Sample every --interval and print a line when a GPU's verdict or ghost changes.\n"
               "When a GPU's confirmed ghost (above the noise floor in two consecutive samples)\n"
               "stays above --threshold for --for, print an ALERT line and run --exec; print a\n"
-              "CLEAR line (and run --exec again) when it drops back.\n\n"
-              "Options:\n"
+              "CLEAR line (and run --exec again) when it drops back.\n\n"), f);
+        fprintf(f, _("Options:\n"
               "  --interval DURATION  time between samples (default 2s; 200ms to 1h)\n"
               "  --threshold MIB      alert above this confirmed ghost in MiB (default 0: any)\n"
               "  --for DURATION       ...held this long (default 30s; 0 = at once)\n"
@@ -58,33 +59,33 @@ static void watch_usage(FILE *f)
               "                       --gpu N --yes' (every safety rule of reclaim applies:\n"
               "                       a fresh two-sample scan, only linked orphans, pidfds,\n"
               "                       re-checked start times)\n"
-              "  --reclaim-every DURATION\n", f);
-        fprintf(f,
+              "  --reclaim-every DURATION\n"
               "                       at most one reclaim per GPU this often (default 10m),\n"
-              "                       and at most %d per hour in all\n", WATCH_RECLAIMS_PER_HOUR);
-        fputs("  --noise-floor MIB    minimum ghost in MiB (default 64; 1% of the GPU if\n"
+              "                       and at most %d per hour in all\n"), WATCH_RECLAIMS_PER_HOUR);
+        /* xgettext:no-c-format */
+        fputs(_("  --noise-floor MIB    minimum ghost in MiB (default 64; 1% of the GPU if\n"
               "                       larger)\n"
               "  --no-kernel          do not follow the kernel log (new Xid events are printed\n"
-              "                       as they come; /dev/kmsg needs root or CAP_SYSLOG)\n", f);
+              "                       as they come; /dev/kmsg needs root or CAP_SYSLOG)\n"), f);
         cli_common_help(f, WATCH_ACCEPTS);
-        fputs("  -h, --help           this help\n\n"
-              "With --json each line is a JSON object (event: state, alert, clear, xid,\n"
-              "error).\n\n"
-              "Hook environment: GHOSTVRAM_EVENT (alert or clear), GHOSTVRAM_GPU,\n"
+        fputs(_("  -h, --help           this help\n"), f);
+        fputs(_("\nWith --json each line is a JSON object (event: state, alert, clear, xid,\n"
+              "error).\n\n"), f);
+        fputs(_("Hook environment: GHOSTVRAM_EVENT (alert or clear), GHOSTVRAM_GPU,\n"
               "GHOSTVRAM_UUID, GHOSTVRAM_PCI_BUS_ID, GHOSTVRAM_VERDICT, GHOSTVRAM_GHOST_BYTES,\n"
               "GHOSTVRAM_PIDS (space separated), GHOSTVRAM_THRESHOLD_BYTES, GHOSTVRAM_SINCE\n"
               "(Unix time the ghost went above the threshold), GHOSTVRAM_SUMMARY,\n"
-              "GHOSTVRAM_NEXT_STEP.\n\n"
-              "Examples:\n"
+              "GHOSTVRAM_NEXT_STEP.\n\n"), f);
+        fputs(_("Examples:\n"
               "  sudo ghostvram watch --threshold 1024 --for 2m --reclaim\n"
               "  sudo ghostvram watch --threshold 1024 --for 2m \\\n"
               "       --exec 'logger -t ghostvram \"$GHOSTVRAM_SUMMARY\"'\n"
               "  ghostvram watch --interval 10s \\\n"
-              "       --textfile /var/lib/node_exporter/textfile_collector\n\n"
-              "Stop with SIGINT or SIGTERM: the sample in progress finishes, then it exits 0.\n"
+              "       --textfile /var/lib/node_exporter/textfile_collector\n\n"), f);
+        fputs(_("Stop with SIGINT or SIGTERM: the sample in progress finishes, then it exits 0.\n"
               "Exit status: 0 stopped (after at least one good sample); 2 usage error; 3 could\n"
               "not start, or no sample ever succeeded (no driver, a driver that never\n"
-              "answered).\n", f);
+              "answered).\n"), f);
 }
 
 struct gpu_watch {

@@ -19,6 +19,7 @@
 #include "collect/xid.h"
 #include "render/json_util.h"
 #include "util/escape.h"
+#include "util/i18n.h"
 #include "util/parse.h"
 
 /* xid reads the kernel log, not device nodes: no --dev-prefix, --holders or --save-bundle */
@@ -26,15 +27,15 @@
 
 static void xid_usage(FILE *f)
 {
-        fputs("Usage: ghostvram xid [OPTIONS]\n"
+        fputs(_("Usage: ghostvram xid [OPTIONS]\n"
               "       ghostvram xid explain CODE... [--json]\n\n"
               "List the NVIDIA driver's kernel events - Xid errors, 'GPU has fallen off the\n"
               "bus', GSP timeouts, failed initialisation, driver loads, NVSwitch SXids - with\n"
               "what each means and what to do, tied to GPU indexes and processes. Reads\n"
               "/dev/kmsg (root, or kernel.dmesg_restrict=0), or a saved log: raw dmesg,\n"
               "dmesg -T/-x, syslog, journalctl -k (short, short-iso, short-precise), raw\n"
-              "/dev/kmsg records.\n\n"
-              "Options:\n"
+              "/dev/kmsg records.\n\n"), f);
+        fputs(_("Options:\n"
               "  --kmsg FILE          read a saved kernel log instead of /dev/kmsg ('-':\n"
               "                       stdin); a regular file of at most 256 MiB (FIFOs,\n"
               "                       /dev/zero refused)\n"
@@ -57,35 +58,35 @@ static void xid_usage(FILE *f)
               "                       --follow one JSON object per line\n"
               "  --call-timeout DURATION\n"
               "                       deadline for each driver call when naming GPU indexes\n"
-              "                       (default 5s)\n", f);
+              "                       (default 5s)\n"), f);
         cli_common_help(f, XID_ACCEPTS & ~(CLI_JSON | CLI_VERBOSE | CLI_CALL_TIMEOUT | CLI_PROC | CLI_FROM_BUNDLE));
-        fputs("  --proc DIR           read the boot time from DIR/stat instead of /proc/stat\n"
-              "  --from-bundle DIR    name GPU indexes from a recorded bundle\n"
-              "  -h, --help           this help\n\n"
-              "Examples:\n"
+        fputs(_("  --proc DIR           read the boot time from DIR/stat instead of /proc/stat\n"
+              "  --from-bundle DIR    name GPU indexes from a recorded bundle\n"), f);
+        fputs(_("  -h, --help           this help\n"), f);
+        fputs(_("\nExamples:\n"
               "  sudo ghostvram xid                       # everything in the kernel buffer\n"
               "  sudo ghostvram xid --since 2h --gpu 0\n"
               "  sudo ghostvram xid --follow --since now  # watch for new events\n"
               "  journalctl -k -o short-iso > k.log; ghostvram xid --kmsg k.log\n"
               "  dmesg | ghostvram xid --kmsg - --json |\n"
               "    jq '.events[] | select(.xid == 79)'\n"
-              "  ghostvram xid explain 79                 # what Xid 79 means, what to do\n\n"
-              "Environment: GHOSTVRAM_SIM=DIR reads the simulated host's kernel log DIR/kmsg\n"
+              "  ghostvram xid explain 79                 # what Xid 79 means, what to do\n\n"), f);
+        fputs(_("Environment: GHOSTVRAM_SIM=DIR reads the simulated host's kernel log DIR/kmsg\n"
               "(raw kmsg records or dmesg lines; none there: no events) instead of /dev/kmsg.\n"
-              "NO_COLOR disables colour.\n\n"
-              "Exit status: 0 events listed (or none found); 2 usage error or unreadable\n"
+              "NO_COLOR disables colour.\n\n"), f);
+        fputs(_("Exit status: 0 events listed (or none found); 2 usage error or unreadable\n"
               "FILE; 3 /dev/kmsg cannot be read (not root, dmesg_restrict) or --gpu N without\n"
-              "a driver.\n", f);
+              "a driver.\n"), f);
 }
 
 static void explain_usage(FILE *f)
 {
-        fputs("Usage: ghostvram xid explain CODE... [--json]\n\n"
+        fputs(_("Usage: ghostvram xid explain CODE... [--json]\n\n"
               "What an Xid code means, its likely cause, what to do, and whether a GPU reset\n"
-              "or a reboot is needed, from NVIDIA's Xid catalog and ghostvram's notes.\n\n"
-              "Examples:\n"
+              "or a reboot is needed, from NVIDIA's Xid catalog and ghostvram's notes.\n\n"), f);
+        fputs(_("Examples:\n"
               "  ghostvram xid explain 79\n"
-              "  ghostvram xid explain 45 48 --json\n", f);
+              "  ghostvram xid explain 45 48 --json\n"), f);
 }
 
 /* ---- output helpers ------------------------------------------------------------------------ */

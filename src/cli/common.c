@@ -60,40 +60,40 @@ static const struct common_opt {
         bool path;      /* its value is a path: "" is refused */
 } common_opts[] = {
         { CLI_OPT_JSON, CLI_JSON, "--json",
-          "  --json               machine-readable output (schema_version inside)\n" },
+          N_("  --json               machine-readable output (schema_version inside)\n") },
         { 'v', CLI_VERBOSE, "--verbose",
-          "  -v, --verbose        show more (every holder, every query error)\n" },
+          N_("  -v, --verbose        show more (every holder, every query error)\n") },
         { CLI_OPT_CALL_TIMEOUT, CLI_CALL_TIMEOUT, "--call-timeout",
-          "  --call-timeout DURATION\n"
+          N_("  --call-timeout DURATION\n"
           "                       deadline for each driver call and blocking /proc read\n"
-          "                       (default 5s; a hung driver gives a message, never a hang)\n" },
+          "                       (default 5s; a hung driver gives a message, never a hang)\n") },
         { CLI_OPT_NVML_LIB, CLI_NVML_LIB, "--nvml-lib",
-          "  --nvml-lib PATH      load this NVML library instead of libnvidia-ml.so.1\n", true },
+          N_("  --nvml-lib PATH      load this NVML library instead of libnvidia-ml.so.1\n"), true },
         { CLI_OPT_PROC, CLI_PROC, "--proc",
-          "  --proc DIR           read processes from DIR instead of /proc\n", true },
+          N_("  --proc DIR           read processes from DIR instead of /proc\n"), true },
         { CLI_OPT_DEV_PREFIX, CLI_DEV_PREFIX, "--dev-prefix",
-          "  --dev-prefix PREFIX  device nodes start with PREFIX (default /dev/nvidia)\n", true },
+          N_("  --dev-prefix PREFIX  device nodes start with PREFIX (default /dev/nvidia)\n"), true },
         { CLI_OPT_HOLDERS, CLI_HOLDERS, "--holders",
-          "  --holders HOW        auto (default: BPF iterators when they load, else /proc),\n"
-          "                       bpf (fail if they cannot load) or proc\n" },
+          N_("  --holders HOW        auto (default: BPF iterators when they load, else /proc),\n"
+          "                       bpf (fail if they cannot load) or proc\n") },
         { CLI_OPT_SAVE_BUNDLE, CLI_SAVE_BUNDLE, "--save-bundle",
-          "  --save-bundle DIR    also record every answer read into DIR, a new or empty\n"
-          "                       directory (for bug reports)\n", true },
+          N_("  --save-bundle DIR    also record every answer read into DIR, a new or empty\n"
+          "                       directory (for bug reports)\n"), true },
         { CLI_OPT_FROM_BUNDLE, CLI_FROM_BUNDLE, "--from-bundle",
-          "  --from-bundle DIR    read a recorded bundle instead of this host (its files\n"
-          "                       must be plain files; nvml.json at most 32 MiB)\n", true },
+          N_("  --from-bundle DIR    read a recorded bundle instead of this host (its files\n"
+          "                       must be plain files; nvml.json at most 32 MiB)\n"), true },
         { CLI_OPT_XID_WINDOW, CLI_XID_WINDOW, "--xid-window",
-          "  --xid-window DURATION\n"
+          N_("  --xid-window DURATION\n"
           "                       an Xid of error severity or worse (79, 48, 95, ...) this\n"
           "                       recent, after the driver's load, pages even while NVML\n"
-          "                       answers (default 10m; 0 = never; docs/xid.md)\n" },
+          "                       answers (default 10m; 0 = never; docs/xid.md)\n") },
 };
 
 void cli_common_help(FILE *f, unsigned which)
 {
         for (size_t i = 0; i < sizeof(common_opts) / sizeof(common_opts[0]); i++)
                 if (which & common_opts[i].bit)
-                        fputs(common_opts[i].help, f);
+                        fputs(_(common_opts[i].help), f);
 }
 
 static char last_error[1024];   /* the latest cli_error message, for a JSON error document */
