@@ -125,6 +125,17 @@ static size_t wide_char(const char *p)
         return wide ? 3 : 0;
 }
 
+/* Whether p starts a full-width mark that closes a phrase (，。；：、）！？」』): Chinese text
+ * never starts a line with one, so it stays on the line of the character before it. */
+static bool closing_mark(const char *p)
+{
+        static const char *const marks[] = { "，", "。", "；", "：", "、", "）", "！", "？", "」", "』" };
+        for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
+                if (strncmp(p, marks[i], strlen(marks[i])) == 0)
+                        return true;
+        return false;
+}
+
 /* The columns of s as put_wrapped counts them: a wide character two, any other byte one (as
  * English text was always counted, so its lines break where they did). */
 static int text_cols(const char *s, size_t n)
@@ -169,7 +180,7 @@ static void put_wrapped(FILE *f, const char *label, const char *text, int indent
                 if (n == 0)
                         break;
                 int w = text_cols(p, n), gap = space ? 1 : 0;
-                if (col > indent && col + gap + w > width) {
+                if (col > indent && col + gap + w > width && (space || !closing_mark(p))) {
                         fprintf(f, "\n%*s", indent, "");
                         col = indent;
                 } else if (col > indent && gap) {
@@ -759,10 +770,10 @@ static int cmd_xid_explain(int argc, char **argv)
                         buf_printf(&cat, _("\"%s\"; applies to %s; immediate action %s"), x.info->description,
                                    x.info->applies_to, x.info->immediate);
                         if (it)
-                                buf_printf(&cat, " (%s)", _(it));
+                                buf_printf(&cat, _(" (%s)"), _(it));
                         buf_printf(&cat, _("; investigatory %s"), x.info->investigatory);
                         if (iv)
-                                buf_printf(&cat, " (%s)", _(iv));
+                                buf_printf(&cat, _(" (%s)"), _(iv));
                         if (strcmp(x.info->xid154, "-") != 0)
                                 buf_printf(&cat, _("; also raises Xid 154 (%s)"), x.info->xid154);
                         buf_puts(&cat, ".");
