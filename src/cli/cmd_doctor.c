@@ -149,7 +149,7 @@ static void gather_kernel(const struct cli_common *c, struct doctor_inputs *in, 
         f->xid_window_s = c->xid_window_s;
         f->kernel_error = in->kernel_error;
         if (xid_collect(&ko, &in->kernel, &info, err, sizeof(err), NULL) < 0) {
-                snprintf(in->kernel_error, sizeof(in->kernel_error), "kernel log not read: %s", err);
+                snprintf(in->kernel_error, sizeof(in->kernel_error), _("kernel log not read: %s"), err);
                 return;
         }
         if (info.this_host)
@@ -228,7 +228,7 @@ static void gather_host(const struct cli_common *c, const char *root, struct doc
         for (size_t i = 0; !f->toolkit && i < sizeof(bins) / sizeof(bins[0]); i++)
                 if (exists_rooted(root, bins[i])) {
                         f->toolkit = 1;
-                        snprintf(in->toolkit_path, sizeof(in->toolkit_path), "%s%s (no config.toml)",
+                        snprintf(in->toolkit_path, sizeof(in->toolkit_path), _("%s%s (no config.toml)"),
                                  strcmp(root, "/") ? root : "/", bins[i]);
                 }
         f->toolkit_path = in->toolkit_path[0] ? in->toolkit_path : NULL;
@@ -268,18 +268,22 @@ static json_t *known_issues_json(void)
 
 static void print_explain(FILE *out)
 {
-        fprintf(out, "\nPreventing ghost memory\n");
+        fprintf(out, "%s", _("\nPreventing ghost memory\n"));
         for (size_t i = 0; doctor_prevention[i]; i++)
-                fprintf(out, "\n  - %s\n", doctor_prevention[i]);
+                fprintf(out, "\n  - %s\n", _(doctor_prevention[i]));
         size_t n;
         const struct doctor_known_issue *t = doctor_known_issues(&n);
-        fprintf(out, "\nDriver releases with documented memory problems (driver-known-issue)\n");
+        fprintf(out, "%s", _("\nDriver releases with documented memory problems (driver-known-issue)\n"));
         for (size_t i = 0; i < n; i++) {
                 char from[48], before[48];
                 (void)doctor_version_format(t[i].from, from, sizeof(from));
                 (void)doctor_version_format(t[i].before, before, sizeof(before));
-                fprintf(out, "\n  %s up to before %s%s: %s\n    next: %s\n    source: %s\n", from, before,
-                        t[i].open_module_only ? " (open kernel module)" : "", t[i].problem, t[i].advice, t[i].source);
+                if (t[i].open_module_only)
+                        fprintf(out, _("\n  %s up to before %s (open kernel module): %s\n    next: %s\n    source: %s\n"),
+                                from, before, _(t[i].problem), _(t[i].advice), t[i].source);
+                else
+                        fprintf(out, _("\n  %s up to before %s: %s\n    next: %s\n    source: %s\n"), from, before,
+                                _(t[i].problem), _(t[i].advice), t[i].source);
         }
 }
 
@@ -298,11 +302,11 @@ static void print_text(FILE *out, const struct doctor_finding *v, size_t n, bool
                 if (d->level == DOCTOR_OK && !verbose)
                         continue;
                 if (!str_empty(d->evidence))
-                        fprintf(out, "                 evidence: %s\n", d->evidence);
+                        fprintf(out, _("                 evidence: %s\n"), d->evidence);
                 if (!str_empty(d->next_step))
-                        fprintf(out, "                 next:     %s\n", d->next_step);
+                        fprintf(out, _("                 next:     %s\n"), d->next_step);
                 if (!str_empty(d->source))
-                        fprintf(out, "                 source:   %s\n", d->source);
+                        fprintf(out, _("                 source:   %s\n"), d->source);
         }
 }
 
@@ -331,7 +335,7 @@ int cmd_doctor(int argc, char **argv)
                         return EXIT_OK;
                 case 'g':
                         if (cli_gpu_spec_check(optarg) < 0) {
-                                cli_error("doctor", "--gpu: '%s' is not a GPU index, UUID or PCI bus id", optarg);
+                                cli_error("doctor", _("--gpu: '%s' is not a GPU index, UUID or PCI bus id"), optarg);
                                 return EXIT_USAGE;
                         }
                         gpu_spec = optarg;
@@ -341,7 +345,7 @@ int cmd_doctor(int argc, char **argv)
                         continue;
                 case 'M':
                         if (parse_size_mib(optarg, &cache_mib) < 0 || cache_mib == 0 || cache_mib > (1u << 24)) {
-                                cli_error("doctor", "--cache-min: '%s' is not a size (e.g. 1024, 512M, 2G)", optarg);
+                                cli_error("doctor", _("--cache-min: '%s' is not a size (e.g. 1024, 512M, 2G)"), optarg);
                                 return EXIT_USAGE;
                         }
                         continue;
@@ -357,12 +361,12 @@ int cmd_doctor(int argc, char **argv)
                 if (r < 0)
                         return EXIT_USAGE;
                 if (r == 0) {
-                        cli_error("doctor", "%s is not an option of doctor (see 'ghostvram help doctor')", argv[optind - 1]);
+                        cli_error("doctor", _("%s is not an option of doctor (see 'ghostvram help doctor')"), argv[optind - 1]);
                         return EXIT_USAGE;
                 }
         }
         if (optind < argc) {
-                cli_error("doctor", "unexpected argument '%s' (see 'ghostvram help doctor')", argv[optind]);
+                cli_error("doctor", _("unexpected argument '%s' (see 'ghostvram help doctor')"), argv[optind]);
                 return EXIT_USAGE;
         }
         if (cli_common_finish(&c, "doctor") < 0)
@@ -377,15 +381,15 @@ int cmd_doctor(int argc, char **argv)
         cli_common_gpu_opts(&c, &go);
         go.health = true;
         if (gpu_collect(&go, &in.gpus) < 0) {
-                cli_error("doctor", "out of memory");
+                cli_error("doctor", _("out of memory"));
                 return EXIT_INCOMPLETE;
         }
         f.gpus = in.gpus;
         if (gpu_spec && in.gpus->driver_present) {
                 unsigned idx;
                 if (cli_gpu_spec_resolve(gpu_spec, in.gpus, &idx) < 0) {
-                        cli_error("doctor", "--gpu %s: this host has %zu GPU%s", gpu_spec, in.gpus->n_gpus,
-                                  in.gpus->n_gpus == 1 ? "" : "s");
+                        cli_error("doctor", P_("--gpu %s: this host has %zu GPU", "--gpu %s: this host has %zu GPUs",
+                                               in.gpus->n_gpus), gpu_spec, in.gpus->n_gpus);
                         inputs_free(&in);
                         return EXIT_USAGE;
                 }
@@ -402,7 +406,7 @@ int cmd_doctor(int argc, char **argv)
         struct doctor_finding *v = NULL;
         size_t n = 0;
         if (doctor_run(&f, &v, &n) < 0) {
-                cli_error("doctor", "out of memory");
+                cli_error("doctor", _("out of memory"));
                 inputs_free(&in);
                 return EXIT_INCOMPLETE;
         }

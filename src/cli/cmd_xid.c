@@ -111,27 +111,86 @@ static void put_escaped(FILE *f, const char *s)
         buf_free(&b);
 }
 
-/* Print text wrapped at width, every line after the first indented by indent. */
+/* The length of the wide (CJK, full-width) character at p, two columns on a terminal; 0 when p
+ * starts anything else. */
+static size_t wide_char(const char *p)
+{
+        const unsigned char *u = (const unsigned char *)p;
+        if ((u[0] & 0xF0) != 0xE0 || (u[1] & 0xC0) != 0x80 || (u[2] & 0xC0) != 0x80)
+                return 0;
+        unsigned cp = (u[0] & 0x0Fu) << 12 | (u[1] & 0x3Fu) << 6 | (u[2] & 0x3Fu);
+        bool wide = (cp >= 0x2E80 && cp <= 0x9FFF) || (cp >= 0xAC00 && cp <= 0xD7A3) ||
+                    (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0xFE30 && cp <= 0xFE4F) ||
+                    (cp >= 0xFF00 && cp <= 0xFF60) || (cp >= 0xFFE0 && cp <= 0xFFE6);
+        return wide ? 3 : 0;
+}
+
+/* Whether p starts a full-width mark that closes a phrase (，。；：、）！？」』): Chinese text
+ * never starts a line with one, so it stays on the line of the character before it. */
+static bool closing_mark(const char *p)
+{
+        static const char *const marks[] = { "，", "。", "；", "：", "、", "）", "！", "？", "」", "』" };
+        for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
+                if (strncmp(p, marks[i], strlen(marks[i])) == 0)
+                        return true;
+        return false;
+}
+
+/* The columns of s as put_wrapped counts them: a wide character two, any other byte one (as
+ * English text was always counted, so its lines break where they did). */
+static int text_cols(const char *s, size_t n)
+{
+        int cols = 0;
+        for (size_t i = 0; i < n;) {
+                size_t w = wide_char(s + i);
+                cols += w ? 2 : 1;
+                i += w ? w : 1;
+        }
+        return cols;
+}
+
+/* The next piece that may not be split: one wide character (Chinese has no spaces between
+ * words: a line may break between any two of its characters), or a run of anything else up
+ * to a space or a wide character (a word, a command). */
+static size_t wrap_piece(const char *p)
+{
+        size_t n = wide_char(p);
+        if (n)
+                return n;
+        while (p[n] && p[n] != ' ' && !wide_char(p + n))
+                n++;
+        return n;
+}
+
+/* Print text wrapped at width columns, every line after the first indented by indent. */
 static void put_wrapped(FILE *f, const char *label, const char *text, int indent, int width)
 {
-        int col = fprintf(f, "%-*s", indent, label);
+        int col = text_cols(label, strlen(label));
+        fputs(label, f);
+        for (; col < indent; col++)
+                fputc(' ', f);
         const char *p = text ? text : "";
+        bool space = true;      /* a space separates this piece from the one before (or the label) */
         while (*p) {
-                while (*p == ' ')
+                while (*p == ' ') {
                         p++;
-                size_t n = strcspn(p, " ");
+                        space = true;
+                }
+                size_t n = wrap_piece(p);
                 if (n == 0)
                         break;
-                if (col > indent && col + 1 + (int)n > width) {
+                int w = text_cols(p, n), gap = space ? 1 : 0;
+                if (col > indent && col + gap + w > width && (space || !closing_mark(p))) {
                         fprintf(f, "\n%*s", indent, "");
                         col = indent;
-                } else if (col > indent) {
+                } else if (col > indent && gap) {
                         fputc(' ', f);
                         col++;
                 }
                 fwrite(p, 1, n, f);
-                col += (int)n;
+                col += w;
                 p += n;
+                space = false;
         }
         fputc('\n', f);
 }
@@ -182,12 +241,12 @@ static void print_event_text(FILE *f, const struct xid_view *v, const struct xid
         else if (e->kind == XID_KIND_SXID)
                 fprintf(f, "SXid %d  ", e->sxid);
         if (v->color)
-                fprintf(f, "\033[1m%s\033[0m  %s%s\033[0m", a.title, sev_color(a.severity),
+                fprintf(f, "\033[1m%s\033[0m  %s%s\033[0m", _(a.title), sev_color(a.severity),
                         xid_severity_name(a.severity));
         else
-                fprintf(f, "%s  %s", a.title, xid_severity_name(a.severity));
+                fprintf(f, "%s  %s", _(a.title), xid_severity_name(a.severity));
         if (before_load)
-                fputs("  (before the last driver load)", f);
+                fputs(_("  (before the last driver load)"), f);
         fputc('\n', f);
         if (e->message && *e->message) {
                 fputs("    ", f);
@@ -195,7 +254,7 @@ static void print_event_text(FILE *f, const struct xid_view *v, const struct xid
                 fputc('\n', f);
         }
         if (e->pid_known || e->process_name[0]) {
-                fputs("    process: ", f);
+                fputs(_("    process: "), f);
                 if (e->pid_known)
                         fprintf(f, "pid %u", e->pid);
                 if (e->process_name[0]) {
@@ -204,17 +263,17 @@ static void print_event_text(FILE *f, const struct xid_view *v, const struct xid
                         fputs(e->pid_known ? ")" : "", f);
                 }
                 if (e->xid == 119)
-                        fputs(" - made the call that timed out; not necessarily the culprit", f);
+                        fputs(_(" - made the call that timed out; not necessarily the culprit"), f);
                 fputc('\n', f);
         }
         if (e->caused_by != XID_NONE)
-                fprintf(f, "    caused by Xid %d: follow that one (ghostvram xid explain %d)\n", e->caused_by,
+                fprintf(f, _("    caused by Xid %d: follow that one (ghostvram xid explain %d)\n"), e->caused_by,
                         e->caused_by);
         if (e->kind == XID_KIND_DRIVER_LOAD && e->driver_version[0])
-                fprintf(f, "    driver %s\n", e->driver_version);
-        put_wrapped(f, "    ->", a.advice, 7, 96);
+                fprintf(f, _("    driver %s\n"), e->driver_version);
+        put_wrapped(f, "    ->", _(a.advice), 7, 96);
         if (a.note)
-                put_wrapped(f, "    note:", a.note, 10, 96);
+                put_wrapped(f, _("    note:"), _(a.note), 10, 96);
 }
 
 static json_t *event_json(const struct xid_event *e, int before_load)
@@ -337,17 +396,17 @@ static int map_events(struct xid_run *x, struct xid_event *ev, size_t n)
         if (x->gpu.by_index) {
                 if (!x->report || !x->report->driver_present) {
                         cli_error("xid",
-                                  "--gpu %u: GPU indexes come from the NVIDIA driver, which is not available "
-                                  "here (%s); pass the GPU's PCI bus id instead, e.g. --gpu 0000:3b:00.0",
-                                  x->gpu.index, x->report && x->report->error[0] ? x->report->error : "no report");
+                                  _("--gpu %u: GPU indexes come from the NVIDIA driver, which is not available "
+                                    "here (%s); pass the GPU's PCI bus id instead, e.g. --gpu 0000:3b:00.0"),
+                                  x->gpu.index, x->report && x->report->error[0] ? x->report->error : _("no report"));
                         return -ENODEV;
                 }
                 bool found = false;
                 for (size_t i = 0; i < x->report->n_gpus; i++)
                         found = found || x->report->gpus[i].index == x->gpu.index;
                 if (!found) {
-                        cli_error("xid", "--gpu %u: this host has %zu GPU%s", x->gpu.index, x->report->n_gpus,
-                                  x->report->n_gpus == 1 ? "" : "s");
+                        cli_error("xid", P_("--gpu %u: this host has %zu GPU", "--gpu %u: this host has %zu GPUs",
+                                            x->report->n_gpus), x->gpu.index, x->report->n_gpus);
                         return -ENOENT;
                 }
         }
@@ -397,7 +456,7 @@ static int run_dump(struct xid_run *x, struct kmsg_reader *rd)
         if (!x->no_log)
                 r = xid_read_all(rd, x->view.source, &all);
         if (r < 0) {
-                cli_error("xid", "reading %s: %s", x->path_shown, strerror(-r));
+                cli_error("xid", _("reading %s: %s"), x->path_shown, strerror(-r));
                 status = EXIT_INCOMPLETE;
                 goto out;
         }
@@ -465,10 +524,12 @@ static int run_dump(struct xid_run *x, struct kmsg_reader *rd)
                 goto out;
         }
         if (shown == 0) {
-                printf("No NVIDIA kernel events in %s%s%s.\n", x->path_shown, x->since_set ? " since " : "",
-                       x->since_set ? "the given time" : "");
+                if (x->since_set)
+                        printf(_("No NVIDIA kernel events in %s since the given time.\n"), x->path_shown);
+                else
+                        printf(_("No NVIDIA kernel events in %s.\n"), x->path_shown);
                 if (x->no_log)
-                        printf("(The simulated host has no kernel log: write one to %s.)\n", x->path_shown);
+                        printf(_("(The simulated host has no kernel log: write one to %s.)\n"), x->path_shown);
                 /* a bus id the driver does not list is kept on purpose (a GPU that fell off the
                  * bus, an NVSwitch), but said, in case it is a typing error */
                 bool listed = false;
@@ -478,14 +539,14 @@ static int run_dump(struct xid_run *x, struct kmsg_reader *rd)
                                   strcmp(bus, x->gpu.pci) == 0;
                 }
                 if (x->gpu.pci[0] && x->report && x->report->driver_present && !listed)
-                        printf("(No GPU the driver lists now is at %s: a GPU that fell off the bus, or an\n"
-                               "NVSwitch, still has its events here; check the bus id otherwise.)\n",
+                        printf(_("(No GPU the driver lists now is at %s: a GPU that fell off the bus, or an\n"
+                                 "NVSwitch, still has its events here; check the bus id otherwise.)\n"),
                                x->gpu.pci);
                 else if (x->info.source == KMSG_SRC_KMSG)
-                        printf("/dev/kmsg holds only the recent kernel log; for older events:\n"
-                               "  journalctl -k -o short-iso > k.log; ghostvram xid --kmsg k.log\n");
+                        printf("%s", _("/dev/kmsg holds only the recent kernel log; for older events:\n"
+                                       "  journalctl -k -o short-iso > k.log; ghostvram xid --kmsg k.log\n"));
         } else {
-                printf("\n%zu event%s:", shown, shown == 1 ? "" : "s");
+                printf(P_("\n%zu event:", "\n%zu events:", shown), shown);
                 bool first = true;
                 for (int s = XID_SEV_CRITICAL; s >= XID_SEV_UNKNOWN; s--) {
                         if (!by_sev[s])
@@ -493,19 +554,21 @@ static int run_dump(struct xid_run *x, struct kmsg_reader *rd)
                         printf("%s %lu %s", first ? "" : ",", by_sev[s], xid_severity_name((enum xid_severity)s));
                         first = false;
                 }
-                printf(". Explain a code: ghostvram xid explain CODE\n");
+                printf("%s", _(". Explain a code: ghostvram xid explain CODE\n"));
         }
         if (hidden)
-                printf("%zu other NVIDIA line%s not shown (-v shows them).\n", hidden, hidden == 1 ? "" : "s");
+                printf(P_("%zu other NVIDIA line not shown (-v shows them).\n",
+                          "%zu other NVIDIA lines not shown (-v shows them).\n", hidden), hidden);
         if (no_time)
-                printf("%zu event%s without a wall-clock time left out by --since%s.\n", no_time,
-                       no_time == 1 ? "" : "s",
-                       x->info.source == KMSG_SRC_KMSG ? "" : " (--this-boot dates [seconds] stamps from this boot)");
+                printf(P_("%zu event without a wall-clock time left out by --since%s.\n",
+                          "%zu events without a wall-clock time left out by --since%s.\n", no_time), no_time,
+                       x->info.source == KMSG_SRC_KMSG ? "" : _(" (--this-boot dates [seconds] stamps from this boot)"));
         if (rd->overruns)
-                printf("%lu kernel log record%s overwritten before they could be read.\n", rd->overruns,
-                       rd->overruns == 1 ? " was" : "s were");
+                printf(P_("%lu kernel log record was overwritten before they could be read.\n",
+                          "%lu kernel log records were overwritten before they could be read.\n", rd->overruns),
+                       rd->overruns);
         if (all.dropped)
-                printf("%lu oldest events dropped (more than %d).\n", all.dropped, XID_LIST_MAX);
+                printf(_("%lu oldest events dropped (more than %d).\n"), all.dropped, XID_LIST_MAX);
 out:
         xid_list_free(&all);
         return status;
@@ -563,11 +626,13 @@ static int run_follow(struct xid_run *x, struct kmsg_reader *rd)
         }
         if (!x->view.json) {
                 cli_sim_banner(stdout, &x->c);
-                printf("Following %s", x->path_shown);
                 if (nv)
-                        printf(" and NVML critical-error events of %u GPU%s", gpu_events_gpus(nv),
-                               gpu_events_gpus(nv) == 1 ? "" : "s");
-                printf(" (Ctrl-C stops).\n");
+                        printf(P_("Following %s and NVML critical-error events of %u GPU (Ctrl-C stops).\n",
+                                  "Following %s and NVML critical-error events of %u GPUs (Ctrl-C stops).\n",
+                                  gpu_events_gpus(nv)),
+                               x->path_shown, gpu_events_gpus(nv));
+                else
+                        printf(_("Following %s (Ctrl-C stops).\n"), x->path_shown);
                 if (!nv && nverr[0]) {
                         struct buf b = BUF_INIT(0);
                         esc_terminal(&b, nverr, strlen(nverr));
@@ -601,14 +666,14 @@ static int run_follow(struct xid_run *x, struct kmsg_reader *rd)
                         follow_print(x, rd, &batch);
                 }
                 if (rd->overruns != overruns && !x->view.json) {
-                        fprintf(stderr, "ghostvram xid: %lu kernel log record(s) overwritten before they could be read\n",
+                        fprintf(stderr, _("ghostvram xid: %lu kernel log record(s) overwritten before they could be read\n"),
                                 rd->overruns - overruns);
                         overruns = rd->overruns;
                 }
                 if (r == 0)
                         break;  /* standard input ended */
                 if (r < 0 && r != -EAGAIN) {
-                        cli_error("xid", "reading %s: %s", x->path_shown, strerror(-r));
+                        cli_error("xid", _("reading %s: %s"), x->path_shown, strerror(-r));
                         status = EXIT_INCOMPLETE;
                         break;
                 }
@@ -648,13 +713,13 @@ static int cmd_xid_explain(int argc, char **argv)
                 }
                 const char *a = optind > 0 && optind <= argc ? argv[optind - 1] : "";
                 if (a[0] == '-' && a[1] >= '0' && a[1] <= '9') /* "-1": a code, not an option */
-                        cli_error("xid", "explain: '%s' is not an Xid number (e.g. 79)", a);
+                        cli_error("xid", _("explain: '%s' is not an Xid number (e.g. 79)"), a);
                 else
                         cli_bad_option("xid explain", argc, argv, opt);
                 return EXIT_USAGE;
         }
         if (optind >= argc) {
-                cli_error("xid", "explain: which Xid? e.g. 'ghostvram xid explain 79'");
+                cli_error("xid", _("explain: which Xid? e.g. 'ghostvram xid explain 79'"));
                 return EXIT_USAGE;
         }
         unsigned codes[64];
@@ -664,7 +729,7 @@ static int cmd_xid_explain(int argc, char **argv)
                 if (strncasecmp(a, "xid", 3) == 0)
                         a += 3;
                 if (n == sizeof(codes) / sizeof(codes[0]) || parse_uint_range(a, 0, 1000000, &codes[n]) < 0) {
-                        cli_error("xid", "explain: '%s' is not an Xid number (e.g. 79)", argv[i]);
+                        cli_error("xid", _("explain: '%s' is not an Xid number (e.g. 79)"), argv[i]);
                         return EXIT_USAGE;
                 }
                 n++;
@@ -679,46 +744,52 @@ static int cmd_xid_explain(int argc, char **argv)
                 }
                 if (k)
                         fputc('\n', stdout);
-                printf("Xid %d: %s\n", x.code, x.name);
+                printf(_("Xid %d: %s\n"), x.code, _(x.name));
                 if (x.info)
                         printf("  %s\n", x.info->mnemonic);
                 fputc('\n', stdout);
                 struct buf causes = BUF_INIT(0);
                 if (!x.cause && x.info)
                         xid_causes_text(x.info->causes, &causes);
-                put_wrapped(stdout, "What it means", x.meaning ? x.meaning : x.info ? x.info->description : "-", 16, 96);
-                put_wrapped(stdout, "Likely cause", x.cause ? x.cause : buf_str(&causes), 16, 96);
-                put_wrapped(stdout, "What to do", x.todo, 16, 96);
-                put_wrapped(stdout, "Reset/reboot", xid_reset_text(x.reset), 16, 96);
-                char sev[96];
-                snprintf(sev, sizeof(sev), "%s (action: %s)", xid_severity_name(x.severity), xid_action_name(x.action));
-                put_wrapped(stdout, "Severity", sev, 16, 96);
+                put_wrapped(stdout, _("What it means"), x.meaning ? _(x.meaning) : x.info ? _(x.info->description) : "-",
+                            16, 96);
+                put_wrapped(stdout, _("Likely cause"), x.cause ? _(x.cause) : buf_str(&causes), 16, 96);
+                put_wrapped(stdout, _("What to do"), _(x.todo), 16, 96);
+                put_wrapped(stdout, _("Reset/reboot"), _(xid_reset_text(x.reset)), 16, 96);
+                char *sev = NULL;
+                str_setf(&sev, _("%s (action: %s)"), xid_severity_name(x.severity), xid_action_name(x.action));
+                put_wrapped(stdout, _("Severity"), sev, 16, 96);
+                free(sev);
                 if (x.note)
-                        put_wrapped(stdout, "ghostvram", x.note, 16, 96);
+                        put_wrapped(stdout, "ghostvram", _(x.note), 16, 96);
                 if (x.info) {
                         struct buf cat = BUF_INIT(0);
                         const char *it = xid_bucket_text(x.info->immediate);
                         const char *iv = xid_bucket_text(x.info->investigatory);
-                        buf_printf(&cat, "\"%s\"; applies to %s; immediate action %s%s%s%s; investigatory %s%s%s%s",
-                                   x.info->description, x.info->applies_to, x.info->immediate, it ? " (" : "",
-                                   it ? it : "", it ? ")" : "", x.info->investigatory, iv ? " (" : "", iv ? iv : "",
-                                   iv ? ")" : "");
+                        /* the catalogue's cells quoted as NVIDIA wrote them; the buckets in words */
+                        buf_printf(&cat, _("\"%s\"; applies to %s; immediate action %s"), x.info->description,
+                                   x.info->applies_to, x.info->immediate);
+                        if (it)
+                                buf_printf(&cat, _(" (%s)"), _(it));
+                        buf_printf(&cat, _("; investigatory %s"), x.info->investigatory);
+                        if (iv)
+                                buf_printf(&cat, _(" (%s)"), _(iv));
                         if (strcmp(x.info->xid154, "-") != 0)
-                                buf_printf(&cat, "; also raises Xid 154 (%s)", x.info->xid154);
+                                buf_printf(&cat, _("; also raises Xid 154 (%s)"), x.info->xid154);
                         buf_puts(&cat, ".");
-                        put_wrapped(stdout, "NVIDIA catalog", buf_str(&cat), 16, 96);
+                        put_wrapped(stdout, _("NVIDIA catalog"), buf_str(&cat), 16, 96);
                         buf_reset(&cat);
                         buf_reset(&causes);
                         xid_causes_text(x.info->causes, &causes);
                         const char *old = x.info->old_name;
                         if (strcmp(old, "(same)") == 0)
-                                buf_puts(&cat, "same name");
+                                buf_puts(&cat, _("same name"));
                         else if (strcmp(old, "-") == 0)
-                                buf_puts(&cat, "not listed");
+                                buf_puts(&cat, _("not listed"));
                         else
                                 buf_printf(&cat, "\"%s\"", old);
-                        buf_printf(&cat, "; possible causes: %s.", buf_str(&causes));
-                        put_wrapped(stdout, "Pre-Ampere doc", buf_str(&cat), 16, 96);
+                        buf_printf(&cat, _("; possible causes: %s."), buf_str(&causes));
+                        put_wrapped(stdout, _("Pre-Ampere doc"), buf_str(&cat), 16, 96);
                         buf_free(&cat);
                 }
                 buf_free(&causes);
@@ -771,8 +842,8 @@ int cmd_xid(int argc, char **argv)
                         continue;
                 case 'g':
                         if (parse_gpu_filter(optarg, &x.gpu) < 0) {
-                                cli_error("xid", "--gpu: '%s' is not a GPU index (0, 1, ...), a UUID or a PCI bus "
-                                                 "id (0000:3b:00.0)", optarg);
+                                cli_error("xid", _("--gpu: '%s' is not a GPU index (0, 1, ...), a UUID or a PCI bus "
+                                                    "id (0000:3b:00.0)"), optarg);
                                 return EXIT_USAGE;
                         }
                         continue;
@@ -794,20 +865,20 @@ int cmd_xid(int argc, char **argv)
                 }
         }
         if (optind < argc) {
-                cli_error("xid", "unexpected argument '%s' (see --help; 'ghostvram xid explain CODE' explains a code)",
+                cli_error("xid", _("unexpected argument '%s' (see --help; 'ghostvram xid explain CODE' explains a code)"),
                           argv[optind]);
                 return EXIT_USAGE;
         }
         if (since_arg) {
                 if (xid_parse_since(since_arg, (double)time(NULL), &x.since) < 0) {
-                        cli_error("xid", "--since: '%s' is not a duration (30m, 2h, 1d), a date-time "
-                                         "(2026-11-30, '2026-11-30 10:00', 2026-11-30T10:00:00Z), @EPOCH or 'now'",
+                        cli_error("xid", _("--since: '%s' is not a duration (30m, 2h, 1d), a date-time "
+                                           "(2026-11-30, '2026-11-30 10:00', 2026-11-30T10:00:00Z), @EPOCH or 'now'"),
                                   since_arg);
                         return EXIT_USAGE;
                 }
                 /* a time the kernel log cannot hold and JSON cannot write: not a filter */
                 if (x.since < 0 || x.since > 253402300799.0) {
-                        cli_error("xid", "--since: '%s' is outside 1970-01-01 .. 9999-12-31", since_arg);
+                        cli_error("xid", _("--since: '%s' is outside 1970-01-01 .. 9999-12-31"), since_arg);
                         return EXIT_USAGE;
                 }
                 x.since_set = true;

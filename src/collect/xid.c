@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "collect/kernel_text.h"
+#include "util/i18n.h"
 #include "util/parse.h"
 #include "util/strf.h"
 
@@ -936,14 +937,14 @@ static void recent_next_step(struct xid_recent *r, unsigned index, const char *r
         int code = r->event->xid;
         if (code == 79 || r->action == XID_ACT_REBOOT)
                 str_setf(&r->next_step,
-                         "drain the node and reboot it; a GPU reset does not bring back GPU %u (`ghostvram xid explain %d`)",
+                         _("drain the node and reboot it; a GPU reset does not bring back GPU %u (`ghostvram xid explain %d`)"),
                          index, code);
         else if (r->action == XID_ACT_RESET_GPU || r->action == XID_ACT_DRAIN_AND_RESET)
                 str_setf(&r->next_step,
-                         "stop new work on GPU %u, then reset it once no process uses it: `sudo nvidia-smi --gpu-reset -i %s` "
-                         "(`ghostvram xid explain %d`)", index, ref, code);
+                         _("stop new work on GPU %u, then reset it once no process uses it: `sudo nvidia-smi --gpu-reset -i %s` "
+                           "(`ghostvram xid explain %d`)"), index, ref, code);
         else
-                str_setf(&r->next_step, "%s (`ghostvram xid explain %d`)", xid_action_text(r->action),
+                str_setf(&r->next_step, _("%s (`ghostvram xid explain %d`)"), _(xid_action_text(r->action)),
                          code);
 }
 
@@ -984,7 +985,7 @@ bool xid_recent_worst(const struct xid_event *ev, size_t n, const struct gpu_inf
         struct xid_assessment as;
         xid_event_assess(best.event, &as);
         age_text(best.age_s, age, sizeof(age));
-        str_setf(&best.summary, "Xid %d (%s) %s ago", best.event->xid, as.title, age);
+        str_setf(&best.summary, _("Xid %d (%s) %s ago"), best.event->xid, _(as.title), age);
         char ref[112];
         gpu_info_ref(g, ref, sizeof(ref));
         recent_next_step(&best, g->index, gpu_ref && *gpu_ref ? gpu_ref : ref);

@@ -196,9 +196,12 @@ struct xid_explanation {
 const struct xid_info *xid_catalog_lookup(int code);
 /* All rows, ordered by code. */
 const struct xid_info *xid_catalog_all(size_t *ret_n);
-/* Fill *ret for any code (unknown codes get severity/action unknown and say so). */
+/* Fill *ret for any code (unknown codes get severity/action unknown and say so). The catalogue's
+ * sentences (here, in xid_assessment, xid_action_text, xid_reset_text, xid_bucket_text and the
+ * rows' descriptions) are English msgids: a text printer shows _(s), JSON the string itself. */
 void xid_explain(int code, struct xid_explanation *ret);
-/* Expand "HW/Drv/…" into words ("hardware error, driver error, …"). Returns 0 or -errno. */
+/* Expand "HW/Drv/…" into words ("hardware error, driver error, …") in the reader's language
+ * (English where translation is off: JSON). Returns 0 or -errno. */
 int xid_causes_text(const char *flags, struct buf *out);
 /* What a resolution bucket ("RESET_GPU", "WORKFLOW_XID_48", …) asks for, in words; NULL if unknown. */
 const char *xid_bucket_text(const char *bucket);

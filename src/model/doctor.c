@@ -9,6 +9,7 @@
 #include "model/doctor.h"
 #include "util/buf.h"
 #include "util/escape.h"
+#include "util/i18n.h"
 #include "util/parse.h"
 #include "util/i18n.h"
 
@@ -19,25 +20,25 @@
  * reader can open; none inferred. The range is [from, before). */
 static const struct doctor_known_issue known_issues[] = {
         { { 390, 0, 0 }, { 390, 87, 0 }, false,
-          "390 series before 390.87: a resource leak that could reduce performance after starting and "
-          "stopping several OpenGL or Vulkan applications (fixed in 390.87)",
-          "upgrade to 390.87 or later in the branch",
+          N_("390 series before 390.87: a resource leak that could reduce performance after starting and "
+          "stopping several OpenGL or Vulkan applications (fixed in 390.87)"),
+          N_("upgrade to 390.87 or later in the branch"),
           "NVIDIA 390.87 release notes, quoted in https://github.com/LibreELEC/LibreELEC.tv/pull/2935" },
         { { 455, 23, 4 }, { 455, 23, 5 }, false,
-          "455.23.04: page allocation failures in the kernel module at random points under memory load "
-          "(NVIDIA published a patch in the forum thread)",
-          "upgrade to a later 455 or newer release",
+          N_("455.23.04: page allocation failures in the kernel module at random points under memory load "
+          "(NVIDIA published a patch in the forum thread)"),
+          N_("upgrade to a later 455 or newer release"),
           "https://forums.developer.nvidia.com/t/455-23-04-page-allocation-failure-in-kernel-module-at-random-points/155250, "
           "via https://github.com/negativo17/nvidia-driver/issues/107" },
         { { 470, 0, 0 }, { 470, 74, 0 }, false,
-          "470 series before 470.74: /proc/driver/nvidia/suspend could fail to preserve and restore video "
-          "memory allocations when NVreg_TemporaryFilePath names an invalid path (fixed in 470.74)",
-          "upgrade to 470.74 or later, and point NVreg_TemporaryFilePath at a directory that exists",
+          N_("470 series before 470.74: /proc/driver/nvidia/suspend could fail to preserve and restore video "
+          "memory allocations when NVreg_TemporaryFilePath names an invalid path (fixed in 470.74)"),
+          N_("upgrade to 470.74 or later, and point NVreg_TemporaryFilePath at a directory that exists"),
           "NVIDIA 470.74 release notes, quoted in https://github.com/smxi/sgfxi/pull/58" },
         { { 535, 161, 7 }, { 535, 161, 8 }, true,
-          "535.161.07 open kernel modules: kernel memory reported leaked (kmemleak) after programs that "
-          "cudaHostAlloc and copy to the GPU exit; not seen with the proprietary module of that version",
-          "use the proprietary module of this release or a later release, and watch MemAvailable across jobs",
+          N_("535.161.07 open kernel modules: kernel memory reported leaked (kmemleak) after programs that "
+          "cudaHostAlloc and copy to the GPU exit; not seen with the proprietary module of that version"),
+          N_("use the proprietary module of this release or a later release, and watch MemAvailable across jobs"),
           "https://github.com/NVIDIA/open-gpu-kernel-modules/issues/613 (open)" },
 };
 
@@ -48,33 +49,33 @@ const struct doctor_known_issue *doctor_known_issues(size_t *ret_n)
 }
 
 const char *const doctor_prevention[] = {
-        "End the whole job, not its leader. Forked workers (DataLoader, multiprocessing, torchrun "
+        N_("End the whole job, not its leader. Forked workers (DataLoader, multiprocessing, torchrun "
         "ranks) inherit the CUDA context; killing the parent leaves them holding GPU memory. Kill "
         "the process group (kill -- -PGID) or, better, the cgroup (systemctl kill --kill-whom=all "
         "UNIT, or a scope made with systemd-run --scope), which also catches workers that called "
-        "setsid().",
-        "Make workers die with their parent: prctl(PR_SET_PDEATHSIG, SIGKILL) right after fork in "
+        "setsid()."),
+        N_("Make workers die with their parent: prctl(PR_SET_PDEATHSIG, SIGKILL) right after fork in "
         "each worker (then check getppid() did not already change), so a killed launcher takes its "
-        "workers with it.",
-        "Prefer persistent workers (DataLoader(persistent_workers=True), one pool for the whole "
+        "workers with it."),
+        N_("Prefer persistent workers (DataLoader(persistent_workers=True), one pool for the whole "
         "run) over forking new ones each epoch: fewer processes that can be orphaned, and none that "
-        "inherit a context mid-teardown.",
-        "Let the scheduler kill by cgroup: Slurm's proctrack/cgroup with TaskPlugin=task/cgroup, "
-        "Kubernetes and systemd already do; a wrapper that only signals its child does not.",
-        "CUDA_LAUNCH_BLOCKING=1 is a debugging aid, not a fix: it makes each kernel launch wait for "
+        "inherit a context mid-teardown."),
+        N_("Let the scheduler kill by cgroup: Slurm's proctrack/cgroup with TaskPlugin=task/cgroup, "
+        "Kubernetes and systemd already do; a wrapper that only signals its child does not."),
+        N_("CUDA_LAUNCH_BLOCKING=1 is a debugging aid, not a fix: it makes each kernel launch wait for "
         "completion so an error is reported at the call that caused it. It changes timing, not who "
-        "holds memory; a ghost left by an orphaned worker stays a ghost, and the job runs slower.",
-        "Release a framework's cache before measuring: torch.cuda.empty_cache() returns cached "
+        "holds memory; a ghost left by an orphaned worker stays a ghost, and the job runs slower."),
+        N_("Release a framework's cache before measuring: torch.cuda.empty_cache() returns cached "
         "blocks to the driver; PYTORCH_CUDA_ALLOC_CONF (e.g. expandable_segments:True) shapes the "
         "cache; TensorFlow reserves nearly all memory unless tf.config.experimental."
         "set_memory_growth(gpu, True) is set. A cache belongs to a live process and goes when it "
-        "exits: it is not a ghost.",
-        "Keep nvidia-persistenced running on compute hosts: the driver stays initialised between "
+        "exits: it is not a ghost."),
+        N_("Keep nvidia-persistenced running on compute hosts: the driver stays initialised between "
         "jobs (faster starts, stable memory figures). It does not free a ghost: only ending the "
-        "holder, or a GPU reset, does.",
-        "Watch for it: `ghostvram watch --exec CMD` (CMD runs on each alert and clear, the finding in "
+        "holder, or a GPU reset, does."),
+        N_("Watch for it: `ghostvram watch --exec CMD` (CMD runs on each alert and clear, the finding in "
         "its environment) or the exporter's ghost gauge, and a daily cron `ghostvram doctor` mail; a "
-        "ghost found minutes after a job is easier to explain than one found a week later.",
+        "ghost found minutes after a job is easier to explain than one found a week later."),
         NULL,
 };
 
@@ -296,8 +297,8 @@ static bool gpu_selected(const struct doctor_facts *f, const struct gpu_info *g)
 
 static const char *persistenced_text(int p)
 {
-        return p == 1 ? "nvidia-persistenced is running" : p == 0 ? "nvidia-persistenced is not running"
-                                                                   : "whether nvidia-persistenced runs is unknown";
+        return p == 1 ? _("nvidia-persistenced is running") : p == 0 ? _("nvidia-persistenced is not running")
+                                                                      : _("whether nvidia-persistenced runs is unknown");
 }
 
 /* An Xid that pages in scan and check (the same rule) is one to act on here too */
@@ -307,23 +308,23 @@ static void check_recent_xid(const struct doctor_facts *f, const struct gpu_info
         struct doctor_finding *d;
         if (!f->kernel_read) {
                 d = add(l, "recent-xid", DOCTOR_UNKNOWN, (int)g->index);
-                SET(d, summary, "GPU %u: whether it had a recent Xid could not be checked", g->index);
-                SET(d, evidence, "%s", f->kernel_error && *f->kernel_error ? f->kernel_error : "the kernel log was not read");
-                SET(d, next_step, "run as root (`sudo ghostvram doctor`), or read a saved log: `ghostvram xid --kmsg FILE`");
+                SET(d, summary, _("GPU %u: whether it had a recent Xid could not be checked"), g->index);
+                SET(d, evidence, "%s", f->kernel_error && *f->kernel_error ? f->kernel_error : _("the kernel log was not read"));
+                SET(d, next_step, _("run as root (`sudo ghostvram doctor`), or read a saved log: `ghostvram xid --kmsg FILE`"));
                 return;
         }
         if (!xid_recent_worst(f->kernel, f->n_kernel, g, f->kernel_this_host, NULL, f->now, f->xid_window_s, &x)) {
                 d = add(l, "recent-xid", DOCTOR_OK, (int)g->index);
-                SET(d, summary, "GPU %u: no Xid of error severity or worse in the last %.0f s (--xid-window)", g->index,
+                SET(d, summary, _("GPU %u: no Xid of error severity or worse in the last %.0f s (--xid-window)"), g->index,
                     f->xid_window_s);
                 return;
         }
         char when[40] = "";
         (void)xid_format_rfc3339(x.event->time, when, sizeof(when));
         d = add(l, "recent-xid", DOCTOR_WARN, (int)g->index);
-        SET(d, summary, "GPU %u: %s (%s): it pages", g->index, x.summary, xid_severity_name(x.severity));
-        SET(d, evidence, "kernel log: Xid %d at %s for %s, after the driver's load and within the --xid-window (%.0f s)",
-            x.event->xid, when[0] ? when : "(time unknown)", x.event->pci_bus_id[0] ? x.event->pci_bus_id : "this GPU",
+        SET(d, summary, _("GPU %u: %s (%s): it pages"), g->index, x.summary, xid_severity_name(x.severity));
+        SET(d, evidence, _("kernel log: Xid %d at %s for %s, after the driver's load and within the --xid-window (%.0f s)"),
+            x.event->xid, when[0] ? when : _("(time unknown)"), x.event->pci_bus_id[0] ? x.event->pci_bus_id : _("this GPU"),
             f->xid_window_s);
         SET(d, next_step, "%s", x.next_step);
         xid_recent_clear(&x);
@@ -334,18 +335,18 @@ static void check_persistence(const struct doctor_facts *f, const struct gpu_inf
         enum doctor_level lv = g->persistence == 0 ? DOCTOR_WARN : g->persistence == 1 ? DOCTOR_OK : DOCTOR_UNKNOWN;
         struct doctor_finding *d = add(l, "persistence-off", lv, (int)g->index);
         if (lv == DOCTOR_OK) {
-                SET(d, summary, "GPU %u: persistence mode is on", g->index);
-                SET(d, evidence, "NVML persistence mode: enabled; %s", persistenced_text(f->persistenced));
+                SET(d, summary, _("GPU %u: persistence mode is on"), g->index);
+                SET(d, evidence, _("NVML persistence mode: enabled; %s"), persistenced_text(f->persistenced));
         } else if (lv == DOCTOR_UNKNOWN) {
-                SET(d, summary, "GPU %u: persistence mode could not be read", g->index);
-                SET(d, evidence, "NVML did not answer the persistence query");
+                SET(d, summary, _("GPU %u: persistence mode could not be read"), g->index);
+                SET(d, evidence, _("NVML did not answer the persistence query"));
         } else {
-                SET(d, summary, "GPU %u: persistence mode is off", g->index);
-                SET(d, evidence, "NVML persistence mode: disabled; %s", persistenced_text(f->persistenced));
+                SET(d, summary, _("GPU %u: persistence mode is off"), g->index);
+                SET(d, evidence, _("NVML persistence mode: disabled; %s"), persistenced_text(f->persistenced));
                 SET(d, next_step,
-                    "sudo systemctl enable --now nvidia-persistenced (or: sudo nvidia-smi -i %u -pm 1). It keeps the "
+                    _("sudo systemctl enable --now nvidia-persistenced (or: sudo nvidia-smi -i %u -pm 1). It keeps the "
                     "driver initialised between jobs (quick starts, memory figures that do not reset when the last "
-                    "client goes); it does not free a ghost: end the holder ('ghostvram reclaim') or reset the GPU",
+                    "client goes); it does not free a ghost: end the holder ('ghostvram reclaim') or reset the GPU"),
                     g->index);
         }
 }
@@ -371,43 +372,43 @@ static void check_health(const struct gpu_info *g, struct fl *l)
                 enum doctor_level lv = v == 1 ? DOCTOR_WARN : v == 0 ? DOCTOR_OK : DOCTOR_UNKNOWN;
                 d = add(l, flags[k].code, lv, (int)i);
                 if (k == 0) {
-                        SET(d, summary, "GPU %u: %s", i, v == 1 ? "a row remapping is pending" : v == 0 ? "no row remapping pending" : "row remapping not reported");
-                        SET(d, evidence, "nvmlDeviceGetRemappedRows: isPending=%s%s", v == 1 ? "1" : v == 0 ? "0" : "unknown (not supported or no answer)",
-                            h->remap_failed == 1 ? ", failureOccurred=1 (remapping failed: the GPU needs service)" : "");
+                        SET(d, summary, _("GPU %u: %s"), i, v == 1 ? _("a row remapping is pending") : v == 0 ? _("no row remapping pending") : _("row remapping not reported"));
+                        SET(d, evidence, _("nvmlDeviceGetRemappedRows: isPending=%s%s"), v == 1 ? "1" : v == 0 ? "0" : _("unknown (not supported or no answer)"),
+                            h->remap_failed == 1 ? _(", failureOccurred=1 (remapping failed: the GPU needs service)") : "");
                         if (v == 1)
-                                SET(d, next_step, "drain GPU %u, then reset it (sudo nvidia-smi -r -i %u) or reboot: the bad row is "
-                                    "remapped only at reset, and until then its memory stays withheld", i, i);
+                                SET(d, next_step, _("drain GPU %u, then reset it (sudo nvidia-smi -r -i %u) or reboot: the bad row is "
+                                    "remapped only at reset, and until then its memory stays withheld"), i, i);
                 } else if (k == 1) {
-                        SET(d, summary, "GPU %u: %s", i, v == 1 ? "retired pages wait for a reset" : v == 0 ? "no page retirement pending" : "page retirement not reported");
-                        SET(d, evidence, "nvmlDeviceGetRetiredPagesPendingStatus: %s", v == 1 ? "enabled" : v == 0 ? "disabled" : "unknown (not supported: Ampere and later remap rows instead)");
+                        SET(d, summary, _("GPU %u: %s"), i, v == 1 ? _("retired pages wait for a reset") : v == 0 ? _("no page retirement pending") : _("page retirement not reported"));
+                        SET(d, evidence, _("nvmlDeviceGetRetiredPagesPendingStatus: %s"), v == 1 ? _("enabled") : v == 0 ? _("disabled") : _("unknown (not supported: Ampere and later remap rows instead)"));
                         if (v == 1)
-                                SET(d, next_step, "drain GPU %u and reset it (sudo nvidia-smi -r -i %u) or reboot: pages are retired "
-                                    "only then", i, i);
+                                SET(d, next_step, _("drain GPU %u and reset it (sudo nvidia-smi -r -i %u) or reboot: pages are retired "
+                                    "only then"), i, i);
                 } else {
-                        SET(d, summary, "GPU %u: %s", i, v == 1 ? "a MIG mode change waits for a reset" : v == 0 ? "no MIG mode change pending" : "MIG mode not reported");
-                        SET(d, evidence, "nvmlDeviceGetMigMode: current %s, pending %s", g->mig_mode == 1 ? "enabled" : g->mig_mode == 0 ? "disabled" : "unknown",
-                            g->mig_pending_mode == 1 ? "enabled" : g->mig_pending_mode == 0 ? "disabled" : "unknown");
+                        SET(d, summary, _("GPU %u: %s"), i, v == 1 ? _("a MIG mode change waits for a reset") : v == 0 ? _("no MIG mode change pending") : _("MIG mode not reported"));
+                        SET(d, evidence, _("nvmlDeviceGetMigMode: current %s, pending %s"), g->mig_mode == 1 ? _("enabled") : g->mig_mode == 0 ? _("disabled") : _("unknown"),
+                            g->mig_pending_mode == 1 ? _("enabled") : g->mig_pending_mode == 0 ? _("disabled") : _("unknown"));
                         if (v == 1)
-                                SET(d, next_step, "end every process on GPU %u, then reset it (sudo nvidia-smi -r -i %u): until then the "
-                                    "memory layout is the old mode's", i, i);
+                                SET(d, next_step, _("end every process on GPU %u, then reset it (sudo nvidia-smi -r -i %u): until then the "
+                                    "memory layout is the old mode's"), i, i);
                 }
         }
         enum doctor_level lv = h->ecc_uncorrected > 0 ? DOCTOR_WARN : h->ecc_uncorrected == 0 ? DOCTOR_OK : DOCTOR_UNKNOWN;
         d = add(l, "ecc-uncorrectable", lv, (int)i);
-        SET(d, summary, "GPU %u: %s", i, lv == DOCTOR_WARN ? "uncorrectable ECC errors since the driver loaded" : lv == DOCTOR_OK ? "no uncorrectable ECC error" : "ECC counters not reported");
+        SET(d, summary, _("GPU %u: %s"), i, lv == DOCTOR_WARN ? _("uncorrectable ECC errors since the driver loaded") : lv == DOCTOR_OK ? _("no uncorrectable ECC error") : _("ECC counters not reported"));
         if (h->ecc_uncorrected >= 0)
-                SET(d, evidence, "nvmlDeviceGetTotalEccErrors(uncorrected, volatile) = %lld", h->ecc_uncorrected);
+                SET(d, evidence, _("nvmlDeviceGetTotalEccErrors(uncorrected, volatile) = %lld"), h->ecc_uncorrected);
         else
-                SET(d, evidence, "nvmlDeviceGetTotalEccErrors: not supported (ECC off or a consumer GPU)");
+                SET(d, evidence, _("nvmlDeviceGetTotalEccErrors: not supported (ECC off or a consumer GPU)"));
         if (lv == DOCTOR_WARN)
-                SET(d, next_step, "a reset is required anyway: drain GPU %u, reset it (sudo nvidia-smi -r -i %u) and see 'ghostvram "
-                    "xid' for the Xid 48/63/64/94/95 that came with it; memory held by the failed context is freed by the reset", i, i);
+                SET(d, next_step, _("a reset is required anyway: drain GPU %u, reset it (sudo nvidia-smi -r -i %u) and see 'ghostvram "
+                    "xid' for the Xid 48/63/64/94/95 that came with it; memory held by the failed context is freed by the reset"), i, i);
         d = add(l, "reset-required", h->reset_required ? DOCTOR_WARN : DOCTOR_OK, (int)i);
-        SET(d, summary, "GPU %u: %s", i, h->reset_required ? "the driver says this GPU needs a reset" : "no reset required");
-        SET(d, evidence, "%s", h->reset_required ? "health queries answered NVML_ERROR_RESET_REQUIRED (16)" : "health queries answered normally");
+        SET(d, summary, _("GPU %u: %s"), i, h->reset_required ? _("the driver says this GPU needs a reset") : _("no reset required"));
+        SET(d, evidence, "%s", h->reset_required ? _("health queries answered NVML_ERROR_RESET_REQUIRED (16)") : _("health queries answered normally"));
         if (h->reset_required)
-                SET(d, next_step, "drain GPU %u and reset it (sudo nvidia-smi -r -i %u; a reset needs every holder gone: "
-                    "'ghostvram scan' lists them) or reboot", i, i);
+                SET(d, next_step, _("drain GPU %u and reset it (sudo nvidia-smi -r -i %u; a reset needs every holder gone: "
+                    "'ghostvram scan' lists them) or reboot"), i, i);
 }
 
 static void check_allocator_cache(const struct doctor_facts *f, const struct gpu_info *g, struct fl *l)
@@ -425,20 +426,20 @@ static void check_allocator_cache(const struct doctor_facts *f, const struct gpu
                         continue; /* not alive here: scan's business, not a cache */
                 any = true;
                 struct doctor_finding *d = add(l, "allocator-cache", DOCTOR_INFO, (int)g->index);
-                SET(d, summary, "GPU %u: live PID %u (%s) holds %.1f GiB: if it is idle, that is most likely a framework's "
-                    "caching allocator, not a leak", g->index, p->pid, h->comm, (double)p->used_bytes / GIB);
-                SET(d, evidence, "NVML charges PID %u with %llu bytes; the process is alive", p->pid,
+                SET(d, summary, _("GPU %u: live PID %u (%s) holds %.1f GiB: if it is idle, that is most likely a framework's "
+                    "caching allocator, not a leak"), g->index, p->pid, h->comm, (double)p->used_bytes / GIB);
+                SET(d, evidence, _("NVML charges PID %u with %llu bytes; the process is alive"), p->pid,
                     (unsigned long long)p->used_bytes);
                 SET(d, next_step,
-                    "inside the process: torch.cuda.empty_cache() (compare torch.cuda.memory_allocated() with "
+                    _("inside the process: torch.cuda.empty_cache() (compare torch.cuda.memory_allocated() with "
                     "memory_reserved(): the difference is cache), PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; "
                     "TensorFlow: tf.config.experimental.set_memory_growth(gpu, True) before first use. A cache stays flat "
-                    "and goes when the process exits; a leak grows each step ('ghostvram watch' shows which)");
+                    "and goes when the process exits; a leak grows each step ('ghostvram watch' shows which)"));
         }
         if (!any) {
                 struct doctor_finding *d = add(l, "allocator-cache", DOCTOR_OK, (int)g->index);
-                SET(d, summary, "GPU %u: no live process holds %.1f GiB or more", g->index, (double)f->cache_min_bytes / GIB);
-                SET(d, evidence, "%zu process%s listed by NVML", g->n_procs, g->n_procs == 1 ? "" : "es");
+                SET(d, summary, _("GPU %u: no live process holds %.1f GiB or more"), g->index, (double)f->cache_min_bytes / GIB);
+                SET(d, evidence, P_("%zu process listed by NVML", "%zu processes listed by NVML", g->n_procs), g->n_procs);
         }
 }
 
@@ -447,22 +448,22 @@ static void check_uvm(const struct doctor_facts *f, struct fl *l)
         struct doctor_finding *d;
         if (f->uvm_loaded < 0) {
                 d = add(l, "uvm-not-loaded", DOCTOR_UNKNOWN, -1);
-                SET(d, summary, "whether nvidia_uvm is loaded is unknown");
-                SET(d, evidence, "/proc/modules could not be read");
+                SET(d, summary, _("whether nvidia_uvm is loaded is unknown"));
+                SET(d, evidence, _("/proc/modules could not be read"));
                 return;
         }
         if (f->uvm_loaded == 0) {
                 d = add(l, "uvm-not-loaded", DOCTOR_WARN, -1);
-                SET(d, summary, "the nvidia_uvm kernel module is not loaded");
-                SET(d, evidence, "no nvidia_uvm line in /proc/modules");
-                SET(d, next_step, "sudo modprobe nvidia-uvm (and list it in /etc/modules-load.d/): CUDA needs it; outside a "
+                SET(d, summary, _("the nvidia_uvm kernel module is not loaded"));
+                SET(d, evidence, _("no nvidia_uvm line in /proc/modules"));
+                SET(d, next_step, _("sudo modprobe nvidia-uvm (and list it in /etc/modules-load.d/): CUDA needs it; outside a "
                     "container the first CUDA program loads it through the setuid nvidia-modprobe, inside one it must "
-                    "already be loaded on the host");
+                    "already be loaded on the host"));
                 return;
         }
         d = add(l, "uvm-not-loaded", DOCTOR_OK, -1);
-        SET(d, summary, "nvidia_uvm is loaded");
-        SET(d, evidence, "/proc/modules: nvidia_uvm, use count %ld", f->uvm_refcount);
+        SET(d, summary, _("nvidia_uvm is loaded"));
+        SET(d, evidence, _("/proc/modules: nvidia_uvm, use count %ld"), f->uvm_refcount);
         size_t n = 0;
         struct buf who = BUF_INIT(0);
         for (size_t i = 0; i < f->n_holders; i++) {
@@ -474,17 +475,21 @@ static void check_uvm(const struct doctor_facts *f, struct fl *l)
         bool used = n > 0 || f->uvm_refcount > 0;
         d = add(l, "uvm-in-use", used ? DOCTOR_INFO : DOCTOR_OK, -1);
         if (!used) {
-                SET(d, summary, "nvidia_uvm is not in use: it could be reloaded");
-                SET(d, evidence, "use count 0; no process holds /dev/nvidia-uvm");
+                SET(d, summary, _("nvidia_uvm is not in use: it could be reloaded"));
+                SET(d, evidence, _("use count 0; no process holds /dev/nvidia-uvm"));
                 buf_free(&who);
                 return;
         }
-        SET(d, summary, "nvidia_uvm is in use (%zu process%s hold /dev/nvidia-uvm)", n, n == 1 ? "" : "es");
-        SET(d, evidence, "use count %ld%s%s", f->uvm_refcount, n ? "; holders: " : "", buf_str(&who));
+        SET(d, summary, P_("nvidia_uvm is in use (%zu process hold /dev/nvidia-uvm)",
+                           "nvidia_uvm is in use (%zu processes hold /dev/nvidia-uvm)", n), n);
+        if (n)
+                SET(d, evidence, _("use count %ld; holders: %s"), f->uvm_refcount, buf_str(&who));
+        else
+                SET(d, evidence, _("use count %ld"), f->uvm_refcount);
         buf_free(&who);
-        SET(d, next_step, "do not reload it to clear a ghost: 'modprobe -r nvidia_uvm' fails while it is used, and "
+        SET(d, next_step, _("do not reload it to clear a ghost: 'modprobe -r nvidia_uvm' fails while it is used, and "
             "ending these processes breaks their CUDA contexts (their jobs die). End the ghost's own holders "
-            "('ghostvram reclaim') instead");
+            "('ghostvram reclaim') instead"));
 }
 
 static void check_known_issue(const char *ver, bool open, struct fl *l)
@@ -495,8 +500,8 @@ static void check_known_issue(const char *ver, bool open, struct fl *l)
         struct doctor_finding *d;
         if (!ver[0] || version_split(ver, v) < 0) {
                 d = add(l, "driver-known-issue", DOCTOR_UNKNOWN, -1);
-                SET(d, summary, "the driver version is unknown: not compared with the table");
-                SET(d, evidence, "neither NVML nor /proc/driver/nvidia/version gave a version");
+                SET(d, summary, _("the driver version is unknown: not compared with the table"));
+                SET(d, evidence, _("neither NVML nor /proc/driver/nvidia/version gave a version"));
                 return;
         }
         bool hit = false;
@@ -510,16 +515,19 @@ static void check_known_issue(const char *ver, bool open, struct fl *l)
                 (void)doctor_version_format(t[i].from, from, sizeof(from));
                 (void)doctor_version_format(t[i].before, before, sizeof(before));
                 d = add(l, "driver-known-issue", DOCTOR_WARN, -1);
-                SET(d, summary, "driver %s: %s", ver, t[i].problem);
-                SET(d, evidence, "running driver %s%s is in %s up to before %s", ver, open ? " (open kernel module)" : "",
-                    from, before);
-                SET(d, next_step, "%s", t[i].advice);
+                SET(d, summary, _("driver %s: %s"), ver, _(t[i].problem));
+                if (open)
+                        SET(d, evidence, _("running driver %s (open kernel module) is in %s up to before %s"), ver, from,
+                            before);
+                else
+                        SET(d, evidence, _("running driver %s is in %s up to before %s"), ver, from, before);
+                SET(d, next_step, "%s", _(t[i].advice));
                 SET(d, source, "%s", t[i].source);
         }
         if (!hit) {
                 d = add(l, "driver-known-issue", DOCTOR_OK, -1);
-                SET(d, summary, "driver %s is not in the table of releases with documented memory problems", ver);
-                SET(d, evidence, "%zu sourced rows compared ('ghostvram doctor --explain' lists them)", n);
+                SET(d, summary, _("driver %s is not in the table of releases with documented memory problems"), ver);
+                SET(d, evidence, _("%zu sourced rows compared ('ghostvram doctor --explain' lists them)"), n);
         }
 }
 
@@ -530,16 +538,16 @@ static const struct {
         const char *meaning;
 } param_notes[] = {
         { "PreserveVideoMemoryAllocations",
-          "1: on suspend all video memory is saved to TemporaryFilePath and restored on resume (needed by "
-          "nvidia-suspend.service); 0: only what the driver needs. Unrelated to a killed job's memory" },
-        { "TemporaryFilePath", "where suspend saves video memory (needs room for all of it); empty: /tmp" },
+          N_("1: on suspend all video memory is saved to TemporaryFilePath and restored on resume (needed by "
+          "nvidia-suspend.service); 0: only what the driver needs. Unrelated to a killed job's memory") },
+        { "TemporaryFilePath", N_("where suspend saves video memory (needs room for all of it); empty: /tmp") },
         { "RestrictProfilingToAuthUsers",
-          "1: only administrators may read GPU performance counters (Nsight, CUPTI: ERR_NVGPUCTRPERM otherwise)" },
-        { "EnableGpuFirmware", "GSP firmware (R525+): GSP RPC timeouts show as Xid 119/120" },
-        { "ModifyDeviceFiles", "1: the driver creates and fixes /dev/nvidia* itself (DeviceFileUID/GID/Mode)" },
-        { "DeviceFileMode", "permissions of /dev/nvidia*: who can open a GPU at all" },
-        { "NVLinkDisable", "1: NVLink off (P2P over PCIe only)" },
-        { "EnableStreamMemOPs", "1: CUDA stream memory operations allowed (cuStreamWaitValue)" },
+          N_("1: only administrators may read GPU performance counters (Nsight, CUPTI: ERR_NVGPUCTRPERM otherwise)") },
+        { "EnableGpuFirmware", N_("GSP firmware (R525+): GSP RPC timeouts show as Xid 119/120") },
+        { "ModifyDeviceFiles", N_("1: the driver creates and fixes /dev/nvidia* itself (DeviceFileUID/GID/Mode)") },
+        { "DeviceFileMode", N_("permissions of /dev/nvidia*: who can open a GPU at all") },
+        { "NVLinkDisable", N_("1: NVLink off (P2P over PCIe only)") },
+        { "EnableStreamMemOPs", N_("1: CUDA stream memory operations allowed (cuStreamWaitValue)") },
 };
 
 static void check_params(const struct doctor_facts *f, struct fl *l)
@@ -547,8 +555,8 @@ static void check_params(const struct doctor_facts *f, struct fl *l)
         struct doctor_finding *d;
         if (!f->params_text) {
                 d = add(l, "module-params", DOCTOR_UNKNOWN, -1);
-                SET(d, summary, "the nvidia module's parameters could not be read");
-                SET(d, evidence, "/proc/driver/nvidia/params is missing (module not loaded?)");
+                SET(d, summary, _("the nvidia module's parameters could not be read"));
+                SET(d, evidence, _("/proc/driver/nvidia/params is missing (module not loaded?)"));
                 return;
         }
         struct buf ev = BUF_INIT(0), expl = BUF_INIT(0);
@@ -566,13 +574,13 @@ static void check_params(const struct doctor_facts *f, struct fl *l)
                                 val++;
                         found++;
                         buf_printf(&ev, "%s%s=%s", ev.len ? ", " : "", param_notes[i].name, val);
-                        buf_printf(&expl, "%s%s: %s", expl.len ? "; " : "", param_notes[i].name, param_notes[i].meaning);
+                        buf_printf(&expl, "%s%s: %s", expl.len ? "; " : "", param_notes[i].name, _(param_notes[i].meaning));
                         break;
                 }
         }
         d = add(l, "module-params", DOCTOR_INFO, -1);
-        SET(d, summary, "%u nvidia module parameter%s explained", found, found == 1 ? "" : "s");
-        SET(d, evidence, "/proc/driver/nvidia/params: %s", found ? buf_str(&ev) : "none of the known ones");
+        SET(d, summary, P_("%u nvidia module parameter explained", "%u nvidia module parameters explained", found), found);
+        SET(d, evidence, _("/proc/driver/nvidia/params: %s"), found ? buf_str(&ev) : _("none of the known ones"));
         if (found)
                 SET(d, next_step, "%s", buf_str(&expl));
         buf_free(&ev);
@@ -585,17 +593,20 @@ static void check_dmesg(const struct doctor_facts *f, struct fl *l)
                              : f->dmesg_restrict == 1 && !f->is_root ? DOCTOR_WARN : DOCTOR_OK;
         struct doctor_finding *d = add(l, "kernel-log-restricted", lv, -1);
         if (lv == DOCTOR_UNKNOWN) {
-                SET(d, summary, "kernel.dmesg_restrict could not be read");
-                SET(d, evidence, "/proc/sys/kernel/dmesg_restrict missing");
+                SET(d, summary, _("kernel.dmesg_restrict could not be read"));
+                SET(d, evidence, _("/proc/sys/kernel/dmesg_restrict missing"));
                 return;
         }
-        SET(d, evidence, "kernel.dmesg_restrict = %d; running as %s", f->dmesg_restrict, f->is_root ? "root" : "a user");
+        if (f->is_root)
+                SET(d, evidence, _("kernel.dmesg_restrict = %d; running as root"), f->dmesg_restrict);
+        else
+                SET(d, evidence, _("kernel.dmesg_restrict = %d; running as a user"), f->dmesg_restrict);
         if (lv == DOCTOR_WARN) {
-                SET(d, summary, "the kernel log is closed to this user: Xid events are invisible to 'ghostvram xid' and scan");
-                SET(d, next_step, "run as root (sudo ghostvram xid), or add the user to group adm or systemd-journal and use "
-                    "`journalctl -k -o short-iso | ghostvram xid --kmsg -`; host-wide: sudo sysctl kernel.dmesg_restrict=0");
+                SET(d, summary, _("the kernel log is closed to this user: Xid events are invisible to 'ghostvram xid' and scan"));
+                SET(d, next_step, _("run as root (sudo ghostvram xid), or add the user to group adm or systemd-journal and use "
+                    "`journalctl -k -o short-iso | ghostvram xid --kmsg -`; host-wide: sudo sysctl kernel.dmesg_restrict=0"));
         } else {
-                SET(d, summary, "the kernel log is readable here");
+                SET(d, summary, _("the kernel log is readable here"));
         }
 }
 
@@ -613,20 +624,20 @@ static void check_version(const struct doctor_facts *f, const char *modver, stru
         struct doctor_finding *d;
         if (!lib[0] || !modver[0]) {
                 d = add(l, "version-mismatch", DOCTOR_UNKNOWN, -1);
-                SET(d, summary, "library and kernel module versions could not both be read");
-                SET(d, evidence, "NVML library: %s; kernel module: %s", lib[0] ? lib : "unknown", modver[0] ? modver : "unknown");
+                SET(d, summary, _("library and kernel module versions could not both be read"));
+                SET(d, evidence, _("NVML library: %s; kernel module: %s"), lib[0] ? lib : _("unknown"), modver[0] ? modver : _("unknown"));
                 return;
         }
         bool same = strcmp(lib, modver) == 0;
         d = add(l, "version-mismatch", same ? DOCTOR_OK : DOCTOR_WARN, -1);
-        SET(d, evidence, "NVML library %s; kernel module %s (/proc/driver/nvidia/version)", lib, modver);
+        SET(d, evidence, _("NVML library %s; kernel module %s (/proc/driver/nvidia/version)"), lib, modver);
         if (same) {
-                SET(d, summary, "the NVML library and the kernel module are the same version");
+                SET(d, summary, _("the NVML library and the kernel module are the same version"));
         } else {
-                SET(d, summary, "the NVML library (%s) and the loaded kernel module (%s) differ", lib, modver);
-                SET(d, next_step, "the driver was upgraded without a reboot: reboot (or stop every GPU user, then "
+                SET(d, summary, _("the NVML library (%s) and the loaded kernel module (%s) differ"), lib, modver);
+                SET(d, next_step, _("the driver was upgraded without a reboot: reboot (or stop every GPU user, then "
                     "'sudo modprobe -r nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia'); until then "
-                    "NVML fails with 'Driver/library version mismatch'");
+                    "NVML fails with 'Driver/library version mismatch'"));
         }
 }
 
@@ -635,26 +646,26 @@ static void check_toolkit(const struct doctor_facts *f, struct fl *l)
         struct doctor_finding *d;
         if (f->toolkit < 0) {
                 d = add(l, "container-toolkit", DOCTOR_UNKNOWN, -1);
-                SET(d, summary, "whether the NVIDIA Container Toolkit is installed is unknown");
-                SET(d, evidence, "its configuration directory could not be read");
+                SET(d, summary, _("whether the NVIDIA Container Toolkit is installed is unknown"));
+                SET(d, evidence, _("its configuration directory could not be read"));
                 return;
         }
         if (f->toolkit == 0) {
                 d = add(l, "container-toolkit", DOCTOR_OK, -1);
-                SET(d, summary, "the NVIDIA Container Toolkit is not installed");
-                SET(d, evidence, "no nvidia-container-toolkit config.toml, no nvidia-container-cli");
+                SET(d, summary, _("the NVIDIA Container Toolkit is not installed"));
+                SET(d, evidence, _("no nvidia-container-toolkit config.toml, no nvidia-container-cli"));
                 return;
         }
         char mode[32] = "";
         if (f->toolkit_config && doctor_parse_toolkit_mode(f->toolkit_config, f->toolkit_config_len, mode, sizeof(mode)) < 0)
                 snprintf(mode, sizeof(mode), "unreadable");
         d = add(l, "container-toolkit", DOCTOR_INFO, -1);
-        SET(d, summary, "the NVIDIA Container Toolkit is installed (mode %s)", mode[0] ? mode : "auto (default)");
-        SET(d, evidence, "%s", f->toolkit_path ? f->toolkit_path : "found");
-        SET(d, next_step, "containers see their own PID namespace: a holder in a container shows in nvidia-smi with a host "
-            "PID or none; run 'sudo ghostvram scan' on the host to attribute it to its container%s",
-            !strcmp(mode, "cdi") ? "; CDI mode: devices come from the generated spec (nvidia-ctk cdi generate after a "
-                                  "driver upgrade)" : "");
+        SET(d, summary, _("the NVIDIA Container Toolkit is installed (mode %s)"), mode[0] ? mode : _("auto (default)"));
+        SET(d, evidence, "%s", f->toolkit_path ? f->toolkit_path : _("found"));
+        SET(d, next_step, _("containers see their own PID namespace: a holder in a container shows in nvidia-smi with a host "
+            "PID or none; run 'sudo ghostvram scan' on the host to attribute it to its container%s"),
+            !strcmp(mode, "cdi") ? _("; CDI mode: devices come from the generated spec (nvidia-ctk cdi generate after a "
+                                    "driver upgrade)") : "");
 }
 
 /* "`ls -laS '/dev/shm'` (the files, largest first, and their owners) and `ipcs -m -p` (...)" */
@@ -722,9 +733,9 @@ int doctor_run(const struct doctor_facts *f, struct doctor_finding **ret, size_t
          * answer is that GPU's gpu-unreachable below; the other GPUs' checks still run) */
         if (!r || !r->driver_present || (r->timed_out && r->n_gpus == 0)) {
                 struct doctor_finding *d = add(&l, "nvml-unavailable", DOCTOR_UNKNOWN, -1);
-                SET(d, summary, "the GPUs could not be inspected through NVML");
-                SET(d, evidence, "%s", r && r->error[0] ? r->error : r && r->timed_out ? "the driver did not answer in time" : "no NVML report");
-                SET(d, next_step, "fix the driver first (see the evidence); the checks of the GPUs were not run");
+                SET(d, summary, _("the GPUs could not be inspected through NVML"));
+                SET(d, evidence, "%s", r && r->error[0] ? r->error : r && r->timed_out ? _("the driver did not answer in time") : _("no NVML report"));
+                SET(d, next_step, _("fix the driver first (see the evidence); the checks of the GPUs were not run"));
         }
         if (r) {
                 for (size_t i = 0; i < r->n_gpus; i++) {
@@ -736,10 +747,10 @@ int doctor_run(const struct doctor_facts *f, struct doctor_finding **ret, size_t
                                 struct doctor_finding *d = add(&l, "gpu-unreachable",
                                                                g->status == GPU_TIMEOUT ? DOCTOR_UNKNOWN : DOCTOR_WARN,
                                                                (int)g->index);
-                                SET(d, summary, "GPU %u could not be inspected", g->index);
+                                SET(d, summary, _("GPU %u could not be inspected"), g->index);
                                 SET(d, evidence, "%s", g->status_message);
-                                SET(d, next_step, "see 'ghostvram scan' and 'ghostvram xid' for GPU %u (a lost GPU needs a reset or a "
-                                    "reboot)", g->index);
+                                SET(d, next_step, _("see 'ghostvram scan' and 'ghostvram xid' for GPU %u (a lost GPU needs a reset or a "
+                                    "reboot)"), g->index);
                                 check_recent_xid(f, g, &l);
                                 continue;
                         }
