@@ -319,6 +319,18 @@ static void test_top_screen(void **state)
         facts_destroy(f);
 }
 
+/* Is line part of the GPU's next step (its first line "  next: ", or one under it)? *in: the
+ * next step has begun. 1 yes, 0 not yet, -1 the line after it. */
+static int next_step_line(const char *line, bool *in)
+{
+        bool first = !strncmp(line, "  next: ", 8);
+        bool more = *in && strlen(line) > 8 && !strncmp(line, "        ", 8) && line[8] != ' ';
+        if (!first && !more)
+                return *in ? -1 : 0;
+        *in = true;
+        return 1;
+}
+
 /* The screen is narrower than a next step: top wraps it at spaces, every line starting under the
  * first, so the whole command is there; on a screen too narrow for it in 4 lines, the last line is
  * cut at a word and says so with "..." (a command cut mid-word looks runnable). */
@@ -334,14 +346,11 @@ static void next_lines(const struct live_view *v, int cols, char *joined, size_t
         bool in = false;
         for (int y = 0; y < c.rows; y++) {
                 top_canvas_line(&c, y, line, sizeof(line));
-                bool first = !strncmp(line, "  next: ", 8);
-                bool more = in && strlen(line) > 8 && !strncmp(line, "        ", 8) && line[8] != ' ';
-                if (!first && !more) {
-                        if (in)
-                                break;
+                int part = next_step_line(line, &in);
+                if (part < 0)
+                        break;
+                if (!part)
                         continue;
-                }
-                in = true;
                 assert_true(strlen(line) <= (size_t)cols);
                 if (joined[0])
                         strncat(joined, " ", len - strlen(joined) - 1);
@@ -441,14 +450,11 @@ static void test_top_wide(void **state)
                         assert_true(dots - line >= 3 && (unsigned char)dots[-3] >= 0xe0);
                         summary_cut = true;
                 }
-                bool first = !strncmp(line, "  next: ", 8);
-                bool more = in && strlen(line) > 8 && !strncmp(line, "        ", 8) && line[8] != ' ';
-                if (!first && !more) {
-                        if (in)
-                                break;
+                int part = next_step_line(line, &in);
+                if (part < 0)
+                        break;
+                if (!part)
                         continue;
-                }
-                in = true;
                 next_n++;
                 strncat(joined, line + 8, sizeof(joined) - strlen(joined) - 1);
         }
