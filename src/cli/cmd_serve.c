@@ -108,13 +108,13 @@ int cmd_serve(int argc, char **argv)
                         continue;
                 case 'i':
                         if (parse_duration_ms(optarg, &interval_ms) < 0 || interval_ms < 1000 || interval_ms > 3600000) {
-                                cli_error("serve", "--interval: '%s' is not a duration from 1s to 1h", optarg);
+                                cli_error("serve", _("--interval: '%s' is not a duration from 1s to 1h"), optarg);
                                 return EXIT_USAGE;
                         }
                         continue;
                 case 's':
                         if (parse_duration_ms(optarg, &stale_ms) < 0 || stale_ms < 1000) {
-                                cli_error("serve", "--stale-after: '%s' is not a duration of at least 1s", optarg);
+                                cli_error("serve", _("--stale-after: '%s' is not a duration of at least 1s"), optarg);
                                 return EXIT_USAGE;
                         }
                         continue;
@@ -131,13 +131,13 @@ int cmd_serve(int argc, char **argv)
                         continue;
                 case 'm':
                         if (parse_uint_range(optarg, 1, 4096, &max_conns) < 0) {
-                                cli_error("serve", "--max-connections: '%s' is not a number from 1 to 4096", optarg);
+                                cli_error("serve", _("--max-connections: '%s' is not a number from 1 to 4096"), optarg);
                                 return EXIT_USAGE;
                         }
                         continue;
                 case 'F':
                         if (parse_u64(optarg, &floor_mib) < 0 || floor_mib > (1u << 24)) {
-                                cli_error("serve", "--noise-floor: '%s' is not a number of MiB", optarg);
+                                cli_error("serve", _("--noise-floor: '%s' is not a number of MiB"), optarg);
                                 return EXIT_USAGE;
                         }
                         continue;
@@ -153,7 +153,7 @@ int cmd_serve(int argc, char **argv)
                 }
         }
         if (optind < argc) {
-                cli_error("serve", "unexpected argument '%s' (see --help)", argv[optind]);
+                cli_error("serve", _("unexpected argument '%s' (see --help)"), argv[optind]);
                 return EXIT_USAGE;
         }
         if (cli_common_finish(&c, "serve") < 0)
@@ -164,7 +164,7 @@ int cmd_serve(int argc, char **argv)
         struct sockaddr_storage ss;
         socklen_t sslen;
         if (http_parse_listen(listen, &ss, &sslen) < 0) {
-                cli_error("serve", "--listen: '%s' is not ADDR:PORT (e.g. 127.0.0.1:9835, [::1]:9835)", listen);
+                cli_error("serve", _("--listen: '%s' is not ADDR:PORT (e.g. 127.0.0.1:9835, [::1]:9835)"), listen);
                 return EXIT_USAGE;
         }
 
@@ -194,14 +194,14 @@ int cmd_serve(int argc, char **argv)
         struct exporter *e = NULL;
         int r = exporter_start(&eo, &e);
         if (r < 0) {
-                cli_error("serve", "cannot start the collection thread: %s", strerror(-r));
+                cli_error("serve", _("cannot start the collection thread: %s"), strerror(-r));
                 return EXIT_INCOMPLETE;
         }
         struct http_opts ho = { .listen = listen, .max_connections = max_conns };
         struct http_server *hs = NULL;
         r = http_server_start(&ho, e, &hs);
         if (r < 0) {
-                cli_error("serve", "cannot listen on %s: %s", listen, strerror(-r));
+                cli_error("serve", _("cannot listen on %s: %s"), listen, strerror(-r));
                 exporter_stop(e);
                 return EXIT_INCOMPLETE;
         }
@@ -212,12 +212,13 @@ int cmd_serve(int argc, char **argv)
         else
                 snprintf(shown, sizeof(shown), "%.*s:%u", (int)(strrchr(listen, ':') - listen), listen,
                          http_server_port(hs));
+        /* i18n: no - scripts and service managers read the address from this line */
         printf("ghostvram serve: listening on http://%s/metrics (collection every %.3g s%s; the page: http://%s/)\n",
                shown,
                (double)interval_ms / 1000.0, c.simulated ? ", SIMULATED HOST" : "", shown);
         fflush(stdout);
         cli_wait_signal(NULL, UINT64_MAX);
-        printf("ghostvram serve: stopping\n");
+        printf("ghostvram serve: %s\n", _("stopping"));
         fflush(stdout);
         http_server_stop(hs);
         exporter_stop(e);

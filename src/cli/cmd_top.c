@@ -92,7 +92,7 @@ struct top {
         /* the reclaim worker (guarded by m) */
         bool plan_running;
         char *plan_text;                /* finished output, taken by the UI */
-        char plan_title[96];
+        char plan_title[160];
         int err_fd;                     /* while the screen is ours, stderr goes to this file */
         off_t err_seen;                 /* what the dialog already showed of it */
 };
@@ -158,7 +158,7 @@ static void *collector_main(void *arg)
                 if (r == -EINTR)
                         break;
                 if (r < 0) {
-                        snprintf(status, sizeof(status), "collection failed: %s", strerror(-r));
+                        snprintf(status, sizeof(status), _("collection failed: %s"), strerror(-r));
                 } else {
                         live_sample_status(&smp, status, sizeof(status));
                         if (smp.published && smp.res &&
@@ -240,11 +240,12 @@ static void *plan_main(void *arg)
                         t->err_seen += got;
                 }
         }
-        buf_printf(&out, "\n(ghostvram reclaim %s%s%s exited %d)\n", j->act ? "--yes" : "--dry-run",
+        /* TRANSLATORS: the first %s%s%s is reclaim's options, e.g. "--dry-run --gpu 1" */
+        buf_printf(&out, _("\n(ghostvram reclaim %s%s%s exited %d)\n"), j->act ? "--yes" : "--dry-run",
                    j->gpu[0] ? " --gpu " : "", j->gpu, rc);
         if (!j->act)
-                buf_printf(&out, "To act on a fresh plan with the same rules: press A here (root only, asks first),\n"
-                                 "or run `sudo ghostvram reclaim%s%s --yes`.\n",
+                buf_printf(&out, _("To act on a fresh plan with the same rules: press A here (root only, asks first),\n"
+                                   "or run `sudo ghostvram reclaim%s%s --yes`.\n"),
                            j->gpu[0] ? " --gpu " : "", j->gpu);
         char *text = buf_steal(&out);
         buf_free(&out);
@@ -261,7 +262,7 @@ static const char *plan_start(struct top *t, int focus, bool act)
 {
         struct plan_job *j = calloc(1, sizeof(*j));
         if (!j)
-                return "out of memory";
+                return _("out of memory");
         j->t = t;
         j->act = act;
         if (focus >= 0)
@@ -270,13 +271,17 @@ static const char *plan_start(struct top *t, int focus, bool act)
         bool busy = t->plan_running;
         if (!busy) {
                 t->plan_running = true;
-                snprintf(t->plan_title, sizeof(t->plan_title), "%s%s%s", act ? "Reclaim (acting)" : "Reclaim plan (dry run)",
-                         j->gpu[0] ? ": GPU " : ": every GPU", j->gpu);
+                if (j->gpu[0])
+                        snprintf(t->plan_title, sizeof(t->plan_title),
+                                 act ? _("Reclaim (acting): GPU %s") : _("Reclaim plan (dry run): GPU %s"), j->gpu);
+                else
+                        snprintf(t->plan_title, sizeof(t->plan_title), "%s",
+                                 act ? _("Reclaim (acting): every GPU") : _("Reclaim plan (dry run): every GPU"));
         }
         pthread_mutex_unlock(&t->m);
         if (busy) {
                 free(j);
-                return "reclaim is still running";
+                return _("reclaim is still running");
         }
         pthread_t th;
         if (start_quiet_thread(&th, plan_main, j, true) < 0) {
@@ -284,7 +289,7 @@ static const char *plan_start(struct top *t, int focus, bool act)
                 t->plan_running = false;
                 pthread_mutex_unlock(&t->m);
                 free(j);
-                return "cannot start reclaim";
+                return _("cannot start reclaim");
         }
         return NULL;
 }
@@ -371,15 +376,23 @@ static void paint(const struct top_canvas *cv, bool color)
                         /* the last cell of the screen: addch there would scroll */
                         if (y == cv->rows - 1 && x == cv->cols - 1)
                                 break;
-                        const char *g = top_cell_glyph((unsigned char)cv->ch[k]);
-                        if (g) {
-                                /* one column of UTF-8 (the wide library, the locale set) */
-                                attrset(attr_of(cv->at[k], color));
-                                addstr(g);
-                                attrset(A_NORMAL);
+                        uint32_t cp = cv->ch[k];
+                        if (cp == TOP_CELL_WIDE_RIGHT)
+                                continue;       /* the wide character before took this column */
+                        if (cp < 0x80) {
+                                addch((chtype)cp | attr_of(cv->at[k], color));
                                 continue;
                         }
-                        addch((chtype)(unsigned char)cv->ch[k] | attr_of(cv->at[k], color));
+                        /* a wide character would end on the screen's last cell: left out */
+                        if (y == cv->rows - 1 && x + 2 == cv->cols && k + 1 < (size_t)cv->rows * (size_t)cv->cols &&
+                            cv->ch[k + 1] == TOP_CELL_WIDE_RIGHT)
+                                break;
+                        /* UTF-8 (the wide library, the locale set): curses moves one or two columns */
+                        char u[5];
+                        u[top_cell_utf8(cp, u)] = '\0';
+                        attrset(attr_of(cv->at[k], color));
+                        addstr(u);
+                        attrset(A_NORMAL);
                 }
         }
         refresh();
@@ -401,7 +414,7 @@ static void draw_locked(struct top *t, struct top_canvas *cv, struct top_state *
         if (t->gpu_arg && t->view) {
                 s->focus = resolve_gpu(t->view, t->gpu_arg);
                 if (s->focus < 0)
-                        s->message = "--gpu names no GPU of this host: showing every GPU";
+                        s->message = _("--gpu names no GPU of this host: showing every GPU");
                 t->gpu_arg = NULL;
         }
         top_draw(cv, t->view, &t->hist, s);
@@ -533,9 +546,9 @@ static int screen_loop(struct top *t, struct top_state *s)
                 if (t->iterations && samples > t->iterations)
                         break;
                 s->dialog_title = t->plan_title;
-                s->dialog_text = running ? "running ghostvram reclaim (a fresh scan: two samples)..." : plan;
+                s->dialog_text = running ? _("running ghostvram reclaim (a fresh scan: two samples)...") : plan;
                 if (confirm)
-                        s->message = "Act on a fresh plan: end the processes it names? y: yes, any other key: no";
+                        s->message = _("Act on a fresh plan: end the processes it names? y: yes, any other key: no");
                 draw_locked(t, &cv, s);
                 paint(&cv, s->color);
                 int ch = getch();
@@ -550,7 +563,7 @@ static int screen_loop(struct top *t, struct top_state *s)
                                         s->message = why;
                                 s->dialog = TOP_DIALOG_TEXT;
                         } else {
-                                s->message = "nothing done";
+                                s->message = _("nothing done");
                         }
                         continue;
                 }
@@ -601,9 +614,9 @@ static int screen_loop(struct top *t, struct top_state *s)
                 }
                 case 'A':
                         if (s->dialog != TOP_DIALOG_TEXT || !plan)
-                                s->message = "A acts on reclaim's plan: press r first";
+                                s->message = _("A acts on reclaim's plan: press r first");
                         else if (geteuid() != 0)
-                                s->message = "acting needs root: run sudo ghostvram reclaim --gpu N --yes";
+                                s->message = _("acting needs root: run sudo ghostvram reclaim --gpu N --yes");
                         else
                                 confirm = true;
                         break;
@@ -644,6 +657,24 @@ static bool terminal_addressable(void)
         return ok;
 }
 
+/* The character type of the locale (ncursesw writes multibyte text only then; wcwidth counts
+ * a Chinese character's two columns only then): only LC_CTYPE, so figures keep their C decimal
+ * point (i18n_init chose LC_MESSAGES). Returns whether the terminal takes UTF-8: "→" is shown
+ * then, elsewhere "->". A translated screen needs UTF-8 (main's output is UTF-8 in every
+ * locale): C.UTF-8 when the locale's own codeset is another, English if that is missing. */
+static bool top_charset(void)
+{
+        setlocale(LC_CTYPE, "");
+        if (!strcmp(nl_langinfo(CODESET), "UTF-8"))
+                return true;
+        if (!i18n_active())
+                return false;
+        if (setlocale(LC_CTYPE, "C.UTF-8") && !strcmp(nl_langinfo(CODESET), "UTF-8"))
+                return true;
+        i18n_off();
+        return false;
+}
+
 int cmd_top(int argc, char **argv)
 {
         static const struct option opts[] = {
@@ -675,7 +706,7 @@ int cmd_top(int argc, char **argv)
                         return EXIT_OK;
                 case 'i':
                         if (parse_duration_ms(optarg, &t.interval_ms) < 0 || t.interval_ms < 200 || t.interval_ms > 3600000) {
-                                cli_error("top", "--interval: '%s' is not a duration from 200ms to 1h", optarg);
+                                cli_error("top", _("--interval: '%s' is not a duration from 200ms to 1h"), optarg);
                                 return EXIT_USAGE;
                         }
                         continue;
@@ -687,13 +718,13 @@ int cmd_top(int argc, char **argv)
                         continue;
                 case 'n':
                         if (parse_uint_range(optarg, 1, 1u << 30, &t.iterations) < 0) {
-                                cli_error("top", "--iterations: '%s' is not a positive number", optarg);
+                                cli_error("top", _("--iterations: '%s' is not a positive number"), optarg);
                                 return EXIT_USAGE;
                         }
                         continue;
                 case 'F':
                         if (parse_u64(optarg, &floor_mib) < 0 || floor_mib > (1u << 24)) {
-                                cli_error("top", "--noise-floor: '%s' is not a number of MiB", optarg);
+                                cli_error("top", _("--noise-floor: '%s' is not a number of MiB"), optarg);
                                 return EXIT_USAGE;
                         }
                         continue;
@@ -712,7 +743,7 @@ int cmd_top(int argc, char **argv)
                 }
         }
         if (optind < argc) {
-                cli_error("top", "unexpected argument '%s' (see --help)", argv[optind]);
+                cli_error("top", _("unexpected argument '%s' (see --help)"), argv[optind]);
                 return EXIT_USAGE;
         }
         if (cli_common_finish(&t.c, "top") < 0)
@@ -726,12 +757,9 @@ int cmd_top(int argc, char **argv)
         if (!batch && !terminal_addressable()) {
                 batch = true;
                 if (isatty(STDERR_FILENO))
-                        fprintf(stderr, "ghostvram top: this terminal cannot move the cursor: plain frames follow\n");
+                        fprintf(stderr, "ghostvram top: %s\n", _("this terminal cannot move the cursor: plain frames follow"));
         }
-        /* the locale (ncursesw writes multibyte text only then): in a UTF-8 one, "→" is shown,
-         * elsewhere "->" */
-        setlocale(LC_ALL, "");
-        t.utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
+        t.utf8 = top_charset();
 
         struct scan_once_opts so;
         cli_scan_once_opts(&t.c, &so);
@@ -768,7 +796,7 @@ int cmd_top(int argc, char **argv)
         if (r == 0)
                 r = start_quiet_thread(&t.thread, collector_main, &t, false);
         if (r < 0) {
-                cli_error("top", "cannot start the collection: %s", strerror(-r));
+                cli_error("top", _("cannot start the collection: %s"), strerror(-r));
                 sampler_free(t.sampler);
                 return EXIT_INCOMPLETE;
         }
@@ -780,7 +808,7 @@ int cmd_top(int argc, char **argv)
         s.message = "";
         int rc = batch ? batch_loop(&t, &s) : screen_loop(&t, &s);
         if (rc == EXIT_INCOMPLETE && !batch)
-                cli_error("top", "cannot start the terminal (TERM=%s)", getenv("TERM") ? getenv("TERM") : "");
+                cli_error("top", _("cannot start the terminal (TERM=%s)"), getenv("TERM") ? getenv("TERM") : "");
 
         /* the terminal is already restored; stop the collector, but never wait on a driver
          * call for long: past the deadline the process ends with the thread in it */

@@ -11,8 +11,11 @@
 #include "render/proc_render.h"
 #include "run/scan_run.h"
 #include "util/buf.h"
+#include "util/i18n.h"
 
-static const char *const kind_names[LIVE_KINDS] = { "reserved", "listed", "foreign", "ghost", "unattributed", "freeing" };
+/* codes (the page's CSS classes, data-kind); a reader sees _(name): marked for translation */
+static const char *const kind_names[LIVE_KINDS] = { N_("reserved"), N_("listed"),       N_("foreign"),
+                                                    N_("ghost"),    N_("unattributed"), N_("freeing") };
 
 const char *live_kind_name(enum live_kind k)
 {
@@ -51,7 +54,7 @@ void live_sample_status(const struct sample *s, char *out, size_t outlen)
         if (g && g->timed_out)
                 gpu_report_timeout_text(g, out, outlen);
         else if (g && !g->driver_present)
-                snprintf(out, outlen, "no NVIDIA driver: %s", g->error[0] ? g->error : "not available");
+                snprintf(out, outlen, _("no NVIDIA driver: %s"), g->error[0] ? g->error : _("not available"));
         else
                 snprintf(out, outlen, "%s", s->why);
 }
@@ -143,13 +146,13 @@ static const char *owner_role(enum owner_class c)
 {
         switch (c) {
         case OWNER_LIVE:
-                return "owner";
+                return _("owner");
         case OWNER_FOREIGN:
-                return "owner, other namespace";
+                return _("owner, other namespace");
         case OWNER_STALE:
-                return "dead owner";
+                return _("dead owner");
         default:
-                return "owner, not visible";
+                return _("owner, not visible");
         }
 }
 
@@ -200,15 +203,15 @@ static int rows_of_gpu(struct live_view *v, const struct scan_result *r, const s
                 }
                 /* scan's link and confidence, never a stronger word */
                 if (at->link == LINK_LEADER_GONE)
-                        str_setf(&w->role, "holder, leader %d gone", (int)at->to_pid);
+                        str_setf(&w->role, _("holder, leader %d gone"), (int)at->to_pid);
                 else if (at->link == LINK_ELIMINATION)
-                        str_setf(&w->role, "elimination: dead PID %d", (int)at->to_pid);
+                        str_setf(&w->role, _("elimination: dead PID %d"), (int)at->to_pid);
                 else if (at->link == LINK_PID_ORDER)
-                        str_setf(&w->role, "PID order: dead PID %d", (int)at->to_pid);
+                        str_setf(&w->role, _("PID order: dead PID %d"), (int)at->to_pid);
                 else if (at->link == LINK_ORPHAN || at->candidate || !at->proof)
-                        str_setf(&w->role, "candidate, dead PID %d", (int)at->to_pid);
+                        str_setf(&w->role, _("candidate, dead PID %d"), (int)at->to_pid);
                 else
-                        str_setf(&w->role, "worker of dead PID %d", (int)at->to_pid);
+                        str_setf(&w->role, _("worker of dead PID %d"), (int)at->to_pid);
                 str_set(&w->link, at->text);
                 copy(w->confidence, sizeof(w->confidence), confidence_name(at->confidence));
                 w->ghost_holder = true;
@@ -298,15 +301,15 @@ int live_view_build(const struct scan_result *r, bool with_cmdline, bool full_wa
                 enum job_tie tie = d ? JOB_TIE_NONE : ledger_live_tie(r, hp, NULL, &owner, &what);
                 if (tie != JOB_TIE_NONE) {
                         /* a live job's worker: its memory is charged to the owner NVML lists */
-                        str_setf(&w->role, "worker of live PID %d", (int)owner);
-                        str_setf(&w->link, "tied to live owner %d (%s): its memory counts as listed",
+                        str_setf(&w->role, _("worker of live PID %d"), (int)owner);
+                        str_setf(&w->link, _("tied to live owner %d (%s): its memory counts as listed"),
                                  (int)owner, what ? what : job_tie_name(tie));
                         continue;
                 }
                 str_set(&w->role,
-                     d ? d->kind : host_proc_holds(hp, "nvidia-uvm") ? "CUDA process, not listed" : "monitor");
-                str_set(&w->link, d ? "a GPU daemon: never counted, never ended by reclaim"
-                                                 : "holds device nodes; no link to a ghost");
+                     d ? d->kind : host_proc_holds(hp, "nvidia-uvm") ? _("CUDA process, not listed") : _("monitor"));
+                str_set(&w->link, d ? _("a GPU daemon: never counted, never ended by reclaim")
+                                                 : _("holds device nodes; no link to a ghost"));
         }
         for (size_t i = 0; f->host && i < f->host->n_limits && v->n_limits < 4; i++)
                 str_set(&v->limits[v->n_limits++], f->host->limits[i]);

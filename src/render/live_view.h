@@ -32,7 +32,8 @@ struct sample;
  * freeing_bytes, a teardown in progress, never ghost). */
 enum live_kind { LIVE_RESERVED = 0, LIVE_LISTED, LIVE_FOREIGN, LIVE_GHOST, LIVE_UNATTRIBUTED, LIVE_FREEING, LIVE_KINDS };
 
-/* "reserved", "listed", ... and the letter a bar uses for it without colour (R L F G U ~). */
+/* "reserved", "listed", ... (a code, always English: _() of it is the reader's word) and the
+ * letter a bar uses for it without colour (R L F G U ~). */
 const char *live_kind_name(enum live_kind k);
 char live_kind_letter(enum live_kind k);
 

@@ -1,41 +1,151 @@
 #include "render/top_screen.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <wchar.h>
 
 #include "util/buf.h"
 #include "util/escape.h"
+#include "util/i18n.h"
 
-/* The non-ASCII characters ghostvram's own texts use, each one column wide: a cell keeps one
- * as 0x80 + its place here, or its ASCII form where the terminal is not UTF-8. */
+/* The non-ASCII characters ghostvram's own texts use, each one column wide: kept on a utf8
+ * canvas (whatever the locale's wcwidth says of them), written in ASCII elsewhere. */
 static const struct {
         uint32_t cp;
-        const char *utf8, *ascii;
+        const char *ascii;
 } glyphs[] = {
-        { 0x2192, "\u2192", "->" }, { 0x2190, "\u2190", "<-" }, { 0x2026, "\u2026", "..." },
-        { 0x2014, "\u2014", "-" },  { 0x2013, "\u2013", "-" },  { 0x00b7, "\u00b7", "." },
-        { 0x00d7, "\u00d7", "x" },  { 0x2265, "\u2265", ">=" }, { 0x2264, "\u2264", "<=" },
-        { 0x2713, "\u2713", "ok" }, { 0x2717, "\u2717", "x" },  { 0x2018, "\u2018", "'" },
-        { 0x2019, "\u2019", "'" },  { 0x201c, "\u201c", "\"" }, { 0x201d, "\u201d", "\"" },
-        { 0x00b5, "\u00b5", "u" },
+        { 0x2192, "->" }, { 0x2190, "<-" }, { 0x2026, "..." }, { 0x2014, "-" },  { 0x2013, "-" },
+        { 0x00b7, "." },  { 0x00d7, "x" },  { 0x2265, ">=" },  { 0x2264, "<=" }, { 0x2713, "ok" },
+        { 0x2717, "x" },  { 0x2018, "'" },  { 0x2019, "'" },   { 0x201c, "\"" }, { 0x201d, "\"" },
+        { 0x00b5, "u" },
 };
 #define N_GLYPHS (sizeof(glyphs) / sizeof(glyphs[0]))
 
-const char *top_cell_glyph(unsigned char cell)
+size_t top_cell_utf8(uint32_t cp, char out[4])
 {
-        return cell >= 0x80 && cell - 0x80u < N_GLYPHS ? glyphs[cell - 0x80].utf8 : NULL;
+        if (cp == TOP_CELL_WIDE_RIGHT)
+                return 0;
+        if (cp < 0x80) {
+                out[0] = (char)cp;
+                return 1;
+        }
+        if (cp < 0x800) {
+                out[0] = (char)(0xc0 | (cp >> 6));
+                out[1] = (char)(0x80 | (cp & 0x3f));
+                return 2;
+        }
+        if (cp < 0x10000) {
+                out[0] = (char)(0xe0 | (cp >> 12));
+                out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+                out[2] = (char)(0x80 | (cp & 0x3f));
+                return 3;
+        }
+        out[0] = (char)(0xf0 | (cp >> 18));
+        out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+        out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        out[3] = (char)(0x80 | (cp & 0x3f));
+        return 4;
 }
 
-/* The code point of the UTF-8 sequence at s (n bytes left) and its length, or 0 for a byte
- * that starts no valid sequence (*len 1). */
-static uint32_t utf8_at(const unsigned char *s, size_t n, size_t *len)
+/* One character of text as the canvas shows it. */
+struct shaped {
+        size_t len;                     /* its bytes in the text */
+        uint32_t cp;                    /* what the cell holds ('?' for what cannot be shown) */
+        const char *ascii;              /* or the ASCII it is written as (a glyph, not utf8) */
+        int cols;                       /* the columns it takes: 1, 2 (wide), or strlen(ascii) */
+};
+
+/* The character at s (n bytes left, n > 0) as canvas c shows it: printable ASCII as it is, a
+ * glyph (above) in one column or as its ASCII form, on a utf8 canvas any character the locale
+ * prints in 1 or 2 columns (wcwidth: a Chinese character takes 2, as in the terminal), any other
+ * (a control byte, a byte that starts no valid sequence, a combining or zero-width one) one '?'. */
+static void shape(const struct top_canvas *c, const char *s, size_t n, struct shaped *o)
 {
-        size_t k = s[0] >= 0x80 ? utf8_seq_len(s, n) : 0;
-        *len = k ? k : 1;
-        return k ? utf8_decode(s, k) : 0;
+        const unsigned char *u = (const unsigned char *)s;
+        o->ascii = NULL;
+        o->cols = 1;
+        o->len = 1;
+        if (u[0] < 0x80) {
+                o->cp = u[0] >= 0x20 && u[0] < 0x7f ? u[0] : '?';
+                return;
+        }
+        size_t k = utf8_seq_len(u, n);
+        uint32_t cp = k ? utf8_decode(u, k) : 0;
+        o->len = k ? k : 1;
+        o->cp = '?';
+        if (!cp)
+                return;
+        for (size_t g = 0; g < N_GLYPHS; g++)
+                if (glyphs[g].cp == cp) {
+                        if (c->utf8)
+                                o->cp = cp;
+                        else {
+                                o->ascii = glyphs[g].ascii;
+                                o->cols = (int)strlen(o->ascii);
+                        }
+                        return;
+                }
+        int w = c->utf8 ? wcwidth((wchar_t)cp) : -1;
+        if (w == 1 || w == 2) {
+                o->cp = cp;
+                o->cols = w;
+        }
+}
+
+/* Characters no line starts with (closing punctuation: a cut before one would strand it), and
+ * none ends with (opening brackets). */
+static bool no_break_before(uint32_t cp)
+{
+        static const uint32_t close[] = { ',', '.', ';', ':', '!', '?', ')', ']', 0x3001, 0x3002, 0xff0c, 0xff0e,
+                                          0xff1b, 0xff1a, 0xff01, 0xff1f, 0xff09, 0x300b, 0x300d, 0x300f, 0x3011 };
+        for (size_t i = 0; i < sizeof(close) / sizeof(close[0]); i++)
+                if (close[i] == cp)
+                        return true;
+        return false;
+}
+
+static bool no_break_after(uint32_t cp)
+{
+        return cp == 0xff08 || cp == 0x300a || cp == 0x300c || cp == 0x300e || cp == 0x3010;
+}
+
+/* The columns s[len] takes on c (as put writes it). */
+static size_t text_cols(const struct top_canvas *c, const char *s, size_t len)
+{
+        size_t cols = 0;
+        struct shaped sh;
+        for (size_t i = 0; i < len; i += sh.len) {
+                shape(c, s + i, len - i, &sh);
+                cols += (size_t)sh.cols;
+        }
+        return cols;
+}
+
+/* The bytes of the longest start of s[len] (whole characters) that fits in room columns; *brk
+ * gets the last place up to there (the end of that start included) where a line may end: before
+ * a space, or beside a wide character (Chinese has no spaces: a line may end between any two of
+ * its characters, but not before closing punctuation), 0 if there is none. */
+static size_t text_fit(const struct top_canvas *c, const char *s, size_t len, size_t room, size_t *brk)
+{
+        size_t i = 0, cols = 0, b = 0;
+        struct shaped sh, prev = { 0 };
+        for (; i < len; i += sh.len) {
+                shape(c, s + i, len - i, &sh);
+                bool wide = sh.cols == 2 && !sh.ascii;
+                if (i > 0 && (s[i] == ' ' || ((wide || (prev.cols == 2 && !prev.ascii)) && s[i - 1] != ' ' &&
+                                              !no_break_before(sh.cp) && !no_break_after(prev.cp))))
+                        b = i;
+                if (cols + (size_t)sh.cols > room)
+                        break;
+                cols += (size_t)sh.cols;
+                prev = sh;
+        }
+        *brk = b;
+        return i;
 }
 
 int top_canvas_resize(struct top_canvas *c, int rows, int cols)
@@ -45,14 +155,15 @@ int top_canvas_resize(struct top_canvas *c, int rows, int cols)
         if (cols < 1)
                 cols = 1;
         size_t n = (size_t)rows * (size_t)cols;
-        char *ch = malloc(n);
+        uint32_t *ch = malloc(n * sizeof(*ch));
         unsigned char *at = calloc(n, 1);
         if (!ch || !at) {
                 free(ch);
                 free(at);
                 return -ENOMEM;
         }
-        memset(ch, ' ', n);
+        for (size_t i = 0; i < n; i++)
+                ch[i] = ' ';
         free(c->ch);
         free(c->at);
         c->ch = ch;
@@ -71,61 +182,59 @@ void top_canvas_free(struct top_canvas *c)
 
 void top_canvas_line(const struct top_canvas *c, int y, char *out, size_t outlen)
 {
-        size_t n = 0;
+        size_t at = 0;
         if (y >= 0 && y < c->rows) {
-                const char *row = c->ch + (size_t)y * (size_t)c->cols;
-                n = (size_t)c->cols;
+                const uint32_t *row = c->ch + (size_t)y * (size_t)c->cols;
+                size_t n = (size_t)c->cols;
                 while (n && row[n - 1] == ' ')
                         n--;
-                size_t at = 0;
                 for (size_t i = 0; i < n; i++) {
-                        const char *g = top_cell_glyph((unsigned char)row[i]);
-                        size_t k = g ? strlen(g) : 1;
+                        char u[4];
+                        size_t k = top_cell_utf8(row[i], u);
                         if (at + k >= outlen)
                                 break;
-                        memcpy(out + at, g ? g : &row[i], k);
+                        memcpy(out + at, u, k);
                         at += k;
                 }
-                n = at;
         }
-        out[n] = '\0';
+        out[at] = '\0';
 }
 
-static void cell(struct top_canvas *c, int y, int x, char ch, unsigned char at)
+/* Set a cell; the other half of a wide character it overwrites becomes a blank. */
+static void cell(struct top_canvas *c, int y, int x, uint32_t ch, unsigned char at)
 {
         if (x < 0 || x >= c->cols)
                 return;
         size_t k = (size_t)y * (size_t)c->cols + (size_t)x;
+        if (c->ch[k] == TOP_CELL_WIDE_RIGHT && ch != TOP_CELL_WIDE_RIGHT && x > 0)
+                c->ch[k - 1] = ' ';
+        if (x + 1 < c->cols && c->ch[k + 1] == TOP_CELL_WIDE_RIGHT)
+                c->ch[k + 1] = ' ';
         c->ch[k] = ch;
         c->at[k] = at;
 }
 
-/* Write n bytes of text at (y, x), clipped to the row: ASCII as it is, a glyph (above) as one
- * cell or its ASCII form, any other character as one '?'; returns the column after it. */
+/* Write n bytes of text at (y, x), clipped to the row (a wide character that would cross the
+ * edge is left out), each character as shape() shows it; returns the column after it. */
 static int put(struct top_canvas *c, int y, int x, const char *s, size_t n, unsigned char at)
 {
         if (y < 0 || y >= c->rows)
                 return x;
-        for (size_t i = 0; i < n && x < c->cols;) {
-                unsigned char b = (unsigned char)s[i];
-                if (b < 0x80) {
-                        cell(c, y, x++, b >= 0x20 && b < 0x7f ? (char)b : '?', at);
-                        i++;
-                        continue;
+        struct shaped sh;
+        for (size_t i = 0; i < n && x < c->cols; i += sh.len) {
+                shape(c, s + i, n - i, &sh);
+                if (sh.ascii) {
+                        for (const char *a = sh.ascii; *a; a++)
+                                cell(c, y, x++, (unsigned char)*a, at);
+                } else if (sh.cols == 2) {
+                        if (x + 1 >= c->cols)
+                                break;
+                        cell(c, y, x, sh.cp, at);
+                        cell(c, y, x + 1, TOP_CELL_WIDE_RIGHT, at);
+                        x += 2;
+                } else {
+                        cell(c, y, x++, sh.cp, at);
                 }
-                size_t len;
-                uint32_t cp = utf8_at((const unsigned char *)s + i, n - i, &len);
-                i += len;
-                size_t g = 0;
-                while (g < N_GLYPHS && glyphs[g].cp != cp)
-                        g++;
-                if (g == N_GLYPHS || !cp)
-                        cell(c, y, x++, '?', at);
-                else if (c->utf8)
-                        cell(c, y, x++, (char)(0x80 + g), at);
-                else
-                        for (const char *a = glyphs[g].ascii; *a; a++)
-                                cell(c, y, x++, *a, at);
         }
         return x;
 }
@@ -139,30 +248,34 @@ static int printf_at(struct top_canvas *c, int y, int x, unsigned char at, const
         __attribute__((format(printf, 5, 6)));
 static int printf_at(struct top_canvas *c, int y, int x, unsigned char at, const char *fmt, ...)
 {
-        char tmp[512];
+        struct buf b = BUF_INIT(4096);
         va_list ap;
         va_start(ap, fmt);
-        int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+        int e = buf_vprintf(&b, fmt, ap);
         va_end(ap);
-        if (n < 0)
-                return x;
-        return put(c, y, x, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1, at);
+        if (!e)
+                x = put(c, y, x, buf_str(&b), b.len, at);
+        buf_free(&b);
+        return x;
 }
 
-/* How much of s[len] to show in room columns: all of it, or up to the last word that leaves
- * room for "..." (a word longer than that is cut where it must, the "..." still says so). */
-static size_t fit_words(const char *s, size_t len, size_t room, bool *ret_cut)
+/* How much of s[len] to show in room columns: all of it, or up to the last place a line may end
+ * (a space, beside a Chinese character) that leaves room for "..." (a word longer than that is
+ * cut where it must, the "..." still says so). */
+static size_t fit_words(const struct top_canvas *c, const char *s, size_t len, size_t room, bool *ret_cut)
 {
-        *ret_cut = len > room;
-        if (!*ret_cut || room <= 3)
-                return *ret_cut ? room : len;
+        size_t brk;
+        *ret_cut = text_cols(c, s, len) > room;
+        if (!*ret_cut)
+                return len;
+        if (room <= 3)
+                return text_fit(c, s, len, room, &brk);
         size_t n = room - 3;
-        size_t w = n;
-        while (w > 0 && s[w] != ' ')
-                w--;
+        size_t whole = text_fit(c, s, len, n, &brk);
+        size_t w = brk;
         while (w > 0 && s[w - 1] == ' ')
                 w--;
-        return w > n / 2 ? w : n;
+        return text_cols(c, s, w) > n / 2 ? w : whole;
 }
 
 /* Text already escaped for a terminal, at most maxw columns and the screen's: cut at a word, and
@@ -173,16 +286,16 @@ static int put_fitted(struct top_canvas *c, int y, int x, const char *s, size_t 
         if (x >= 0 && x < c->cols && (size_t)(c->cols - x) < room)
                 room = (size_t)(c->cols - x);
         bool cut;
-        size_t n = fit_words(s, len, room, &cut);
+        size_t n = fit_words(c, s, len, room, &cut);
         x = put(c, y, x, s, n, at);
         if (cut && room > 3)
                 x = puts_at(c, y, x, "...", at);
         return x;
 }
 
-/* Text someone else controls: escaped for a terminal (no control byte survives), then every
- * byte outside ASCII shown as '?' (put does it), at most maxw columns and the screen's. The
- * screen is the one place a sentence is cut: at a word, and "..." says so. */
+/* Text someone else controls: escaped for a terminal (no control byte survives), then shown as
+ * put does (a character the terminal cannot show is a '?'), at most maxw columns and the
+ * screen's. The screen is the one place a sentence is cut: at a word, and "..." says so. */
 static int put_hostile(struct top_canvas *c, int y, int x, const char *s, int maxw, unsigned char at)
 {
         if (!s || maxw <= 0)
@@ -194,9 +307,10 @@ static int put_hostile(struct top_canvas *c, int y, int x, const char *s, int ma
         return x;
 }
 
-/* Text someone else controls from (y, x) on, wrapped at spaces onto at most max_lines lines, the
- * later ones starting at column x too (a command cut at the edge cannot be pasted); what the last
- * line cannot hold is cut at a word with "...". Returns the line after the last one written. */
+/* Text someone else controls from (y, x) on, wrapped where a line may end (a space, beside a
+ * Chinese character) onto at most max_lines lines, the later ones starting at column x too (a
+ * command cut at the edge cannot be pasted); what the last line cannot hold is cut at a word
+ * with "...". Returns the line after the last one written. */
 static int put_wrapped(struct top_canvas *c, int y, int x, const char *s, int max_lines, unsigned char at)
 {
         struct buf b = BUF_INIT(4096);
@@ -210,11 +324,9 @@ static int put_wrapped(struct top_canvas *c, int y, int x, const char *s, int ma
                         y++;
                         break;
                 }
-                if (n > (size_t)w) {
-                        size_t cut = (size_t)w;
-                        while (cut > 0 && p[cut] != ' ')
-                                cut--;
-                        n = cut ? cut : (size_t)w;      /* a word longer than the line is cut */
+                if (text_cols(c, p, n) > (size_t)w) {
+                        size_t brk, whole = text_fit(c, p, n, (size_t)w, &brk);
+                        n = brk ? brk : whole;  /* a word longer than the line is cut */
                 }
                 put(c, y, x, p, n, at);
                 p += n;
@@ -231,7 +343,8 @@ static void fill(struct top_canvas *c, int y, unsigned char at)
                 c->at[(size_t)y * (size_t)c->cols + (size_t)x] = at;
 }
 
-static const char *const sort_names[TOP_SORT_COUNT] = { "gpu", "pid", "memory", "role" };
+/* TRANSLATORS: what top's process table is sorted by ("sort: memory") */
+static const char *const sort_names[TOP_SORT_COUNT] = { N_("gpu"), N_("pid"), N_("memory"), N_("role") };
 
 const char *top_sort_name(enum top_sort s)
 {
@@ -364,15 +477,24 @@ static void figures(const struct live_gpu *g, char *fig, size_t figlen, char *re
         fig[0] = res[0] = '\0';
         if (!g->inspected)
                 return;
-        int n = snprintf(fig, figlen, "used %llu/%llu MiB  ghost %llu MiB%s", mib(g->used), mib(g->total),
-                         mib(g->kind[LIVE_GHOST]), g->ghost_confirmed ? " (confirmed)" : "");
+        int n = snprintf(fig, figlen,
+                         g->ghost_confirmed ? _("used %llu/%llu MiB  ghost %llu MiB (confirmed)")
+                                            : _("used %llu/%llu MiB  ghost %llu MiB"),
+                         mib(g->used), mib(g->total), mib(g->kind[LIVE_GHOST]));
         if (g->kind[LIVE_FREEING] && n >= 0 && (size_t)n < figlen)
-                snprintf(fig + n, figlen - (size_t)n, "  freeing %llu MiB", mib(g->kind[LIVE_FREEING]));
+                snprintf(fig + n, figlen - (size_t)n, _("  freeing %llu MiB"), mib(g->kind[LIVE_FREEING]));
         if (g->reserved_known)
-                snprintf(res, reslen, "  reserved %llu MiB apart", mib(g->kind[LIVE_RESERVED]));
+                snprintf(res, reslen, _("  reserved %llu MiB apart"), mib(g->kind[LIVE_RESERVED]));
         else
-                snprintf(res, reslen, "  (old driver: reservation included)");
+                snprintf(res, reslen, "%s", _("  (old driver: reservation included)"));
 }
+
+/* the figures' buffers: every translation of them fits (UTF-8: 3 bytes a Chinese character) */
+#define FIG_MAX 256
+#define RES_MAX 128
+
+/* TRANSLATORS: a confidence level, as in "(high confidence)" */
+static const char *const confidence_words[] __attribute__((unused)) = { N_("high"), N_("medium"), N_("low") };
 
 static int gpu_block(struct top_canvas *c, int y, const struct live_gpu *g, const struct live_ring *r,
                      const struct top_state *s, bool detail, int room)
@@ -384,9 +506,9 @@ static int gpu_block(struct top_canvas *c, int y, const struct live_gpu *g, cons
         x = put(c, y, x, "  ", 2, TA_NONE);
         x = put_hostile(c, y, x, g->verdict, 24, live_verdict_alarming(g->verdict) ? TA_BAD : TA_GOOD);
         if (g->confidence[0])
-                printf_at(c, y, x, TA_NONE, " (%s confidence)", g->confidence);
+                printf_at(c, y, x, TA_NONE, _(" (%s confidence)"), _(g->confidence));
         y++;
-        char fig[160], res[64];
+        char fig[FIG_MAX], res[RES_MAX];
         figures(g, fig, sizeof(fig), res, sizeof(res));
         /* the bar leaves the figures their room (room: the longest of the GPUs', so that every
          * bar has the same width): 60 cells at most, 20 (or what is left) at least */
@@ -403,11 +525,11 @@ static int gpu_block(struct top_canvas *c, int y, const struct live_gpu *g, cons
                 x = puts_at(c, y, w + 5, fig, TA_NONE);
                 puts_at(c, y, x, res, TA_DIM);
         } else
-                put_hostile(c, y, w + 5, !str_empty(g->status) ? g->status : "not inspected", c->cols, TA_BAD);
+                put_hostile(c, y, w + 5, !str_empty(g->status) ? g->status : _("not inspected"), c->cols, TA_BAD);
         y++;
         char spark[32];
         top_sparkline(r, spark, 24);
-        x = puts_at(c, y, 2, "ghost ", TA_DIM);
+        x = puts_at(c, y, 2, _("ghost "), TA_DIM);
         x = put(c, y, x, spark, 24, TA_BOLD);
         double span = r && r->n > 1 ? (double)live_ring_at(r, r->n - 1)->t - live_ring_at(r, 0)->t : 0;
         x = printf_at(c, y, x, TA_DIM, span >= 120 ? " %3.0fm  " : " %3.0fs  ", span >= 120 ? span / 60 : span);
@@ -419,7 +541,7 @@ static int gpu_block(struct top_canvas *c, int y, const struct live_gpu *g, cons
                         put_hostile(c, y, x, g->evidence[e], c->cols - x, TA_NONE);
                 }
                 if (!str_empty(g->next_step)) {
-                        x = puts_at(c, y, 2, "next: ", TA_BOLD);
+                        x = puts_at(c, y, 2, _("next: "), TA_BOLD);
                         y = put_wrapped(c, y, x, g->next_step, 4, TA_NONE);
                 }
         }
@@ -435,8 +557,8 @@ static void dialog(struct top_canvas *c, const struct live_view *v, const struct
         struct buf text = BUF_INIT(1 << 20);
         switch (s->dialog) {
         case TOP_DIALOG_HELP:
-                title = "Help";
-                buf_puts(&text, "ghostvram top: used GPU memory split into what NVML charges to live processes\n"
+                title = _("Help");
+                buf_puts(&text, _("ghostvram top: used GPU memory split into what NVML charges to live processes\n"
                                 "(listed), to processes of other PID namespaces (foreign), ghost (a dead owner's\n"
                                 "memory still held, e.g. by forked workers) and unattributed; the driver's\n"
                                 "reservation apart.\n\n"
@@ -454,10 +576,10 @@ static void dialog(struct top_canvas *c, const struct live_view *v, const struct
                                 "  ?          this help\n"
                                 "  Esc        close a dialog\n\n"
                                 "A hung driver never freezes the screen: the last sample stays, aged, with the\n"
-                                "reason, while a new one is collected.\n");
+                                "reason, while a new one is collected.\n"));
                 break;
         case TOP_DIALOG_XID:
-                title = "Recent NVIDIA kernel events (newest first)";
+                title = _("Recent NVIDIA kernel events (newest first)");
                 for (size_t i = v ? v->n_xids : 0; i-- > 0;) {
                         const struct live_xid *e = &v->xids[i];
                         char t[16];
@@ -474,9 +596,9 @@ static void dialog(struct top_canvas *c, const struct live_view *v, const struct
                         buf_putc(&text, '\n');
                 }
                 if (!v || !v->n_xids)
-                        buf_puts(&text, "None for these GPUs.\n");
+                        buf_printf(&text, "%s\n", _("None for these GPUs."));
                 if (v && !str_empty(v->kernel_error)) {
-                        buf_puts(&text, "\nThe kernel log is not read: ");
+                        buf_printf(&text, "\n%s", _("The kernel log is not read: "));
                         esc_terminal(&text, v->kernel_error, strlen(v->kernel_error));
                         buf_putc(&text, '\n');
                 }
@@ -496,7 +618,7 @@ static void dialog(struct top_canvas *c, const struct live_view *v, const struct
                 put(c, top + h - 1, x, "-", 1, TA_TITLE);
         }
         printf_at(c, top, left + 2, TA_TITLE, " %s ", title);
-        printf_at(c, top + h - 1, left + 2, TA_TITLE, " Esc close  up/down scroll ");
+        printf_at(c, top + h - 1, left + 2, TA_TITLE, "%s", _(" Esc close  up/down scroll "));
         /* the lines, from dialog_scroll on */
         const char *p = buf_str(&text);
         size_t line = 0;
@@ -504,7 +626,8 @@ static void dialog(struct top_canvas *c, const struct live_view *v, const struct
         while (*p && y < top + h - 1) {
                 size_t n = strcspn(p, "\n");
                 if (line++ >= s->dialog_scroll) {
-                        put(c, y, left + 2, p, n < (size_t)(w - 4) ? n : (size_t)(w - 4), TA_NONE);
+                        size_t brk;
+                        put(c, y, left + 2, p, text_fit(c, p, n, (size_t)(w - 4), &brk), TA_NONE);
                         y++;
                 }
                 p += n + (p[n] == '\n');
@@ -512,33 +635,58 @@ static void dialog(struct top_canvas *c, const struct live_view *v, const struct
         buf_free(&text);
 }
 
+/* The process table's header, each label where its column starts (wide labels counted in
+ * columns): PID right-aligned in 7, USER at 8, S at 19, GPU at 21, NVML MiB right-aligned in
+ * 27..34, ROLE at 37, LINK / COMMAND at 64, as the rows lay them out. */
+static void table_header(struct top_canvas *c, int y)
+{
+        static const struct {
+                int x, w;               /* w > 0: right-aligned in w columns */
+                const char *label;
+                bool words;             /* translated (PID, S, GPU, NVML MiB read the same in every language) */
+        } cols[] = {
+                { 0, 7, "PID", false },  { 8, 0, N_("USER"), true },       { 19, 0, "S", false },
+                { 21, 0, "GPU", false }, { 27, 8, "NVML MiB", false },     { 37, 0, N_("ROLE"), true },
+                { 64, 0, N_("LINK / COMMAND"), true },
+        };
+        for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++) {
+                const char *l = cols[i].words ? _(cols[i].label) : cols[i].label;
+                int w = (int)text_cols(c, l, strlen(l));
+                put(c, y, cols[i].w > w ? cols[i].x + cols[i].w - w : cols[i].x, l, strlen(l), TA_TITLE);
+        }
+}
+
 void top_draw(struct top_canvas *c, const struct live_view *v, const struct live_history *h,
               const struct top_state *s)
 {
-        memset(c->ch, ' ', (size_t)c->rows * (size_t)c->cols);
+        for (size_t i = 0; i < (size_t)c->rows * (size_t)c->cols; i++)
+                c->ch[i] = ' ';
         memset(c->at, 0, (size_t)c->rows * (size_t)c->cols);
         /* line 0: what this is and the keys */
         fill(c, 0, TA_TITLE);
         int x = puts_at(c, 0, 0, "ghostvram top", TA_TITLE);
         if (v && v->simulated)
-                x = puts_at(c, 0, x, "  SIMULATED HOST", TA_TITLE);
+                x = puts_at(c, 0, x, _("  SIMULATED HOST"), TA_TITLE);
         if (s->focus >= 0)
                 x = printf_at(c, 0, x, TA_TITLE, "  GPU %d", s->focus);
-        const char *keys = "q quit  g gpu  s sort  r reclaim  x xid  ? help";
-        if (c->cols - (int)strlen(keys) > x + 2)
-                puts_at(c, 0, c->cols - (int)strlen(keys), keys, TA_TITLE);
+        const char *keys = _("q quit  g gpu  s sort  r reclaim  x xid  ? help");
+        int keys_w = (int)text_cols(c, keys, strlen(keys));
+        if (c->cols - keys_w > x + 2)
+                puts_at(c, 0, c->cols - keys_w, keys, TA_TITLE);
         /* line 1: how fresh the sample is, and why not */
         double age = v && v->finished > 0 ? s->now - v->finished : -1;
         bool stale = !v || age > s->stale_after_s || (s->status && s->status[0] && !s->status_in_view);
         char t[16];
         if (!v) {
-                x = printf_at(c, 1, 0, TA_WARN, "waiting for the first sample (collecting for %.1f s)", s->collecting_s);
+                x = printf_at(c, 1, 0, TA_WARN, _("waiting for the first sample (collecting for %.1f s)"), s->collecting_s);
         } else {
                 hhmmss(v->finished, t, sizeof(t));
-                x = printf_at(c, 1, 0, stale ? TA_BAD : TA_NONE, "%ssample %s UTC, %.1f s old", stale ? "STALE " : "", t,
+                x = printf_at(c, 1, 0, stale ? TA_BAD : TA_NONE,
+                              stale ? _("STALE sample %s UTC, %.1f s old") : _("sample %s UTC, %.1f s old"), t,
                               age < 0 ? 0 : age);
-                x = printf_at(c, 1, x, TA_DIM, "  every %.3g s  %s walk %.0f ms", s->interval_s,
-                              v->full_walk ? "full" : "light", v->duration_s * 1000);
+                x = printf_at(c, 1, x, TA_DIM,
+                              v->full_walk ? _("  every %.3g s  full walk %.0f ms") : _("  every %.3g s  light walk %.0f ms"),
+                              s->interval_s, v->duration_s * 1000);
         }
         /* line 2: why the sample is not fresh, or what it lacks */
         x = 0;
@@ -547,20 +695,21 @@ void top_draw(struct top_canvas *c, const struct live_view *v, const struct live
         if (s->status && s->status[0] && !status_said)
                 x = put_hostile(c, 2, 0, s->status, c->cols, TA_BAD);
         if (v && s->collecting_s > s->interval_s + 0.5)
-                printf_at(c, 2, x ? x + 2 : 0, TA_WARN, "(collecting for %.0f s; keys still work)", s->collecting_s);
+                printf_at(c, 2, x ? x + 2 : 0, TA_WARN, _("(collecting for %.0f s; keys still work)"), s->collecting_s);
         int y = 3;
         if (v && !v->driver_present) {
-                x = puts_at(c, y, 0, "NVIDIA driver: ", TA_BAD);
+                x = puts_at(c, y, 0, _("NVIDIA driver: "), TA_BAD);
                 put_hostile(c, y++, x, v->driver, c->cols - x, TA_BAD);
         }
         /* the GPUs */
         size_t shown = 0;
         int fig_room = 0;
         for (size_t i = 0; v && i < v->n_gpus; i++) {
-                char fig[160], res[64];
+                char fig[FIG_MAX], res[RES_MAX];
                 figures(&v->gpus[i], fig, sizeof(fig), res, sizeof(res));
-                if ((int)(strlen(fig) + strlen(res)) > fig_room)
-                        fig_room = (int)(strlen(fig) + strlen(res));
+                int cols = (int)(text_cols(c, fig, strlen(fig)) + text_cols(c, res, strlen(res)));
+                if (cols > fig_room)
+                        fig_room = cols;
         }
         for (size_t i = 0; v && i < v->n_gpus && y < c->rows - 6; i++) {
                 const struct live_gpu *g = &v->gpus[i];
@@ -570,16 +719,15 @@ void top_draw(struct top_canvas *c, const struct live_view *v, const struct live
                 shown++;
         }
         if (v && s->focus >= 0 && !shown)
-                printf_at(c, y++, 0, TA_BAD, "GPU %d is not in this sample", s->focus);
+                printf_at(c, y++, 0, TA_BAD, _("GPU %d is not in this sample"), s->focus);
         /* the processes */
         y++;
         size_t idx[LIVE_MAX_ROWS];
         size_t n = top_rows(v, s, idx, LIVE_MAX_ROWS);
         fill(c, y, TA_TITLE);
-        printf_at(c, y, 0, TA_TITLE, "%7s %-10s S %-5s %8s  %-26s %s", "PID", "USER", "GPU", "NVML MiB", "ROLE",
-                  "LINK / COMMAND");
+        table_header(c, y);
         if (c->cols >= 100)
-                printf_at(c, y, c->cols - 14, TA_TITLE, "sort: %s", top_sort_name(s->sort));
+                printf_at(c, y, c->cols - 14, TA_TITLE, _("sort: %s"), _(top_sort_name(s->sort)));
         y++;
         int bottom = c->rows - 4;       /* the selected row's evidence, the last Xid, a note */
         int room = bottom - y;
@@ -614,16 +762,16 @@ void top_draw(struct top_canvas *c, const struct live_view *v, const struct live
                 put_hostile(c, y, x, w->cmdline ? w->cmdline : "", c->cols - x, at);
         }
         if (!n)
-                puts_at(c, y, 2, v ? "no process holds an NVIDIA device node or is listed by NVML" : "", TA_DIM);
+                puts_at(c, y, 2, v ? _("no process holds an NVIDIA device node or is listed by NVML") : "", TA_DIM);
         /* the selected row's evidence */
         if (n) {
                 const struct live_row *w = &v->rows[idx[sel]];
                 x = printf_at(c, bottom, 0, TA_BOLD, "PID %d: ", (int)w->pid);
                 x = put_hostile(c, bottom, x, !str_empty(w->link) ? w->link : w->role, c->cols - x, TA_NONE);
                 if (w->confidence[0])
-                        x = printf_at(c, bottom, x, TA_NONE, " (%s confidence)", w->confidence);
+                        x = printf_at(c, bottom, x, TA_NONE, _(" (%s confidence)"), _(w->confidence));
                 if (w->family)
-                        printf_at(c, bottom, x, TA_DIM, "  family %u (its members' PIDs in bold)", w->family);
+                        printf_at(c, bottom, x, TA_DIM, _("  family %u (its members' PIDs in bold)"), w->family);
                 x = puts_at(c, bottom + 1, 2, "", TA_NONE);
                 put_hostile(c, bottom + 1, x, w->detail, c->cols - x, TA_DIM);
         }
@@ -633,20 +781,20 @@ void top_draw(struct top_canvas *c, const struct live_view *v, const struct live
                 if (s->focus >= 0 && e->gpu != s->focus)
                         continue;
                 hhmmss(e->time, t, sizeof(t));
-                x = printf_at(c, bottom + 2, 0, TA_WARN, "kernel %s GPU %d ", t, e->gpu);
+                x = printf_at(c, bottom + 2, 0, TA_WARN, _("kernel %s GPU %d "), t, e->gpu);
                 if (e->xid >= 0)
                         x = printf_at(c, bottom + 2, x, TA_WARN, "Xid %d ", e->xid);
                 x = put_hostile(c, bottom + 2, x, e->title, 40, TA_NONE);
                 if (e->pid)
                         x = printf_at(c, bottom + 2, x, TA_NONE, " (pid %u)", e->pid);
-                printf_at(c, bottom + 2, x, TA_DIM, "  %zu event%s: x", v->n_xids, v->n_xids == 1 ? "" : "s");
+                printf_at(c, bottom + 2, x, TA_DIM, P_("  %zu event: x", "  %zu events: x", v->n_xids), v->n_xids);
                 break;
         }
         if (s->message && s->message[0])
                 put_hostile(c, bottom + 3, 0, s->message, c->cols, TA_WARN);
         else if (!s->color)
-                puts_at(c, bottom + 3, 0, "bar: R reserved  L listed  F foreign  G ghost  U unattributed  ~ freeing  . free",
-                        TA_DIM);
+                puts_at(c, bottom + 3, 0,
+                        _("bar: R reserved  L listed  F foreign  G ghost  U unattributed  ~ freeing  . free"), TA_DIM);
         if (s->dialog != TOP_DIALOG_NONE)
                 dialog(c, v, s);
 }

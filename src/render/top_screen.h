@@ -1,18 +1,21 @@
 /* top_screen: the screen of `ghostvram top`, drawn into a plain character grid (a canvas of
- * ASCII cells, each with an attribute) from a live view and its history. The command paints
+ * character cells, each with an attribute) from a live view and its history. The command paints
  * the grid with ncurses, or prints it as lines where the terminal cannot address the cursor;
  * tests read it directly. Nothing here prints or calls curses.
  *
  * Without colour, bars are letters (R reserved, L listed, F foreign, G ghost, U unattributed,
  * '.' free); with colour the same cells carry the kind's attribute and the painter fills them.
  * Every string a process, the kernel or the driver controls goes through the terminal escaper.
- * A cell is one byte, one column: ASCII, or (a byte >= 0x80) one of the few one-column
- * characters ghostvram's own texts use (→ … — · × ≥ ≤ ✓ ✗, quotes), kept when the canvas is
- * utf8 (the locale's codeset is UTF-8) and written as ASCII otherwise ("->", "..."); any other
- * character becomes one '?'. */
+ * A cell is one column holding one character's code point. On a utf8 canvas (the locale's
+ * codeset is UTF-8) a printable character keeps the columns wcwidth gives it: a wide one (a
+ * Chinese character, full-width punctuation) takes two cells, the second TOP_CELL_WIDE_RIGHT.
+ * Elsewhere the few characters ghostvram's own texts use (→ … — · × ≥ ≤ ✓ ✗, quotes) are written
+ * as ASCII ("->", "..."); any other character, and one the locale cannot print, becomes one
+ * '?'. Text is fitted and cut in columns, never in bytes. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "render/live_view.h"
 
@@ -32,19 +35,22 @@ enum top_attr {
 
 struct top_canvas {
         int rows, cols;
-        char *ch;                       /* rows * cols cells */
+        uint32_t *ch;                   /* rows * cols cells: code points, TOP_CELL_WIDE_RIGHT */
         unsigned char *at;
-        bool utf8;                      /* the terminal shows UTF-8: keep the glyphs above */
+        bool utf8;                      /* the terminal shows UTF-8: every printable character */
 };
 
-/* The UTF-8 text of a cell byte >= 0x80 (a glyph), or NULL for any other byte. */
-const char *top_cell_glyph(unsigned char cell);
+/* The right half of the wide character in the cell before it (it writes nothing). */
+#define TOP_CELL_WIDE_RIGHT 0u
+
+/* A cell as UTF-8 into out (no NUL); returns its length, 0 for TOP_CELL_WIDE_RIGHT. */
+size_t top_cell_utf8(uint32_t cell, char out[4]);
 
 /* Size the canvas (cleared to spaces). Returns 0 or -ENOMEM (the canvas unchanged). */
 int top_canvas_resize(struct top_canvas *c, int rows, int cols);
 void top_canvas_free(struct top_canvas *c);
-/* Row y as a string without its trailing blanks (into out[outlen]; glyphs as UTF-8, a cell
- * that does not fit is left out). */
+/* Row y as a string without its trailing blanks (into out[outlen], UTF-8; a character that
+ * does not fit is left out). */
 void top_canvas_line(const struct top_canvas *c, int y, char *out, size_t outlen);
 
 enum top_sort { TOP_SORT_GPU = 0, TOP_SORT_PID, TOP_SORT_MEM, TOP_SORT_ROLE, TOP_SORT_COUNT };

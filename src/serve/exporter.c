@@ -17,6 +17,7 @@
 #include "track/track_scan.h"
 #include "util/buf.h"
 #include "util/deadline.h"
+#include "util/i18n.h"
 #include "util/timefmt.h"
 
 #define BODY_CAP (16u << 20)    /* far above 1024 GPUs with 64 holders each */
@@ -242,6 +243,10 @@ static void exporter_page(struct exporter *e, struct exporter_bodies *b)
 static void *exporter_main(void *arg)
 {
         struct exporter *e = arg;
+        /* what programs read is English in every language: the metrics, /api/v1/scan, /healthz's
+         * status, and the findings the scan JSON carries (the page shows them too); only the
+         * page's own view and text are in the reader's language (docs/i18n.md) */
+        i18n_thread_off(true);
         for (;;) {
                 unsigned long long t0 = monotonic_ms();
                 struct sample smp;
@@ -275,11 +280,15 @@ static void *exporter_main(void *arg)
                                                          e->o.expose_cmdline, smp.full ? "full" : "light",
                                                          e->o.ledger_dir, e->o.sampler.facts.host.proc_root);
                         live_sample_status(&smp, status, sizeof(status));
+                        i18n_thread_off(false);
                         exporter_follow(e, &smp);
+                        i18n_thread_off(true);
                 }
                 struct exporter_bodies *b = exporter_compose(&e->pub, &e->counters, status);
                 if (b) {
+                        i18n_thread_off(false);
                         exporter_page(e, b);
+                        i18n_thread_off(true);
                         exporter_swap(e, b);
                 }
                 /* a cycle's scratch (samples, walks, rendered bodies) is freed by now; hand the

@@ -14,6 +14,7 @@
 #include "render/metrics.h"
 #include "serve/page.h"
 #include "util/deadline.h"
+#include "util/i18n.h"
 #include "util/parse.h"
 
 struct http_server {
@@ -237,6 +238,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         struct http_server *s = cls;
         (void)version;
         (void)upload_data;
+        /* every answer built here is for programs (JSON, metrics, plain errors): English */
+        i18n_thread_off(true);
         if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
                 /* at once, without reading a body: the connection closes after the answer */
                 return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "GET, HEAD",

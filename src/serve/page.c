@@ -6,6 +6,7 @@
 
 #include "collect/xid.h"
 #include "util/escape.h"
+#include "util/i18n.h"
 
 /* The one inline style. Its SHA-256 is in page_csp: change both together (t_serve_page checks
  * the hash the browser would compute; a mismatch leaves the page unstyled, never broken). */
@@ -66,12 +67,17 @@ static int esc(struct buf *out, const char *s)
 static void utc(double t, char *out, size_t n)
 {
         if (t <= 0 || xid_format_rfc3339((double)(long long)t, out, n) < 0)
-                snprintf(out, n, "unknown");
+                snprintf(out, n, "%s", _("unknown"));
+}
+
+static unsigned long long mib_of(uint64_t bytes)
+{
+        return (unsigned long long)((bytes + (1u << 19)) >> 20);
 }
 
 static void mib(struct buf *out, uint64_t bytes)
 {
-        buf_printf(out, "%llu MiB", (unsigned long long)((bytes + (1u << 19)) >> 20));
+        buf_printf(out, "%llu MiB", mib_of(bytes));
 }
 
 /* ---- the timeline ---------------------------------------------------------------------------- */
@@ -221,8 +227,13 @@ static int timeline(struct buf *out, const struct live_ring *r, const struct liv
         int e = buf_printf(out,
                            "<svg class=\"timeline\" id=\"timeline-gpu%u\" viewBox=\"0 0 %.0f %.0f\" role=\"img\" "
                            "xmlns=\"http://www.w3.org/2000/svg\" aria-labelledby=\"tl-title-%u\">"
-                           "<title id=\"tl-title-%u\">GPU %u memory by kind from %s to %s (%zu samples)</title>\n",
-                           g->index, TL_W, TL_H, g->index, g->index, g->index, a, b, r ? r->n : (size_t)0);
+                           "<title id=\"tl-title-%u\">",
+                           g->index, TL_W, TL_H, g->index, g->index);
+        if (!e)
+                e = buf_printf(out, _("GPU %u memory by kind from %s to %s (%zu samples)"), g->index, a, b,
+                               r ? r->n : (size_t)0);
+        if (!e)
+                e = buf_puts(out, "</title>\n");
         /* grid: 0, half and the top (the GPU's total) */
         for (int q = 0; q <= 2 && !e; q++) {
                 double m = s.top_mib * q / 2.0;
@@ -253,13 +264,16 @@ static int timeline(struct buf *out, const struct live_ring *r, const struct liv
                 if (!e && any)
                         e = band(out, pts, npts, &s, k);
                 if (!e)
-                        e = buf_printf(out, "\"><title>%s: %u MiB now</title></path>\n", live_kind_name(k),
-                                       last ? last->mib[k] : 0);
+                        e = buf_puts(out, "\"><title>");
+                if (!e)
+                        e = buf_printf(out, _("%s: %u MiB now"), _(live_kind_name(k)), last ? last->mib[k] : 0);
+                if (!e)
+                        e = buf_puts(out, "</title></path>\n");
         }
         if (!e)
                 e = buf_puts(out, "</svg>\n<p class=\"legend\">");
         for (int k = 0; k < LIVE_KINDS && !e; k++) {
-                e = buf_printf(out, "<span class=\"sw %s\"></span>%s ", live_kind_name(k), live_kind_name(k));
+                e = buf_printf(out, "<span class=\"sw %s\"></span>%s ", live_kind_name(k), _(live_kind_name(k)));
                 if (!e)
                         mib(out, g->kind[k]);
         }
@@ -271,7 +285,7 @@ static int timeline(struct buf *out, const struct live_ring *r, const struct liv
 static int gpu_section(struct buf *out, const struct live_gpu *g, const struct live_ring *r, const struct page_opts *o)
 {
         buf_printf(out, "<section class=\"gpu\" id=\"gpu-%u\">\n<h2>GPU %u · ", g->index, g->index);
-        esc(out, g->name[0] ? g->name : "(name unknown)");
+        esc(out, g->name[0] ? g->name : _("(name unknown)"));
         buf_puts(out, " · <code>");
         esc(out, g->bus[0] ? g->bus : g->uuid);
         buf_puts(out, "</code></h2>\n");
@@ -286,25 +300,24 @@ static int gpu_section(struct buf *out, const struct live_gpu *g, const struct l
         esc(out, g->verdict);
         buf_puts(out, "</b> ");
         esc(out, g->summary);
-        if (g->confidence[0])
-                buf_printf(out, " <i>(%s confidence)</i>", g->confidence);
+        if (g->confidence[0]) {
+                buf_puts(out, " <i>");
+                buf_printf(out, _("(%s confidence)"), _(g->confidence));
+                buf_puts(out, "</i>");
+        }
         buf_puts(out, "</p>\n");
         if (g->inspected) {
-                buf_puts(out, "<p class=\"split\">used ");
-                mib(out, g->used);
+                buf_puts(out, "<p class=\"split\">");
+                buf_printf(out, _("used %llu MiB"), mib_of(g->used));
                 for (int k = LIVE_LISTED; k < LIVE_KINDS; k++) {
                         if (k == LIVE_FREEING && !g->kind[k])
                                 continue;       /* as scan's equation: only during a teardown */
-                        buf_printf(out, " %s %s ", k == LIVE_LISTED ? "=" : "+", live_kind_name(k));
+                        buf_printf(out, " %s %s ", k == LIVE_LISTED ? "=" : "+", _(live_kind_name(k)));
                         mib(out, g->kind[k]);
                 }
-                if (g->reserved_known) {
-                        buf_puts(out, "; driver reservation ");
-                        mib(out, g->kind[LIVE_RESERVED]);
-                        buf_puts(out, " apart");
-                }
-                buf_puts(out, "; total ");
-                mib(out, g->total);
+                if (g->reserved_known)
+                        buf_printf(out, _("; driver reservation %llu MiB apart"), mib_of(g->kind[LIVE_RESERVED]));
+                buf_printf(out, _("; total %llu MiB"), mib_of(g->total));
                 buf_puts(out, "</p>\n");
         }
         int e = timeline(out, r, g, o->now, o->started);
@@ -318,7 +331,7 @@ static int gpu_section(struct buf *out, const struct live_gpu *g, const struct l
                 buf_puts(out, "</ul>\n");
         }
         if (!str_empty(g->next_step) && live_verdict_alarming(g->verdict)) {
-                buf_puts(out, "<p class=\"next\">Next: <code>");
+                buf_printf(out, "<p class=\"next\">%s<code>", _("Next: "));
                 esc(out, g->next_step);
                 buf_puts(out, "</code></p>\n");
         }
@@ -327,15 +340,19 @@ static int gpu_section(struct buf *out, const struct live_gpu *g, const struct l
 
 static void holders_table(struct buf *out, const struct live_view *v, bool expose_cmdline)
 {
-        buf_printf(out, "<h2 id=\"holders\">Processes (%zu)</h2>\n", v->n_rows);
+        buf_puts(out, "<h2 id=\"holders\">");
+        buf_printf(out, _("Processes (%zu)"), v->n_rows);
+        buf_puts(out, "</h2>\n");
         if (!v->n_rows) {
-                buf_puts(out, "<p>No process holds an NVIDIA device node or is listed by NVML.</p>\n");
+                buf_printf(out, "<p>%s</p>\n", _("No process holds an NVIDIA device node or is listed by NVML."));
                 return;
         }
-        buf_printf(out, "<table id=\"holders-table\"><thead><tr><th>GPU</th><th>PID</th><th>user</th><th>state</th>"
-                        "<th>NVML MiB</th><th>role</th><th>link / status</th><th>device nodes</th><th>%s</th>"
+        buf_printf(out, "<table id=\"holders-table\"><thead><tr><th>GPU</th><th>PID</th><th>%s</th><th>%s</th>"
+                        "<th>NVML MiB</th><th>%s</th><th>%s</th><th>%s</th><th>%s</th>"
                         "</tr></thead><tbody>\n",
-                   expose_cmdline ? "command line" : "command");
+                   /* TRANSLATORS: the page's process table headers */
+                   _("user"), _("state"), _("role"), _("link / status"), _("device nodes"),
+                   expose_cmdline ? _("command line") : _("command"));
         for (size_t i = 0; i < v->n_rows; i++) {
                 const struct live_row *w = &v->rows[i];
                 buf_printf(out, "<tr class=\"holder%s\" data-pid=\"%d\" data-role=\"", w->ghost_holder ? " ghost-holder" : "",
@@ -357,12 +374,15 @@ static void holders_table(struct buf *out, const struct live_view *v, bool expos
                 buf_puts(out, "</td><td class=\"role\">");
                 esc(out, w->role);
                 /* the processes that share an open file description keep the same contexts */
-                if (w->family)
-                        buf_printf(out, " <small class=\"family\">family %u</small>", w->family);
+                if (w->family) {
+                        buf_puts(out, " <small class=\"family\">");
+                        buf_printf(out, _("family %u"), w->family);
+                        buf_puts(out, "</small>");
+                }
                 buf_puts(out, "</td><td>");
                 esc(out, w->link);
                 if (w->confidence[0])
-                        buf_printf(out, " <i>(%s)</i>", w->confidence);
+                        buf_printf(out, " <i>(%s)</i>", _(w->confidence));
                 buf_puts(out, "</td><td><code>");
                 esc(out, w->detail);
                 buf_puts(out, "</code></td><td><code>");
@@ -374,18 +394,20 @@ static void holders_table(struct buf *out, const struct live_view *v, bool expos
 
 static void xid_table(struct buf *out, const struct live_view *v)
 {
-        buf_puts(out, "<h2 id=\"xid\">Recent NVIDIA kernel events</h2>\n");
+        buf_printf(out, "<h2 id=\"xid\">%s</h2>\n", _("Recent NVIDIA kernel events"));
         if (!str_empty(v->kernel_error)) {
-                buf_puts(out, "<p class=\"status bad\">The kernel log is not read: ");
+                buf_printf(out, "<p class=\"status bad\">%s", _("The kernel log is not read: "));
                 esc(out, v->kernel_error);
                 buf_puts(out, "</p>\n");
         }
         if (!v->n_xids) {
-                buf_puts(out, "<p id=\"xid-none\">None for these GPUs.</p>\n");
+                buf_printf(out, "<p id=\"xid-none\">%s</p>\n", _("None for these GPUs."));
                 return;
         }
-        buf_puts(out, "<table id=\"xid-table\"><thead><tr><th>time (UTC)</th><th>GPU</th><th>Xid</th><th>what</th>"
-                      "<th>severity</th><th>process</th></tr></thead><tbody>\n");
+        buf_printf(out, "<table id=\"xid-table\"><thead><tr><th>%s</th><th>GPU</th><th>Xid</th><th>%s</th>"
+                        "<th>%s</th><th>%s</th></tr></thead><tbody>\n",
+                   /* TRANSLATORS: the page's kernel event table headers */
+                   _("time (UTC)"), _("what"), _("severity"), _("process"));
         for (size_t i = v->n_xids; i-- > 0;) {
                 const struct live_xid *x = &v->xids[i];
                 char t[40];
@@ -415,36 +437,42 @@ int page_render(struct buf *out, const struct live_view *v, const struct live_hi
         size_t start = out->len;
         unsigned refresh = o->refresh_s >= 1 && o->refresh_s < 86400 ? (unsigned)o->refresh_s : 15;
         buf_printf(out,
-                   "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                   "<!DOCTYPE html>\n<html lang=\"%s\"><head><meta charset=\"utf-8\">"
                    "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
                    "<meta http-equiv=\"refresh\" content=\"%u\">"
-                   "<title>ghostvram: GPU memory</title><style>%s</style></head>\n<body>\n"
-                   "<header><h1>ghostvram · GPU memory, and who holds it</h1>\n",
-                   refresh, page_style);
+                   "<title>%s</title><style>%s</style></head>\n<body>\n"
+                   "<header><h1>%s</h1>\n",
+                   /* TRANSLATORS: the language tag (BCP 47) of this translation, for the page's
+                    * <html lang>: "zh-CN" for simplified Chinese */
+                   _("en"), refresh, _("ghostvram: GPU memory"), page_style, _("ghostvram · GPU memory, and who holds it"));
         char now[40], at[40];
         utc(o->now, now, sizeof(now));
         bool stale = o->age_s < 0 || o->age_s > o->stale_after_s;
         bool bad = stale || (o->status && o->status[0]);
         buf_printf(out, "<p class=\"status%s\" id=\"status\">", bad ? " bad" : "");
         if (!v || o->age_s < 0) {
-                buf_puts(out, "No data yet");
+                buf_puts(out, _("No data yet"));
         } else {
                 utc(v->finished, at, sizeof(at));
-                buf_printf(out, "Data from %s, %.1f s old at %s%s", at, o->age_s, now, stale ? " (stale)" : "");
+                buf_printf(out, stale ? _("Data from %s, %.1f s old at %s (stale)") : _("Data from %s, %.1f s old at %s"),
+                           at, o->age_s, now);
         }
         if (o->status && o->status[0]) {
-                buf_puts(out, ". Latest collection: ");
+                /* TRANSLATORS: follows the sentence before, with its full stop */
+                buf_puts(out, _(". Latest collection: "));
                 esc(out, o->status);
         }
-        buf_printf(out, ". This page reloads every %u s.</p>\n", refresh);
+        buf_printf(out, _(". This page reloads every %u s."), refresh);
+        buf_puts(out, "</p>\n");
         if (v && v->simulated)
-                buf_puts(out, "<p class=\"sim\">SIMULATED HOST (GHOSTVRAM_SIM): not a real driver.</p>\n");
+                buf_printf(out, "<p class=\"sim\">%s</p>\n", _("SIMULATED HOST (GHOSTVRAM_SIM): not a real driver."));
         if (v && !v->full_visibility)
-                buf_puts(out, "<p>Not everything is visible from here (not root, or another PID namespace); "
-                              "see the limits below.</p>\n");
+                buf_printf(out, "<p>%s</p>\n",
+                           _("Not everything is visible from here (not root, or another PID namespace); "
+                             "see the limits below."));
         buf_puts(out, "</header>\n<main>\n");
         if (v && !v->driver_present) {
-                buf_puts(out, "<p class=\"status bad\">NVIDIA driver: ");
+                buf_printf(out, "<p class=\"status bad\">%s", _("NVIDIA driver: "));
                 esc(out, v->driver);
                 buf_puts(out, "</p>\n");
         }
@@ -455,7 +483,7 @@ int page_render(struct buf *out, const struct live_view *v, const struct live_hi
                 holders_table(out, v, o->expose_cmdline);
                 xid_table(out, v);
                 if (v->n_limits) {
-                        buf_puts(out, "<h2>Limits of this result</h2>\n<ul>\n");
+                        buf_printf(out, "<h2>%s</h2>\n<ul>\n", _("Limits of this result"));
                         for (size_t i = 0; i < v->n_limits; i++) {
                                 buf_puts(out, "<li>");
                                 esc(out, v->limits[i]);
@@ -465,11 +493,13 @@ int page_render(struct buf *out, const struct live_view *v, const struct live_hi
                 }
         }
         if (!e)
-                e = buf_printf(out,
-                               "</main>\n<footer>ghostvram serve · <a href=\"/metrics\">/metrics</a> · "
-                               "<a href=\"/healthz\">/healthz</a> · <a href=\"/api/v1/scan\">/api/v1/scan</a> · "
-                               "timelines keep the last %u samples a GPU (%zu KiB now)</footer>\n</body></html>\n",
-                               LIVE_HISTORY_MAX, h ? (live_history_bytes(h) + 1023) / 1024 : 0);
+                e = buf_puts(out, "</main>\n<footer>ghostvram serve · <a href=\"/metrics\">/metrics</a> · "
+                                  "<a href=\"/healthz\">/healthz</a> · <a href=\"/api/v1/scan\">/api/v1/scan</a> · ");
+        if (!e)
+                e = buf_printf(out, _("timelines keep the last %u samples a GPU (%zu KiB now)"), LIVE_HISTORY_MAX,
+                               h ? (live_history_bytes(h) + 1023) / 1024 : 0);
+        if (!e)
+                e = buf_puts(out, "</footer>\n</body></html>\n");
         if (e) {
                 /* a cut page is worse than none */
                 out->len = start;

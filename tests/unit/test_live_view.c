@@ -3,6 +3,9 @@
  * the page's timeline and thinning, top's bar letters, sparkline, sorting and escaping. */
 #include "facts_builder.h"
 
+#include <locale.h>
+#include <wchar.h>
+
 #include "render/live_view.h"
 #include "collect/xid.h"
 #include "run/scan_run.h"
@@ -316,6 +319,18 @@ static void test_top_screen(void **state)
         facts_destroy(f);
 }
 
+/* Is line part of the GPU's next step (its first line "  next: ", or one under it)? *in: the
+ * next step has begun. 1 yes, 0 not yet, -1 the line after it. */
+static int next_step_line(const char *line, bool *in)
+{
+        bool first = !strncmp(line, "  next: ", 8);
+        bool more = *in && strlen(line) > 8 && !strncmp(line, "        ", 8) && line[8] != ' ';
+        if (!first && !more)
+                return *in ? -1 : 0;
+        *in = true;
+        return 1;
+}
+
 /* The screen is narrower than a next step: top wraps it at spaces, every line starting under the
  * first, so the whole command is there; on a screen too narrow for it in 4 lines, the last line is
  * cut at a word and says so with "..." (a command cut mid-word looks runnable). */
@@ -331,14 +346,11 @@ static void next_lines(const struct live_view *v, int cols, char *joined, size_t
         bool in = false;
         for (int y = 0; y < c.rows; y++) {
                 top_canvas_line(&c, y, line, sizeof(line));
-                bool first = !strncmp(line, "  next: ", 8);
-                bool more = in && strlen(line) > 8 && !strncmp(line, "        ", 8) && line[8] != ' ';
-                if (!first && !more) {
-                        if (in)
-                                break;
+                int part = next_step_line(line, &in);
+                if (part < 0)
+                        break;
+                if (!part)
                         continue;
-                }
-                in = true;
                 assert_true(strlen(line) <= (size_t)cols);
                 if (joined[0])
                         strncat(joined, " ", len - strlen(joined) - 1);
@@ -373,6 +385,98 @@ static void test_top_cuts_at_a_word(void **state)
         facts_destroy(f);
 }
 
+/* The columns a UTF-8 line takes on a terminal (wcwidth: a Chinese character two); fails the
+ * test on a broken character. */
+static size_t line_cols(const char *s)
+{
+        mbstate_t st;
+        memset(&st, 0, sizeof(st));
+        size_t cols = 0, n = strlen(s);
+        while (n) {
+                wchar_t wc;
+                size_t k = mbrtowc(&wc, s, n, &st);
+                assert_true(k != (size_t)-1 && k != (size_t)-2 && k != 0);
+                int w = wcwidth(wc);
+                assert_true(w >= 1);
+                cols += (size_t)w;
+                s += k;
+                n -= k;
+        }
+        return cols;
+}
+
+/* s without its spaces, into out[len] */
+static void no_spaces(const char *s, char *out, size_t len)
+{
+        size_t k = 0;
+        for (; *s && k + 1 < len; s++)
+                if (*s != ' ')
+                        out[k++] = *s;
+        out[k] = '\0';
+}
+
+/* Chinese on a UTF-8 screen: a Chinese character takes two columns and a line may end between
+ * two of them (Chinese has no spaces). A next step wraps within the screen, whole, each line under
+ * the first; a summary too long for its row is cut between two characters with "..."; no line is
+ * wider than the screen, no character is broken. */
+static void test_top_wide(void **state)
+{
+        (void)state;
+        assert_non_null(setlocale(LC_CTYPE, "C.UTF-8"));
+        struct facts *f;
+        struct scan_result *r;
+        struct live_view *v = killed_view(&f, &r);
+        struct live_gpu *g = (struct live_gpu *)live_view_gpu(v, 1);
+        const char *next = "安全地释放它（每个进程都会被重新检查、通过 pidfd 发送信号并测量显存）："
+                           "`sudo ghostvram reclaim --gpu 1` 显示计划，加上 --yes 即执行（手动：kill -TERM 31301 31302）";
+        str_set(&g->next_step, next);
+        str_set(&g->summary, "2048 MiB 残留显存由已终止作业的 2 个孤儿进程持有，它们仍打开着设备文件并占用着上下文");
+        struct top_canvas c = { 0 };
+        const int cols = 61;            /* odd: a wide character cannot fill the last column */
+        assert_int_equal(top_canvas_resize(&c, 40, cols), 0);
+        c.utf8 = true;
+        struct top_state s = { .now = T0 + 1, .interval_s = 1, .focus = 1, .stale_after_s = 4, .status = "",
+                               .message = "" };
+        top_draw(&c, v, NULL, &s);
+        char line[1024], joined[2048] = "", want[2048], got[2048];
+        int next_n = 0;
+        bool in = false, summary_cut = false;
+        for (int y = 0; y < c.rows; y++) {
+                top_canvas_line(&c, y, line, sizeof(line));
+                assert_true(line_cols(line) <= (size_t)cols);
+                if (strstr(line, "2048 MiB \u6b8b\u7559") && strstr(line, "...")) {
+                        /* cut between two Chinese characters, the "..." right after one */
+                        const char *dots = strstr(line, "...");
+                        assert_true(dots - line >= 3 && (unsigned char)dots[-3] >= 0xe0);
+                        summary_cut = true;
+                }
+                int part = next_step_line(line, &in);
+                if (part < 0)
+                        break;
+                if (!part)
+                        continue;
+                next_n++;
+                strncat(joined, line + 8, sizeof(joined) - strlen(joined) - 1);
+        }
+        assert_true(summary_cut);
+        assert_true(next_n >= 3 && next_n <= 4);
+        no_spaces(next, want, sizeof(want));
+        no_spaces(joined, got, sizeof(got));
+        assert_string_equal(got, want);
+        /* a dialog over a wide character leaves no half of it */
+        s.dialog = TOP_DIALOG_HELP;
+        top_draw(&c, v, NULL, &s);
+        for (int y = 0; y < c.rows; y++) {
+                top_canvas_line(&c, y, line, sizeof(line));
+                assert_true(line_cols(line) <= (size_t)cols);
+        }
+        top_canvas_free(&c);
+        live_view_free(v);
+        scan_result_free(r);
+        facts_destroy(f);
+        setlocale(LC_CTYPE, "C");
+}
+
 /* Why there is no driver, whole (the view kept 80 bytes of it) */
 static void test_view_driver_error_whole(void **state)
 {
@@ -403,7 +507,7 @@ int main(void)
                 cmocka_unit_test(test_view_rows), cmocka_unit_test(test_ring), cmocka_unit_test(test_page_esc),
                 cmocka_unit_test(test_page), cmocka_unit_test(test_top_screen),
                 cmocka_unit_test(test_page_starts_with_serve), cmocka_unit_test(test_top_texts),
-                cmocka_unit_test(test_top_cuts_at_a_word),
+                cmocka_unit_test(test_top_cuts_at_a_word), cmocka_unit_test(test_top_wide),
                 cmocka_unit_test(test_view_driver_error_whole),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
