@@ -74,6 +74,23 @@ for so in libjansson.so.4 libmicrohttpd.so.12 libncursesw.so.6; do
         grep -q "^$so()" <<<"$requires" || fail "no Requires on $so: $requires"
 done
 grep -E 'libnvidia-ml|libcuda|libghostvram-track' <<<"$requires" && fail "the RPM requires a private library of its own"
+# Debian's brp-elfperms takes the x bit off shared libraries before rpm generates dependencies
+# (only executable ELF files get any), so the RPM built here could not show the spec's filters
+# missing: elfdeps on each ELF file says what it would provide and require on RHEL, where they keep
+# their mode, and every such private name must lie on a path the spec excludes
+spec_re() { rpm --eval "$(sed -n "s/^%global $1 //p" "$GV_SRC/packaging/rpm/ghostvram.spec")"; }
+prov_re=$(spec_re __provides_exclude_from) req_re=$(spec_re __requires_exclude_from)
+[ -n "$prov_re" ] && [ -n "$req_re" ] || fail "the spec's dependency filters: '$prov_re' '$req_re'"
+private=0
+while IFS= read -r f; do
+        case $(file -b "$D$f" 2>/dev/null) in ELF*) ;; *) continue ;; esac
+        deps=$( { /usr/lib/rpm/elfdeps --provides <<<"$D$f"; /usr/lib/rpm/elfdeps --requires <<<"$D$f"; } |
+                grep -E '^lib(nvidia-ml|cuda|ghostvram-track)\.so' || true)
+        [ -n "$deps" ] || continue
+        private=$((private + 1))
+        grep -qE "$prov_re" <<<"$f" && grep -qE "$req_re" <<<"$f" || fail "$f would provide or require $deps on RHEL (the spec's filters miss it)"
+done <"$GV_TMP/rpm.files"
+[ "$private" -ge 7 ] || fail "only $private files with private libraries' names"
 grep -qx '/usr/bin/bash' <<<"$requires" || fail "the Slurm scripts' interpreter is not required by path"
 grep -qx '/usr/bin/env' <<<"$requires" && fail "a script still runs through /usr/bin/env"
 
