@@ -16,7 +16,7 @@ po-update: build
 	scripts/i18n-pot $(BUILD)/ghostvram.pot
 	for l in $$(grep -v '^#' po/LINGUAS); do msgmerge --quiet --update --backup=none --no-fuzzy-matching po/$$l.po $(BUILD)/ghostvram.pot; done
 
-.PHONY: po-update all deps test-deps oracle-deps build build-asan run test test-unit test-asan test-valgrind fuzz bench clean install deb
+.PHONY: po-update all deps test-deps oracle-deps build build-asan run test test-unit test-asan test-valgrind fuzz bench clean install deb rpm
 
 all: build
 
@@ -61,6 +61,13 @@ install: build
 # dpkg-buildpackage -us -uc -b).
 deb: build
 	scripts/build-deb $(BUILD) .
+
+# The RPM (RHEL 9 / Rocky 9 / Alma 9), built from scratch by rpmbuild -ba from a tarball of the
+# tree: packaging/rpm/ghostvram.spec, under $(BUILD)/rpm (scripts/build-rpm). Then, on the
+# RHEL host: sudo dnf install ./ghostvram-VERSION-1.el9.x86_64.rpm
+rpm: deps
+	@rpm=$$(scripts/build-rpm $(BUILD)/rpm) && echo "RPM: $$rpm (rpmbuild's log: $(BUILD)/rpm/rpmbuild.log)" && \
+		echo "On a RHEL / Rocky / Alma 9 host: sudo dnf install $$rpm"
 
 fuzz:
 	scripts/fuzz-run $(BUILD)-fuzz 30

@@ -8,7 +8,11 @@ install(FILES docs/ghostvram.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 # shell completions, where each shell looks for packaged ones
 install(FILES completions/ghostvram.bash DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
         RENAME ghostvram)
-install(FILES completions/_ghostvram DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions)
+# (zsh: Debian's vendor-completions by default; RHEL's zsh looks only in site-functions, which
+# packaging/rpm/ghostvram.spec passes)
+set(GV_ZSH_COMPLETION_DIR ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions CACHE STRING
+    "where the zsh completion goes, relative to the prefix")
+install(FILES completions/_ghostvram DESTINATION ${GV_ZSH_COMPLETION_DIR})
 install(FILES completions/ghostvram.fish DESTINATION ${CMAKE_INSTALL_DATADIR}/fish/vendor_completions.d)
 
 # systemd units with ExecStart pointing at the binary of the prefix installed to (the tree's
@@ -24,10 +28,11 @@ foreach(unit ghostvram-serve.service ghostvram-textfile.service ghostvram-textfi
   ")
 endforeach()
 
-# the other deploy files (Prometheus rules, Grafana, Kubernetes) and the daily doctor cron line,
-# as examples for the administrator
-install(DIRECTORY deploy/prometheus deploy/grafana deploy/kubernetes
-        DESTINATION ${CMAKE_INSTALL_DATADIR}/ghostvram/deploy)
+# the other deploy files (Prometheus rules, Grafana, Kubernetes, the Slurm prolog/epilog/health
+# check and the NHC check of docs/fleet.md) and the daily doctor cron line, as examples for the
+# administrator; the Slurm scripts keep their mode (a site may symlink them from /etc/slurm)
+install(DIRECTORY deploy/prometheus deploy/grafana deploy/kubernetes deploy/slurm deploy/nhc
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/ghostvram/deploy USE_SOURCE_PERMISSIONS)
 install(CODE "
   set(dst \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DATADIR}/ghostvram/deploy/cron/ghostvram-doctor\")
   message(STATUS \"Installing: \${dst}\")

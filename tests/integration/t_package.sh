@@ -112,6 +112,9 @@ grep -q ' ./usr/lib/ghostvram/sim/current/libnvidia-ml.so.1$' <<<"$contents" || 
 grep -q ' ./usr/share/doc/ghostvram/faq.md.gz$' <<<"$contents" || fail "the FAQ in the package"
 grep -q ' ./usr/share/doc/ghostvram/zh-CN/faq.md.gz$' <<<"$contents" || fail "the Chinese FAQ in the package (compressed)"
 grep -q ' ./usr/share/doc/ghostvram/README.zh-CN.md$' <<<"$contents" || fail "the Chinese README in the package"
+# the Slurm and NHC files of docs/fleet.md, where the RPM has them too (t_rpm); the scripts executable
+grep -q '^-rwxr-xr-x .* ./usr/share/ghostvram/deploy/slurm/epilog.sh$' <<<"$contents" || fail "the Slurm epilog in the package"
+grep -q ' ./usr/share/ghostvram/deploy/nhc/ghostvram.nhc$' <<<"$contents" || fail "the NHC check in the package"
 X=$GV_TMP/x
 dpkg-deb -x "$deb" "$X"
 assert_eq "$("$X/usr/bin/ghostvram" --version)" "ghostvram $version" "the packaged --version"
