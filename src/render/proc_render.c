@@ -148,6 +148,7 @@ void host_proc_container_text(struct buf *out, const struct host_proc *p)
                 buf_putc(out, ' ');
                 esc_terminal(out, p->container_id, strnlen(p->container_id, 12));
         } else if (p->slurm_job[0]) {
+                /* i18n: no: a job identifier as Slurm writes it */
                 buf_puts(out, "slurm job ");
                 esc_terminal(out, p->slurm_job, strlen(p->slurm_job));
         }
@@ -156,6 +157,7 @@ void host_proc_container_text(struct buf *out, const struct host_proc *p)
 void host_proc_detail_text(struct buf *out, const struct host_proc *p)
 {
         host_proc_nodes_text(out, p);
+        /* i18n: no: the kernel's field names */
         buf_printf(out, "  ppid %d pgid %d sid %d", (int)p->ppid, (int)p->pgid, (int)p->sid);
         struct buf c = BUF_INIT(0);
         host_proc_container_text(&c, p);

@@ -584,6 +584,7 @@ static void dialog(struct top_canvas *c, const struct live_view *v, const struct
                         const struct live_xid *e = &v->xids[i];
                         char t[16];
                         hhmmss(e->time, t, sizeof(t));
+                        /* i18n: no: a time and a GPU index */
                         buf_printf(&text, "%s UTC  GPU %d  ", t, e->gpu);
                         if (e->xid >= 0)
                                 buf_printf(&text, "Xid %d  ", e->xid);

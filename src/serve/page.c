@@ -347,6 +347,7 @@ static void holders_table(struct buf *out, const struct live_view *v, bool expos
                 buf_printf(out, "<p>%s</p>\n", _("No process holds an NVIDIA device node or is listed by NVML."));
                 return;
         }
+        /* i18n: no: names (GPU, PID, NVML MiB); the headers in words are translated */
         buf_printf(out, "<table id=\"holders-table\"><thead><tr><th>GPU</th><th>PID</th><th>%s</th><th>%s</th>"
                         "<th>NVML MiB</th><th>%s</th><th>%s</th><th>%s</th><th>%s</th>"
                         "</tr></thead><tbody>\n",
@@ -404,6 +405,7 @@ static void xid_table(struct buf *out, const struct live_view *v)
                 buf_printf(out, "<p id=\"xid-none\">%s</p>\n", _("None for these GPUs."));
                 return;
         }
+        /* i18n: no: names (GPU, Xid); the headers in words are translated */
         buf_printf(out, "<table id=\"xid-table\"><thead><tr><th>%s</th><th>GPU</th><th>Xid</th><th>%s</th>"
                         "<th>%s</th><th>%s</th></tr></thead><tbody>\n",
                    /* TRANSLATORS: the page's kernel event table headers */

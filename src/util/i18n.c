@@ -1,6 +1,7 @@
 #include "util/i18n.h"
 
 #include <libintl.h>
+#include <limits.h>
 #include <locale.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -37,12 +38,26 @@ static bool is_dir(const char *p)
         return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* Whether this program is the build tree's (its directory is the build directory): only then
+ * are the build tree's catalogues its own; an installed copy never reads them */
+static bool run_from_build_tree(void)
+{
+        char exe[PATH_MAX], build[PATH_MAX];
+        if (!realpath("/proc/self/exe", exe) || !realpath(GV_BUILD_DIR, build))
+                return false;
+        char *slash = strrchr(exe, '/');
+        if (!slash)
+                return false;
+        *slash = '\0';
+        return strcmp(exe, build) == 0;
+}
+
 static const char *catalogue_dir(void)
 {
         const char *env = getenv("GHOSTVRAM_LOCALEDIR");
         if (env && *env)
                 return env;
-        if (is_dir(GV_LOCALEDIR_BUILD))
+        if (run_from_build_tree() && is_dir(GV_LOCALEDIR_BUILD))
                 return GV_LOCALEDIR_BUILD;
         return GV_LOCALEDIR_INSTALL;
 }

@@ -25,6 +25,14 @@ while read -r lang; do
         [ -s "$GV_BUILD/locale/$lang/LC_MESSAGES/ghostvram.mo" ] || fail "no catalogue $lang built"
 done < <(grep -v '^#' "$GV_SRC/po/LINGUAS")
 
+note "no sentence of the translated commands is left unmarked (scripts/i18n-unmarked)"
+left=$("$GV_SRC/scripts/i18n-unmarked" 2>&1) || fail "sentences not marked for translation (mark them with _(), or say why not with /* i18n: no ... */):
+$left"
+# the check can fail: an unmarked sentence in a file of its own is found
+printf 'void f(char **s)\n{\n        str_setf(s, "%%d workers of a dead job", 2);\n}\n' >"$GV_TMP/unmarked.c"
+found=$("$GV_SRC/scripts/i18n-unmarked" "$GV_TMP/unmarked.c" 2>&1) && fail "an unmarked sentence not found"
+grep -F 'unmarked.c:3: "%d workers of a dead job"' >/dev/null <<<"$found" || fail "i18n-unmarked said: $found"
+
 note "the language is the user's"
 # first_line ENV...: the first line of `ghostvram --help` under ENV
 first_line() {

@@ -23,7 +23,7 @@ W1=${WORKERS[0]} W2=${WORKERS[1]}
 ZH=(env -u LC_ALL -u LC_MESSAGES LANGUAGE=zh_CN LANG=C.UTF-8)
 # the last frame of `top --batch` at 80 columns (each starts with its title line)
 last_frame() {
-        "$@" env GHOSTVRAM_SIM="$SIM" COLUMNS=80 "$GV_BIN" top --batch --interval 1s --iterations 2 --gpu 1 \
+        "$@" env GHOSTVRAM_SIM="$SIM" COLUMNS="${COLS:-80}" "$GV_BIN" top --batch --interval 1s --iterations 2 --gpu 1 \
                 >"$GV_TMP/frames" || fail "top --batch exited $?"
         awk '/^ghostvram top/ { f = "" } { f = f $0 "\n" } END { printf "%s", f }' "$GV_TMP/frames"
 }
@@ -49,9 +49,13 @@ grep -E "^ +$W1 root +S 1 +-  已死 PID $OWNER 的工作进程 +gv-simcuda" >/d
         { echo "$zh" >&2; fail "worker $W1's row is not laid out in its columns"; }
 grep -E "^ +$W2 root +S 1 +-  worker of dead PID $OWNER +gv-simcuda" >/dev/null <<<"$en" ||
         { echo "$en" >&2; fail "English: no row of worker $W2"; }
-[ "$(figures_of <<<"$zh" | tr '\n' ' ')" = "$(figures_of <<<"$en" | tr '\n' ' ')" ] ||
-        { printf '%s\n' "$en" "$zh" >&2; fail "the frame's figures differ in Chinese"; }
-[ "$(figures_of <<<"$zh" | grep -c .)" -ge 20 ] || fail "too few figures compared: $(figures_of <<<"$zh" | tr '\n' ' ')"
+# the figures of frames wide enough that no line is cut (a translation orders its words
+# otherwise: at 80 columns another part of a long line is cut)
+en_w=$(COLS=400 last_frame)
+zh_w=$(COLS=400 last_frame "${ZH[@]}")
+[ "$(figures_of <<<"$zh_w" | tr '\n' ' ')" = "$(figures_of <<<"$en_w" | tr '\n' ' ')" ] ||
+        { printf '%s\n' "$en_w" "$zh_w" >&2; fail "the frame's figures differ in Chinese"; }
+[ "$(figures_of <<<"$zh_w" | grep -c .)" -ge 20 ] || fail "too few figures compared: $(figures_of <<<"$zh_w" | tr '\n' ' ')"
 iconv -f UTF-8 -t UTF-8 <<<"$zh" >/dev/null || fail "the Chinese frame is not valid UTF-8"
 w=$(widest <<<"$zh")
 [ "$w" -le 80 ] && [ "$w" -ge 70 ] || { echo "$zh" >&2; fail "the Chinese frame is $w columns wide at 80"; }

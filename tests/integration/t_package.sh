@@ -132,8 +132,12 @@ image=$(sed -n 's/^ *image: *//p' "$GV_SRC/deploy/kubernetes/ghostvram-daemonset
 assert_eq "$image" "ghostvram:$version" "the manifest's image"
 grep -q "docker build -f packaging/Dockerfile -t $image \." "$DF" || fail "the recipe's build line names $image"
 grep -q "org.opencontainers.image.version=\"$version\"" "$DF" || fail "image label version"
-build_line=$(sed -n '/AS build/,/^FROM/p' "$DF" | grep 'apt-get install')
-for p in $(sed -n 's/^build_pkgs=(\(.*\))/\1/p' "$GV_SRC/scripts/install-deps"); do
+# the build stage's whole RUN (its package list goes on over continued lines), and build_pkgs
+# as the script has it (over lines too)
+build_line=$(sed -n '/AS build/,/^FROM/p' "$DF")
+build_pkgs=$(sed -n '/^build_pkgs=(/,/)/p' "$GV_SRC/scripts/install-deps" | sed 's/^build_pkgs=(//; s/)$//')
+[ "$(wc -w <<<"$build_pkgs")" -ge 10 ] || fail "build_pkgs of scripts/install-deps not read: $build_pkgs"
+for p in $build_pkgs; do
         [ "$p" = libcmocka-dev ] && continue # tests only: GV_TESTS=OFF
         grep -qw -- "$p" <<<"$build_line" || fail "the build stage lacks $p (scripts/install-deps)"
 done
