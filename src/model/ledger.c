@@ -1568,8 +1568,8 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                                           l->index, l->index);
                         } else if (vis == VIS_FULL) {
                                 reset_blockers(fd, res, l, g, o);
-                                next_step(fd, _("the driver has not finished tearing the context down: wait a minute and re-run `ghostvram scan --gpu %u`; if it stays, check `ghostvram xid`, then reset the GPU: `sudo nvidia-smi --gpu-reset -i %s`%s"),
-                                          l->index, ref, ref_note);
+                                next_step(fd, _("the driver has not finished tearing the context down: wait a minute and re-run `ghostvram scan --gpu %u`; if it stays, check `ghostvram xid` and try the poke (a new context; some drivers then finish the teardown): `sudo ghostvram reclaim --poke --gpu %u` shows what it does, add --yes to run it; if nothing changes, reset the GPU: `sudo nvidia-smi --gpu-reset -i %s`%s"),
+                                          l->index, l->index, ref, ref_note);
                         } else {
                                 look_further(fd, vis, l->index);
                         }
