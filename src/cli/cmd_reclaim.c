@@ -336,7 +336,7 @@ static void out_sample(const struct sampler *s, const struct recovery_gpu *g, bo
                 cli_print_json(reclaim_stream_sample_json(g, before, t));
                 return;
         }
-        reclaim_stream_sample_text(stdout, g, before, t);
+        reclaim_stream_sample_text(stdout, g, before, s->o->poke, t);
         fflush(stdout);
 }
 

@@ -570,11 +570,11 @@ json_t *reclaim_stream_action_json(const struct reclaim_action *a, enum reclaim_
         return o;
 }
 
-void reclaim_stream_sample_text(FILE *out, const struct recovery_gpu *g, bool before, double t)
+void reclaim_stream_sample_text(FILE *out, const struct recovery_gpu *g, bool before, bool poke, double t)
 {
         fprintf(out, _("  [%7.3f s] GPU %u: %.0f MiB used"), t, g->index, mib(before ? g->before : g->after));
         if (before)
-                fprintf(out, _(" before the first signal"));
+                fputs(poke ? _(" before the poke") : _(" before the first signal"), out);
         else if (g->expected && g->recovered)
                 fprintf(out, _(": back (%.0f MiB freed)"), mib(g->before > g->after ? g->before - g->after : 0));
         else if (g->expected)

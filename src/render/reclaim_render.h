@@ -86,8 +86,9 @@ json_t *reclaim_stream_plan_json(const struct reclaim_report *r);
  * signal. */
 void reclaim_stream_action_text(FILE *out, const struct reclaim_action *a, enum reclaim_event ev, double t);
 json_t *reclaim_stream_action_json(const struct reclaim_action *a, enum reclaim_event ev, double t);
-/* GPU g's used memory (g->after; g->before when `before`) sampled t seconds after the first signal. */
-void reclaim_stream_sample_text(FILE *out, const struct recovery_gpu *g, bool before, double t);
+/* GPU g's used memory (g->after; g->before when `before`) sampled t seconds after the first signal
+ * (or the poke's start: `poke`). */
+void reclaim_stream_sample_text(FILE *out, const struct recovery_gpu *g, bool before, bool poke, double t);
 json_t *reclaim_stream_sample_json(const struct recovery_gpu *g, bool before, double t);
 /* The last line of a JSON stream: the whole report (reclaim_json) with event "result". */
 json_t *reclaim_stream_result_json(const struct reclaim_report *r);
