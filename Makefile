@@ -1,6 +1,7 @@
 # Thin wrapper around CMake. `make run` and `make test` install missing Debian packages first.
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
+BUILD_ARM64 ?= build-arm64
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 ifeq ($(CI),true)
@@ -16,7 +17,7 @@ po-update: build
 	scripts/i18n-pot $(BUILD)/ghostvram.pot
 	for l in $$(grep -v '^#' po/LINGUAS); do msgmerge --quiet --update --backup=none --no-fuzzy-matching po/$$l.po $(BUILD)/ghostvram.pot; done
 
-.PHONY: po-update all deps test-deps oracle-deps build build-asan run test test-unit test-asan test-valgrind fuzz bench clean install deb rpm
+.PHONY: po-update all deps test-deps oracle-deps build build-asan run test test-unit test-asan test-valgrind fuzz bench clean install deb rpm arm64 arm64-deps test-arm64
 
 all: build
 
@@ -69,6 +70,22 @@ rpm: deps
 	@rpm=$$(scripts/build-rpm $(BUILD)/rpm) && echo "RPM: $$rpm (rpmbuild's log: $(BUILD)/rpm/rpmbuild.log)" && \
 		echo "On a RHEL / Rocky / Alma 9 host: sudo dnf install $$rpm"
 
+# aarch64 (GH200/GB200 nodes), cross-built on this x86-64 Debian host into $(BUILD_ARM64):
+# ghostvram, the simulated driver (sim/), the track preload, the tests (docs/arm64.md).
+arm64-deps:
+	@scripts/install-deps --arm64
+
+arm64: arm64-deps
+	cmake -S . -B $(BUILD_ARM64) -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64.cmake \
+		-DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS) >/dev/null
+	cmake --build $(BUILD_ARM64) -j $(JOBS) -- --no-print-directory
+
+# Under qemu-user: the unit tests, the fuzz corpora, and the integration tests of
+# tests/arm64-subset.txt (ctest label arm64). Separate from `make test` and CI (its time).
+test-arm64: arm64
+	scripts/arm64-binfmt
+	cd $(BUILD_ARM64) && ctest --output-on-failure -j $(JOBS) -L arm64
+
 fuzz:
 	scripts/fuzz-run $(BUILD)-fuzz 30
 
@@ -77,4 +94,4 @@ bench: build
 	bench/track/run $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD)-fuzz
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD)-fuzz $(BUILD_ARM64)

@@ -145,11 +145,21 @@ static uint64_t now_ns(void)
         return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Field 22 (starttime) and field 4 (ppid) of /proc/self/stat, read after the last ')'. */
+/* Field 22 (starttime) and field 4 (ppid) of this process's stat in /proc, read after the last
+ * ')'. Opened as "PID/stat" relative to /proc, never as "/proc/self/stat": the same file on a
+ * kernel, but qemu-user (the arm64 tests, docs/arm64.md) answers that path itself, with its own
+ * start time (a few ticks off the kernel's), and the ledger's name must carry the kernel's,
+ * which ghostvram compares with /proc/PID/stat to tell a live owner from a dead one. */
 static int self_stat(uint64_t *start, uint32_t *ppid)
 {
         char b[1024];
-        int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+        int dfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -1;
+        char name[32];
+        snprintf(name, sizeof(name), "%d/stat", (int)getpid());
+        int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
+        close(dfd);
         if (fd < 0)
                 return -1;
         ssize_t n = read(fd, b, sizeof(b) - 1);
