@@ -146,6 +146,17 @@ static int walk_dir(DIR *dir, const struct shm_opts *o, struct shm_dir *d)
         return 0;
 }
 
+/* Whether the directory is the root of a filesystem of its own (a mount point, or /): only then
+ * is the filesystem's usage the directory's. The simulated host's dev/shm is a directory on
+ * whatever holds it, often a tmpfs /tmp shared with everything else there. */
+static bool fs_root(int dfd)
+{
+        struct stat self, parent;
+        if (fstat(dfd, &self) != 0 || fstatat(dfd, "..", &parent, 0) != 0)
+                return false;
+        return self.st_dev != parent.st_dev || self.st_ino == parent.st_ino;
+}
+
 static int read_dir(const struct shm_opts *o, struct shm_report *r)
 {
         struct shm_dir *d = &r->dir;
@@ -161,13 +172,14 @@ static int read_dir(const struct shm_opts *o, struct shm_report *r)
         int ret = d->path ? walk_dir(dir, o, d) : -ENOMEM;
         struct statfs sf;
         struct statvfs sv;
-        d->tmpfs = fstatfs(dirfd(dir), &sf) == 0 && sf.f_type == SHM_TMPFS_MAGIC && fstatvfs(dirfd(dir), &sv) == 0;
+        d->tmpfs = fs_root(dirfd(dir)) && fstatfs(dirfd(dir), &sf) == 0 && sf.f_type == SHM_TMPFS_MAGIC &&
+                   fstatvfs(dirfd(dir), &sv) == 0;
         if (d->tmpfs) {
                 /* the whole filesystem, also what the walk did not see */
                 d->size = (uint64_t)sv.f_blocks * sv.f_frsize;
                 d->used = (uint64_t)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
         } else {
-                d->used = d->files_bytes; /* a plain directory (the simulated host's) */
+                d->used = d->files_bytes; /* a directory on another filesystem (the simulated host's) */
         }
         closedir(dir);
         r->dir_read = ret == 0;

@@ -80,7 +80,7 @@ struct shm_owner {
 /* What the /dev/shm directory held. */
 struct shm_dir {
         char *path;
-        bool tmpfs;             /* statfs says TMPFS_MAGIC: used and size are the filesystem's */
+        bool tmpfs;             /* a tmpfs of its own (TMPFS_MAGIC, a mount's root): used and size are the filesystem's */
         uint64_t used, size;    /* tmpfs: statvfs; else used is the sum of the files seen, size 0 */
         struct shm_file top[SHM_TOP_FILES];     /* the largest, largest first */
         unsigned n_top;

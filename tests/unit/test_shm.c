@@ -208,8 +208,9 @@ static void test_dir_reader(void **state)
         assert_string_equal(r->dir.top[3].name, "sparse");
         assert_int_equal(r->dir.top[3].bytes, 0);
         assert_int_equal(r->dir.files_bytes, (3 << 20) + (1 << 20) + 8192);
-        if (!r->dir.tmpfs)
-                assert_int_equal(r->dir.used, r->dir.files_bytes);
+        /* a directory, not a filesystem's root (also where /tmp is a tmpfs): its files' sum */
+        assert_false(r->dir.tmpfs);
+        assert_int_equal(r->dir.used, r->dir.files_bytes);
         assert_int_equal(r->dir.n_owners, 1);
         assert_int_equal(r->dir.owners[0].uid, getuid());
         assert_int_equal(r->dir.owners[0].files, 4);
@@ -231,6 +232,20 @@ static void test_dir_reader(void **state)
         assert_non_null(strstr(s, ", not all looked at)"));
         free(s);
         shm_report_free(r);
+
+        /* a directory on a tmpfs it is not the root of (one in /dev/shm): still its files' sum,
+         * never the whole filesystem's usage */
+        char inshm[] = "/dev/shm/gv-shm-XXXXXX";
+        assert_non_null(mkdtemp(inshm));
+        write_file(inshm, "one", 1 << 20);
+        struct shm_opts in = { .proc_root = proc, .shm_dir = inshm };
+        assert_int_equal(shm_collect(&in, &r), 0);
+        assert_false(r->dir.tmpfs);
+        assert_int_equal(r->dir.used, 1 << 20);
+        shm_report_free(r);
+        snprintf(sp, sizeof(sp), "%s/one", inshm);
+        assert_int_equal(unlink(sp), 0);
+        assert_int_equal(rmdir(inshm), 0);
 
         /* nothing to read */
         struct shm_opts none = { .proc_root = proc, .shm_dir = proc };
