@@ -186,6 +186,10 @@ int escalate_reset_check(const struct scan_result *r, const struct escalate_rese
                 WARN(out, _("on NVLink systems before Hopper (e.g. A100/V100 HGX) GPUs must be reset together with their "
                           "NVLink peers: stop them all and run `nvidia-smi --gpu-reset` without -i"));
         WARN(out, _("ghostvram releases its own NVML session before the reset"));
+        /* the guide's step before a reset: a new client may make the driver finish a dead
+         * context's teardown (docs/reclaim.md, "The poke") */
+        WARN(out, _("before a reset, try the poke (it ends nothing): `sudo ghostvram reclaim --poke --gpu %u` shows what it does"),
+             o->gpu);
         if (!o->root && !o->simulated) {
                 REFUSE(out, _("a GPU reset needs root"));
                 FIX(out, _("run it as root: `sudo ghostvram reclaim --reset-gpu --gpu %u --yes`"), o->gpu);

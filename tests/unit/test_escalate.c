@@ -96,6 +96,8 @@ static void test_reset_clear(void **state)
         snprintf(w->gpus[0].name, sizeof(w->gpus[0].name), "NVIDIA H100 80GB HBM3");
         reset(w, false, true, false);
         assert_false(has(w->out.warnings, w->out.n_warnings, "NVLink peers"));
+        /* the step before a reset, for this GPU (0) */
+        WARNING(w, "`sudo ghostvram reclaim --poke --gpu 0`");
         /* the same on a simulated host: every check passed, nothing is run */
         reset(w, false, true, true);
         assert_true(w->out.refuse);
