@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "act/poke.h"
 #include "act/reclaim_plan.h"
 #include "collect/xid.h"
 #include "config.h"
@@ -187,9 +188,14 @@ int escalate_reset_check(const struct scan_result *r, const struct escalate_rese
                           "NVLink peers: stop them all and run `nvidia-smi --gpu-reset` without -i"));
         WARN(out, _("ghostvram releases its own NVML session before the reset"));
         /* the guide's step before a reset: a new client may make the driver finish a dead
-         * context's teardown (docs/reclaim.md, "The poke") */
-        WARN(out, _("before a reset, try the poke (it ends nothing): `sudo ghostvram reclaim --poke --gpu %u` shows what it does"),
-             o->gpu);
+         * context's teardown (docs/reclaim.md, "The poke"); offered only where the poke's own
+         * checks would let it run (no live job, no MIG, not lost) */
+        struct escalate_report pk;
+        const struct poke_check_opts po = { .gpu = o->gpu, .have_lib = true };
+        if (poke_check(r, &po, &pk) == 0 && !pk.refuse)
+                WARN(out, _("before a reset, try the poke (it ends nothing): `sudo ghostvram reclaim --poke --gpu %u` shows what it does"),
+                     o->gpu);
+        escalate_report_clear(&pk);
         if (!o->root && !o->simulated) {
                 REFUSE(out, _("a GPU reset needs root"));
                 FIX(out, _("run it as root: `sudo ghostvram reclaim --reset-gpu --gpu %u --yes`"), o->gpu);

@@ -98,6 +98,16 @@ static void test_reset_clear(void **state)
         assert_false(has(w->out.warnings, w->out.n_warnings, "NVLink peers"));
         /* the step before a reset, for this GPU (0) */
         WARNING(w, "`sudo ghostvram reclaim --poke --gpu 0`");
+        /* not beside a live job: the poke would refuse (it takes memory next to it), and the
+         * reset refuses too */
+        struct owner live = { .pid = 4300, .cls = OWNER_LIVE };
+        w->led[0].owners = &live;
+        w->led[0].n_owners = 1;
+        reset(w, false, true, false);
+        assert_true(w->out.refuse);
+        assert_false(has(w->out.warnings, w->out.n_warnings, "reclaim --poke"));
+        w->led[0].owners = NULL;
+        w->led[0].n_owners = 0;
         /* the same on a simulated host: every check passed, nothing is run */
         reset(w, false, true, true);
         assert_true(w->out.refuse);
@@ -132,10 +142,11 @@ static void test_reset_refusals(void **state)
         FIX(w, "stop the running ghostvram (PID 4244");
         FIX(w, "nvidia-smi -pm 0 -i 0000:07:00.0");
         FIX(w, "then add --force");
-        /* --force turns MIG into a warning */
+        /* --force turns MIG into a warning; the poke, which cannot run on MIG, is not offered */
         reset(w, true, true, false);
         NO_REASON(w, "MIG");
         WARNING(w, "destroys every GPU and compute instance");
+        assert_false(has(w->out.warnings, w->out.n_warnings, "reclaim --poke"));
         /* ghostvram itself is not in the way of its own reset */
         w->host.n_holders = 0;
         node(holder(w, 999, "ghostvram"), "nvidia0");
