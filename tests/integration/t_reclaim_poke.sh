@@ -78,7 +78,11 @@ t=$(($(now_ms) - t0))
 assert_eq "$RC" 1 "hung: exit 1"
 assert_eq "$(jq -r '.poke.verdict, .poke.timed_out' <<<"$R" | tr '\n' ' ')" "hung true " "hung"
 [ "$t" -lt 15000 ] || fail "the hang took $t ms (deadline 1 s)"
-pgrep -f "ghostvram __poke" >/dev/null && fail "a poke child is left"
+# this host's child only (its GPU's UUID is in its command line): the pidns twin of this test
+# pokes a hung cuInit of its own at the same time
+uuid=$(jq -r '.poke.uuid' <<<"$R")
+[[ $uuid == GPU-* ]] || fail "no UUID in the poke's JSON: $uuid"
+pgrep -f "ghostvram __poke .*$uuid" >/dev/null && fail "a poke child is left"
 
 note "a GPU with live jobs: refused without --force (PIDs named), runs with it"
 CUDA_VISIBLE_DEVICES=0 sim_run --gpu 0 --mib 1024
