@@ -224,11 +224,9 @@ enum poke_verdict poke_judge(const struct poke_result *p, const struct recovery_
         if (!g || !g->before_known || !g->after_known)
                 return POKE_UNMEASURED;
         uint64_t freed = g->before > g->after ? g->before - g->after : 0;
-        if (freed >= POKE_MIN_FREED) {
-                *ret_freed = freed;
-                return POKE_GAVE_BACK;
-        }
         *ret_freed = freed;
+        if (freed >= POKE_MIN_FREED)
+                return POKE_GAVE_BACK;
         bool made = p->steps_known && p->steps.done > POKE_STEP_CONTEXT;
         return made ? POKE_NOTHING : POKE_FAILED;
 }
