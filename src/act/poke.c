@@ -260,7 +260,9 @@ int poke_check(const struct scan_result *r, const struct poke_check_opts *o, str
                 }
         if (!g) {
                 out->refuse = true;
-                escalate_line(out->reasons, &out->n_reasons, _("GPU %u is not on this host (%zu GPUs)"), o->gpu, r->n_gpus);
+                escalate_line(out->reasons, &out->n_reasons,
+                              P_("GPU %u is not on this host (%zu GPU)", "GPU %u is not on this host (%zu GPUs)", r->n_gpus),
+                              o->gpu, r->n_gpus);
                 return 0;
         }
         if (g->status == GPU_LOST || ledger_lost_event(r->facts, o->gpu)) {
