@@ -31,11 +31,15 @@ printf 'PreserveVideoMemoryAllocations: 1\nTemporaryFilePath: "/var/tmp"\n' >"$R
 printf 'nvidia_uvm 1437696 0 - Live 0x0000000000000000 (PO)\n' >"$R/proc/modules"
 echo 1 >"$R/proc/sys/kernel/dmesg_restrict"
 "$GV_BIN" sim set "$SIM" persistence=1:off remap_pending=0:on >/dev/null
-# an Xid 79 on GPU 1 (0000:43:00) 320 s old by the boot clock: "5 min ago" in both runs
-up=$(cut -d. -f1 /proc/uptime)
-printf '%s\n%s\n' \
-        '6,100,4000000,-;NVRM: loading NVIDIA UNIX x86_64 Kernel Module  560.35.03  Release Build  (dvs-builder@U16)  Thu Aug 22 00:00:00 UTC 2024' \
-        "3,200,$(( (up - 320) * 1000000 )),-;NVRM: Xid (PCI:0000:43:00): 79, pid=0, name=, GPU has fallen off the bus." \
+# an Xid 79 on GPU 1 (0000:43:00) 320 s old, the driver loaded an hour before: "5 min ago" in
+# both runs. The lines carry the journal's wall-clock time (`journalctl -k -o short-iso`), not
+# /dev/kmsg's boot clock: a record 320 s old by the boot clock cannot be written on a host up for
+# less than that (a fresh CI machine).
+iso() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%S+0000; }
+now=$(date +%s)
+printf '%s gpu-node kernel: %s\n%s gpu-node kernel: %s\n' \
+        "$(iso $((now - 3600)))" 'NVRM: loading NVIDIA UNIX x86_64 Kernel Module  560.35.03  Release Build  (dvs-builder@U16)  Thu Aug 22 00:00:00 UTC 2024' \
+        "$(iso $((now - 320)))" 'NVRM: Xid (PCI:0000:43:00): 79, pid=0, name=, GPU has fallen off the bus.' \
         >"$SIM/kmsg"
 
 # doctor ARGS...: EN and ZH get the English and the Chinese output, ERC and ZRC their status
