@@ -249,15 +249,19 @@ static int describe_files(const struct shm_dir *d, struct buf *b)
         return r;
 }
 
-/* "2 segments of PID 4242", "3 segments of PIDs 4242, 4250 and 1 other" (by creator) */
+/* "2 segments of PID 4242", "3 segments of PIDs 4242, 4250 and 1 other" (by creator); a creator
+ * the kernel shows as 0 lives in a PID namespace the reader cannot see (ipc/shm.c translates
+ * shm_cprid into the reader's): ", 1 of them by a creator in another PID namespace" */
 static int describe_sysv(const struct shm_sysv *s, struct buf *b)
 {
         int r = buf_printf(b, P_("%zu segment", "%zu segments", s->n_total), s->n_total);
         pid_t pids[3];
         unsigned n = 0, more = 0;
+        size_t hidden = 0;
         for (size_t i = 0; i < s->n; i++) {
                 pid_t p = s->segs[i].cpid;
                 bool dup = p == 0;
+                hidden += p == 0;
                 for (size_t j = 0; j < i && !dup; j++)
                         dup = s->segs[j].cpid == p;
                 if (dup)
@@ -267,13 +271,18 @@ static int describe_sysv(const struct shm_sysv *s, struct buf *b)
                 else
                         more++;
         }
-        if (r < 0 || !n)
-                return r;
-        r = buf_puts(b, n == 1 && !more ? _(" of PID ") : _(" of PIDs "));
+        if (r == 0 && n)
+                r = buf_puts(b, n == 1 && !more ? _(" of PID ") : _(" of PIDs "));
         for (unsigned i = 0; r == 0 && i < n; i++)
                 r = buf_printf(b, "%s%d", !i ? "" : i + 1 == n && !more ? _(" and ") : ", ", (int)pids[i]);
         if (r == 0 && more)
                 r = buf_printf(b, P_(" and %u other", " and %u others", more), more);
+        if (r == 0 && hidden && n)
+                r = buf_printf(b, P_(", %zu of them by a creator in another PID namespace",
+                                     ", %zu of them by creators in other PID namespaces", hidden), hidden);
+        else if (r == 0 && hidden)
+                r = buf_puts(b, P_(", its creator in another PID namespace", ", their creators in other PID namespaces",
+                                   hidden));
         return r;
 }
 

@@ -268,7 +268,12 @@ static void test_describe(void **state)
         assert_string_equal(s, "host shared memory 6.2 GiB (SysV 204.8 MiB: 2 segments of PID 4242)");
         r.sysv.n = r.sysv.n_total = 4;
         assert_int_equal(shm_describe(&r, &s), 0);
-        assert_string_equal(s, "host shared memory 6.2 GiB (SysV 204.8 MiB: 4 segments of PIDs 4242 and 7)");
+        assert_string_equal(s, "host shared memory 6.2 GiB (SysV 204.8 MiB: 4 segments of PIDs 4242 and 7, 1 of them by a creator in another PID namespace)");
+        /* every creator in a PID namespace the reader cannot see (the kernel shows 0) */
+        r.sysv.segs = segs + 3;
+        r.sysv.n = r.sysv.n_total = 1;
+        assert_int_equal(shm_describe(&r, &s), 0);
+        assert_string_equal(s, "host shared memory 6.2 GiB (SysV 204.8 MiB: 1 segment, its creator in another PID namespace)");
         /* only meminfo: the headline alone */
         struct shm_report m = { .meminfo_read = true, .total = 512 };
         assert_int_equal(shm_describe(&m, &s), 0);
