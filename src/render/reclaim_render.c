@@ -416,7 +416,10 @@ void reclaim_text(FILE *out, const struct reclaim_report *r, bool verbose)
                                 r->cgroup->res.seconds);
         }
         if (r->esc) {
-                fprintf(out, _("%s %s:\n"), r->mode, r->esc->refuse ? _("refused") : r->esc_ran ? _("done") : _("checks passed"));
+                bool items = r->esc->n_reasons || r->esc->n_fixes || r->esc->n_warnings || !str_empty(r->esc->command) ||
+                             r->esc_ran;
+                fprintf(out, items ? _("%s %s:\n") : _("%s %s.\n"), r->mode,
+                        r->esc->refuse ? _("refused") : r->esc_ran ? _("done") : _("checks passed"));
                 for (size_t i = 0; i < r->esc->n_reasons; i++) {
                         fprintf(out, "  ✗ ");
                         put_esc(out, r->esc->reasons[i]);
