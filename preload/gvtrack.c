@@ -765,8 +765,12 @@ static struct slot slots[S_N] = {
  * library and hand them their own interceptors (ASan then spins at start-up). So on x86-64 the
  * exported dlsym is a few instructions that jump — not call — to glibc's dlsym for RTLD_NEXT,
  * leaving the caller's return address in place, and to the C hook below for every other handle
- * (a handle's lookup does not depend on the caller). Elsewhere dlsym is not interposed: the
- * cuGetProcAddress route is then tracked when the program calls it by symbol. */
+ * (a handle's lookup does not depend on the caller). On aarch64 (GH200/GB200 nodes) the same in
+ * A64: the caller's return address is the link register x30, kept by branching with br (glibc's
+ * dlsym reads it as __builtin_return_address(0)); x16 carries the target, the register a
+ * BTI landing pad ("bti c", which glibc's functions start with) accepts from br. Elsewhere dlsym
+ * is not interposed: the cuGetProcAddress route is then tracked when the program calls it by
+ * symbol. */
 
 
 /* glibc's dlsym (>= 2.34 in libc as GLIBC_2.34; older ones in libdl). Also called from dlsym
@@ -828,6 +832,31 @@ __asm__(".text\n"
         "1:      jmp *%rax\n"                         /* the caller's return address stays */
         "2:      jmp gvtrack_dlsym_hook\n"
         "3:      xorl %eax, %eax\n"
+        "        ret\n"
+        ".size dlsym, .-dlsym\n");
+#elif defined(__aarch64__)
+__asm__(".text\n"
+        ".globl dlsym\n"
+        ".type dlsym, %function\n"
+        ".p2align 2\n"
+        "dlsym:\n"
+        "        hint #34\n"                          /* bti c (a no-op without BTI) */
+        "        cmn x0, #1\n"                        /* RTLD_NEXT ((void *)-1l) */
+        "        b.ne 2f\n"
+        "        adrp x16, gvtrack_real_dlsym\n"
+        "        ldr x16, [x16, #:lo12:gvtrack_real_dlsym]\n"
+        "        cbnz x16, 1f\n"
+        "        stp x29, x30, [sp, #-32]!\n"         /* the caller's x30, and 16-byte alignment */
+        "        mov x29, sp\n"
+        "        stp x0, x1, [sp, #16]\n"
+        "        bl gvtrack_resolve_dlsym\n"
+        "        mov x16, x0\n"
+        "        ldp x0, x1, [sp, #16]\n"
+        "        ldp x29, x30, [sp], #32\n"
+        "        cbz x16, 3f\n"
+        "1:      br x16\n"                            /* the caller's return address stays in x30 */
+        "2:      b gvtrack_dlsym_hook\n"
+        "3:      mov x0, #0\n"
         "        ret\n"
         ".size dlsym, .-dlsym\n");
 #endif
