@@ -1344,6 +1344,59 @@ static void pid_text_add(struct buf *t, const char *sep, pid_t pid)
         buf_printf(t, "%s%d", t->len ? sep : "", (int)pid);
 }
 
+/* A CUDA process in sight that holds g's node, is listed on no GPU, is tied to no live listed job,
+ * is not attributed to another GPU's dead job and cannot be the live job of a GPU without a
+ * process list: the only explanation left for it is g's memory (a job the driver's list missed
+ * here, or a dead job's worker). */
+static bool unexplained_cuda_holder(const struct scan_result *res, const struct gpu_ledger *l, const struct gpu_info *g,
+                                    const struct ledger_opts *o, size_t i)
+{
+        const struct host_proc *hp = &res->facts->host->holders[i];
+        if (!unlinked_cuda_holder(res, l, g, o, i) || ledger_live_tie(res, hp, NULL, NULL, NULL) != JOB_TIE_NONE ||
+            blind_gpu(res, hp))
+                return false;
+        for (size_t k = 0; k < res->n_gpus; k++)
+                if (attributed_here(&res->gpus[k], i))
+                        return false; /* a dead job's on another GPU */
+        return true;
+}
+
+/* Not in the initial PID namespace, nothing listed alive, memory used: the driver drops the owners
+ * it cannot show here, so they are likely out of sight. Unless CUDA processes in sight have no
+ * other explanation than this GPU (unexplained_cuda_holder): then it is unknown which, and both
+ * are said. */
+static void invisible_here(const struct scan_result *res, struct gpu_ledger *l, const struct gpu_info *g,
+                           const struct ledger_opts *o)
+{
+        const struct host_report *h = res->facts->host;
+        unsigned here = 0;
+        for (size_t i = 0; h && i < h->n_holders; i++)
+                here += unexplained_cuda_holder(res, l, g, o, i);
+        if (!here) {
+                struct finding *iv = add_finding(l, VERDICT_INVISIBLE, CONF_MEDIUM, l->unattributed);
+                headline(iv, _("%llu MiB used by processes this PID namespace cannot see"), mib(l->unattributed + l->ghost));
+                evidence(iv, _("not in the initial PID namespace, and the driver drops owners that are not visible here"));
+                next_step(iv, _("run on the host (or a pod with hostPID: true / docker --pid=host): `sudo ghostvram scan --gpu %u`"), l->index);
+                return;
+        }
+        struct finding *fd = add_finding(l, VERDICT_UNKNOWN, CONF_LOW, l->unattributed + l->ghost);
+        headline(fd, P_("%llu MiB used and nothing listed: held out of sight of this PID namespace, or by the %u CUDA process here that holds the GPU unlisted",
+                        "%llu MiB used and nothing listed: held out of sight of this PID namespace, or by one of the %u CUDA processes here that hold the GPU unlisted",
+                        here),
+                 mib(l->unattributed + l->ghost), here);
+        evidence(fd, _("not in the initial PID namespace, and the driver drops owners that are not visible here"));
+        for (size_t i = 0; h && i < h->n_holders; i++) {
+                const struct host_proc *hp = &h->holders[i];
+                if (!unexplained_cuda_holder(res, l, g, o, i))
+                        continue;
+                finding_pid(fd, hp->pid);
+                evidence(fd, _("PID %d (%s) holds /dev/nvidia%u and nvidia-uvm, is listed on no GPU and tied to no listed job"),
+                         (int)hp->pid, hp->comm ? hp->comm : "?", g->minor);
+        }
+        next_step(fd, _("scan again in a minute (`ghostvram scan --gpu %u`); if it stays, run on the host (or a pod with hostPID: true / docker --pid=host): `sudo ghostvram scan --gpu %u`"),
+                  l->index, l->index);
+}
+
 static void explain_gpu(const struct facts *now, const struct facts *before, const struct ledger_opts *o,
                         struct scan_result *res, struct gpu_ledger *l, const struct gpu_info *g)
 {
@@ -1612,12 +1665,8 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
         }
 
         if (!initial && now->gpu->pid_mode != GPU_PID_HOST && no_live && l->unattributed + l->ghost > l->noise_floor &&
-            l->unexplained_steady && !l->ghost_confirmed && !l->freeing) {
-                struct finding *iv = add_finding(l, VERDICT_INVISIBLE, CONF_MEDIUM, l->unattributed);
-                headline(iv, _("%llu MiB used by processes this PID namespace cannot see"), mib(l->unattributed + l->ghost));
-                evidence(iv, _("not in the initial PID namespace, and the driver drops owners that are not visible here"));
-                next_step(iv, _("run on the host (or a pod with hostPID: true / docker --pid=host): `sudo ghostvram scan --gpu %u`"), l->index);
-        }
+            l->unexplained_steady && !l->ghost_confirmed && !l->freeing)
+                invisible_here(res, l, g, o);
         if (l->foreign > 0) {
                 struct finding *ff = add_finding(l, VERDICT_FOREIGN, CONF_MEDIUM, l->foreign);
                 headline(ff, _("%llu MiB owned by processes in other PID namespaces"), mib(l->foreign));

@@ -406,6 +406,42 @@ static bool any_text(const struct finding *fd, const char *needle)
         return false;
 }
 
+/* In a PID namespace, nothing listed, memory used: out of sight, unless a CUDA process in sight
+ * holds the GPU, listed nowhere and tied to no listed job (a list that missed a job here, or a
+ * dead job's worker): then unknown, naming both. */
+static void test_invisible_here_with_holder_in_sight(void **state)
+{
+        (void)state;
+        struct facts *f = facts_new(2, false, 0);
+        gpu_used(f, 0, 6 * GIB);
+        struct host_proc lone = proc(4100, 1, 4100, 4100, 'S', "python");
+        cuda_nodes(&lone, 2);
+        holder(f, lone);
+        finish(f, NULL, 0);
+        struct scan_result *r = build(f, f);
+        assert_string_equal(verdict(r, 0), "unknown");
+        assert_int_equal(main_finding(r, 0)->confidence, CONF_LOW);
+        assert_true(any_text(main_finding(r, 0), "held out of sight of this PID namespace, or by the 1 CUDA process here"));
+        assert_true(any_text(main_finding(r, 0), "PID 4100 (python) holds /dev/nvidia0 and nvidia-uvm, is listed on no GPU"));
+        assert_true(main_finding(r, 0)->bytes == 6 * GIB);
+        assert_false(r->any_confirmed_ghost);
+        assert_sums(r);
+        scan_result_free(r);
+        /* the same process listed alive on GPU 1 (its job), a worker of it beside it: both are
+         * explained, and GPU 0's memory is out of sight again */
+        gpu_used(f, 1, 2 * GIB);
+        nvml_proc(f, 1, 4100, 2 * GIB);
+        struct host_proc w = proc(4101, 4100, 4100, 4100, 'S', "pt_data_worker");
+        cuda_nodes(&w, 2);
+        holder(f, w);
+        finish(f, NULL, 0);
+        r = build(f, f);
+        assert_string_equal(verdict(r, 0), "invisible-here");
+        assert_string_equal(verdict(r, 1), "ok");
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
 static const struct attribution *attr_of(const struct scan_result *r, unsigned gpu, pid_t pid)
 {
         const struct gpu_ledger *l = &r->gpus[gpu];
@@ -1252,6 +1288,7 @@ int main(void)
                 cmocka_unit_test(test_stuck_unverified),
                 cmocka_unit_test(test_gpu_lost_and_legacy),
                 cmocka_unit_test(test_invisible_here),
+                cmocka_unit_test(test_invisible_here_with_holder_in_sight),
                 cmocka_unit_test(test_daemon_holder),
                 cmocka_unit_test(test_monitor_daemon_blocks_reset_only),
                 cmocka_unit_test(test_worker_in_own_session),
