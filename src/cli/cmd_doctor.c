@@ -93,7 +93,7 @@ struct doctor_inputs {
         size_t version_len, params_len, modules_len, restrict_len, toolkit_len;
         char toolkit_path[256];
         struct xid_list kernel;
-        char kernel_error[256];
+        char kernel_error[KMSG_ERR_MAX + 64];
         struct shm_report *shm;
         struct cli_shm_paths shm_paths;
         char *shm_sysv_file;
@@ -143,7 +143,7 @@ static void gather_kernel(const struct cli_common *c, struct doctor_inputs *in, 
 {
         struct xid_source_opts ko = { .sim_dir = c->simulated ? c->sim_dir : NULL, .proc_root = c->proc_root };
         struct xid_source_info info;
-        char err[200] = "";
+        char err[KMSG_ERR_MAX] = "";
         memset(&info, 0, sizeof(info));
         f->now = in->gpus->sample_time;
         f->xid_window_s = c->xid_window_s;

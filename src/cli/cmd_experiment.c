@@ -304,7 +304,7 @@ static unsigned stop_job(const struct reclaim_sys *s, struct exp_run *run)
 static void read_kernel(const struct exp_opts *o, struct xid_list *out, bool *ret_ok)
 {
         struct xid_source_opts ko = { .sim_dir = o->c.simulated ? o->c.sim_dir : NULL, .proc_root = "/proc" };
-        char err[200];
+        char err[KMSG_ERR_MAX];
         *ret_ok = xid_collect(&ko, out, NULL, err, sizeof(err), NULL) == 0;
 }
 

@@ -417,7 +417,7 @@ static int map_events(struct xid_run *x, struct xid_event *ev, size_t n)
 
 static int open_source(struct xid_run *x, struct kmsg_reader *rd)
 {
-        char err[512] = "";
+        char err[KMSG_ERR_MAX] = "";
         struct xid_source_opts so = {
                 .kmsg_path = x->kmsg_path,
                 .sim_dir = x->c.simulated ? x->c.sim_dir : NULL,

@@ -134,7 +134,10 @@ struct host_report {
          * bundles that recorded them (host.json "opaque"). */
         struct host_pid_ref *opaque;
         size_t n_opaque;
-        char **limits;                  /* what could not be seen, one sentence each */
+        char **limits;                  /* what could not be seen, one sentence each, in English
+                                         * (JSON, bundles) */
+        char **limits_text;             /* the same in the reader's language (util/i18n.h): n_limits
+                                         * entries, NULL where English; host_report_limit_text */
         size_t n_limits;
         uint64_t self_pidns_ino;        /* our own PID namespace */
         bool initial_pidns;             /* the namespace is the initial one (inode 0xEFFFFFFC) */
@@ -239,6 +242,11 @@ int host_families_group(struct host_report *r, bool live_proc);
 
 /* Find a holder by pid in a report, or NULL. */
 const struct host_proc *host_report_find(const struct host_report *r, pid_t pid);
+/* Append copies of a limit's sentence to the report: en in English, text in the reader's
+ * language (NULL: the same as en). 0 or -ENOMEM (the report unchanged). */
+int host_report_add_limit(struct host_report *r, const char *en, const char *text);
+/* Limit i in the reader's language (its English where it has no other). */
+const char *host_report_limit_text(const struct host_report *r, size_t i);
 /* Did the walk find node nvidia<minor> under the prefix? true when it does not know (a bundle). */
 bool host_report_has_gpu_node(const struct host_report *r, unsigned minor);
 

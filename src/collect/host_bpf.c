@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "util/i18n.h"
 
 bool host_bpf_full_only;
 
@@ -99,12 +100,12 @@ static int iters_load(struct iters *it, const char **ret_what)
         it->light = NULL;
         it->full = holders_bpf__open();
         if (!it->full) {
-                *ret_what = "BPF iterators not opened";
+                *ret_what = N_("BPF iterators not opened");
                 return host_neg_errno();
         }
         int r = holders_bpf__load(it->full);
         if (r < 0) {
-                *ret_what = "BPF iterators not loaded";
+                *ret_what = N_("BPF iterators not loaded");
                 return r;
         }
         it->tasks = bpf_program__fd(it->full->progs.gv_tasks);
@@ -151,11 +152,11 @@ out:
 
 static void say(char **err, int e, const char *what)
 {
-        const char *why = e == -EPERM || e == -EACCES ? "needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN, in the initial user namespace (or lockdown forbids it)"
-                        : e == -ENOENT || e == -ESRCH ? "the kernel has no BTF or lacks the task_file/task_vma iterators (Linux 5.8/5.12)"
-                        : e == -EINVAL || e == -ENOTSUP || e == -EOPNOTSUPP ? "the kernel does not support the iterators (Linux 5.12 with BTF needed)"
+        const char *why = e == -EPERM || e == -EACCES ? _("needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN, in the initial user namespace (or lockdown forbids it)")
+                        : e == -ENOENT || e == -ESRCH ? _("the kernel has no BTF or lacks the task_file/task_vma iterators (Linux 5.8/5.12)")
+                        : e == -EINVAL || e == -ENOTSUP || e == -EOPNOTSUPP ? _("the kernel does not support the iterators (Linux 5.12 with BTF needed)")
                         : strerror(-e);
-        str_setf(err, "%s: %s", what, why);
+        str_setf(err, "%s: %s", _(what), why);
 }
 
 int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret, char **err)
@@ -169,7 +170,7 @@ int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret,
         pthread_once(&print_once, quiet_libbpf);
         if (access("/sys/kernel/btf/vmlinux", R_OK) < 0) {
                 r = -ENOENT;
-                str_setf(err, "BPF iterators not loaded: the kernel exposes no BTF (/sys/kernel/btf/vmlinux)");
+                str_setf(err, "%s", _("BPF iterators not loaded: the kernel exposes no BTF (/sys/kernel/btf/vmlinux)"));
                 goto out;
         }
         const char *what = "";
@@ -189,7 +190,7 @@ int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret,
                 if (d == cfg->n_s_devs) {
                         if (d == GV_MAX_SDEVS) {
                                 r = -E2BIG;
-                                str_setf(err, "BPF iterators not used: device nodes on more than %d filesystems",
+                                str_setf(err, _("BPF iterators not used: device nodes on more than %d filesystems"),
                                          GV_MAX_SDEVS);
                                 goto out;
                         }
@@ -204,7 +205,7 @@ int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret,
                         r = bpf_map_update_elem(it.targets, &k, &one, BPF_ANY);
                 }
                 if (r < 0) {
-                        say(err, r, "BPF map not filled");
+                        say(err, r, N_("BPF map not filled"));
                         goto out;
                 }
         }
@@ -214,7 +215,7 @@ int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret,
                         cfg->chr_majors[s->majors[i]] = 1;
                 r = bpf_map_update_elem(it.targets, &k, &one, BPF_ANY);
                 if (r < 0) {
-                        say(err, r, "BPF map not filled");
+                        say(err, r, N_("BPF map not filled"));
                         goto out;
                 }
         }
@@ -229,7 +230,7 @@ int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret,
                 r = read_iter(it.vmas, &b);
         }
         if (r < 0) {
-                say(err, r, "BPF iterators not read");
+                say(err, r, N_("BPF iterators not read"));
                 goto out;
         }
         size_t n = b.len / sizeof(struct gv_rec);
@@ -285,7 +286,7 @@ int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret,
 {
         (void)s;
         (void)ret;
-        str_setf(err, "BPF iterators not built in (configured with -DGV_BPF=OFF)");
+        str_setf(err, "%s", _("BPF iterators not built in (configured with -DGV_BPF=OFF)"));
         return -EOPNOTSUPP;
 }
 

@@ -102,8 +102,6 @@ int host_proc_add_node(struct host_proc *p, const char *name, unsigned via);
 int host_proc_add_desc(struct host_proc *p, uint64_t key, int fd);
 /* Sort p's nodes by name, so that the order does not depend on directory order. */
 void host_proc_sort_nodes(struct host_proc *p);
-/* Append a copy of s to the report's limits. */
-int host_report_add_limit(struct host_report *r, const char *s);
 /* Make room for one more element in a growable array *arr of *alloc elements of size elem,
  * holding n. Returns 0 or -ENOMEM (the array is unchanged). */
 int host_grow(void *arr, size_t *alloc, size_t n, size_t elem);

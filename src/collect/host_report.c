@@ -2,6 +2,7 @@
 #include "collect/host_internal.h"
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -45,8 +46,11 @@ void host_report_release(struct host_report *r)
                 host_proc_clear(&r->holders[i]);
         for (size_t i = 0; i < r->n_unverified; i++)
                 host_proc_clear(&r->unverified[i]);
-        for (size_t i = 0; i < r->n_limits; i++)
+        for (size_t i = 0; i < r->n_limits; i++) {
                 free(r->limits[i]);
+                free(r->limits_text[i]);
+        }
+        free(r->limits_text);
         free(r->holders);
         free(r->unverified);
         free(r->opaque);
@@ -120,19 +124,28 @@ void host_proc_sort_nodes(struct host_proc *p)
         qsort(p->nodes, p->n_nodes, sizeof(p->nodes[0]), node_cmp);
 }
 
-int host_report_add_limit(struct host_report *r, const char *s)
+int host_report_add_limit(struct host_report *r, const char *en, const char *text)
 {
-        char *copy = strdup(s);
-        if (!copy)
-                return -ENOMEM;
-        char **l = realloc(r->limits, (r->n_limits + 1) * sizeof(*l));
-        if (!l) {
+        bool other = text && strcmp(text, en) != 0;
+        char *copy = strdup(en), *copy_text = other ? strdup(text) : NULL;
+        char **l = copy && (!other || copy_text) ? realloc(r->limits, (r->n_limits + 1) * sizeof(*l)) : NULL;
+        if (l)
+                r->limits = l;
+        char **t = l ? realloc(r->limits_text, (r->n_limits + 1) * sizeof(*t)) : NULL;
+        if (!t) {
                 free(copy);
+                free(copy_text);
                 return -ENOMEM;
         }
-        l[r->n_limits++] = copy;
-        r->limits = l;
+        r->limits_text = t;
+        l[r->n_limits] = copy;
+        t[r->n_limits++] = copy_text;
         return 0;
+}
+
+const char *host_report_limit_text(const struct host_report *r, size_t i)
+{
+        return r->limits_text && r->limits_text[i] ? r->limits_text[i] : r->limits[i];
 }
 
 DIR *host_opendirat(int dfd, const char *name)

@@ -27,7 +27,9 @@
 
 #include "util/deadline.h"
 #include "util/escape.h"
+#include "util/i18n.h"
 #include "util/parse.h"
+#include "util/strf.h"
 
 #define HOST_DEFAULT_PROC "/proc"
 #define HOST_DEFAULT_PREFIX "/dev/nvidia"
@@ -40,6 +42,15 @@
 #define HOST_MAPS_TRIES 3u
 /* Threads of one process whose wchan and stack are looked at (thread_in_driver). */
 #define HOST_MAX_TASKS_ASKED 1024u
+
+/* A limit's sentence, in English and in the reader's language (util/i18n.h I18N_SETF2: the
+ * arguments are evaluated in each): LIMIT(r, _("..."), args) or LIMIT(r, P_("...", "...", n), args). */
+#define LIMIT(r, ...)                                                                              \
+        do {                                                                                       \
+                char *lim_en_ STR_AUTOFREE = NULL, *lim_text_ STR_AUTOFREE = NULL;                 \
+                if (I18N_SETF2(&lim_en_, &lim_text_, __VA_ARGS__) == 0)                            \
+                        (void)host_report_add_limit((r), lim_en_, lim_text_);                      \
+        } while (0)
 
 /* A device node found under the prefix on this host: maps lines carry the filesystem's
  * (st_dev, st_ino), not the device number, so mappings are matched against these. */
@@ -394,9 +405,7 @@ static void note_devnodes(struct host_ctx *c, struct host_report *r)
         /* a prefix given (--dev-prefix) under which nothing is: said once for the whole host (the
          * default's absence is the driver's state, told by the GPU report) */
         if (c->n_nodes == 0 && strcmp(c->dev_prefix, HOST_DEFAULT_PREFIX) != 0) {
-                char text[PATH_MAX + 96];
-                snprintf(text, sizeof(text), "no device node under %s: holders of the GPUs cannot be seen", c->dev_prefix);
-                host_report_add_limit(r, text);
+                LIMIT(r, _("no device node under %s: holders of the GPUs cannot be seen"), c->dev_prefix);
         }
 }
 
@@ -1223,90 +1232,86 @@ out:
 
 /* --- limits -------------------------------------------------------------------------------- */
 
-static void limit(struct host_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void limit(struct host_report *r, const char *fmt, ...)
-{
-        struct buf b = BUF_INIT(4096);
-        va_list ap;
-        va_start(ap, fmt);
-        int e = buf_vprintf(&b, fmt, ap);
-        va_end(ap);
-        if (e == 0)
-                host_report_add_limit(r, buf_str(&b));
-        buf_free(&b);
-}
-
-static const char *procs(unsigned n)
-{
-        return n == 1 ? "process" : "processes";
-}
-
 static void compose_limits(struct host_ctx *c, struct host_report *r)
 {
-        if (c->k.n_pid_symlinks)
-                limit(r, "%u %s of %s %s not a directory (a symbolic link?) and %s left out, not followed: %s%s",
-                      c->k.n_pid_symlinks, c->k.n_pid_symlinks == 1 ? "process entry" : "process entries", c->proc_root,
-                      c->k.n_pid_symlinks == 1 ? "is" : "are", c->k.n_pid_symlinks == 1 ? "is" : "are", c->k.symlink_pids,
-                      c->k.n_pid_symlinks > c->k.n_symlinks_named ? ", ..." : "");
+        unsigned n;
+        if ((n = c->k.n_pid_symlinks))
+                LIMIT(r, P_("%u process entry of %s is not a directory (a symbolic link?) and is left out, not followed: %s%s",
+                            "%u process entries of %s are not directories (symbolic links?) and are left out, not followed: %s%s",
+                            n),
+                      n, c->proc_root, c->k.symlink_pids, n > c->k.n_symlinks_named ? ", ..." : "");
         if (c->bundle) {
                 for (size_t i = 0; i < c->bundle->n_limits; i++)
-                        host_report_add_limit(r, c->bundle->limits[i]);
+                        (void)host_report_add_limit(r, c->bundle->limits[i], NULL);
                 return;
         }
         if (!c->have_majors)
-                limit(r, "%s/devices could not be read: device nodes were recognised by path only", c->proc_root);
+                LIMIT(r, _("%s/devices could not be read: device nodes were recognised by path only"), c->proc_root);
         if (r->self_pidns_ino && !r->initial_pidns)
-                limit(r, "this is not the initial PID namespace: holders in other namespaces (the host, other "
-                         "containers) are not visible from here");
+                LIMIT(r, "%s", _("this is not the initial PID namespace: holders in other namespaces (the host, other "
+                                 "containers) are not visible from here"));
         if (c->hidepid_invisible && r->euid != 0)
-                limit(r, "%s is mounted with hidepid=invisible: processes of other users are not listed (not root)",
+                LIMIT(r, _("%s is mounted with hidepid=invisible: processes of other users are not listed (not root)"),
                       c->proc_root);
-        if (c->k.n_pid_denied)
-                limit(r, "%u %s could not be inspected at all (permission denied%s)", c->k.n_pid_denied,
-                      procs(c->k.n_pid_denied), c->hidepid_noaccess ? "; /proc is mounted with hidepid=noaccess" : "");
-        if (c->k.n_fd_denied_other)
-                limit(r, "fd tables of %u %s owned by other users could not be read (not root)", c->k.n_fd_denied_other,
-                      procs(c->k.n_fd_denied_other));
-        if (c->k.n_fd_denied_own)
-                limit(r, "fd tables of %u %s could not be read (permission denied)", c->k.n_fd_denied_own,
-                      procs(c->k.n_fd_denied_own));
-        if (c->k.n_fd_error)
-                limit(r, "fd tables of %u %s could not be read (%s)", c->k.n_fd_error, procs(c->k.n_fd_error),
-                      strerror(c->k.fd_errno));
-        if (c->k.n_maps_denied_other)
-                limit(r, "memory maps of %u %s owned by other users could not be read (not root)",
-                      c->k.n_maps_denied_other, procs(c->k.n_maps_denied_other));
-        if (c->k.n_maps_denied_own)
-                limit(r, "memory maps of %u %s could not be read (permission denied)", c->k.n_maps_denied_own,
-                      procs(c->k.n_maps_denied_own));
-        if (c->k.n_maps_error)
-                limit(r, "memory maps of %u %s could not be read (%s)", c->k.n_maps_error, procs(c->k.n_maps_error),
-                      strerror(c->k.maps_errno));
-        if (c->k.n_maps_dstate)
-                limit(r, "memory maps of %u %s in D state (uninterruptible) were not read, so as not to hang "
-                         "behind them: a mapping they hold is not seen", c->k.n_maps_dstate, procs(c->k.n_maps_dstate));
+        if ((n = c->k.n_pid_denied))
+                LIMIT(r, P_("%u process could not be inspected at all (permission denied%s)",
+                            "%u processes could not be inspected at all (permission denied%s)", n),
+                      n, c->hidepid_noaccess ? _("; /proc is mounted with hidepid=noaccess") : "");
+        if ((n = c->k.n_fd_denied_other))
+                LIMIT(r, P_("fd tables of %u process owned by other users could not be read (not root)",
+                            "fd tables of %u processes owned by other users could not be read (not root)", n), n);
+        if ((n = c->k.n_fd_denied_own))
+                LIMIT(r, P_("fd tables of %u process could not be read (permission denied)",
+                            "fd tables of %u processes could not be read (permission denied)", n), n);
+        if ((n = c->k.n_fd_error))
+                LIMIT(r, P_("fd tables of %u process could not be read (%s)", "fd tables of %u processes could not be read (%s)",
+                            n),
+                      n, strerror(c->k.fd_errno));
+        if ((n = c->k.n_maps_denied_other))
+                LIMIT(r, P_("memory maps of %u process owned by other users could not be read (not root)",
+                            "memory maps of %u processes owned by other users could not be read (not root)", n), n);
+        if ((n = c->k.n_maps_denied_own))
+                LIMIT(r, P_("memory maps of %u process could not be read (permission denied)",
+                            "memory maps of %u processes could not be read (permission denied)", n), n);
+        if ((n = c->k.n_maps_error))
+                LIMIT(r, P_("memory maps of %u process could not be read (%s)", "memory maps of %u processes could not be read (%s)",
+                            n),
+                      n, strerror(c->k.maps_errno));
+        if ((n = c->k.n_maps_dstate))
+                LIMIT(r, P_("memory maps of %u process in D state (uninterruptible) were not read, so as not to hang "
+                            "behind them: a mapping they hold is not seen",
+                            "memory maps of %u processes in D state (uninterruptible) were not read, so as not to hang "
+                            "behind them: a mapping they hold is not seen", n), n);
         unsigned drv = c->k.n_maps_timeout_driver, other = c->k.n_maps_timeout - drv;
         if (drv)
-                limit(r, "reading the memory maps of %u %s did not finish within the deadline (the address space "
-                         "stayed locked while a thread of it waits in the driver, its wchan shows: probably stuck "
-                         "there): a mapping they hold is not seen", drv, procs(drv));
+                LIMIT(r, P_("reading the memory maps of %u process did not finish within the deadline (the address space "
+                            "stayed locked while a thread of it waits in the driver, its wchan shows: probably stuck "
+                            "there): a mapping they hold is not seen",
+                            "reading the memory maps of %u processes did not finish within the deadline (the address space "
+                            "stayed locked while a thread of it waits in the driver, its wchan shows: probably stuck "
+                            "there): a mapping they hold is not seen", drv), drv);
         if (other)
-                limit(r, "reading the memory maps of %u %s did not finish within the deadline (the address space "
-                         "stayed locked; no thread of %s was seen in the driver): a mapping they hold is not seen",
-                      other, procs(other), other == 1 ? "it" : "them");
-        if (c->k.n_maps_changing)
-                limit(r, "the memory maps of %u %s changed during each of %u reads (it maps and unmaps memory "
-                         "all the time): a mapping they hold may not be seen", c->k.n_maps_changing,
-                      procs(c->k.n_maps_changing), HOST_MAPS_TRIES);
-        if (c->k.n_text_timeout)
-                limit(r, "reading the command line or environment of %u %s did not finish within the deadline",
-                      c->k.n_text_timeout, procs(c->k.n_text_timeout));
-        if (c->k.n_dl_error)
-                limit(r, "%u blocking reads were not attempted (no worker thread could be started)", c->k.n_dl_error);
-        if (c->k.n_node_overflow)
-                limit(r, "%u %s hold more than %d distinct device nodes: the rest are not listed",
-                      c->k.n_node_overflow, procs(c->k.n_node_overflow), HOST_MAX_NODES);
+                LIMIT(r, P_("reading the memory maps of %u process did not finish within the deadline (the address space "
+                            "stayed locked; no thread of it was seen in the driver): a mapping they hold is not seen",
+                            "reading the memory maps of %u processes did not finish within the deadline (the address space "
+                            "stayed locked; no thread of them was seen in the driver): a mapping they hold is not seen",
+                            other), other);
+        if ((n = c->k.n_maps_changing))
+                LIMIT(r, P_("the memory maps of %u process changed during each of %u reads (it maps and unmaps memory "
+                            "all the time): a mapping they hold may not be seen",
+                            "the memory maps of %u processes changed during each of %u reads (it maps and unmaps memory "
+                            "all the time): a mapping they hold may not be seen", n), n, HOST_MAPS_TRIES);
+        if ((n = c->k.n_text_timeout))
+                LIMIT(r, P_("reading the command line or environment of %u process did not finish within the deadline",
+                            "reading the command line or environment of %u processes did not finish within the deadline", n),
+                      n);
+        if ((n = c->k.n_dl_error))
+                LIMIT(r, P_("%u blocking read was not attempted (no worker thread could be started)",
+                            "%u blocking reads were not attempted (no worker thread could be started)", n), n);
+        if ((n = c->k.n_node_overflow))
+                LIMIT(r, P_("%u process holds more than %d distinct device nodes: the rest are not listed",
+                            "%u processes hold more than %d distinct device nodes: the rest are not listed", n),
+                      n, HOST_MAX_NODES);
 }
 
 /* --- entry points -------------------------------------------------------------------------- */
@@ -1650,8 +1655,7 @@ int host_scan(const struct host_opts *o, struct host_report **ret)
                         goto out;
                 /* the /proc walk answers; r->bpf_error says why the iterators did not */
         } else if (o->holders == HOST_HOLDERS_BPF) {
-                str_setf(&r->bpf_error, "BPF iterators are used only on the live /proc, "
-                         "without --save-bundle");
+                str_setf(&r->bpf_error, "%s", _("BPF iterators are used only on the live /proc, without --save-bundle"));
                 e = -EOPNOTSUPP;
                 goto out;
         }

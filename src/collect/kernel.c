@@ -15,6 +15,7 @@
 
 #include "collect/kernel_text.h"
 #include "util/fileio.h"
+#include "util/i18n.h"
 #include "util/parse.h"
 
 /* ---- small character helpers --------------------------------------------------------------- */
@@ -681,12 +682,12 @@ void kmsg_open_error(int err, const char *path, char *out, size_t outlen)
 {
         if (err == EACCES || err == EPERM)
                 set_err(out, outlen,
-                        "cannot read %s: %s (not root, or kernel.dmesg_restrict=1). Run as root "
-                        "(sudo ghostvram xid), or save the kernel log and pass it: "
-                        "journalctl -k -o short-iso > FILE (or dmesg > FILE), then --kmsg FILE",
+                        _("cannot read %s: %s (not root, or kernel.dmesg_restrict=1). Run as root "
+                          "(sudo ghostvram xid), or save the kernel log and pass it: "
+                          "journalctl -k -o short-iso > FILE (or dmesg > FILE), then --kmsg FILE"),
                         path, strerror(err));
         else
-                set_err(out, outlen, "cannot open %s: %s (pass a saved kernel log with --kmsg FILE)", path,
+                set_err(out, outlen, _("cannot open %s: %s (pass a saved kernel log with --kmsg FILE)"), path,
                         strerror(err));
 }
 
@@ -721,7 +722,7 @@ int kmsg_reader_open_file(struct kmsg_reader *r, const char *path, bool follow,
         int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0) {
                 int e = errno;
-                set_err(err, errlen, "cannot open %s: %s", path, strerror(e));
+                set_err(err, errlen, _("cannot open %s: %s"), path, strerror(e));
                 return -e;
         }
         struct stat st;
@@ -733,7 +734,7 @@ int kmsg_reader_open_file(struct kmsg_reader *r, const char *path, bool follow,
         }
         if (S_ISDIR(st.st_mode)) {
                 close(fd);
-                set_err(err, errlen, "%s: is a directory, not a kernel log", path);
+                set_err(err, errlen, _("%s: is a directory, not a kernel log"), path);
                 return -EISDIR;
         }
         if (S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 && minor(st.st_rdev) == 11) {
@@ -746,14 +747,14 @@ int kmsg_reader_open_file(struct kmsg_reader *r, const char *path, bool follow,
                 /* /dev/zero, /dev/urandom, a FIFO, a socket: endless or blocking, never a log */
                 close(fd);
                 set_err(err, errlen,
-                        "%s: not a regular file (%s): pass a saved kernel log (journalctl -k > FILE), "
-                        "/dev/kmsg, or - for standard input",
-                        path, S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device" : "a special file");
+                        _("%s: not a regular file (%s): pass a saved kernel log (journalctl -k > FILE), "
+                          "/dev/kmsg, or - for standard input"),
+                        path, S_ISFIFO(st.st_mode) ? _("a FIFO") : S_ISCHR(st.st_mode) ? _("a character device") : _("a special file"));
                 return -FILEIO_ENOTREG;
         }
         if (!follow && (uint64_t)st.st_size > KMSG_FILE_MAX) {
                 close(fd);
-                set_err(err, errlen, "%s: too large (%llu MiB; at most %u MiB): cut it, e.g. journalctl -k -b > FILE", path,
+                set_err(err, errlen, _("%s: too large (%llu MiB; at most %u MiB): cut it, e.g. journalctl -k -b > FILE"), path,
                         (unsigned long long)(st.st_size >> 20), KMSG_FILE_MAX >> 20);
                 return -EFBIG;
         }

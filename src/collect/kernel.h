@@ -23,6 +23,9 @@
 
 /* Longest line (or record message) kept; longer ones are cut there and counted. */
 #define KMSG_LINE_MAX 8192
+/* An err buffer for the readers' "why it could not be read" (a path, strerror and the next step,
+ * in any language): room enough that the sentence is never cut */
+#define KMSG_ERR_MAX 1024
 /* First read() buffer for /dev/kmsg and the most it grows to on EINVAL. */
 #define KMSG_RECORD_BUF 8192
 #define KMSG_RECORD_BUF_MAX (1u << 20)

@@ -10,6 +10,7 @@
 
 #include "collect/gpu_json.h"
 #include "util/fileio.h"
+#include "util/i18n.h"
 
 void facts_proc_copy(struct host_proc *dst, const struct host_proc *src)
 {
@@ -137,11 +138,11 @@ static void read_kernel(struct facts *f, const struct facts_opts *o)
 {
         struct xid_source_info info;
         memset(&info, 0, sizeof(info));
-        char err[200] = "";
+        char err[KMSG_ERR_MAX] = "";
         int r = xid_collect(&o->kernel, &f->kernel, &info, err, sizeof(err), &f->kernel_overruns);
         if (r < 0) {
                 /* scan goes on without the kernel's side, and says so */
-                snprintf(f->kernel_error, sizeof(f->kernel_error), "kernel log not read: %s",
+                snprintf(f->kernel_error, sizeof(f->kernel_error), _("kernel log not read: %s"),
                          err[0] ? err : strerror(-r));
                 return;
         }

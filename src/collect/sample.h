@@ -36,7 +36,7 @@ struct facts {
         bool kernel_read;               /* a kernel log was read */
         bool kernel_this_host;          /* its GPU indexes apply to this sample */
         char kernel_source[64];         /* "kmsg", "file", ... */
-        char kernel_error[256];         /* why the kernel log could not be read ("" if it was) */
+        char kernel_error[KMSG_ERR_MAX + 64]; /* why the kernel log could not be read ("" if it was) */
         unsigned long kernel_overruns;
         double kernel_boot_time;        /* the boot time its stamps were dated with, <= 0: none */
         bool simulated;

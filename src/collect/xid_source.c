@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "collect/xid.h"
+#include "util/i18n.h"
 
 int xid_source_open(const struct xid_source_opts *o, bool follow, struct kmsg_reader *rd,
                     struct xid_source_info *info, char *err, size_t errlen)
@@ -25,7 +26,7 @@ int xid_source_open(const struct xid_source_opts *o, bool follow, struct kmsg_re
                 int n = snprintf(simlog, sizeof(simlog), "%s/kmsg", o->sim_dir);
                 if (n < 0 || (size_t)n >= sizeof(simlog)) {
                         if (err && errlen)
-                                snprintf(err, errlen, "GHOSTVRAM_SIM=%s: path too long", o->sim_dir);
+                                snprintf(err, errlen, _("GHOSTVRAM_SIM=%s: path too long"), o->sim_dir);
                         return -ENAMETOOLONG;
                 }
                 info->source = KMSG_SRC_FILE;
@@ -91,7 +92,7 @@ int xid_collect(const struct xid_source_opts *o, struct xid_list *out, struct xi
         if (!info->no_log) {
                 r = xid_read_all(&rd, kmsg_source_name(info->source), out);
                 if (r < 0 && err && errlen)
-                        snprintf(err, errlen, "reading %s: %s", info->path, strerror(-r));
+                        snprintf(err, errlen, _("reading %s: %s"), info->path, strerror(-r));
         }
         if (ret_overruns)
                 *ret_overruns = rd.overruns;

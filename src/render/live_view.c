@@ -312,7 +312,7 @@ int live_view_build(const struct scan_result *r, bool with_cmdline, bool full_wa
                                                  : _("holds device nodes; no link to a ghost"));
         }
         for (size_t i = 0; f->host && i < f->host->n_limits && v->n_limits < 4; i++)
-                str_set(&v->limits[v->n_limits++], f->host->limits[i]);
+                str_set(&v->limits[v->n_limits++], host_report_limit_text(f->host, i));
         if (!e)
                 xids_of(v, f);
         if (e) {

@@ -121,7 +121,7 @@ const struct live_gpu *live_view_gpu(const struct live_view *v, unsigned index);
  * answer in time, no driver, the walk failed, the kernel log is unreadable. Into out, of
  * LIVE_STATUS_MAX bytes: every status fits whole (a GPU's status message or the driver's error
  * and a few words; live_view.c checks it at build time). */
-#define LIVE_STATUS_MAX 1024
+#define LIVE_STATUS_MAX 2048
 void live_sample_status(const struct sample *s, char *out, size_t outlen);
 
 /* ---- the history ---------------------------------------------------------------------- */

@@ -8,6 +8,7 @@
 #include "render/json_util.h"
 #include "render/proc_render.h"
 #include "util/escape.h"
+#include "util/i18n.h"
 
 #define C_BOLD "\033[1m"
 #define C_DIM "\033[2m"
@@ -108,8 +109,8 @@ static void put_escaped(FILE *out, const char *s)
 void text_gpu_header(FILE *out, const struct gpu_info *g, bool color)
 {
         fprintf(out, "%sGPU %u%s  ", color ? C_BOLD : "", g->index, color ? C_OFF : "");
-        put_escaped(out, g->name[0] ? g->name : "(name unknown)");
-        fprintf(out, "  %s  ", g->pci_bus_id[0] ? g->pci_bus_id : "(bus id unknown)");
+        put_escaped(out, g->name[0] ? g->name : _("(name unknown)"));
+        fprintf(out, "  %s  ", g->pci_bus_id[0] ? g->pci_bus_id : _("(bus id unknown)"));
         put_escaped(out, g->uuid);
         fputc('\n', out);
         if (g->status != GPU_OK) {
@@ -122,22 +123,26 @@ void text_gpu_header(FILE *out, const struct gpu_info *g, bool color)
 void text_memory_line(FILE *out, const struct gpu_info *g)
 {
         if (!g->memory_known) {
-                fprintf(out, "  memory: unknown\n");
+                fprintf(out, "%s", _("  memory: unknown\n"));
                 return;
         }
         struct buf b = BUF_INIT(0);
-        buf_puts(&b, "  memory: total ");
-        fmt_mib(&b, g->total_bytes);
-        if (g->memory_api == 2) {
-                buf_puts(&b, ", reserved by the driver ");
-                fmt_mib(&b, g->reserved_bytes);
-        }
-        buf_puts(&b, ", used ");
-        fmt_mib(&b, g->used_bytes);
-        buf_puts(&b, ", free ");
-        fmt_mib(&b, g->free_bytes);
+        struct buf total = BUF_INIT(0), reserved = BUF_INIT(0), used = BUF_INIT(0), free_ = BUF_INIT(0);
+        fmt_mib(&total, g->total_bytes);
+        fmt_mib(&reserved, g->reserved_bytes);
+        fmt_mib(&used, g->used_bytes);
+        fmt_mib(&free_, g->free_bytes);
+        if (g->memory_api == 2)
+                buf_printf(&b, _("  memory: total %s, reserved by the driver %s, used %s, free %s"), buf_str(&total),
+                           buf_str(&reserved), buf_str(&used), buf_str(&free_));
+        else
+                buf_printf(&b, _("  memory: total %s, used %s, free %s"), buf_str(&total), buf_str(&used), buf_str(&free_));
         if (g->memory_api == 1)
-                buf_puts(&b, "  (old driver: used includes the driver's reservation)");
+                buf_puts(&b, _("  (old driver: used includes the driver's reservation)"));
+        buf_free(&total);
+        buf_free(&reserved);
+        buf_free(&used);
+        buf_free(&free_);
         fprintf(out, "%s\n", buf_str(&b));
         buf_free(&b);
 }
@@ -147,10 +152,10 @@ void text_limits(FILE *out, const struct facts *f)
         size_t n = f->host ? f->host->n_limits : 0;
         if (!n && !f->kernel_error[0])
                 return;
-        fprintf(out, "\nLimits of this result:\n");
+        fprintf(out, "\n%s\n", _("Limits of this result:"));
         for (size_t i = 0; i < n; i++) {
                 fputs("  - ", out);
-                put_escaped(out, f->host->limits[i]);
+                put_escaped(out, host_report_limit_text(f->host, i));
                 fputc('\n', out);
         }
         if (f->kernel_error[0]) {
@@ -167,16 +172,16 @@ static void text_holder(FILE *out, const struct host_proc *p)
         host_proc_summary_text(&b, p, 80);
         buf_puts(&b, "\n      ");
         host_proc_nodes_text(&b, p);
-        buf_printf(&b, "  ppid %d pgid %d sid %d", (int)p->ppid, (int)p->pgid, (int)p->sid);
+        buf_printf(&b, "  ppid %d pgid %d sid %d", (int)p->ppid, (int)p->pgid, (int)p->sid); /* i18n: no (field names) */
         if (p->exiting)
-                buf_puts(&b, " exiting");
+                buf_puts(&b, _(" exiting"));
         struct buf c = BUF_INIT(0);
         host_proc_container_text(&c, p);
         if (c.len)
                 buf_printf(&b, "  %s", buf_str(&c));
         buf_free(&c);
         if (p->skipped)
-                buf_puts(&b, "  (some files not read: see --json skipped)");
+                buf_puts(&b, _("  (some files not read: see --json skipped)"));
         fprintf(out, "%s\n", buf_str(&b));
         buf_free(&b);
 }
@@ -185,15 +190,16 @@ void snapshot_text(FILE *out, const struct facts *f, bool color, bool verbose)
 {
         const struct gpu_report *r = f->gpu;
         if (!r->driver_present) {
-                fputs("NVIDIA driver: ", out);
-                put_escaped(out, r->error[0] ? r->error : "not available");
+                fputs(_("NVIDIA driver: "), out);
+                put_escaped(out, r->error[0] ? r->error : _("not available"));
                 fputc('\n', out);
         } else {
-                fprintf(out, "NVIDIA driver %s", r->driver_version[0] ? r->driver_version : "(version unknown)");
-                fprintf(out, ", %zu GPU%s, NVML PIDs: %s\n", r->n_gpus, r->n_gpus == 1 ? "" : "s",
-                        r->pid_mode == GPU_PID_TRANSLATED ? "translated into this PID namespace"
-                        : r->pid_mode == GPU_PID_HOST    ? "host PIDs (driver older than 535.113.01)"
-                                                         : "mode unknown");
+                fprintf(out, P_("NVIDIA driver %s, %zu GPU, NVML PIDs: %s\n", "NVIDIA driver %s, %zu GPUs, NVML PIDs: %s\n",
+                                r->n_gpus),
+                        r->driver_version[0] ? r->driver_version : _("(version unknown)"), r->n_gpus,
+                        r->pid_mode == GPU_PID_TRANSLATED ? _("translated into this PID namespace")
+                        : r->pid_mode == GPU_PID_HOST    ? _("host PIDs (driver older than 535.113.01)")
+                                                         : _("mode unknown"));
         }
         for (size_t i = 0; i < r->n_gpus; i++) {
                 const struct gpu_info *g = &r->gpus[i];
@@ -201,48 +207,50 @@ void snapshot_text(FILE *out, const struct facts *f, bool color, bool verbose)
                 text_gpu_header(out, g, color);
                 text_memory_line(out, g);
                 if (!g->procs_known) {
-                        fprintf(out, "  processes: not available from the driver\n");
+                        fprintf(out, "%s", _("  processes: not available from the driver\n"));
                 } else if (!g->n_procs) {
-                        fprintf(out, "  processes: none listed by NVML\n");
+                        fprintf(out, "%s", _("  processes: none listed by NVML\n"));
                 }
                 for (size_t k = 0; k < g->n_procs; k++) {
                         const struct gpu_proc *p = &g->procs[k];
                         const struct pid_fact *pf = facts_pid(f, p->pid);
                         struct buf b = BUF_INIT(0);
-                        buf_printf(&b, "  NVML lists PID %u  ", p->pid);
+                        buf_printf(&b, _("  NVML lists PID %u  "), p->pid);
                         if (p->used_known)
                                 fmt_mib(&b, p->used_bytes);
                         else
-                                buf_puts(&b, "(bytes n/a)");
+                                buf_puts(&b, _("(bytes n/a)"));
                         if (!pf || !pf->present)
-                                buf_puts(&b, "  -- no such process here");
+                                buf_puts(&b, _("  -- no such process here"));
                         else if (pf->proc.state == 'Z')
-                                buf_puts(&b, "  -- zombie");
+                                buf_puts(&b, _("  -- zombie"));
                         else {
                                 buf_puts(&b, "  ");
                                 host_proc_summary_text(&b, &pf->proc, 60);
                                 if (pf->proc.exiting)
-                                        buf_puts(&b, " (exiting)");
+                                        buf_puts(&b, _(" (exiting)"));
                                 if (!pf->holder)
-                                        buf_puts(&b, "  -- holds no device node");
+                                        buf_puts(&b, _("  -- holds no device node"));
                         }
                         fprintf(out, "%s\n", buf_str(&b));
                         buf_free(&b);
                 }
                 if (verbose)
                         for (size_t e = 0; e < g->n_errors; e++) {
-                                fprintf(out, "  query %s: ", g->errors[e].query);
+                                fprintf(out, _("  query %s: "), g->errors[e].query);
                                 put_escaped(out, g->errors[e].message);
                                 fputc('\n', out);
                         }
         }
         if (f->host) {
-                fprintf(out, "\nHolders of NVIDIA device nodes (%zu of %u processes, found by %s):\n",
+                fprintf(out, P_("\nHolders of NVIDIA device nodes (%zu of %u process, found by %s):\n",
+                                "\nHolders of NVIDIA device nodes (%zu of %u processes, found by %s):\n",
+                                f->host->procs_scanned),
                         f->host->n_holders, f->host->procs_scanned, host_holder_source_name(f->host->holder_source));
                 for (size_t i = 0; i < f->host->n_holders; i++)
                         text_holder(out, &f->host->holders[i]);
                 if (!f->host->n_holders)
-                        fprintf(out, "  none\n");
+                        fprintf(out, "%s", _("  none\n"));
         }
         text_limits(out, f);
 }

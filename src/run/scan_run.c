@@ -344,7 +344,7 @@ static void kernel_read_error(struct kernel_follow *k, int r)
 static void kernel_open(struct kernel_follow *k, const struct xid_source_opts *o)
 {
         k->history.max = k->fresh.max = SAMPLER_KERNEL_MAX;
-        char err[200] = "";
+        char err[KMSG_ERR_MAX] = "";
         int r = xid_source_open(o, true, &k->rd, &k->info, err, sizeof(err));
         if (r < 0) {
                 snprintf(k->error, sizeof(k->error), _("kernel log not read: %s"), err[0] ? err : strerror(-r));
@@ -469,14 +469,9 @@ static int light_facts(struct sampler *s, struct gpu_report *gpu, char **why, st
         h->sample_time = wall_now();
         memcpy(h->nvidia_majors, fh->nvidia_majors, sizeof(h->nvidia_majors));
         h->n_nvidia_majors = fh->n_nvidia_majors;
-        for (size_t i = 0; i < fh->n_limits; i++) {
-                char *l = strdup(fh->limits[i]);
-                if (!l || push((void **)&h->limits, &h->n_limits, sizeof(char *)) < 0) {
-                        free(l);
+        for (size_t i = 0; i < fh->n_limits; i++)
+                if (host_report_add_limit(h, fh->limits[i], host_report_limit_text(fh, i)) < 0)
                         goto fail;
-                }
-                h->limits[h->n_limits - 1] = l;
-        }
         for (size_t g = 0; g < gpu->n_gpus; g++)
                 for (size_t k = 0; k < gpu->gpus[g].n_procs; k++) {
                         uint32_t pid = gpu->gpus[g].procs[k].pid;

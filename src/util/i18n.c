@@ -12,6 +12,7 @@
 
 static atomic_bool enabled;            /* a catalogue was bound and a language asked for */
 static _Thread_local bool thread_off;
+static locale_t english;               /* the process's locale with LC_MESSAGES "C" (made before any thread) */
 
 /* "C" and "POSIX" ask for English; "C.UTF-8" (a container's usual LANG) only for UTF-8, so
  * LANGUAGE still chooses, as in gettext */
@@ -83,16 +84,28 @@ void i18n_init(void)
         if (!bindtextdomain(GV_TEXT_DOMAIN, catalogue_dir()) ||
             !bind_textdomain_codeset(GV_TEXT_DOMAIN, "UTF-8"))
                 return;
+        /* glibc's own messages (strerror's) follow LC_MESSAGES too: UTF-8 like ours (in the
+         * charset of a C LC_CTYPE they would read "?????") */
+        (void)bind_textdomain_codeset("libc", "UTF-8");
+        locale_t base = duplocale(LC_GLOBAL_LOCALE);
+        english = base ? newlocale(LC_MESSAGES_MASK, "C", base) : (locale_t)0;
+        if (base && !english)
+                freelocale(base);
         atomic_store(&enabled, true);
 }
 
 void i18n_off(void)
 {
         atomic_store(&enabled, false);
+        /* strerror's words English too: a JSON document's error field is */
+        (void)setlocale(LC_MESSAGES, "C");
 }
 
 void i18n_thread_off(bool off)
 {
+        /* the thread's strerror English (a locale of its own: LC_MESSAGES "C") or the process's */
+        if (english)
+                (void)uselocale(off ? english : LC_GLOBAL_LOCALE);
         thread_off = off;
 }
 

@@ -36,6 +36,24 @@ const char *i18n_text(const char *msgid) __attribute__((format_arg(1)));
 const char *i18n_plural(const char *one, const char *many, unsigned long n)
         __attribute__((format_arg(1), format_arg(2)));
 
+/* A sentence made twice, for a report that both programs and people read (host limits): *ret_en
+ * in English (JSON, bundles) and *ret_text in the reader's language, NULL when that is English.
+ * The format and its arguments (a _(), a P_(), a strerror) are evaluated once in each mode; both
+ * are heap strings (util/strf.h) the caller frees. 0 or -ENOMEM. */
+#define I18N_SETF2(ret_en, ret_text, ...)                                                          \
+        ({                                                                                         \
+                bool i18n_on_ = i18n_active();                                                     \
+                if (i18n_on_)                                                                      \
+                        i18n_thread_off(true);                                                     \
+                int i18n_e_ = str_setf((ret_en), __VA_ARGS__);                                     \
+                if (i18n_on_) {                                                                    \
+                        i18n_thread_off(false);                                                    \
+                        if (i18n_e_ == 0)                                                          \
+                                i18n_e_ = str_setf((ret_text), __VA_ARGS__);                       \
+                }                                                                                  \
+                i18n_e_;                                                                           \
+        })
+
 #define _(s) i18n_text(s)
 #define N_(s) (s)
 #define P_(one, many, n) i18n_plural(one, many, n)
