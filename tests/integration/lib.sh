@@ -202,12 +202,16 @@ listed() { query | jq -r "[.gpus[] | select(.index == $1) | .procs[].pid] | sort
 # bytes listed for PID $2 on GPU $1
 listed_bytes() { query | jq -r ".gpus[] | select(.index == $1) | .procs[] | select(.pid == $2) | .bytes"; }
 
-# Is the process gone (or a zombie, which holds no files)?
+# Is the process gone (or a zombie whose threads have all exited: it holds no files)?
 is_dead() {
-        local st
+        local st f
         st=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
         st=${st##*) }
-        [ "${st%% *}" = Z ]
+        read -r -a f <<<"$st"
+        # a zombie whose other threads are gone too: a multi-threaded process's leader turns
+        # zombie while its other threads still exit, and the descriptors they share close with
+        # the last of them (qemu-user adds a thread to each guest: docs/arm64.md)
+        [ "${f[0]}" = Z ] && [ "${f[17]:-1}" -le 1 ]
 }
 
 # kill -9 each PID and wait until it is dead.

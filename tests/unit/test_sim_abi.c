@@ -149,7 +149,10 @@ static pid_t spawn_ctx(unsigned gpu, unsigned mib, pid_t *ret_worker)
         return spawn_ctx_gi(gpu, SIM_GI_NONE, mib, ret_worker);
 }
 
-/* Kill and wait for a process: ours to reap, or (a worker) until it is gone or a zombie. */
+/* Kill and wait for a process: ours to reap, or (a worker) until it is gone or a zombie whose
+ * other threads are gone too: a multi-threaded process's leader turns zombie while its other
+ * threads still exit, and the descriptors they share close with the last of them (qemu-user's
+ * guests have a thread of qemu's: docs/arm64.md). */
 static void kill_wait(pid_t p)
 {
         kill(p, SIGKILL);
@@ -165,7 +168,11 @@ static void kill_wait(pid_t p)
                 fclose(f);
                 st[n] = '\0';
                 char *rp = strrchr(st, ')');
-                if (rp && rp[1] == ' ' && rp[2] == 'Z')
+                unsigned long threads = 0;
+                /* after ") ": state, then num_threads is the 18th field */
+                if (rp && rp[1] == ' ' && rp[2] == 'Z' &&
+                    sscanf(rp + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %lu",
+                           &threads) == 1 && threads <= 1)
                         return;
                 usleep(10000);
         }
