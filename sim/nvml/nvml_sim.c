@@ -891,8 +891,18 @@ typedef struct {
         unsigned int memory;
 } sim_utilization_t;
 
-/* nvmlClockType_t: graphics 0, SM 1, memory 2, video 3 */
-static const unsigned sim_clock_mhz[4] = { 345, 345, 2619, 765 };
+/* nvmlProcessUtilizationSample_t */
+typedef struct {
+        unsigned int pid;
+        unsigned long long timeStamp;
+        unsigned int smUtil;
+        unsigned int memUtil;
+        unsigned int encUtil;
+        unsigned int decUtil;
+} sim_proc_util_t;
+
+/* nvmlClockType_t: graphics 0, SM 1, memory 2, video 3. The SM and memory clocks are knobs
+ * (clock_sm, clock_mem); graphics follows SM, video is fixed. */
 static const unsigned sim_max_clock_mhz[4] = { 1980, 1980, 2619, 1755 };
 
 /* One unsigned value of a device, or NOT_SUPPORTED when value is NULL. */
@@ -910,6 +920,19 @@ static nvmlReturn_t sim_dev_uint(const char *fn, nvmlDevice_t device, unsigned i
         return sim_leave(NVML_SUCCESS);
 }
 
+/* A metric of the GPU's knobs (docs/simulator.md: util_gpu, temp, ...): its value in NVML's unit,
+ * or NOT_SUPPORTED when set to na. */
+static nvmlReturn_t sim_metric(const char *fn, nvmlDevice_t device, unsigned int *out, enum sim_metric m)
+{
+        unsigned gpu;
+        if (!out)
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_dev_enter(fn, device, 0, &gpu);
+        if (r)
+                return r;
+        return sim_leave(sim_metric_value(&sim_k.gpu[gpu].metric[m], m, out) ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED);
+}
+
 #define SIM_UINT_FN(name, value)                                                                  \
         SIM_API nvmlReturn_t name(nvmlDevice_t device, unsigned int *out)                         \
         {                                                                                         \
@@ -921,33 +944,42 @@ SIM_UINT_FN(nvmlDeviceGetCurrPcieLinkGeneration, 5)
 SIM_UINT_FN(nvmlDeviceGetMaxPcieLinkGeneration, 5)
 SIM_UINT_FN(nvmlDeviceGetCurrPcieLinkWidth, 16)
 SIM_UINT_FN(nvmlDeviceGetMaxPcieLinkWidth, 16)
-SIM_UINT_FN(nvmlDeviceGetPowerUsage, 71000)           /* mW */
-SIM_UINT_FN(nvmlDeviceGetEnforcedPowerLimit, 700000)  /* mW */
+
+SIM_API nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power)
+{
+        return sim_metric("nvmlDeviceGetPowerUsage", device, power, SIM_M_POWER); /* mW */
+}
+
+SIM_API nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int *limit)
+{
+        return sim_metric("nvmlDeviceGetEnforcedPowerLimit", device, limit, SIM_M_POWER_LIMIT); /* mW */
+}
 
 SIM_API nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t device, unsigned int *speed)
 {
-        return sim_dev_uint("nvmlDeviceGetFanSpeed", device, speed, NULL); /* SXM boards have no fan */
-}
-
-static nvmlReturn_t sim_clock(const char *fn, nvmlDevice_t device, unsigned type, unsigned *clock, const unsigned *table)
-{
-        return sim_dev_uint(fn, device, clock, type < 4 ? &table[type] : NULL);
+        return sim_metric("nvmlDeviceGetFanSpeed", device, speed, SIM_M_FAN);
 }
 
 SIM_API nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, unsigned int type, unsigned int *clock)
 {
-        return sim_clock("nvmlDeviceGetClockInfo", device, type, clock, sim_clock_mhz);
+        if (type == 0 || type == 1)
+                return sim_metric("nvmlDeviceGetClockInfo", device, clock, SIM_M_CLOCK_SM);
+        if (type == 2)
+                return sim_metric("nvmlDeviceGetClockInfo", device, clock, SIM_M_CLOCK_MEM);
+        static const unsigned video = 765;
+        return sim_dev_uint("nvmlDeviceGetClockInfo", device, clock, type == 3 ? &video : NULL);
 }
 
 SIM_API nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, unsigned int type, unsigned int *clock)
 {
-        return sim_clock("nvmlDeviceGetMaxClockInfo", device, type, clock, sim_max_clock_mhz);
+        return sim_dev_uint("nvmlDeviceGetMaxClockInfo", device, clock, type < 4 ? &sim_max_clock_mhz[type] : NULL);
 }
 
 SIM_API nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, unsigned int sensorType, unsigned int *temp)
 {
-        static const unsigned gpu_c = 33;
-        return sim_dev_uint("nvmlDeviceGetTemperature", device, temp, sensorType == 0 ? &gpu_c : NULL);
+        if (sensorType != 0) /* NVML_TEMPERATURE_GPU is the only sensor */
+                return sim_dev_uint("nvmlDeviceGetTemperature", device, temp, NULL);
+        return sim_metric("nvmlDeviceGetTemperature", device, temp, SIM_M_TEMP);
 }
 
 /* nvmlTemperatureThresholds_t: shutdown 0, slowdown 1, memory max 2, GPU max 3 */
@@ -961,26 +993,45 @@ SIM_API nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device, unsi
 /* nvmlPcieUtilCounter_t: TX 0, RX 1; KB/s */
 SIM_API nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, unsigned int counter, unsigned int *value)
 {
-        static const unsigned idle = 0;
-        return sim_dev_uint("nvmlDeviceGetPcieThroughput", device, value, counter < 2 ? &idle : NULL);
+        if (counter > 1)
+                return sim_dev_uint("nvmlDeviceGetPcieThroughput", device, value, NULL);
+        return sim_metric("nvmlDeviceGetPcieThroughput", device, value, counter ? SIM_M_PCIE_RX : SIM_M_PCIE_TX);
+}
+
+/* Enter fn on device and read its util_gpu and util_mem knobs: one call answers both, so
+ * NOT_SUPPORTED when either is na (the lock is left then; held on success). */
+static nvmlReturn_t sim_util_enter(const char *fn, nvmlDevice_t device, unsigned *ret_gpu, unsigned *ret_g,
+                                   unsigned *ret_m)
+{
+        nvmlReturn_t r = sim_dev_enter(fn, device, 0, ret_gpu);
+        if (r)
+                return r;
+        const struct sim_metric_knob *mk = sim_k.gpu[*ret_gpu].metric;
+        if (!sim_metric_value(&mk[SIM_M_UTIL_GPU], SIM_M_UTIL_GPU, ret_g) ||
+            !sim_metric_value(&mk[SIM_M_UTIL_MEM], SIM_M_UTIL_MEM, ret_m))
+                return sim_leave(NVML_ERROR_NOT_SUPPORTED);
+        return NVML_SUCCESS;
 }
 
 SIM_API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, sim_utilization_t *utilization)
 {
-        static const unsigned idle = 0;
-        nvmlReturn_t r = sim_dev_uint("nvmlDeviceGetUtilizationRates", device, utilization ? &utilization->gpu : NULL,
-                                      &idle);
-        if (r == NVML_SUCCESS)
-                utilization->memory = 0;
-        return r;
+        unsigned gpu, g, m;
+        if (!utilization)
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_util_enter("nvmlDeviceGetUtilizationRates", device, &gpu, &g, &m);
+        if (r)
+                return r;
+        utilization->gpu = g;
+        utilization->memory = m;
+        return sim_leave(NVML_SUCCESS);
 }
 
-static nvmlReturn_t sim_codec(const char *fn, nvmlDevice_t device, unsigned *utilization, unsigned *period_us)
+static nvmlReturn_t sim_codec(const char *fn, nvmlDevice_t device, unsigned *utilization, unsigned *period_us,
+                              enum sim_metric m)
 {
-        static const unsigned idle = 0;
         if (!period_us)
                 return sim_bad_arg();
-        nvmlReturn_t r = sim_dev_uint(fn, device, utilization, &idle);
+        nvmlReturn_t r = sim_metric(fn, device, utilization, m);
         if (r == NVML_SUCCESS)
                 *period_us = 167000;
         return r;
@@ -989,13 +1040,49 @@ static nvmlReturn_t sim_codec(const char *fn, nvmlDevice_t device, unsigned *uti
 SIM_API nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t device, unsigned int *utilization,
                                                     unsigned int *samplingPeriodUs)
 {
-        return sim_codec("nvmlDeviceGetEncoderUtilization", device, utilization, samplingPeriodUs);
+        return sim_codec("nvmlDeviceGetEncoderUtilization", device, utilization, samplingPeriodUs, SIM_M_ENC);
 }
 
 SIM_API nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device, unsigned int *utilization,
                                                     unsigned int *samplingPeriodUs)
 {
-        return sim_codec("nvmlDeviceGetDecoderUtilization", device, utilization, samplingPeriodUs);
+        return sim_codec("nvmlDeviceGetDecoderUtilization", device, utilization, samplingPeriodUs, SIM_M_DEC);
+}
+
+/* Per-process utilisation (nvml.h: samples NULL asks for the count, INSUFFICIENT_SIZE with it;
+ * NOT_FOUND when no process ran since lastSeenTimeStamp). The model: each process the GPU's
+ * compute list names (as this caller sees the list) gets an equal share of util_gpu and
+ * util_mem (integer division); with both at 0 nothing ran: NOT_FOUND. */
+SIM_API nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, sim_proc_util_t *utilization,
+                                                     unsigned int *processSamplesCount,
+                                                     unsigned long long lastSeenTimeStamp)
+{
+        unsigned gpu, g = 0, m = 0;
+        (void)lastSeenTimeStamp;
+        if (!processSamplesCount)
+                return sim_bad_arg();
+        nvmlReturn_t r = sim_util_enter("nvmlDeviceGetProcessUtilization", device, &gpu, &g, &m);
+        if (r)
+                return r;
+        nvmlReturn_t lr;
+        size_t n = sim_list(gpu, SIM_GI_NONE, SIM_KIND_COMPUTE, &lr);
+        if (lr != NVML_SUCCESS)
+                return sim_leave(lr);
+        if (n == 0 || (g == 0 && m == 0))
+                return sim_leave(NVML_ERROR_NOT_FOUND);
+        if (!utilization || *processSamplesCount < n) {
+                *processSamplesCount = (unsigned)n;
+                return sim_leave(NVML_ERROR_INSUFFICIENT_SIZE);
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        for (size_t i = 0; i < n; i++)
+                utilization[i] = (sim_proc_util_t){ .pid = sim_procs[i].pid,
+                                                    .timeStamp = (unsigned long long)ts.tv_sec * 1000000ull +
+                                                                 (unsigned long long)ts.tv_nsec / 1000u,
+                                                    .smUtil = g / (unsigned)n, .memUtil = m / (unsigned)n };
+        *processSamplesCount = (unsigned)n;
+        return sim_leave(NVML_SUCCESS);
 }
 
 /* ---- events --------------------------------------------------------------------------------- */

@@ -40,7 +40,55 @@ static const char *const sim_hang_functions[] = {
         "nvmlEventSetCreate", "nvmlDeviceRegisterEvents", "nvmlEventSetWait_v2", "nvmlEventSetWait",
         "nvmlEventSetFree",
         "nvmlDeviceGetRemappedRows", "nvmlDeviceGetRetiredPagesPendingStatus", "nvmlDeviceGetTotalEccErrors",
+        "nvmlDeviceGetUtilizationRates", "nvmlDeviceGetTemperature", "nvmlDeviceGetTemperatureThreshold",
+        "nvmlDeviceGetPowerUsage", "nvmlDeviceGetEnforcedPowerLimit", "nvmlDeviceGetClockInfo",
+        "nvmlDeviceGetMaxClockInfo", "nvmlDeviceGetFanSpeed", "nvmlDeviceGetPcieThroughput",
+        "nvmlDeviceGetEncoderUtilization", "nvmlDeviceGetDecoderUtilization", "nvmlDeviceGetProcessUtilization",
+        "nvmlDeviceGetCurrPcieLinkGeneration", "nvmlDeviceGetMaxPcieLinkGeneration",
+        "nvmlDeviceGetCurrPcieLinkWidth", "nvmlDeviceGetMaxPcieLinkWidth",
 };
+
+/* The metrics' knobs: name, default (an idle H100 SXM: 33 C, 71 W of 700 W, SM 345 MHz, memory
+ * 2619 MHz, no fan), the largest value, and the NVML unit's factor (W -> mW) */
+static const struct {
+        const char *name;
+        bool na;
+        unsigned def, max, factor;
+} sim_metrics[SIM_M_COUNT] = {
+        [SIM_M_UTIL_GPU] = { "util_gpu", false, 0, 100, 1 },
+        [SIM_M_UTIL_MEM] = { "util_mem", false, 0, 100, 1 },
+        [SIM_M_TEMP] = { "temp", false, 33, 200, 1 },
+        [SIM_M_POWER] = { "power", false, 71, 4000, 1000 },
+        [SIM_M_POWER_LIMIT] = { "power_limit", false, 700, 4000, 1000 },
+        [SIM_M_CLOCK_SM] = { "clock_sm", false, 345, 10000, 1 },
+        [SIM_M_CLOCK_MEM] = { "clock_mem", false, 2619, 20000, 1 },
+        [SIM_M_FAN] = { "fan", true, 0, 100, 1 },
+        [SIM_M_PCIE_TX] = { "pcie_tx", false, 0, 100000000, 1 },
+        [SIM_M_PCIE_RX] = { "pcie_rx", false, 0, 100000000, 1 },
+        [SIM_M_ENC] = { "enc", false, 0, 100, 1 },
+        [SIM_M_DEC] = { "dec", false, 0, 100, 1 },
+};
+
+const char *sim_metric_name(enum sim_metric m)
+{
+        return m < SIM_M_COUNT ? sim_metrics[m].name : "?";
+}
+
+bool sim_metric_value(const struct sim_metric_knob *k, enum sim_metric m, unsigned *ret)
+{
+        if (m >= SIM_M_COUNT || (k->set ? k->na : sim_metrics[m].na))
+                return false;
+        *ret = (k->set ? k->value : sim_metrics[m].def) * sim_metrics[m].factor;
+        return true;
+}
+
+static int metric_find(const char *key)
+{
+        for (int m = 0; m < SIM_M_COUNT; m++)
+                if (!strcmp(sim_metrics[m].name, key))
+                        return m;
+        return -1;
+}
 
 static const struct {
         const char *name;
@@ -51,7 +99,7 @@ static const struct {
         { "minor", SIM_Q_MINOR }, { "events", SIM_Q_EVENTS }, { "health", SIM_Q_HEALTH },
 };
 
-enum knob_type { K_BOOL, K_U64, K_ENUM, K_VARIANT, K_HANG, K_NOTSUP, K_XID };
+enum knob_type { K_BOOL, K_U64, K_ENUM, K_VARIANT, K_HANG, K_NOTSUP, K_XID, K_METRIC };
 
 struct knob_def {
         const char *key;
@@ -139,6 +187,21 @@ static const struct knob_def knob_defs[] = {
           "pending mode of nvmlDeviceGetMigMode is the other one)" },
         { "reset_required", K_BOOL, true, false, 0, NULL, "on|off",
           "the health queries answer NVML_ERROR_RESET_REQUIRED (16)" },
+        { "util_gpu", K_METRIC, true, false, 100, NULL, "PERCENT|na",
+          "GPU (SM) utilisation; each live context's process gets\n"
+          "an equal share of it (nvmlDeviceGetProcessUtilization;\n"
+          "default 0)" },
+        { "util_mem", K_METRIC, true, false, 100, NULL, "PERCENT|na", "memory utilisation (default 0)" },
+        { "temp", K_METRIC, true, false, 200, NULL, "CELSIUS|na", "GPU temperature (default 33)" },
+        { "power", K_METRIC, true, false, 4000, NULL, "WATTS|na", "power draw (default 71)" },
+        { "power_limit", K_METRIC, true, false, 4000, NULL, "WATTS|na", "enforced power limit (default 700)" },
+        { "clock_sm", K_METRIC, true, false, 10000, NULL, "MHZ|na", "SM clock (default 345)" },
+        { "clock_mem", K_METRIC, true, false, 20000, NULL, "MHZ|na", "memory clock (default 2619)" },
+        { "fan", K_METRIC, true, false, 100, NULL, "PERCENT|na", "fan speed (default na: an SXM board has none)" },
+        { "pcie_tx", K_METRIC, true, false, 100000000, NULL, "KBPS|na", "PCIe transmit throughput, KB/s (default 0)" },
+        { "pcie_rx", K_METRIC, true, false, 100000000, NULL, "KBPS|na", "PCIe receive throughput, KB/s (default 0)" },
+        { "enc", K_METRIC, true, false, 100, NULL, "PERCENT|na", "encoder utilisation (default 0)" },
+        { "dec", K_METRIC, true, false, 100, NULL, "PERCENT|na", "decoder utilisation (default 0)" },
 };
 
 static const struct knob_def *knob_find(const char *key, size_t klen)
@@ -267,6 +330,7 @@ static int knob_parse(const char *s, unsigned n_gpus, struct knob_assign *a, cha
         case K_XID:
                 r = strcmp(v, "none") && (parse_u64(v, &u) < 0 || u < 1 || u > 999) ? -EINVAL : 0;
                 break;
+        case K_METRIC: r = strcmp(v, "na") && (parse_u64(v, &u) < 0 || u > a->def->max) ? -EINVAL : 0; break;
         }
         if (r < 0) {
                 if (a->def->type == K_VARIANT) {
@@ -275,7 +339,7 @@ static int knob_parse(const char *s, unsigned n_gpus, struct knob_assign *a, cha
                                 buf_printf(&names, "%s%s", i ? ", " : "", sim_variants[i].name);
                         snprintf(err, errlen, "driver: unknown variant '%.40s' (one of: %s)", v, buf_str(&names));
                         buf_free(&names);
-                } else if (a->def->type == K_U64) {
+                } else if (a->def->type == K_U64 || a->def->type == K_METRIC) {
                         snprintf(err, errlen, "%s: '%.40s' is not a number from 0 to %llu", a->def->key, v,
                                  (unsigned long long)a->def->max);
                 } else if (a->def->type == K_HANG) {
@@ -301,7 +365,13 @@ static void knob_apply_one(struct sim_knobs *k, unsigned g, const struct knob_as
         bool b = false;
         uint64_t u = 0;
         const char *v = a->value;
-        if (!strcmp(a->def->key, "hang")) {
+        int m = a->def->type == K_METRIC ? metric_find(a->def->key) : -1;
+        if (m >= 0) {
+                struct sim_metric_knob *mk = &gk->metric[m];
+                mk->set = strcmp(v, "default") != 0;
+                mk->na = !strcmp(v, "na");
+                mk->value = mk->set && !mk->na && parse_u64(v, &u) == 0 ? (unsigned)u : 0;
+        } else if (!strcmp(a->def->key, "hang")) {
                 snprintf(gk->hang, sizeof(gk->hang), "%s", strcmp(v, "none") ? v : "");
         } else if (!strcmp(a->def->key, "gpu_lost") && parse_bool(v, &b) == 0) {
                 gk->lost = b;

@@ -101,7 +101,38 @@ enum sim_query {
         SIM_Q_HEALTH = 1u << 8,         /* RemappedRows, RetiredPagesPendingStatus, TotalEccErrors */
 };
 
+/* The figures top shows of a GPU (nvtop's): each settable, or "na" (NOT_SUPPORTED). The
+ * defaults are an idle H100 SXM (no fan). */
+enum sim_metric {
+        SIM_M_UTIL_GPU = 0,     /* % (nvmlDeviceGetUtilizationRates .gpu) */
+        SIM_M_UTIL_MEM,         /* % (.memory) */
+        SIM_M_TEMP,             /* degrees C */
+        SIM_M_POWER,            /* W (NVML answers mW) */
+        SIM_M_POWER_LIMIT,      /* W */
+        SIM_M_CLOCK_SM,         /* MHz */
+        SIM_M_CLOCK_MEM,        /* MHz */
+        SIM_M_FAN,              /* % */
+        SIM_M_PCIE_TX,          /* KB/s */
+        SIM_M_PCIE_RX,          /* KB/s */
+        SIM_M_ENC,              /* % */
+        SIM_M_DEC,              /* % */
+        SIM_M_COUNT
+};
+
+struct sim_metric_knob {
+        bool set;               /* else the default */
+        bool na;                /* NOT_SUPPORTED */
+        unsigned value;
+};
+
+/* The knob's name ("util_gpu", ...) and its default (na: NOT_SUPPORTED) of a metric. */
+const char *sim_metric_name(enum sim_metric m);
+/* The value NVML answers for metric m of a GPU's knobs (its unit as NVML's: mW for power),
+ * false when NOT_SUPPORTED. */
+bool sim_metric_value(const struct sim_metric_knob *k, enum sim_metric m, unsigned *ret);
+
 struct sim_gpu_knobs {
+        struct sim_metric_knob metric[SIM_M_COUNT];
         bool lost;
         bool lost_handle;               /* getting the handle fails too (implies lost) */
         unsigned notsup;                /* enum sim_query bits */

@@ -400,7 +400,7 @@ int reclaim_act_run(const struct reclaim_plan *p, const struct reclaim_act_opts 
                         leave_rest(o, acts, sl, n, (double)el / 1000.0);
                         break;
                 }
-                if (!killing && el >= o->grace_ms) {
+                if (!killing && o->grace_ms != RECLAIM_GRACE_NONE && el >= o->grace_ms) {
                         killing = true;
                         for (size_t k = 0; k < m; k++)
                                 send_one(o, &acts[idx[k]], &sl[idx[k]], SIGKILL, (double)el / 1000.0);
@@ -414,10 +414,14 @@ int reclaim_act_run(const struct reclaim_plan *p, const struct reclaim_act_opts 
                                 int r = s->read_stat(s->ctx, a->pid, &st, &state);
                                 if (r == 0 && state != 'Z' && state != 'X') {
                                         a->state = state;
-                                        reclaim_action_detailf(a,
-                                                 state == 'D' ? N_("still in D state after SIGKILL: it ends when its driver call returns")
-                                                              : N_("still there after SIGKILL (state %c)"),
-                                                 state);
+                                        if (killing)
+                                                reclaim_action_detailf(a,
+                                                         state == 'D' ? N_("still in D state after SIGKILL: it ends when its driver call returns")
+                                                                      : N_("still there after SIGKILL (state %c)"),
+                                                         state);
+                                        else
+                                                reclaim_action_detailf(a, N_("still there after its signal (state %c); no SIGKILL was sent (--grace none)"),
+                                                                       state);
                                         resolve(o, a, &sl[idx[k]], state == 'D' ? RECLAIM_RES_STUCK_IN_D : RECLAIM_RES_SURVIVED,
                                                 (double)el / 1000.0);
                                 } else {

@@ -39,6 +39,10 @@ enum reclaim_result {
 /* "exited", "terminated", "killed", "stuck-in-D", "survived", "gone-before-signal", "pid-reused",
  * "not-permitted", "error", "left", "pending". */
 const char *reclaim_result_name(enum reclaim_result r);
+
+/* reclaim_act_opts.grace_ms: only the first signal, never SIGKILL (top's kill: TERM, then KILL
+ * only on a second confirmation) */
+#define RECLAIM_GRACE_NONE 0xFFFFFFFFu
 /* Did the process end (whatever ended it)? */
 bool reclaim_result_ended(enum reclaim_result r);
 
@@ -96,7 +100,7 @@ enum reclaim_event {
 struct reclaim_act_opts {
         const struct reclaim_sys *sys;
         int signal;                     /* the first signal (SIGTERM); SIGKILL skips the grace */
-        unsigned grace_ms;              /* then SIGKILL */
+        unsigned grace_ms;              /* then SIGKILL; RECLAIM_GRACE_NONE: never (`--grace none`) */
         unsigned timeout_ms;            /* from the first signal: stop waiting for the processes */
         unsigned poll_ms;               /* wake-up period for tick (default 50) */
         void (*log)(void *ctx, const struct reclaim_action *a, enum reclaim_event ev);

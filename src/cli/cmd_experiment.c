@@ -288,8 +288,12 @@ static unsigned stop_job(const struct reclaim_sys *s, struct exp_run *run)
         for (unsigned i = 0; i < run->n_pidfds; i++) {
                 if (run->pidfds[i] < 0)
                         continue;
+                /* 2 s in all: a signal (a second SIGHUP from timeout(1)'s process group, a ^C)
+                 * wakes the wait early, and is no reason to report it left */
                 bool gone = false;
-                s->wait_exit(s->ctx, &run->pidfds[i], 1, &gone, 2000);
+                uint64_t until = s->now_ms(s->ctx) + 2000, now;
+                while (!gone && (now = s->now_ms(s->ctx)) < until)
+                        s->wait_exit(s->ctx, &run->pidfds[i], 1, &gone, (unsigned)(until - now));
                 left += !gone;
                 s->close_fd(s->ctx, run->pidfds[i]);
                 run->pidfds[i] = -1;

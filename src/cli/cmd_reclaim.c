@@ -84,7 +84,8 @@ static void reclaim_usage(FILE *f)
                 "  -n, --dry-run        never act, never ask\n"
                 "  --signal SIG         first signal: TERM (default), INT, HUP, QUIT, USR1,\n"
                 "                       USR2, KILL\n"
-                "  --grace DURATION     then SIGKILL (default 5s)\n"
+                "  --grace DURATION     then SIGKILL (default 5s; none: never, only the first\n"
+                "                       signal)\n"
                 "  --wait DURATION      stop waiting for processes and memory (default 60s)\n"
                 "  --policy FILE        protected processes (default /etc/ghostvram/protected);\n"
                 "                       lines: comm NAME | cgroup PREFIX | unit NAME; # comment\n"
@@ -819,6 +820,13 @@ replan:
                 summary(rep, EXIT_INCOMPLETE, _("Cannot act: run as root (sudo ghostvram reclaim)."));
                 goto done;
         }
+        if (!x->acting && o->grace_ms == RECLAIM_GRACE_NONE) {
+                summary(rep, EXIT_OK, P_("Dry run: %zu process would get SIG%s (no SIGKILL: --grace none). Run again with --yes.",
+                           "Dry run: %zu processes would get SIG%s (no SIGKILL: --grace none). Run again with --yes.",
+                           plan->n_targets),
+                        plan->n_targets, reclaim_signal_name(o->signal));
+                goto done;
+        }
         if (!x->acting) {
                 summary(rep, EXIT_OK, P_("Dry run: %zu process would get SIG%s (SIGKILL after %.3g s). Run again with --yes.",
                            "Dry run: %zu processes would get SIG%s (SIGKILL after %.3g s). Run again with --yes.",
@@ -845,9 +853,13 @@ replan:
         if (sampler_init(&sm, o, rec, n_rec) < 0)
                 goto out;
         out_plan(o, rep); /* what is about to be done, before it is done */
-        syslog(LOG_NOTICE, "reclaim: uid %u acts on %zu process%s (SIG%s, grace %.3g s)", (unsigned)euid,
-               plan->n_targets, plan->n_targets == 1 ? "" : "es", reclaim_signal_name(o->signal),
-               (double)o->grace_ms / 1000.0);
+        if (o->grace_ms == RECLAIM_GRACE_NONE)
+                syslog(LOG_NOTICE, "reclaim: uid %u acts on %zu process%s (SIG%s, no SIGKILL)", (unsigned)euid,
+                       plan->n_targets, plan->n_targets == 1 ? "" : "es", reclaim_signal_name(o->signal));
+        else
+                syslog(LOG_NOTICE, "reclaim: uid %u acts on %zu process%s (SIG%s, grace %.3g s)", (unsigned)euid,
+                       plan->n_targets, plan->n_targets == 1 ? "" : "es", reclaim_signal_name(o->signal),
+                       (double)o->grace_ms / 1000.0);
         struct reclaim_act_opts ao = {
                 .sys = &x->sys, .signal = o->signal, .grace_ms = (unsigned)o->grace_ms,
                 .timeout_ms = (unsigned)o->wait_ms, .poll_ms = SAMPLE_MS, .log = rc_event, .log_ctx = &sm,
@@ -1512,8 +1524,12 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                         }
                         continue;
                 case 'G':
+                        if (!strcmp(optarg, "none")) {
+                                o->grace_ms = RECLAIM_GRACE_NONE;
+                                continue;
+                        }
                         if (parse_duration_ms(optarg, &o->grace_ms) < 0 || o->grace_ms > 3600 * 1000) {
-                                cli_error(cmd, _("--grace: '%s' is not a duration up to 1h (e.g. 5s, 500ms)"), optarg);
+                                cli_error(cmd, _("--grace: '%s' is not a duration up to 1h (e.g. 5s, 500ms) or none"), optarg);
                                 return -1;
                         }
                         continue;
@@ -1574,7 +1590,7 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                 cli_error(cmd, _("unexpected argument '%s' (see --help)"), argv[optind]);
                 return -1;
         }
-        if (!o->poke && o->grace_ms >= o->wait_ms && o->signal != SIGKILL) {
+        if (!o->poke && o->grace_ms != RECLAIM_GRACE_NONE && o->grace_ms >= o->wait_ms && o->signal != SIGKILL) {
                 cli_error(cmd, _("--grace must be shorter than --wait"));
                 return -1;
         }

@@ -29,8 +29,10 @@
 #include "render/live_view.h"
 #include "render/top_screen.h"
 #include "run/scan_run.h"
+#include "run/top_kill.h"
 #include "util/buf.h"
 #include "util/deadline.h"
+#include "util/escape.h"
 #include "util/i18n.h"
 #include "util/parse.h"
 #include "util/timefmt.h"
@@ -42,23 +44,34 @@
 
 static void top_usage(FILE *f)
 {
-        fputs(_("Usage: ghostvram top [--interval DURATION] [--gpu N|UUID|BUS] [--batch]\n"
-              "                     [OPTIONS]\n\n"
+        fputs(_("Usage: ghostvram top [--interval DURATION | -d TENTHS] [-g N|UUID|BUS]\n"
+              "                     [--batch | --once] [OPTIONS]\n\n"
               "A live view, like nvtop, of what holds GPU memory: per GPU a bar of used memory\n"
               "split into reserved (R) / listed (L) / foreign (F) / ghost (G) / unattributed\n"
-              "(U) / freeing (~, a teardown in progress), the verdict and its confidence, a\n"
-              "sparkline of the ghost; the processes (owners, workers of a dead owner,\n"
-              "monitors, daemons) with their link and evidence; the NVIDIA kernel events. A\n"
-              "hung driver never freezes it: the last sample stays, aged, with the reason.\n\n"), f);
-        fputs(_("Keys: q quit  g next GPU  up/down select  s sort  r reclaim's plan (dry run;\n"
-              "A then y acts, as root)  x Xid events  ? help  Esc close a dialog\n\n"), f);
+              "(U) / freeing (~, a teardown in progress), the verdict and its confidence;\n"
+              "nvtop's figures (utilisation, memory utilisation, temperature, power, clocks,\n"
+              "fan, PCIe, encoder and decoder, ECC and row remapping: n/a where the driver\n"
+              "gives none) and graphs of utilisation and used memory beside the ghost's; the\n"
+              "processes (owners, workers of a dead owner, monitors, daemons, MIG instances,\n"
+              "MPS clients) with their GPU share, CPU, resident memory, running time, link\n"
+              "and evidence; the NVIDIA kernel events. A hung driver never freezes it: the\n"
+              "last sample stays, aged, with the reason.\n\n"), f);
+        fputs(_("Keys (nvtop's, htop's and nvitop's): q F10 quit  g next GPU  up/down PgUp/PgDn\n"
+              "Home/End select  s F6 > next sort column, < previous, I reverse  t F5 tree\n"
+              "/ F3 filter (Enter keeps it, Esc clears it)  k F9 T SIGTERM the selected\n"
+              "process, K SIGKILL (asked first; through reclaim's checks, logged; a live\n"
+              "job's process only after a second confirmation, F then Y)  r reclaim's plan\n"
+              "(dry run; A then y acts, as root)  x Xid events  ? h F1 help  Esc close\n\n"), f);
         /* xgettext:no-c-format */
         fputs(_("Options:\n"
               "  --interval DURATION  time between samples (default 1s; 200ms to 1h)\n"
-              "  --gpu N|UUID|BUS     show this GPU (index, UUID or PCI bus id); g cycles\n"
+              "  -d TENTHS            the same in tenths of a second, as nvtop's and htop's -d\n"
+              "                       (-d 10 is 1 s; a duration such as 2s is taken too)\n"
+              "  -g, --gpu N|UUID|BUS show this GPU (index, UUID or PCI bus id); g cycles\n"
               "  --batch              print plain frames instead of a full screen (also when\n"
               "                       the output is not a terminal or the terminal cannot move\n"
               "                       the cursor, e.g. TERM=dumb)\n"
+              "  -1, --once           one frame to standard output, then exit (nvitop's -1)\n"
               "  --iterations N       stop after N frames (batch) or N samples\n"
               "  --noise-floor MIB    minimum ghost in MiB (default 64; 1% of the GPU if\n"
               "                       larger)\n"
@@ -89,10 +102,14 @@ struct top {
         double started;                 /* monotonic seconds: when the collection started */
         bool utf8;                      /* the locale's codeset is UTF-8: glyphs, not "->" */
         unsigned gen;                   /* cycles finished */
-        /* the reclaim worker (guarded by m) */
+        /* the reclaim worker (guarded by m): reclaim's plan (r, A), or a kill (k) */
         bool plan_running;
         char *plan_text;                /* finished output, taken by the UI */
         char plan_title[160];
+        bool kill_done;                 /* plan_text is a kill's: kill_outcome says how it ended */
+        struct top_kill kill;           /* the kill running or last run */
+        enum top_kill_outcome kill_outcome;
+        long clk_tck;
         int err_fd;                     /* while the screen is ours, stderr goes to this file */
         off_t err_seen;                 /* what the dialog already showed of it */
 };
@@ -170,6 +187,7 @@ static void *collector_main(void *arg)
                 if (r == 0)
                         live_history_add(&t->hist, v, smp.finished);
                 if (v) {
+                        live_view_cpu(v, t->view, t->clk_tck);
                         live_view_free(t->view);
                         t->view = v;
                 }
@@ -289,6 +307,61 @@ static const char *plan_start(struct top *t, int focus, bool act)
                 t->plan_running = false;
                 pthread_mutex_unlock(&t->m);
                 free(j);
+                return _("cannot start reclaim");
+        }
+        return NULL;
+}
+
+/* ---- k: one process, through reclaim's rules (run/top_kill.h) ------------------------------------ */
+
+static void *kill_main(void *arg)
+{
+        struct top *t = arg;
+        pthread_mutex_lock(&t->m);
+        struct top_kill k = t->kill;
+        pthread_mutex_unlock(&t->m);
+        char pid[16];
+        const char *args[TOP_KILL_ARGS];
+        top_kill_args(&k, pid, args);
+        sigset_t none;
+        sigemptyset(&none);
+        pthread_sigmask(SIG_SETMASK, &none, NULL);
+        struct buf out = BUF_INIT(PLAN_OUTPUT_MAX);
+        int rc = cli_run_self(args, &out);
+        struct top_kill_result res;
+        if (top_kill_judge(&k, out.data, out.len, rc, &res) < 0)
+                res = (struct top_kill_result){ .outcome = TOP_KILL_FAILED, .text = NULL };
+        buf_free(&out);
+        pthread_mutex_lock(&t->m);
+        free(t->plan_text);
+        t->plan_text = res.text ? res.text : strdup(_("out of memory"));
+        t->kill_done = true;
+        t->kill_outcome = res.outcome;
+        t->plan_running = false;
+        pthread_mutex_unlock(&t->m);
+        return NULL;
+}
+
+static const char *kill_start(struct top *t, const struct top_kill *k, const char *comm)
+{
+        pthread_mutex_lock(&t->m);
+        bool busy = t->plan_running;
+        if (!busy) {
+                t->plan_running = true;
+                t->kill = *k;
+                t->kill.proc_root = t->c.proc_root;
+                t->kill.nvml_lib = t->c.simulated ? NULL : t->c.nvml_lib;
+                snprintf(t->plan_title, sizeof(t->plan_title), _("SIG%s to PID %d (%.40s)%s"),
+                         k->sig == SIGKILL ? "KILL" : "TERM", (int)k->pid, comm, k->force ? " --force" : "");
+        }
+        pthread_mutex_unlock(&t->m);
+        if (busy)
+                return _("reclaim is still running");
+        pthread_t th;
+        if (start_quiet_thread(&th, kill_main, t, true) < 0) {
+                pthread_mutex_lock(&t->m);
+                t->plan_running = false;
+                pthread_mutex_unlock(&t->m);
                 return _("cannot start reclaim");
         }
         return NULL;
@@ -435,7 +508,7 @@ static int batch_loop(struct top *t, struct top_state *s)
         while (!top_signal) {
                 pthread_mutex_lock(&t->m);
                 unsigned gen = t->gen;
-                size_t rows = t->view ? 12 + 6 * t->view->n_gpus + t->view->n_rows : 12;
+                size_t rows = t->view ? 14 + 9 * t->view->n_gpus + t->view->n_rows : 12;
                 pthread_mutex_unlock(&t->m);
                 if (gen == seen) {
                         struct timespec ts = { 0, 50 * 1000000L };
@@ -501,6 +574,236 @@ static void stderr_back(int saved)
         close(saved);
 }
 
+/* What the screen asks and remembers between keys. */
+struct ui {
+        char *plan;                     /* reclaim's output shown in the dialog */
+        bool confirm_plan;              /* A was pressed: the next key decides */
+        enum { ASK_NONE = 0, ASK_KILL, ASK_FORCE } ask;
+        struct top_kill kill;           /* what k asks about, or ran last */
+        char kill_comm[64];
+        bool force_offered;             /* the last kill was refused for a live job: F asks again */
+        pid_t still_pid;                /* the last kill's process, still there after SIGTERM */
+        double still_start;
+        bool filtering;                 /* / pressed: keys edit the filter */
+        char filter[64];
+        char msg[512];
+};
+
+/* The selected row of the view as shown (focus, filter, order applied), copied: 0 when none. */
+static int selected_row(struct top *t, const struct top_state *s, struct live_row *ret)
+{
+        size_t idx[LIVE_MAX_ROWS];
+        int found = 0;
+        pthread_mutex_lock(&t->m);
+        size_t n = top_rows(t->view, s, idx, LIVE_MAX_ROWS);
+        if (n) {
+                *ret = t->view->rows[idx[s->selected < n ? s->selected : n - 1]];
+                ret->role = ret->link = ret->detail = ret->cmdline = NULL; /* the view's, not ours */
+                found = 1;
+        }
+        pthread_mutex_unlock(&t->m);
+        return found;
+}
+
+/* k (F9, T) or K: ask before ending the selected process (TERM; KILL for K, or when SIGTERM
+ * left it there). */
+static void ask_kill(struct top *t, struct top_state *s, struct ui *u, bool kill9)
+{
+        struct live_row w;
+        if (!selected_row(t, s, &w)) {
+                snprintf(u->msg, sizeof(u->msg), "%s", _("no process selected"));
+                return;
+        }
+        if (w.start_time <= 0 || w.state == '?') {
+                snprintf(u->msg, sizeof(u->msg), _("PID %d is no process here (NVML still lists a dead owner): nothing to signal"),
+                         (int)w.pid);
+                return;
+        }
+        bool again = u->still_pid == w.pid && u->still_start == w.start_time;
+        u->kill = (struct top_kill){ .pid = w.pid, .sig = kill9 || again ? SIGKILL : SIGTERM };
+        snprintf(u->kill_comm, sizeof(u->kill_comm), "%s", w.comm);
+        u->ask = ASK_KILL;
+        u->force_offered = false;
+        char comm[80];
+        struct buf b = BUF_INIT(sizeof(comm));
+        esc_terminal(&b, w.comm, strlen(w.comm));
+        snprintf(comm, sizeof(comm), "%s", buf_str(&b));
+        buf_free(&b);
+        snprintf(u->msg, sizeof(u->msg),
+                 _("SIG%s to PID %d (%s)? y: yes, through reclaim's checks (pidfd, start time; never PID 1, daemons or "
+                   "ghostvram's ancestors); any other key: no"),
+                 u->kill.sig == SIGKILL ? "KILL" : "TERM", (int)w.pid, comm);
+}
+
+/* A key while a question is open: y (or Y after F) answers it, any other key leaves it. */
+static void answer(struct top *t, struct top_state *s, struct ui *u, int ch)
+{
+        if (u->confirm_plan) {
+                u->confirm_plan = false;
+                const char *why = ch == 'y' || ch == 'Y' ? plan_start(t, s->focus, true) : _("nothing done");
+                if (ch == 'y' || ch == 'Y')
+                        s->dialog = TOP_DIALOG_TEXT;
+                snprintf(u->msg, sizeof(u->msg), "%s", why ? why : "");
+                return;
+        }
+        bool yes = u->ask == ASK_FORCE ? ch == 'Y' : ch == 'y' || ch == 'Y';
+        if (yes) {
+                u->kill.force = u->ask == ASK_FORCE;
+                const char *why = kill_start(t, &u->kill, u->kill_comm);
+                snprintf(u->msg, sizeof(u->msg), "%s", why ? why : "");
+                s->dialog = TOP_DIALOG_TEXT;
+                s->dialog_scroll = 0;
+        } else {
+                snprintf(u->msg, sizeof(u->msg), "%s", _("nothing done"));
+        }
+        u->ask = ASK_NONE;
+}
+
+/* / : the filter is edited in place, the rows follow as it is typed (Enter keeps it, Esc clears). */
+static void filter_key(struct top_state *s, struct ui *u, int ch)
+{
+        size_t n = strlen(u->filter);
+        if (ch == 27) {
+                u->filter[0] = '\0';
+                u->filtering = false;
+        } else if (ch == '\n' || ch == '\r' || ch == KEY_ENTER) {
+                u->filtering = false;
+        } else if ((ch == KEY_BACKSPACE || ch == 127 || ch == 8) && n) {
+                u->filter[n - 1] = '\0';
+        } else if (ch >= 0x20 && ch < 0x7f && n + 1 < sizeof(u->filter)) {
+                u->filter[n] = (char)ch;
+                u->filter[n + 1] = '\0';
+        }
+        s->filter = u->filter;
+        s->selected = 0;
+        if (u->filtering)
+                snprintf(u->msg, sizeof(u->msg), _("filter: %s_   (Enter keeps it, Esc clears it)"), u->filter);
+        else
+                u->msg[0] = '\0';
+}
+
+static void move_selection(struct top_state *s, int delta)
+{
+        if (s->dialog) {
+                dialog_scroll(s, delta);
+                return;
+        }
+        if (delta < 0 && s->selected < (size_t)-delta)
+                s->selected = 0;
+        else
+                s->selected = (size_t)((long)s->selected + delta);
+}
+
+/* One key of the screen (nvtop's and nvitop's first keys among them). */
+static void on_key(struct top *t, struct top_state *s, struct ui *u, int ch)
+{
+        switch (ch) {
+        case 'q': case 'Q': case KEY_F(10):
+                top_signal = -1;
+                break;
+        case 27: /* Esc */
+                s->dialog = TOP_DIALOG_NONE;
+                break;
+        case 'g':
+                pthread_mutex_lock(&t->m);
+                s->focus = next_focus(t->view, s->focus);
+                pthread_mutex_unlock(&t->m);
+                s->selected = 0;
+                break;
+        case 's': case KEY_F(6): case '>': case '.':
+                s->sort = (enum top_sort)((s->sort + 1) % TOP_SORT_COUNT);
+                s->tree = false;
+                break;
+        case '<': case ',':
+                s->sort = (enum top_sort)((s->sort + TOP_SORT_COUNT - 1) % TOP_SORT_COUNT);
+                s->tree = false;
+                break;
+        case 'I':
+                s->sort_reverse = !s->sort_reverse;
+                break;
+        case 't': case KEY_F(5):
+                s->tree = !s->tree;
+                s->selected = 0;
+                break;
+        case '/': case KEY_F(3): case KEY_F(4):
+                u->filtering = true;
+                filter_key(s, u, -1);
+                break;
+        case 'k': case 'T': case KEY_F(9):
+                ask_kill(t, s, u, false);
+                break;
+        case 'K':
+                ask_kill(t, s, u, true);
+                break;
+        case 'F':
+                if (u->force_offered) {
+                        u->ask = ASK_FORCE;
+                        snprintf(u->msg, sizeof(u->msg),
+                                 _("End PID %d although it belongs to a running job (--force)? Y (capital): yes; any other key: no"),
+                                 (int)u->kill.pid);
+                }
+                break;
+        case KEY_UP: move_selection(s, -1); break;
+        case KEY_DOWN: move_selection(s, 1); break;
+        case KEY_PPAGE: move_selection(s, -10); break;
+        case KEY_NPAGE: move_selection(s, 10); break;
+        case KEY_HOME: move_selection(s, -(int)LIVE_MAX_ROWS); break;
+        case KEY_END: move_selection(s, (int)LIVE_MAX_ROWS); break;
+        case 'r': {
+                const char *why = plan_start(t, s->focus, false);
+                s->dialog = TOP_DIALOG_TEXT;
+                s->dialog_scroll = 0;
+                if (why)
+                        snprintf(u->msg, sizeof(u->msg), "%s", why);
+                break;
+        }
+        case 'A':
+                if (s->dialog != TOP_DIALOG_TEXT || !u->plan)
+                        snprintf(u->msg, sizeof(u->msg), "%s", _("A acts on reclaim's plan: press r first"));
+                else if (geteuid() != 0)
+                        snprintf(u->msg, sizeof(u->msg), "%s", _("acting needs root: run sudo ghostvram reclaim --gpu N --yes"));
+                else
+                        u->confirm_plan = true;
+                break;
+        case 'x':
+                s->dialog = TOP_DIALOG_XID;
+                s->dialog_scroll = 0;
+                break;
+        case '?': case 'h': case KEY_F(1):
+                s->dialog = TOP_DIALOG_HELP;
+                s->dialog_scroll = 0;
+                break;
+        default:
+                break;
+        }
+}
+
+/* Take what the reclaim worker finished (a plan or a kill) for the dialog. */
+static bool take_output(struct top *t, struct top_state *s, struct ui *u)
+{
+        pthread_mutex_lock(&t->m);
+        bool running = t->plan_running;
+        if (t->plan_text) {
+                free(u->plan);
+                u->plan = t->plan_text;
+                t->plan_text = NULL;
+                s->dialog = TOP_DIALOG_TEXT;
+                s->dialog_scroll = 0;
+                if (t->kill_done) {
+                        u->force_offered = t->kill_outcome == TOP_KILL_NEEDS_FORCE;
+                        bool still = t->kill_outcome == TOP_KILL_STILL_THERE && t->kill.sig == SIGTERM;
+                        u->still_pid = still ? t->kill.pid : 0;
+                        u->still_start = 0;
+                        for (size_t i = 0; still && t->view && i < t->view->n_rows; i++)
+                                if (t->view->rows[i].pid == t->kill.pid)
+                                        u->still_start = t->view->rows[i].start_time;
+                }
+                t->kill_done = false;
+        }
+        pthread_mutex_unlock(&t->m);
+        return running;
+}
+
 static int screen_loop(struct top *t, struct top_state *s)
 {
         if (!initscr())
@@ -519,8 +822,10 @@ static int screen_loop(struct top *t, struct top_state *s)
         if (s->color)
                 colors_init();
         struct top_canvas cv = { 0 };
-        char *plan = NULL;              /* the reclaim output shown in the dialog */
-        bool confirm = false;           /* A was pressed: the next key decides */
+        static struct ui u;
+        memset(&u, 0, sizeof(u));
+        s->message = u.msg;
+        s->filter = u.filter;
         unsigned samples = 0, last_gen = 0;
         int rc = EXIT_OK;
         while (!top_signal) {
@@ -529,15 +834,8 @@ static int screen_loop(struct top *t, struct top_state *s)
                         break;
                 }
                 cv.utf8 = t->utf8;
+                bool running = take_output(t, s, &u);
                 pthread_mutex_lock(&t->m);
-                if (t->plan_text) {
-                        free(plan);
-                        plan = t->plan_text;
-                        t->plan_text = NULL;
-                        s->dialog = TOP_DIALOG_TEXT;
-                        s->dialog_scroll = 0;
-                }
-                bool running = t->plan_running;
                 if (t->gen != last_gen) {
                         last_gen = t->gen;
                         samples++;
@@ -546,100 +844,35 @@ static int screen_loop(struct top *t, struct top_state *s)
                 if (t->iterations && samples > t->iterations)
                         break;
                 s->dialog_title = t->plan_title;
-                s->dialog_text = running ? _("running ghostvram reclaim (a fresh scan: two samples)...") : plan;
-                if (confirm)
-                        s->message = _("Act on a fresh plan: end the processes it names? y: yes, any other key: no");
+                s->dialog_text = running ? _("running ghostvram reclaim (a fresh scan)...") : u.plan;
+                if (u.confirm_plan)
+                        snprintf(u.msg, sizeof(u.msg), "%s",
+                                 _("Act on a fresh plan: end the processes it names? y: yes, any other key: no"));
                 draw_locked(t, &cv, s);
+                if (s->message != u.msg) { /* draw_locked's own note (--gpu names no GPU) */
+                        snprintf(u.msg, sizeof(u.msg), "%s", s->message);
+                        s->message = u.msg;
+                }
                 paint(&cv, s->color);
                 int ch = getch();
                 if (ch == ERR)
                         continue;
-                s->message = "";
-                if (confirm) {
-                        confirm = false;
-                        if (ch == 'y' || ch == 'Y') {
-                                const char *why = plan_start(t, s->focus, true);
-                                if (why)
-                                        s->message = why;
-                                s->dialog = TOP_DIALOG_TEXT;
-                        } else {
-                                s->message = _("nothing done");
-                        }
+                if (u.filtering) {
+                        filter_key(s, &u, ch);
                         continue;
                 }
-                switch (ch) {
-                case 'q':
-                case 'Q':
-                        top_signal = -1;
-                        break;
-                case 27: /* Esc */
-                        s->dialog = TOP_DIALOG_NONE;
-                        break;
-                case 'g':
-                        pthread_mutex_lock(&t->m);
-                        s->focus = next_focus(t->view, s->focus);
-                        pthread_mutex_unlock(&t->m);
-                        s->selected = 0;
-                        break;
-                case 's':
-                        s->sort = (enum top_sort)((s->sort + 1) % TOP_SORT_COUNT);
-                        break;
-                case KEY_UP:
-                case 'k':
-                        if (s->dialog)
-                                dialog_scroll(s, -1);
-                        else if (s->selected)
-                                s->selected--;
-                        break;
-                case KEY_DOWN:
-                case 'j':
-                        if (s->dialog)
-                                dialog_scroll(s, 1);
-                        else
-                                s->selected++;
-                        break;
-                case KEY_PPAGE:
-                        dialog_scroll(s, -10);
-                        break;
-                case KEY_NPAGE:
-                        dialog_scroll(s, 10);
-                        break;
-                case 'r': {
-                        const char *why = plan_start(t, s->focus, false);
-                        s->dialog = TOP_DIALOG_TEXT;
-                        s->dialog_scroll = 0;
-                        if (why)
-                                s->message = why;
-                        break;
+                if (u.confirm_plan || u.ask != ASK_NONE) {
+                        answer(t, s, &u, ch);
+                        continue;
                 }
-                case 'A':
-                        if (s->dialog != TOP_DIALOG_TEXT || !plan)
-                                s->message = _("A acts on reclaim's plan: press r first");
-                        else if (geteuid() != 0)
-                                s->message = _("acting needs root: run sudo ghostvram reclaim --gpu N --yes");
-                        else
-                                confirm = true;
-                        break;
-                case 'x':
-                        s->dialog = TOP_DIALOG_XID;
-                        s->dialog_scroll = 0;
-                        break;
-                case '?':
-                case 'h':
-                        s->dialog = TOP_DIALOG_HELP;
-                        s->dialog_scroll = 0;
-                        break;
-                case KEY_RESIZE:
-                        break;
-                default:
-                        break;
-                }
+                u.msg[0] = '\0';
+                on_key(t, s, &u, ch);
         }
         top_screen_on = 0;
         endwin();
         stderr_back(saved_err);
         top_canvas_free(&cv);
-        free(plan);
+        free(u.plan);
         return rc;
 }
 
@@ -685,6 +918,7 @@ int cmd_top(int argc, char **argv)
                 { "iterations", required_argument, NULL, 'n' },
                 { "noise-floor", required_argument, NULL, 'F' },
                 { "no-kernel", no_argument, NULL, 'N' },
+                { "once", no_argument, NULL, '1' },
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
@@ -699,7 +933,7 @@ int cmd_top(int argc, char **argv)
         bool batch = false, no_kernel = false;
         int opt;
         optind = 1;
-        while ((opt = getopt_long(argc, argv, "hvbn:", opts, NULL)) != -1) {
+        while ((opt = getopt_long(argc, argv, "hvbn:d:g:1", opts, NULL)) != -1) {
                 switch (opt) {
                 case 'h':
                         top_usage(stdout);
@@ -709,6 +943,24 @@ int cmd_top(int argc, char **argv)
                                 cli_error("top", _("--interval: '%s' is not a duration from 200ms to 1h"), optarg);
                                 return EXIT_USAGE;
                         }
+                        continue;
+                case 'd': {
+                        /* nvtop's and htop's -d: tenths of a second; a duration with its unit too */
+                        unsigned tenths;
+                        if (parse_uint_range(optarg, 2, 36000, &tenths) == 0)
+                                t.interval_ms = (uint64_t)tenths * 100;
+                        else if (parse_duration_ms(optarg, &t.interval_ms) < 0 || t.interval_ms < 200 ||
+                                 t.interval_ms > 3600000) {
+                                cli_error("top", _("-d: '%s' is not tenths of a second from 2 to 36000 (nvtop's -d 10 is 1 s), "
+                                                   "nor a duration from 200ms to 1h"),
+                                          optarg);
+                                return EXIT_USAGE;
+                        }
+                        continue;
+                }
+                case '1':
+                        batch = true;
+                        t.iterations = 1;
                         continue;
                 case 'g':
                         t.gpu_arg = optarg;
@@ -767,10 +1019,13 @@ int cmd_top(int argc, char **argv)
         memset(&sop, 0, sizeof(sop));
         sop.facts = so.facts;
         sop.facts.read_kernel = !no_kernel;
+        sop.facts.gpu.telemetry = true; /* nvtop's figures, per GPU and per process */
+        sop.facts.gpu.health = true;    /* ECC and row remapping */
+        t.clk_tck = sysconf(_SC_CLK_TCK);
         sop.ledger = so.ledger;
         sop.ledger.floor_min_bytes = floor_mib << 20;
         sop.confirm_ms = 0;             /* the second cycle confirms: the first screen comes at once */
-        sop.light = true;
+        sop.light = t.iterations != 1 || !batch; /* a single frame (--once) has the whole walk */
         sop.wait = top_wait;
         sop.wait_ctx = &t;
 

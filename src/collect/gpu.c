@@ -47,6 +47,14 @@ void gpu_report_free(struct gpu_report *r)
         free(r);
 }
 
+void gpu_telemetry_unknown(struct gpu_telemetry *t)
+{
+        *t = (struct gpu_telemetry){ .util_gpu = -1, .util_mem = -1, .temp_c = -1, .power_mw = -1,
+                                     .power_limit_mw = -1, .clock_sm_mhz = -1, .clock_mem_mhz = -1,
+                                     .clock_sm_max_mhz = -1, .clock_mem_max_mhz = -1, .fan_pct = -1,
+                                     .pcie_tx_kbs = -1, .pcie_rx_kbs = -1, .enc_pct = -1, .dec_pct = -1 };
+}
+
 void gpu_info_ref(const struct gpu_info *g, char *out, size_t n)
 {
         if (g->pci_bus_id[0])

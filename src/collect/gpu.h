@@ -61,6 +61,30 @@ struct gpu_health {
         bool reset_required;            /* a health query answered NVML_ERROR_RESET_REQUIRED */
 };
 
+/* One process's share of a GPU in the last sample period (nvmlDeviceGetProcessUtilization). */
+struct gpu_proc_util {
+        uint32_t pid;                   /* as NVML returned it (gpu_report.pid_mode) */
+        unsigned sm, mem, enc, dec;     /* % */
+};
+
+#define GPU_MAX_PROC_UTIL 64            /* samples kept a GPU (more are not read) */
+
+/* top's figures of a GPU (gpu_opts.telemetry), nvtop's: each -1 when the driver does not give
+ * it (not supported, no permission, an older driver, not asked). */
+struct gpu_telemetry {
+        bool queried;
+        int util_gpu, util_mem;         /* % of the last sample period */
+        int temp_c;
+        long long power_mw, power_limit_mw;
+        int clock_sm_mhz, clock_mem_mhz, clock_sm_max_mhz, clock_mem_max_mhz;
+        int fan_pct;
+        long long pcie_tx_kbs, pcie_rx_kbs;
+        int enc_pct, dec_pct;
+        bool procs_known;               /* per-process samples answered (none: nothing ran) */
+        struct gpu_proc_util procs[GPU_MAX_PROC_UTIL];
+        size_t n_procs;
+};
+
 struct gpu_info {
         unsigned index;
         unsigned minor;         /* /dev/nvidia<minor> */
@@ -78,6 +102,7 @@ struct gpu_info {
         int mig_mode;           /* -1 unknown, 0 off, 1 on */
         int mig_pending_mode;   /* what MIG mode becomes at the next reset; -1 unknown */
         struct gpu_health health;
+        struct gpu_telemetry tel;
         struct gpu_mig_device mig[GPU_MAX_MIG]; /* MIG mode: its MIG devices */
         size_t n_mig;
 
@@ -124,7 +149,9 @@ struct gpu_opts {
                                       * /proc/driver/nvidia), for the bus id and UUID of a GPU
                                       * NVML cannot name (collect/gpu_procfs.h) */
         bool health;            /* also read struct gpu_health (row remapping, retired pages,
-                                 * ECC): doctor only */
+                                 * ECC): doctor and top */
+        bool telemetry;         /* also read struct gpu_telemetry (utilisation, temperature,
+                                 * power, clocks, fan, PCIe, codecs, per-process use): top */
 };
 
 /* The backend table. */
@@ -165,6 +192,9 @@ void gpu_report_free(struct gpu_report *r);
 /* How nvidia-smi -i addresses g: its PCI bus id, else its UUID, else its index. */
 void gpu_info_ref(const struct gpu_info *g, char *out, size_t n);
 void gpu_info_add_error(struct gpu_info *g, const char *query, int nvml_code, const char *message);
+
+/* Every figure of t unknown (-1), not queried. */
+void gpu_telemetry_unknown(struct gpu_telemetry *t);
 
 /* "0000:3B:00.0" or "00000000:3B:00.0" -> "0000:3b:00.0". Returns 0 or -EINVAL. */
 int pci_bus_id_normalize(const char *in, char *out, size_t outlen);

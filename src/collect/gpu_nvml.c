@@ -45,6 +45,13 @@ struct nv_lib {
         nvmlDeviceGetRemappedRows_fn remapped_rows;
         nvmlDeviceGetUInt_fn retired_pending;
         nvmlDeviceGetTotalEccErrors_fn ecc_total;
+        nvmlDeviceGetUtilizationRates_fn util;
+        nvmlDeviceGetTemperature_fn temp;
+        nvmlDeviceGetUInt_fn power, power_limit, fan;
+        nvmlDeviceGetClockInfo_fn clock, max_clock;
+        nvmlDeviceGetPcieThroughput_fn pcie;
+        nvmlDeviceGetCodecUtilization_fn enc, dec;
+        nvmlDeviceGetProcessUtilization_fn proc_util;
 };
 
 static const char *const proc_sym[3][3] = {
@@ -89,6 +96,17 @@ static void nv_resolve(struct nv_lib *lib)
         SYM(remapped_rows, "nvmlDeviceGetRemappedRows");
         SYM(retired_pending, "nvmlDeviceGetRetiredPagesPendingStatus");
         SYM(ecc_total, "nvmlDeviceGetTotalEccErrors");
+        SYM(util, "nvmlDeviceGetUtilizationRates");
+        SYM(temp, "nvmlDeviceGetTemperature");
+        SYM(power, "nvmlDeviceGetPowerUsage");
+        SYM(power_limit, "nvmlDeviceGetEnforcedPowerLimit");
+        SYM(fan, "nvmlDeviceGetFanSpeed");
+        SYM(clock, "nvmlDeviceGetClockInfo");
+        SYM(max_clock, "nvmlDeviceGetMaxClockInfo");
+        SYM(pcie, "nvmlDeviceGetPcieThroughput");
+        SYM(enc, "nvmlDeviceGetEncoderUtilization");
+        SYM(dec, "nvmlDeviceGetDecoderUtilization");
+        SYM(proc_util, "nvmlDeviceGetProcessUtilization");
         lib->conf_compute_mem = dlsym(lib->handle, "nvmlDeviceGetConfComputeMemSizeInfo");
         lib->detail_list = dlsym(lib->handle, "nvmlDeviceGetRunningProcessDetailList");
         for (int k = 0; k < 3; k++)
@@ -103,7 +121,7 @@ static void nv_resolve(struct nv_lib *lib)
 enum nv_op {
         OP_INIT, OP_SHUTDOWN, OP_DRIVER_VERSION, OP_NVML_VERSION, OP_COUNT, OP_HANDLE, OP_NAME,
         OP_UUID, OP_MINOR, OP_PERSISTENCE, OP_PCI, OP_MEM_V2, OP_MEM_V1, OP_PROCS, OP_MIG,
-        OP_MIG_COUNT, OP_MIG_HANDLE, OP_MIG_GI, OP_MIG_CI, OP_REMAP, OP_RETIRED, OP_ECC,
+        OP_MIG_COUNT, OP_MIG_HANDLE, OP_MIG_GI, OP_MIG_CI, OP_REMAP, OP_RETIRED, OP_ECC, OP_TELEMETRY,
 };
 
 struct nv_job {
@@ -122,6 +140,8 @@ struct nv_job {
         nvmlMemory_v2_t mem2;
         unsigned count;
         unsigned char *records; /* OP_PROCS buffer, freed with the job */
+        struct gpu_telemetry tel; /* OP_TELEMETRY */
+        unsigned long long last_seen_us; /* OP_TELEMETRY: samples after this */
 };
 
 static void nv_job_free(void *p)
@@ -131,6 +151,44 @@ static void nv_job_free(void *p)
                 return;
         free(j->records);
         free(j);
+}
+
+/* Every figure of struct gpu_telemetry in one job on the worker (one deadline for all). */
+static void nv_telemetry_run(struct nv_job *j)
+{
+        const struct nv_lib *l = &j->lib;
+        struct gpu_telemetry *t = &j->tel;
+        unsigned a = 0, b = 0;
+        nvmlUtilization_t u;
+        nvmlDevice_t d = j->dev;
+        t->queried = true;
+        t->util_gpu = t->util_mem = -1;
+        if (l->util && l->util(d, &u) == NVML_SUCCESS) {
+                t->util_gpu = (int)u.gpu;
+                t->util_mem = (int)u.memory;
+        }
+        t->temp_c = l->temp && l->temp(d, GV_NVML_TEMPERATURE_GPU, &a) == NVML_SUCCESS ? (int)a : -1;
+        t->power_mw = l->power && l->power(d, &a) == NVML_SUCCESS ? (long long)a : -1;
+        t->power_limit_mw = l->power_limit && l->power_limit(d, &a) == NVML_SUCCESS ? (long long)a : -1;
+        t->fan_pct = l->fan && l->fan(d, &a) == NVML_SUCCESS ? (int)a : -1;
+        t->clock_sm_mhz = l->clock && l->clock(d, GV_NVML_CLOCK_SM, &a) == NVML_SUCCESS ? (int)a : -1;
+        t->clock_mem_mhz = l->clock && l->clock(d, GV_NVML_CLOCK_MEM, &a) == NVML_SUCCESS ? (int)a : -1;
+        t->clock_sm_max_mhz = l->max_clock && l->max_clock(d, GV_NVML_CLOCK_SM, &a) == NVML_SUCCESS ? (int)a : -1;
+        t->clock_mem_max_mhz = l->max_clock && l->max_clock(d, GV_NVML_CLOCK_MEM, &a) == NVML_SUCCESS ? (int)a : -1;
+        t->pcie_tx_kbs = l->pcie && l->pcie(d, GV_NVML_PCIE_UTIL_TX_BYTES, &a) == NVML_SUCCESS ? (long long)a : -1;
+        t->pcie_rx_kbs = l->pcie && l->pcie(d, GV_NVML_PCIE_UTIL_RX_BYTES, &a) == NVML_SUCCESS ? (long long)a : -1;
+        t->enc_pct = l->enc && l->enc(d, &a, &b) == NVML_SUCCESS ? (int)a : -1;
+        t->dec_pct = l->dec && l->dec(d, &a, &b) == NVML_SUCCESS ? (int)a : -1;
+        if (!l->proc_util)
+                return;
+        nvmlProcessUtilizationSample_t smp[GPU_MAX_PROC_UTIL];
+        unsigned n = GPU_MAX_PROC_UTIL;
+        nvmlReturn_t r = l->proc_util(d, smp, &n, j->last_seen_us);
+        t->procs_known = r == NVML_SUCCESS || r == NVML_ERROR_NOT_FOUND;
+        for (unsigned i = 0; r == NVML_SUCCESS && i < n && i < GPU_MAX_PROC_UTIL; i++)
+                t->procs[t->n_procs++] = (struct gpu_proc_util){ .pid = smp[i].pid, .sm = smp[i].smUtil,
+                                                                 .mem = smp[i].memUtil, .enc = smp[i].encUtil,
+                                                                 .dec = smp[i].decUtil };
 }
 
 static int nv_job_run(void *p)
@@ -168,6 +226,10 @@ static int nv_job_run(void *p)
         case OP_ECC:
                 j->ret = l->ecc_total(j->dev, GV_NVML_MEMORY_ERROR_TYPE_UNCORRECTED, GV_NVML_VOLATILE_ECC, &j->ull);
                 break;
+        case OP_TELEMETRY:
+                nv_telemetry_run(j);
+                j->ret = NVML_SUCCESS;
+                break;
         }
         return 0;
 }
@@ -181,6 +243,7 @@ struct nv_ctx {
         unsigned abandoned;     /* calls made by this collection that missed the deadline */
         bool memory_only;       /* gpu_opts.memory_only */
         bool health;            /* gpu_opts.health */
+        bool telemetry;         /* gpu_opts.telemetry */
 };
 
 /* Abandoned calls still inside the driver (may go below 0 for a moment: a call can return
@@ -553,6 +616,29 @@ static int nv_query_health(struct nv_ctx *c, nvmlDevice_t dev, struct gpu_info *
         return 0;
 }
 
+/* The per-process samples of the last 2 s: longer than top's usual interval, so that a sample
+ * period of the driver's (1/6 s to 1 s) always falls in it */
+#define NV_PROC_UTIL_WINDOW_US 2000000ull
+
+/* top's figures (struct gpu_telemetry), in one call under the deadline. Returns 0 or -ETIMEDOUT. */
+static int nv_query_telemetry(struct nv_ctx *c, nvmlDevice_t dev, struct gpu_info *g)
+{
+        struct nv_job *j = nv_job_new(OP_TELEMETRY, dev);
+        if (!j)
+                return 0;
+        struct timeval tv;
+        gettimeofday(&tv, NULL);
+        unsigned long long now_us = (unsigned long long)tv.tv_sec * 1000000ull + (unsigned long long)tv.tv_usec;
+        j->last_seen_us = now_us > NV_PROC_UTIL_WINDOW_US ? now_us - NV_PROC_UTIL_WINDOW_US : 0;
+        int r = nv_call(c, j, (int)g->index);
+        if (r == -ETIMEDOUT)
+                return -ETIMEDOUT;
+        if (r == 0)
+                g->tel = j->tel;
+        nv_job_free(j);
+        return 0;
+}
+
 /* A GPU with a call still stuck in the driver is not asked anything (it would only leave one
  * more thread stuck there, and its answers would wait behind that call): it is reported not
  * inspected at once, with how long its call has hung. The other GPUs are asked as usual. */
@@ -580,6 +666,7 @@ static void nv_collect_gpu(struct nv_ctx *c, const char *driver_version, unsigne
         g->mig_pending_mode = -1;
         g->health = (struct gpu_health){ .remap_pending = -1, .remap_failed = -1, .retired_pending = -1,
                                          .ecc_uncorrected = -1, .mig_pending = -1 };
+        gpu_telemetry_unknown(&g->tel);
         if (nv_gpu_skipped(c, idx, g))
                 return;
         struct nv_job *j = nv_job_new(OP_HANDLE, NULL);
@@ -732,6 +819,8 @@ static void nv_collect_gpu(struct nv_ctx *c, const char *driver_version, unsigne
                 goto timeout;
         if (c->health && nv_query_health(c, dev, g) == -ETIMEDOUT)
                 goto timeout;
+        if (c->telemetry && nv_query_telemetry(c, dev, g) == -ETIMEDOUT)
+                goto timeout;
         /* MIG: a GPU's own lists give the aggregate "only if the caller has appropriate
          * privileges" (nvml.h); the rest may get NO_PERMISSION (no list: said above) or an
          * empty list, which then proves nothing (docs/verdicts.md, MIG) */
@@ -874,6 +963,7 @@ static int nvml_collect(const struct gpu_opts *o, struct gpu_report **ret)
         c->timeout_ms = o->timeout_ms ? o->timeout_ms : 5000;
         c->memory_only = o->memory_only;
         c->health = o->health && !o->memory_only;
+        c->telemetry = o->telemetry && !o->memory_only;
         bool initialised = false;
 
         if (nv_open(o, rep, &c->lib) < 0) {

@@ -70,6 +70,9 @@ struct host_proc {
         bool kernel_thread;     /* PF_KTHREAD */
         unsigned num_threads;   /* stat field 20 */
         uint64_t start_ticks;   /* stat field 22, clock ticks since boot */
+        uint64_t cpu_ticks;     /* stat fields 14 + 15: user and system time, clock ticks */
+        uint64_t rss_pages;     /* stat field 24: resident pages (valid if rss_known) */
+        bool rss_known;
         double start_time;      /* epoch seconds (btime + ticks / CLK_TCK) */
         char wchan[64];
         uid_t uid;

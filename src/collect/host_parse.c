@@ -74,9 +74,13 @@ enum {
         STAT_PGRP = 2,
         STAT_SESSION = 3,
         STAT_FLAGS = 6,
+        STAT_UTIME = 11,
+        STAT_STIME = 12,
         STAT_NUM_THREADS = 17,
         STAT_STARTTIME = 19,
         STAT_MIN_FIELDS = 20,
+        STAT_RSS = 21,          /* read when there (every kernel writes it; a fixture may not) */
+        STAT_FIELDS_READ = 22,
 };
 
 int host_parse_stat(const char *buf, size_t len, struct host_proc *p)
@@ -102,8 +106,8 @@ int host_parse_stat(const char *buf, size_t len, struct host_proc *p)
                 return -EINVAL;
 
         /* fields after ") " separated by single spaces; the line ends with '\n' */
-        const char *f[STAT_MIN_FIELDS];
-        size_t fl[STAT_MIN_FIELDS];
+        const char *f[STAT_FIELDS_READ];
+        size_t fl[STAT_FIELDS_READ];
         unsigned nf = 0;
         const char *s = rp + 1, *end = buf + len;
         while (end > s && (end[-1] == '\n' || end[-1] == '\0'))
@@ -111,7 +115,7 @@ int host_parse_stat(const char *buf, size_t len, struct host_proc *p)
         if (s >= end || *s != ' ')
                 return -EINVAL;
         s++;
-        while (s < end && nf < STAT_MIN_FIELDS) {
+        while (s < end && nf < STAT_FIELDS_READ) {
                 const char *sp = memchr(s, ' ', (size_t)(end - s));
                 const char *e = sp ? sp : end;
                 f[nf] = s;
@@ -123,10 +127,12 @@ int host_parse_stat(const char *buf, size_t len, struct host_proc *p)
                 return -EINVAL;
 
         pid_t ppid, pgid, sid;
-        uint64_t flags, start, threads;
+        uint64_t flags, start, threads, ut, st, rss = 0;
         if (tok_pid(f[STAT_PPID], fl[STAT_PPID], &ppid) < 0 || tok_pid(f[STAT_PGRP], fl[STAT_PGRP], &pgid) < 0 ||
             tok_pid(f[STAT_SESSION], fl[STAT_SESSION], &sid) < 0 ||
             tok_u64(f[STAT_FLAGS], fl[STAT_FLAGS], &flags) < 0 ||
+            tok_u64(f[STAT_UTIME], fl[STAT_UTIME], &ut) < 0 || tok_u64(f[STAT_STIME], fl[STAT_STIME], &st) < 0 ||
+            (nf > STAT_RSS && tok_u64(f[STAT_RSS], fl[STAT_RSS], &rss) < 0) ||
             tok_u64(f[STAT_NUM_THREADS], fl[STAT_NUM_THREADS], &threads) < 0 || threads > UINT32_MAX ||
             tok_u64(f[STAT_STARTTIME], fl[STAT_STARTTIME], &start) < 0)
                 return -EINVAL;
@@ -149,6 +155,9 @@ int host_parse_stat(const char *buf, size_t len, struct host_proc *p)
         p->kernel_thread = (flags & HOST_PF_KTHREAD) != 0;
         p->num_threads = (unsigned)threads;
         p->start_ticks = start;
+        p->cpu_ticks = ut > UINT64_MAX - st ? UINT64_MAX : ut + st;
+        p->rss_pages = rss;
+        p->rss_known = nf > STAT_RSS;
         return 0;
 }
 

@@ -54,6 +54,13 @@ enum {
  * named apart from nvml.h's enumerators, which a header may not redefine as macros */
 #define GV_NVML_MEMORY_ERROR_TYPE_UNCORRECTED 1
 #define GV_NVML_VOLATILE_ECC 0
+/* nvmlTemperatureSensors_t, nvmlClockType_t, nvmlPcieUtilCounter_t values (enums in nvml.h,
+ * passed as unsigned int), for top's per-GPU figures */
+#define GV_NVML_TEMPERATURE_GPU 0
+#define GV_NVML_CLOCK_SM 1
+#define GV_NVML_CLOCK_MEM 2
+#define GV_NVML_PCIE_UTIL_TX_BYTES 0
+#define GV_NVML_PCIE_UTIL_RX_BYTES 1
 /* gpuInstanceId / computeInstanceId of a process not in a MIG instance */
 #define NVML_INSTANCE_ID_INVALID 0xFFFFFFFFu
 
@@ -123,6 +130,20 @@ typedef struct {
         unsigned int computeInstanceId;
 } nvmlEventData_t;                              /* 32 bytes since 450; 24 before (first 3 fields) */
 
+typedef struct {
+        unsigned int gpu;                       /* % of the last sample period a kernel ran */
+        unsigned int memory;                    /* % of it device memory was read or written */
+} nvmlUtilization_t;
+
+typedef struct {
+        unsigned int pid;
+        unsigned long long timeStamp;           /* CPU timestamp, microseconds */
+        unsigned int smUtil;                    /* % */
+        unsigned int memUtil;
+        unsigned int encUtil;
+        unsigned int decUtil;
+} nvmlProcessUtilizationSample_t;
+
 /* The ABI as published (LP64). A mismatch here means the declarations are wrong. */
 static_assert(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t is 68 bytes");
 static_assert(offsetof(nvmlPciInfo_t, busId) == 36, "busId at offset 36");
@@ -137,6 +158,8 @@ static_assert(sizeof(nvmlProcessDetail_v1_t) == 32, "535.43-535.86 v3 record is 
 static_assert(sizeof(nvmlProcessDetailList_v1_t) == 24, "detail list is 24 bytes");
 static_assert(nvmlProcessDetailList_v1 == 0x01000018u, "nvmlProcessDetailList_v1 is 0x01000018");
 static_assert(sizeof(nvmlEventData_t) == 32, "nvmlEventData_t is 32 bytes");
+static_assert(sizeof(nvmlUtilization_t) == 8, "nvmlUtilization_t is 8 bytes");
+static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32, "nvmlProcessUtilizationSample_t is 32 bytes");
 
 /* Function pointer types, named after the symbols. */
 typedef nvmlReturn_t (*nvmlInit_fn)(void);
@@ -163,6 +186,17 @@ typedef nvmlReturn_t (*nvmlDeviceGetMigDeviceHandleByIndex_fn)(nvmlDevice_t, uns
 typedef nvmlReturn_t (*nvmlDeviceGetRemappedRows_fn)(nvmlDevice_t, unsigned int *, unsigned int *, unsigned int *,
                                                      unsigned int *);
 typedef nvmlReturn_t (*nvmlDeviceGetTotalEccErrors_fn)(nvmlDevice_t, unsigned int, unsigned int, unsigned long long *);
+/* top's per-GPU figures: GetPowerUsage, GetEnforcedPowerLimit (mW) and GetFanSpeed (%) are
+ * nvmlDeviceGetUInt_fn; the sensor, clock type and PCIe counter are enums (unsigned int) */
+typedef nvmlReturn_t (*nvmlDeviceGetUtilizationRates_fn)(nvmlDevice_t, nvmlUtilization_t *);
+typedef nvmlReturn_t (*nvmlDeviceGetTemperature_fn)(nvmlDevice_t, unsigned int, unsigned int *);
+typedef nvmlReturn_t (*nvmlDeviceGetClockInfo_fn)(nvmlDevice_t, unsigned int, unsigned int *);
+typedef nvmlReturn_t (*nvmlDeviceGetPcieThroughput_fn)(nvmlDevice_t, unsigned int, unsigned int *);
+/* GetEncoderUtilization / GetDecoderUtilization: % and the sampling period in microseconds */
+typedef nvmlReturn_t (*nvmlDeviceGetCodecUtilization_fn)(nvmlDevice_t, unsigned int *, unsigned int *);
+/* samples NULL: *count gets how many there are (INSUFFICIENT_SIZE); lastSeen in microseconds */
+typedef nvmlReturn_t (*nvmlDeviceGetProcessUtilization_fn)(nvmlDevice_t, nvmlProcessUtilizationSample_t *, unsigned int *,
+                                                           unsigned long long);
 typedef nvmlReturn_t (*nvmlEventSetCreate_fn)(nvmlEventSet_t *);
 typedef nvmlReturn_t (*nvmlDeviceRegisterEvents_fn)(nvmlDevice_t, unsigned long long, nvmlEventSet_t);
 typedef nvmlReturn_t (*nvmlEventSetWait_fn)(nvmlEventSet_t, nvmlEventData_t *, unsigned int);

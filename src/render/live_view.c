@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "collect/gpu_json.h"
 #include "collect/xid.h"
@@ -99,6 +100,43 @@ static void gpu_of(struct live_gpu *o, const struct gpu_info *g, const struct gp
         }
         if (g->status != GPU_OK)
                 str_set(&o->status, g->status_message[0] ? g->status_message : gpu_status_name(g->status));
+        if (g->tel.queried)
+                o->tel = g->tel;
+        else
+                gpu_telemetry_unknown(&o->tel);
+        o->health_queried = g->health.queried;
+        o->ecc_uncorrected = g->health.queried ? g->health.ecc_uncorrected : -1;
+        o->remap_pending = g->health.queried ? g->health.remap_pending : -1;
+        o->remap_failed = g->health.queried ? g->health.remap_failed : -1;
+        o->retired_pending = g->health.queried ? g->health.retired_pending : -1;
+        o->mig_instances = g->mig_mode == 1 ? (unsigned)g->n_mig : 0;
+}
+
+/* A row's share of its GPU from the driver's per-process samples (NVML's PID, as the row's). */
+static void row_util(struct live_row *w, const struct facts *f)
+{
+        w->sm_util = w->mem_util = -1;
+        for (size_t g = 0; w->gpu >= 0 && g < f->gpu->n_gpus; g++) {
+                const struct gpu_info *gi = &f->gpu->gpus[g];
+                if ((int)gi->index != w->gpu || !gi->tel.queried || !gi->tel.procs_known)
+                        continue;
+                w->sm_util = w->mem_util = 0; /* known: a process with no sample ran nothing */
+                for (size_t k = 0; k < gi->tel.n_procs; k++)
+                        if ((pid_t)gi->tel.procs[k].pid == w->pid) {
+                                w->sm_util = (int)gi->tel.procs[k].sm;
+                                w->mem_util = (int)gi->tel.procs[k].mem;
+                        }
+        }
+}
+
+/* A listed owner's MIG instance and MPS client mark, from NVML's record. */
+static void row_listing(struct live_row *w, const struct gpu_info *gi)
+{
+        for (size_t k = 0; gi && k < gi->n_procs; k++)
+                if ((pid_t)gi->procs[k].pid == w->pid) {
+                        w->mig_instance = gi->procs[k].gpu_instance;
+                        w->mps |= (gi->procs[k].kinds & GPU_PROC_MPS) != 0;
+                }
 }
 
 /* The facts of a process into a row (the role and link are the caller's). */
@@ -110,6 +148,12 @@ static int row_proc(struct live_row *w, const struct host_proc *hp, const struct
         copy(w->user, sizeof(w->user), hp->user);
         copy(w->comm, sizeof(w->comm), hp->comm);
         w->start_time = hp->start_time;
+        w->ppid = hp->ppid;
+        w->pgid = hp->pgid;
+        w->cpu_ticks = hp->cpu_ticks;
+        w->cpu_known = true;
+        w->rss_known = hp->rss_known;
+        w->rss_bytes = hp->rss_pages * (uint64_t)sysconf(_SC_PAGESIZE);
         if (with_cmdline && hp->cmdline) {
                 w->cmdline = strdup(hp->cmdline);
                 if (!w->cmdline)
@@ -139,6 +183,9 @@ static struct live_row *row_new(struct live_view *v)
         w->gpu = -1;
         w->listed_bytes = -1;
         w->state = '?';
+        w->sm_util = w->mem_util = -1;
+        w->mig_instance = GPU_INSTANCE_NONE;
+        w->cpu_pct = -1;
         return w;
 }
 
@@ -179,7 +226,13 @@ static int rows_of_gpu(struct live_view *v, const struct scan_result *r, const s
                 w->pid = (pid_t)ow->pid;
                 w->gpu = (int)l->index;
                 w->listed_bytes = ow->used_known ? (int64_t)ow->used_bytes : -1;
-                str_set(&w->role, owner_role(ow->cls));
+                for (size_t g = 0; g < f->gpu->n_gpus; g++)
+                        if (f->gpu->gpus[g].index == l->index)
+                                row_listing(w, &f->gpu->gpus[g]);
+                if (w->mps && ow->cls == OWNER_LIVE)
+                        str_set(&w->role, _("owner, MPS client"));
+                else
+                        str_set(&w->role, owner_role(ow->cls));
                 str_set(&w->link, ow->why);
                 w->ghost_holder = false;
         }
@@ -215,6 +268,7 @@ static int rows_of_gpu(struct live_view *v, const struct scan_result *r, const s
                 str_set(&w->link, at->text);
                 copy(w->confidence, sizeof(w->confidence), confidence_name(at->confidence));
                 w->ghost_holder = true;
+                w->tie_pid = at->to_pid;
         }
         return 0;
 }
@@ -302,6 +356,7 @@ int live_view_build(const struct scan_result *r, bool with_cmdline, bool full_wa
                 if (tie != JOB_TIE_NONE) {
                         /* a live job's worker: its memory is charged to the owner NVML lists */
                         str_setf(&w->role, _("worker of live PID %d"), (int)owner);
+                        w->tie_pid = owner;
                         str_setf(&w->link, _("tied to live owner %d (%s): its memory counts as listed"),
                                  (int)owner, what ? what : job_tie_name(tie));
                         continue;
@@ -311,6 +366,8 @@ int live_view_build(const struct scan_result *r, bool with_cmdline, bool full_wa
                 str_set(&w->link, d ? _("a GPU daemon: never counted, never ended by reclaim")
                                                  : _("holds device nodes; no link to a ghost"));
         }
+        for (size_t i = 0; i < v->n_rows; i++)
+                row_util(&v->rows[i], f);
         for (size_t i = 0; f->host && i < f->host->n_limits && v->n_limits < 4; i++)
                 str_set(&v->limits[v->n_limits++], host_report_limit_text(f->host, i));
         if (!e)
@@ -321,6 +378,26 @@ int live_view_build(const struct scan_result *r, bool with_cmdline, bool full_wa
         }
         *ret = v;
         return 0;
+}
+
+void live_view_cpu(struct live_view *v, const struct live_view *prev, long clk_tck)
+{
+        double dt = prev ? v->finished - prev->finished : 0;
+        for (size_t i = 0; i < v->n_rows; i++) {
+                struct live_row *w = &v->rows[i];
+                /* the first view: over the process's life, as ps(1) says it */
+                double life = v->finished - w->start_time;
+                w->cpu_pct = !prev && w->cpu_known && w->start_time > 0 && life > 0.05 && clk_tck > 0
+                                     ? (double)w->cpu_ticks / (double)clk_tck / life * 100.0
+                                     : -1;
+                for (size_t k = 0; dt > 0.05 && clk_tck > 0 && w->cpu_known && k < prev->n_rows; k++) {
+                        const struct live_row *o = &prev->rows[k];
+                        if (o->pid != w->pid || !o->cpu_known || o->start_time != w->start_time || o->cpu_ticks > w->cpu_ticks)
+                                continue;
+                        w->cpu_pct = (double)(w->cpu_ticks - o->cpu_ticks) / (double)clk_tck / dt * 100.0;
+                        break;
+                }
+        }
 }
 
 void live_view_free(struct live_view *v)
@@ -415,6 +492,8 @@ int live_history_add(struct live_history *h, const struct live_view *v, double t
                 }
                 struct live_point q = p;
                 q.valid = g->inspected;
+                q.util_gpu = (int8_t)(g->tel.queried && g->tel.util_gpu >= 0 && g->tel.util_gpu <= 100 ? g->tel.util_gpu : -1);
+                q.util_mem = (int8_t)(g->tel.queried && g->tel.util_mem >= 0 && g->tel.util_mem <= 100 ? g->tel.util_mem : -1);
                 for (int k = 0; k < LIVE_KINDS && g->inspected; k++)
                         q.mib[k] = to_mib(g->kind[k]);
                 if (g->inspected)

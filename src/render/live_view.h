@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "collect/gpu.h"
 #include "model/ledger.h"
 
 struct sample;
@@ -53,6 +54,13 @@ struct live_gpu {
         size_t n_evidence;
         char *next_step;
         char *status;                   /* the GPU's own problem (NULL if none) */
+        /* nvtop's figures (struct gpu_telemetry, -1 each one the driver does not give; queried
+         * false: not asked) and the memory health a reset settles (-1 unknown) */
+        struct gpu_telemetry tel;
+        bool health_queried;
+        long long ecc_uncorrected;
+        int remap_pending, remap_failed, retired_pending;
+        unsigned mig_instances;         /* MIG devices the driver lists (0: MIG off or none) */
 };
 
 struct live_row {
@@ -71,6 +79,16 @@ struct live_row {
         char comm[64];                  /* raw */
         char *cmdline;                  /* raw; NULL unless asked for and read */
         double start_time;              /* epoch seconds, 0 unknown */
+        pid_t ppid, pgid;               /* 0 unknown */
+        int sm_util, mem_util;          /* its share of its GPU (%), -1 unknown */
+        uint64_t cpu_ticks;             /* user + system time, clock ticks (cpu_known) */
+        bool cpu_known;
+        uint64_t rss_bytes;             /* resident memory (rss_known) */
+        bool rss_known;
+        uint32_t mig_instance;          /* its MIG GPU instance (GPU_INSTANCE_NONE: none) */
+        bool mps;                       /* NVML lists it as an MPS client */
+        pid_t tie_pid;                  /* the owner its link names (a dead owner, a live job's), 0 none */
+        double cpu_pct;                 /* CPU use since the previous view (live_view_cpu), -1 unknown */
 };
 
 struct live_xid {
@@ -109,6 +127,11 @@ int live_view_build(const struct scan_result *r, bool with_cmdline, bool full_wa
                     struct live_view **ret);
 void live_view_free(struct live_view *v);
 
+/* Each row's CPU use (cpu_pct, 100 = one CPU busy) from its CPU time in prev, an earlier view:
+ * the same process (PID and start time) in both, else -1; without prev (the first view), over
+ * its life as ps(1) gives %CPU. clk_tck: sysconf(_SC_CLK_TCK). */
+void live_view_cpu(struct live_view *v, const struct live_view *prev, long clk_tck);
+
 /* Does this verdict code call for attention (a ghost, a stuck task, a lost GPU, ...)? The views
  * colour it and show its evidence; ok, reserved-only, unattributed-live, foreign-namespace and
  * freeing are calm. */
@@ -128,7 +151,9 @@ void live_sample_status(const struct sample *s, char *out, size_t outlen);
 
 struct live_point {
         uint32_t t;                     /* epoch seconds */
-        uint32_t valid;                 /* 0: a gap (no complete result that cycle) */
+        uint16_t valid;                 /* 0: a gap (no complete result that cycle) */
+        int8_t util_gpu;                /* %, -1 unknown */
+        int8_t util_mem;                /* %, -1 unknown */
         uint32_t mib[LIVE_KINDS];
 };
 

@@ -192,7 +192,7 @@ static void head_json(json_t *o, const struct reclaim_report *r)
         json_set(o, "simulated", json_boolean(r->simulated));
         const char *sn = reclaim_signal_name(r->signal);
         json_set(o, "signal", sn ? json_string(sn) : json_null());
-        json_set(o, "grace_seconds", json_real(r->grace_ms / 1000.0));
+        json_set(o, "grace_seconds", r->grace_ms == RECLAIM_GRACE_NONE ? json_null() : json_real(r->grace_ms / 1000.0));
         json_set(o, "wait_seconds", json_real(r->timeout_ms / 1000.0));
         json_set(o, "plan", r->plan ? plan_json(r->plan) : json_null());
         json_set(o, "gpus", gpus_json(r));
@@ -448,9 +448,12 @@ void reclaim_text(FILE *out, const struct reclaim_report *r, bool verbose)
         }
         if (r->poke)
                 text_poke(out, r->poke);
-        if (r->n_actions) {
+        if (r->n_actions && r->grace_ms == RECLAIM_GRACE_NONE)
+                fprintf(out, _("\nActions (signals through pidfds; SIG%s, no SIGKILL):\n"), sn ? sn : "?");
+        else if (r->n_actions)
                 fprintf(out, _("\nActions (signals through pidfds; SIG%s, then SIGKILL after %.3g s):\n"), sn ? sn : "?",
                         r->grace_ms / 1000.0);
+        if (r->n_actions) {
                 for (size_t i = 0; i < r->n_actions; i++) {
                         const struct reclaim_action *a = &r->actions[i];
                         char sigs[32] = "";
@@ -528,9 +531,14 @@ void reclaim_stream_plan_text(FILE *out, const struct reclaim_report *r, bool ve
         if (r->plan) {
                 fprintf(out, "%s\n", _("Plan:"));
                 text_plan(out, r, verbose);
-                fprintf(out, _("\nActing (SIG%s through pidfds, SIGKILL after %.3g s; memory sampled every 50 ms, "
-                             "a line each second):\n"),
-                        sn ? sn : "?", r->grace_ms / 1000.0);
+                if (r->grace_ms == RECLAIM_GRACE_NONE)
+                        fprintf(out, _("\nActing (SIG%s through pidfds, no SIGKILL; memory sampled every 50 ms, a line "
+                                     "each second):\n"),
+                                sn ? sn : "?");
+                else
+                        fprintf(out, _("\nActing (SIG%s through pidfds, SIGKILL after %.3g s; memory sampled every 50 ms, "
+                                     "a line each second):\n"),
+                                sn ? sn : "?", r->grace_ms / 1000.0);
         }
 }
 

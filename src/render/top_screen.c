@@ -1,3 +1,4 @@
+#define _GNU_SOURCE 1 /* strcasestr */
 #include "render/top_screen.h"
 
 #include <errno.h>
@@ -344,7 +345,9 @@ static void fill(struct top_canvas *c, int y, unsigned char at)
 }
 
 /* TRANSLATORS: what top's process table is sorted by ("sort: memory") */
-static const char *const sort_names[TOP_SORT_COUNT] = { N_("gpu"), N_("pid"), N_("memory"), N_("role") };
+static const char *const sort_names[TOP_SORT_COUNT] = { N_("gpu"), N_("pid"), N_("memory"), N_("sm"),
+                                                         N_("cpu"), N_("rss"), N_("time"), N_("user"),
+                                                         N_("role"), N_("command") };
 
 const char *top_sort_name(enum top_sort s)
 {
@@ -368,32 +371,78 @@ static bool row_in_focus(const struct live_row *w, int focus)
         return false;
 }
 
-/* Is a before b in sort order s? (ties keep the view's order: the sort is stable) */
-static bool before(const struct live_row *a, const struct live_row *b, enum top_sort s)
+/* Does a row hold the filter's text (any case) in its PID, user, command, role or link? */
+static bool row_matches(const struct live_row *w, const char *filter)
+{
+        if (!filter || !*filter)
+                return true;
+        char pid[16];
+        snprintf(pid, sizeof(pid), "%d", (int)w->pid);
+        const char *fields[] = { pid, w->user, w->comm, w->cmdline, w->role, w->link };
+        for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+                if (fields[i] && strcasestr(fields[i], filter))
+                        return true;
+        return false;
+}
+
+static int cmp_num(double a, double b)
+{
+        return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/* The natural order of column s: numbers largest first (memory, SM, CPU, RSS, time), names
+ * and IDs ascending. Negative: a before b. */
+static int row_cmp(const struct live_row *a, const struct live_row *b, enum top_sort s)
 {
         switch (s) {
         case TOP_SORT_PID:
-                return a->pid < b->pid;
+                return cmp_num(a->pid, b->pid);
         case TOP_SORT_MEM:
-                return a->listed_bytes > b->listed_bytes;
+                return cmp_num((double)b->listed_bytes, (double)a->listed_bytes);
+        case TOP_SORT_SM:
+                return cmp_num(b->sm_util, a->sm_util);
+        case TOP_SORT_CPU:
+                return cmp_num(b->cpu_pct, a->cpu_pct);
+        case TOP_SORT_RSS:
+                return cmp_num(b->rss_known ? (double)b->rss_bytes : -1, a->rss_known ? (double)a->rss_bytes : -1);
+        case TOP_SORT_TIME: /* the longest running first: the earliest start */
+                return cmp_num(a->start_time > 0 ? a->start_time : 1e18, b->start_time > 0 ? b->start_time : 1e18);
+        case TOP_SORT_USER:
+                return strcmp(a->user, b->user);
         case TOP_SORT_ROLE:
                 if (a->ghost_holder != b->ghost_holder)
-                        return a->ghost_holder;
-                return strcmp(str_or_empty(a->role), str_or_empty(b->role)) < 0;
+                        return a->ghost_holder ? -1 : 1;
+                return strcmp(str_or_empty(a->role), str_or_empty(b->role));
+        case TOP_SORT_COMMAND:
+                return strcmp(a->cmdline ? a->cmdline : a->comm, b->cmdline ? b->cmdline : b->comm);
         default:
-                return false;
+                return 0;
         }
+}
+
+/* Is a before b in the state's order? (ties keep the view's order: the sort is stable) */
+static bool before(const struct live_row *a, const struct live_row *b, const struct top_state *s)
+{
+        int c = row_cmp(a, b, s->sort);
+        return s->sort_reverse ? c > 0 : c < 0;
+}
+
+static bool row_shown(const struct live_row *w, const struct top_state *s)
+{
+        return row_in_focus(w, s->focus) && row_matches(w, s->filter);
 }
 
 size_t top_rows(const struct live_view *v, const struct top_state *s, size_t *idx, size_t max)
 {
+        if (s->tree)
+                return top_rows_tree(v, s, idx, NULL, max);
         size_t n = 0;
         for (size_t i = 0; v && i < v->n_rows && n < max; i++) {
-                if (!row_in_focus(&v->rows[i], s->focus))
+                if (!row_shown(&v->rows[i], s))
                         continue;
                 /* insertion sort: a few hundred rows at most */
                 size_t at = n;
-                while (at > 0 && before(&v->rows[i], &v->rows[idx[at - 1]], s->sort)) {
+                while (at > 0 && before(&v->rows[i], &v->rows[idx[at - 1]], s)) {
                         idx[at] = idx[at - 1];
                         at--;
                 }
@@ -401,6 +450,97 @@ size_t top_rows(const struct live_view *v, const struct top_state *s, size_t *id
                 n++;
         }
         return n;
+}
+
+/* The row a shown row hangs under in the tree: its parent process when that is a row, else the
+ * owner its link names (a dead owner's row, a live job's owner), else none (-1). Rows of one PID
+ * on several GPUs: the first. */
+static long tree_parent(const struct live_view *v, const size_t *shown, size_t n, size_t i)
+{
+        const struct live_row *w = &v->rows[shown[i]];
+        pid_t want[2] = { w->ppid, w->tie_pid };
+        for (int k = 0; k < 2; k++)
+                for (size_t j = 0; want[k] > 0 && j < n; j++)
+                        if (j != i && v->rows[shown[j]].pid == want[k] && v->rows[shown[j]].pid != w->pid)
+                                return (long)j;
+        return -1;
+}
+
+/* Append shown[i] and, below it, its children in sort order (depth-first), each once. */
+static size_t tree_walk(const struct live_view *v, const struct top_state *s, const size_t *shown, const long *parent,
+                        size_t n, size_t i, unsigned depth, bool *placed, size_t *idx, unsigned *dep, size_t at,
+                        size_t max)
+{
+        if (placed[i] || at >= max)
+                return at;
+        placed[i] = true;
+        idx[at] = shown[i];
+        if (dep)
+                dep[at] = depth;
+        at++;
+        for (;;) {
+                long best = -1;
+                for (size_t j = 0; j < n; j++)
+                        if (!placed[j] && parent[j] == (long)i &&
+                            (best < 0 || before(&v->rows[shown[j]], &v->rows[shown[best]], s)))
+                                best = (long)j;
+                if (best < 0)
+                        return at;
+                at = tree_walk(v, s, shown, parent, n, (size_t)best, depth + 1 < 16 ? depth + 1 : 16, placed, idx, dep,
+                               at, max);
+        }
+}
+
+size_t top_rows_tree(const struct live_view *v, const struct top_state *s, size_t *idx, unsigned *depth,
+                     size_t max)
+{
+        struct top_state flat = *s;
+        flat.tree = false;
+        size_t shown[LIVE_MAX_ROWS];
+        size_t n = top_rows(v, &flat, shown, LIVE_MAX_ROWS);
+        long parent[LIVE_MAX_ROWS];
+        bool placed[LIVE_MAX_ROWS] = { false };
+        for (size_t i = 0; i < n; i++)
+                parent[i] = tree_parent(v, shown, n, i);
+        /* a cycle (a PID reused as its own ancestor's parent): its first row becomes a root */
+        for (size_t i = 0; i < n; i++) {
+                long p = parent[i];
+                for (size_t steps = 0; p >= 0 && steps <= n; steps++)
+                        p = parent[p];
+                if (p >= 0)
+                        parent[i] = -1;
+        }
+        size_t at = 0;
+        for (size_t i = 0; i < n; i++)
+                if (parent[i] < 0)
+                        at = tree_walk(v, s, shown, parent, n, i, 0, placed, idx, depth, at, max);
+        for (size_t i = 0; i < n; i++) /* what a cycle left out */
+                at = tree_walk(v, s, shown, parent, n, i, 0, placed, idx, depth, at, max);
+        return at;
+}
+
+void top_size_text(uint64_t bytes, char *out, size_t n)
+{
+        static const char units[] = "KMGTP";
+        double v = (double)bytes / 1024.0;
+        int u = 0;
+        while (v >= 1000.0 && u < 4) {
+                v /= 1024.0;
+                u++;
+        }
+        snprintf(out, n, v < 10 ? "%.1f%c" : "%.0f%c", v, units[u]);
+}
+
+void top_elapsed_text(double seconds, char *out, size_t n)
+{
+        unsigned long long t = seconds > 0 ? (unsigned long long)seconds : 0;
+        unsigned long long d = t / 86400, h = t / 3600 % 24, m = t / 60 % 60, sec = t % 60;
+        if (d)
+                snprintf(out, n, "%llu-%02llu:%02llu:%02llu", d, h, m, sec);
+        else if (h)
+                snprintf(out, n, "%llu:%02llu:%02llu", h, m, sec);
+        else
+                snprintf(out, n, "%llu:%02llu", m, sec);
 }
 
 void top_sparkline(const struct live_ring *r, char *out, size_t width)
@@ -428,6 +568,38 @@ void top_sparkline(const struct live_ring *r, char *out, size_t width)
                         }
                 }
                 out[width - cols + c] = !any ? '?' : !most ? '_' : levels[1 + (size_t)most * 6 / (top ? top : 1)];
+        }
+        out[width] = '\0';
+}
+
+/* The percent of a point: the GPU's utilisation (kind -1) or its used memory of the total
+ * (kind -2), -1 when the point has none. */
+static int point_pct(const struct live_ring *r, const struct live_point *p, int which)
+{
+        if (!p->valid)
+                return -1;
+        if (which == TOP_SPARK_UTIL)
+                return p->util_gpu;
+        uint64_t used = 0;
+        for (int k = LIVE_LISTED; k < LIVE_KINDS; k++)
+                used += p->mib[k];
+        return r->total_mib ? (int)(used * 100 / r->total_mib) : -1;
+}
+
+void top_percent_sparkline(const struct live_ring *r, int which, char *out, size_t width)
+{
+        static const char levels[] = "_.:-=+*#";
+        size_t n = r ? r->n : 0, k = n ? (n + width - 1) / width : 1, cols = n ? (n + k - 1) / k : 0;
+        memset(out, ' ', width);
+        for (size_t c = 0; c < cols; c++) {
+                size_t back = (cols - c) * k, from = back < n ? n - back : 0, to = n - (cols - 1 - c) * k;
+                int most = -1;
+                for (size_t i = from; i < to; i++) {
+                        int v = point_pct(r, live_ring_at(r, i), which);
+                        if (v > most)
+                                most = v;
+                }
+                out[width - cols + c] = most < 0 ? '?' : levels[most >= 100 ? 7 : (size_t)most * 8 / 100];
         }
         out[width] = '\0';
 }
@@ -496,8 +668,111 @@ static void figures(const struct live_gpu *g, char *fig, size_t figlen, char *re
 /* TRANSLATORS: a confidence level, as in "(high confidence)" */
 static const char *const confidence_words[] __attribute__((unused)) = { N_("high"), N_("medium"), N_("low") };
 
+/* "n/a" for a figure the driver does not give (-1) */
+static void fig_int(char *out, size_t n, long long v, const char *unit)
+{
+        if (v < 0)
+                snprintf(out, n, "n/a");
+        else
+                snprintf(out, n, "%lld%s", v, unit);
+}
+
+/* KB/s as NVML gives it: "512 KB/s", "12 MB/s", "3.1 GB/s" */
+static void fig_rate(char *out, size_t n, long long kbs)
+{
+        if (kbs < 0)
+                snprintf(out, n, "n/a");
+        else if (kbs < 1000)
+                snprintf(out, n, "%lld KB/s", kbs);
+        else if (kbs < 1000000)
+                snprintf(out, n, "%lld MB/s", kbs / 1000);
+        else
+                snprintf(out, n, "%.1f GB/s", (double)kbs / 1e6);
+}
+
+#define TEL_ITEMS 10
+#define TEL_ITEM_MAX 64
+
+/* nvtop's figures of a GPU as items ("GPU 60%", "TEMP 58C", ...), each "n/a" where the driver
+ * does not give it; *bad marks the items that call for attention (a pending remap, ECC errors). */
+static size_t telemetry_items(const struct live_gpu *g, char it[TEL_ITEMS][TEL_ITEM_MAX], bool bad[TEL_ITEMS])
+{
+        const struct gpu_telemetry *t = &g->tel;
+        char a[24], b[24];
+        size_t n = 0;
+        memset(bad, 0, sizeof(bool) * TEL_ITEMS);
+        fig_int(a, sizeof(a), t->util_gpu, "%");
+        fig_int(b, sizeof(b), t->util_mem, "%");
+        snprintf(it[n++], TEL_ITEM_MAX, "GPU %s  MEM %s", a, b);
+        fig_int(a, sizeof(a), t->temp_c, "C");
+        snprintf(it[n++], TEL_ITEM_MAX, "TEMP %s", a);
+        fig_int(a, sizeof(a), t->power_mw < 0 ? -1 : (t->power_mw + 500) / 1000, "");
+        fig_int(b, sizeof(b), t->power_limit_mw < 0 ? -1 : (t->power_limit_mw + 500) / 1000, " W");
+        snprintf(it[n++], TEL_ITEM_MAX, "POW %s/%s", a, b);
+        fig_int(a, sizeof(a), t->clock_sm_mhz, "");
+        fig_int(b, sizeof(b), t->clock_mem_mhz, " MHz");
+        snprintf(it[n++], TEL_ITEM_MAX, "CLK %s/%s", a, b);
+        fig_int(a, sizeof(a), t->fan_pct, "%");
+        snprintf(it[n++], TEL_ITEM_MAX, "FAN %s", a);
+        fig_rate(a, sizeof(a), t->pcie_rx_kbs);
+        fig_rate(b, sizeof(b), t->pcie_tx_kbs);
+        snprintf(it[n++], TEL_ITEM_MAX, "PCIe RX %s TX %s", a, b);
+        fig_int(a, sizeof(a), t->enc_pct, "%");
+        fig_int(b, sizeof(b), t->dec_pct, "%");
+        snprintf(it[n++], TEL_ITEM_MAX, "ENC %s DEC %s", a, b);
+        fig_int(a, sizeof(a), g->ecc_uncorrected, "");
+        bad[n] = g->ecc_uncorrected > 0;
+        snprintf(it[n++], TEL_ITEM_MAX, "ECC %s", a);
+        bad[n] = g->remap_pending > 0 || g->remap_failed > 0 || g->retired_pending > 0;
+        snprintf(it[n++], TEL_ITEM_MAX, "REMAP %s",
+                 g->remap_failed > 0 ? "failed" : g->remap_pending > 0 || g->retired_pending > 0 ? "pending"
+                 : g->remap_pending < 0 ? "n/a" : "no");
+        if (g->mig_instances)
+                snprintf(it[n++], TEL_ITEM_MAX, "MIG %u", g->mig_instances);
+        return n;
+}
+
+/* The figures, as many lines as they need (at most 2), items never cut. Returns the next y. */
+static int telemetry_lines(struct top_canvas *c, int y, const struct live_gpu *g)
+{
+        char it[TEL_ITEMS][TEL_ITEM_MAX];
+        bool bad[TEL_ITEMS];
+        size_t n = telemetry_items(g, it, bad);
+        int x = 2, lines = 1;
+        for (size_t i = 0; i < n; i++) {
+                int w = (int)strlen(it[i]);
+                if (x > 2 && x + w > c->cols) {
+                        if (++lines > 2)
+                                break;
+                        y++;
+                        x = 2;
+                }
+                x = puts_at(c, y, x, it[i], bad[i] ? TA_BAD : TA_NONE) + 2;
+        }
+        return y + 1;
+}
+
+/* nvtop's graphs: the utilisation and the used memory over the ring, beside the figures now. */
+static int history_line(struct top_canvas *c, int y, const struct live_gpu *g, const struct live_ring *r)
+{
+        char spark[32], now[16];
+        top_percent_sparkline(r, TOP_SPARK_UTIL, spark, 24);
+        int x = puts_at(c, y, 2, _("util  "), TA_DIM);
+        x = put(c, y, x, spark, 24, TA_BOLD);
+        if (g->tel.util_gpu >= 0)
+                snprintf(now, sizeof(now), " %3d%%", g->tel.util_gpu);
+        else
+                snprintf(now, sizeof(now), "  n/a");
+        x = puts_at(c, y, x, now, TA_NONE);
+        top_percent_sparkline(r, TOP_SPARK_USED, spark, 24);
+        x = puts_at(c, y, x + 3, _("used  "), TA_DIM);
+        x = put(c, y, x, spark, 24, TA_BOLD);
+        printf_at(c, y, x, TA_NONE, " %3llu%%", g->total ? (unsigned long long)(g->used * 100 / g->total) : 0ull);
+        return y + 1;
+}
+
 static int gpu_block(struct top_canvas *c, int y, const struct live_gpu *g, const struct live_ring *r,
-                     const struct top_state *s, bool detail, int room)
+                     const struct top_state *s, bool detail, int room, bool compact)
 {
         int x = printf_at(c, y, 0, TA_BOLD, "GPU %u ", g->index);
         x = put_hostile(c, y, x, g->name, 40, TA_NONE);
@@ -527,6 +802,10 @@ static int gpu_block(struct top_canvas *c, int y, const struct live_gpu *g, cons
         } else
                 put_hostile(c, y, w + 5, !str_empty(g->status) ? g->status : _("not inspected"), c->cols, TA_BAD);
         y++;
+        if (g->tel.queried)
+                y = telemetry_lines(c, y, g);
+        if (g->tel.queried && !compact)
+                y = history_line(c, y, g, r);
         char spark[32];
         top_sparkline(r, spark, 24);
         x = puts_at(c, y, 2, _("ghost "), TA_DIM);
@@ -565,15 +844,27 @@ static void dialog(struct top_canvas *c, const struct live_view *v, const struct
                                 "Bar: R reserved  L listed  F foreign  G ghost  U unattributed  ~ freeing (the driver\n"
                                 "     is tearing a context down: not a ghost)  . free\n"
                                 "Sparkline: the ghost over the last samples (_ none, ? no data: the driver hung)\n\n"
+                                "Figures: GPU and MEM utilisation, TEMP, POW draw/limit, CLK SM/memory, FAN,\n"
+                                "PCIe RX/TX, ENC/DEC, ECC (uncorrected since the driver loaded), REMAP (rows\n"
+                                "waiting for a reset); n/a: the driver gives none. Graphs: util and used memory.\n\n"
                                 "Keys:\n"
-                                "  q          quit\n"
+                                "  q F10      quit\n"
                                 "  g          next GPU (then every GPU again)\n"
-                                "  up/down    select a process (its evidence shows at the bottom)\n"
-                                "  s          sort by gpu, pid, memory, role\n"
+                                "  up/down    select a process (its evidence shows at the bottom); PgUp/PgDn,\n"
+                                "             Home/End\n"
+                                "  s F6 >     sort by the next column (gpu, pid, memory, sm, cpu, rss, time, user,\n"
+                                "             role, command); < the previous; I reverses\n"
+                                "  t F5       tree: a process under its parent, a job's workers under its owner\n"
+                                "  / F3       filter by PID, user, command, role or link (Enter keeps, Esc clears)\n"
+                                "  k F9 T     SIGTERM the selected process (K: SIGKILL), asked first, through\n"
+                                "             reclaim's checks (pidfd, start time; never PID 1, daemons or\n"
+                                "             ghostvram's ancestors), logged to syslog; a live job's process\n"
+                                "             only after a second confirmation (F, then Y); still there after\n"
+                                "             SIGTERM: k again offers SIGKILL\n"
                                 "  r          reclaim's plan for the GPU in view (a dry run); from there A acts,\n"
                                 "             after an explicit confirmation, and only as root\n"
                                 "  x          the recent NVIDIA kernel events (Xid)\n"
-                                "  ?          this help\n"
+                                "  ? h F1     this help\n"
                                 "  Esc        close a dialog\n\n"
                                 "A hung driver never freezes the screen: the last sample stays, aged, with the\n"
                                 "reason, while a new one is collected.\n"));
@@ -636,25 +927,93 @@ static void dialog(struct top_canvas *c, const struct live_view *v, const struct
         buf_free(&text);
 }
 
+/* The figure columns after NVML MiB, each shown when the terminal leaves the role and the
+ * command their room (36 columns): %SM first, then %CPU, RSS, TIME (nvitop's order). */
+enum { COL_SM = 0, COL_CPU, COL_RSS, COL_TIME, COL_FIGS };
+static const struct {
+        const char *label;
+        int w;                          /* right-aligned in w columns, one blank before */
+} fig_cols[COL_FIGS] = { { "%SM", 4 }, { "%CPU", 5 }, { "RSS", 6 }, { "TIME", 10 } };
+
+struct table_layout {
+        bool show[COL_FIGS];
+        int role_x;                     /* where ROLE starts; LINK / COMMAND 27 columns later */
+};
+
+static void table_layout(const struct top_canvas *c, struct table_layout *l)
+{
+        int x = 36; /* after NVML MiB (27..34) and a blank */
+        for (int k = 0; k < COL_FIGS; k++) {
+                l->show[k] = c->cols - (x + fig_cols[k].w + 1) >= 36;
+                if (l->show[k])
+                        x += fig_cols[k].w + 1;
+                else
+                        break;
+        }
+        for (int k = 0; k < COL_FIGS; k++)
+                if (!l->show[k])
+                        for (; k < COL_FIGS; k++)
+                                l->show[k] = false;
+        l->role_x = x + 1;
+}
+
 /* The process table's header, each label where its column starts (wide labels counted in
  * columns): PID right-aligned in 7, USER at 8, S at 19, GPU at 21, NVML MiB right-aligned in
- * 27..34, ROLE at 37, LINK / COMMAND at 64, as the rows lay them out. */
-static void table_header(struct top_canvas *c, int y)
+ * 27..34, then the figure columns the width allows, ROLE, LINK / COMMAND 27 columns later, as
+ * the rows lay them out. */
+static void table_header(struct top_canvas *c, int y, const struct table_layout *l)
 {
         static const struct {
                 int x, w;               /* w > 0: right-aligned in w columns */
                 const char *label;
                 bool words;             /* translated (PID, S, GPU, NVML MiB read the same in every language) */
         } cols[] = {
-                { 0, 7, "PID", false },  { 8, 0, N_("USER"), true },       { 19, 0, "S", false },
-                { 21, 0, "GPU", false }, { 27, 8, "NVML MiB", false },     { 37, 0, N_("ROLE"), true },
-                { 64, 0, N_("LINK / COMMAND"), true },
+                { 0, 7, "PID", false },  { 8, 0, N_("USER"), true },   { 19, 0, "S", false },
+                { 21, 0, "GPU", false }, { 27, 8, "NVML MiB", false },
         };
         for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++) {
-                const char *l = cols[i].words ? _(cols[i].label) : cols[i].label;
-                int w = (int)text_cols(c, l, strlen(l));
-                put(c, y, cols[i].w > w ? cols[i].x + cols[i].w - w : cols[i].x, l, strlen(l), TA_TITLE);
+                const char *lab = cols[i].words ? _(cols[i].label) : cols[i].label;
+                int w = (int)text_cols(c, lab, strlen(lab));
+                put(c, y, cols[i].w > w ? cols[i].x + cols[i].w - w : cols[i].x, lab, strlen(lab), TA_TITLE);
         }
+        int x = 36;
+        for (int k = 0; k < COL_FIGS && l->show[k]; k++) {
+                x += fig_cols[k].w;
+                puts_at(c, y, x - (int)strlen(fig_cols[k].label), fig_cols[k].label, TA_TITLE);
+                x++;
+        }
+        puts_at(c, y, l->role_x, _("ROLE"), TA_TITLE);
+        puts_at(c, y, l->role_x + 27, _("LINK / COMMAND"), TA_TITLE);
+}
+
+/* The figure columns of a row (GPU, NVML MiB, then those the layout shows) as the header lays
+ * them out: "-" for what is not known. */
+static void row_figures(const struct live_row *w, double now, const struct table_layout *l, char *out, size_t n)
+{
+        char gpu[24], mem[24], f[COL_FIGS][24];
+        if (w->gpu >= 0 && w->mig_instance != GPU_INSTANCE_NONE)
+                snprintf(gpu, sizeof(gpu), "%d/%u", w->gpu, w->mig_instance);
+        else if (w->gpu >= 0)
+                snprintf(gpu, sizeof(gpu), "%d", w->gpu);
+        else
+                snprintf(gpu, sizeof(gpu), "%.5s", w->gpus[0] ? w->gpus : "-");
+        if (w->listed_bytes >= 0)
+                snprintf(mem, sizeof(mem), "%llu", mib((uint64_t)w->listed_bytes));
+        else
+                snprintf(mem, sizeof(mem), "-");
+        for (int k = 0; k < COL_FIGS; k++)
+                snprintf(f[k], sizeof(f[k]), "-");
+        if (w->sm_util >= 0)
+                snprintf(f[COL_SM], sizeof(f[COL_SM]), "%d", w->sm_util > 999 ? 999 : w->sm_util);
+        if (w->cpu_pct >= 0)
+                snprintf(f[COL_CPU], sizeof(f[COL_CPU]), "%.1f", w->cpu_pct > 9999 ? 9999.0 : w->cpu_pct);
+        if (w->rss_known)
+                top_size_text(w->rss_bytes, f[COL_RSS], sizeof(f[COL_RSS]));
+        if (w->start_time > 0 && now >= w->start_time)
+                top_elapsed_text(now - w->start_time, f[COL_TIME], sizeof(f[COL_TIME]));
+        int at = snprintf(out, n, "%-5.5s %8s ", gpu, mem);
+        for (int k = 0; k < COL_FIGS && l->show[k] && at > 0 && (size_t)at < n; k++)
+                at += snprintf(out + at, n - (size_t)at, "%*s ", fig_cols[k].w, f[k]);
 }
 
 void top_draw(struct top_canvas *c, const struct live_view *v, const struct live_history *h,
@@ -670,8 +1029,12 @@ void top_draw(struct top_canvas *c, const struct live_view *v, const struct live
                 x = puts_at(c, 0, x, _("  SIMULATED HOST"), TA_TITLE);
         if (s->focus >= 0)
                 x = printf_at(c, 0, x, TA_TITLE, "  GPU %d", s->focus);
-        const char *keys = _("q quit  g gpu  s sort  r reclaim  x xid  ? help");
+        const char *keys = _("q quit  g gpu  s sort  t tree  / filter  k kill  r reclaim  x xid  ? help");
         int keys_w = (int)text_cols(c, keys, strlen(keys));
+        if (c->cols - keys_w <= x + 2) { /* a narrow terminal: the first keys; ? lists them all */
+                keys = _("q quit  g gpu  s sort  r reclaim  x xid  ? help");
+                keys_w = (int)text_cols(c, keys, strlen(keys));
+        }
         if (c->cols - keys_w > x + 2)
                 puts_at(c, 0, c->cols - keys_w, keys, TA_TITLE);
         /* line 1: how fresh the sample is, and why not */
@@ -712,11 +1075,14 @@ void top_draw(struct top_canvas *c, const struct live_view *v, const struct live
                 if (cols > fig_room)
                         fig_room = cols;
         }
+        /* the graphs' line only where the GPUs leave the processes room (nvtop drops its graphs too) */
+        size_t in_view = s->focus >= 0 ? 1 : v ? v->n_gpus : 0;
+        bool compact = (int)(in_view * 6 + 14) > c->rows;
         for (size_t i = 0; v && i < v->n_gpus && y < c->rows - 6; i++) {
                 const struct live_gpu *g = &v->gpus[i];
                 if (s->focus >= 0 && (int)g->index != s->focus)
                         continue;
-                y = gpu_block(c, y, g, live_history_gpu(h, g->index), s, s->focus >= 0, fig_room);
+                y = gpu_block(c, y, g, live_history_gpu(h, g->index), s, s->focus >= 0, fig_room, compact);
                 shown++;
         }
         if (v && s->focus >= 0 && !shown)
@@ -724,11 +1090,19 @@ void top_draw(struct top_canvas *c, const struct live_view *v, const struct live
         /* the processes */
         y++;
         size_t idx[LIVE_MAX_ROWS];
-        size_t n = top_rows(v, s, idx, LIVE_MAX_ROWS);
+        unsigned depth[LIVE_MAX_ROWS] = { 0 };
+        size_t n = s->tree ? top_rows_tree(v, s, idx, depth, LIVE_MAX_ROWS) : top_rows(v, s, idx, LIVE_MAX_ROWS);
+        struct table_layout lay;
+        table_layout(c, &lay);
         fill(c, y, TA_TITLE);
-        table_header(c, y);
-        if (c->cols >= 100)
-                printf_at(c, y, c->cols - 14, TA_TITLE, _("sort: %s"), _(top_sort_name(s->sort)));
+        table_header(c, y, &lay);
+        if (c->cols >= 110) {
+                char what[64];
+                snprintf(what, sizeof(what), "%s%s", s->tree ? _("tree") : _(top_sort_name(s->sort)),
+                         !s->tree && s->sort_reverse ? " ^" : "");
+                int ww = (int)text_cols(c, what, strlen(what));
+                printf_at(c, y, c->cols - 8 - ww, TA_TITLE, _("sort: %s"), what);
+        }
         y++;
         int bottom = c->rows - 4;       /* the selected row's evidence, the last Xid, a note */
         int room = bottom - y;
@@ -740,29 +1114,30 @@ void top_draw(struct top_canvas *c, const struct live_view *v, const struct live
                 unsigned char at = k == sel ? TA_SELECTED : w->ghost_holder ? TA_BAD : TA_NONE;
                 if (k == sel)
                         fill(c, y, TA_SELECTED);
-                char gpu[16], mem[24];
-                if (w->gpu >= 0)
-                        snprintf(gpu, sizeof(gpu), "%d", w->gpu);
-                else
-                        snprintf(gpu, sizeof(gpu), "%.5s", w->gpus[0] ? w->gpus : "-");
-                if (w->listed_bytes >= 0)
-                        snprintf(mem, sizeof(mem), "%llu", mib((uint64_t)w->listed_bytes));
-                else
-                        snprintf(mem, sizeof(mem), "-");
+                char figs[128];
+                row_figures(w, s->now, &lay, figs, sizeof(figs));
                 /* the selected process's family: they share an open file description, so they
                  * keep the same contexts (ended together or not at all); its PIDs in bold */
                 bool kin = sel_family && w->family == sel_family && k != sel;
                 x = printf_at(c, y, 0, kin ? TA_BOLD : at, "%7d ", (int)w->pid);
                 int ux = put_hostile(c, y, x, w->user[0] ? w->user : "?", 10, at);
-                x = printf_at(c, y, x + 11, at, "%c %-5s %8s  ", w->state > ' ' && w->state < 0x7f ? w->state : '?', gpu, mem);
+                printf_at(c, y, x + 11, at, "%c %s", w->state > ' ' && w->state < 0x7f ? w->state : '?', figs);
                 (void)ux;
-                int rx = put_hostile(c, y, x, w->role, 26, at);
+                x = lay.role_x;
+                int indent = s->tree && depth[k] ? (int)depth[k] * 2 : 0;
+                int rx = x;
+                if (indent)
+                        rx = puts_at(c, y, x + indent - 2, "`-", TA_DIM);
+                rx = put_hostile(c, y, rx, w->role, 26 - indent > 6 ? 26 - indent : 6, at);
                 x = rx < x + 27 ? x + 27 : rx + 1;
                 x = put_hostile(c, y, x, w->comm[0] ? w->comm : "", 16, at);
                 x = put(c, y, x, "  ", 2, at);
                 put_hostile(c, y, x, w->cmdline ? w->cmdline : "", c->cols - x, at);
         }
-        if (!n)
+        if (!n && s->filter && *s->filter && v && v->n_rows)
+                printf_at(c, y, 2, TA_DIM, _("no process matches the filter '%s' (/ to change it, Esc in it to clear)"),
+                          s->filter);
+        else if (!n)
                 puts_at(c, y, 2, v ? _("no process holds an NVIDIA device node or is listed by NVML") : "", TA_DIM);
         /* the selected row's evidence */
         if (n) {

@@ -53,7 +53,11 @@ void top_canvas_free(struct top_canvas *c);
  * does not fit is left out). */
 void top_canvas_line(const struct top_canvas *c, int y, char *out, size_t outlen);
 
-enum top_sort { TOP_SORT_GPU = 0, TOP_SORT_PID, TOP_SORT_MEM, TOP_SORT_ROLE, TOP_SORT_COUNT };
+/* The process table's columns, each a sort key (s / F6 next, < > move, I reverses). */
+enum top_sort {
+        TOP_SORT_GPU = 0, TOP_SORT_PID, TOP_SORT_MEM, TOP_SORT_SM, TOP_SORT_CPU, TOP_SORT_RSS, TOP_SORT_TIME,
+        TOP_SORT_USER, TOP_SORT_ROLE, TOP_SORT_COMMAND, TOP_SORT_COUNT
+};
 const char *top_sort_name(enum top_sort s);
 
 enum top_dialog { TOP_DIALOG_NONE = 0, TOP_DIALOG_HELP, TOP_DIALOG_XID, TOP_DIALOG_TEXT };
@@ -64,6 +68,11 @@ struct top_state {
         double interval_s;
         int focus;                      /* a GPU index, -1: every GPU */
         enum top_sort sort;
+        bool sort_reverse;
+        const char *filter;             /* rows whose PID, user, command, role or link holds it
+                                         * (any case); NULL or "": every row */
+        bool tree;                      /* rows as a tree: a process under its parent, a job's
+                                         * workers under the owner their link names */
         size_t selected;                /* position in the sorted, filtered rows */
         size_t dialog_scroll;
         enum top_dialog dialog;
@@ -77,9 +86,17 @@ struct top_state {
         const char *message;            /* a one-line note at the bottom ("" none) */
 };
 
-/* The rows shown (GPU focus applied), sorted, as indexes into v->rows; returns how many
- * (at most max). */
+/* The rows shown (GPU focus and filter applied), sorted (or as a tree), as indexes into
+ * v->rows; returns how many (at most max). depth (may be NULL) gets each one's depth in the
+ * tree (0 outside tree mode). */
 size_t top_rows(const struct live_view *v, const struct top_state *s, size_t *idx, size_t max);
+size_t top_rows_tree(const struct live_view *v, const struct top_state *s, size_t *idx, unsigned *depth,
+                     size_t max);
+
+/* "1.5G", "640M", "12K" (binary units), into out. */
+void top_size_text(uint64_t bytes, char *out, size_t n);
+/* A process's running time as ps writes it: "59:59" (minutes:seconds), "23:59:59", "3-04:05:06". */
+void top_elapsed_text(double seconds, char *out, size_t n);
 
 /* Draw the whole screen. v may be NULL (nothing collected yet). */
 void top_draw(struct top_canvas *c, const struct live_view *v, const struct live_history *h,
@@ -90,3 +107,9 @@ void top_draw(struct top_canvas *c, const struct live_view *v, const struct live
  * ghost never vanishes), '?' where they are all gaps (the driver hung). Right-aligned; writes
  * width bytes and a NUL. */
 void top_sparkline(const struct live_ring *r, char *out, size_t width);
+
+/* A percent over a ring as `width` characters from "_.:-=+*#" (0-12% ... 88-100%), each the
+ * highest of its share of the points, '?' where none has it (a gap, or the driver does not
+ * give it): the GPU's utilisation, or its used memory of the total (nvtop's two graphs). */
+enum { TOP_SPARK_UTIL = -1, TOP_SPARK_USED = -2 };
+void top_percent_sparkline(const struct live_ring *r, int which, char *out, size_t width);

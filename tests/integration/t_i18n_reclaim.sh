@@ -26,6 +26,8 @@ run() {
 figures() {
         local t=$1 role
         t=${t//"$SIM"/SIM} # the simulated host's directory in the banner
+        # a memory line each second while it comes back: how many depends on the machine's load
+        t=$(grep -vE 'MiB expected back\)$|（预期收回 [0-9]+ MiB）$' <<<"$t" || true)
         for role in "${!ROLES[@]}"; do t=$(sed -E "s/(^|[^0-9])${ROLES[$role]}([^0-9]|$)/\1$role\2/g" <<<"$t"); done
         sed -E 's/[0-9]+\.[0-9]+//g' <<<"$t" | grep -oE '[0-9]+|owner|worker[12]' | sort | tr '\n' ' '
 }

@@ -30,7 +30,9 @@ last_frame() {
 # the figures of a frame or page: every number, sorted, without what changes between two runs
 # (times, the sample's age, the walk's duration, the sparkline's span)
 figures_of() {
+        # what moves between two frames: times, a process's running time (M:SS) and %CPU (N.N)
         sed -E 's/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z//g; s/[0-9]{2}:[0-9]{2}:[0-9]{2}//g' |
+                sed -E 's/ [0-9]+(-[0-9]+)?:[0-9]{2}(:[0-9]{2})? / /g; s/ [0-9]+\.[0-9] / /g' |
                 grep -vE '^(sample|STALE|采样于|过时)' | grep -vE '^  (ghost|残留) ' |
                 grep -oE '[0-9]+(\.[0-9]+)?' | sort
 }
@@ -41,13 +43,13 @@ note "top --batch in Chinese: the labels, the same figures and PIDs, 80 columns"
 en=$(last_frame)
 zh=$(last_frame "${ZH[@]}")
 for want in "已用 2048/16384 MiB  残留 2048 MiB（已确认）" "已死 PID $OWNER 的工作进程" \
-        "    PID 用户       S GPU   NVML MiB  角色" "内核 " "1 个事件：x" "条形图：R 保留  L 已列出" \
+        "    PID 用户       S GPU   NVML MiB  %SM  角色" "内核 " "1 个事件：x" "条形图：R 保留  L 已列出" \
         "q 退出  g GPU  s 排序" "采样于 " "下一步："; do
         grep -F -- "$want" >/dev/null <<<"$zh" || { echo "$zh" >&2; fail "no '$want' in the Chinese frame"; }
 done
-grep -E "^ +$W1 root +S 1 +-  已死 PID $OWNER 的工作进程 +gv-simcuda" >/dev/null <<<"$zh" ||
+grep -E "^ +$W1 root +S 1 +- .* 已死 PID $OWNER 的工作进程 +gv-simcuda" >/dev/null <<<"$zh" ||
         { echo "$zh" >&2; fail "worker $W1's row is not laid out in its columns"; }
-grep -E "^ +$W2 root +S 1 +-  worker of dead PID $OWNER +gv-simcuda" >/dev/null <<<"$en" ||
+grep -E "^ +$W2 root +S 1 +- .* worker of dead PID $OWNER +gv-simcuda" >/dev/null <<<"$en" ||
         { echo "$en" >&2; fail "English: no row of worker $W2"; }
 # the figures of frames wide enough that no line is cut (a translation orders its words
 # otherwise: at 80 columns another part of a long line is cut)
@@ -101,11 +103,11 @@ iconv -f UTF-8 -t UTF-8 <<<"$scr" >/dev/null || fail "the tmux screen is not val
 w=$(widest <<<"$scr")
 [ "$w" -le 80 ] || { echo "$scr" >&2; fail "a line of the tmux screen is $w columns wide"; }
 # the header's labels start where their columns do, as the rows' fields
-grep -E "^    PID 用户       S GPU   NVML MiB  角色                       关联 / 命令" >/dev/null <<<"$scr" ||
+grep -E "^    PID 用户       S GPU   NVML MiB  %SM  角色                       关联 / 命令" >/dev/null <<<"$scr" ||
         { echo "$scr" >&2; fail "the table header is not in its columns"; }
 "${TM[@]}" send-keys -t zh '?'
 wait_screen 10 "按键："
-wait_screen 10 "q          退出"
+wait_screen 10 "q F10      退出"
 scr=$(screen_of)
 w=$(widest <<<"$scr")
 [ "$w" -le 80 ] || { echo "$scr" >&2; fail "with the help dialog a line is $w columns wide"; }

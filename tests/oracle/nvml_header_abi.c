@@ -34,6 +34,8 @@ typedef nvmlMemory_v2_t nv_nvmlMemory_v2_t;
 typedef nvmlProcessInfo_v1_t nv_nvmlProcessInfo_v1_t;
 typedef nvmlProcessInfo_v2_t nv_nvmlProcessInfo_v2_t;
 typedef nvmlEventData_t nv_nvmlEventData_t;
+typedef nvmlUtilization_t nv_nvmlUtilization_t;
+typedef nvmlProcessUtilizationSample_t nv_nvmlProcessUtilizationSample_t;
 #ifdef nvmlProcessDetailList_v1 /* 535.104+ headers (CUDA 12.3+) */
 #define NV_HAVE_DETAIL 1
 typedef nvmlProcessDetail_v1_t nv_nvmlProcessDetail_v1_t;
@@ -45,6 +47,9 @@ typedef nvmlProcessDetailList_v1_t nv_nvmlProcessDetailList_v1_t;
 typedef nvmlEnableState_t nv_ENABLE_STATE;
 typedef nvmlMemoryErrorType_t nv_ERROR_TYPE;
 typedef nvmlEccCounterType_t nv_ECC_COUNTER;
+typedef nvmlTemperatureSensors_t nv_TEMP_SENSOR;
+typedef nvmlClockType_t nv_CLOCK_TYPE;
+typedef nvmlPcieUtilCounter_t nv_PCIE_COUNTER;
 typedef nvmlProcessInfo_v1_t nv_PROC_V1;
 typedef nvmlProcessInfo_v2_t nv_PROC_V2;
 typedef nvmlProcessInfo_t nv_PROC_V3; /* the 24-byte record of every header but 535.43-535.86 */
@@ -90,6 +95,11 @@ typedef nvmlProcessInfo_t nv_PROC_V3; /* the 24-byte record of every header but 
         X(NVML_INSTANCE_ID_INVALID, INVALID_GPU_INSTANCE_ID)                                      \
         X(GV_NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_MEMORY_ERROR_TYPE_UNCORRECTED)             \
         X(GV_NVML_VOLATILE_ECC, NVML_VOLATILE_ECC)                                                \
+        X(GV_NVML_TEMPERATURE_GPU, NVML_TEMPERATURE_GPU)                                          \
+        X(GV_NVML_CLOCK_SM, NVML_CLOCK_SM)                                                        \
+        X(GV_NVML_CLOCK_MEM, NVML_CLOCK_MEM)                                                      \
+        X(GV_NVML_PCIE_UTIL_TX_BYTES, NVML_PCIE_UTIL_TX_BYTES)                                    \
+        X(GV_NVML_PCIE_UTIL_RX_BYTES, NVML_PCIE_UTIL_RX_BYTES)                                    \
         X(nvmlMemory_v2, nvmlMemory_v2)                                                           \
         X(GV_NVML_STRUCT_VERSION(40, 2), NVML_STRUCT_VERSION(Memory, 2))
 #define NV_CAPTURE(ours, theirs) (unsigned long long)(theirs),
@@ -123,6 +133,8 @@ static const unsigned long long nv_detail_list_v1 = nvmlProcessDetailList_v1;
 #define nvmlProcessDetail_v1_t gv_nvmlProcessDetail_v1_t
 #define nvmlProcessDetailList_v1_t gv_nvmlProcessDetailList_v1_t
 #define nvmlEventData_t gv_nvmlEventData_t
+#define nvmlUtilization_t gv_nvmlUtilization_t
+#define nvmlProcessUtilizationSample_t gv_nvmlProcessUtilizationSample_t
 #define NVML_SUCCESS GV_NVML_SUCCESS
 #define NVML_ERROR_UNINITIALIZED GV_NVML_ERROR_UNINITIALIZED
 #define NVML_ERROR_INVALID_ARGUMENT GV_NVML_ERROR_INVALID_ARGUMENT
@@ -153,6 +165,9 @@ static const unsigned long long nv_detail_list_v1 = nvmlProcessDetailList_v1;
 typedef unsigned int ENABLE_STATE; /* nvmlEnableState_t, an enum: 4 bytes */
 typedef unsigned int ERROR_TYPE;   /* nvmlMemoryErrorType_t */
 typedef unsigned int ECC_COUNTER;  /* nvmlEccCounterType_t */
+typedef unsigned int TEMP_SENSOR;  /* nvmlTemperatureSensors_t */
+typedef unsigned int CLOCK_TYPE;   /* nvmlClockType_t */
+typedef unsigned int PCIE_COUNTER; /* nvmlPcieUtilCounter_t */
 typedef void PROC_V1;              /* record arrays: the stride depends on the symbol */
 typedef void PROC_V2;
 typedef void PROC_V3;
@@ -214,6 +229,12 @@ static void __attribute__((unused)) missing(const char *what)
 #define SIG_MIGHANDLE(P) P##nvmlReturn_t (*)(P##nvmlDevice_t, unsigned int, P##nvmlDevice_t *)
 #define SIG_REMAP(P) P##nvmlReturn_t (*)(P##nvmlDevice_t, unsigned int *, unsigned int *, unsigned int *, unsigned int *)
 #define SIG_ECC(P) P##nvmlReturn_t (*)(P##nvmlDevice_t, P##ERROR_TYPE, P##ECC_COUNTER, unsigned long long *)
+#define SIG_UTIL(P) P##nvmlReturn_t (*)(P##nvmlDevice_t, P##nvmlUtilization_t *)
+#define SIG_TEMP(P) P##nvmlReturn_t (*)(P##nvmlDevice_t, P##TEMP_SENSOR, unsigned int *)
+#define SIG_CLOCK(P) P##nvmlReturn_t (*)(P##nvmlDevice_t, P##CLOCK_TYPE, unsigned int *)
+#define SIG_PCIE(P) P##nvmlReturn_t (*)(P##nvmlDevice_t, P##PCIE_COUNTER, unsigned int *)
+#define SIG_CODEC(P) P##nvmlReturn_t (*)(P##nvmlDevice_t, unsigned int *, unsigned int *)
+#define SIG_PROCUTIL(P) P##nvmlReturn_t (*)(P##nvmlDevice_t, P##nvmlProcessUtilizationSample_t *, unsigned int *, unsigned long long)
 #define SIG_SETCREATE(P) P##nvmlReturn_t (*)(P##nvmlEventSet_t *)
 #define SIG_REGISTER(P) P##nvmlReturn_t (*)(P##nvmlDevice_t, unsigned long long, P##nvmlEventSet_t)
 #define SIG_WAIT(P) P##nvmlReturn_t (*)(P##nvmlEventSet_t, P##nvmlEventData_t *, unsigned int)
@@ -291,6 +312,16 @@ int main(void)
         FIELD(nvmlEventData_t, eventData);
         FIELD(nvmlEventData_t, gpuInstanceId);
         FIELD(nvmlEventData_t, computeInstanceId);
+        SIZE(nvmlUtilization_t);
+        FIELD(nvmlUtilization_t, gpu);
+        FIELD(nvmlUtilization_t, memory);
+        SIZE(nvmlProcessUtilizationSample_t);
+        FIELD(nvmlProcessUtilizationSample_t, pid);
+        FIELD(nvmlProcessUtilizationSample_t, timeStamp);
+        FIELD(nvmlProcessUtilizationSample_t, smUtil);
+        FIELD(nvmlProcessUtilizationSample_t, memUtil);
+        FIELD(nvmlProcessUtilizationSample_t, encUtil);
+        FIELD(nvmlProcessUtilizationSample_t, decUtil);
 
         /* constants */
 #define OURS(ours, theirs) (unsigned long long)(ours),
@@ -347,6 +378,17 @@ int main(void)
         PROTO(nvmlDeviceGetRemappedRows_fn, nvmlDeviceGetRemappedRows, SIG_REMAP);
         PROTO(nvmlDeviceGetUInt_fn, nvmlDeviceGetRetiredPagesPendingStatus, SIG_DEVENABLE);
         PROTO(nvmlDeviceGetTotalEccErrors_fn, nvmlDeviceGetTotalEccErrors, SIG_ECC);
+        PROTO(nvmlDeviceGetUtilizationRates_fn, nvmlDeviceGetUtilizationRates, SIG_UTIL);
+        PROTO(nvmlDeviceGetTemperature_fn, nvmlDeviceGetTemperature, SIG_TEMP);
+        PROTO(nvmlDeviceGetClockInfo_fn, nvmlDeviceGetClockInfo, SIG_CLOCK);
+        PROTO(nvmlDeviceGetClockInfo_fn, nvmlDeviceGetMaxClockInfo, SIG_CLOCK);
+        PROTO(nvmlDeviceGetPcieThroughput_fn, nvmlDeviceGetPcieThroughput, SIG_PCIE);
+        PROTO(nvmlDeviceGetCodecUtilization_fn, nvmlDeviceGetEncoderUtilization, SIG_CODEC);
+        PROTO(nvmlDeviceGetCodecUtilization_fn, nvmlDeviceGetDecoderUtilization, SIG_CODEC);
+        PROTO(nvmlDeviceGetUInt_fn, nvmlDeviceGetPowerUsage, SIG_DEVUINT);
+        PROTO(nvmlDeviceGetUInt_fn, nvmlDeviceGetEnforcedPowerLimit, SIG_DEVUINT);
+        PROTO(nvmlDeviceGetUInt_fn, nvmlDeviceGetFanSpeed, SIG_DEVUINT);
+        PROTO(nvmlDeviceGetProcessUtilization_fn, nvmlDeviceGetProcessUtilization, SIG_PROCUTIL);
         PROTO(nvmlEventSetCreate_fn, nvmlEventSetCreate, SIG_SETCREATE);
         PROTO(nvmlDeviceRegisterEvents_fn, nvmlDeviceRegisterEvents, SIG_REGISTER);
         PROTO(nvmlEventSetWait_fn, nvmlEventSetWait_v2, SIG_WAIT);
@@ -357,6 +399,9 @@ int main(void)
         check("sizeof(nvmlEnableState_t) == sizeof(unsigned int)", sizeof(nv_ENABLE_STATE), sizeof(unsigned int));
         check("sizeof(nvmlMemoryErrorType_t) == sizeof(unsigned int)", sizeof(nv_ERROR_TYPE), sizeof(unsigned int));
         check("sizeof(nvmlEccCounterType_t) == sizeof(unsigned int)", sizeof(nv_ECC_COUNTER), sizeof(unsigned int));
+        check("sizeof(nvmlTemperatureSensors_t) == sizeof(unsigned int)", sizeof(nv_TEMP_SENSOR), sizeof(unsigned int));
+        check("sizeof(nvmlClockType_t) == sizeof(unsigned int)", sizeof(nv_CLOCK_TYPE), sizeof(unsigned int));
+        check("sizeof(nvmlPcieUtilCounter_t) == sizeof(unsigned int)", sizeof(nv_PCIE_COUNTER), sizeof(unsigned int));
         check("sizeof(nvmlReturn_t) == sizeof(int)", sizeof(nv_nvmlReturn_t), sizeof(int));
 
         printf("%d checks, %d differences, %d absent from this header\n", checks, failures, absent);

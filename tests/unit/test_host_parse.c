@@ -35,6 +35,9 @@ static void test_stat_plain(void **state)
         assert_false(p.kernel_thread);
         assert_int_equal(p.start_ticks, 987654);
         assert_int_equal(p.num_threads, 3);
+        assert_int_equal(p.cpu_ticks, 3);       /* utime 1 + stime 2 */
+        assert_true(p.rss_known);
+        assert_int_equal(p.rss_pages, 20);
         host_proc_clear(&p);
 }
 
@@ -53,6 +56,14 @@ static void test_stat_hostile_comm(void **state)
         assert_true(p.exiting);
         assert_int_equal(p.start_ticks, 55);
         host_proc_clear(&p);
+        /* the 20 fields the parser needs, without rss (a fixture of an old format) */
+        static const char short_line[] = "8 (b) S 1 8 8 0 -1 0 0 0 0 0 7 5 0 0 20 0 1 0 66\n";
+        struct host_proc q = { 0 };
+        assert_int_equal(host_parse_stat(S(short_line), &q), 0);
+        assert_int_equal(q.start_ticks, 66);
+        assert_int_equal(q.cpu_ticks, 12);
+        assert_false(q.rss_known);
+        host_proc_clear(&q);
 }
 
 static void test_stat_kthread(void **state)

@@ -276,7 +276,7 @@ static void test_top_screen(void **state)
         struct scan_result *r;
         struct live_view *v = killed_view(&f, &r);
         struct top_canvas c = { 0 };
-        assert_int_equal(top_canvas_resize(&c, 30, 104), 0);    /* a 27-cell bar, the figures beside it */
+        assert_int_equal(top_canvas_resize(&c, 30, 132), 0);    /* the bar, the figures beside it; the command at 92 */
         struct top_state s = { .now = T0 + 1, .interval_s = 1, .focus = -1, .stale_after_s = 4, .status = "",
                                .message = "" };
         top_draw(&c, v, NULL, &s);
