@@ -712,11 +712,11 @@ static void on_key(struct top *t, struct top_state *s, struct ui *u, int ch)
                 break;
         case 's': case KEY_F(6): case '>': case '.':
                 s->sort = (enum top_sort)((s->sort + 1) % TOP_SORT_COUNT);
-                s->tree = false;
+                s->tree = s->sort_reverse = false;
                 break;
         case '<': case ',':
                 s->sort = (enum top_sort)((s->sort + TOP_SORT_COUNT - 1) % TOP_SORT_COUNT);
-                s->tree = false;
+                s->tree = s->sort_reverse = false;
                 break;
         case 'I':
                 s->sort_reverse = !s->sort_reverse;
@@ -828,17 +828,25 @@ static int screen_loop(struct top *t, struct top_state *s)
         s->filter = u.filter;
         unsigned samples = 0, last_gen = 0;
         int rc = EXIT_OK;
+        /* a frame is drawn when something changed (a sample, a key, reclaim's output, the size)
+         * or a second passed (the sample's age, "collecting for"): not every 100 ms */
+        bool dirty = true;
+        double drawn = 0;
         while (!top_signal) {
                 if ((cv.rows != LINES || cv.cols != COLS) && top_canvas_resize(&cv, LINES, COLS) < 0) {
                         rc = EXIT_INCOMPLETE;
                         break;
                 }
                 cv.utf8 = t->utf8;
+                bool had = u.plan != NULL;
+                char *before = u.plan;
                 bool running = take_output(t, s, &u);
+                dirty |= u.plan != before || had != (u.plan != NULL) || running;
                 pthread_mutex_lock(&t->m);
                 if (t->gen != last_gen) {
                         last_gen = t->gen;
                         samples++;
+                        dirty = true;
                 }
                 pthread_mutex_unlock(&t->m);
                 if (t->iterations && samples > t->iterations)
@@ -848,15 +856,20 @@ static int screen_loop(struct top *t, struct top_state *s)
                 if (u.confirm_plan)
                         snprintf(u.msg, sizeof(u.msg), "%s",
                                  _("Act on a fresh plan: end the processes it names? y: yes, any other key: no"));
-                draw_locked(t, &cv, s);
-                if (s->message != u.msg) { /* draw_locked's own note (--gpu names no GPU) */
-                        snprintf(u.msg, sizeof(u.msg), "%s", s->message);
-                        s->message = u.msg;
+                if (dirty || monotonic_s() - drawn >= 1.0) {
+                        draw_locked(t, &cv, s);
+                        if (s->message != u.msg) { /* draw_locked's own note (--gpu names no GPU) */
+                                snprintf(u.msg, sizeof(u.msg), "%s", s->message);
+                                s->message = u.msg;
+                        }
+                        paint(&cv, s->color);
+                        drawn = monotonic_s();
+                        dirty = false;
                 }
-                paint(&cv, s->color);
                 int ch = getch();
                 if (ch == ERR)
                         continue;
+                dirty = true;
                 if (u.filtering) {
                         filter_key(s, &u, ch);
                         continue;
@@ -947,9 +960,10 @@ int cmd_top(int argc, char **argv)
                 case 'd': {
                         /* nvtop's and htop's -d: tenths of a second; a duration with its unit too */
                         unsigned tenths;
-                        if (parse_uint_range(optarg, 2, 36000, &tenths) == 0)
+                        bool digits = optarg[0] && strspn(optarg, "0123456789") == strlen(optarg);
+                        if (digits && parse_uint_range(optarg, 2, 36000, &tenths) == 0)
                                 t.interval_ms = (uint64_t)tenths * 100;
-                        else if (parse_duration_ms(optarg, &t.interval_ms) < 0 || t.interval_ms < 200 ||
+                        else if (digits || parse_duration_ms(optarg, &t.interval_ms) < 0 || t.interval_ms < 200 ||
                                  t.interval_ms > 3600000) {
                                 cli_error("top", _("-d: '%s' is not tenths of a second from 2 to 36000 (nvtop's -d 10 is 1 s), "
                                                    "nor a duration from 200ms to 1h"),

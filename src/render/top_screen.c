@@ -371,14 +371,18 @@ static bool row_in_focus(const struct live_row *w, int focus)
         return false;
 }
 
-/* Does a row hold the filter's text (any case) in its PID, user, command, role or link? */
+/* Does a row match the filter: digits name a PID exactly; other text is looked for (any case) in
+ * its user, command, role or link? */
 static bool row_matches(const struct live_row *w, const char *filter)
 {
         if (!filter || !*filter)
                 return true;
-        char pid[16];
-        snprintf(pid, sizeof(pid), "%d", (int)w->pid);
-        const char *fields[] = { pid, w->user, w->comm, w->cmdline, w->role, w->link };
+        if (strspn(filter, "0123456789") == strlen(filter)) {
+                char pid[16];
+                snprintf(pid, sizeof(pid), "%d", (int)w->pid);
+                return !strcmp(pid, filter);
+        }
+        const char *fields[] = { w->user, w->comm, w->cmdline, w->role, w->link };
         for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
                 if (fields[i] && strcasestr(fields[i], filter))
                         return true;
@@ -522,6 +526,10 @@ size_t top_rows_tree(const struct live_view *v, const struct top_state *s, size_
 void top_size_text(uint64_t bytes, char *out, size_t n)
 {
         static const char units[] = "KMGTP";
+        if (!bytes) {
+                snprintf(out, n, "0");
+                return;
+        }
         double v = (double)bytes / 1024.0;
         int u = 0;
         while (v >= 1000.0 && u < 4) {
@@ -855,7 +863,7 @@ static void dialog(struct top_canvas *c, const struct live_view *v, const struct
                                 "  s F6 >     sort by the next column (gpu, pid, memory, sm, cpu, rss, time, user,\n"
                                 "             role, command); < the previous; I reverses\n"
                                 "  t F5       tree: a process under its parent, a job's workers under its owner\n"
-                                "  / F3       filter by PID, user, command, role or link (Enter keeps, Esc clears)\n"
+                                "  / F3       filter: a PID, or text of user, command, role, link (Enter keeps, Esc clears)\n"
                                 "  k F9 T     SIGTERM the selected process (K: SIGKILL), asked first, through\n"
                                 "             reclaim's checks (pidfd, start time; never PID 1, daemons or\n"
                                 "             ghostvram's ancestors), logged to syslog; a live job's process\n"
@@ -1124,11 +1132,11 @@ void top_draw(struct top_canvas *c, const struct live_view *v, const struct live
                 printf_at(c, y, x + 11, at, "%c %s", w->state > ' ' && w->state < 0x7f ? w->state : '?', figs);
                 (void)ux;
                 x = lay.role_x;
-                int indent = s->tree && depth[k] ? (int)depth[k] * 2 : 0;
+                int indent = s->tree && depth[k] ? (int)depth[k] * 3 : 0;
                 int rx = x;
                 if (indent)
-                        rx = puts_at(c, y, x + indent - 2, "`-", TA_DIM);
-                rx = put_hostile(c, y, rx, w->role, 26 - indent > 6 ? 26 - indent : 6, at);
+                        rx = puts_at(c, y, x + indent - 3, "`- ", TA_DIM);
+                rx = put_hostile(c, y, rx, w->role, 26, at); /* a nested row's command moves right */
                 x = rx < x + 27 ? x + 27 : rx + 1;
                 x = put_hostile(c, y, x, w->comm[0] ? w->comm : "", 16, at);
                 x = put(c, y, x, "  ", 2, at);

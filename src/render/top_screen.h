@@ -69,8 +69,9 @@ struct top_state {
         int focus;                      /* a GPU index, -1: every GPU */
         enum top_sort sort;
         bool sort_reverse;
-        const char *filter;             /* rows whose PID, user, command, role or link holds it
-                                         * (any case); NULL or "": every row */
+        const char *filter;             /* digits: the row of that PID; other text: rows whose user,
+                                         * command, role or link holds it (any case); NULL or "":
+                                         * every row */
         bool tree;                      /* rows as a tree: a process under its parent, a job's
                                          * workers under the owner their link names */
         size_t selected;                /* position in the sorted, filtered rows */

@@ -159,4 +159,30 @@ assert_eq "$RC" 143 "exit status"
 assert_eq "$(tail -1 "$OUT")" "Stopped by SIGTERM before acting: nothing was signalled." "the summary"
 for w in "${WORKERS[@]}"; do is_dead "$w" && fail "worker $w was signalled"; done
 kill_wait "${WORKERS[@]}"
+
+note "--grace none (top's k): only the first signal; a worker that ignores SIGTERM is left, said so, exit 1; SIGKILL then ends it"
+sim_new --gpus 1 --memory 16384 --reserved 512
+trap '' TERM
+sim_run --gpu 0 --mib 1024 --workers 2
+trap - TERM
+kill_wait "$OWNER"
+W=${WORKERS[0]}
+RC=0
+GHOSTVRAM_SIM="$SIM" "$GV_BIN" reclaim --pid "$W" --signal TERM --grace none --wait 2s --confirm 200ms --yes --json \
+        >"$OUT" 2>"$GV_TMP/err" || RC=$?
+assert_eq "$RC" 1 "exit status: the process did not end"
+assert_eq "$(jq -r '[.grace_seconds, (.actions[] | .pid, .result, (.signals | join(",")))] | map(tostring) | join(" ")' "$OUT")" \
+        "null $W survived TERM" "the action: SIGTERM only, survived"
+jq -r '.actions[0].detail' "$OUT" | grep -qF "no SIGKILL was sent (--grace none)" || fail "the detail: $(cat "$OUT")"
+is_dead "$W" && fail "worker $W was killed"
+is_dead "${WORKERS[1]}" && fail "worker ${WORKERS[1]} was signalled (not named)"
+GHOSTVRAM_SIM="$SIM" "$GV_BIN" reclaim --pid "$W" --signal TERM --grace none --wait 2s --confirm 200ms >"$OUT" 2>&1 || true
+grep -qF "Dry run: 1 process would get SIGTERM (no SIGKILL: --grace none)." "$OUT" || fail "the dry run: $(cat "$OUT")"
+RC=0
+GHOSTVRAM_SIM="$SIM" "$GV_BIN" reclaim --pid "$W" --signal KILL --grace none --wait 2s --confirm 200ms --yes --json \
+        >"$OUT" 2>"$GV_TMP/err" || RC=$?
+assert_eq "$(jq -r '.actions[0].result' "$OUT")" killed "SIGKILL ends it"
+for _ in $(seq 200); do is_dead "$W" && break; sleep 0.01; done
+is_dead "$W" || fail "worker $W survived SIGKILL"
+kill_wait "${WORKERS[@]}"
 echo "PASS"

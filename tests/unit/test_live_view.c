@@ -501,6 +501,256 @@ static void test_view_driver_error_whole(void **state)
         facts_destroy(f);
 }
 
+/* Rows by hand: pid, ppid, tie, user, comm, figures. */
+static struct live_row row(pid_t pid, pid_t ppid, pid_t tie, const char *user, const char *comm, int64_t mem, int sm,
+                           double cpu, uint64_t rss, double start)
+{
+        struct live_row w;
+        memset(&w, 0, sizeof(w));
+        w.pid = pid;
+        w.ppid = ppid;
+        w.tie_pid = tie;
+        w.gpu = 0;
+        w.state = 'S';
+        snprintf(w.user, sizeof(w.user), "%s", user);
+        snprintf(w.comm, sizeof(w.comm), "%s", comm);
+        w.listed_bytes = mem;
+        w.sm_util = sm;
+        w.cpu_pct = cpu;
+        w.rss_known = true;
+        w.rss_bytes = rss;
+        w.start_time = start;
+        w.mig_instance = GPU_INSTANCE_NONE;
+        return w;
+}
+
+static void order(const struct live_view *v, struct top_state *s, const char *want)
+{
+        size_t idx[16];
+        unsigned depth[16];
+        size_t n = s->tree ? top_rows_tree(v, s, idx, depth, 16) : top_rows(v, s, idx, 16);
+        char got[128] = "";
+        for (size_t i = 0; i < n; i++) {
+                size_t l = strlen(got);
+                if (s->tree)
+                        snprintf(got + l, sizeof(got) - l, "%s%d:%u", i ? " " : "", (int)v->rows[idx[i]].pid, depth[i]);
+                else
+                        snprintf(got + l, sizeof(got) - l, "%s%d", i ? " " : "", (int)v->rows[idx[i]].pid);
+        }
+        assert_string_equal(got, want);
+}
+
+/* Sorting by every column (and reversed), the filter, the tree: parent by PID, else the owner
+ * the link names; a cycle of reused PIDs still lists every row once. */
+static void test_top_rows(void **state)
+{
+        (void)state;
+        struct live_row rows[6];
+        rows[0] = row(100, 1, 0, "alice", "python", 4 * (int64_t)GIB, 60, 12.5, 3 * GIB, T0 - 100);   /* a job's owner */
+        rows[1] = row(101, 100, 0, "alice", "pt_worker", -1, 0, 80.0, 1 * GIB, T0 - 90);            /* its worker */
+        rows[2] = row(102, 1, 100, "alice", "pt_worker", -1, -1, 1.0, 2 * GIB, T0 - 90);            /* setsid'd worker: tied */
+        rows[3] = row(200, 1, 0, "bob", "nvidia-smi", -1, -1, -1, 64 * MIB, T0 - 5);                /* a monitor */
+        rows[4] = row(300, 301, 0, "carol", "train", 1 * (int64_t)GIB, 20, 3.0, 512 * MIB, T0 - 1000); /* a cycle: 300 <- 301 */
+        rows[5] = row(301, 300, 0, "carol", "train", -1, -1, 0.5, 256 * MIB, T0 - 999);
+        char cmd[] = "python -m worker";
+        rows[1].cmdline = cmd;
+        struct live_view v;
+        memset(&v, 0, sizeof(v));
+        v.rows = rows;
+        v.n_rows = 6;
+        struct top_state s = { .focus = -1 };
+        static const struct {
+                enum top_sort sort;
+                const char *order;
+        } by[] = {
+                { TOP_SORT_PID, "100 101 102 200 300 301" },  { TOP_SORT_MEM, "100 300 101 102 200 301" },
+                { TOP_SORT_SM, "100 300 101 102 200 301" },   { TOP_SORT_CPU, "101 100 300 102 301 200" },
+                { TOP_SORT_RSS, "100 102 101 300 301 200" },  { TOP_SORT_TIME, "300 301 100 101 102 200" },
+                { TOP_SORT_USER, "100 101 102 200 300 301" },
+                /* the command line where it was read, else comm */
+                { TOP_SORT_COMMAND, "200 102 100 101 300 301" },
+        };
+        for (size_t i = 0; i < sizeof(by) / sizeof(by[0]); i++) {
+                s.sort = by[i].sort;
+                order(&v, &s, by[i].order);
+        }
+        s.sort_reverse = true;
+        order(&v, &s, "300 301 101 100 102 200");
+        s.sort_reverse = false;
+        s.sort = TOP_SORT_PID;
+        /* the filter: any case in user, command, role, link; digits: a PID exactly */
+        s.filter = "WORKER";
+        order(&v, &s, "101 102");
+        s.filter = "20";
+        order(&v, &s, "");
+        s.filter = "200";
+        order(&v, &s, "200");
+        s.filter = "bob";
+        order(&v, &s, "200");
+        s.filter = "-m w";      /* in 101's command line */
+        order(&v, &s, "101");
+        s.filter = "";
+        /* the tree: 101 under 100 (its parent), 102 under 100 (tied to it); 300/301 a cycle */
+        s.tree = true;
+        order(&v, &s, "100:0 101:1 102:1 200:0 300:0 301:1");
+        s.filter = "pt_";
+        order(&v, &s, "101:0 102:0");
+}
+
+static void test_top_sizes(void **state)
+{
+        (void)state;
+        static const struct {
+                uint64_t bytes;
+                const char *text;
+        } sizes[] = { { 0, "0" }, { 712 * 1024, "712K" }, { 2 * MIB, "2.0M" }, { 1536 * MIB, "1.5G" },
+                      { 999 * 1024, "999K" }, { 1000 * 1024, "1.0M" } };
+        static const struct {
+                double s;
+                const char *text;
+        } times[] = { { 59, "0:59" }, { 3599, "59:59" }, { 3600 + 62, "1:01:02" },
+                      { 3 * 86400 + 4 * 3600 + 5 * 60 + 6, "3-04:05:06" }, { -5, "0:00" } };
+        char b[32];
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+                top_size_text(sizes[i].bytes, b, sizeof(b));
+                assert_string_equal(b, sizes[i].text);
+        }
+        for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++) {
+                top_elapsed_text(times[i].s, b, sizeof(b));
+                assert_string_equal(b, times[i].text);
+        }
+}
+
+/* A GPU's figures: every one shown, n/a where the driver gives none; the graphs. */
+static void test_top_telemetry(void **state)
+{
+        (void)state;
+        struct facts *f;
+        struct scan_result *r;
+        struct live_view *v = killed_view(&f, &r);
+        struct live_gpu *g = &v->gpus[1];
+        gpu_telemetry_unknown(&g->tel);
+        g->tel.queried = true;
+        g->tel.util_gpu = 60;
+        g->tel.util_mem = 12;
+        g->tel.temp_c = 58;
+        g->tel.power_mw = 250400;
+        g->tel.power_limit_mw = 700000;
+        g->tel.clock_sm_mhz = 1410;
+        g->tel.clock_mem_mhz = 2619;
+        g->tel.pcie_rx_kbs = 3000;
+        g->tel.pcie_tx_kbs = 512;
+        g->tel.enc_pct = 0;
+        g->tel.dec_pct = 7;
+        g->health_queried = true;
+        g->ecc_uncorrected = 2;
+        g->remap_pending = 1;
+        g->remap_failed = 0;
+        g->retired_pending = 0;
+        gpu_telemetry_unknown(&v->gpus[0].tel);
+        v->gpus[0].tel.queried = true;
+        v->gpus[0].ecc_uncorrected = v->gpus[0].remap_pending = v->gpus[0].remap_failed = -1;
+        v->gpus[0].retired_pending = -1;
+        struct live_history h = { 0 };
+        for (int i = 0; i < 8; i++) {
+                g->tel.util_gpu = i < 4 ? 0 : 100;
+                assert_int_equal(live_history_add(&h, v, T0 - 8 + i), 0);
+        }
+        g->tel.util_gpu = 60;
+        struct top_canvas c = { 0 };
+        assert_int_equal(top_canvas_resize(&c, 60, 160), 0);
+        struct top_state s = { .now = T0 + 1, .interval_s = 1, .focus = -1, .stale_after_s = 4, .status = "",
+                               .message = "" };
+        top_draw(&c, v, &h, &s);
+        assert_true(canvas_has(&c, "  GPU 60%  MEM 12%  TEMP 58C  POW 250/700 W  CLK 1410/2619 MHz  FAN n/a  "
+                                   "PCIe RX 3 MB/s TX 512 KB/s  ENC 0% DEC 7%  ECC 2  REMAP pending"));
+        assert_true(canvas_has(&c, "  GPU n/a  MEM n/a  TEMP n/a  POW n/a/n/a  CLK n/a/n/a  FAN n/a  PCIe RX n/a TX n/a  "
+                                   "ENC n/a DEC n/a  ECC n/a  REMAP n/a"));
+        /* GPU 1's graph: 4 idle points then 4 at 100% (_ then #), right-aligned in 24 cells; used
+         * 2048 of 81920 MiB (2%); GPU 0's utilisation unknown: ? */
+        assert_true(canvas_has(&c, "  util                  ____####  60%   used                  ________   2%"));
+        assert_true(canvas_has(&c, "  util                  ????????  n/a   used                  ________   0%"));
+        top_canvas_free(&c);
+        live_history_free(&h);
+        live_view_free(v);
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
+/* %CPU: from the CPU time between two views of the same process; over its life in the first. */
+static void test_view_cpu(void **state)
+{
+        (void)state;
+        struct live_row a = row(10, 1, 0, "u", "c", -1, -1, -1, 0, T0 - 100);
+        struct live_row b = row(11, 1, 0, "u", "c", -1, -1, -1, 0, T0 - 100);
+        a.cpu_known = b.cpu_known = true;
+        a.cpu_ticks = 1000; /* 10 s of 100 at 100 ticks a second */
+        b.cpu_ticks = 50;
+        struct live_view prev;
+        memset(&prev, 0, sizeof(prev));
+        struct live_row pr[2] = { a, b };
+        prev.rows = pr;
+        prev.n_rows = 2;
+        prev.finished = T0;
+        live_view_cpu(&prev, NULL, 100);
+        assert_true(pr[0].cpu_pct > 9.99 && pr[0].cpu_pct < 10.01);
+        struct live_view now = prev;
+        struct live_row nr[2] = { a, b };
+        nr[0].cpu_ticks = 1200;         /* 2 s of CPU in 4 s: 50% */
+        nr[1].start_time = T0 - 5;      /* another process with PID 11: no figure */
+        nr[1].cpu_ticks = 60;
+        now.rows = nr;
+        now.finished = T0 + 4;
+        live_view_cpu(&now, &prev, 100);
+        assert_true(nr[0].cpu_pct > 49.99 && nr[0].cpu_pct < 50.01);
+        assert_true(nr[1].cpu_pct < 0);
+}
+
+/* A client of the MPS server (NVML's MPS list) and a MIG instance's process, as rows; a row's
+ * share of its GPU from the driver's per-process samples. */
+static void test_view_mps_mig(void **state)
+{
+        (void)state;
+        struct facts *f = facts_new(1, true, 0);
+        gpu_used(f, 0, 3 * GIB);
+        nvml_proc(f, 0, 500, 1 * GIB);
+        f->gpu->gpus[0].procs[0].kinds = GPU_PROC_MPS;
+        nvml_proc(f, 0, 600, 2 * GIB);
+        f->gpu->gpus[0].procs[1].gpu_instance = 3;
+        for (pid_t p = 500; p <= 600; p += 100) {
+                struct host_proc h = proc(p, 1, p, p, 'S', "python");
+                cuda_nodes(&h, 1);
+                holder(f, h);
+        }
+        struct gpu_telemetry *t = &f->gpu->gpus[0].tel;
+        gpu_telemetry_unknown(t);
+        t->queried = t->procs_known = true;
+        t->procs[t->n_procs++] = (struct gpu_proc_util){ .pid = 600, .sm = 70, .mem = 20 };
+        finish(f, NULL, 0);
+        struct scan_result *r = build(f, f);
+        struct live_view *v = NULL;
+        assert_int_equal(live_view_build(r, false, true, 0.01, &v), 0);
+        assert_int_equal(v->n_rows, 2);
+        assert_string_equal(v->rows[0].role, "owner, MPS client");
+        assert_true(v->rows[0].mps);
+        assert_int_equal(v->rows[0].sm_util, 0); /* known: no sample, nothing ran */
+        assert_string_equal(v->rows[1].role, "owner");
+        assert_int_equal(v->rows[1].mig_instance, 3);
+        assert_int_equal(v->rows[1].sm_util, 70);
+        assert_int_equal(v->rows[1].mem_util, 20);
+        struct top_canvas c = { 0 };
+        assert_int_equal(top_canvas_resize(&c, 30, 132), 0);
+        struct top_state s = { .now = T0 + 1, .interval_s = 1, .focus = -1, .stale_after_s = 4, .status = "",
+                               .message = "" };
+        top_draw(&c, v, NULL, &s);
+        assert_true(canvas_has(&c, "    600 alice      S 0/3       2048   70 "));
+        assert_true(canvas_has(&c, "owner, MPS client"));
+        top_canvas_free(&c);
+        live_view_free(v);
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -508,7 +758,9 @@ int main(void)
                 cmocka_unit_test(test_page), cmocka_unit_test(test_top_screen),
                 cmocka_unit_test(test_page_starts_with_serve), cmocka_unit_test(test_top_texts),
                 cmocka_unit_test(test_top_cuts_at_a_word), cmocka_unit_test(test_top_wide),
-                cmocka_unit_test(test_view_driver_error_whole),
+                cmocka_unit_test(test_view_driver_error_whole), cmocka_unit_test(test_top_rows),
+                cmocka_unit_test(test_top_sizes), cmocka_unit_test(test_top_telemetry), cmocka_unit_test(test_view_cpu),
+                cmocka_unit_test(test_view_mps_mig),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

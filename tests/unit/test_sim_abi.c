@@ -1082,6 +1082,85 @@ static void test_corrupt_state(void **state)
         assert_int_equal(sim_knob_check("notsup=1:memory,events", 2, err, sizeof(err)), 0);
 }
 
+/* top's figures: the knobs' values in NVML's units, na as NOT_SUPPORTED, the defaults of an
+ * idle H100 SXM (no fan), and each process's share of the GPU (two-call pattern, NOT_FOUND when
+ * nothing ran). */
+static void test_metrics(void **state)
+{
+        (void)state;
+        struct nv n;
+        unsigned v = 0, period = 0, count = 0;
+        nvmlUtilization_t u;
+        pid_t owner = spawn_ctx(0, 1024, NULL);
+        pid_t other = spawn_ctx(0, 512, NULL);
+        nv_open(&n, "current");
+        /* defaults */
+        assert_int_equal(CALL(&n, nvmlDeviceGetTemperature_fn, "nvmlDeviceGetTemperature", n.dev[1], GV_NVML_TEMPERATURE_GPU, &v),
+                         NVML_SUCCESS);
+        assert_int_equal(v, 33);
+        assert_int_equal(CALL(&n, nvmlDeviceGetUInt_fn, "nvmlDeviceGetFanSpeed", n.dev[1], &v), NVML_ERROR_NOT_SUPPORTED);
+        assert_int_equal(CALL(&n, nvmlDeviceGetUInt_fn, "nvmlDeviceGetPowerUsage", n.dev[1], &v), NVML_SUCCESS);
+        assert_int_equal(v, 71000);
+        assert_int_equal(CALL(&n, nvmlDeviceGetProcessUtilization_fn, "nvmlDeviceGetProcessUtilization", n.dev[0], NULL,
+                              &count, 0ull),
+                         NVML_ERROR_NOT_FOUND); /* util 0: nothing ran */
+        set_knobs("util_gpu=0:60", "util_mem=0:13", "temp=0:58", "power=0:250", "clock_sm=0:1410", "fan=0:40",
+                  "pcie_rx=0:3000", NULL);
+        set_knobs("dec=0:7", NULL);
+        assert_int_equal(CALL(&n, nvmlDeviceGetUtilizationRates_fn, "nvmlDeviceGetUtilizationRates", n.dev[0], &u),
+                         NVML_SUCCESS);
+        assert_true(u.gpu == 60 && u.memory == 13);
+        assert_int_equal(CALL(&n, nvmlDeviceGetTemperature_fn, "nvmlDeviceGetTemperature", n.dev[0], GV_NVML_TEMPERATURE_GPU, &v),
+                         NVML_SUCCESS);
+        assert_int_equal(v, 58);
+        assert_int_equal(CALL(&n, nvmlDeviceGetUInt_fn, "nvmlDeviceGetPowerUsage", n.dev[0], &v), NVML_SUCCESS);
+        assert_int_equal(v, 250000); /* mW */
+        assert_int_equal(CALL(&n, nvmlDeviceGetClockInfo_fn, "nvmlDeviceGetClockInfo", n.dev[0], GV_NVML_CLOCK_SM, &v),
+                         NVML_SUCCESS);
+        assert_int_equal(v, 1410);
+        assert_int_equal(CALL(&n, nvmlDeviceGetUInt_fn, "nvmlDeviceGetFanSpeed", n.dev[0], &v), NVML_SUCCESS);
+        assert_int_equal(v, 40);
+        assert_int_equal(CALL(&n, nvmlDeviceGetPcieThroughput_fn, "nvmlDeviceGetPcieThroughput", n.dev[0],
+                              GV_NVML_PCIE_UTIL_RX_BYTES, &v),
+                         NVML_SUCCESS);
+        assert_int_equal(v, 3000);
+        assert_int_equal(CALL(&n, nvmlDeviceGetCodecUtilization_fn, "nvmlDeviceGetDecoderUtilization", n.dev[0], &v, &period),
+                         NVML_SUCCESS);
+        assert_true(v == 7 && period > 0);
+        /* per process: the count first, then each of the two owners gets half */
+        count = 0;
+        assert_int_equal(CALL(&n, nvmlDeviceGetProcessUtilization_fn, "nvmlDeviceGetProcessUtilization", n.dev[0], NULL,
+                              &count, 0ull),
+                         NVML_ERROR_INSUFFICIENT_SIZE);
+        assert_int_equal(count, 2);
+        nvmlProcessUtilizationSample_t smp[4];
+        count = 4;
+        assert_int_equal(CALL(&n, nvmlDeviceGetProcessUtilization_fn, "nvmlDeviceGetProcessUtilization", n.dev[0], smp,
+                              &count, 0ull),
+                         NVML_SUCCESS);
+        assert_int_equal(count, 2);
+        bool seen_owner = false, seen_other = false;
+        for (unsigned i = 0; i < count; i++) {
+                assert_true(smp[i].smUtil == 30 && smp[i].memUtil == 6 && smp[i].timeStamp > 0);
+                seen_owner |= smp[i].pid == (unsigned)owner;
+                seen_other |= smp[i].pid == (unsigned)other;
+        }
+        assert_true(seen_owner && seen_other);
+        /* na: NOT_SUPPORTED, the rest still answers */
+        set_knobs("temp=0:na", "util_mem=0:na", NULL);
+        assert_int_equal(CALL(&n, nvmlDeviceGetTemperature_fn, "nvmlDeviceGetTemperature", n.dev[0], GV_NVML_TEMPERATURE_GPU, &v),
+                         NVML_ERROR_NOT_SUPPORTED);
+        assert_int_equal(CALL(&n, nvmlDeviceGetUtilizationRates_fn, "nvmlDeviceGetUtilizationRates", n.dev[0], &u),
+                         NVML_ERROR_NOT_SUPPORTED);
+        assert_int_equal(CALL(&n, nvmlDeviceGetUInt_fn, "nvmlDeviceGetPowerUsage", n.dev[0], &v), NVML_SUCCESS);
+        /* bad values are refused by sim set */
+        char err[SIM_ERR_LEN];
+        assert_int_equal(sim_knob_check("temp=0:hot", 2, err, sizeof(err)), -EINVAL);
+        assert_int_equal(sim_knob_check("util_gpu=101", 2, err, sizeof(err)), -EINVAL);
+        assert_int_equal(sim_knob_check("fan=1:na", 2, err, sizeof(err)), 0);
+        nv_close(&n);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -1102,6 +1181,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_out_of_memory, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_mig, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_corrupt_state, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
