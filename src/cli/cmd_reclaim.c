@@ -327,6 +327,7 @@ struct sampler {
         bool last_failed;       /* the latest one: the driver stopped answering */
         uint64_t *shown;        /* per GPU: monotonic ms of the last line, 0 none */
         bool *shown_back;       /* per GPU: the line that says it is back went out */
+        bool *unsaid;           /* per GPU: its latest sample has no line yet */
 };
 
 static void out_sample(const struct sampler *s, const struct recovery_gpu *g, bool before, double t)
@@ -351,8 +352,9 @@ static void sampler_show(struct sampler *s, bool before, bool last)
                 if (!g->expected && !s->o->c.verbose)
                         continue; /* a GPU that expects nothing back: in the report only */
                 bool back = g->expected && g->recovered && !s->shown_back[i];
-                if (!before && !back && !(last && s->shown[i] != now) && s->shown[i] &&
-                    now - s->shown[i] < SAMPLE_LINE_MS)
+                if (last && !s->unsaid[i])
+                        continue; /* the latest sample's line went out already */
+                if (!before && !back && !last && s->shown[i] && now - s->shown[i] < SAMPLE_LINE_MS)
                         continue;
                 if (!before && !g->after_known)
                         continue;
@@ -360,6 +362,7 @@ static void sampler_show(struct sampler *s, bool before, bool last)
                         continue;
                 s->shown[i] = now;
                 s->shown_back[i] |= back;
+                s->unsaid[i] = false;
                 out_sample(s, g, before, t);
         }
 }
@@ -369,6 +372,8 @@ static void sampler_take(struct sampler *s, uint64_t t0)
         bool bad = recovery_sample(&s->go, s->g, s->n, t0) < 0;
         s->failed += bad;
         s->last_failed = bad;
+        for (size_t i = 0; i < s->n; i++)
+                s->unsaid[i] = !bad;
         sampler_show(s, t0 == 0, false);
 }
 
@@ -416,15 +421,18 @@ static int sampler_init(struct sampler *s, const struct rc_opts *o, struct recov
         s->n = n;
         s->shown = calloc(n ? n : 1, sizeof(*s->shown));
         s->shown_back = calloc(n ? n : 1, sizeof(*s->shown_back));
-        return s->shown && s->shown_back ? 0 : -ENOMEM;
+        s->unsaid = calloc(n ? n : 1, sizeof(*s->unsaid));
+        return s->shown && s->shown_back && s->unsaid ? 0 : -ENOMEM;
 }
 
 static void sampler_done(struct sampler *s)
 {
         free(s->shown);
         free(s->shown_back);
+        free(s->unsaid);
         s->shown = NULL;
         s->shown_back = NULL;
+        s->unsaid = NULL;
 }
 
 /* Seconds since the first signal (0 before it). */

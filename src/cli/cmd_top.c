@@ -580,7 +580,7 @@ struct ui {
         bool confirm_plan;              /* A was pressed: the next key decides */
         enum { ASK_NONE = 0, ASK_KILL, ASK_FORCE } ask;
         struct top_kill kill;           /* what k asks about, or ran last */
-        char kill_comm[64];
+        char kill_comm[64];             /* escaped for the terminal */
         bool force_offered;             /* the last kill was refused for a live job: F asks again */
         pid_t still_pid;                /* the last kill's process, still there after SIGTERM */
         double still_start;
@@ -621,14 +621,14 @@ static void ask_kill(struct top *t, struct top_state *s, struct ui *u, bool kill
         }
         bool again = u->still_pid == w.pid && u->still_start == w.start_time;
         u->kill = (struct top_kill){ .pid = w.pid, .sig = kill9 || again ? SIGKILL : SIGTERM };
-        snprintf(u->kill_comm, sizeof(u->kill_comm), "%s", w.comm);
         u->ask = ASK_KILL;
         u->force_offered = false;
-        char comm[80];
-        struct buf b = BUF_INIT(sizeof(comm));
+        /* the name a process gave itself, escaped for the question and the dialog's title */
+        struct buf b = BUF_INIT(sizeof(u->kill_comm) * 4);
         esc_terminal(&b, w.comm, strlen(w.comm));
-        snprintf(comm, sizeof(comm), "%s", buf_str(&b));
+        snprintf(u->kill_comm, sizeof(u->kill_comm), "%s", buf_str(&b));
         buf_free(&b);
+        const char *comm = u->kill_comm;
         snprintf(u->msg, sizeof(u->msg),
                  _("SIG%s to PID %d (%s)? y: yes, through reclaim's checks (pidfd, start time; never PID 1, daemons or "
                    "ghostvram's ancestors); any other key: no"),

@@ -559,13 +559,14 @@ void reclaim_stream_action_text(FILE *out, const struct reclaim_action *a, enum 
                 fprintf(out, _(") through its pidfd\n"));
                 return;
         }
-        fprintf(out, "PID %d (", (int)a->pid);
+        /* TRANSLATORS: "PID 31301 (" then the process's name, then "): terminated" (a result code) */
+        fprintf(out, _("PID %d ("), (int)a->pid);
         put_esc(out, a->comm);
-        fprintf(out, "): %s", reclaim_result_name(a->result));
+        fprintf(out, _("): %s"), reclaim_result_name(a->result));
         if (!str_empty(a->detail)) {
-                fprintf(out, " (");
+                fputs(_(" ("), out);
                 put_esc(out, a->detail);
-                fputc(')', out);
+                fputs(_(")"), out);
         }
         fputc('\n', out);
 }

@@ -92,6 +92,8 @@ text=$(reclaim --yes --gpu 1 --grace 1s </dev/null) || fail "reclaim --gpu 1 exi
 grep -q "Memory recovered: 1 process ended" <<<"$text" || fail "text summary: $text"
 grep -qE "GPU 1 +512 MiB → 0 MiB +freed 512 MiB +back in [0-9.]+ s" <<<"$text" || fail "text memory line: $text"
 grep -qE "PID $W +terminated" <<<"$text" || fail "text action line: $text"
+# as it happens: the memory's line each second, the one that says it is back once
+assert_eq "$(grep -cE '^  \[ *[0-9.]+ s\] GPU 1: 0 MiB used: back \(512 MiB freed\)$' <<<"$text")" 1 "the line that says GPU 1 is back"
 is_dead "$W" || fail "mapping-only worker still alive"
 
 note "explicit --pid: an unrelated process only with --force; PID 1 and ghostvram's parent never"
