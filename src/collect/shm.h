@@ -55,7 +55,8 @@ struct shm_sysv {
 int shm_parse_sysv(const char *buf, size_t len, struct shm_sysv *ret);
 void shm_sysv_clear(struct shm_sysv *s);
 
-/* /proc/meminfo: MemTotal and Shmem in bytes (the file says kB, meaning KiB). Either may be
+/* /proc/meminfo: MemTotal and Shmem in bytes (the file says kB, meaning KiB; a line without it is
+ * not the kernel's and is not read). Either may be
  * missing (*ret_*_known false). 0, or -EINVAL when neither is there. Reads only buf[0..len). */
 int shm_parse_meminfo(const char *buf, size_t len, uint64_t *ret_mem_total, bool *ret_total_known,
                       uint64_t *ret_shmem, bool *ret_shmem_known);

@@ -240,10 +240,11 @@ static bool meminfo_value(const char *line, size_t len, const char *name, uint64
                 return false;
         while (i < len && line[i] == ' ')
                 i++;
-        bool kb = len - i >= 2 && memcmp(line + i, "kB", 2) == 0;
-        if (kb && v > UINT64_MAX / 1024)
+        /* the kernel writes these two in kB (KiB), always: a line without the unit is not its */
+        bool kb = len - i >= 2 && memcmp(line + i, "kB", 2) == 0 && (len - i == 2 || line[i + 2] == ' ');
+        if (!kb || v > UINT64_MAX / 1024)
                 return false;
-        *ret = kb ? v * 1024 : v;
+        *ret = v * 1024;
         return true;
 }
 
@@ -273,7 +274,7 @@ int shm_parse_meminfo(const char *buf, size_t len, uint64_t *ret_mem_total, bool
 uint64_t shm_threshold(uint64_t mem_total)
 {
         uint64_t tenth = mem_total / 10;
-        return mem_total && tenth < SHM_GIB ? tenth : SHM_GIB;
+        return tenth && tenth < SHM_GIB ? tenth : SHM_GIB; /* never 0: nothing is "large" by itself */
 }
 
 void shm_judge(struct shm_report *r)

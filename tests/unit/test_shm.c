@@ -129,6 +129,12 @@ static void test_meminfo_and_rule(void **state)
         assert_false(sk);
         assert_int_equal(shm_parse_meminfo(S("ShmemHugePages: 7 kB\nMemTotal: x kB\n"), &t, &tk, &sh, &sk), -EINVAL);
         assert_int_equal(shm_parse_meminfo(S("MemTotal: 99999999999999999999 kB\n"), &t, &tk, &sh, &sk), -EINVAL);
+        /* the kernel's unit or nothing (a fuzzer's "MemTotal: 4 2683": 4 bytes, a threshold of 0) */
+        assert_int_equal(shm_parse_meminfo(S("MemTotal:      4 268375ey\nShmem: 9 kBx\n"), &t, &tk, &sh, &sk), -EINVAL);
+        assert_int_equal(shm_parse_meminfo(S("MemTotal: 4\nShmem: 9 kB"), &t, &tk, &sh, &sk), 0);
+        assert_false(tk);
+        assert_true(sk && sh == 9 * 1024);
+        assert_int_equal(shm_threshold(9), SHM_GIB);
 
         /* 1 GiB, or 10% of RAM when that is less */
         assert_int_equal(shm_threshold(0), SHM_GIB);
