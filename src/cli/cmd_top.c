@@ -35,6 +35,7 @@
 #include "util/escape.h"
 #include "util/i18n.h"
 #include "util/parse.h"
+#include "util/strf.h"
 #include "util/timefmt.h"
 
 #define PLAN_OUTPUT_MAX (256u << 10)
@@ -326,12 +327,18 @@ static void *kill_main(void *arg)
         sigset_t none;
         sigemptyset(&none);
         pthread_sigmask(SIG_SETMASK, &none, NULL);
-        struct buf out = BUF_INIT(PLAN_OUTPUT_MAX);
-        int rc = cli_run_self(args, &out);
-        struct top_kill_result res;
-        if (top_kill_judge(&k, out.data, out.len, rc, &res) < 0)
-                res = (struct top_kill_result){ .outcome = TOP_KILL_FAILED, .text = NULL };
-        buf_free(&out);
+        struct top_kill_result res = { .outcome = TOP_KILL_ENDED, .text = NULL };
+        if (!top_kill_same_process(&k, t->c.proc_root)) {
+                str_setf(&res.text, _("PID %d is not the process you chose any more (it ended, or its number went to "
+                                      "another process): nothing was sent.\n"),
+                         (int)k.pid);
+        } else {
+                struct buf out = BUF_INIT(PLAN_OUTPUT_MAX);
+                int rc = cli_run_self(args, &out);
+                if (top_kill_judge(&k, out.data, out.len, rc, &res) < 0)
+                        res = (struct top_kill_result){ .outcome = TOP_KILL_FAILED, .text = NULL };
+                buf_free(&out);
+        }
         pthread_mutex_lock(&t->m);
         free(t->plan_text);
         t->plan_text = res.text ? res.text : strdup(_("out of memory"));
@@ -620,7 +627,7 @@ static void ask_kill(struct top *t, struct top_state *s, struct ui *u, bool kill
                 return;
         }
         bool again = u->still_pid == w.pid && u->still_start == w.start_time;
-        u->kill = (struct top_kill){ .pid = w.pid, .sig = kill9 || again ? SIGKILL : SIGTERM };
+        u->kill = (struct top_kill){ .pid = w.pid, .start_ticks = w.start_ticks, .sig = kill9 || again ? SIGKILL : SIGTERM };
         u->ask = ASK_KILL;
         u->force_offered = false;
         /* the name a process gave itself, escaped for the question and the dialog's title */

@@ -148,6 +148,7 @@ static int row_proc(struct live_row *w, const struct host_proc *hp, const struct
         copy(w->user, sizeof(w->user), hp->user);
         copy(w->comm, sizeof(w->comm), hp->comm);
         w->start_time = hp->start_time;
+        w->start_ticks = hp->start_ticks;
         w->ppid = hp->ppid;
         w->pgid = hp->pgid;
         w->cpu_ticks = hp->cpu_ticks;

@@ -79,6 +79,7 @@ struct live_row {
         char comm[64];                  /* raw */
         char *cmdline;                  /* raw; NULL unless asked for and read */
         double start_time;              /* epoch seconds, 0 unknown */
+        uint64_t start_ticks;           /* stat field 22 (which process this PID is), 0 unknown */
         pid_t ppid, pgid;               /* 0 unknown */
         int sm_util, mem_util;          /* its share of its GPU (%), -1 unknown */
         uint64_t cpu_ticks;             /* user + system time, clock ticks (cpu_known) */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "act/reclaim_act.h"
 #include "util/i18n.h"
 #include "util/strf.h"
 
@@ -30,6 +31,17 @@ size_t top_kill_args(const struct top_kill *k, char pid_buf[16], const char *arg
         }
         args[n] = NULL;
         return n;
+}
+
+bool top_kill_same_process(const struct top_kill *k, const char *proc_root)
+{
+        if (!k->start_ticks)
+                return true;
+        struct reclaim_sys sys;
+        reclaim_sys_real(&sys, proc_root);
+        uint64_t ticks = 0;
+        char state = '?';
+        return sys.read_stat(sys.ctx, k->pid, &ticks, &state) == 0 && ticks == k->start_ticks;
 }
 
 static const char *jstr(const json_t *o, const char *key)

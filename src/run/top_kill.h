@@ -13,10 +13,12 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct top_kill {
         pid_t pid;
+        uint64_t start_ticks;           /* the process the user saw (stat field 22), 0 unknown */
         int sig;                        /* SIGTERM or SIGKILL */
         bool force;                     /* the second confirmation of a live job's process */
         const char *proc_root;          /* --proc when not "/proc" (reclaim then refuses --yes) */
@@ -41,6 +43,11 @@ struct top_kill_result {
 /* reclaim's arguments for k into args (NULL-terminated; at most TOP_KILL_ARGS with the NULL);
  * pid_buf keeps the PID's digits. Returns how many. */
 size_t top_kill_args(const struct top_kill *k, char pid_buf[16], const char *args[TOP_KILL_ARGS]);
+
+/* Is the process the user confirmed still the one with that PID (its start time, read from
+ * proc_root/PID/stat, the same)? A PID given to another process since the view was taken is
+ * never handed to reclaim. true when start_ticks is unknown (0). */
+bool top_kill_same_process(const struct top_kill *k, const char *proc_root);
 
 /* What reclaim's JSON document (json, len bytes; its exit status rc) says of k's process, into
  * *ret (free ret->text with str_clear). 0 or -ENOMEM. */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "run/top_kill.h"
@@ -94,11 +95,37 @@ static void test_judge(void **state)
         assert_int_equal(judge(&k, NULL, 1, "exited 1 without a report"), TOP_KILL_FAILED);
 }
 
+/* The PID top asked about still names the same process: its start time read again. */
+static void test_same_process(void **state)
+{
+        (void)state;
+        char path[64], buf[1024];
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)getpid());
+        FILE *f = fopen(path, "r");
+        assert_non_null(f);
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        unsigned long long ticks = 0;
+        const char *rp = strrchr(buf, ')');
+        assert_non_null(rp);
+        assert_int_equal(sscanf(rp + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &ticks), 1);
+        struct top_kill k = { .pid = getpid(), .start_ticks = ticks, .sig = SIGTERM };
+        assert_true(top_kill_same_process(&k, "/proc"));
+        k.start_ticks = ticks + 1;              /* the number went to another process */
+        assert_false(top_kill_same_process(&k, "/proc"));
+        k.start_ticks = 0;                      /* not known: reclaim's own check decides */
+        assert_true(top_kill_same_process(&k, "/proc"));
+        k = (struct top_kill){ .pid = 0x3ffffffe, .start_ticks = 1, .sig = SIGTERM }; /* no such process */
+        assert_false(top_kill_same_process(&k, "/proc"));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_args),
                 cmocka_unit_test(test_judge),
+                cmocka_unit_test(test_same_process),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
