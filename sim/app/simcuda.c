@@ -99,7 +99,7 @@ static void usage(FILE *f)
         fprintf(f, "Usage: gv-simcuda --dir DIR --gpu I --mib M [--workers K] [--close-fds-in-workers]\n"
                    "                  [--exec-child] [--worker-setsid | --setsid-workers N]\n"
                    "                  [--launcher] [--launcher-exits]\n"
-                   "                  [--busy] [--mig-instance GI] [--alloc ROUTE] [--report-fd FD]\n"
+                   "                  [--busy] [--mig-instance GI] [--mps] [--alloc ROUTE] [--report-fd FD]\n"
                    "ROUTE: how the memory is allocated through libcuda.so.1: symbol (default: one\n"
                    "cuMemAlloc_v2), mixed (half by symbol, half through cuGetProcAddress_v2), procaddr,\n"
                    "procaddr-v1 (cuGetProcAddress), dlsym (dlopen + dlsym of cuGetProcAddress_v2),\n"
@@ -119,6 +119,7 @@ struct job {
         bool launcher_exits;    /* the launcher exits once the job is ready */
         bool busy;              /* work pending: the owner's death logs Xid 45 */
         unsigned gi;            /* MIG GPU instance, SIM_GI_NONE outside MIG */
+        bool mps;               /* an MPS client: NVML lists it in the MPS list */
         const char *alloc;      /* the allocation route (usage) */
 };
 
@@ -140,6 +141,7 @@ int main(int argc, char **argv)
                 { "launcher-exits", no_argument, NULL, 'e' },
                 { "busy", no_argument, NULL, 'b' },
                 { "mig-instance", required_argument, NULL, 'i' },
+                { "mps", no_argument, NULL, 'M' },
                 { "report-fd", required_argument, NULL, 'r' },
                 { "alloc", required_argument, NULL, 'a' },
                 { "help", no_argument, NULL, 'h' },
@@ -175,6 +177,7 @@ int main(int argc, char **argv)
                 case 'l': j.launcher = true; break;
                 case 'e': j.launcher = j.launcher_exits = true; break;
                 case 'b': j.busy = true; break;
+                case 'M': j.mps = true; break;
                 case 'a':
                         if (strcmp(optarg, "mixed") && strcmp(optarg, "symbol") && strcmp(optarg, "procaddr") &&
                             strcmp(optarg, "procaddr-v1") && strcmp(optarg, "dlsym") && strcmp(optarg, "vmm") &&
@@ -389,6 +392,7 @@ static int run(const struct job *j)
         }
         /* a MIG device (CUDA_VISIBLE_DEVICES=MIG-... on a real host): the simulator's own call */
         gvsim_set_mig_instance(j->gi);
+        gvsim_set_mps_client(j->mps);
         if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, (int)j->gpu) != CUDA_SUCCESS ||
             cuCtxCreate_v2(&ctx, 0, dev) != CUDA_SUCCESS || allocate(j->alloc, dev, j->mib << 20) != CUDA_SUCCESS ||
             gvsim_ctx_id(&id) != CUDA_SUCCESS) {

@@ -73,6 +73,7 @@ static struct {
 } st;
 static char last_error[SIM_ERR_LEN];
 static unsigned mig_gi = SIM_GI_NONE;   /* gvsim_set_mig_instance */
+static bool mps_client;                 /* gvsim_set_mps_client */
 
 static CUresult fail(CUresult r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static CUresult fail(CUresult r, const char *fmt, ...)
@@ -439,7 +440,7 @@ static CUresult charge(int64_t delta)
         if (!st.registered) {
                 /* the first allocation registers the context with the driver, charged with it
                  * (a failed first allocation leaves no context behind) */
-                e = delta > 0 ? sim_context_create_gi(st.dir, st.visible[st.ctx_dev], mig_gi, (uint64_t)delta,
+                e = delta > 0 ? sim_context_create_ex(st.dir, st.visible[st.ctx_dev], mig_gi, mps_client, (uint64_t)delta,
                                                       st.fds[0], st.owners_fd, &st.ctx_id, err, sizeof(err))
                               : -EINVAL;
                 if (e == 0)
@@ -847,6 +848,14 @@ void gvsim_set_mig_instance(unsigned gi)
 {
         pthread_mutex_lock(&mu);
         mig_gi = gi;
+        pthread_mutex_unlock(&mu);
+}
+
+EXPORT void gvsim_set_mps_client(int on);
+void gvsim_set_mps_client(int on)
+{
+        pthread_mutex_lock(&mu);
+        mps_client = on != 0;
         pthread_mutex_unlock(&mu);
 }
 

@@ -31,5 +31,7 @@ CUresult gvsim_ctx_id(unsigned *id);
 int gvsim_device_fds(int *out, int max);
 /* Run in MIG GPU instance gi (SIM_GI_NONE: none); before cuCtxCreate. */
 void gvsim_set_mig_instance(unsigned gi);
+/* The context is an MPS client's (NVML lists it in the MPS compute list); before cuCtxCreate. */
+void gvsim_set_mps_client(int on);
 /* The message of the last failure, in CUDA's wording where CUDA has one. */
 const char *gvsim_last_error(void);

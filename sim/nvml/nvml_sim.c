@@ -670,11 +670,12 @@ SIM_API nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t m
 enum sim_kind { SIM_KIND_COMPUTE = 0, SIM_KIND_GRAPHICS = 1, SIM_KIND_MPS = 2 };
 
 /* The current list for gpu (gi: a MIG device's instance, SIM_GI_NONE the GPU's own list) into
- * sim_procs; returns how many. Only compute contexts exist in the simulator: graphics and MPS
- * lists are empty. On a MIG GPU, the GPU's own list is the aggregate "only if the caller has
- * appropriate privileges" (nvml.h); others get NO_PERMISSION, or an empty list
- * (mig_unprivileged=empty). */
-static size_t sim_list(unsigned gpu, unsigned gi, enum sim_kind kind, nvmlReturn_t *ret)
+ * sim_procs; returns how many. Compute and MPS contexts exist in the simulator (an MPS client's,
+ * `sim run --mps`, is in the MPS list only); the graphics list is empty. On a MIG GPU, the GPU's
+ * own list is the aggregate "only if the caller has appropriate privileges" (nvml.h); others get
+ * NO_PERMISSION, or an empty list (mig_unprivileged=empty). */
+/* Every context's entry (compute and MPS) into sim_procs, as sim_list. */
+static size_t sim_list_all(unsigned gpu, unsigned gi, nvmlReturn_t *ret)
 {
         size_t n = 0;
         *ret = NVML_SUCCESS;
@@ -683,8 +684,6 @@ static size_t sim_list(unsigned gpu, unsigned gi, enum sim_kind kind, nvmlReturn
                         *ret = NVML_ERROR_NO_PERMISSION;
                 return 0;
         }
-        if (kind != SIM_KIND_COMPUTE)
-                return 0;
         if (sim_observe(&sim_cl, &sim_k, &sim_obs) < 0) {
                 *ret = NVML_ERROR_UNKNOWN;
                 return 0;
@@ -692,6 +691,21 @@ static size_t sim_list(unsigned gpu, unsigned gi, enum sim_kind kind, nvmlReturn
         sim_proc_list_gi(&sim_cl, &sim_k, sim_pid_mode_effective(&sim_k, sim_var), &sim_obs, gpu,
                          gi == SIM_GI_NONE ? SIM_GI_ANY : gi, sim_procs, SIM_MAX_CONTEXTS, &n);
         return n < SIM_MAX_CONTEXTS ? n : SIM_MAX_CONTEXTS;
+}
+
+static size_t sim_list(unsigned gpu, unsigned gi, enum sim_kind kind, nvmlReturn_t *ret)
+{
+        if (kind == SIM_KIND_GRAPHICS) {
+                *ret = NVML_SUCCESS;
+                return 0;
+        }
+        size_t n = sim_list_all(gpu, gi, ret);
+        /* this list's entries only, in order */
+        size_t w = 0;
+        for (size_t i = 0; i < n; i++)
+                if (sim_procs[i].mps == (kind == SIM_KIND_MPS))
+                        sim_procs[w++] = sim_procs[i];
+        return w;
 }
 
 /* The two-call pattern: *count == 0 asks for the size (INSUFFICIENT_SIZE with the count, or
@@ -1051,7 +1065,7 @@ SIM_API nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device, unsign
 
 /* Per-process utilisation (nvml.h: samples NULL asks for the count, INSUFFICIENT_SIZE with it;
  * NOT_FOUND when no process ran since lastSeenTimeStamp). The model: each process the GPU's
- * compute list names (as this caller sees the list) gets an equal share of util_gpu and
+ * compute and MPS lists name (as this caller sees them) gets an equal share of util_gpu and
  * util_mem (integer division); with both at 0 nothing ran: NOT_FOUND. */
 SIM_API nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, sim_proc_util_t *utilization,
                                                      unsigned int *processSamplesCount,
@@ -1065,7 +1079,7 @@ SIM_API nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, sim_pr
         if (r)
                 return r;
         nvmlReturn_t lr;
-        size_t n = sim_list(gpu, SIM_GI_NONE, SIM_KIND_COMPUTE, &lr);
+        size_t n = sim_list_all(gpu, SIM_GI_NONE, &lr); /* MPS clients run kernels too */
         if (lr != NVML_SUCCESS)
                 return sim_leave(lr);
         if (n == 0 || (g == 0 && m == 0))

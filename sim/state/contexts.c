@@ -77,6 +77,8 @@ static int ctx_parse(const char *line, struct sim_ctx *c)
                                 gi <= SIM_MAX_MIG
                         ? (unsigned)gi
                         : SIM_GI_NONE;
+        /* optional: an MPS client's context says mps=1 */
+        c->mps = sim_kv(line, "mps", false, nspid, sizeof(nspid)) == 0 && !strcmp(nspid, "1");
         c->id = (unsigned)id;
         c->gpu = (unsigned)gpu;
         c->bytes = bytes;
@@ -133,6 +135,8 @@ static int ctx_store(const char *dir, const struct ctx_list *l)
                         r = buf_printf(&b, " watcher=%d", (int)c->watcher);
                 if (r == 0 && c->gi != SIM_GI_NONE)
                         r = buf_printf(&b, " gi=%u", c->gi);
+                if (r == 0 && c->mps)
+                        r = buf_printf(&b, " mps=1");
                 if (r == 0)
                         r = buf_putc(&b, '\n');
         }
@@ -359,9 +363,9 @@ void sim_proc_list_gi(const struct sim_client *c, const struct sim_knobs *k, enu
                 if (!pid)
                         continue;
                 size_t j;
-                /* one entry per PID and instance: a process in two instances is listed twice */
+                /* one entry per PID, instance and list: a process in two instances is listed twice */
                 for (j = 0; j < n && j < max; j++)
-                        if (out[j].pid == pid && out[j].gi == v->ctx.gi)
+                        if (out[j].pid == pid && out[j].gi == v->ctx.gi && out[j].mps == v->ctx.mps)
                                 break;
                 if (j < n && j < max) {
                         out[j].bytes += v->ctx.bytes;
@@ -373,6 +377,7 @@ void sim_proc_list_gi(const struct sim_client *c, const struct sim_knobs *k, enu
                         out[n].pid = pid;
                         out[n].bytes = v->ctx.bytes;
                         out[n].gi = v->ctx.gi;
+                        out[n].mps = v->ctx.mps;
                 }
                 n++;
         }
@@ -566,6 +571,12 @@ static void flush_leak(const char *dir, unsigned gpu)
 int sim_context_create_gi(const char *dir, unsigned gpu, unsigned gi, uint64_t bytes, int ctl_fd,
                           int owners_fd, unsigned *ret_id, char *err, size_t errlen)
 {
+        return sim_context_create_ex(dir, gpu, gi, false, bytes, ctl_fd, owners_fd, ret_id, err, errlen);
+}
+
+int sim_context_create_ex(const char *dir, unsigned gpu, unsigned gi, bool mps, uint64_t bytes, int ctl_fd,
+                          int owners_fd, unsigned *ret_id, char *err, size_t errlen)
+{
         struct sim_client *cl = malloc(sizeof(*cl));
         struct sim_knobs *k = malloc(sizeof(*k));
         struct ctx_list *l = malloc(sizeof(*l));
@@ -610,6 +621,7 @@ int sim_context_create_gi(const char *dir, unsigned gpu, unsigned gi, uint64_t b
         c->id = l->next;
         c->gpu = gpu;
         c->gi = gi;
+        c->mps = mps;
         c->bytes = bytes;
         c->created_ms = sim_now_ms();
         c->owner_pidns = sim_pidns_of("self");

@@ -208,6 +208,7 @@ struct sim_ctx {
         unsigned id;                    /* = the locked byte in dev/nvidiactl and in owners */
         unsigned gpu;
         unsigned gi;                    /* MIG GPU instance id, SIM_GI_NONE outside MIG */
+        bool mps;                       /* made through the MPS server: an MPS client's */
         uint64_t bytes;
         unsigned long long owner_pidns; /* the owner's PID namespace inode */
         unsigned long long proc_pidns;  /* namespace of the /proc the owner saw (0 unknown) */
@@ -268,6 +269,7 @@ struct sim_proc {
         unsigned pid;
         uint64_t bytes;
         unsigned gi;                    /* GPU instance id, SIM_GI_NONE outside MIG */
+        bool mps;                       /* an MPS client's contexts (the MPS list's), else compute */
 };
 
 /* The process list of gpu as the driver reports it to this caller (one entry per PID and GPU
@@ -322,6 +324,10 @@ int sim_context_create(const char *dir, unsigned gpu, uint64_t bytes, int ctl_fd
  * context needs an instance (-ENODEV otherwise, and for an instance that does not exist); it
  * must fit in that instance's free memory (-ENOMEM). */
 int sim_context_create_gi(const char *dir, unsigned gpu, unsigned gi, uint64_t bytes, int ctl_fd,
+                          int owners_fd, unsigned *ret_id, char *err, size_t errlen);
+/* The same for an MPS client (mps): NVML lists the context under the client's PID in the MPS
+ * compute list (nvmlDeviceGetMPSComputeRunningProcesses), not in the compute list. */
+int sim_context_create_ex(const char *dir, unsigned gpu, unsigned gi, bool mps, uint64_t bytes, int ctl_fd,
                           int owners_fd, unsigned *ret_id, char *err, size_t errlen);
 
 /* Charge (delta > 0) or credit (delta < 0) context id's bytes: what the simulated libcuda.so.1

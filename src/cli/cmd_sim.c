@@ -37,7 +37,7 @@ static void sim_usage(FILE *f)
                 "  run DIR --gpu I --mib M [--workers K] [--close-fds-in-workers]\n"
                 "      [--exec-child] [--worker-setsid | --setsid-workers N]\n"
                 "      [--launcher | --launcher-exits]\n"
-                "      [--busy] [--mig-instance GI] [--alloc ROUTE]\n"
+                "      [--busy] [--mig-instance GI] [--mps] [--alloc ROUTE]\n"
                 "                start a simulated CUDA job in the background; print its PIDs\n"
                 "  set DIR KEY=VALUE...\n"
                 "                driver generation, PID translation, faults ('sim set --help')\n"
@@ -216,7 +216,7 @@ static const char *const sim_run_help[] = {
         "                         [--close-fds-in-workers] [--exec-child]\n"
         "                         [--worker-setsid | --setsid-workers N]\n"
         "                         [--launcher | --launcher-exits]\n"
-        "                         [--busy] [--mig-instance GI] [--alloc ROUTE]\n\n"
+        "                         [--busy] [--mig-instance GI] [--mps] [--alloc ROUTE]\n\n"
         "Start a simulated CUDA job in the background; return once its context exists.\n"
         "The owner opens DIR/dev/nvidiactl, nvidia-uvm and every visible nvidiaN\n"
         "close-on-exec and maps them, like the CUDA runtime; its context charges M MiB\n"
@@ -249,6 +249,10 @@ static const char *const sim_run_help[] = {
         "                          instance's capability nodes\n"
         "                          DIR/dev/nvidia-caps/nvidia-capK; its context charges\n"
         "                          that instance (required on a GPU with MIG instances)\n"
+        "  --mps                   the job is a client of the MPS server: NVML lists its\n"
+        "                          context in the MPS list\n"
+        "                          (nvmlDeviceGetMPSComputeRunningProcesses), not the\n"
+        "                          compute list\n"
         "  --alloc ROUTE           how the owner allocates through the simulated\n"
         "                          libcuda.so.1: symbol (default: one cuMemAlloc_v2),\n"
         "                          mixed (half by symbol, half through\n"
@@ -305,6 +309,7 @@ static int sim_cmd_run(int argc, char **argv)
                 { "launcher-exits", no_argument, NULL, 'e' },
                 { "busy", no_argument, NULL, 'b' },
                 { "mig-instance", required_argument, NULL, 'i' },
+                { "mps", no_argument, NULL, 'M' },
                 { "alloc", required_argument, NULL, 'a' },
                 { "help", no_argument, NULL, 'h' },
                 {},
@@ -313,7 +318,7 @@ static int sim_cmd_run(int argc, char **argv)
         unsigned gpu = 0, workers = 0, gi = 0, setsid_workers = 0;
         uint64_t mib = 0;
         bool have_gpu = false, close_fds = false, exec_child = false, worker_setsid = false, launcher = false,
-             launcher_exits = false, busy = false, have_setsid_workers = false;
+             launcher_exits = false, busy = false, have_setsid_workers = false, mps = false;
         char gpu_s[16], mib_s[32], workers_s[16], gi_s[16], setsid_s[16], app[PATH_MAX];
         struct buf out = BUF_INIT(1 << 16);
         struct sim_host h;
@@ -358,6 +363,7 @@ static int sim_cmd_run(int argc, char **argv)
                 case 'l': launcher = true; break;
                 case 'e': launcher_exits = true; break;
                 case 'b': busy = true; break;
+                case 'M': mps = true; break;
                 case 'a':
                         if (strcmp(optarg, "mixed") && strcmp(optarg, "symbol") && strcmp(optarg, "procaddr") &&
                             strcmp(optarg, "procaddr-v1") && strcmp(optarg, "dlsym") && strcmp(optarg, "vmm") &&
@@ -432,6 +438,8 @@ static int sim_cmd_run(int argc, char **argv)
                 args[n++] = (char *)(launcher_exits ? "--launcher-exits" : "--launcher");
         if (busy)
                 args[n++] = (char *)"--busy";
+        if (mps)
+                args[n++] = (char *)"--mps";
         if (alloc) {
                 args[n++] = (char *)"--alloc";
                 args[n++] = (char *)alloc;

@@ -2,10 +2,10 @@
 # `ghostvram top` for nvtop and nvitop users, under tmux on a simulated 3-GPU host whose figures
 # are set (sim set util_gpu=..., temp=..., ...): nvtop's figures per GPU with the exact values
 # and n/a where the driver gives none, the utilisation graph, per-process %SM, %CPU, RSS and
-# running time, a MIG instance's row; sorting by any column, the / filter, the tree; the kill
-# path (k ends exactly the selected process through reclaim's checks; a live owner only after
-# F then Y; a process that ignores SIGTERM gets SIGKILL on the next k); nvtop's and nvitop's
-# keys and options (-d, -g, --once, -1, F10, h).
+# running time, the rows of a MIG instance's job, an MPS client and the MPS server; sorting by
+# any column, the / filter, the tree; the kill path (k ends exactly the selected process through
+# reclaim's checks; a live owner only after F then Y; a process that ignores SIGTERM gets
+# SIGKILL on the next k); nvtop's and nvitop's keys and options (-d, -g, --once, -1, F10, h).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/serve_lib.sh"
 
@@ -27,6 +27,13 @@ kill_wait "$OWNER"
 DEAD1=$OWNER GW1=${WORKERS[0]}
 sim_run --gpu 2 --mib 1024 --mig-instance 1
 MIG=$OWNER
+# an MPS client on GPU 1 (NVML's MPS list) and the MPS server, a daemon holding the nodes
+sim_run --gpu 1 --mib 256 --mps
+MPSC=$OWNER
+cp "$(command -v sleep)" "$GV_TMP/nvidia-cuda-mps-server"
+bash -c "exec 3<'$SIM/dev/nvidiactl' 4<'$SIM/dev/nvidia1' 5<'$SIM/dev/nvidia-uvm'; exec '$GV_TMP/nvidia-cuda-mps-server' 600" &
+MPSD=$!
+track "$MPSD"
 
 note "--once (nvitop's -1): one frame, nvtop's figures with their values, n/a where the driver gives none"
 F=$(GHOSTVRAM_SIM="$SIM" COLUMNS=160 "$GV_BIN" top --once 2>&1) || fail "top --once: $F"
@@ -39,6 +46,8 @@ grep -qE "  REMAP no  MIG 2$" <<<"$F" || fail "GPU 2's MIG devices: $F"
 # the live owner: 60% of its GPU (the only process NVML lists there), its running time
 grep -qE "^ +$LIVE root +S 0 +2048 +60 +[0-9.]+ +[0-9.]+[KMG] +[0-9]+:[0-9]{2}  owner " <<<"$F" || fail "the owner's row: $F"
 grep -qE "^ +$MIG root +S 2/1 +1024 +0 " <<<"$F" || fail "the MIG instance's row (GPU 2, instance 1): $F"
+grep -qE "^ +$MPSC root +S 1 +256 .*  owner, MPS client " <<<"$F" || fail "the MPS client's row: $F"
+grep -qE "^ +$MPSD root +S 1 .*  MPS +nvidia-cuda-mps" <<<"$F" || fail "the MPS server's row: $F"
 grep -qE "^ +$GW2 root +S 1 +- +0 .* worker of dead PID $DEAD " <<<"$F" || fail "the ghost worker's row: $F"
 "$GV_BIN" sim set "$SIM" temp=1:default >/dev/null
 F=$(GHOSTVRAM_SIM="$SIM" COLUMNS=160 "$GV_BIN" top -1 -g 1 2>&1) || fail "top -1 -g 1: $F"
@@ -60,6 +69,9 @@ top_session a 160 50 NO_COLOR=1
 wait_screen a 10 "^  GPU 60%  MEM 12%  TEMP 58C  POW 250/700 W "
 wait_screen a 10 "^  util +[_.:=+*#-]*=  60%   used "
 wait_screen a 10 "^    PID USER       S GPU   NVML MiB  %SM  %CPU    RSS       TIME  ROLE +LINK / COMMAND +sort: gpu$"
+wait_screen a 10 "^ +$MIG root +S 2/1 +1024 "
+wait_screen a 10 "^ +$MPSC root +S 1 +256 .*  owner, MPS client "
+wait_screen a 10 "^ +$MPSD root +S 1 .*  MPS +nvidia-cuda-mps"
 
 note "sorting: s (F6, >) the next column, < the previous, I reverses"
 for want in pid memory sm cpu; do
