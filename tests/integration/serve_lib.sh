@@ -65,7 +65,9 @@ steady_threads() {
         local i k v n min=""
         for i in $(seq 20); do
                 n=""
-                while read -r k v; do [ "$k" = Threads: ] && n=$v; done <"/proc/$1/status" || true
+                # in one read: line by line, the kernel makes the text again at each seek back
+                # and a line moved by a changed State is read cut (t_serve_chaos.sh, sample_proc)
+                while read -r k v; do [ "$k" = Threads: ] && n=$v; done <<<"$(cat "/proc/$1/status" 2>/dev/null)"
                 [ -n "$n" ] || fail "no thread count for process $1"
                 if [ -z "$min" ] || [ "$n" -lt "$min" ]; then min=$n; fi
                 sleep 0.1

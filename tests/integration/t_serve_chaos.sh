@@ -236,13 +236,18 @@ done ) >"$SCRAPES" 2>/dev/null &
 SCRAPER=$!
 track "$SCRAPER"
 SAMPLES=$GV_TMP/samples # EPOCH-MS WHO THREADS FDS RSS-KIB ANON-KIB
+# The status file is read in one go: read(1) line by line seeks back after each line, and the
+# kernel makes the text again at every seek, so a State that changed meanwhile ("S (sleeping)"
+# to "R (running)") moves the later lines and one is read cut ("hreads:"). A sample missing a
+# figure is left out, never written with its columns shifted.
 sample_proc() { # WHO PID
-        local k v thr="" rss="" anon=""
+        local st k v thr="" rss="" anon="" fds
+        st=$(cat "/proc/$2/status" 2>/dev/null) || return 0
         while read -r k v; do
                 case $k in Threads:) thr=$v ;; VmRSS:) rss=${v%% *} ;; RssAnon:) anon=${v%% *} ;; esac
-        done 2>/dev/null <"/proc/$2/status" || return 0
-        local fds
+        done <<<"$st"
         fds=$(ls "/proc/$2/fd" 2>/dev/null | wc -l)
+        [[ $thr =~ ^[0-9]+$ && $rss =~ ^[0-9]+$ && $anon =~ ^[0-9]+$ ]] || return 0
         echo "$(now_ms) $1 $thr $fds $rss $anon"
 }
 ( while [ ! -e "$STOP" ]; do sample_proc serve "$SERVE_PID"; sample_proc watch "$WATCH_PID"; sleep 0.5; done ) >"$SAMPLES" &
