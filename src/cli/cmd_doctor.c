@@ -18,7 +18,7 @@
 #include "collect/xid.h"
 #include "model/daemons.h"
 #include "model/doctor.h"
-#include "render/json_util.h"
+#include "util/json_util.h"
 #include "util/strf.h"
 #include "util/buf.h"
 #include "util/escape.h"

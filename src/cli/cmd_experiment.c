@@ -20,7 +20,7 @@
 #include "act/experiment.h"
 #include "act/reclaim_act.h"
 #include "cli/cli.h"
-#include "render/json_util.h"
+#include "util/json_util.h"
 #include "render/reclaim_render.h"
 #include "util/buf.h"
 #include "util/deadline.h"

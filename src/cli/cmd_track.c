@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "render/json_util.h"
+#include "util/json_util.h"
 #include "render/proc_render.h"
 #include "render/track_render.h"
 #include "track/ledger_read.h"

@@ -1,34 +1,28 @@
-#define _GNU_SOURCE 1 /* environ */
-/* watch: sample continuously, print a line when a GPU's verdict or ghost changes, raise an
- * alert when a confirmed ghost stays above a threshold for a while (and say when it clears),
- * and run a hook with the finding in its environment. */
+/* watch: the command line of run/watch_run.c (sample continuously, a line when a GPU's verdict
+ * or ghost changes, an alert when a confirmed ghost stays above a threshold for a while, its
+ * clear, the hook, the heal): options, the lines printed (text or JSON), the heal as a child
+ * `ghostvram reclaim`, the textfile, exit codes. */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <jansson.h>
 
 #include "cli/cli.h"
-#include "run/scan_run.h"
-#include "render/json_util.h"
+#include "collect/xid.h"
 #include "render/metrics.h"
-#include "util/deadline.h"
+#include "run/scan_run.h"
+#include "run/watch_run.h"
 #include "util/i18n.h"
+#include "util/json_util.h"
 #include "util/parse.h"
-#include "util/spawn.h"
 #include "util/timefmt.h"
 
 #define MIB (1024ull * 1024ull)
-#define WATCH_MAX_GPUS 1024
-
-#define WATCH_RECLAIMS_PER_HOUR 6
 
 /* a watch records no bundle (a bundle is one scan's answers); its lines show no more with -v */
 #define WATCH_ACCEPTS (CLI_COMMON_ALL & ~(CLI_SAVE_BUNDLE | CLI_FROM_BUNDLE | CLI_VERBOSE))
@@ -88,226 +82,72 @@ static void watch_usage(FILE *f)
               "answered).\n"), f);
 }
 
-struct gpu_watch {
-        bool seen;
-        char verdict[24];
-        unsigned long long ghost_mib;
-        double above_since;     /* wall time the confirmed ghost went above the threshold; 0 if not */
-        bool alerting;
-};
-
 struct watch {
         struct cli_common c;
-        bool reclaim;
-        uint64_t reclaim_every_ms;
-        double last_reclaim[WATCH_MAX_GPUS];    /* wall time of the last attempt per GPU */
-        double reclaim_times[WATCH_RECLAIMS_PER_HOUR]; /* the last attempts, for the hourly cap */
-        size_t n_reclaim_times;
-        uint64_t interval_ms, for_ms, exec_timeout_ms, threshold_bytes, count;
-        const char *exec;
         const char *textfile;
-        int only_gpu;
-        struct gpu_watch gpus[WATCH_MAX_GPUS];
-        bool error_shown;
+        uint64_t threshold_bytes;
         struct metrics_counters counters;
 };
 
-static const char *verdict_of(const struct gpu_ledger *l)
-{
-        return l->n_findings ? l->findings[0].code : "unknown";
-}
-
-static uint64_t confirmed_ghost(const struct gpu_ledger *l)
-{
-        return l->inspected && l->ghost_confirmed ? l->ghost : 0;
-}
-
-static void pids_text(const struct gpu_ledger *l, char *out, size_t n)
-{
-        out[0] = '\0';
-        size_t len = 0;
-        const struct finding *fd = l->n_findings ? &l->findings[0] : NULL;
-        for (size_t i = 0; fd && i < fd->n_pids; i++) {
-                int w = snprintf(out + len, n - len, "%s%d", len ? " " : "", (int)fd->pids[i]);
-                if (w < 0 || (size_t)w >= n - len)
-                        break;
-                len += (size_t)w;
-        }
-}
-
 /* One output line: text, or a JSON object with --json (the vocabulary of docs/json.md: a
  * GPU's index, uuid and pci_bus_id, PIDs as an array of numbers, the time twice). */
-static void emit_xid(const struct watch *w, const char *event, const struct gpu_info *g, const struct gpu_ledger *l,
-                     const char *text, const struct xid_event *xe)
+static void watch_print(void *ctx, const struct watch_line *wl)
 {
-        char ts[40];
+        const struct watch *w = ctx;
         double now = wall_clock_now();
-        if (rfc3339_format(now, false, ts, sizeof(ts)) < 0)
-                ts[0] = '\0';
-        if (w->c.json) {
-                json_t *o = json_object();
-                json_set(o, "schema_version", json_integer(GV_SCHEMA_VERSION));
-                json_set_time(o, "time", now, 1);
-                json_set(o, "event", json_string(event));
-                if (g && l) {
-                        const struct finding *fd = l->n_findings ? &l->findings[0] : NULL;
-                        json_t *pids = json_array();
-                        for (size_t i = 0; fd && i < fd->n_pids; i++)
-                                json_array_append_new(pids, json_integer(fd->pids[i]));
-                        json_set(o, "index", json_integer(g->index));
-                        json_set(o, "uuid", g->uuid[0] ? json_text(g->uuid) : json_null());
-                        json_set(o, "pci_bus_id", g->pci_bus_id[0] ? json_text(g->pci_bus_id) : json_null());
-                        json_set(o, "verdict", json_string(verdict_of(l)));
-                        json_set(o, "ghost_bytes", json_integer((json_int_t)l->ghost));
-                        json_set(o, "ghost_confirmed", json_boolean(l->ghost_confirmed));
-                        json_set(o, "pids", pids);
-                }
-                if (xe)
-                        json_set(o, "kernel_event", xid_event_to_json(xe));
-                json_set(o, "message", json_text(text));
-                json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
-                json_decref(o);
-                fputc('\n', stdout);
-        } else {
-                printf("%s %s\n", ts, text);
+        if (!w->c.json) {
+                char ts[40];
+                if (rfc3339_format(now, false, ts, sizeof(ts)) < 0)
+                        ts[0] = '\0';
+                printf("%s %s\n", ts, wl->text);
+                fflush(stdout);
+                return;
         }
+        json_t *o = json_object();
+        json_set(o, "schema_version", json_integer(GV_SCHEMA_VERSION));
+        json_set_time(o, "time", now, 1);
+        json_set(o, "event", json_string(wl->event));
+        if (wl->g && wl->l) {
+                const struct gpu_ledger *l = wl->l;
+                const struct finding *fd = l->n_findings ? &l->findings[0] : NULL;
+                json_t *pids = json_array();
+                for (size_t i = 0; fd && i < fd->n_pids; i++)
+                        json_array_append_new(pids, json_integer(fd->pids[i]));
+                json_set(o, "index", json_integer(wl->g->index));
+                json_set(o, "uuid", wl->g->uuid[0] ? json_text(wl->g->uuid) : json_null());
+                json_set(o, "pci_bus_id", wl->g->pci_bus_id[0] ? json_text(wl->g->pci_bus_id) : json_null());
+                json_set(o, "verdict", json_string(fd ? fd->code : "unknown"));
+                json_set(o, "ghost_bytes", json_integer((json_int_t)l->ghost));
+                json_set(o, "ghost_confirmed", json_boolean(l->ghost_confirmed));
+                json_set(o, "pids", pids);
+        }
+        if (wl->xid)
+                json_set(o, "kernel_event", xid_event_to_json(wl->xid));
+        json_set(o, "message", json_text(wl->text));
+        json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+        json_decref(o);
+        fputc('\n', stdout);
         fflush(stdout);
 }
 
-static void emit(const struct watch *w, const char *event, const struct gpu_info *g, const struct gpu_ledger *l,
-                 const char *text)
+static void watch_warn(void *ctx, const char *fmt, ...)
 {
-        emit_xid(w, event, g, l, text, NULL);
+        (void)ctx;
+        char msg[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        cli_error("watch", "%s", msg);
 }
 
-/* Run the hook and wait for it at most exec_timeout_ms; its output goes to ours. Its
- * environment is built before the fork: this process has threads (driver calls under a
- * deadline), so the child runs only async-signal-safe calls until execve. */
-static void run_hook(const struct watch *w, const char *event, const struct gpu_info *g, const struct gpu_ledger *l,
-                     double since)
+/* The heal: `ghostvram reclaim --gpu N --yes --json` run as a child, with this watch's
+ * sources (a fresh plan with all of reclaim's safety rules). */
+static int watch_heal(void *ctx, unsigned index, struct buf *out)
 {
-        if (!w->exec)
-                return;
-        char gpu_s[16], ghost_s[32], thr_s[32], since_s[32], pids[1024];
-        const struct finding *fd = l->n_findings ? &l->findings[0] : NULL;
-        snprintf(gpu_s, sizeof(gpu_s), "%u", g->index);
-        snprintf(ghost_s, sizeof(ghost_s), "%llu", (unsigned long long)confirmed_ghost(l));
-        snprintf(thr_s, sizeof(thr_s), "%llu", (unsigned long long)w->threshold_bytes);
-        snprintf(since_s, sizeof(since_s), "%.0f", since);
-        pids_text(l, pids, sizeof(pids));
-        static const char *const names[] = {
-                "GHOSTVRAM_EVENT", "GHOSTVRAM_GPU", "GHOSTVRAM_UUID", "GHOSTVRAM_PCI_BUS_ID", "GHOSTVRAM_VERDICT",
-                "GHOSTVRAM_GHOST_BYTES", "GHOSTVRAM_PIDS", "GHOSTVRAM_THRESHOLD_BYTES", "GHOSTVRAM_SINCE",
-                "GHOSTVRAM_SUMMARY", "GHOSTVRAM_NEXT_STEP",
-        };
-        const char *values[] = {
-                event, gpu_s, g->uuid, g->pci_bus_id, verdict_of(l), ghost_s, pids, thr_s, since_s,
-                fd ? str_or_empty(fd->summary) : "", fd ? str_or_empty(fd->next_step) : "",
-        };
-        char **envp = NULL;
-        if (env_build(environ, names, values, sizeof(names) / sizeof(names[0]), &envp) < 0) {
-                cli_error("watch", "--exec: out of memory");
-                return;
-        }
-        char sh[] = "sh", dash_c[] = "-c";
-        char *const argv[] = { sh, dash_c, (char *)w->exec, NULL };
-        fflush(stdout);
-        fflush(stderr);
-        pid_t pid = fork();
-        if (pid < 0) {
-                cli_error("watch", "--exec: cannot fork: %s", strerror(errno));
-                env_free(envp);
-                return;
-        }
-        if (pid == 0) {
-                /* only async-signal-safe calls from here to execve */
-                sigset_t none;
-                sigemptyset(&none);
-                sigprocmask(SIG_SETMASK, &none, NULL);
-                signal(SIGPIPE, SIG_DFL);
-                setpgid(0, 0); /* its own group: a timeout stops the hook and its children */
-                int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-                if (devnull >= 0) {
-                        dup2(devnull, STDIN_FILENO);
-                        close(devnull);
-                }
-                execve("/bin/sh", argv, envp);
-                _exit(127);
-        }
-        env_free(envp);
-        setpgid(pid, pid);
-        unsigned long long deadline = monotonic_ms() + w->exec_timeout_ms;
-        int status = 0;
-        int killed = 0; /* 1: SIGTERM sent, 2: SIGKILL sent */
-        for (;;) {
-                pid_t r = waitpid(pid, &status, WNOHANG);
-                if (r == pid || (r < 0 && errno != EINTR))
-                        break;
-                unsigned long long now = monotonic_ms();
-                if (now >= deadline && !killed) {
-                        cli_error("watch", "--exec: the hook ran longer than %.3g s; stopping it",
-                                  (double)w->exec_timeout_ms / 1000.0);
-                        kill(-pid, SIGTERM);
-                        killed = 1;
-                        deadline = now + 2000;
-                } else if (now >= deadline && killed == 1) {
-                        kill(-pid, SIGKILL);
-                        killed = 2;
-                        deadline = now + 5000;
-                } else if (now >= deadline) {
-                        /* SIGKILL takes effect when a driver call returns: do not wait for ever */
-                        cli_error("watch", "--exec: the hook (PID %d) did not end 5 s after SIGKILL; not waiting for it",
-                                  (int)pid);
-                        break;
-                }
-                struct timespec ts = { .tv_sec = 0, .tv_nsec = 20 * 1000000L };
-                nanosleep(&ts, NULL);
-        }
-        if (!killed && WIFEXITED(status) && WEXITSTATUS(status) != 0)
-                cli_error("watch", "--exec: the hook exited with status %d", WEXITSTATUS(status));
-}
-
-/* May another reclaim run now? At most one per GPU per --reclaim-every, and at most
- * WATCH_RECLAIMS_PER_HOUR in any hour: a heal that does not heal must not become a loop. */
-static bool reclaim_allowed(const struct watch *w, unsigned gpu, double now)
-{
-        if (w->last_reclaim[gpu] > 0 && (now - w->last_reclaim[gpu]) * 1000.0 < (double)w->reclaim_every_ms)
-                return false;
-        size_t recent = 0;
-        for (size_t i = 0; i < w->n_reclaim_times; i++)
-                recent += now - w->reclaim_times[i] < 3600.0;
-        return recent < WATCH_RECLAIMS_PER_HOUR;
-}
-
-/* "; signalled PID a b …" from reclaim's JSON actions (those it sent a signal to), "" when
- * none: the line is the audit trail of what watch's heal ended. More PIDs than fit end
- * with " and N more". */
-static void signalled_text(json_t *doc, char *out, size_t cap)
-{
-        size_t k, len = 0, more = 0;
-        json_t *a;
-        out[0] = '\0';
-        json_array_foreach(json_object_get(doc, "actions"), k, a) {
-                if (!json_array_size(json_object_get(a, "signals")))
-                        continue;
-                json_int_t pid = json_integer_value(json_object_get(a, "pid"));
-                int n = snprintf(out + len, cap - len, "%s %lld", len ? "" : "; signalled PID", (long long)pid);
-                if (n < 0 || (size_t)n >= cap - len - 16) {
-                        out[len] = '\0';
-                        more++;
-                        continue;
-                }
-                len += (size_t)n;
-        }
-        if (more)
-                snprintf(out + len, cap - len, " and %zu more", more);
-}
-
-/* Heal GPU `gpu` by running ghostvram reclaim (a fresh plan with all of its safety rules). */
-static void watch_reclaim(struct watch *w, const struct gpu_info *g, const struct gpu_ledger *l, double now)
-{
+        const struct watch *w = ctx;
         char gpu[16];
-        snprintf(gpu, sizeof(gpu), "%u", l->index);
+        snprintf(gpu, sizeof(gpu), "%u", index);
         const char *args[16] = { "ghostvram", "reclaim", "--gpu", gpu, "--yes", "--json" };
         size_t n = 6;
         if (strcmp(w->c.proc_root, "/proc") != 0) {
@@ -319,123 +159,107 @@ static void watch_reclaim(struct watch *w, const struct gpu_info *g, const struc
                 args[n++] = w->c.nvml_lib;
         }
         args[n] = NULL;
-        w->last_reclaim[l->index] = now;
-        if (w->n_reclaim_times == WATCH_RECLAIMS_PER_HOUR) {
-                memmove(w->reclaim_times, w->reclaim_times + 1, sizeof(w->reclaim_times[0]) * (WATCH_RECLAIMS_PER_HOUR - 1));
-                w->n_reclaim_times--;
-        }
-        w->reclaim_times[w->n_reclaim_times++] = now;
-
-        struct buf out = BUF_INIT(1 << 20);
-        int rc = cli_run_self(args, &out);
-        json_error_t err;
-        json_t *doc = out.len ? json_loadb(out.data, out.len, 0, &err) : NULL;
-        buf_free(&out);
-        uint64_t freed = 0;
-        double secs = -1;
-        size_t k;
-        json_t *gj;
-        json_array_foreach(json_object_get(doc, "gpus"), k, gj) {
-                if (json_integer_value(json_object_get(gj, "index")) != (json_int_t)l->index)
-                        continue;
-                json_t *fb = json_object_get(gj, "freed_bytes");
-                json_t *rs = json_object_get(gj, "recovery_seconds");
-                freed = json_is_integer(fb) && json_integer_value(fb) > 0 ? (uint64_t)json_integer_value(fb) : 0;
-                secs = json_is_number(rs) ? json_number_value(rs) : -1;
-        }
-        char sent[160];
-        signalled_text(doc, sent, sizeof(sent));
-        json_decref(doc);
-        char line[480];
-        if (rc == 0 && freed)
-                snprintf(line, sizeof(line), "RECLAIM GPU %u: %llu MiB freed in %.3f s%s", l->index,
-                         (unsigned long long)(freed / MIB), secs, sent);
-        else
-                snprintf(line, sizeof(line), "RECLAIM GPU %u: reclaim exited %d, %llu MiB freed%s%s", l->index, rc,
-                         (unsigned long long)(freed / MIB),
-                         rc == 3 ? " (it could not act: see 'ghostvram reclaim --gpu N')" : "", sent);
-        emit(w, "reclaim", g, l, line);
+        return cli_run_self(args, out);
 }
 
-/* Compare a sample with what was printed before; alert and clear. */
-static void watch_sample(struct watch *w, const struct scan_result *r)
+/* After each cycle: the counters of the metrics, and --textfile. */
+static void watch_sampled(void *ctx, const struct sample *s)
 {
-        const struct gpu_report *gr = r->facts->gpu;
-        double now = wall_clock_now();
-        char line[640], pids[256];
-        for (size_t i = 0; i < r->n_gpus && i < WATCH_MAX_GPUS; i++) {
-                const struct gpu_ledger *l = &r->gpus[i];
-                const struct gpu_info *g = &gr->gpus[i];
-                if (w->only_gpu >= 0 && (unsigned)w->only_gpu != l->index)
-                        continue;
-                struct gpu_watch *s = &w->gpus[l->index < WATCH_MAX_GPUS ? l->index : 0];
-                const char *v = verdict_of(l);
-                unsigned long long mib = (unsigned long long)((l->ghost + MIB / 2) / MIB);
-                pids_text(l, pids, sizeof(pids));
-                if (!s->seen || strcmp(s->verdict, v) != 0 || s->ghost_mib != mib) {
-                        if (s->seen)
-                                snprintf(line, sizeof(line), "GPU %u %s, ghost %llu MiB%s (was %s, %llu MiB)%s%s",
-                                         l->index, v, mib, l->ghost_confirmed ? "" : l->ghost ? " unconfirmed" : "",
-                                         s->verdict, s->ghost_mib, pids[0] ? " PIDs " : "", pids);
-                        else
-                                snprintf(line, sizeof(line), "GPU %u %s, ghost %llu MiB%s%s%s", l->index, v, mib,
-                                         l->ghost_confirmed ? "" : l->ghost ? " unconfirmed" : "",
-                                         pids[0] ? " PIDs " : "", pids);
-                        emit(w, "state", g, l, line);
-                        s->seen = true;
-                        snprintf(s->verdict, sizeof(s->verdict), "%s", v);
-                        s->ghost_mib = mib;
-                }
-                /* a GPU that did not answer this time says nothing of its ghost: an alert stays
-                 * as it was (no CLEAR for a GPU that hangs) */
-                if (!l->inspected)
-                        continue;
-                uint64_t ghost = confirmed_ghost(l);
-                if (ghost > w->threshold_bytes) {
-                        if (s->above_since == 0)
-                                s->above_since = now;
-                        if (!s->alerting && (now - s->above_since) * 1000.0 >= (double)w->for_ms) {
-                                s->alerting = true;
-                                snprintf(line, sizeof(line), "ALERT GPU %u: %llu MiB ghost above %llu MiB for %.0f s (%s%s%s)",
-                                         l->index, (unsigned long long)(ghost / MIB),
-                                         (unsigned long long)(w->threshold_bytes / MIB), now - s->above_since, v,
-                                         pids[0] ? ", PIDs " : "", pids);
-                                emit(w, "alert", g, l, line);
-                                run_hook(w, "alert", g, l, s->above_since);
-                        }
-                        if (s->alerting && w->reclaim && l->index < WATCH_MAX_GPUS && reclaim_allowed(w, l->index, now))
-                                watch_reclaim(w, g, l, now);
-                } else {
-                        if (s->alerting) {
-                                snprintf(line, sizeof(line), "CLEAR GPU %u: ghost %llu MiB, not above %llu MiB any more (%s)",
-                                         l->index, (unsigned long long)(ghost / MIB),
-                                         (unsigned long long)(w->threshold_bytes / MIB), v);
-                                emit(w, "clear", g, l, line);
-                                run_hook(w, "clear", g, l, s->above_since);
-                        }
-                        s->alerting = false;
-                        s->above_since = 0;
-                }
+        struct watch *w = ctx;
+        if (s->res) {
+                if (s->full)
+                        w->counters.scans_full++;
+                else
+                        w->counters.scans_light++;
         }
-}
-
-/* A new NVIDIA kernel event (never the history from before watch started). */
-static void watch_xid(const struct watch *w, const struct xid_event *e)
-{
-        if (e->xid == XID_NONE || (w->only_gpu >= 0 && e->gpu_index >= 0 && e->gpu_index != w->only_gpu))
+        w->counters.driver_up = s->res && !(s->errors & SCAN_ERR_GPU) && metrics_driver_answered(s->res->facts->gpu);
+        if (s->errors & SCAN_ERR_GPU)
+                w->counters.scan_errors[METRICS_SRC_GPU]++;
+        if (s->errors & SCAN_ERR_HOST)
+                w->counters.scan_errors[METRICS_SRC_HOST]++;
+        if (!w->textfile || !s->res || !s->published)
                 return;
-        struct xid_assessment a;
-        xid_event_assess(e, &a);
-        char gpu[48] = "";
-        if (e->gpu_index >= 0)
-                snprintf(gpu, sizeof(gpu), " on GPU %d", e->gpu_index);
-        char line[400];
-        snprintf(line, sizeof(line), "Xid %d%s (%s): %s; see 'ghostvram xid explain %d'", e->xid, gpu,
-                 e->pci_bus_id[0] ? e->pci_bus_id : "PCI bus unknown", a.title ? a.title : "", e->xid);
-        emit_xid(w, "xid", NULL, NULL, line, e);
+        struct metrics_input mi = { .res = s->res, .counters = &w->counters, .scan_duration_s = s->duration_s,
+                                    .last_scan_time = s->finished };
+        int r = metrics_write_textfile(w->textfile, &mi);
+        if (r < 0)
+                cli_error("watch", "--textfile %s: %s", w->textfile, strerror(-r));
 }
 
-int cmd_watch(int argc, char **argv)
+struct watch_args {
+        struct watch w;
+        struct watch_opts o;
+        const char *gpu_spec;
+        uint64_t floor_mib;
+        bool no_kernel;
+};
+
+/* One of watch's own options into a: 1 taken, 0 not watch's own, -1 a usage error (said). */
+static int watch_option(struct watch_args *a, int opt, const char *arg)
+{
+        struct watch_opts *o = &a->o;
+        uint64_t v;
+        unsigned u;
+        switch (opt) {
+        case 'i':
+                if (parse_duration_ms(arg, &o->interval_ms) < 0 || o->interval_ms < 200 || o->interval_ms > 3600000)
+                        return cli_error("watch", "--interval: '%s' is not a duration from 200ms to 1h", arg), -1;
+                return 1;
+        case 'T':
+                if (parse_u64(arg, &v) < 0 || v > (1ull << 30))
+                        return cli_error("watch", "--threshold: '%s' is not a number of MiB", arg), -1;
+                o->threshold_bytes = v * MIB;
+                return 1;
+        case 'f':
+                if (parse_duration_ms(arg, &o->for_ms) < 0 || o->for_ms > 7 * 86400000ull)
+                        return cli_error("watch", "--for: '%s' is not a duration up to 7d", arg), -1;
+                return 1;
+        case 'e':
+                o->exec = arg;
+                return 1;
+        case 'E':
+                if (parse_duration_ms(arg, &o->exec_timeout_ms) < 0 || o->exec_timeout_ms == 0 ||
+                    o->exec_timeout_ms > 3600000)
+                        return cli_error("watch", "--exec-timeout: '%s' is not a duration up to 1h", arg), -1;
+                return 1;
+        case 't':
+                if (cli_path_arg("watch", "--textfile", arg) < 0)
+                        return -1;
+                a->w.textfile = arg;
+                return 1;
+        case 'g':
+                if (cli_gpu_spec_check(arg) < 0 || (parse_uint_range(arg, 0, 1023, &u) == 0 && u >= WATCH_MAX_GPUS))
+                        return cli_error("watch", "--gpu: '%s' is not a GPU index (below %d), UUID or PCI bus id", arg,
+                                         WATCH_MAX_GPUS), -1;
+                a->gpu_spec = arg;
+                return 1;
+        case 'n':
+                if (parse_u64(arg, &o->count) < 0 || o->count == 0)
+                        return cli_error("watch", "--count: '%s' is not a positive number", arg), -1;
+                return 1;
+        case 'r':
+                if (parse_duration_ms(arg, &o->reclaim_every_ms) < 0 || o->reclaim_every_ms < 1000)
+                        return cli_error("watch", "--reclaim-every: '%s' is not a duration of at least 1s", arg), -1;
+                return 1;
+        case 'R':
+                o->heal_enabled = true;
+                return 1;
+        case 'N':
+                a->no_kernel = true;
+                return 1;
+        case 'F':
+                if (parse_u64(arg, &a->floor_mib) < 0 || a->floor_mib > (1u << 24))
+                        return cli_error("watch", "--noise-floor: '%s' is not a number of MiB", arg), -1;
+                return 1;
+        default:
+                return 0;
+        }
+}
+
+#define WATCH_HELP (-1) /* --help was printed */
+
+/* argv into a: EXIT_OK to go on, WATCH_HELP, or the exit status of a usage error. */
+static int watch_parse(int argc, char **argv, struct watch_args *a)
 {
         static const struct option opts[] = {
                 CLI_COMMON_LONGOPTS,
@@ -454,96 +278,16 @@ int cmd_watch(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
-        static struct watch w;
-        memset(&w, 0, sizeof(w));
-        cli_common_init(&w.c, WATCH_ACCEPTS);
-        w.interval_ms = 2000;
-        w.reclaim_every_ms = 600000;
-        w.for_ms = 30000;
-        w.exec_timeout_ms = 30000;
-        w.only_gpu = -1;
-        const char *gpu_spec = NULL;
-        uint64_t floor_mib = 64, v;
-        bool reclaim = false, no_kernel = false;
         int opt;
         optind = 1;
         while ((opt = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
-                unsigned u;
-                switch (opt) {
-                case 'h':
+                if (opt == 'h') {
                         watch_usage(stdout);
-                        return EXIT_OK;
-                case 'i':
-                        if (parse_duration_ms(optarg, &w.interval_ms) < 0 || w.interval_ms < 200 || w.interval_ms > 3600000) {
-                                cli_error("watch", "--interval: '%s' is not a duration from 200ms to 1h", optarg);
-                                return EXIT_USAGE;
-                        }
-                        continue;
-                case 'T':
-                        if (parse_u64(optarg, &v) < 0 || v > (1ull << 30)) {
-                                cli_error("watch", "--threshold: '%s' is not a number of MiB", optarg);
-                                return EXIT_USAGE;
-                        }
-                        w.threshold_bytes = v * MIB;
-                        continue;
-                case 'f':
-                        if (parse_duration_ms(optarg, &w.for_ms) < 0 || w.for_ms > 7 * 86400000ull) {
-                                cli_error("watch", "--for: '%s' is not a duration up to 7d", optarg);
-                                return EXIT_USAGE;
-                        }
-                        continue;
-                case 'e':
-                        w.exec = optarg;
-                        continue;
-                case 'E':
-                        if (parse_duration_ms(optarg, &w.exec_timeout_ms) < 0 || w.exec_timeout_ms == 0 ||
-                            w.exec_timeout_ms > 3600000) {
-                                cli_error("watch", "--exec-timeout: '%s' is not a duration up to 1h", optarg);
-                                return EXIT_USAGE;
-                        }
-                        continue;
-                case 't':
-                        if (cli_path_arg("watch", "--textfile", optarg) < 0)
-                                return EXIT_USAGE;
-                        w.textfile = optarg;
-                        continue;
-                case 'g':
-                        if (cli_gpu_spec_check(optarg) < 0 ||
-                            (parse_uint_range(optarg, 0, 1023, &u) == 0 && u >= WATCH_MAX_GPUS)) {
-                                cli_error("watch", "--gpu: '%s' is not a GPU index (below %d), UUID or PCI bus id", optarg,
-                                          WATCH_MAX_GPUS);
-                                return EXIT_USAGE;
-                        }
-                        gpu_spec = optarg;
-                        continue;
-                case 'n':
-                        if (parse_u64(optarg, &w.count) < 0 || w.count == 0) {
-                                cli_error("watch", "--count: '%s' is not a positive number", optarg);
-                                return EXIT_USAGE;
-                        }
-                        continue;
-                case 'r':
-                        if (parse_duration_ms(optarg, &w.reclaim_every_ms) < 0 || w.reclaim_every_ms < 1000) {
-                                cli_error("watch", "--reclaim-every: '%s' is not a duration of at least 1s", optarg);
-                                return EXIT_USAGE;
-                        }
-                        continue;
-                case 'R':
-                        reclaim = true;
-                        continue;
-                case 'N':
-                        no_kernel = true;
-                        continue;
-                case 'F':
-                        if (parse_u64(optarg, &floor_mib) < 0 || floor_mib > (1u << 24)) {
-                                cli_error("watch", "--noise-floor: '%s' is not a number of MiB", optarg);
-                                return EXIT_USAGE;
-                        }
-                        continue;
-                default:
-                        break;
+                        return WATCH_HELP;
                 }
-                int r = cli_common_option(&w.c, opt, optarg, "watch");
+                int r = watch_option(a, opt, optarg);
+                if (r == 0)
+                        r = cli_common_option(&a->w.c, opt, optarg, "watch");
                 if (r < 0)
                         return EXIT_USAGE;
                 if (r == 0) {
@@ -555,25 +299,38 @@ int cmd_watch(int argc, char **argv)
                 cli_error("watch", "unexpected argument '%s' (see --help)", argv[optind]);
                 return EXIT_USAGE;
         }
-        w.reclaim = reclaim;
-        if (cli_common_finish(&w.c, "watch") < 0)
+        if (cli_common_finish(&a->w.c, "watch") < 0)
                 return EXIT_USAGE;
         /* a directory the metrics cannot go to is found before watching starts (exit 3, as scan's
          * failed write), not after every sample */
-        if (w.textfile && cli_writable_dir_arg("watch", "--textfile", w.textfile) < 0)
+        if (a->w.textfile && cli_writable_dir_arg("watch", "--textfile", a->w.textfile) < 0)
                 return EXIT_INCOMPLETE;
         /* as scan: a GPU this host does not have is a usage error, found before watching starts */
-        int gr = cli_gpu_resolve(&w.c, gpu_spec, true, &w.only_gpu, "watch");
-        if (gr != EXIT_OK)
-                return gr;
+        return cli_gpu_resolve(&a->w.c, a->gpu_spec, true, &a->o.only_gpu, "watch");
+}
+
+int cmd_watch(int argc, char **argv)
+{
+        static struct watch_args a;
+        memset(&a, 0, sizeof(a));
+        cli_common_init(&a.w.c, WATCH_ACCEPTS);
+        a.o = (struct watch_opts){ .interval_ms = 2000, .reclaim_every_ms = 600000, .for_ms = 30000,
+                                   .exec_timeout_ms = 30000, .only_gpu = -1, .emit = watch_print,
+                                   .warn = watch_warn, .heal = watch_heal, .sampled = watch_sampled,
+                                   .wait = cli_wait_signal, .ctx = &a.w };
+        a.floor_mib = 64;
+        int pr = watch_parse(argc, argv, &a);
+        if (pr != EXIT_OK)
+                return pr == WATCH_HELP ? EXIT_OK : pr;
+        a.w.threshold_bytes = a.o.threshold_bytes;
 
         struct scan_once_opts so;
-        cli_scan_once_opts(&w.c, &so);
+        cli_scan_once_opts(&a.w.c, &so);
         /* the first sample is confirmed by a second one an interval later, as every later one is */
-        struct sampler_opts sp = { .facts = so.facts, .ledger = so.ledger, .confirm_ms = w.interval_ms,
+        struct sampler_opts sp = { .facts = so.facts, .ledger = so.ledger, .confirm_ms = a.o.interval_ms,
                                    .light = true, .wait = cli_wait_signal };
-        sp.ledger.floor_min_bytes = floor_mib << 20;
-        sp.facts.read_kernel = !no_kernel;
+        sp.ledger.floor_min_bytes = a.floor_mib << 20;
+        sp.facts.read_kernel = !a.no_kernel;
         struct sampler *smp = NULL;
         if (sampler_new(&sp, &smp) < 0) {
                 cli_error("watch", "out of memory");
@@ -581,80 +338,25 @@ int cmd_watch(int argc, char **argv)
         }
         cli_block_stop_signals();
         signal(SIGPIPE, SIG_IGN);
-        if (!w.c.json) {
-                if (w.c.simulated)
-                        cli_sim_banner(stdout, &w.c);
+        if (!a.w.c.json) {
+                if (a.w.c.simulated)
+                        cli_sim_banner(stdout, &a.w.c);
                 printf("watching every %.3g s; alert when a confirmed ghost stays above %llu MiB for %.3g s%s\n",
-                       (double)w.interval_ms / 1000.0, (unsigned long long)(w.threshold_bytes / MIB),
-                       (double)w.for_ms / 1000.0, w.exec ? " (then run --exec)" : "");
+                       (double)a.o.interval_ms / 1000.0, (unsigned long long)(a.o.threshold_bytes / MIB),
+                       (double)a.o.for_ms / 1000.0, a.o.exec ? " (then run --exec)" : "");
                 fflush(stdout);
         }
-        int status = EXIT_OK;
-        bool any_ok = false;    /* a sample with the driver's and /proc's answers */
-        char last_error[600] = "";
-        for (uint64_t n = 0; !w.count || n < w.count; n++) {
-                unsigned long long t0 = monotonic_ms();
-                struct sample s;
-                int r = sampler_cycle(smp, &s);
-                if (r == -EINTR)
-                        break;
-                if (r < 0) {
-                        cli_error("watch", "%s", strerror(-r));
-                        status = EXIT_INCOMPLETE;
-                        break;
-                }
-                for (size_t i = 0; i < s.n_new_events; i++)
-                        watch_xid(&w, &s.new_events[i]);
-                if (s.res) {
-                        if (s.full)
-                                w.counters.scans_full++;
-                        else
-                                w.counters.scans_light++;
-                }
-                w.counters.driver_up = s.res && !(s.errors & SCAN_ERR_GPU) && metrics_driver_answered(s.res->facts->gpu);
-                /* a GPU that did not answer (reported not inspected) leaves the others watched */
-                any_ok |= s.res && s.published && !(s.errors & SCAN_ERR_HOST) &&
-                          (!(s.errors & SCAN_ERR_GPU) || gpu_report_lists_all(s.res->facts->gpu));
-                if (s.errors & SCAN_ERR_GPU)
-                        w.counters.scan_errors[METRICS_SRC_GPU]++;
-                if (s.errors & SCAN_ERR_HOST)
-                        w.counters.scan_errors[METRICS_SRC_HOST]++;
-                if (s.errors && !w.error_shown) {
-                        const struct gpu_report *g = s.res ? s.res->facts->gpu : NULL;
-                        char line[600], hung[200];
-                        if (g && g->timed_out)
-                                gpu_report_timeout_text(g, hung, sizeof(hung));
-                        snprintf(line, sizeof(line), "scan error: %s",
-                                 g && g->timed_out ? hung
-                                 : g && !g->driver_present ? (g->error[0] ? g->error : "no NVIDIA driver")
-                                                           : s.why);
-                        emit(&w, "error", NULL, NULL, line);
-                        snprintf(last_error, sizeof(last_error), "%s", line);
-                } else if (!s.errors && w.error_shown) {
-                        emit(&w, "error", NULL, NULL, "scan error cleared");
-                }
-                w.error_shown = s.errors != 0;
-                if (s.res && s.published) {
-                        watch_sample(&w, s.res);
-                        if (w.textfile) {
-                                struct metrics_input mi = { .res = s.res, .counters = &w.counters,
-                                                            .scan_duration_s = s.duration_s, .last_scan_time = s.finished };
-                                r = metrics_write_textfile(w.textfile, &mi);
-                                if (r < 0)
-                                        cli_error("watch", "--textfile %s: %s", w.textfile, strerror(-r));
-                        }
-                }
-                if (w.count && n + 1 >= w.count)
-                        break;
-                unsigned long long spent = monotonic_ms() - t0;
-                if (!cli_wait_signal(NULL, spent < w.interval_ms ? w.interval_ms - spent : 0))
-                        break;
-        }
+        struct watch_result res;
+        int r = watch_run(&a.o, smp, &res);
         sampler_free(smp);
-        /* a watch that never got one good sample watched nothing: say so, and not with 0 */
-        if (status == EXIT_OK && !any_ok) {
-                cli_error("watch", "no sample succeeded%s%s", last_error[0] ? ": " : "", last_error);
-                status = EXIT_INCOMPLETE;
+        if (r < 0) {
+                cli_error("watch", "%s", strerror(-r));
+                return EXIT_INCOMPLETE;
         }
-        return status;
+        /* a watch that never got one good sample watched nothing: say so, and not with 0 */
+        if (!res.any_ok) {
+                cli_error("watch", "no sample succeeded%s%s", res.last_error[0] ? ": " : "", res.last_error);
+                return EXIT_INCOMPLETE;
+        }
+        return EXIT_OK;
 }

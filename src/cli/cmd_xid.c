@@ -17,7 +17,7 @@
 #include "collect/gpu_events.h"
 #include "collect/kernel.h"
 #include "collect/xid.h"
-#include "render/json_util.h"
+#include "util/json_util.h"
 #include "util/escape.h"
 #include "util/i18n.h"
 #include "util/parse.h"

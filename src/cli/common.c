@@ -22,7 +22,7 @@
 #include "collect/kernel.h"
 #include "collect/shm.h"
 #include "collect/xid.h"
-#include "render/json_util.h"
+#include "util/json_util.h"
 #include "util/i18n.h"
 #include "run/scan_run.h"
 #include "simstate.h"

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "render/json_util.h"
+#include "util/json_util.h"
 #include "util/fileio.h"
 
 /* the largest nvml.json a bundle may have (a real one is a few MiB at most) */

@@ -8,7 +8,7 @@
 #include <jansson.h>
 
 #include "collect/xid.h"
-#include "render/json_util.h"
+#include "util/json_util.h"
 #include "util/escape.h"
 #include "util/timefmt.h"
 

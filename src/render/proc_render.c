@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "render/json_util.h"
+#include "util/json_util.h"
 #include "util/escape.h"
 
 static const char *const skipped_names[] = { "maps", "cmdline", "environ", "fds", "cgroup" };

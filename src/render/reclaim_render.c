@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "render/json_util.h"
+#include "util/json_util.h"
 #include "util/buf.h"
 #include "util/escape.h"
 #include "util/i18n.h"

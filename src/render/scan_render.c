@@ -5,7 +5,7 @@
 #include "collect/gpu_json.h"
 #include "collect/xid.h"
 #include "config.h"
-#include "render/json_util.h"
+#include "util/json_util.h"
 #include "render/proc_render.h"
 #include "render/snapshot.h"
 #include "util/escape.h"

@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "render/json_util.h"
+#include "util/json_util.h"
 #include "render/shm_render.h"
 #include "util/strf.h"
 #include "util/i18n.h"

@@ -5,7 +5,7 @@
 
 #include "collect/gpu_json.h"
 #include "config.h"
-#include "render/json_util.h"
+#include "util/json_util.h"
 #include "render/proc_render.h"
 #include "util/escape.h"
 #include "util/i18n.h"

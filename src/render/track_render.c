@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "render/json_util.h"
+#include "util/json_util.h"
 #include "render/proc_render.h"
 #include "util/buf.h"
 #include "util/escape.h"

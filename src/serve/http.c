@@ -10,7 +10,7 @@
 
 #include <microhttpd.h>
 
-#include "render/json_util.h"
+#include "util/json_util.h"
 #include "render/metrics.h"
 #include "serve/page.h"
 #include "util/deadline.h"

@@ -1,4 +1,4 @@
-#include "render/json_util.h"
+#include "util/json_util.h"
 
 #include <errno.h>
 #include <stdbool.h>
