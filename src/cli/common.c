@@ -551,62 +551,14 @@ int cli_print_json(json_t *doc)
         return r < 0 ? -EIO : 0;
 }
 
-static int run_self(const char *const args[], struct buf *out, bool pass_stop);
-
 int cli_run_self(const char *const args[], struct buf *out)
 {
-        return run_self(args, out, false);
+        return spawn_self(NULL, args, out, false);
 }
 
 int cli_run_self_stoppable(const char *const args[], struct buf *out)
 {
-        return run_self(args, out, true);
-}
-
-static int run_self(const char *const args[], struct buf *out, bool pass_stop)
-{
-        char exe[4096];
-        ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-        if (len < 0)
-                return -errno;
-        exe[len] = '\0';
-        int p[2];
-        pid_t pid;
-        int r = fork_pipe(p, &pid);
-        if (r < 0)
-                return r;
-        if (pid == 0) {
-                if (out)
-                        dup2(p[1], STDOUT_FILENO);
-                execv(exe, (char *const *)args);
-                _exit(127);
-        }
-        char chunk[512];
-        ssize_t n;
-        bool passed = false;
-        for (;;) {
-                /* a stop signal is passed on once: the child stops and writes its report
-                 * (looked at every 100 ms: a signal can land before the read blocks) */
-                if (pass_stop && !passed && stopsig_pending()) {
-                        kill(pid, stopsig_pending());
-                        passed = true;
-                }
-                struct pollfd pfd = { .fd = p[0], .events = POLLIN };
-                if (pass_stop && !passed && poll(&pfd, 1, 100) <= 0)
-                        continue;
-                n = read(p[0], chunk, sizeof(chunk));
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        break;
-                if (out)
-                        buf_append(out, chunk, (size_t)n);
-        }
-        close(p[0]);
-        int st;
-        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-                ;
-        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+        return spawn_self(NULL, args, out, true);
 }
 
 static bool stop_seen;

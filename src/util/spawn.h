@@ -1,6 +1,7 @@
 /* spawn: fork with a pipe from the child to the parent, the start of every "run it and read
  * what it says" (nvidia-smi, a job reporting its PIDs, ghostvram running itself). */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -18,3 +19,10 @@ int fork_pipe(int fds[2], pid_t *ret_pid);
  * env_free), or -ENOMEM. */
 int env_build(char *const *base, const char *const *names, const char *const *values, size_t n, char ***ret);
 void env_free(char **env);
+
+/* Run a ghostvram again (path, or NULL: this one, /proc/self/exe) with args (args[0] is the
+ * name) and capture its standard output into out (capped by out's cap; NULL: not redirected).
+ * With pass_stop, a stop signal (util/stopsig) that comes meanwhile is passed on to the child,
+ * once. Returns the exit status (128+N for signal N) or a negative errno. */
+struct buf;
+int spawn_self(const char *path, const char *const args[], struct buf *out, bool pass_stop);
