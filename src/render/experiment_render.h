@@ -1,0 +1,14 @@
+/* experiment_render: what `ghostvram experiment` prints of run/experiment_run's runs. */
+#pragma once
+#include <stddef.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "run/experiment_run.h"
+
+/* The table: residual MiB and the time the memory took to come back, after the kill and
+ * after reclaim (median [min–max] over n > 1 runs), with the kernel's events. */
+void experiment_table(FILE *out, const struct exp_opts *o, const struct exp_run *runs, size_t n);
+/* The JSON document (schema_version, runs, summary, stopped_by); NULL on ENOMEM. */
+json_t *experiment_json(const struct exp_opts *o, const struct exp_run *runs, size_t n);
