@@ -1,6 +1,7 @@
 /* track_render: see track_render.h. */
 #include "render/track_render.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/json_util.h"
@@ -44,12 +45,18 @@ static void put_mib(FILE *out, uint64_t bytes)
         buf_free(&b);
 }
 
-static void put_esc(FILE *out, const char *s)
+/* s, at most max bytes (a fixed-size field), escaped for the terminal */
+static void put_esc_n(FILE *out, const char *s, size_t max)
 {
         struct buf b = BUF_INIT(0);
-        esc_terminal(&b, s, strlen(s));
+        esc_terminal(&b, s, strnlen(s, max));
         fputs(buf_str(&b), out);
         buf_free(&b);
+}
+
+static void put_esc(FILE *out, const char *s)
+{
+        put_esc_n(out, s, strlen(s));
 }
 
 void track_sites_text(FILE *out, const struct track_ledger *l, const struct track_summary *s, size_t max,
@@ -142,4 +149,133 @@ void track_scan_gpu_text(FILE *out, const struct track_scan *ts, unsigned gpu_in
 void track_scan_text_hook(FILE *out, unsigned gpu_index, const void *ctx)
 {
         track_scan_gpu_text(out, ctx, gpu_index);
+}
+
+json_t *track_report_json(char *const *cmd, const struct track_end *end, const char *dir,
+                          const struct track_report_proc *rp, size_t n)
+{
+        json_t *doc = json_object();
+        json_set(doc, "schema_version", json_integer(GV_SCHEMA_VERSION));
+        json_t *c = json_array();
+        for (char *const *a = cmd; *a; a++)
+                json_array_append_new(c, json_text(*a));
+        json_set(doc, "command", json_string("track"));
+        json_set(doc, "argv", c);
+        json_set(doc, "exit_status", json_integer(end->status));
+        json_set(doc, "forwarded_signal", end->signal ? json_string(track_stop_signal_name(end->signal)) : json_null());
+        json_set(doc, "command_running", json_boolean(end->running));
+        json_set(doc, "ledger_dir", json_text(dir));
+        uint64_t leaked = 0, leaked_n = 0;
+        json_t *pa = json_array();
+        for (size_t i = 0; i < n; i++) {
+                const struct track_report_proc *p = &rp[i];
+                json_t *o = json_object();
+                json_set(o, "pid", json_integer(p->l->hdr.pid));
+                json_set(o, "ppid", json_integer(p->l->hdr.ppid));
+                json_set(o, "comm", json_textn(p->l->hdr.comm, strnlen(p->l->hdr.comm, sizeof(p->l->hdr.comm))));
+                json_set(o, "alive", json_boolean(p->alive));
+                json_set(o, "file", json_text(p->file));
+                json_set(o, "allocs", json_integer((json_int_t)p->l->allocs));
+                json_set(o, "frees", json_integer((json_int_t)p->l->frees));
+                json_set(o, "outstanding_bytes", json_integer((json_int_t)p->s.outstanding_bytes));
+                json_set(o, "allocations", json_integer((json_int_t)p->s.allocations));
+                json_set(o, "sites", track_sites_json(p->l, &p->s, TRACK_SITES_MAX));
+                json_set(o, "skipped_bytes", json_integer((json_int_t)p->l->skipped_bytes));
+                json_set(o, "torn_tail_bytes", json_integer((json_int_t)p->l->tail_bytes));
+                json_array_append_new(pa, o);
+                if (!p->alive) {
+                        leaked += p->s.outstanding_bytes;
+                        leaked_n += p->s.allocations;
+                }
+        }
+        json_set(doc, "processes", pa);
+        json_set(doc, "leaked_bytes", json_integer((json_int_t)leaked));
+        json_set(doc, "leaked_allocations", json_integer((json_int_t)leaked_n));
+        return doc;
+}
+
+void track_report_text(FILE *out, const struct track_end *end, const char *dir, const struct track_report_proc *rp,
+                       size_t n)
+{
+        uint64_t leaked = 0, leaked_n = 0;
+        unsigned running = 0;
+        for (size_t i = 0; i < n; i++) {
+                const struct track_report_proc *p = &rp[i];
+                struct buf mib = BUF_INIT(0);
+                fmt_mib(&mib, p->s.outstanding_bytes);
+                fprintf(out, "PID %u (", p->l->hdr.pid);
+                put_esc_n(out, p->l->hdr.comm, sizeof(p->l->hdr.comm));
+                if (p->alive) {
+                        running++;
+                        fprintf(out, ") still runs: %s in %llu allocation%s so far (ledger %s/%s)\n", buf_str(&mib),
+                                (unsigned long long)p->s.allocations, p->s.allocations == 1 ? "" : "s", dir, p->file);
+                } else if (p->s.allocations) {
+                        leaked += p->s.outstanding_bytes;
+                        leaked_n += p->s.allocations;
+                        fprintf(out, ") exited with %s in %llu allocation%s never freed:\n", buf_str(&mib),
+                                (unsigned long long)p->s.allocations, p->s.allocations == 1 ? "" : "s");
+                } else {
+                        fprintf(out, ") freed all %llu allocation%s\n", (unsigned long long)p->l->allocs,
+                                p->l->allocs == 1 ? "" : "s");
+                }
+                buf_free(&mib);
+                for (size_t k = 0; !p->alive && k < p->s.n_sites; k++) {
+                        struct track_summary one = p->s;
+                        one.sites[0] = p->s.sites[k];
+                        one.n_sites = 1;
+                        fputs("    ", out);
+                        track_sites_text(out, p->l, &one, 1, GVL_FRAMES);
+                        fputc('\n', out);
+                }
+        }
+        struct buf mib = BUF_INIT(0);
+        fmt_mib(&mib, leaked);
+        fprintf(out, "LEAK SUMMARY: %s (%llu bytes) leaked in %llu allocation%s by %zu tracked process%s",
+                buf_str(&mib), (unsigned long long)leaked, (unsigned long long)leaked_n, leaked_n == 1 ? "" : "s", n,
+                n == 1 ? "" : "es");
+        if (running) {
+                char *q = esc_shell_dup(dir);
+                fprintf(out, "; %u still running (`ghostvram scan --ledger-dir %s` once they are gone)", running,
+                        q ? q : dir);
+                free(q);
+        }
+        if (end->running)
+                fprintf(out, "; %s passed on to the command, which still runs %d s later (PID %d); exit status %d\n",
+                        track_stop_signal_name(end->signal), TRACK_STOP_WAIT_MS / 1000, (int)end->child, end->status);
+        else if (end->signal)
+                fprintf(out, "; %s passed on to the command; command exit status %d\n", track_stop_signal_name(end->signal),
+                        end->status);
+        else
+                fprintf(out, "; command exit status %d\n", end->status);
+        buf_free(&mib);
+}
+
+/* --show FILE's document: a ledger's header, counts and outstanding allocations. */
+json_t *track_ledger_json(const char *path, const struct track_ledger *l, const struct track_summary *s)
+{
+        json_t *o = json_object();
+        json_set(o, "schema_version", json_integer(GV_SCHEMA_VERSION));
+        json_set(o, "file", json_text(path));
+        json_set(o, "pid", json_integer(l->hdr.pid));
+        json_set(o, "ppid", json_integer(l->hdr.ppid));
+        json_set(o, "start_ticks", json_integer((json_int_t)l->hdr.start_ticks));
+        /* a 64-bit identifier: text, as JSON numbers past 2^53 lose digits in most readers */
+        char session[24];
+        snprintf(session, sizeof(session), "%016llx", (unsigned long long)l->hdr.session);
+        json_set(o, "session", l->hdr.session ? json_string(session) : json_null());
+        json_set(o, "comm", json_textn(l->hdr.comm, strnlen(l->hdr.comm, sizeof(l->hdr.comm))));
+        json_set(o, "exe", json_textn(l->hdr.exe, strnlen(l->hdr.exe, sizeof(l->hdr.exe))));
+        json_set(o, "records", json_integer((json_int_t)l->records));
+        json_set(o, "skipped_bytes", json_integer((json_int_t)l->skipped_bytes));
+        json_set(o, "torn_tail_bytes", json_integer((json_int_t)l->tail_bytes));
+        json_set(o, "gave_up", json_boolean(l->gave_up));
+        json_set(o, "allocs", json_integer((json_int_t)l->allocs));
+        json_set(o, "frees", json_integer((json_int_t)l->frees));
+        json_set(o, "unmatched_frees", json_integer((json_int_t)l->unmatched_frees));
+        json_set(o, "execs", json_integer((json_int_t)l->execs));
+        json_set(o, "modules", json_integer((json_int_t)l->n_modules));
+        json_set(o, "outstanding_bytes", json_integer((json_int_t)s->outstanding_bytes));
+        json_set(o, "allocations", json_integer((json_int_t)s->allocations));
+        json_set(o, "sites", track_sites_json(l, s, TRACK_SITES_MAX));
+        return o;
 }

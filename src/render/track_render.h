@@ -5,6 +5,7 @@
 
 #include "track/ledger_read.h"
 #include "track/track_scan.h"
+#include "run/track_run.h"
 
 #define TRACK_TOP_SITES 5
 
@@ -25,3 +26,12 @@ void track_scan_attach_json(json_t *doc, const struct track_scan *ts);
 void track_scan_gpu_text(FILE *out, const struct track_scan *ts, unsigned gpu_index);
 /* scan_text's per-GPU hook (ctx: a struct track_scan). */
 void track_scan_text_hook(FILE *out, unsigned gpu_index, const void *ctx);
+
+/* `ghostvram track`'s report of its session: CMD, how it ended, each tracked process with
+ * what it still held (and where it was allocated), the leak summary. */
+json_t *track_report_json(char *const *cmd, const struct track_end *end, const char *dir,
+                          const struct track_report_proc *rp, size_t n);
+void track_report_text(FILE *out, const struct track_end *end, const char *dir, const struct track_report_proc *rp,
+                       size_t n);
+/* `ghostvram track --show FILE`: the ledger's header, counts and outstanding allocations. */
+json_t *track_ledger_json(const char *path, const struct track_ledger *l, const struct track_summary *s);

@@ -1,0 +1,76 @@
+/* track_run: the use case of `ghostvram track` (docs/track.md), without argv and without
+ * printing. In two steps, so that the caller can open its report's file between them (a report
+ * that cannot be written is found before CMD runs):
+ *   track_prepare  the ledger directory (made when missing), the tracker library (found and
+ *                  checked to be preloadable here), old ledgers pruned, a new session number;
+ *   track_run      CMD run with the tracker preloaded (LD_PRELOAD, the directory and session in
+ *                  its environment, made before the fork), stop signals passed on while it runs,
+ *                  then this session's ledgers read back. */
+#pragma once
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "track/ledger_read.h"
+
+#define TRACK_DEFAULT_DIR "/run/ghostvram/ledger"
+#define TRACK_LIB_NAME "libghostvram-track.so"
+#define TRACK_REPORT_MAX 256            /* ledgers in one leak report */
+/* After passing a stop signal on to CMD, how long track waits for CMD before it reports
+ * without it: shorter than the grace a supervisor gives before its SIGKILL (docker stop: 10 s,
+ * Slurm's KillWait: 30 s, systemd: 90 s), so that the report is written. */
+#define TRACK_STOP_WAIT_MS 5000
+
+/* Exit statuses of track itself (CMD's own are passed through). */
+#define TRACK_EXIT_FAILED 125           /* no ledger directory, no tracker library */
+#define TRACK_EXIT_NOT_RUN 127          /* CMD could not be run */
+
+struct track_prep_opts {
+        const char *dir;                /* the ledger directory (TRACK_DEFAULT_DIR) */
+        const char *preload;            /* the tracker library; NULL: $GHOSTVRAM_TRACK_LIB, or
+                                         * beside this program, ../lib/ghostvram, ../lib64/ghostvram */
+        uint64_t max_age_ms;            /* ledgers older than this are pruned */
+        uint64_t max_total_mib;         /* ...and the oldest past this total */
+};
+
+struct track_prep {
+        char dir[PATH_MAX];             /* the ledger directory's real path */
+        char lib[PATH_MAX];             /* the tracker library's real path */
+        uint64_t session;               /* never 0; below 2^62 */
+};
+
+/* How CMD's run ended: the report says it, and track exits with status. */
+struct track_end {
+        int status;     /* CMD's (128+N when signal N ended it); 128+signal when it still runs */
+        int signal;     /* the first stop signal a process sent track (passed on to CMD); 0 none */
+        bool running;   /* CMD still ran TRACK_STOP_WAIT_MS after that signal */
+        pid_t child;
+};
+
+/* One ledger of the session: its process, what it still holds, whether it still runs. */
+struct track_report_proc {
+        char file[96];
+        struct track_ledger *l;
+        struct track_summary s;
+        bool alive;
+};
+
+struct track_result {
+        struct track_end end;
+        struct track_report_proc *procs;        /* free with track_result_free */
+        size_t n;
+};
+
+/* 0 and *ret, or a negative errno with err saying why (track exits TRACK_EXIT_FAILED). */
+int track_prepare(const struct track_prep_opts *o, struct track_prep *ret, char *err, size_t errlen);
+/* Run cmd (cmd[0] searched in PATH) and read the session's ledgers. Returns 0 with *ret (also
+ * when CMD failed: ret->end.status), TRACK_EXIT_NOT_RUN when CMD could not be executed, or
+ * TRACK_EXIT_FAILED; err says why. The signal mask and SIGCHLD's disposition are given back
+ * as they were. */
+int track_run(const struct track_prep *p, char *const cmd[], struct track_result *ret, char *err, size_t errlen);
+void track_result_free(struct track_result *r);
+
+/* "SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", or "a signal". */
+const char *track_stop_signal_name(int sig);

@@ -1,0 +1,186 @@
+/* Unit tests for run/track_run: track's use case called without argv, running real commands
+ * with the tracker preloaded (its ledgers of real CUDA-like jobs: t_track*.sh). */
+#include <errno.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "run/track_run.h"
+#include "track/ledger_format.h"
+
+#define TRACK_LIB GV_BUILD_DIR "/libghostvram-track.so"
+
+static char base[] = "/tmp/gv-test-track-XXXXXX";
+static char ledger[256];
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+        (void)st;
+        (void)flag;
+        (void)ftw;
+        return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+static int setup(void **state)
+{
+        (void)state;
+        if (!mkdtemp(base))
+                return -1;
+        snprintf(ledger, sizeof(ledger), "%s/a/b/ledger", base);
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        (void)state;
+        nftw(base, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        return 0;
+}
+
+static struct track_prep_opts opts(void)
+{
+        return (struct track_prep_opts){ .dir = ledger, .preload = TRACK_LIB, .max_age_ms = 3600000,
+                                         .max_total_mib = 16 };
+}
+
+/* The directory is made (parents too), the library found by its real path, a session drawn. */
+static void test_prepare(void **state)
+{
+        (void)state;
+        struct track_prep_opts o = opts();
+        struct track_prep p;
+        char err[512] = "";
+        assert_int_equal(track_prepare(&o, &p, err, sizeof(err)), 0);
+        assert_string_equal(err, "");
+        assert_string_equal(p.dir, ledger);
+        struct stat st;
+        assert_int_equal(stat(ledger, &st), 0);
+        assert_true(S_ISDIR(st.st_mode));
+        char lib[4096];
+        assert_non_null(realpath(TRACK_LIB, lib));
+        assert_string_equal(p.lib, lib);
+        assert_true(p.session != 0 && p.session < (1ull << 62));
+        struct track_prep q;
+        assert_int_equal(track_prepare(&o, &q, err, sizeof(err)), 0);
+        assert_true(q.session != p.session);
+}
+
+/* A library ld.so would refuse, a missing one, a directory that is a file: said, never run. */
+static void test_prepare_refuses(void **state)
+{
+        (void)state;
+        char text[300], err[512];
+        snprintf(text, sizeof(text), "%s/not-a-library.so", base);
+        FILE *f = fopen(text, "w");
+        assert_non_null(f);
+        fputs("not ELF\n", f);
+        fclose(f);
+        struct track_prep_opts o = opts();
+        struct track_prep p;
+        o.preload = text;
+        assert_int_equal(track_prepare(&o, &p, err, sizeof(err)), -ENOEXEC);
+        assert_non_null(strstr(err, "not an ELF shared object of this machine (--preload PATH)"));
+
+        o.preload = "/nonexistent/libghostvram-track.so";
+        assert_true(track_prepare(&o, &p, err, sizeof(err)) < 0);
+        assert_string_equal(err, "cannot find the tracker library /nonexistent/libghostvram-track.so: "
+                                 "No such file or directory (--preload PATH)");
+
+        o = opts();
+        o.dir = text; /* a file */
+        assert_true(track_prepare(&o, &p, err, sizeof(err)) < 0);
+        assert_non_null(strstr(err, text));
+}
+
+/* CMD runs with the tracker first in LD_PRELOAD and the directory and session in its
+ * environment; its exit status is the result's. */
+static void test_run_environment_and_status(void **state)
+{
+        (void)state;
+        struct track_prep_opts o = opts();
+        struct track_prep p;
+        char err[512] = "", script[10240];
+        assert_int_equal(track_prepare(&o, &p, err, sizeof(err)), 0);
+        snprintf(script, sizeof(script),
+                 "case \"$LD_PRELOAD\" in %s*) ;; *) exit 9 ;; esac; [ \"$%s\" = '%s' ] || exit 8; "
+                 "[ \"$%s\" = %llu ] || exit 7; exit 3",
+                 p.lib, GVL_ENV_DIR, p.dir, GVL_ENV_SESSION, (unsigned long long)p.session);
+        char sh[] = "sh", dash_c[] = "-c";
+        char *const cmd[] = { sh, dash_c, script, NULL };
+        struct track_result res;
+        assert_int_equal(track_run(&p, cmd, &res, err, sizeof(err)), 0);
+        assert_int_equal(res.end.status, 3);
+        assert_int_equal(res.end.signal, 0);
+        assert_false(res.end.running);
+        assert_int_equal(res.n, 0); /* no CUDA call: no ledger */
+        track_result_free(&res);
+}
+
+/* A command that cannot be executed: 127 and why. */
+static void test_run_not_found(void **state)
+{
+        (void)state;
+        struct track_prep_opts o = opts();
+        struct track_prep p;
+        char err[512] = "";
+        assert_int_equal(track_prepare(&o, &p, err, sizeof(err)), 0);
+        char prog[] = "/nonexistent/gv-cmd";
+        char *const cmd[] = { prog, NULL };
+        struct track_result res;
+        assert_int_equal(track_run(&p, cmd, &res, err, sizeof(err)), TRACK_EXIT_NOT_RUN);
+        assert_string_equal(err, "cannot run /nonexistent/gv-cmd: No such file or directory");
+        track_result_free(&res);
+}
+
+/* A SIGTERM sent to track by another process goes on to CMD, which ends with it. */
+static void test_run_passes_stop_signal(void **state)
+{
+        (void)state;
+        struct track_prep_opts o = opts();
+        struct track_prep p;
+        char err[512] = "";
+        assert_int_equal(track_prepare(&o, &p, err, sizeof(err)), 0);
+        pid_t me = getpid();
+        pid_t helper = fork();
+        assert_true(helper >= 0);
+        if (helper == 0) {
+                usleep(300 * 1000);
+                kill(me, SIGTERM);
+                _exit(0);
+        }
+        char sleep_[] = "sleep", thirty[] = "30";
+        char *const cmd[] = { sleep_, thirty, NULL };
+        struct track_result res;
+        assert_int_equal(track_run(&p, cmd, &res, err, sizeof(err)), 0);
+        assert_int_equal(res.end.signal, SIGTERM);
+        assert_int_equal(res.end.status, 128 + SIGTERM);
+        assert_false(res.end.running);
+        assert_string_equal(track_stop_signal_name(res.end.signal), "SIGTERM");
+        assert_int_equal(waitpid(helper, NULL, 0), helper);
+        /* the signal mask is given back: SIGTERM is not blocked any more */
+        sigset_t now;
+        sigprocmask(SIG_BLOCK, NULL, &now);
+        assert_false(sigismember(&now, SIGTERM));
+        track_result_free(&res);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_prepare),
+                cmocka_unit_test(test_prepare_refuses),
+                cmocka_unit_test(test_run_environment_and_status),
+                cmocka_unit_test(test_run_not_found),
+                cmocka_unit_test(test_run_passes_stop_signal),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
