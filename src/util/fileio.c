@@ -1,6 +1,8 @@
+#define _GNU_SOURCE 1 /* nftw */
 #include "util/fileio.h"
 
 #include <errno.h>
+#include <ftw.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -175,4 +177,17 @@ int write_all(int fd, const void *data, size_t len)
                 len -= (size_t)w;
         }
         return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+        (void)st;
+        (void)flag;
+        (void)ftw;
+        return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int remove_tree(const char *dir)
+{
+        return nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0 ? -(errno ? errno : EIO) : 0;
 }

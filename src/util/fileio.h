@@ -36,3 +36,8 @@ int mkdir_p(const char *path);
  * go on; what was read stays in out), or another negative errno. */
 struct buf;
 int fd_read_deadline(int fd, struct buf *out, unsigned long long deadline_ms);
+
+/* Remove dir and everything under it, depth first, following no symlink (nftw FTW_PHYS); an
+ * entry already gone is no error. 0, or a negative errno (the first entry that could not be
+ * removed stops it). */
+int remove_tree(const char *dir);

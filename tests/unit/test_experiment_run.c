@@ -2,7 +2,6 @@
  * host made for the test (`ghostvram sim init`), with real processes: the simulated job, its
  * workers, and `ghostvram reclaim` run as the command runs them. */
 #include <errno.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -15,6 +14,7 @@
 
 #include "run/experiment_run.h"
 #include "util/buf.h"
+#include "util/fileio.h"
 #include "util/spawn.h"
 
 #define MIB (1024ull * 1024ull)
@@ -42,19 +42,11 @@ static int setup(void **state)
         return 0;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-        (void)st;
-        (void)flag;
-        (void)ftw;
-        return remove(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
 static int teardown(void **state)
 {
         (void)state;
         /* the simulated driver's teardown watchers may still write as the jobs die */
-        for (int i = 0; i < 40 && nftw(sim_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0; i++)
+        for (int i = 0; i < 40 && remove_tree(sim_dir) < 0; i++)
                 usleep(50 * 1000);
         return 0;
 }

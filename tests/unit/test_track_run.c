@@ -1,7 +1,6 @@
 /* Unit tests for run/track_run: track's use case called without argv, running real commands
  * with the tracker preloaded (its ledgers of real CUDA-like jobs: t_track*.sh). */
 #include <errno.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -16,19 +15,12 @@
 
 #include "run/track_run.h"
 #include "track/ledger_format.h"
+#include "util/fileio.h"
 
 #define TRACK_LIB GV_BUILD_DIR "/libghostvram-track.so"
 
 static char base[] = "/tmp/gv-test-track-XXXXXX";
 static char ledger[256];
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-        (void)st;
-        (void)flag;
-        (void)ftw;
-        return remove(path) < 0 && errno != ENOENT ? -1 : 0;
-}
 
 static int setup(void **state)
 {
@@ -42,7 +34,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
         (void)state;
-        nftw(base, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        remove_tree(base);
         return 0;
 }
 

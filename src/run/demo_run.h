@@ -1,0 +1,42 @@
+/* demo_run: the steps of `ghostvram demo` that act, without printing: a temporary simulated
+ * host, the training job on it (an owner and its workers, each opened with pidfd_open), the
+ * owner killed, and the end: every process stopped and the host removed. cli/cmd_demo.c tells
+ * the story between them (and runs scan and reclaim, whose output is the story). */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define DEMO_MAX_PROCS 8
+#define DEMO_GPU_MIB 81559 /* the simulated GPU: an H100 80GB, as `sim init` makes it */
+
+struct demo_proc {
+        char role[16];          /* "owner", "worker" */
+        pid_t pid;
+        int pidfd;              /* -1: not opened (never signalled by a bare PID) */
+};
+
+struct demo {
+        const char *self;       /* the ghostvram to run (sim init, sim run); NULL: this one */
+        char dir[4096];         /* the simulated host */
+        struct demo_proc procs[DEMO_MAX_PROCS];
+        size_t n_procs;         /* procs[0] is the owner */
+};
+
+/* The temporary host: DIR/ghostvram-demo-XXXXXX under tmpdir (an absolute $TMPDIR; else /tmp),
+ * made with `ghostvram sim init DIR --gpus 2`. 0, or a negative errno: d->dir is "" when no
+ * directory could be made, and names it when `sim init` failed (-EIO). */
+int demo_host_create(struct demo *d, const char *tmpdir);
+/* `ghostvram sim run DIR --gpu 0 --mib MIB --workers K`: its processes into d->procs, each
+ * with a pidfd. 0, -EIO (the job did not start), -ECHILD (it did not report an owner first),
+ * -ENOSYS (no pidfd_open, Linux < 5.3: no job is started, none could be ended safely). */
+int demo_job_start(struct demo *d, unsigned mib, unsigned workers);
+/* SIGKILL to the owner through its pidfd, then wait (5 s at most) until it is gone. 0, or the
+ * signal's negative errno. */
+int demo_kill_owner(struct demo *d);
+/* The end: with !keep, SIGKILL to every process and a bounded wait for each (1 s), then the
+ * host removed (again for 2 s while the simulated driver's teardown watchers still write).
+ * The pidfds are closed in both cases. Returns 0, or -errno of the removal. */
+int demo_finish(struct demo *d, bool keep);
+/* The noise floor of the simulated GPU in MiB: scan calls no less a ghost. */
+unsigned long long demo_floor_mib(void);
