@@ -449,7 +449,14 @@ static int nv_query_procs(struct nv_ctx *c, const char *driver_version, nvmlDevi
                                 return r;
                         }
                         ret = j->ret;
-                        if (ret == NVML_SUCCESS) {
+                        if (ret == NVML_SUCCESS && cap == 0 && attempt == 0) {
+                                /* "nothing runs" from the sizing call: a process may have
+                                 * started as it was made (the same race as a list that grows
+                                 * between the two calls). An empty list on a GPU whose memory
+                                 * is used reads as a ghost, so it is asked once more, with room
+                                 * (SUCCESS with a buffer is the list itself). */
+                                cap = NV_PROC_SLACK;
+                        } else if (ret == NVML_SUCCESS) {
                                 /* a driver must not claim more records than we gave room for */
                                 unsigned n = j->count <= cap ? j->count : cap;
                                 nv_decode_records(g, j->records, n, stride, proc_kind_bit[kind], &bad);

@@ -49,6 +49,10 @@ assert_eq "$(snap | jq -r '.gpus[0].memory.api')" 2 "v2 memory with strict versi
 note "the process list grows between the sizing call and the fill call"
 "$GV_BIN" sim set "$SIM" list_growth=1 >/dev/null
 assert_eq "$(snap | jq -r '.gpus[0].nvml_processes | map(.pid) | sort | map(tostring) | join(",")')" "$want_pids" "all PIDs despite growth"
+"$GV_BIN" sim set "$SIM" list_growth=5 >/dev/null
+# the sizing call now says "nothing runs" (SUCCESS, 0): asked again with room, not taken for an
+# empty list on a GPU whose memory is used (a false ghost)
+assert_eq "$(snap | jq -r '.gpus[0].nvml_processes | map(.pid) | sort | map(tostring) | join(",")')" "$want_pids" "all PIDs when the sizing call saw none"
 "$GV_BIN" sim set "$SIM" list_growth=default >/dev/null
 
 note "NOT_SUPPORTED for one query is recorded and does not fail the rest"
