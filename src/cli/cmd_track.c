@@ -211,6 +211,7 @@ int cmd_track(int argc, char **argv)
         int r = track_run(&prep, cmd, &res, err, sizeof(err));
         if (r != 0) {
                 cli_error("track", "%s", err);
+                track_result_free(&res);
                 return report_close(out, report_path, r > 0 ? r : res.end.status);
         }
         if (json) {

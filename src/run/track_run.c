@@ -209,18 +209,15 @@ static void wait_child(pid_t child, const sigset_t *set, struct track_end *end)
 }
 
 /* Take the stop signals still pending (CMD has had its signal, or is gone), then give back the
- * signal mask and SIGCHLD's disposition track started with. Returns status. */
-static int signals_restore(const sigset_t *set, const sigset_t *old_mask, const struct sigaction *old_chld,
-                           int status)
+ * signal mask and SIGCHLD's disposition track started with. */
+static void signals_restore(const sigset_t *set, const sigset_t *old_mask, const struct sigaction *old_chld)
 {
         const struct timespec zero = { 0, 0 };
         while (sigtimedwait(set, NULL, &zero) > 0)
                 ;
         sigprocmask(SIG_SETMASK, old_mask, NULL);
         sigaction(SIGCHLD, old_chld, NULL);
-        return status;
 }
-
 
 /* The ledger directory: made when missing, a directory, its real path into out. */
 static int ledger_dir(const char *arg, char *out, char *err, size_t errlen)
@@ -297,33 +294,29 @@ static int cmd_env(const struct track_prep *p, char ***envp, char *err, size_t e
         return 0;
 }
 
-struct sig_state {
-        sigset_t set, old_mask;
-        struct sigaction old_chld;
-};
-
 /* The stop signals (those not ignored when track started: a shell's background job ignores
  * SIGINT and SIGQUIT, and so will CMD) and SIGCHLD are blocked and taken in wait_child(); CMD
  * gets the mask and dispositions track started with. SIGCHLD is not left ignored here, or
  * CMD's status would be lost. */
-static void signals_take(struct sig_state *s)
+static void signals_take(struct track_result *s)
 {
-        sigemptyset(&s->set);
+        sigemptyset(&s->sig_set);
         for (size_t i = 0; i < sizeof(track_stop_signals) / sizeof(track_stop_signals[0]); i++) {
                 struct sigaction cur;
                 if (sigaction(track_stop_signals[i], NULL, &cur) == 0 && cur.sa_handler != SIG_IGN)
-                        sigaddset(&s->set, track_stop_signals[i]);
+                        sigaddset(&s->sig_set, track_stop_signals[i]);
         }
-        sigaddset(&s->set, SIGCHLD);
+        sigaddset(&s->sig_set, SIGCHLD);
         struct sigaction dfl = { .sa_handler = SIG_DFL };
         sigemptyset(&dfl.sa_mask);
-        sigaction(SIGCHLD, &dfl, &s->old_chld);
-        sigprocmask(SIG_BLOCK, &s->set, &s->old_mask);
+        sigaction(SIGCHLD, &dfl, &s->sig_old_chld);
+        sigprocmask(SIG_BLOCK, &s->sig_set, &s->sig_old_mask);
+        s->signals_taken = true;
 }
 
 /* Fork and exec CMD; returns its PID, or a negative errno (*exec_errno: why exec failed, the
  * child having reported it through a close-on-exec pipe). */
-static pid_t cmd_start(char *const cmd[], char **envp, const struct sig_state *s, int *exec_errno)
+static pid_t cmd_start(char *const cmd[], char **envp, const struct track_result *s, int *exec_errno)
 {
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0)
@@ -339,8 +332,8 @@ static pid_t cmd_start(char *const cmd[], char **envp, const struct sig_state *s
         if (child == 0) {
                 /* only async-signal-safe calls from here to exec (glibc's execvpe searches PATH
                  * in stack buffers) */
-                sigaction(SIGCHLD, &s->old_chld, NULL);
-                sigprocmask(SIG_SETMASK, &s->old_mask, NULL);
+                sigaction(SIGCHLD, &s->sig_old_chld, NULL);
+                sigprocmask(SIG_SETMASK, &s->sig_old_mask, NULL);
                 close(p[0]);
                 execvpe(cmd[0], cmd, envp);
                 int e = errno;
@@ -363,21 +356,18 @@ int track_run(const struct track_prep *p, char *const cmd[], struct track_result
         char **envp = NULL;
         if (cmd_env(p, &envp, err, errlen) < 0)
                 return TRACK_EXIT_FAILED;
-        struct sig_state s;
-        signals_take(&s);
+        signals_take(ret);
         int exec_errno = 0;
-        pid_t child = cmd_start(cmd, envp, &s, &exec_errno);
+        pid_t child = cmd_start(cmd, envp, ret, &exec_errno);
         env_free(envp);
         if (child < 0) {
                 snprintf(err, errlen, "cannot start %s: %s", cmd[0], strerror(-child));
-                signals_restore(&s.set, &s.old_mask, &s.old_chld, 0);
                 return TRACK_EXIT_FAILED;
         }
         /* the command's lifetime is the user's: this wait ends when CMD does (a daemonising
          * CMD returns at once; its processes' ledgers are reported as still running), or a
          * while after a stop signal was passed on to it */
-        wait_child(child, &s.set, &ret->end);
-        signals_restore(&s.set, &s.old_mask, &s.old_chld, 0);
+        wait_child(child, &ret->sig_set, &ret->end);
         if (exec_errno) {
                 snprintf(err, errlen, "cannot run %s: %s", cmd[0], strerror(exec_errno));
                 return TRACK_EXIT_NOT_RUN;
@@ -393,4 +383,7 @@ void track_result_free(struct track_result *r)
         report_free(r->procs, r->n);
         r->procs = NULL;
         r->n = 0;
+        if (r->signals_taken)
+                signals_restore(&r->sig_set, &r->sig_old_mask, &r->sig_old_chld);
+        r->signals_taken = false;
 }

@@ -8,6 +8,7 @@
  *                  then this session's ledgers read back. */
 #pragma once
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -61,15 +62,23 @@ struct track_result {
         struct track_end end;
         struct track_report_proc *procs;        /* free with track_result_free */
         size_t n;
+        /* the stop signals stay blocked until track_result_free: one that comes after CMD
+         * ended (while the report is written) is taken and dropped, never ends track before
+         * its report */
+        bool signals_taken;
+        sigset_t sig_set, sig_old_mask;
+        struct sigaction sig_old_chld;
 };
 
 /* 0 and *ret, or a negative errno with err saying why (track exits TRACK_EXIT_FAILED). */
 int track_prepare(const struct track_prep_opts *o, struct track_prep *ret, char *err, size_t errlen);
 /* Run cmd (cmd[0] searched in PATH) and read the session's ledgers. Returns 0 with *ret (also
- * when CMD failed: ret->end.status), TRACK_EXIT_NOT_RUN when CMD could not be executed, or
- * TRACK_EXIT_FAILED; err says why. The signal mask and SIGCHLD's disposition are given back
- * as they were. */
+ * when CMD failed: ret->end.status), TRACK_EXIT_NOT_RUN when CMD could not be executed,
+ * TRACK_EXIT_FAILED, or a negative errno when CMD ran but its ledgers could not be read; err
+ * says why. Always free ret with track_result_free (also on an error). */
 int track_run(const struct track_prep *p, char *const cmd[], struct track_result *ret, char *err, size_t errlen);
+/* The ledgers freed; the stop signals still pending taken (CMD has had its signal, or is gone),
+ * then the signal mask and SIGCHLD's disposition given back as they were before track_run. */
 void track_result_free(struct track_result *r);
 
 /* "SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", or "a signal". */

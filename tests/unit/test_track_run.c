@@ -130,6 +130,7 @@ static void test_run_not_found(void **state)
         struct track_result res;
         assert_int_equal(track_run(&p, cmd, &res, err, sizeof(err)), TRACK_EXIT_NOT_RUN);
         assert_string_equal(err, "cannot run /nonexistent/gv-cmd: No such file or directory");
+        assert_int_equal(res.end.status, 127);
         track_result_free(&res);
 }
 
@@ -158,11 +159,17 @@ static void test_run_passes_stop_signal(void **state)
         assert_false(res.end.running);
         assert_string_equal(track_stop_signal_name(res.end.signal), "SIGTERM");
         assert_int_equal(waitpid(helper, NULL, 0), helper);
-        /* the signal mask is given back: SIGTERM is not blocked any more */
+        /* blocked until the result is freed: a SIGTERM while the report is written is dropped */
         sigset_t now;
         sigprocmask(SIG_BLOCK, NULL, &now);
-        assert_false(sigismember(&now, SIGTERM));
+        assert_true(sigismember(&now, SIGTERM));
+        kill(getpid(), SIGTERM);
         track_result_free(&res);
+        /* ...then the mask is given back: SIGTERM is not blocked any more, and none is pending */
+        sigprocmask(SIG_BLOCK, NULL, &now);
+        assert_false(sigismember(&now, SIGTERM));
+        sigpending(&now);
+        assert_false(sigismember(&now, SIGTERM));
 }
 
 int main(void)
