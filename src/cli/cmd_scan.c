@@ -108,7 +108,62 @@ void cli_scan_once_opts(const struct cli_common *c, struct scan_once_opts *o)
         o->facts.kernel.proc_root = c->proc_root;
 }
 
-int cmd_scan(int argc, char **argv)
+struct scan_args {
+        struct cli_common c;
+        struct ledger_opts lo;
+        const char *gpu_spec;
+        uint64_t confirm_ms;
+        const char *textfile, *kmsg, *ledger_dir;
+        bool no_kernel;
+};
+
+/* One of scan's own options into a: 1 taken, 0 not scan's own, -1 a usage error (said). */
+static int scan_option(struct scan_args *a, int opt, const char *arg)
+{
+        uint64_t v;
+        switch (opt) {
+        case 'g':
+                if (cli_gpu_spec_check(arg) < 0)
+                        return cli_error("scan", _("--gpu: '%s' is not a GPU index, UUID or PCI bus id"), arg), -1;
+                a->gpu_spec = arg;
+                return 1;
+        case 'C':
+                if (parse_duration_ms(arg, &a->confirm_ms) < 0 || a->confirm_ms > 600000)
+                        return cli_error("scan", _("--confirm: '%s' is not a duration up to 10m (e.g. 2s, 500ms, 0)"), arg), -1;
+                return 1;
+        case 'T':
+                if (cli_path_arg("scan", "--textfile", arg) < 0)
+                        return -1;
+                a->textfile = arg;
+                return 1;
+        case 'L':
+                if (cli_path_arg("scan", "--ledger-dir", arg) < 0)
+                        return -1;
+                a->ledger_dir = arg;
+                return 1;
+        case 'K':
+                if (cli_path_arg("scan", "--kmsg", arg) < 0)
+                        return -1;
+                a->kmsg = arg;
+                return 1;
+        case 'N':
+                a->no_kernel = true;
+                return 1;
+        case 'F':
+                if (parse_u64(arg, &v) < 0 || v > (1u << 24))
+                        return cli_error("scan", _("--noise-floor: '%s' is not a number of MiB"), arg), -1;
+                a->lo.floor_min_bytes = v << 20;
+                return 1;
+        default:
+                return 0;
+        }
+}
+
+#define SCAN_HELP (-1) /* --help was printed */
+
+/* argv into a, and the checks made before scanning: EXIT_OK to go on, SCAN_HELP, or the exit
+ * status of a usage error (said). */
+static int scan_parse(int argc, char **argv, struct scan_args *a)
 {
         static const struct option opts[] = {
                 CLI_COMMON_LONGOPTS,
@@ -122,65 +177,16 @@ int cmd_scan(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
-        struct cli_common c;
-        cli_common_init(&c, SCAN_ACCEPTS);
-        struct ledger_opts lo;
-        ledger_opts_default(&lo);
-        int only_gpu = -1;
-        const char *gpu_spec = NULL;
-        uint64_t confirm_ms = 2000;
-        const char *textfile = NULL, *kmsg = NULL, *ledger_dir = NULL;
-        bool no_kernel = false;
         int opt;
         optind = 1;
         while ((opt = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
-                uint64_t v;
-                switch (opt) {
-                case 'h':
+                if (opt == 'h') {
                         scan_usage(stdout);
-                        return EXIT_OK;
-                case 'g':
-                        if (cli_gpu_spec_check(optarg) < 0) {
-                                cli_error("scan", _("--gpu: '%s' is not a GPU index, UUID or PCI bus id"), optarg);
-                                return EXIT_USAGE;
-                        }
-                        gpu_spec = optarg;
-                        continue;
-                case 'C':
-                        if (parse_duration_ms(optarg, &confirm_ms) < 0 || confirm_ms > 600000) {
-                                cli_error("scan", _("--confirm: '%s' is not a duration up to 10m (e.g. 2s, 500ms, 0)"), optarg);
-                                return EXIT_USAGE;
-                        }
-                        continue;
-                case 'T':
-                        if (cli_path_arg("scan", "--textfile", optarg) < 0)
-                                return EXIT_USAGE;
-                        textfile = optarg;
-                        continue;
-                case 'L':
-                        if (cli_path_arg("scan", "--ledger-dir", optarg) < 0)
-                                return EXIT_USAGE;
-                        ledger_dir = optarg;
-                        continue;
-                case 'K':
-                        if (cli_path_arg("scan", "--kmsg", optarg) < 0)
-                                return EXIT_USAGE;
-                        kmsg = optarg;
-                        continue;
-                case 'N':
-                        no_kernel = true;
-                        continue;
-                case 'F':
-                        if (parse_u64(optarg, &v) < 0 || v > (1u << 24)) {
-                                cli_error("scan", _("--noise-floor: '%s' is not a number of MiB"), optarg);
-                                return EXIT_USAGE;
-                        }
-                        lo.floor_min_bytes = v << 20;
-                        continue;
-                default:
-                        break;
+                        return SCAN_HELP;
                 }
-                int r = cli_common_option(&c, opt, optarg, "scan");
+                int r = scan_option(a, opt, optarg);
+                if (r == 0)
+                        r = cli_common_option(&a->c, opt, optarg, "scan");
                 if (r < 0)
                         return EXIT_USAGE;
                 if (r == 0) {
@@ -192,32 +198,90 @@ int cmd_scan(int argc, char **argv)
                 cli_error("scan", _("unexpected argument '%s' (see --help)"), argv[optind]);
                 return EXIT_USAGE;
         }
-        if (cli_common_finish(&c, "scan") < 0)
+        if (cli_common_finish(&a->c, "scan") < 0)
                 return EXIT_USAGE;
         /* a log that cannot be read is the caller's mistake, said before the scan (as xid does),
          * not a note in the report */
-        if (kmsg && !no_kernel && cli_kmsg_check("scan", kmsg) < 0)
+        if (a->kmsg && !a->no_kernel && cli_kmsg_check("scan", a->kmsg) < 0)
                 return EXIT_USAGE;
         /* so are a ledger directory that is not there (2, as serve) and a textfile directory the
          * metrics cannot go to (3, as the failed write it would be; watch says the same) */
-        if (ledger_dir && cli_dir_arg("scan", "--ledger-dir", ledger_dir) < 0)
+        if (a->ledger_dir && cli_dir_arg("scan", "--ledger-dir", a->ledger_dir) < 0)
                 return EXIT_USAGE;
-        if (textfile && cli_writable_dir_arg("scan", "--textfile", textfile) < 0)
+        if (a->textfile && cli_writable_dir_arg("scan", "--textfile", a->textfile) < 0)
                 return EXIT_INCOMPLETE;
-        int gr = cli_gpu_resolve(&c, gpu_spec, false, &only_gpu, "scan");
+        return EXIT_OK;
+}
+
+/* The result, as text or JSON, with the allocation ledgers and host shared memory beside it.
+ * Returns status, or EXIT_INCOMPLETE when a part could not be made. */
+static int scan_print(const struct scan_args *a, const struct scan_result *res, int status)
+{
+        const struct cli_common *c = &a->c;
+        struct track_scan *ts = NULL;
+        if (a->ledger_dir) {
+                ts = calloc(1, sizeof(*ts));
+                if (!ts || track_scan_collect(res, a->ledger_dir, c->proc_root, ts) < 0) {
+                        cli_error("scan", _("--ledger-dir %s: out of memory"), a->ledger_dir);
+                        status = EXIT_INCOMPLETE;
+                } else if (ts->error[0]) {
+                        cli_error("scan", "%s", ts->error);
+                }
+        }
+        /* host shared memory, said apart: operators rule it out as GPU memory (free's "shared") */
+        struct cli_shm_paths sp;
+        struct shm_opts sho;
+        struct shm_report *shm = NULL;
+        if (cli_common_shm_opts(c, NULL, &sp, &sho) && shm_collect(&sho, &shm) == -ENOMEM) {
+                cli_error("scan", "out of memory");
+                status = EXIT_INCOMPLETE;
+        }
+        if (c->json) {
+                json_t *doc = scan_json(res, true);
+                if (ts)
+                        track_scan_attach_json(doc, ts);
+                if (doc && shm)
+                        json_object_set_new(doc, "host_shared_memory", shm_json(shm));
+                cli_print_json(doc);
+        } else {
+                cli_sim_banner(stdout, c);
+                scan_text_hooked(stdout, res, cli_use_color(stdout), c->verbose, ts ? track_scan_text_hook : NULL, ts);
+                if (shm_note_text(stdout, shm, cli_use_color(stdout)) < 0) {
+                        cli_error("scan", "out of memory");
+                        status = EXIT_INCOMPLETE;
+                }
+        }
+        shm_report_free(shm);
+        track_scan_free(ts);
+        free(ts);
+        return status;
+}
+
+int cmd_scan(int argc, char **argv)
+{
+        static struct scan_args a;
+        memset(&a, 0, sizeof(a));
+        cli_common_init(&a.c, SCAN_ACCEPTS);
+        ledger_opts_default(&a.lo);
+        a.confirm_ms = 2000;
+        int pr = scan_parse(argc, argv, &a);
+        if (pr != EXIT_OK)
+                return pr == SCAN_HELP ? EXIT_OK : pr;
+        int only_gpu = -1;
+        int gr = cli_gpu_resolve(&a.c, a.gpu_spec, false, &only_gpu, "scan");
         if (gr != EXIT_OK)
                 return gr;
         struct scan_once_opts so;
-        cli_scan_once_opts(&c, &so);
-        so.ledger.floor_min_bytes = lo.floor_min_bytes;
-        so.confirm_ms = confirm_ms;
+        cli_scan_once_opts(&a.c, &so);
+        so.ledger.floor_min_bytes = a.lo.floor_min_bytes;
+        so.confirm_ms = a.confirm_ms;
         so.light = true;        /* nothing unexplained: no walk */
-        so.facts.read_kernel = !no_kernel;
-        so.facts.kernel.kmsg_path = kmsg;
+        so.facts.read_kernel = !a.no_kernel;
+        so.facts.kernel.kmsg_path = a.kmsg;
         struct scan_once *run = NULL;
         int r = scan_once_run(&so, &run);
         if (r < 0) {
-                cli_error("scan", _("cannot read %s: %s"), c.proc_root, fileio_strerror(r));
+                cli_error("scan", _("cannot read %s: %s"), a.c.proc_root, fileio_strerror(r));
                 return EXIT_INCOMPLETE;
         }
         struct scan_result *res = run->res;
@@ -228,49 +292,13 @@ int cmd_scan(int argc, char **argv)
                 return EXIT_USAGE;
         }
         res->only_gpu = only_gpu;
-        int status = scan_exit_status(res);
-        struct track_scan *ts = NULL;
-        if (ledger_dir) {
-                ts = calloc(1, sizeof(*ts));
-                if (!ts || track_scan_collect(res, ledger_dir, c.proc_root, ts) < 0) {
-                        cli_error("scan", _("--ledger-dir %s: out of memory"), ledger_dir);
-                        status = EXIT_INCOMPLETE;
-                } else if (ts->error[0]) {
-                        cli_error("scan", "%s", ts->error);
-                }
-        }
-        /* host shared memory, said apart: operators rule it out as GPU memory (free's "shared") */
-        struct cli_shm_paths sp;
-        struct shm_opts sho;
-        struct shm_report *shm = NULL;
-        if (cli_common_shm_opts(&c, NULL, &sp, &sho) && shm_collect(&sho, &shm) == -ENOMEM) {
-                cli_error("scan", "out of memory");
-                status = EXIT_INCOMPLETE;
-        }
-        if (c.json) {
-                json_t *doc = scan_json(res, true);
-                if (ts)
-                        track_scan_attach_json(doc, ts);
-                if (doc && shm)
-                        json_object_set_new(doc, "host_shared_memory", shm_json(shm));
-                cli_print_json(doc);
-        } else {
-                cli_sim_banner(stdout, &c);
-                scan_text_hooked(stdout, res, cli_use_color(stdout), c.verbose, ts ? track_scan_text_hook : NULL, ts);
-                if (shm_note_text(stdout, shm, cli_use_color(stdout)) < 0) {
-                        cli_error("scan", "out of memory");
-                        status = EXIT_INCOMPLETE;
-                }
-        }
-        shm_report_free(shm);
-        track_scan_free(ts);
-        free(ts);
-        if (textfile) {
+        int status = scan_print(&a, res, scan_exit_status(res));
+        if (a.textfile) {
                 struct metrics_input mi = { .res = res, .scan_duration_s = run->duration_s,
                                             .last_scan_time = res->facts->gpu->sample_time };
-                r = metrics_write_textfile(textfile, &mi);
+                r = metrics_write_textfile(a.textfile, &mi);
                 if (r < 0) {
-                        cli_error("scan", _("--textfile %s: cannot write ghostvram.prom: %s"), textfile, strerror(-r));
+                        cli_error("scan", _("--textfile %s: cannot write ghostvram.prom: %s"), a.textfile, strerror(-r));
                         status = EXIT_INCOMPLETE;
                 }
         }
