@@ -135,7 +135,72 @@ static int unknown(const char *fmt, ...)
         return PLUGIN_UNKNOWN;
 }
 
-int cmd_check(int argc, char **argv)
+struct check_args {
+        struct cli_common c;
+        struct check_thresholds t;
+        uint64_t timeout_ms, confirm_ms, floor_mib;
+        bool confirm_set, no_kernel;
+        int only_gpu;
+        const char *gpu_spec;
+};
+
+#define CHECK_GO_ON (-1) /* an option taken, or all parsed: go on */
+
+/* One option into a: CHECK_GO_ON, or the plugin state to exit with (said). */
+static int check_option(struct check_args *a, int opt, const char *arg)
+{
+        unsigned u;
+        switch (opt) {
+        case 'h':
+                check_usage(stdout);
+                return PLUGIN_OK;
+        case 'w':
+        case 'c':
+                if (range_parse(arg, opt == 'w' ? &a->t.warn : &a->t.crit) < 0)
+                        return unknown(_("invalid range '%s' (e.g. 10, 10:, ~:10, 10:20, @10:20)"), arg);
+                if (range_in_bytes(opt == 'w' ? &a->t.warn : &a->t.crit) < 0)
+                        return unknown(_("%s: '%s' is not a number of MiB from 1 byte up to 2^64 bytes (16 EiB)"),
+                                       opt == 'w' ? "-w" : "-c", arg);
+                return CHECK_GO_ON;
+        case 't':
+        case CLI_OPT_TIMEOUT:   /* the plugin's time limit, as monitoring plugins spell it */
+                if (parse_duration_ms(arg, &a->timeout_ms) < 0 || a->timeout_ms == 0 || a->timeout_ms > 3600 * 1000)
+                        return unknown(_("-t: '%s' is not a number of seconds up to 3600"), arg);
+                return CHECK_GO_ON;
+        case 'g':
+                if (cli_gpu_spec_check(arg) < 0)
+                        return unknown(_("--gpu: '%s' is not a GPU index, UUID or PCI bus id"), arg);
+                a->gpu_spec = arg;
+                if (parse_uint_range(arg, 0, 1023, &u) == 0)
+                        a->only_gpu = (int)u;
+                return CHECK_GO_ON;
+        case 'C':
+                if (parse_duration_ms(arg, &a->confirm_ms) < 0 || a->confirm_ms > 600000)
+                        return unknown(_("--confirm: '%s' is not a duration up to 10m"), arg);
+                a->confirm_set = true;
+                return CHECK_GO_ON;
+        case 'F':
+                if (parse_u64(arg, &a->floor_mib) < 0 || a->floor_mib > (1u << 24))
+                        return unknown(_("--noise-floor: '%s' is not a number of MiB"), arg);
+                return CHECK_GO_ON;
+        case 'N':
+                a->no_kernel = true;
+                return CHECK_GO_ON;
+        case CLI_OPT_JSON:
+                return unknown("%s", _("check prints a plugin status line; use 'ghostvram scan --json' for JSON"));
+        default: {
+                int r = cli_common_option(&a->c, opt, arg, "check");
+                if (r > 0)
+                        return CHECK_GO_ON;
+                if (r == 0)
+                        check_usage(stderr);
+                return unknown("%s", _("invalid option (see ghostvram check --help)"));
+        }
+        }
+}
+
+/* argv into a, and the time budget settled: CHECK_GO_ON, or the plugin state to exit with. */
+static int check_parse(int argc, char **argv, struct check_args *a)
 {
         static const struct option opts[] = {
                 CLI_COMMON_LONGOPTS,
@@ -148,103 +213,106 @@ int cmd_check(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
-        struct cli_common c;
-        cli_common_init(&c, CHECK_ACCEPTS);
-        struct check_thresholds t = { .have_warn = true, .have_crit = true };
-        range_parse(CHECK_DEFAULT_WARN, &t.warn);
-        range_parse(CHECK_DEFAULT_CRIT, &t.crit);
-        uint64_t timeout_ms = CHECK_DEFAULT_TIMEOUT_MS, confirm_ms = 2000, floor_mib = 64;
-        bool confirm_set = false;
-        int only_gpu = -1;
-        const char *gpu_spec = NULL;
-        bool no_kernel = false;
         int opt;
         optind = 1;
         while ((opt = getopt_long(argc, argv, "hvw:c:t:", opts, NULL)) != -1) {
-                unsigned u;
-                switch (opt) {
-                case 'h':
-                        check_usage(stdout);
-                        return PLUGIN_OK;
-                case 'w':
-                case 'c':
-                        if (range_parse(optarg, opt == 'w' ? &t.warn : &t.crit) < 0)
-                                return unknown(_("invalid range '%s' (e.g. 10, 10:, ~:10, 10:20, @10:20)"), optarg);
-                        if (range_in_bytes(opt == 'w' ? &t.warn : &t.crit) < 0)
-                                return unknown(_("%s: '%s' is not a number of MiB from 1 byte up to 2^64 bytes (16 EiB)"),
-                                               opt == 'w' ? "-w" : "-c", optarg);
-                        continue;
-                case 't':
-                case CLI_OPT_TIMEOUT:   /* the plugin's time limit, as monitoring plugins spell it */
-                        if (parse_duration_ms(optarg, &timeout_ms) < 0 || timeout_ms == 0 || timeout_ms > 3600 * 1000)
-                                return unknown(_("-t: '%s' is not a number of seconds up to 3600"), optarg);
-                        continue;
-                case 'g':
-                        if (cli_gpu_spec_check(optarg) < 0)
-                                return unknown(_("--gpu: '%s' is not a GPU index, UUID or PCI bus id"), optarg);
-                        gpu_spec = optarg;
-                        if (parse_uint_range(optarg, 0, 1023, &u) == 0)
-                                only_gpu = (int)u;
-                        continue;
-                case 'C':
-                        if (parse_duration_ms(optarg, &confirm_ms) < 0 || confirm_ms > 600000)
-                                return unknown(_("--confirm: '%s' is not a duration up to 10m"), optarg);
-                        confirm_set = true;
-                        continue;
-                case 'F':
-                        if (parse_u64(optarg, &floor_mib) < 0 || floor_mib > (1u << 24))
-                                return unknown(_("--noise-floor: '%s' is not a number of MiB"), optarg);
-                        continue;
-                case 'N':
-                        no_kernel = true;
-                        continue;
-                case CLI_OPT_JSON:
-                        return unknown("%s", _("check prints a plugin status line; use 'ghostvram scan --json' for JSON"));
-                default:
-                        break;
-                }
-                int r = cli_common_option(&c, opt, optarg, "check");
-                if (r <= 0) {
-                        if (r == 0)
-                                check_usage(stderr);
-                        return unknown("%s", _("invalid option (see ghostvram check --help)"));
-                }
+                int r = check_option(a, opt, optarg);
+                if (r != CHECK_GO_ON)
+                        return r;
         }
         if (optind < argc)
                 return unknown(_("unexpected argument '%s' (see --help)"), argv[optind]);
-        if (cli_common_finish(&c, "check") < 0)
+        if (cli_common_finish(&a->c, "check") < 0)
                 return unknown("%s", _("invalid option (see the message above)"));
-
         /* -t covers the whole scan, the confirming wait included: the default wait shrinks to a
          * quarter of -t; a --confirm given that leaves less than half of -t for the two samples is
          * refused, in words */
-        if (!confirm_set && confirm_ms > timeout_ms / 4)
-                confirm_ms = timeout_ms / 4;
-        if (confirm_set && confirm_ms > timeout_ms / 2)
+        if (!a->confirm_set && a->confirm_ms > a->timeout_ms / 4)
+                a->confirm_ms = a->timeout_ms / 4;
+        if (a->confirm_set && a->confirm_ms > a->timeout_ms / 2)
                 return unknown(_("-t %.3g s is too short for --confirm %.3g s: the scan takes two samples that far apart; "
                                "give -t of at least %.3g s, or a shorter --confirm"),
-                               (double)timeout_ms / 1000.0, (double)confirm_ms / 1000.0, 2.0 * (double)confirm_ms / 1000.0);
+                               (double)a->timeout_ms / 1000.0, (double)a->confirm_ms / 1000.0,
+                               2.0 * (double)a->confirm_ms / 1000.0);
+        return CHECK_GO_ON;
+}
+
+/* The scan's job, its sources bounded by the plugin's time limit. */
+static struct check_job *check_job_new(const struct check_args *a)
+{
         struct check_job *j = calloc(1, sizeof(*j));
         if (!j)
-                return unknown("%s", _("out of memory"));
-        cli_scan_once_opts(&c, &j->o);
-        j->o.confirm_ms = confirm_ms;
+                return NULL;
+        cli_scan_once_opts(&a->c, &j->o);
+        j->o.confirm_ms = a->confirm_ms;
         j->o.light = true;      /* nothing unexplained: no walk */
-        j->o.facts.read_kernel = !no_kernel;
-        j->o.ledger.floor_min_bytes = floor_mib << 20;
+        j->o.facts.read_kernel = !a->no_kernel;
+        j->o.ledger.floor_min_bytes = a->floor_mib << 20;
         /* a single driver call gets at most half the budget: a hung driver then shows as the
          * driver's own "did not answer" before the whole check gives up */
-        if (j->o.facts.gpu.timeout_ms > timeout_ms / 2)
-                j->o.facts.gpu.timeout_ms = (unsigned)(timeout_ms / 2 ? timeout_ms / 2 : 1);
-        if (j->o.facts.host.timeout_ms > timeout_ms / 2)
-                j->o.facts.host.timeout_ms = (unsigned)(timeout_ms / 2 ? timeout_ms / 2 : 1);
+        if (j->o.facts.gpu.timeout_ms > a->timeout_ms / 2)
+                j->o.facts.gpu.timeout_ms = (unsigned)(a->timeout_ms / 2 ? a->timeout_ms / 2 : 1);
+        if (j->o.facts.host.timeout_ms > a->timeout_ms / 2)
+                j->o.facts.host.timeout_ms = (unsigned)(a->timeout_ms / 2 ? a->timeout_ms / 2 : 1);
+        return j;
+}
 
+/* The status line of a finished scan (the job freed): the plugin state. */
+static int check_report(struct check_args *a, struct check_job *j)
+{
+        struct scan_result *sr = j->run->res;
+        int only_gpu = a->only_gpu;
+        if (a->gpu_spec && only_gpu < 0) { /* a UUID or PCI bus id: looked up in this scan's GPUs */
+                unsigned idx;
+                if (!sr->facts->gpu->driver_present || cli_gpu_spec_resolve(a->gpu_spec, sr->facts->gpu, &idx) < 0) {
+                        check_job_free(j);
+                        return unknown(_("--gpu %.100s: no such GPU on this host"), a->gpu_spec);
+                }
+                only_gpu = (int)idx;
+        }
+        if (sr->facts->gpu->driver_present && only_gpu >= 0 && (size_t)only_gpu >= sr->facts->gpu->n_gpus) {
+                size_t n = sr->facts->gpu->n_gpus;
+                check_job_free(j);
+                return unknown(P_("--gpu %d: this host has %zu GPU", "--gpu %d: this host has %zu GPUs", n), only_gpu, n);
+        }
+        sr->only_gpu = only_gpu;
+        struct buf out = BUF_INIT(1u << 20);
+        enum plugin_state st = PLUGIN_UNKNOWN;
+        if (check_render(&out, sr, &a->t, &st) < 0) {
+                buf_free(&out);
+                check_job_free(j);
+                return unknown("%s", _("output too large"));
+        }
+        fputs(buf_str(&out), stdout);
+        buf_free(&out);
+        check_job_free(j);
+        return st;
+}
+
+int cmd_check(int argc, char **argv)
+{
+        static struct check_args a;
+        memset(&a, 0, sizeof(a));
+        cli_common_init(&a.c, CHECK_ACCEPTS);
+        a.t = (struct check_thresholds){ .have_warn = true, .have_crit = true };
+        range_parse(CHECK_DEFAULT_WARN, &a.t.warn);
+        range_parse(CHECK_DEFAULT_CRIT, &a.t.crit);
+        a.timeout_ms = CHECK_DEFAULT_TIMEOUT_MS;
+        a.confirm_ms = 2000;
+        a.floor_mib = 64;
+        a.only_gpu = -1;
+        int pr = check_parse(argc, argv, &a);
+        if (pr != CHECK_GO_ON)
+                return pr;
+        struct check_job *j = check_job_new(&a);
+        if (!j)
+                return unknown("%s", _("out of memory"));
         struct deadline_runner runner = { 0 };
         int res = 0;
-        int r = deadline_run(&runner, check_job_run, j, check_job_free, (unsigned)timeout_ms, &res);
+        int r = deadline_run(&runner, check_job_run, j, check_job_free, (unsigned)a.timeout_ms, &res);
         if (r == -ETIMEDOUT) {
                 unknown(_("no result within %.3g s: the NVIDIA driver or /proc did not answer (a hung driver? see 'ghostvram xid')"),
-                        (double)timeout_ms / 1000.0);
+                        (double)a.timeout_ms / 1000.0);
                 fflush(stdout);
                 /* the scan's worker is still inside the driver: leave without waiting for it */
                 _exit(PLUGIN_UNKNOWN);
@@ -259,30 +327,5 @@ int cmd_check(int argc, char **argv)
                 check_job_free(j);
                 return unknown(_("cannot scan: %s"), strerror(-e));
         }
-        struct scan_result *sr = j->run->res;
-        if (gpu_spec && only_gpu < 0) { /* a UUID or PCI bus id: looked up in this scan's GPUs */
-                unsigned idx;
-                if (!sr->facts->gpu->driver_present || cli_gpu_spec_resolve(gpu_spec, sr->facts->gpu, &idx) < 0) {
-                        check_job_free(j);
-                        return unknown(_("--gpu %.100s: no such GPU on this host"), gpu_spec);
-                }
-                only_gpu = (int)idx;
-        }
-        if (sr->facts->gpu->driver_present && only_gpu >= 0 && (size_t)only_gpu >= sr->facts->gpu->n_gpus) {
-                size_t n = sr->facts->gpu->n_gpus;
-                check_job_free(j);
-                return unknown(P_("--gpu %d: this host has %zu GPU", "--gpu %d: this host has %zu GPUs", n), only_gpu, n);
-        }
-        sr->only_gpu = only_gpu;
-        struct buf out = BUF_INIT(1u << 20);
-        enum plugin_state st = PLUGIN_UNKNOWN;
-        if (check_render(&out, sr, &t, &st) < 0) {
-                buf_free(&out);
-                check_job_free(j);
-                return unknown("%s", _("output too large"));
-        }
-        fputs(buf_str(&out), stdout);
-        buf_free(&out);
-        check_job_free(j);
-        return st;
+        return check_report(&a, j);
 }
