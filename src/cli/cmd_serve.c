@@ -74,7 +74,59 @@ static void serve_usage(FILE *f)
         fputs(_("Exit status: 0 stopped by a signal; 2 usage error; 3 could not listen or start.\n"), f);
 }
 
-int cmd_serve(int argc, char **argv)
+struct serve_args {
+        struct cli_common c;
+        const char *listen;
+        uint64_t interval_ms, stale_ms, floor_mib;
+        unsigned max_conns;
+        bool expose, no_kernel;
+        const char *ledger_dir;
+};
+
+/* One of serve's own options into a: 1 taken, 0 not serve's own, -1 a usage error (said). */
+static int serve_option(struct serve_args *a, int opt, const char *arg)
+{
+        switch (opt) {
+        case 'l':
+                a->listen = arg;
+                return 1;
+        case 'i':
+                if (parse_duration_ms(arg, &a->interval_ms) < 0 || a->interval_ms < 1000 || a->interval_ms > 3600000)
+                        return cli_error("serve", _("--interval: '%s' is not a duration from 1s to 1h"), arg), -1;
+                return 1;
+        case 's':
+                if (parse_duration_ms(arg, &a->stale_ms) < 0 || a->stale_ms < 1000)
+                        return cli_error("serve", _("--stale-after: '%s' is not a duration of at least 1s"), arg), -1;
+                return 1;
+        case 'x':
+                a->expose = true;
+                return 1;
+        case 'L':
+                if (cli_path_arg("serve", "--ledger-dir", arg) < 0)
+                        return -1;
+                a->ledger_dir = arg;
+                return 1;
+        case 'N':
+                a->no_kernel = true;
+                return 1;
+        case 'm':
+                if (parse_uint_range(arg, 1, 4096, &a->max_conns) < 0)
+                        return cli_error("serve", _("--max-connections: '%s' is not a number from 1 to 4096"), arg), -1;
+                return 1;
+        case 'F':
+                if (parse_u64(arg, &a->floor_mib) < 0 || a->floor_mib > (1u << 24))
+                        return cli_error("serve", _("--noise-floor: '%s' is not a number of MiB"), arg), -1;
+                return 1;
+        default:
+                return 0;
+        }
+}
+
+#define SERVE_HELP (-1) /* --help was printed */
+
+/* argv into a, the address checked: EXIT_OK to go on, SERVE_HELP, or the exit status of a usage
+ * error (said). */
+static int serve_parse(int argc, char **argv, struct serve_args *a, struct sockaddr_storage *ss)
 {
         static const struct option opts[] = {
                 CLI_COMMON_LONGOPTS,
@@ -89,62 +141,16 @@ int cmd_serve(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
-        struct cli_common c;
-        cli_common_init(&c, SERVE_ACCEPTS);
-        const char *listen = "127.0.0.1:9835";
-        uint64_t interval_ms = 15000, stale_ms = 0, floor_mib = 64;
-        unsigned max_conns = 64;
-        bool expose = false, no_kernel = false;
-        const char *ledger_dir = NULL;
         int opt;
         optind = 1;
         while ((opt = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
-                switch (opt) {
-                case 'h':
+                if (opt == 'h') {
                         serve_usage(stdout);
-                        return EXIT_OK;
-                case 'l':
-                        listen = optarg;
-                        continue;
-                case 'i':
-                        if (parse_duration_ms(optarg, &interval_ms) < 0 || interval_ms < 1000 || interval_ms > 3600000) {
-                                cli_error("serve", _("--interval: '%s' is not a duration from 1s to 1h"), optarg);
-                                return EXIT_USAGE;
-                        }
-                        continue;
-                case 's':
-                        if (parse_duration_ms(optarg, &stale_ms) < 0 || stale_ms < 1000) {
-                                cli_error("serve", _("--stale-after: '%s' is not a duration of at least 1s"), optarg);
-                                return EXIT_USAGE;
-                        }
-                        continue;
-                case 'x':
-                        expose = true;
-                        continue;
-                case 'L':
-                        if (cli_path_arg("serve", "--ledger-dir", optarg) < 0)
-                                return EXIT_USAGE;
-                        ledger_dir = optarg;
-                        continue;
-                case 'N':
-                        no_kernel = true;
-                        continue;
-                case 'm':
-                        if (parse_uint_range(optarg, 1, 4096, &max_conns) < 0) {
-                                cli_error("serve", _("--max-connections: '%s' is not a number from 1 to 4096"), optarg);
-                                return EXIT_USAGE;
-                        }
-                        continue;
-                case 'F':
-                        if (parse_u64(optarg, &floor_mib) < 0 || floor_mib > (1u << 24)) {
-                                cli_error("serve", _("--noise-floor: '%s' is not a number of MiB"), optarg);
-                                return EXIT_USAGE;
-                        }
-                        continue;
-                default:
-                        break;
+                        return SERVE_HELP;
                 }
-                int r = cli_common_option(&c, opt, optarg, "serve");
+                int r = serve_option(a, opt, optarg);
+                if (r == 0)
+                        r = cli_common_option(&a->c, opt, optarg, "serve");
                 if (r < 0)
                         return EXIT_USAGE;
                 if (r == 0) {
@@ -156,34 +162,53 @@ int cmd_serve(int argc, char **argv)
                 cli_error("serve", _("unexpected argument '%s' (see --help)"), argv[optind]);
                 return EXIT_USAGE;
         }
-        if (cli_common_finish(&c, "serve") < 0)
+        if (cli_common_finish(&a->c, "serve") < 0)
                 return EXIT_USAGE;
         /* found at start, not as an empty ledger section in every answer */
-        if (ledger_dir && cli_dir_arg("serve", "--ledger-dir", ledger_dir) < 0)
+        if (a->ledger_dir && cli_dir_arg("serve", "--ledger-dir", a->ledger_dir) < 0)
                 return EXIT_USAGE;
-        struct sockaddr_storage ss;
         socklen_t sslen;
-        if (http_parse_listen(listen, &ss, &sslen) < 0) {
-                cli_error("serve", _("--listen: '%s' is not ADDR:PORT (e.g. 127.0.0.1:9835, [::1]:9835)"), listen);
+        if (http_parse_listen(a->listen, ss, &sslen) < 0) {
+                cli_error("serve", _("--listen: '%s' is not ADDR:PORT (e.g. 127.0.0.1:9835, [::1]:9835)"), a->listen);
                 return EXIT_USAGE;
         }
+        return EXIT_OK;
+}
 
-        struct exporter_opts eo;
-        memset(&eo, 0, sizeof(eo));
+/* The collection thread's options from the command line. */
+static void serve_exporter_opts(const struct serve_args *a, struct exporter_opts *eo)
+{
+        memset(eo, 0, sizeof(*eo));
         struct scan_once_opts so;
-        cli_scan_once_opts(&c, &so);
-        eo.sampler.facts = so.facts;
-        eo.sampler.facts.read_kernel = !no_kernel;
-        eo.sampler.ledger = so.ledger;
-        eo.sampler.ledger.floor_min_bytes = floor_mib << 20;
-        eo.sampler.confirm_ms = 2000;
-        eo.sampler.light = true;
-        eo.interval_ms = interval_ms;
-        double stale = stale_ms ? (double)stale_ms / 1000.0 : 4.0 * (double)interval_ms / 1000.0;
-        eo.stale_after_s = stale_ms || stale >= 60 ? stale : 60;
-        eo.expose_cmdline = expose;
-        eo.ledger_dir = ledger_dir;
+        cli_scan_once_opts(&a->c, &so);
+        eo->sampler.facts = so.facts;
+        eo->sampler.facts.read_kernel = !a->no_kernel;
+        eo->sampler.ledger = so.ledger;
+        eo->sampler.ledger.floor_min_bytes = a->floor_mib << 20;
+        eo->sampler.confirm_ms = 2000;
+        eo->sampler.light = true;
+        eo->interval_ms = a->interval_ms;
+        double stale = a->stale_ms ? (double)a->stale_ms / 1000.0 : 4.0 * (double)a->interval_ms / 1000.0;
+        eo->stale_after_s = a->stale_ms || stale >= 60 ? stale : 60;
+        eo->expose_cmdline = a->expose;
+        eo->ledger_dir = a->ledger_dir;
+}
 
+int cmd_serve(int argc, char **argv)
+{
+        static struct serve_args a;
+        memset(&a, 0, sizeof(a));
+        cli_common_init(&a.c, SERVE_ACCEPTS);
+        a.listen = "127.0.0.1:9835";
+        a.interval_ms = 15000;
+        a.floor_mib = 64;
+        a.max_conns = 64;
+        struct sockaddr_storage ss;
+        int pr = serve_parse(argc, argv, &a, &ss);
+        if (pr != EXIT_OK)
+                return pr == SERVE_HELP ? EXIT_OK : pr;
+        struct exporter_opts eo;
+        serve_exporter_opts(&a, &eo);
         /* one malloc arena beside the main one: every thread (collector, HTTP, deadline
          * workers, walkers) would get its own and keep its pages; serve allocates little and
          * rarely contends (bench/README.md, "chaos": the RSS before and after) */
@@ -197,14 +222,15 @@ int cmd_serve(int argc, char **argv)
                 cli_error("serve", _("cannot start the collection thread: %s"), strerror(-r));
                 return EXIT_INCOMPLETE;
         }
-        struct http_opts ho = { .listen = listen, .max_connections = max_conns };
+        struct http_opts ho = { .listen = a.listen, .max_connections = a.max_conns };
         struct http_server *hs = NULL;
         r = http_server_start(&ho, e, &hs);
         if (r < 0) {
-                cli_error("serve", _("cannot listen on %s: %s"), listen, strerror(-r));
+                cli_error("serve", _("cannot listen on %s: %s"), a.listen, strerror(-r));
                 exporter_stop(e);
                 return EXIT_INCOMPLETE;
         }
+        const char *listen = a.listen;
         char shown[128];
         if (ss.ss_family == AF_INET6)
                 snprintf(shown, sizeof(shown), "[%.*s]:%u", (int)(strrchr(listen, ']') - listen - 1), listen + 1,
@@ -215,7 +241,7 @@ int cmd_serve(int argc, char **argv)
         /* i18n: no - scripts and service managers read the address from this line */
         printf("ghostvram serve: listening on http://%s/metrics (collection every %.3g s%s; the page: http://%s/)\n",
                shown,
-               (double)interval_ms / 1000.0, c.simulated ? ", SIMULATED HOST" : "", shown);
+               (double)a.interval_ms / 1000.0, a.c.simulated ? ", SIMULATED HOST" : "", shown);
         fflush(stdout);
         cli_wait_signal(NULL, UINT64_MAX);
         printf("ghostvram serve: %s\n", _("stopping"));
