@@ -310,7 +310,17 @@ static void print_text(FILE *out, const struct doctor_finding *v, size_t n, bool
         }
 }
 
-int cmd_doctor(int argc, char **argv)
+struct doctor_args {
+        struct cli_common c;
+        const char *gpu_spec, *root;
+        bool explain;
+        uint64_t cache_mib;
+};
+
+#define DOCTOR_HELP (-1) /* --help was printed */
+
+/* argv into a: EXIT_OK to go on, DOCTOR_HELP, or the exit status of a usage error (said). */
+static int doctor_parse(int argc, char **argv, struct doctor_args *a)
 {
         static const struct option opts[] = {
                 CLI_COMMON_LONGOPTS,
@@ -321,30 +331,25 @@ int cmd_doctor(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
-        struct cli_common c;
-        cli_common_init(&c, DOCTOR_ACCEPTS);
-        const char *gpu_spec = NULL, *root = "/";
-        bool explain = false;
-        uint64_t cache_mib = 1024;
         int opt;
         optind = 1;
         while ((opt = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
                 switch (opt) {
                 case 'h':
                         doctor_usage(stdout);
-                        return EXIT_OK;
+                        return DOCTOR_HELP;
                 case 'g':
                         if (cli_gpu_spec_check(optarg) < 0) {
                                 cli_error("doctor", _("--gpu: '%s' is not a GPU index, UUID or PCI bus id"), optarg);
                                 return EXIT_USAGE;
                         }
-                        gpu_spec = optarg;
+                        a->gpu_spec = optarg;
                         continue;
                 case 'E':
-                        explain = true;
+                        a->explain = true;
                         continue;
                 case 'M':
-                        if (parse_size_mib(optarg, &cache_mib) < 0 || cache_mib == 0 || cache_mib > (1u << 24)) {
+                        if (parse_size_mib(optarg, &a->cache_mib) < 0 || a->cache_mib == 0 || a->cache_mib > (1u << 24)) {
                                 cli_error("doctor", _("--cache-min: '%s' is not a size (e.g. 1024, 512M, 2G)"), optarg);
                                 return EXIT_USAGE;
                         }
@@ -352,12 +357,12 @@ int cmd_doctor(int argc, char **argv)
                 case 'R':
                         if (cli_path_arg("doctor", "--root", optarg) < 0)
                                 return EXIT_USAGE;
-                        root = optarg;
+                        a->root = optarg;
                         continue;
                 default:
                         break;
                 }
-                int r = cli_common_option(&c, opt, optarg, "doctor");
+                int r = cli_common_option(&a->c, opt, optarg, "doctor");
                 if (r < 0)
                         return EXIT_USAGE;
                 if (r == 0) {
@@ -369,40 +374,90 @@ int cmd_doctor(int argc, char **argv)
                 cli_error("doctor", _("unexpected argument '%s' (see 'ghostvram help doctor')"), argv[optind]);
                 return EXIT_USAGE;
         }
-        if (cli_common_finish(&c, "doctor") < 0)
+        if (cli_common_finish(&a->c, "doctor") < 0)
                 return EXIT_USAGE;
         /* a root that is not there would read as a host without a driver */
-        if (strcmp(root, "/") != 0 && cli_dir_arg("doctor", "--root", root) < 0)
+        if (strcmp(a->root, "/") != 0 && cli_dir_arg("doctor", "--root", a->root) < 0)
                 return EXIT_USAGE;
+        return EXIT_OK;
+}
 
-        struct doctor_inputs in = { 0 };
-        struct doctor_facts f = { .only_gpu = -1, .cache_min_bytes = cache_mib << 20 };
+/* The facts doctor judges: the driver's, the host's, the kernel log's, shared memory's.
+ * EXIT_OK, or the exit status (said; in freed). */
+static int doctor_gather(const struct doctor_args *a, struct doctor_inputs *in, struct doctor_facts *f)
+{
         struct gpu_opts go;
-        cli_common_gpu_opts(&c, &go);
+        cli_common_gpu_opts(&a->c, &go);
         go.health = true;
-        if (gpu_collect(&go, &in.gpus) < 0) {
+        if (gpu_collect(&go, &in->gpus) < 0) {
                 cli_error("doctor", _("out of memory"));
                 return EXIT_INCOMPLETE;
         }
-        f.gpus = in.gpus;
-        if (gpu_spec && in.gpus->driver_present) {
+        f->gpus = in->gpus;
+        if (a->gpu_spec && in->gpus->driver_present) {
                 unsigned idx;
-                if (cli_gpu_spec_resolve(gpu_spec, in.gpus, &idx) < 0) {
+                if (cli_gpu_spec_resolve(a->gpu_spec, in->gpus, &idx) < 0) {
                         cli_error("doctor", P_("--gpu %s: this host has %zu GPU", "--gpu %s: this host has %zu GPUs",
-                                               in.gpus->n_gpus), gpu_spec, in.gpus->n_gpus);
-                        inputs_free(&in);
+                                               in->gpus->n_gpus), a->gpu_spec, in->gpus->n_gpus);
+                        inputs_free(in);
                         return EXIT_USAGE;
                 }
-                f.only_gpu = (int)idx;
+                f->only_gpu = (int)idx;
         }
-        gather_host(&c, root, &in, &f);
-        gather_kernel(&c, &in, &f);
-        if (gather_shm(&c, root, &in, &f) < 0) {
+        gather_host(&a->c, a->root, in, f);
+        gather_kernel(&a->c, in, f);
+        if (gather_shm(&a->c, a->root, in, f) < 0) {
                 cli_error("doctor", "out of memory");
-                inputs_free(&in);
+                inputs_free(in);
                 return EXIT_INCOMPLETE;
         }
+        return EXIT_OK;
+}
 
+/* The JSON document of the findings (and, with --explain, the prevention and known issues). */
+static json_t *doctor_json(const struct doctor_args *a, const struct doctor_inputs *in, const struct doctor_finding *v,
+                           size_t n, int status)
+{
+        json_t *doc = json_object();
+        json_t *arr = json_array();
+        for (size_t i = 0; arr && i < n; i++)
+                json_array_append_new(arr, finding_json(&v[i]));
+        if (!doc) {
+                json_decref(arr);
+                return NULL;
+        }
+        json_object_set_new(doc, "schema_version", json_integer(GV_SCHEMA_VERSION));
+        json_object_set_new(doc, "command", json_string("doctor"));
+        json_object_set_new(doc, "simulated", json_boolean(a->c.simulated));
+        json_object_set_new(doc, "driver_version",
+                            in->gpus->driver_version[0] ? json_string(in->gpus->driver_version) : json_null());
+        json_object_set_new(doc, "exit_status", json_integer(status));
+        json_object_set_new(doc, "findings", arr ? arr : json_array());
+        if (a->explain) {
+                json_t *p = json_array();
+                for (size_t i = 0; p && doctor_prevention[i]; i++)
+                        json_array_append_new(p, json_string(doctor_prevention[i]));
+                json_object_set_new(doc, "prevention", p ? p : json_array());
+                json_object_set_new(doc, "known_issues", known_issues_json());
+        }
+        return doc;
+}
+
+int cmd_doctor(int argc, char **argv)
+{
+        static struct doctor_args a;
+        memset(&a, 0, sizeof(a));
+        cli_common_init(&a.c, DOCTOR_ACCEPTS);
+        a.root = "/";
+        a.cache_mib = 1024;
+        int pr = doctor_parse(argc, argv, &a);
+        if (pr != EXIT_OK)
+                return pr == DOCTOR_HELP ? EXIT_OK : pr;
+        struct doctor_inputs in = { 0 };
+        struct doctor_facts f = { .only_gpu = -1, .cache_min_bytes = a.cache_mib << 20 };
+        int gr = doctor_gather(&a, &in, &f);
+        if (gr != EXIT_OK)
+                return gr;
         struct doctor_finding *v = NULL;
         size_t n = 0;
         if (doctor_run(&f, &v, &n) < 0) {
@@ -411,34 +466,12 @@ int cmd_doctor(int argc, char **argv)
                 return EXIT_INCOMPLETE;
         }
         int status = doctor_exit_status(&f, v, n);
-        if (c.json) {
-                json_t *doc = json_object();
-                json_t *arr = json_array();
-                for (size_t i = 0; arr && i < n; i++)
-                        json_array_append_new(arr, finding_json(&v[i]));
-                if (doc) {
-                        json_object_set_new(doc, "schema_version", json_integer(GV_SCHEMA_VERSION));
-                        json_object_set_new(doc, "command", json_string("doctor"));
-                        json_object_set_new(doc, "simulated", json_boolean(c.simulated));
-                        json_object_set_new(doc, "driver_version",
-                                            in.gpus->driver_version[0] ? json_string(in.gpus->driver_version) : json_null());
-                        json_object_set_new(doc, "exit_status", json_integer(status));
-                        json_object_set_new(doc, "findings", arr ? arr : json_array());
-                        if (explain) {
-                                json_t *p = json_array();
-                                for (size_t i = 0; p && doctor_prevention[i]; i++)
-                                        json_array_append_new(p, json_string(doctor_prevention[i]));
-                                json_object_set_new(doc, "prevention", p ? p : json_array());
-                                json_object_set_new(doc, "known_issues", known_issues_json());
-                        }
-                } else {
-                        json_decref(arr);
-                }
-                cli_print_json(doc);
+        if (a.c.json) {
+                cli_print_json(doctor_json(&a, &in, v, n, status));
         } else {
-                cli_sim_banner(stdout, &c);
-                print_text(stdout, v, n, cli_use_color(stdout), c.verbose);
-                if (explain)
+                cli_sim_banner(stdout, &a.c);
+                print_text(stdout, v, n, cli_use_color(stdout), a.c.verbose);
+                if (a.explain)
                         print_explain(stdout);
         }
         doctor_findings_free(v, n);
