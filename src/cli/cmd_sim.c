@@ -295,6 +295,176 @@ static int sim_run_spawn(const char *app, const char *dir, char **args, int *ret
         return 0;
 }
 
+struct sim_run_args {
+        const char *dir, *alloc;
+        unsigned gpu, workers, gi, setsid_workers;
+        uint64_t mib;
+        bool have_gpu, close_fds, exec_child, worker_setsid, launcher, launcher_exits, busy, have_setsid_workers, mps;
+};
+
+/* One option into a: 1 taken, 0 --help printed, -1 a usage error (said). */
+static int sim_run_option(struct sim_run_args *a, int c, const char *arg, int argc, char **argv)
+{
+        const char *cmd = "sim run";
+        switch (c) {
+        case 'g':
+                if (parse_uint_range(arg, 0, SIM_MAX_GPUS - 1, &a->gpu) < 0)
+                        return cli_error(cmd, "--gpu: '%s' is not a GPU index", arg), -1;
+                a->have_gpu = true;
+                return 1;
+        case 'm':
+                if (parse_size_mib(arg, &a->mib) < 0 || a->mib == 0 || a->mib > ((uint64_t)1 << 24))
+                        return cli_error(cmd, "--mib: '%s' is not a size from 1 MiB to 16 TiB", arg), -1;
+                return 1;
+        case 'w':
+                if (parse_uint_range(arg, 0, 64, &a->workers) < 0)
+                        return cli_error(cmd, "--workers: '%s' is not a number from 0 to 64", arg), -1;
+                return 1;
+        case 'c': a->close_fds = true; return 1;
+        case 'x': a->exec_child = true; return 1;
+        case 's': a->worker_setsid = true; return 1;
+        case 'S':
+                if (parse_uint_range(arg, 0, 64, &a->setsid_workers) < 0)
+                        return cli_error(cmd, "--setsid-workers: '%s' is not a number from 0 to 64", arg), -1;
+                a->have_setsid_workers = true;
+                return 1;
+        case 'l': a->launcher = true; return 1;
+        case 'e': a->launcher_exits = true; return 1;
+        case 'b': a->busy = true; return 1;
+        case 'M': a->mps = true; return 1;
+        case 'a':
+                if (strcmp(arg, "mixed") && strcmp(arg, "symbol") && strcmp(arg, "procaddr") && strcmp(arg, "procaddr-v1") &&
+                    strcmp(arg, "dlsym") && strcmp(arg, "vmm") && strcmp(arg, "async"))
+                        return cli_error(cmd, "--alloc: '%s' is not a route (see --help)", arg), -1;
+                a->alloc = arg;
+                return 1;
+        case 'i':
+                if (parse_uint_range(arg, 1, SIM_MAX_MIG, &a->gi) < 0)
+                        return cli_error(cmd, "--mig-instance: '%s' is not a GPU instance from 1 to %u", arg, SIM_MAX_MIG), -1;
+                return 1;
+        case 'h': sim_put_help(sim_run_help); return 0;
+        default: cli_bad_option(cmd, argc, argv, c); return -1;
+        }
+}
+
+#define SIM_RUN_HELP (-1) /* --help was printed */
+
+/* argv into a (its option table: sim_cmd_run's): EXIT_OK, SIM_RUN_HELP, or EXIT_USAGE (said). */
+static int sim_run_parse(int argc, char **argv, const struct option *opts, struct sim_run_args *a)
+{
+        const char *cmd = "sim run";
+        int c;
+        optind = 1;
+        opterr = 0;     /* a bad option is said in one line (cli_bad_option) */
+        while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+                int r = sim_run_option(a, c, optarg, argc, argv);
+                if (r <= 0)
+                        return r == 0 ? SIM_RUN_HELP : EXIT_USAGE;
+        }
+        if (a->worker_setsid && a->have_setsid_workers) {
+                cli_error(cmd, "--worker-setsid and --setsid-workers cannot be used together: choose one");
+                return EXIT_USAGE;
+        }
+        if (a->launcher && a->launcher_exits) {
+                cli_error(cmd, "--launcher and --launcher-exits cannot be used together: choose one");
+                return EXIT_USAGE;
+        }
+        a->launcher |= a->launcher_exits;
+        if (optind != argc - 1 || !a->have_gpu || !a->mib) {
+                cli_error(cmd, "expected DIR, --gpu and --mib (see 'ghostvram sim run --help')");
+                return EXIT_USAGE;
+        }
+        a->dir = argv[optind];
+        return cli_path_arg(cmd, "DIR", a->dir) < 0 ? EXIT_USAGE : EXIT_OK;
+}
+
+/* The simulated application's arguments (into args, strings into s; at most 24). */
+struct sim_run_strings {
+        char gpu[16], mib[32], workers[16], gi[16], setsid[16];
+};
+
+static void sim_run_argv(const struct sim_run_args *a, char *app, struct sim_run_strings *s, char *args[24])
+{
+        snprintf(s->gpu, sizeof(s->gpu), "%u", a->gpu);
+        snprintf(s->mib, sizeof(s->mib), "%llu", (unsigned long long)a->mib);
+        snprintf(s->workers, sizeof(s->workers), "%u", a->workers);
+        char *base[] = { app, (char *)"--dir", (char *)a->dir, (char *)"--gpu", s->gpu, (char *)"--mib", s->mib,
+                         (char *)"--workers", s->workers, (char *)"--report-fd", (char *)"3" };
+        int n = 0;
+        for (; n < 11; n++)
+                args[n] = base[n];
+        if (a->close_fds)
+                args[n++] = (char *)"--close-fds-in-workers";
+        if (a->exec_child)
+                args[n++] = (char *)"--exec-child";
+        if (a->worker_setsid)
+                args[n++] = (char *)"--worker-setsid";
+        if (a->have_setsid_workers) {
+                snprintf(s->setsid, sizeof(s->setsid), "%u", a->setsid_workers);
+                args[n++] = (char *)"--setsid-workers";
+                args[n++] = s->setsid;
+        }
+        if (a->launcher)
+                args[n++] = (char *)(a->launcher_exits ? "--launcher-exits" : "--launcher");
+        if (a->busy)
+                args[n++] = (char *)"--busy";
+        if (a->mps)
+                args[n++] = (char *)"--mps";
+        if (a->alloc) {
+                args[n++] = (char *)"--alloc";
+                args[n++] = (char *)a->alloc;
+        }
+        if (a->gi) {
+                snprintf(s->gi, sizeof(s->gi), "%u", a->gi);
+                args[n++] = (char *)"--mig-instance";
+                args[n++] = s->gi;
+        }
+        args[n] = NULL;
+}
+
+/* Read the job's report until "ready", "error ..." or EOF; its processes printed. true when
+ * it is ready. */
+static bool sim_run_report(int fd, const char *dir)
+{
+        const char *cmd = "sim run";
+        struct buf out = BUF_INIT(1 << 16);
+        bool ready = false;
+        for (;;) {
+                char chunk[512];
+                struct pollfd pfd = { .fd = fd, .events = POLLIN };
+                int pr = poll(&pfd, 1, SIM_RUN_TIMEOUT_MS);
+                if (pr < 0 && errno == EINTR)
+                        continue;
+                if (pr <= 0) {
+                        cli_error(cmd, "the job did not report within %d s", SIM_RUN_TIMEOUT_MS / 1000);
+                        buf_free(&out);
+                        return false;
+                }
+                ssize_t got = read(fd, chunk, sizeof(chunk));
+                if (got < 0 && errno == EINTR)
+                        continue;
+                if (got <= 0)
+                        break;
+                if (buf_append(&out, chunk, (size_t)got) < 0)
+                        break;
+        }
+        char *text = out.len ? out.data : NULL, *line;
+        while (text && (line = strsep(&text, "\n"))) {
+                if (!strncmp(line, "launcher ", 9) || !strncmp(line, "owner ", 6) || !strncmp(line, "worker ", 7) ||
+                    !strncmp(line, "child ", 6)) {
+                        printf("%s\n", line);
+                } else if (!strcmp(line, "ready")) {
+                        ready = true;
+                } else if (!strncmp(line, "error ", 6)) {
+                        cli_error(cmd, "%s", line + 6);
+                }
+        }
+        if (!ready && out.len == 0)
+                cli_error(cmd, "the job ended before it created its context (see %s/jobs.log)", dir);
+        buf_free(&out);
+        return ready;
+}
+
 static int sim_cmd_run(int argc, char **argv)
 {
         static const struct option opts[] = {
@@ -314,202 +484,58 @@ static int sim_cmd_run(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        const char *cmd = "sim run", *alloc = NULL;
-        unsigned gpu = 0, workers = 0, gi = 0, setsid_workers = 0;
-        uint64_t mib = 0;
-        bool have_gpu = false, close_fds = false, exec_child = false, worker_setsid = false, launcher = false,
-             launcher_exits = false, busy = false, have_setsid_workers = false, mps = false;
-        char gpu_s[16], mib_s[32], workers_s[16], gi_s[16], setsid_s[16], app[PATH_MAX];
-        struct buf out = BUF_INIT(1 << 16);
+        const char *cmd = "sim run";
+        struct sim_run_args a = { 0 };
+        int pr = sim_run_parse(argc, argv, opts, &a);
+        if (pr != EXIT_OK)
+                return pr == SIM_RUN_HELP ? EXIT_OK : pr;
         struct sim_host h;
-        int c, fd = -1, ret = EXIT_FINDING;
-        pid_t pid = -1;
-        bool ready = false;
-        char *text, *line;
-
-        optind = 1;
-        opterr = 0;     /* a bad option is said in one line (cli_bad_option) */
-        while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-                switch (c) {
-                case 'g':
-                        if (parse_uint_range(optarg, 0, SIM_MAX_GPUS - 1, &gpu) < 0) {
-                                cli_error(cmd, "--gpu: '%s' is not a GPU index", optarg);
-                                return EXIT_USAGE;
-                        }
-                        have_gpu = true;
-                        break;
-                case 'm':
-                        if (parse_size_mib(optarg, &mib) < 0 || mib == 0 || mib > ((uint64_t)1 << 24)) {
-                                cli_error(cmd, "--mib: '%s' is not a size from 1 MiB to 16 TiB", optarg);
-                                return EXIT_USAGE;
-                        }
-                        break;
-                case 'w':
-                        if (parse_uint_range(optarg, 0, 64, &workers) < 0) {
-                                cli_error(cmd, "--workers: '%s' is not a number from 0 to 64", optarg);
-                                return EXIT_USAGE;
-                        }
-                        break;
-                case 'c': close_fds = true; break;
-                case 'x': exec_child = true; break;
-                case 's': worker_setsid = true; break;
-                case 'S':
-                        if (parse_uint_range(optarg, 0, 64, &setsid_workers) < 0) {
-                                cli_error(cmd, "--setsid-workers: '%s' is not a number from 0 to 64", optarg);
-                                return EXIT_USAGE;
-                        }
-                        have_setsid_workers = true;
-                        break;
-                case 'l': launcher = true; break;
-                case 'e': launcher_exits = true; break;
-                case 'b': busy = true; break;
-                case 'M': mps = true; break;
-                case 'a':
-                        if (strcmp(optarg, "mixed") && strcmp(optarg, "symbol") && strcmp(optarg, "procaddr") &&
-                            strcmp(optarg, "procaddr-v1") && strcmp(optarg, "dlsym") && strcmp(optarg, "vmm") &&
-                            strcmp(optarg, "async")) {
-                                cli_error(cmd, "--alloc: '%s' is not a route (see --help)", optarg);
-                                return EXIT_USAGE;
-                        }
-                        alloc = optarg;
-                        break;
-                case 'i':
-                        if (parse_uint_range(optarg, 1, SIM_MAX_MIG, &gi) < 0) {
-                                cli_error(cmd, "--mig-instance: '%s' is not a GPU instance from 1 to %u", optarg,
-                                          SIM_MAX_MIG);
-                                return EXIT_USAGE;
-                        }
-                        break;
-                case 'h': sim_put_help(sim_run_help); return EXIT_OK;
-                default: cli_bad_option(cmd, argc, argv, c); return EXIT_USAGE;
-                }
-        }
-        if (worker_setsid && have_setsid_workers) {
-                cli_error(cmd, "--worker-setsid and --setsid-workers cannot be used together: choose one");
-                return EXIT_USAGE;
-        }
-        if (launcher && launcher_exits) {
-                cli_error(cmd, "--launcher and --launcher-exits cannot be used together: choose one");
-                return EXIT_USAGE;
-        }
-        launcher |= launcher_exits;
-        if (optind != argc - 1 || !have_gpu || !mib) {
-                cli_error(cmd, "expected DIR, --gpu and --mib (see 'ghostvram sim run --help')");
-                return EXIT_USAGE;
-        }
-        const char *dir = argv[optind];
-        if (cli_path_arg(cmd, "DIR", dir) < 0)
-                return EXIT_USAGE;
-        int r = sim_host_load(dir, &h);
+        int r = sim_host_load(a.dir, &h);
         if (r < 0) {
-                char *q = esc_shell_dup(dir);
+                char *q = esc_shell_dup(a.dir);
                 cli_error(cmd, "%s is not a simulated host (%s); create one with `ghostvram sim init %s`",
-                          q ? q : dir, strerror(-r), q ? q : dir);
+                          q ? q : a.dir, strerror(-r), q ? q : a.dir);
                 free(q);
                 return EXIT_USAGE;
         }
-        if (gpu >= h.n_gpus) {
-                cli_error(cmd, "--gpu %u: this simulated host has GPUs 0 to %u", gpu, h.n_gpus - 1);
+        if (a.gpu >= h.n_gpus) {
+                cli_error(cmd, "--gpu %u: this simulated host has GPUs 0 to %u", a.gpu, h.n_gpus - 1);
                 return EXIT_USAGE;
         }
+        char app[PATH_MAX];
         if (simstate_find_file("gv-simcuda", app, sizeof(app)) < 0) {
                 cli_error(cmd, "cannot find gv-simcuda (the simulated CUDA application) next to ghostvram or in "
                                "the build or install directory");
                 return EXIT_FINDING;
         }
-        snprintf(gpu_s, sizeof(gpu_s), "%u", gpu);
-        snprintf(mib_s, sizeof(mib_s), "%llu", (unsigned long long)mib);
-        snprintf(workers_s, sizeof(workers_s), "%u", workers);
-        char *args[24] = { app, (char *)"--dir", (char *)dir, (char *)"--gpu", gpu_s, (char *)"--mib", mib_s,
-                           (char *)"--workers", workers_s, (char *)"--report-fd", (char *)"3" };
-        int n = 11;
-        if (close_fds)
-                args[n++] = (char *)"--close-fds-in-workers";
-        if (exec_child)
-                args[n++] = (char *)"--exec-child";
-        if (worker_setsid)
-                args[n++] = (char *)"--worker-setsid";
-        if (have_setsid_workers) {
-                snprintf(setsid_s, sizeof(setsid_s), "%u", setsid_workers);
-                args[n++] = (char *)"--setsid-workers";
-                args[n++] = setsid_s;
-        }
-        if (launcher)
-                args[n++] = (char *)(launcher_exits ? "--launcher-exits" : "--launcher");
-        if (busy)
-                args[n++] = (char *)"--busy";
-        if (mps)
-                args[n++] = (char *)"--mps";
-        if (alloc) {
-                args[n++] = (char *)"--alloc";
-                args[n++] = (char *)alloc;
-        }
-        if (gi) {
-                snprintf(gi_s, sizeof(gi_s), "%u", gi);
-                args[n++] = (char *)"--mig-instance";
-                args[n++] = gi_s;
-        }
-        args[n] = NULL;
-        r = sim_run_spawn(app, dir, args, &fd, &pid);
+        struct sim_run_strings strs;
+        char *args[24];
+        sim_run_argv(&a, app, &strs, args);
+        int fd = -1;
+        pid_t pid = -1;
+        r = sim_run_spawn(app, a.dir, args, &fd, &pid);
         if (r < 0) {
                 cli_error(cmd, "cannot start the job: %s", strerror(-r));
                 return EXIT_FINDING;
         }
-        /* read the job's report until "ready", "error ..." or EOF */
-        for (;;) {
-                char chunk[512];
-                struct pollfd pfd = { .fd = fd, .events = POLLIN };
-                int pr = poll(&pfd, 1, SIM_RUN_TIMEOUT_MS);
-                if (pr < 0 && errno == EINTR)
-                        continue;
-                if (pr <= 0) {
-                        cli_error(cmd, "the job did not report within %d s", SIM_RUN_TIMEOUT_MS / 1000);
-                        goto out;
-                }
-                ssize_t got = read(fd, chunk, sizeof(chunk));
-                if (got < 0 && errno == EINTR)
-                        continue;
-                if (got <= 0)
-                        break;
-                if (buf_append(&out, chunk, (size_t)got) < 0)
-                        break;
-        }
-        text = out.len ? out.data : NULL;
-        while (text && (line = strsep(&text, "\n"))) {
-                if (!strncmp(line, "launcher ", 9) || !strncmp(line, "owner ", 6) || !strncmp(line, "worker ", 7) ||
-                    !strncmp(line, "child ", 6)) {
-                        printf("%s\n", line);
-                } else if (!strcmp(line, "ready")) {
-                        ready = true;
-                } else if (!strncmp(line, "error ", 6)) {
-                        cli_error(cmd, "%s", line + 6);
-                }
-        }
+        bool ready = sim_run_report(fd, a.dir);
+        close(fd);
         if (!ready) {
-                if (out.len == 0)
-                        cli_error(cmd, "the job ended before it created its context (see %s/jobs.log)", dir);
-                goto out;
-        }
-        /* the launcher exits right after "ready": wait for it, so that the caller finds it gone
-         * and the owner already reparented (the kernel reparents before the exit is reported) */
-        if (launcher_exits)
-                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-                        ;
-        ret = EXIT_OK;
-out:
-        if (fd >= 0)
-                close(fd);
-        if (!ready && pid > 0) {
                 /* a job that did not start must not linger: its whole group (the child leads it
                  * after setsid; a launcher's owner and workers are in it), and the child itself
-                 * in case it had not reached setsid yet */
+                 * in case it had not reached setsid yet (our child, not reaped: its PID is ours) */
                 kill(-pid, SIGKILL);
                 kill(pid, SIGKILL);
                 waitpid(pid, NULL, 0);
+        } else if (a.launcher_exits) {
+                /* the launcher exits right after "ready": wait for it, so that the caller finds it
+                 * gone and the owner already reparented (the kernel reparents before the exit is
+                 * reported) */
+                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
         }
-        buf_free(&out);
         fflush(stdout);
-        return ret;
+        return ready ? EXIT_OK : EXIT_FINDING;
 }
 
 /* ---- set ---------------------------------------------------------------------------------- */

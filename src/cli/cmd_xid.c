@@ -449,6 +449,115 @@ static long last_load(const struct xid_event *ev, size_t n)
         return -1;
 }
 
+/* What a dump showed and left out. */
+struct dump_counts {
+        size_t shown, hidden, no_time;
+        unsigned long by_sev[XID_SEV_CRITICAL + 1];
+};
+
+/* The dump's JSON document (events: arr, taken). 0, or -EIO when it could not be written. */
+static int dump_json(const struct xid_run *x, const struct kmsg_reader *rd, const struct xid_list *all,
+                     const struct dump_counts *k, json_t *doc, json_t *arr)
+{
+        json_object_set_new(doc, "schema_version", json_integer(GV_SCHEMA_VERSION));
+        json_object_set_new(doc, "source", json_string(x->view.source));
+        json_object_set_new(doc, "path", json_string(x->path_shown));
+        json_object_set_new(doc, "overruns", json_integer((json_int_t)rd->overruns));
+        json_object_set_new(doc, "truncated_lines", json_integer((json_int_t)rd->truncated));
+        json_object_set_new(doc, "dropped", json_integer((json_int_t)all->dropped));
+        json_object_set_new(doc, "hidden", json_integer((json_int_t)k->hidden));
+        json_object_set_new(doc, "untimed_events", json_integer((json_int_t)k->no_time));
+        json_set_time(doc, "since", x->since, x->since_set);
+        json_object_set_new(doc, "events", arr);
+        return cli_print_json(doc) < 0 ? -EIO : 0;
+}
+
+/* No event shown: why there may be none, and where older ones are. */
+static void dump_none(const struct xid_run *x)
+{
+        if (x->since_set)
+                printf(_("No NVIDIA kernel events in %s since the given time.\n"), x->path_shown);
+        else
+                printf(_("No NVIDIA kernel events in %s.\n"), x->path_shown);
+        if (x->no_log)
+                printf(_("(The simulated host has no kernel log: write one to %s.)\n"), x->path_shown);
+        /* a bus id the driver does not list is kept on purpose (a GPU that fell off the
+         * bus, an NVSwitch), but said, in case it is a typing error */
+        bool listed = false;
+        for (size_t i = 0; x->gpu.pci[0] && x->report && i < x->report->n_gpus; i++) {
+                char bus[32];
+                listed |= pci_bus_id_normalize(x->report->gpus[i].pci_bus_id, bus, sizeof(bus)) == 0 &&
+                          strcmp(bus, x->gpu.pci) == 0;
+        }
+        if (x->gpu.pci[0] && x->report && x->report->driver_present && !listed)
+                printf(_("(No GPU the driver lists now is at %s: a GPU that fell off the bus, or an\n"
+                         "NVSwitch, still has its events here; check the bus id otherwise.)\n"),
+                       x->gpu.pci);
+        else if (x->info.source == KMSG_SRC_KMSG)
+                printf("%s", _("/dev/kmsg holds only the recent kernel log; for older events:\n"
+                               "  journalctl -k -o short-iso > k.log; ghostvram xid --kmsg k.log\n"));
+}
+
+/* The lines after the events: how many of each severity, and what was left out. */
+static void dump_footer(const struct xid_run *x, const struct kmsg_reader *rd, const struct xid_list *all,
+                        const struct dump_counts *k)
+{
+        if (k->shown == 0) {
+                dump_none(x);
+        } else {
+                printf(P_("\n%zu event:", "\n%zu events:", k->shown), k->shown);
+                bool first = true;
+                for (int s = XID_SEV_CRITICAL; s >= XID_SEV_UNKNOWN; s--) {
+                        if (!k->by_sev[s])
+                                continue;
+                        printf("%s %lu %s", first ? "" : ",", k->by_sev[s], xid_severity_name((enum xid_severity)s));
+                        first = false;
+                }
+                printf("%s", _(". Explain a code: ghostvram xid explain CODE\n"));
+        }
+        if (k->hidden)
+                printf(P_("%zu other NVIDIA line not shown (-v shows them).\n",
+                          "%zu other NVIDIA lines not shown (-v shows them).\n", k->hidden), k->hidden);
+        if (k->no_time)
+                printf(P_("%zu event without a wall-clock time left out by --since%s.\n",
+                          "%zu events without a wall-clock time left out by --since%s.\n", k->no_time), k->no_time,
+                       x->info.source == KMSG_SRC_KMSG ? "" : _(" (--this-boot dates [seconds] stamps from this boot)"));
+        if (rd->overruns)
+                printf(P_("%lu kernel log record was overwritten before they could be read.\n",
+                          "%lu kernel log records were overwritten before they could be read.\n", rd->overruns),
+                       rd->overruns);
+        if (all->dropped)
+                printf(_("%lu oldest events dropped (more than %d).\n"), all->dropped, XID_LIST_MAX);
+}
+
+/* Each event kept by the filters: into arr (JSON) or printed; counted into k. */
+static void dump_events(struct xid_run *x, const struct xid_list *all, json_t *arr, struct dump_counts *k)
+{
+        long load = last_load(all->ev, all->n);
+        for (size_t i = 0; i < all->n; i++) {
+                const struct xid_event *e = &all->ev[i];
+                bool before = load >= 0 && (long)i < load;
+                if (!keep_event(e, x->c.verbose, x->since_set, x->since, &x->gpu)) {
+                        if (!x->c.verbose && (e->kind == XID_KIND_OTHER || e->kind == XID_KIND_GPU_UUID))
+                                k->hidden++;
+                        else if (x->since_set && !e->time_known)
+                                k->no_time++;
+                        continue;
+                }
+                struct xid_assessment a;
+                xid_event_assess(e, &a);
+                k->by_sev[a.severity]++;
+                k->shown++;
+                if (x->view.json) {
+                        json_array_append_new(arr, event_json(e, load < 0 ? -1 : before));
+                } else {
+                        if (k->shown > 1)
+                                fputc('\n', stdout);
+                        print_event_text(stdout, &x->view, e, before);
+                }
+        }
+}
+
 static int run_dump(struct xid_run *x, struct kmsg_reader *rd)
 {
         struct xid_list all = { 0 };
@@ -470,9 +579,7 @@ static int run_dump(struct xid_run *x, struct kmsg_reader *rd)
                         goto out;
                 }
         }
-        long load = last_load(all.ev, all.n);
-        size_t shown = 0, hidden = 0, no_time = 0;
-        unsigned long by_sev[XID_SEV_CRITICAL + 1] = { 0 };
+        struct dump_counts k = { 0 };
         json_t *doc = NULL, *arr = NULL;
         if (x->view.json) {
                 doc = json_object();
@@ -486,89 +593,13 @@ static int run_dump(struct xid_run *x, struct kmsg_reader *rd)
         } else {
                 cli_sim_banner(stdout, &x->c);
         }
-        for (size_t i = 0; i < all.n; i++) {
-                const struct xid_event *e = &all.ev[i];
-                bool before = load >= 0 && (long)i < load;
-                if (!keep_event(e, x->c.verbose, x->since_set, x->since, &x->gpu)) {
-                        if (!x->c.verbose && (e->kind == XID_KIND_OTHER || e->kind == XID_KIND_GPU_UUID))
-                                hidden++;
-                        else if (x->since_set && !e->time_known)
-                                no_time++;
-                        continue;
-                }
-                struct xid_assessment a;
-                xid_event_assess(e, &a);
-                by_sev[a.severity]++;
-                shown++;
-                if (x->view.json) {
-                        json_array_append_new(arr, event_json(e, load < 0 ? -1 : before));
-                } else {
-                        if (shown > 1)
-                                fputc('\n', stdout);
-                        print_event_text(stdout, &x->view, e, before);
-                }
-        }
+        dump_events(x, &all, arr, &k);
         if (x->view.json) {
-                json_object_set_new(doc, "schema_version", json_integer(GV_SCHEMA_VERSION));
-                json_object_set_new(doc, "source", json_string(x->view.source));
-                json_object_set_new(doc, "path", json_string(x->path_shown));
-                json_object_set_new(doc, "overruns", json_integer((json_int_t)rd->overruns));
-                json_object_set_new(doc, "truncated_lines", json_integer((json_int_t)rd->truncated));
-                json_object_set_new(doc, "dropped", json_integer((json_int_t)all.dropped));
-                json_object_set_new(doc, "hidden", json_integer((json_int_t)hidden));
-                json_object_set_new(doc, "untimed_events", json_integer((json_int_t)no_time));
-                json_set_time(doc, "since", x->since, x->since_set);
-                json_object_set_new(doc, "events", arr);
-                if (cli_print_json(doc) < 0)
+                if (dump_json(x, rd, &all, &k, doc, arr) < 0)
                         status = EXIT_INCOMPLETE;
                 goto out;
         }
-        if (shown == 0) {
-                if (x->since_set)
-                        printf(_("No NVIDIA kernel events in %s since the given time.\n"), x->path_shown);
-                else
-                        printf(_("No NVIDIA kernel events in %s.\n"), x->path_shown);
-                if (x->no_log)
-                        printf(_("(The simulated host has no kernel log: write one to %s.)\n"), x->path_shown);
-                /* a bus id the driver does not list is kept on purpose (a GPU that fell off the
-                 * bus, an NVSwitch), but said, in case it is a typing error */
-                bool listed = false;
-                for (size_t i = 0; x->gpu.pci[0] && x->report && i < x->report->n_gpus; i++) {
-                        char bus[32];
-                        listed |= pci_bus_id_normalize(x->report->gpus[i].pci_bus_id, bus, sizeof(bus)) == 0 &&
-                                  strcmp(bus, x->gpu.pci) == 0;
-                }
-                if (x->gpu.pci[0] && x->report && x->report->driver_present && !listed)
-                        printf(_("(No GPU the driver lists now is at %s: a GPU that fell off the bus, or an\n"
-                                 "NVSwitch, still has its events here; check the bus id otherwise.)\n"),
-                               x->gpu.pci);
-                else if (x->info.source == KMSG_SRC_KMSG)
-                        printf("%s", _("/dev/kmsg holds only the recent kernel log; for older events:\n"
-                                       "  journalctl -k -o short-iso > k.log; ghostvram xid --kmsg k.log\n"));
-        } else {
-                printf(P_("\n%zu event:", "\n%zu events:", shown), shown);
-                bool first = true;
-                for (int s = XID_SEV_CRITICAL; s >= XID_SEV_UNKNOWN; s--) {
-                        if (!by_sev[s])
-                                continue;
-                        printf("%s %lu %s", first ? "" : ",", by_sev[s], xid_severity_name((enum xid_severity)s));
-                        first = false;
-                }
-                printf("%s", _(". Explain a code: ghostvram xid explain CODE\n"));
-        }
-        if (hidden)
-                printf(P_("%zu other NVIDIA line not shown (-v shows them).\n",
-                          "%zu other NVIDIA lines not shown (-v shows them).\n", hidden), hidden);
-        if (no_time)
-                printf(P_("%zu event without a wall-clock time left out by --since%s.\n",
-                          "%zu events without a wall-clock time left out by --since%s.\n", no_time), no_time,
-                       x->info.source == KMSG_SRC_KMSG ? "" : _(" (--this-boot dates [seconds] stamps from this boot)"));
-        if (rd->overruns)
-                printf(P_("%lu kernel log record was overwritten before they could be read.\n",
-                          "%lu kernel log records were overwritten before they could be read.\n", rd->overruns),
-                       rd->overruns);
-        if (all.dropped)
-                printf(_("%lu oldest events dropped (more than %d).\n"), all.dropped, XID_LIST_MAX);
+        dump_footer(x, rd, &all, &k);
 out:
         xid_list_free(&all);
         return status;
