@@ -928,7 +928,63 @@ static bool top_charset(void)
         return false;
 }
 
-int cmd_top(int argc, char **argv)
+struct top_args {
+        uint64_t floor_mib;
+        bool batch, no_kernel;
+};
+
+/* One of top's own options into t and a: 1 taken, 0 not top's own, -1 a usage error (said). */
+static int top_option(struct top *t, struct top_args *a, int opt, const char *arg)
+{
+        switch (opt) {
+        case 'i':
+                if (parse_duration_ms(arg, &t->interval_ms) < 0 || t->interval_ms < 200 || t->interval_ms > 3600000)
+                        return cli_error("top", _("--interval: '%s' is not a duration from 200ms to 1h"), arg), -1;
+                return 1;
+        case 'd': {
+                /* nvtop's and htop's -d: tenths of a second; a duration with its unit too */
+                unsigned tenths;
+                bool digits = arg[0] && strspn(arg, "0123456789") == strlen(arg);
+                if (digits && parse_uint_range(arg, 2, 36000, &tenths) == 0)
+                        t->interval_ms = (uint64_t)tenths * 100;
+                else if (digits || parse_duration_ms(arg, &t->interval_ms) < 0 || t->interval_ms < 200 ||
+                         t->interval_ms > 3600000)
+                        return cli_error("top", _("-d: '%s' is not tenths of a second from 2 to 36000 (nvtop's -d 10 is 1 s), "
+                                                  "nor a duration from 200ms to 1h"),
+                                         arg), -1;
+                return 1;
+        }
+        case '1':
+                a->batch = true;
+                t->iterations = 1;
+                return 1;
+        case 'g':
+                t->gpu_arg = arg;
+                return 1;
+        case 'b':
+                a->batch = true;
+                return 1;
+        case 'n':
+                if (parse_uint_range(arg, 1, 1u << 30, &t->iterations) < 0)
+                        return cli_error("top", _("--iterations: '%s' is not a positive number"), arg), -1;
+                return 1;
+        case 'F':
+                if (parse_u64(arg, &a->floor_mib) < 0 || a->floor_mib > (1u << 24))
+                        return cli_error("top", _("--noise-floor: '%s' is not a number of MiB"), arg), -1;
+                return 1;
+        case 'N':
+                a->no_kernel = true;
+                return 1;
+        default:
+                return 0;
+        }
+}
+
+#define TOP_HELP (-1) /* --help was printed */
+
+/* argv into t and a, the GPU and the terminal checked: EXIT_OK to go on, TOP_HELP, or the exit
+ * status of a usage error (said). */
+static int top_parse(int argc, char **argv, struct top *t, struct top_args *a)
 {
         static const struct option opts[] = {
                 CLI_COMMON_LONGOPTS,
@@ -942,72 +998,16 @@ int cmd_top(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
-        /* static: a collector abandoned in a driver call keeps what it uses reachable until the
-         * process ends (top runs once a process) */
-        static struct top t;
-        memset(&t, 0, sizeof(t));
-        t.err_fd = -1;
-        cli_common_init(&t.c, TOP_ACCEPTS);
-        t.interval_ms = 1000;
-        uint64_t floor_mib = 64;
-        bool batch = false, no_kernel = false;
         int opt;
         optind = 1;
         while ((opt = getopt_long(argc, argv, "hvbn:d:g:1", opts, NULL)) != -1) {
-                switch (opt) {
-                case 'h':
+                if (opt == 'h') {
                         top_usage(stdout);
-                        return EXIT_OK;
-                case 'i':
-                        if (parse_duration_ms(optarg, &t.interval_ms) < 0 || t.interval_ms < 200 || t.interval_ms > 3600000) {
-                                cli_error("top", _("--interval: '%s' is not a duration from 200ms to 1h"), optarg);
-                                return EXIT_USAGE;
-                        }
-                        continue;
-                case 'd': {
-                        /* nvtop's and htop's -d: tenths of a second; a duration with its unit too */
-                        unsigned tenths;
-                        bool digits = optarg[0] && strspn(optarg, "0123456789") == strlen(optarg);
-                        if (digits && parse_uint_range(optarg, 2, 36000, &tenths) == 0)
-                                t.interval_ms = (uint64_t)tenths * 100;
-                        else if (digits || parse_duration_ms(optarg, &t.interval_ms) < 0 || t.interval_ms < 200 ||
-                                 t.interval_ms > 3600000) {
-                                cli_error("top", _("-d: '%s' is not tenths of a second from 2 to 36000 (nvtop's -d 10 is 1 s), "
-                                                   "nor a duration from 200ms to 1h"),
-                                          optarg);
-                                return EXIT_USAGE;
-                        }
-                        continue;
+                        return TOP_HELP;
                 }
-                case '1':
-                        batch = true;
-                        t.iterations = 1;
-                        continue;
-                case 'g':
-                        t.gpu_arg = optarg;
-                        continue;
-                case 'b':
-                        batch = true;
-                        continue;
-                case 'n':
-                        if (parse_uint_range(optarg, 1, 1u << 30, &t.iterations) < 0) {
-                                cli_error("top", _("--iterations: '%s' is not a positive number"), optarg);
-                                return EXIT_USAGE;
-                        }
-                        continue;
-                case 'F':
-                        if (parse_u64(optarg, &floor_mib) < 0 || floor_mib > (1u << 24)) {
-                                cli_error("top", _("--noise-floor: '%s' is not a number of MiB"), optarg);
-                                return EXIT_USAGE;
-                        }
-                        continue;
-                case 'N':
-                        no_kernel = true;
-                        continue;
-                default:
-                        break;
-                }
-                int r = cli_common_option(&t.c, opt, optarg, "top");
+                int r = top_option(t, a, opt, optarg);
+                if (r == 0)
+                        r = cli_common_option(&t->c, opt, optarg, "top");
                 if (r < 0)
                         return EXIT_USAGE;
                 if (r == 0) {
@@ -1019,44 +1019,49 @@ int cmd_top(int argc, char **argv)
                 cli_error("top", _("unexpected argument '%s' (see --help)"), argv[optind]);
                 return EXIT_USAGE;
         }
-        if (cli_common_finish(&t.c, "top") < 0)
+        if (cli_common_finish(&t->c, "top") < 0)
                 return EXIT_USAGE;
         /* a GPU the host does not have is a usage error, as in scan and watch (one driver query;
          * without a driver an index is kept and the screen says what is missing) */
         int gpu_index;
-        int gr = cli_gpu_resolve(&t.c, t.gpu_arg, true, &gpu_index, "top");
+        int gr = cli_gpu_resolve(&t->c, t->gpu_arg, true, &gpu_index, "top");
         if (gr != EXIT_OK)
                 return gr;
-        if (!batch && !terminal_addressable()) {
-                batch = true;
+        if (!a->batch && !terminal_addressable()) {
+                a->batch = true;
                 if (isatty(STDERR_FILENO))
                         fprintf(stderr, "ghostvram top: %s\n", _("this terminal cannot move the cursor: plain frames follow"));
         }
-        t.utf8 = top_charset();
+        return EXIT_OK;
+}
 
+/* The collector thread's sampler options: nvtop's figures too. */
+static void top_sampler_opts(struct top *t, const struct top_args *a, struct sampler_opts *sop)
+{
         struct scan_once_opts so;
-        cli_scan_once_opts(&t.c, &so);
-        struct sampler_opts sop;
-        memset(&sop, 0, sizeof(sop));
-        sop.facts = so.facts;
-        sop.facts.read_kernel = !no_kernel;
-        sop.facts.gpu.telemetry = true; /* nvtop's figures, per GPU and per process */
-        sop.facts.gpu.health = true;    /* ECC and row remapping */
-        t.clk_tck = sysconf(_SC_CLK_TCK);
-        sop.ledger = so.ledger;
-        sop.ledger.floor_min_bytes = floor_mib << 20;
-        sop.confirm_ms = 0;             /* the second cycle confirms: the first screen comes at once */
-        sop.light = t.iterations != 1 || !batch; /* a single frame (--once) has the whole walk */
-        sop.wait = top_wait;
-        sop.wait_ctx = &t;
+        cli_scan_once_opts(&t->c, &so);
+        memset(sop, 0, sizeof(*sop));
+        sop->facts = so.facts;
+        sop->facts.read_kernel = !a->no_kernel;
+        sop->facts.gpu.telemetry = true; /* nvtop's figures, per GPU and per process */
+        sop->facts.gpu.health = true;    /* ECC and row remapping */
+        sop->ledger = so.ledger;
+        sop->ledger.floor_min_bytes = a->floor_mib << 20;
+        sop->confirm_ms = 0;             /* the second cycle confirms: the first screen comes at once */
+        sop->light = t->iterations != 1 || !a->batch; /* a single frame (--once) has the whole walk */
+        sop->wait = top_wait;
+        sop->wait_ctx = t;
+}
 
+/* The lock, the condition (monotonic) and the stop signals' handlers. */
+static void top_sync_init(struct top *t)
+{
         pthread_condattr_t ca;
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&t.cv, &ca);
+        pthread_cond_init(&t->cv, &ca);
         pthread_condattr_destroy(&ca);
-        pthread_mutex_init(&t.m, NULL);
-
+        pthread_mutex_init(&t->m, NULL);
         struct sigaction sa;
         memset(&sa, 0, sizeof(sa));
         sa.sa_handler = on_stop_signal;
@@ -1066,7 +1071,53 @@ int cmd_top(int argc, char **argv)
         sigaction(SIGHUP, &sa, NULL);
         sigaction(SIGQUIT, &sa, NULL);
         signal(SIGPIPE, SIG_IGN);
+}
 
+/* The terminal is already restored: stop the collector, but never wait on a driver call for
+ * long: past the deadline the process ends with the thread in it. */
+static void top_stop_collector(struct top *t)
+{
+        pthread_mutex_lock(&t->m);
+        t->stop = true;
+        bool in_cycle = t->cycle_started > 0;
+        pthread_cond_broadcast(&t->cv);
+        pthread_mutex_unlock(&t->m);
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 500 * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+        }
+        /* a cycle in progress may wait on the driver: give it a second, then quit without it
+         * (the thread ends with us) */
+        if (in_cycle)
+                until.tv_sec++;
+        if (pthread_timedjoin_np(t->thread, NULL, &until) == 0) {
+                sampler_free(t->sampler);
+                live_view_free(t->view);
+                live_history_free(&t->hist);
+        }
+}
+
+int cmd_top(int argc, char **argv)
+{
+        /* static: a collector abandoned in a driver call keeps what it uses reachable until the
+         * process ends (top runs once a process) */
+        static struct top t;
+        memset(&t, 0, sizeof(t));
+        t.err_fd = -1;
+        cli_common_init(&t.c, TOP_ACCEPTS);
+        t.interval_ms = 1000;
+        struct top_args a = { .floor_mib = 64 };
+        int pr = top_parse(argc, argv, &t, &a);
+        if (pr != EXIT_OK)
+                return pr == TOP_HELP ? EXIT_OK : pr;
+        t.utf8 = top_charset();
+        t.clk_tck = sysconf(_SC_CLK_TCK);
+        struct sampler_opts sop;
+        top_sampler_opts(&t, &a, &sop);
+        top_sync_init(&t);
         int r = sampler_new(&sop, &t.sampler);
         t.started = monotonic_s();
         if (r == 0)
@@ -1082,32 +1133,9 @@ int cmd_top(int argc, char **argv)
         s.stale_after_s = 3 * s.interval_s + 1;
         s.focus = -1;
         s.message = "";
-        int rc = batch ? batch_loop(&t, &s) : screen_loop(&t, &s);
-        if (rc == EXIT_INCOMPLETE && !batch)
+        int rc = a.batch ? batch_loop(&t, &s) : screen_loop(&t, &s);
+        if (rc == EXIT_INCOMPLETE && !a.batch)
                 cli_error("top", _("cannot start the terminal (TERM=%s)"), getenv("TERM") ? getenv("TERM") : "");
-
-        /* the terminal is already restored; stop the collector, but never wait on a driver
-         * call for long: past the deadline the process ends with the thread in it */
-        pthread_mutex_lock(&t.m);
-        t.stop = true;
-        bool in_cycle = t.cycle_started > 0;
-        pthread_cond_broadcast(&t.cv);
-        pthread_mutex_unlock(&t.m);
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += 500 * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000L;
-        }
-        /* a cycle in progress may wait on the driver: give it a second, then quit without it
-         * (the thread ends with us) */
-        if (in_cycle)
-                until.tv_sec++;
-        if (pthread_timedjoin_np(t.thread, NULL, &until) == 0) {
-                sampler_free(t.sampler);
-                live_view_free(t.view);
-                live_history_free(&t.hist);
-        }
+        top_stop_collector(&t);
         return rc;
 }
