@@ -93,6 +93,15 @@ void cli_common_init(struct cli_common *c, unsigned accepts);
  * (printed in one line: an option this command does not accept, the old --timeout, an unknown
  * option). */
 int cli_common_option(struct cli_common *c, int opt, const char *arg, const char *cmd);
+
+/* The option loop the commands share: 'h' prints usage(stdout) and returns CLI_HELP; every
+ * other option goes to own(ctx, opt, arg) (1 taken, 0 not its own, -1 a usage error, said),
+ * then to the common ones; an option of neither prints usage(stderr). Then no argument may be
+ * left ("unexpected argument"). Returns EXIT_OK, CLI_HELP or EXIT_USAGE. */
+struct option;
+#define CLI_HELP (-1)
+int cli_options(int argc, char **argv, const char *shortopts, const struct option *opts, struct cli_common *c,
+                const char *cmd, int (*own)(void *ctx, int opt, const char *arg), void *ctx, void (*usage)(FILE *f));
 /* Print the help lines of the common options in `which`, in the table's order. */
 void cli_common_help(FILE *f, unsigned which);
 /* After option parsing: apply GHOSTVRAM_SIM and bundles; prints and returns -1 on error. */

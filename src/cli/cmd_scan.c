@@ -117,9 +117,11 @@ struct scan_args {
         bool no_kernel;
 };
 
-/* One of scan's own options into a: 1 taken, 0 not scan's own, -1 a usage error (said). */
-static int scan_option(struct scan_args *a, int opt, const char *arg)
+/* One of scan's own options into ctx (a struct scan_args): 1 taken, 0 not scan's own, -1 a
+ * usage error (said). */
+static int scan_option(void *ctx, int opt, const char *arg)
 {
+        struct scan_args *a = ctx;
         uint64_t v;
         switch (opt) {
         case 'g':
@@ -177,27 +179,9 @@ static int scan_parse(int argc, char **argv, struct scan_args *a)
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
-        int opt;
-        optind = 1;
-        while ((opt = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
-                if (opt == 'h') {
-                        scan_usage(stdout);
-                        return SCAN_HELP;
-                }
-                int r = scan_option(a, opt, optarg);
-                if (r == 0)
-                        r = cli_common_option(&a->c, opt, optarg, "scan");
-                if (r < 0)
-                        return EXIT_USAGE;
-                if (r == 0) {
-                        scan_usage(stderr);
-                        return EXIT_USAGE;
-                }
-        }
-        if (optind < argc) {
-                cli_error("scan", _("unexpected argument '%s' (see --help)"), argv[optind]);
-                return EXIT_USAGE;
-        }
+        int r = cli_options(argc, argv, "hv", opts, &a->c, "scan", scan_option, a, scan_usage);
+        if (r != EXIT_OK)
+                return r == CLI_HELP ? SCAN_HELP : r;
         if (cli_common_finish(&a->c, "scan") < 0)
                 return EXIT_USAGE;
         /* a log that cannot be read is the caller's mistake, said before the scan (as xid does),

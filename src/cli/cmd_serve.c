@@ -83,9 +83,11 @@ struct serve_args {
         const char *ledger_dir;
 };
 
-/* One of serve's own options into a: 1 taken, 0 not serve's own, -1 a usage error (said). */
-static int serve_option(struct serve_args *a, int opt, const char *arg)
+/* One of serve's own options into ctx (a struct serve_args): 1 taken, 0 not serve's own, -1 a
+ * usage error (said). */
+static int serve_option(void *ctx, int opt, const char *arg)
 {
+        struct serve_args *a = ctx;
         switch (opt) {
         case 'l':
                 a->listen = arg;
@@ -141,27 +143,9 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, struct socka
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
-        int opt;
-        optind = 1;
-        while ((opt = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
-                if (opt == 'h') {
-                        serve_usage(stdout);
-                        return SERVE_HELP;
-                }
-                int r = serve_option(a, opt, optarg);
-                if (r == 0)
-                        r = cli_common_option(&a->c, opt, optarg, "serve");
-                if (r < 0)
-                        return EXIT_USAGE;
-                if (r == 0) {
-                        serve_usage(stderr);
-                        return EXIT_USAGE;
-                }
-        }
-        if (optind < argc) {
-                cli_error("serve", _("unexpected argument '%s' (see --help)"), argv[optind]);
-                return EXIT_USAGE;
-        }
+        int r = cli_options(argc, argv, "hv", opts, &a->c, "serve", serve_option, a, serve_usage);
+        if (r != EXIT_OK)
+                return r == CLI_HELP ? SERVE_HELP : r;
         if (cli_common_finish(&a->c, "serve") < 0)
                 return EXIT_USAGE;
         /* found at start, not as an empty ledger section in every answer */

@@ -929,13 +929,17 @@ static bool top_charset(void)
 }
 
 struct top_args {
+        struct top *t;
         uint64_t floor_mib;
         bool batch, no_kernel;
 };
 
-/* One of top's own options into t and a: 1 taken, 0 not top's own, -1 a usage error (said). */
-static int top_option(struct top *t, struct top_args *a, int opt, const char *arg)
+/* One of top's own options into ctx (a struct top_args): 1 taken, 0 not top's own, -1 a usage
+ * error (said). */
+static int top_option(void *ctx, int opt, const char *arg)
 {
+        struct top_args *a = ctx;
+        struct top *t = a->t;
         switch (opt) {
         case 'i':
                 if (parse_duration_ms(arg, &t->interval_ms) < 0 || t->interval_ms < 200 || t->interval_ms > 3600000)
@@ -998,27 +1002,9 @@ static int top_parse(int argc, char **argv, struct top *t, struct top_args *a)
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
-        int opt;
-        optind = 1;
-        while ((opt = getopt_long(argc, argv, "hvbn:d:g:1", opts, NULL)) != -1) {
-                if (opt == 'h') {
-                        top_usage(stdout);
-                        return TOP_HELP;
-                }
-                int r = top_option(t, a, opt, optarg);
-                if (r == 0)
-                        r = cli_common_option(&t->c, opt, optarg, "top");
-                if (r < 0)
-                        return EXIT_USAGE;
-                if (r == 0) {
-                        top_usage(stderr);
-                        return EXIT_USAGE;
-                }
-        }
-        if (optind < argc) {
-                cli_error("top", _("unexpected argument '%s' (see --help)"), argv[optind]);
-                return EXIT_USAGE;
-        }
+        int r = cli_options(argc, argv, "hvbn:d:g:1", opts, &t->c, "top", top_option, a, top_usage);
+        if (r != EXIT_OK)
+                return r == CLI_HELP ? TOP_HELP : r;
         if (cli_common_finish(&t->c, "top") < 0)
                 return EXIT_USAGE;
         /* a GPU the host does not have is a usage error, as in scan and watch (one driver query;
@@ -1109,7 +1095,7 @@ int cmd_top(int argc, char **argv)
         t.err_fd = -1;
         cli_common_init(&t.c, TOP_ACCEPTS);
         t.interval_ms = 1000;
-        struct top_args a = { .floor_mib = 64 };
+        struct top_args a = { .t = &t, .floor_mib = 64 };
         int pr = top_parse(argc, argv, &t, &a);
         if (pr != EXIT_OK)
                 return pr == TOP_HELP ? EXIT_OK : pr;

@@ -194,9 +194,11 @@ struct watch_args {
         bool no_kernel;
 };
 
-/* One of watch's own options into a: 1 taken, 0 not watch's own, -1 a usage error (said). */
-static int watch_option(struct watch_args *a, int opt, const char *arg)
+/* One of watch's own options into ctx (a struct watch_args): 1 taken, 0 not watch's own, -1 a
+ * usage error (said). */
+static int watch_option(void *ctx, int opt, const char *arg)
 {
+        struct watch_args *a = ctx;
         struct watch_opts *o = &a->o;
         uint64_t v;
         unsigned u;
@@ -278,27 +280,9 @@ static int watch_parse(int argc, char **argv, struct watch_args *a)
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
-        int opt;
-        optind = 1;
-        while ((opt = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
-                if (opt == 'h') {
-                        watch_usage(stdout);
-                        return WATCH_HELP;
-                }
-                int r = watch_option(a, opt, optarg);
-                if (r == 0)
-                        r = cli_common_option(&a->w.c, opt, optarg, "watch");
-                if (r < 0)
-                        return EXIT_USAGE;
-                if (r == 0) {
-                        watch_usage(stderr);
-                        return EXIT_USAGE;
-                }
-        }
-        if (optind < argc) {
-                cli_error("watch", "unexpected argument '%s' (see --help)", argv[optind]);
-                return EXIT_USAGE;
-        }
+        int r = cli_options(argc, argv, "hv", opts, &a->w.c, "watch", watch_option, a, watch_usage);
+        if (r != EXIT_OK)
+                return r == CLI_HELP ? WATCH_HELP : r;
         if (cli_common_finish(&a->w.c, "watch") < 0)
                 return EXIT_USAGE;
         /* a directory the metrics cannot go to is found before watching starts (exit 3, as scan's

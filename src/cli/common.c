@@ -551,6 +551,33 @@ int cli_print_json(json_t *doc)
         return r < 0 ? -EIO : 0;
 }
 
+int cli_options(int argc, char **argv, const char *shortopts, const struct option *opts, struct cli_common *c,
+                const char *cmd, int (*own)(void *ctx, int opt, const char *arg), void *ctx, void (*usage)(FILE *f))
+{
+        int opt;
+        optind = 1;
+        while ((opt = getopt_long(argc, argv, shortopts, opts, NULL)) != -1) {
+                if (opt == 'h') {
+                        usage(stdout);
+                        return CLI_HELP;
+                }
+                int r = own(ctx, opt, optarg);
+                if (r == 0)
+                        r = cli_common_option(c, opt, optarg, cmd);
+                if (r < 0)
+                        return EXIT_USAGE;
+                if (r == 0) {
+                        usage(stderr);
+                        return EXIT_USAGE;
+                }
+        }
+        if (optind < argc) {
+                cli_error(cmd, _("unexpected argument '%s' (see --help)"), argv[optind]);
+                return EXIT_USAGE;
+        }
+        return EXIT_OK;
+}
+
 int cli_run_self(const char *const args[], struct buf *out)
 {
         return spawn_self(NULL, args, out, false);
