@@ -30,30 +30,23 @@ static void snapshot_usage(FILE *f)
               "read.\n"), f);
 }
 
+/* snapshot has only the common options */
+static int no_own_option(void *ctx, int opt, const char *arg)
+{
+        (void)ctx;
+        (void)opt;
+        (void)arg;
+        return 0;
+}
+
 int cmd_snapshot(int argc, char **argv)
 {
         static const struct option opts[] = { CLI_COMMON_LONGOPTS, { "help", no_argument, NULL, 'h' }, { 0 } };
         struct cli_common c;
         cli_common_init(&c, SNAPSHOT_ACCEPTS);
-        int opt;
-        optind = 1;
-        while ((opt = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
-                if (opt == 'h') {
-                        snapshot_usage(stdout);
-                        return EXIT_OK;
-                }
-                int r = cli_common_option(&c, opt, optarg, "snapshot");
-                if (r < 0)
-                        return EXIT_USAGE;
-                if (r == 0) {
-                        snapshot_usage(stderr);
-                        return EXIT_USAGE;
-                }
-        }
-        if (optind < argc) {
-                cli_error("snapshot", "unexpected argument '%s' (see --help)", argv[optind]);
-                return EXIT_USAGE;
-        }
+        int pr = cli_options(argc, argv, "hv", opts, &c, "snapshot", no_own_option, NULL, snapshot_usage);
+        if (pr != EXIT_OK)
+                return pr == CLI_HELP ? EXIT_OK : pr;
         if (cli_common_finish(&c, "snapshot") < 0)
                 return EXIT_USAGE;
 
