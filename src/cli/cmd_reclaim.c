@@ -1468,136 +1468,98 @@ int cmd_poke_child(int argc, char **argv)
 
 /* ---- the command ------------------------------------------------------------------------------------ */
 
-static int parse_args(int argc, char **argv, struct rc_opts *o)
+/* One of reclaim's own options into o: 1 taken, 0 not reclaim's own, -1 a usage error (said). */
+static int rc_option(struct rc_opts *o, int opt, const char *arg)
 {
-        static const struct option opts[] = {
-                { "gpu", required_argument, NULL, 'g' },
-                { "pid", required_argument, NULL, 'p' },
-                { "cgroup", required_argument, NULL, 'c' },
-                { "yes", no_argument, NULL, 'y' },
-                { "dry-run", no_argument, NULL, 'n' },
-                { "signal", required_argument, NULL, 's' },
-                { "grace", required_argument, NULL, 'G' },
-                { "wait", required_argument, NULL, 'W' },
-                { "policy", required_argument, NULL, 'P' },
-                { "reset-gpu", no_argument, NULL, 'R' },
-                { "reload-uvm", no_argument, NULL, 'U' },
-                { "force", no_argument, NULL, 'f' },
-                { "confirm", required_argument, NULL, 'C' },
-                { "noise-floor", required_argument, NULL, 'F' },
-                { "json-stream", no_argument, NULL, 'J' },
-                { "poke", no_argument, NULL, 'K' },
-                { "cuda-lib", required_argument, NULL, 'L' },
-                CLI_COMMON_LONGOPTS,
-                { "help", no_argument, NULL, 'h' },
-                { 0 },
-        };
         const char *cmd = "reclaim";
-        int opt;
-        optind = 1;
-        while ((opt = getopt_long(argc, argv, "hvyn", opts, NULL)) != -1) {
-                unsigned u;
-                uint64_t v;
-                switch (opt) {
-                case 'h':
-                        reclaim_usage(stdout);
+        unsigned u;
+        uint64_t v;
+        switch (opt) {
+        case 'g':
+                if (cli_gpu_spec_check(arg) < 0) {
+                        cli_error(cmd, _("--gpu: '%s' is not a GPU index, UUID or PCI bus id"), arg);
+                        return -1;
+                }
+                o->gpu_spec = arg;
+                if (parse_uint_range(arg, 0, 1023, &u) == 0)
+                        o->only_gpu = (int)u;
+                return 1;
+        case 'p':
+                if (parse_pids(o, arg) < 0) {
+                        cli_error(cmd, _("--pid: '%s' is not a PID or a comma-separated list of PIDs (at most %d)"),
+                                  arg, RC_MAX_PIDS);
+                        return -1;
+                }
+                return 1;
+        case 'c':
+                if (cli_path_arg(cmd, "--cgroup", arg) < 0)
+                        return -1;
+                o->cgroup = arg;
+                return 1;
+        case 'y': o->yes = true; return 1;
+        case 'n': o->dry_run = true; return 1;
+        case 's':
+                if (reclaim_signal_parse(arg, &o->signal) < 0) {
+                        cli_error(cmd, _("--signal: '%s' is not one of TERM, INT, HUP, QUIT, USR1, USR2, KILL"), arg);
+                        return -1;
+                }
+                return 1;
+        case 'G':
+                if (!strcmp(arg, "none")) {
+                        o->grace_ms = RECLAIM_GRACE_NONE;
                         return 1;
-                case 'g':
-                        if (cli_gpu_spec_check(optarg) < 0) {
-                                cli_error(cmd, _("--gpu: '%s' is not a GPU index, UUID or PCI bus id"), optarg);
-                                return -1;
-                        }
-                        o->gpu_spec = optarg;
-                        if (parse_uint_range(optarg, 0, 1023, &u) == 0)
-                                o->only_gpu = (int)u;
-                        continue;
-                case 'p':
-                        if (parse_pids(o, optarg) < 0) {
-                                cli_error(cmd, _("--pid: '%s' is not a PID or a comma-separated list of PIDs (at most %d)"),
-                                          optarg, RC_MAX_PIDS);
-                                return -1;
-                        }
-                        continue;
-                case 'c':
-                        if (cli_path_arg(cmd, "--cgroup", optarg) < 0)
-                                return -1;
-                        o->cgroup = optarg;
-                        continue;
-                case 'y': o->yes = true; continue;
-                case 'n': o->dry_run = true; continue;
-                case 's':
-                        if (reclaim_signal_parse(optarg, &o->signal) < 0) {
-                                cli_error(cmd, _("--signal: '%s' is not one of TERM, INT, HUP, QUIT, USR1, USR2, KILL"), optarg);
-                                return -1;
-                        }
-                        continue;
-                case 'G':
-                        if (!strcmp(optarg, "none")) {
-                                o->grace_ms = RECLAIM_GRACE_NONE;
-                                continue;
-                        }
-                        if (parse_duration_ms(optarg, &o->grace_ms) < 0 || o->grace_ms > 3600 * 1000) {
-                                cli_error(cmd, _("--grace: '%s' is not a duration up to 1h (e.g. 5s, 500ms) or none"), optarg);
-                                return -1;
-                        }
-                        continue;
-                case 'W':
-                        if (parse_duration_ms(optarg, &o->wait_ms) < 0 || o->wait_ms == 0 ||
-                            o->wait_ms > 3600 * 1000) {
-                                cli_error(cmd, _("--wait: '%s' is not a duration between 1ms and 1h (e.g. 60s)"), optarg);
-                                return -1;
-                        }
-                        o->wait_given = true;
-                        continue;
-                case 'K': o->poke = true; continue;
-                case 'L':
-                        if (cli_path_arg(cmd, "--cuda-lib", optarg) < 0)
-                                return -1;
-                        o->cuda_lib = optarg;
-                        continue;
-                case 'P':
-                        if (cli_path_arg(cmd, "--policy", optarg) < 0)
-                                return -1;
-                        o->policy = optarg;
-                        continue;
-                case 'J': o->json_stream = true; cli_json_lines(); continue; /* also when abbreviated */
-                case 'R': o->reset_gpu = true; continue;
-                case 'U': o->reload_uvm = true; continue;
-                case 'f': o->force = true; continue;
-                case 'C':
-                        if (parse_duration_ms(optarg, &o->confirm_ms) < 0 || o->confirm_ms > 600000) {
-                                cli_error(cmd, _("--confirm: '%s' is not a duration up to 10m (e.g. 2s, 500ms, 0)"), optarg);
-                                return -1;
-                        }
-                        continue;
-                case 'F':
-                        if (parse_u64(optarg, &v) < 0 || v > (1u << 24)) {
-                                cli_error(cmd, _("--noise-floor: '%s' is not a number of MiB"), optarg);
-                                return -1;
-                        }
-                        o->floor_mib = v;
-                        o->floor_set = true;
-                        continue;
-                default:
-                        break;
                 }
-                if (opt == CLI_OPT_PROC)
-                        o->proc_given = true;
-                if (opt == CLI_OPT_CALL_TIMEOUT)
-                        o->call_timeout_given = true;
-                int r = cli_common_option(&o->c, opt, optarg, cmd);
-                if (r < 0)
-                        return -1;
-                if (r == 0) {
-                        reclaim_usage(stderr);
-                        cli_error(cmd, _("invalid option '%s' (see --help)"), argv[optind - 1]);
+                if (parse_duration_ms(arg, &o->grace_ms) < 0 || o->grace_ms > 3600 * 1000) {
+                        cli_error(cmd, _("--grace: '%s' is not a duration up to 1h (e.g. 5s, 500ms) or none"), arg);
                         return -1;
                 }
+                return 1;
+        case 'W':
+                if (parse_duration_ms(arg, &o->wait_ms) < 0 || o->wait_ms == 0 ||
+                    o->wait_ms > 3600 * 1000) {
+                        cli_error(cmd, _("--wait: '%s' is not a duration between 1ms and 1h (e.g. 60s)"), arg);
+                        return -1;
+                }
+                o->wait_given = true;
+                return 1;
+        case 'K': o->poke = true; return 1;
+        case 'L':
+                if (cli_path_arg(cmd, "--cuda-lib", arg) < 0)
+                        return -1;
+                o->cuda_lib = arg;
+                return 1;
+        case 'P':
+                if (cli_path_arg(cmd, "--policy", arg) < 0)
+                        return -1;
+                o->policy = arg;
+                return 1;
+        case 'J': o->json_stream = true; cli_json_lines(); return 1; /* also when abbreviated */
+        case 'R': o->reset_gpu = true; return 1;
+        case 'U': o->reload_uvm = true; return 1;
+        case 'f': o->force = true; return 1;
+        case 'C':
+                if (parse_duration_ms(arg, &o->confirm_ms) < 0 || o->confirm_ms > 600000) {
+                        cli_error(cmd, _("--confirm: '%s' is not a duration up to 10m (e.g. 2s, 500ms, 0)"), arg);
+                        return -1;
+                }
+                return 1;
+        case 'F':
+                if (parse_u64(arg, &v) < 0 || v > (1u << 24)) {
+                        cli_error(cmd, _("--noise-floor: '%s' is not a number of MiB"), arg);
+                        return -1;
+                }
+                o->floor_mib = v;
+                o->floor_set = true;
+                return 1;
+        default:
+                return 0;
         }
-        if (optind < argc) {
-                cli_error(cmd, _("unexpected argument '%s' (see --help)"), argv[optind]);
-                return -1;
-        }
+}
+
+/* The options that go together, and those that do not: 0, or -1 (said). */
+static int rc_combinations(const struct rc_opts *o)
+{
+        const char *cmd = "reclaim";
         if (!o->poke && o->grace_ms != RECLAIM_GRACE_NONE && o->grace_ms >= o->wait_ms && o->signal != SIGKILL) {
                 cli_error(cmd, _("--grace must be shorter than --wait"));
                 return -1;
@@ -1642,6 +1604,63 @@ static int parse_args(int argc, char **argv, struct rc_opts *o)
                 return -1;
         }
         return 0;
+}
+
+static int parse_args(int argc, char **argv, struct rc_opts *o)
+{
+        static const struct option opts[] = {
+                { "gpu", required_argument, NULL, 'g' },
+                { "pid", required_argument, NULL, 'p' },
+                { "cgroup", required_argument, NULL, 'c' },
+                { "yes", no_argument, NULL, 'y' },
+                { "dry-run", no_argument, NULL, 'n' },
+                { "signal", required_argument, NULL, 's' },
+                { "grace", required_argument, NULL, 'G' },
+                { "wait", required_argument, NULL, 'W' },
+                { "policy", required_argument, NULL, 'P' },
+                { "reset-gpu", no_argument, NULL, 'R' },
+                { "reload-uvm", no_argument, NULL, 'U' },
+                { "force", no_argument, NULL, 'f' },
+                { "confirm", required_argument, NULL, 'C' },
+                { "noise-floor", required_argument, NULL, 'F' },
+                { "json-stream", no_argument, NULL, 'J' },
+                { "poke", no_argument, NULL, 'K' },
+                { "cuda-lib", required_argument, NULL, 'L' },
+                CLI_COMMON_LONGOPTS,
+                { "help", no_argument, NULL, 'h' },
+                { 0 },
+        };
+        const char *cmd = "reclaim";
+        int opt;
+        optind = 1;
+        while ((opt = getopt_long(argc, argv, "hvyn", opts, NULL)) != -1) {
+                if (opt == 'h') {
+                        reclaim_usage(stdout);
+                        return 1;
+                }
+                int r = rc_option(o, opt, optarg);
+                if (r > 0)
+                        continue;
+                if (r < 0)
+                        return -1;
+                if (opt == CLI_OPT_PROC)
+                        o->proc_given = true;
+                if (opt == CLI_OPT_CALL_TIMEOUT)
+                        o->call_timeout_given = true;
+                r = cli_common_option(&o->c, opt, optarg, cmd);
+                if (r < 0)
+                        return -1;
+                if (r == 0) {
+                        reclaim_usage(stderr);
+                        cli_error(cmd, _("invalid option '%s' (see --help)"), argv[optind - 1]);
+                        return -1;
+                }
+        }
+        if (optind < argc) {
+                cli_error(cmd, _("unexpected argument '%s' (see --help)"), argv[optind]);
+                return -1;
+        }
+        return rc_combinations(o);
 }
 
 static int reclaim_main(int argc, char **argv);
