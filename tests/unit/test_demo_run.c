@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "act/reclaim_act.h"
 #include "run/demo_run.h"
 #include "util/pidfd.h"
 
@@ -31,19 +32,15 @@ static int teardown(void **state)
         return 0;
 }
 
-/* Running, or not: gone, or a zombie not reaped yet (its parent is init or a subreaper). */
+/* Running, or not: gone, or a zombie not reaped yet (its parent is init or a subreaper); read
+ * as reclaim reads it (reclaim_sys's read_stat). */
 static bool running(pid_t pid)
 {
-        char path[64], st[512];
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        FILE *f = fopen(path, "r");
-        if (!f)
-                return false;
-        size_t n = fread(st, 1, sizeof(st) - 1, f);
-        fclose(f);
-        st[n] = '\0';
-        const char *paren = strrchr(st, ')');
-        return paren && paren[2] != 'Z' && paren[2] != 'X';
+        struct reclaim_sys sys;
+        reclaim_sys_real(&sys, "/proc");
+        uint64_t start;
+        char state = '?';
+        return sys.read_stat(sys.ctx, pid, &start, &state) == 0 && state != 'Z' && state != 'X';
 }
 
 static void start(struct demo *d, unsigned workers)

@@ -64,23 +64,15 @@ static struct exp_opts opts(unsigned workers, bool reclaim)
         return o;
 }
 
-/* Ended: no such process, or a zombie its parent (init, a subreaper) has not reaped yet. */
+/* Ended: no such process, or a zombie its parent (init, a subreaper) has not reaped yet (read
+ * as reclaim reads it: reclaim_sys's read_stat). */
 static void assert_gone(pid_t pid)
 {
         assert_true(pid > 0);
-        char path[64], stat[512] = "";
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        FILE *f = fopen(path, "r");
-        if (!f)
-                return;
-        size_t n = fread(stat, 1, sizeof(stat) - 1, f);
-        fclose(f);
-        stat[n] = '\0';
-        const char *paren = strrchr(stat, ')');
-        if (!paren)
-                return; /* gone between open and read */
-        if (paren[2] != 'Z' && paren[2] != 'X')
-                fail_msg("PID %d is still running: %s", (int)pid, stat);
+        uint64_t start;
+        char state = '?';
+        if (sys.read_stat(sys.ctx, pid, &start, &state) == 0 && state != 'Z' && state != 'X')
+                fail_msg("PID %d is still running (state %c)", (int)pid, state);
 }
 
 /* The story: the owner killed, its worker keeps the memory (not back within the wait);
