@@ -449,12 +449,14 @@ static int nv_query_procs(struct nv_ctx *c, const char *driver_version, nvmlDevi
                                 return r;
                         }
                         ret = j->ret;
-                        if (ret == NVML_SUCCESS && cap == 0 && attempt == 0) {
+                        if (ret == NVML_SUCCESS && cap == 0 && attempt == 0 &&
+                            (!g->memory_known || g->used_bytes > 0)) {
                                 /* "nothing runs" from the sizing call: a process may have
                                  * started as it was made (the same race as a list that grows
                                  * between the two calls). An empty list on a GPU whose memory
                                  * is used reads as a ghost, so it is asked once more, with room
-                                 * (SUCCESS with a buffer is the list itself). */
+                                 * (SUCCESS with a buffer is the list itself); an idle GPU (none
+                                 * used, memory read just before) costs no second call. */
                                 cap = NV_PROC_SLACK;
                         } else if (ret == NVML_SUCCESS) {
                                 /* a driver must not claim more records than we gave room for */
