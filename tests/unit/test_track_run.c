@@ -117,6 +117,29 @@ static void test_run_environment_and_status(void **state)
         track_result_free(&res);
 }
 
+/* The ledger directory gone while CMD ran (removed by it, or by a cleaner): CMD's status is
+ * kept, and the error says where the ledgers could not be read. */
+static void test_run_ledgers_gone(void **state)
+{
+        (void)state;
+        char dir[300], err[4400] = "", script[4200];
+        snprintf(dir, sizeof(dir), "%s/gone", base);
+        struct track_prep_opts o = opts();
+        o.dir = dir;
+        struct track_prep p;
+        assert_int_equal(track_prepare(&o, &p, err, sizeof(err)), 0);
+        snprintf(script, sizeof(script), "rmdir '%s'; exit 4", p.dir);
+        char sh[] = "sh", dash_c[] = "-c";
+        char *const cmd[] = { sh, dash_c, script, NULL };
+        struct track_result res;
+        assert_int_equal(track_run(&p, cmd, &res, err, sizeof(err)), -ENOENT);
+        assert_int_equal(res.end.status, 4);
+        char want[4400];
+        snprintf(want, sizeof(want), "cannot read the ledgers in %s: No such file or directory", p.dir);
+        assert_string_equal(err, want);
+        track_result_free(&res);
+}
+
 /* A command that cannot be executed: 127 and why. */
 static void test_run_not_found(void **state)
 {
@@ -179,6 +202,7 @@ int main(void)
                 cmocka_unit_test(test_prepare_refuses),
                 cmocka_unit_test(test_run_environment_and_status),
                 cmocka_unit_test(test_run_not_found),
+                cmocka_unit_test(test_run_ledgers_gone),
                 cmocka_unit_test(test_run_passes_stop_signal),
         };
         return cmocka_run_group_tests(tests, setup, teardown);

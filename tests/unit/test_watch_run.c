@@ -25,13 +25,14 @@ struct script {
         unsigned heals, sampled;
         int heal_rc;
         const char *heal_json;
+        int end;                                /* what the sampler says after the script (-EINTR) */
 };
 
 static int next(void *ctx, struct sample *s)
 {
         struct script *sc = ctx;
         if (sc->next == sc->n)
-                return -EINTR; /* the end of the script: as a stop signal */
+                return sc->end ? sc->end : -EINTR; /* the end of the script: as a stop signal */
         size_t i = sc->next++;
         *s = (struct sample){ .res = sc->res[i], .published = sc->res[i] != NULL, .errors = sc->errors[i],
                               .why = sc->res[i] ? "" : "the driver did not answer", .new_events = sc->xid[i],
@@ -261,6 +262,21 @@ static void test_errors(void **state)
         script_free(&bad);
 }
 
+/* The sampler failing (out of memory) ends the run with its error, after the cycles done. */
+static void test_sampler_error(void **state)
+{
+        (void)state;
+        struct script sc = { .end = -ENOMEM };
+        add(&sc, false);
+        struct watch_opts o = opts(&sc);
+        struct watch_result res;
+        assert_int_equal(watch_run(&o, NULL, &res), -ENOMEM);
+        assert_int_equal(res.cycles, 1);
+        assert_true(res.any_ok);
+        assert_int_equal(sc.n_lines, 2);
+        script_free(&sc);
+}
+
 /* A new kernel event is a line; with --gpu, one on another GPU is not. */
 static void test_xid(void **state)
 {
@@ -337,6 +353,7 @@ int main(void)
                 cmocka_unit_test(test_alert_heal_clear), cmocka_unit_test(test_heal_fails_and_count),
                 cmocka_unit_test(test_threshold_and_for), cmocka_unit_test(test_uninspected_keeps_alert),
                 cmocka_unit_test(test_errors),           cmocka_unit_test(test_xid),
+                cmocka_unit_test(test_sampler_error),
                 cmocka_unit_test(test_hook),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
