@@ -287,9 +287,11 @@ int cmd_demo(int argc, char **argv)
         demo_signals_take(&saved);
         static struct demo d;
         memset(&d, 0, sizeof(d));
-        int r = demo_host_create(&d, getenv("TMPDIR"));
+        const char *tmp = getenv("TMPDIR");
+        int r = demo_host_create(&d, tmp);
         if (r < 0 && !d.dir[0]) {
-                cli_error("demo", "cannot create a temporary directory in %s: %s", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+                /* the directory it tried: an absolute $TMPDIR, else /tmp (demo_host_create) */
+                cli_error("demo", "cannot create a temporary directory in %s: %s", tmp && tmp[0] == '/' ? tmp : "/tmp",
                           strerror(-r));
                 demo_signals_restore(&saved);
                 return EXIT_INCOMPLETE;
