@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -853,4 +854,37 @@ int reclaim_cgroup_kill(const char *fs, const char *rel, const struct reclaim_sy
                 sleep_ms(20);
         }
         return 0;
+}
+
+/* ---- the signals reclaim accepts ---------------------------------------------------------------- */
+
+static const struct { int sig; const char *name; } signals[] = {
+        { SIGHUP, "HUP" }, { SIGINT, "INT" }, { SIGQUIT, "QUIT" }, { SIGUSR1, "USR1" },
+        { SIGUSR2, "USR2" }, { SIGTERM, "TERM" }, { SIGKILL, "KILL" },
+};
+
+const char *reclaim_signal_name(int sig)
+{
+        for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++)
+                if (signals[i].sig == sig)
+                        return signals[i].name;
+        return NULL;
+}
+
+int reclaim_signal_parse(const char *s, int *ret)
+{
+        if (!s)
+                return -EINVAL;
+        const char *n = strncasecmp(s, "SIG", 3) == 0 ? s + 3 : s;
+        for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++)
+                if (strcasecmp(n, signals[i].name) == 0) {
+                        *ret = signals[i].sig;
+                        return 0;
+                }
+        unsigned v;
+        if (parse_uint_range(s, 1, 64, &v) == 0 && reclaim_signal_name((int)v)) {
+                *ret = (int)v;
+                return 0;
+        }
+        return -EINVAL;
 }

@@ -194,3 +194,9 @@ struct reclaim_cgroup_result {
 int reclaim_cgroup_kill(const char *fs, const char *rel, const struct reclaim_sys *s, unsigned timeout_ms,
                         void (*tick)(void *ctx, uint64_t t_ms), void *tick_ctx, int (*stop)(void),
                         struct reclaim_cgroup_result *ret);
+
+/* "TERM", "KILL", ... for the signals reclaim accepts; NULL for others. */
+const char *reclaim_signal_name(int sig);
+/* Parse "TERM", "SIGTERM", "sigterm" or a number into a signal reclaim accepts (HUP, INT, QUIT,
+ * USR1, USR2, TERM, KILL). Returns 0 or -EINVAL. */
+int reclaim_signal_parse(const char *s, int *ret);

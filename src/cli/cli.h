@@ -7,14 +7,8 @@
 
 #include "collect/gpu.h"
 #include "collect/host.h"
+#include "util/exit_status.h"
 
-/* Exit statuses shared by the commands (scan documents its own 1 and 3). */
-enum {
-        EXIT_OK = 0,
-        EXIT_FINDING = 1,
-        EXIT_USAGE = 2,
-        EXIT_INCOMPLETE = 3,
-};
 
 /* The options the collecting commands share, parsed and described from one table
  * (cli/common.c). A command names the ones it accepts: only those are listed in its help; the
@@ -196,10 +190,6 @@ void cli_block_stop_signals(void);
 bool cli_wait_signal(void *unused, uint64_t ms);
 /* Has a stop signal arrived? */
 bool cli_stop_requested(void);
-
-/* Test builds only (the ghostvram-testhooks binary): called by reclaim at "plan" and "open";
- * NULL in the shipped ghostvram. */
-extern void (*cli_reclaim_pause)(void *ctx, const char *stage);
 
 int cmd_snapshot(int argc, char **argv);
 int cmd_scan(int argc, char **argv);

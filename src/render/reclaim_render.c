@@ -15,37 +15,6 @@
 
 #define MIB (1024.0 * 1024.0)
 
-static const struct { int sig; const char *name; } signals[] = {
-        { SIGHUP, "HUP" }, { SIGINT, "INT" }, { SIGQUIT, "QUIT" }, { SIGUSR1, "USR1" },
-        { SIGUSR2, "USR2" }, { SIGTERM, "TERM" }, { SIGKILL, "KILL" },
-};
-
-const char *reclaim_signal_name(int sig)
-{
-        for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++)
-                if (signals[i].sig == sig)
-                        return signals[i].name;
-        return NULL;
-}
-
-int reclaim_signal_parse(const char *s, int *ret)
-{
-        if (!s)
-                return -EINVAL;
-        const char *n = strncasecmp(s, "SIG", 3) == 0 ? s + 3 : s;
-        for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++)
-                if (strcasecmp(n, signals[i].name) == 0) {
-                        *ret = signals[i].sig;
-                        return 0;
-                }
-        unsigned v;
-        if (parse_uint_range(s, 1, 64, &v) == 0 && reclaim_signal_name((int)v)) {
-                *ret = (int)v;
-                return 0;
-        }
-        return -EINVAL;
-}
-
 /* ---- JSON ----------------------------------------------------------------------------------------- */
 
 static json_t *strings(char *const *lines, size_t n)
@@ -169,19 +138,6 @@ static json_t *actions_json(const struct reclaim_report *r)
         for (size_t i = 0; i < r->n_actions; i++)
                 json_array_append_new(a, action_json(&r->actions[i]));
         return a;
-}
-
-void reclaim_report_clear_notes(struct reclaim_report *r)
-{
-        for (size_t i = 0; i < r->n_notes; i++)
-                str_clear(&r->notes[i]);
-        r->n_notes = 0;
-}
-
-void reclaim_report_clear(struct reclaim_report *r)
-{
-        reclaim_report_clear_notes(r);
-        str_clear(&r->summary);
 }
 
 /* What the report and the stream's plan line share: the mode, the options, the plan, the GPUs. */

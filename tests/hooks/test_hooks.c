@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "run/reclaim_run.h"
 #include "collect/host_internal.h"
 #include "util/fileio.h"
 
@@ -44,7 +44,7 @@ static void test_pause(void *ctx, const char *stage)
 
 __attribute__((constructor)) static void install_test_hooks(void)
 {
-        cli_reclaim_pause = test_pause;
+        reclaim_run_pause = test_pause;
         const char *full = getenv("GHOSTVRAM_TEST_BPF_FULL");
         host_bpf_full_only = full && strcmp(full, "1") == 0;
 }
