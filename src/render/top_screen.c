@@ -1024,13 +1024,9 @@ static void row_figures(const struct live_row *w, double now, const struct table
                 at += snprintf(out + at, n - (size_t)at, "%*s ", fig_cols[k].w, f[k]);
 }
 
-void top_draw(struct top_canvas *c, const struct live_view *v, const struct live_history *h,
-              const struct top_state *s)
+/* Line 0: what this is and the keys. */
+static void draw_title(struct top_canvas *c, const struct live_view *v, const struct top_state *s)
 {
-        for (size_t i = 0; i < (size_t)c->rows * (size_t)c->cols; i++)
-                c->ch[i] = ' ';
-        memset(c->at, 0, (size_t)c->rows * (size_t)c->cols);
-        /* line 0: what this is and the keys */
         fill(c, 0, TA_TITLE);
         int x = puts_at(c, 0, 0, "ghostvram top", TA_TITLE);
         if (v && v->simulated)
@@ -1045,22 +1041,27 @@ void top_draw(struct top_canvas *c, const struct live_view *v, const struct live
         }
         if (c->cols - keys_w > x + 2)
                 puts_at(c, 0, c->cols - keys_w, keys, TA_TITLE);
-        /* line 1: how fresh the sample is, and why not */
+}
+
+/* Lines 1 and 2: how fresh the sample is, and why not or what it lacks; then the driver's
+ * absence. Returns the next line. */
+static int draw_freshness(struct top_canvas *c, const struct live_view *v, const struct top_state *s)
+{
         double age = v && v->finished > 0 ? s->now - v->finished : -1;
         bool stale = !v || age > s->stale_after_s || (s->status && s->status[0] && !s->status_in_view);
         char t[16];
+        int x;
         if (!v) {
-                x = printf_at(c, 1, 0, TA_WARN, _("waiting for the first sample (collecting for %.1f s)"), s->collecting_s);
+                printf_at(c, 1, 0, TA_WARN, _("waiting for the first sample (collecting for %.1f s)"), s->collecting_s);
         } else {
                 hhmmss(v->finished, t, sizeof(t));
                 x = printf_at(c, 1, 0, stale ? TA_BAD : TA_NONE,
                               stale ? _("STALE sample %s UTC, %.1f s old") : _("sample %s UTC, %.1f s old"), t,
                               age < 0 ? 0 : age);
-                x = printf_at(c, 1, x, TA_DIM,
-                              v->full_walk ? _("  every %.3g s  full walk %.0f ms") : _("  every %.3g s  light walk %.0f ms"),
-                              s->interval_s, v->duration_s * 1000);
+                printf_at(c, 1, x, TA_DIM,
+                          v->full_walk ? _("  every %.3g s  full walk %.0f ms") : _("  every %.3g s  light walk %.0f ms"),
+                          s->interval_s, v->duration_s * 1000);
         }
-        /* line 2: why the sample is not fresh, or what it lacks */
         x = 0;
         /* without a driver the line below says it: once */
         bool status_said = v && !v->driver_present && s->status_in_view;
@@ -1073,7 +1074,13 @@ void top_draw(struct top_canvas *c, const struct live_view *v, const struct live
                 x = puts_at(c, y, 0, _("NVIDIA driver: "), TA_BAD);
                 put_hostile(c, y++, x, v->driver, c->cols - x, TA_BAD);
         }
-        /* the GPUs */
+        return y;
+}
+
+/* The GPUs in view from line y, their figures aligned. Returns the next line. */
+static int draw_gpus(struct top_canvas *c, int y, const struct live_view *v, const struct live_history *h,
+                     const struct top_state *s)
+{
         size_t shown = 0;
         int fig_room = 0;
         for (size_t i = 0; v && i < v->n_gpus; i++) {
@@ -1095,15 +1102,14 @@ void top_draw(struct top_canvas *c, const struct live_view *v, const struct live
         }
         if (v && s->focus >= 0 && !shown)
                 printf_at(c, y++, 0, TA_BAD, _("GPU %d is not in this sample"), s->focus);
-        /* the processes */
-        y++;
-        size_t idx[LIVE_MAX_ROWS];
-        unsigned depth[LIVE_MAX_ROWS] = { 0 };
-        size_t n = s->tree ? top_rows_tree(v, s, idx, depth, LIVE_MAX_ROWS) : top_rows(v, s, idx, LIVE_MAX_ROWS);
-        struct table_layout lay;
-        table_layout(c, &lay);
+        return y;
+}
+
+/* The process table's header on line y, with the sort where there is room. */
+static void draw_table_header(struct top_canvas *c, int y, const struct table_layout *lay, const struct top_state *s)
+{
         fill(c, y, TA_TITLE);
-        table_header(c, y, &lay);
+        table_header(c, y, lay);
         if (c->cols >= 110) {
                 char what[64];
                 snprintf(what, sizeof(what), "%s%s", s->tree ? _("tree") : _(top_sort_name(s->sort)),
@@ -1111,69 +1117,107 @@ void top_draw(struct top_canvas *c, const struct live_view *v, const struct live
                 int ww = (int)text_cols(c, what, strlen(what));
                 printf_at(c, y, c->cols - 8 - ww, TA_TITLE, _("sort: %s"), what);
         }
-        y++;
-        int bottom = c->rows - 4;       /* the selected row's evidence, the last Xid, a note */
+}
+
+/* One process row on line y (depth: its depth in the tree; kin: of the selected process's
+ * family, its PID in bold). */
+static void draw_row(struct top_canvas *c, int y, const struct live_row *w, const struct table_layout *lay,
+                     const struct top_state *s, unsigned depth, bool selected, bool kin)
+{
+        unsigned char at = selected ? TA_SELECTED : w->ghost_holder ? TA_BAD : TA_NONE;
+        if (selected)
+                fill(c, y, TA_SELECTED);
+        char figs[128];
+        row_figures(w, s->now, lay, figs, sizeof(figs));
+        int x = printf_at(c, y, 0, kin ? TA_BOLD : at, "%7d ", (int)w->pid);
+        put_hostile(c, y, x, w->user[0] ? w->user : "?", 10, at);
+        printf_at(c, y, x + 11, at, "%c %s", w->state > ' ' && w->state < 0x7f ? w->state : '?', figs);
+        x = lay->role_x;
+        int indent = s->tree && depth ? (int)depth * 3 : 0;
+        int rx = x;
+        if (indent)
+                rx = puts_at(c, y, x + indent - 3, "`- ", TA_DIM);
+        rx = put_hostile(c, y, rx, w->role, 26, at); /* a nested row's command moves right */
+        x = rx < x + 27 ? x + 27 : rx + 1;
+        x = put_hostile(c, y, x, w->comm[0] ? w->comm : "", 16, at);
+        x = put(c, y, x, "  ", 2, at);
+        put_hostile(c, y, x, w->cmdline ? w->cmdline : "", c->cols - x, at);
+}
+
+/* The selected row's evidence on lines y and y + 1. */
+static void draw_evidence(struct top_canvas *c, int y, const struct live_row *w)
+{
+        int x = printf_at(c, y, 0, TA_BOLD, "PID %d: ", (int)w->pid);
+        x = put_hostile(c, y, x, !str_empty(w->link) ? w->link : w->role, c->cols - x, TA_NONE);
+        if (w->confidence[0])
+                x = printf_at(c, y, x, TA_NONE, _(" (%s confidence)"), _(w->confidence));
+        if (w->family)
+                printf_at(c, y, x, TA_DIM, _("  family %u (its members' PIDs in bold)"), w->family);
+        x = puts_at(c, y + 1, 2, "", TA_NONE);
+        put_hostile(c, y + 1, x, w->detail, c->cols - x, TA_DIM);
+}
+
+/* The processes from line y (the header, the rows that fit above `bottom`, the selected one
+ * kept in view), then the selected row's evidence at bottom. */
+static void draw_processes(struct top_canvas *c, int y, int bottom, const struct live_view *v, const struct top_state *s)
+{
+        size_t idx[LIVE_MAX_ROWS];
+        unsigned depth[LIVE_MAX_ROWS] = { 0 };
+        size_t n = s->tree ? top_rows_tree(v, s, idx, depth, LIVE_MAX_ROWS) : top_rows(v, s, idx, LIVE_MAX_ROWS);
+        struct table_layout lay;
+        table_layout(c, &lay);
+        draw_table_header(c, y++, &lay, s);
         int room = bottom - y;
         size_t sel = n && s->selected >= n ? n - 1 : s->selected;
         size_t first = room > 0 && sel >= (size_t)room ? sel - (size_t)room + 1 : 0;
+        /* the selected process's family: they share an open file description, so they keep the
+         * same contexts (ended together or not at all); its PIDs in bold */
         unsigned sel_family = n ? v->rows[idx[sel]].family : 0;
         for (size_t k = first; k < n && y < bottom; k++, y++) {
                 const struct live_row *w = &v->rows[idx[k]];
-                unsigned char at = k == sel ? TA_SELECTED : w->ghost_holder ? TA_BAD : TA_NONE;
-                if (k == sel)
-                        fill(c, y, TA_SELECTED);
-                char figs[128];
-                row_figures(w, s->now, &lay, figs, sizeof(figs));
-                /* the selected process's family: they share an open file description, so they
-                 * keep the same contexts (ended together or not at all); its PIDs in bold */
-                bool kin = sel_family && w->family == sel_family && k != sel;
-                x = printf_at(c, y, 0, kin ? TA_BOLD : at, "%7d ", (int)w->pid);
-                int ux = put_hostile(c, y, x, w->user[0] ? w->user : "?", 10, at);
-                printf_at(c, y, x + 11, at, "%c %s", w->state > ' ' && w->state < 0x7f ? w->state : '?', figs);
-                (void)ux;
-                x = lay.role_x;
-                int indent = s->tree && depth[k] ? (int)depth[k] * 3 : 0;
-                int rx = x;
-                if (indent)
-                        rx = puts_at(c, y, x + indent - 3, "`- ", TA_DIM);
-                rx = put_hostile(c, y, rx, w->role, 26, at); /* a nested row's command moves right */
-                x = rx < x + 27 ? x + 27 : rx + 1;
-                x = put_hostile(c, y, x, w->comm[0] ? w->comm : "", 16, at);
-                x = put(c, y, x, "  ", 2, at);
-                put_hostile(c, y, x, w->cmdline ? w->cmdline : "", c->cols - x, at);
+                draw_row(c, y, w, &lay, s, depth[k], k == sel, sel_family && w->family == sel_family && k != sel);
         }
         if (!n && s->filter && *s->filter && v && v->n_rows)
                 printf_at(c, y, 2, TA_DIM, _("no process matches the filter '%s' (/ to change it, Esc in it to clear)"),
                           s->filter);
         else if (!n)
                 puts_at(c, y, 2, v ? _("no process holds an NVIDIA device node or is listed by NVML") : "", TA_DIM);
-        /* the selected row's evidence */
-        if (n) {
-                const struct live_row *w = &v->rows[idx[sel]];
-                x = printf_at(c, bottom, 0, TA_BOLD, "PID %d: ", (int)w->pid);
-                x = put_hostile(c, bottom, x, !str_empty(w->link) ? w->link : w->role, c->cols - x, TA_NONE);
-                if (w->confidence[0])
-                        x = printf_at(c, bottom, x, TA_NONE, _(" (%s confidence)"), _(w->confidence));
-                if (w->family)
-                        printf_at(c, bottom, x, TA_DIM, _("  family %u (its members' PIDs in bold)"), w->family);
-                x = puts_at(c, bottom + 1, 2, "", TA_NONE);
-                put_hostile(c, bottom + 1, x, w->detail, c->cols - x, TA_DIM);
-        }
-        /* the latest kernel event of the GPUs in view */
+        if (n)
+                draw_evidence(c, bottom, &v->rows[idx[sel]]);
+}
+
+/* The latest kernel event of the GPUs in view, on line y. */
+static void draw_last_xid(struct top_canvas *c, int y, const struct live_view *v, const struct top_state *s)
+{
         for (size_t i = v ? v->n_xids : 0; i-- > 0;) {
                 const struct live_xid *e = &v->xids[i];
                 if (s->focus >= 0 && e->gpu != s->focus)
                         continue;
+                char t[16];
                 hhmmss(e->time, t, sizeof(t));
-                x = printf_at(c, bottom + 2, 0, TA_WARN, _("kernel %s GPU %d "), t, e->gpu);
+                int x = printf_at(c, y, 0, TA_WARN, _("kernel %s GPU %d "), t, e->gpu);
                 if (e->xid >= 0)
-                        x = printf_at(c, bottom + 2, x, TA_WARN, "Xid %d ", e->xid);
-                x = put_hostile(c, bottom + 2, x, e->title, 40, TA_NONE);
+                        x = printf_at(c, y, x, TA_WARN, "Xid %d ", e->xid);
+                x = put_hostile(c, y, x, e->title, 40, TA_NONE);
                 if (e->pid)
-                        x = printf_at(c, bottom + 2, x, TA_NONE, " (pid %u)", e->pid);
-                printf_at(c, bottom + 2, x, TA_DIM, P_("  %zu event: x", "  %zu events: x", v->n_xids), v->n_xids);
+                        x = printf_at(c, y, x, TA_NONE, " (pid %u)", e->pid);
+                printf_at(c, y, x, TA_DIM, P_("  %zu event: x", "  %zu events: x", v->n_xids), v->n_xids);
                 break;
         }
+}
+
+void top_draw(struct top_canvas *c, const struct live_view *v, const struct live_history *h,
+              const struct top_state *s)
+{
+        for (size_t i = 0; i < (size_t)c->rows * (size_t)c->cols; i++)
+                c->ch[i] = ' ';
+        memset(c->at, 0, (size_t)c->rows * (size_t)c->cols);
+        draw_title(c, v, s);
+        int y = draw_freshness(c, v, s);
+        y = draw_gpus(c, y, v, h, s);
+        int bottom = c->rows - 4;       /* the selected row's evidence, the last Xid, a note */
+        draw_processes(c, y + 1, bottom, v, s);
+        draw_last_xid(c, bottom + 2, v, s);
         if (s->message && s->message[0])
                 put_hostile(c, bottom + 3, 0, s->message, c->cols, TA_WARN);
         else if (!s->color)
