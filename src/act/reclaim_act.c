@@ -304,165 +304,219 @@ static void leave_rest(const struct reclaim_act_opts *o, struct reclaim_action *
         }
 }
 
-int reclaim_act_run(const struct reclaim_plan *p, const struct reclaim_act_opts *o, struct reclaim_action **ret,
-                    size_t *ret_n)
-{
-        const struct reclaim_sys *s = o->sys;
-        size_t n = p->n_targets;
-        struct reclaim_action *acts = calloc(n ? n : 1, sizeof(*acts));
-        struct slot *sl = calloc(n ? n : 1, sizeof(*sl));
-        int *fds = calloc(n ? n : 1, sizeof(*fds));
-        size_t *idx = calloc(n ? n : 1, sizeof(*idx));
-        bool *ex = calloc(n ? n : 1, sizeof(*ex));
-        int e = 0;
-        if (!acts || !sl || !fds || !idx || !ex) {
-                e = -ENOMEM;
-                goto out;
-        }
-        if (reclaim_pidfd_supported(s) < 0) {
-                e = -ENOSYS;
-                goto out;
-        }
-        unsigned poll_ms = o->poll_ms ? o->poll_ms : 50;
-        for (size_t i = 0; i < n; i++) {
-                const struct reclaim_target *t = &p->targets[i];
-                acts[i].pid = t->pid;
-                snprintf(acts[i].comm, sizeof(acts[i].comm), "%s", t->comm);
-                acts[i].gpu = t->gpu;
-                acts[i].state = t->state;
-                sl[i].fd = -1;
-        }
-        if (o->pause)
-                o->pause(o->pause_ctx, "plan");
+/* One run of reclaim_act_run: the targets' actions and pidfds, and the scratch of the wait. */
+struct act_run {
+        const struct reclaim_plan *p;
+        const struct reclaim_act_opts *o;
+        const struct reclaim_sys *s;
+        size_t n;
+        struct reclaim_action *acts;
+        struct slot *sl;
+        int *fds;               /* the pidfds still open, and their targets' indexes */
+        size_t *idx;
+        bool *ex;
+        uint64_t t0;            /* the first signal */
+        bool killing;           /* SIGKILL was sent (or was the signal) */
+        unsigned poll_ms;
+};
 
-        /* 1. open and re-check every target before any signal */
-        for (size_t i = 0; i < n && !stopped(o); i++) {
-                struct reclaim_action *a = &acts[i];
+/* 1. open and re-check every target before any signal */
+static void open_all(struct act_run *r)
+{
+        const struct reclaim_act_opts *o = r->o;
+        const struct reclaim_sys *s = r->s;
+        for (size_t i = 0; i < r->n && !stopped(o); i++) {
+                struct reclaim_action *a = &r->acts[i];
                 int fd = s->pidfd_open(s->ctx, a->pid);
                 if (fd < 0) {
                         if (fd == -ESRCH) {
                                 reclaim_action_detailf(a, N_("no process %d any more"), (int)a->pid);
-                                resolve(o, a, &sl[i], RECLAIM_RES_GONE, 0);
+                                resolve(o, a, &r->sl[i], RECLAIM_RES_GONE, 0);
                         } else {
                                 reclaim_action_detailf(a, "pidfd_open: %s", strerror(-fd));
-                                resolve(o, a, &sl[i], RECLAIM_RES_ERROR, 0);
+                                resolve(o, a, &r->sl[i], RECLAIM_RES_ERROR, 0);
                         }
                         continue;
                 }
-                sl[i].fd = fd;
-                int v = verify_start(s, a->pid, p->targets[i].start_ticks, &a->detail, &a->detail_en);
+                r->sl[i].fd = fd;
+                int v = verify_start(s, a->pid, r->p->targets[i].start_ticks, &a->detail, &a->detail_en);
                 if (v == -ESTALE)
-                        resolve(o, a, &sl[i], RECLAIM_RES_PID_REUSED, 0);
+                        resolve(o, a, &r->sl[i], RECLAIM_RES_PID_REUSED, 0);
                 else if (v == -ESRCH)
-                        resolve(o, a, &sl[i], RECLAIM_RES_GONE, 0);
+                        resolve(o, a, &r->sl[i], RECLAIM_RES_GONE, 0);
                 else if (v < 0)
-                        resolve(o, a, &sl[i], RECLAIM_RES_ERROR, 0);
+                        resolve(o, a, &r->sl[i], RECLAIM_RES_ERROR, 0);
         }
-        if (o->pause)
-                o->pause(o->pause_ctx, "open");
-        if (stopped(o)) {
-                leave_rest(o, acts, sl, n, 0);
-                goto done;
-        }
+}
 
-        /* 2. the first signal, through the pidfds */
-        uint64_t t0 = s->now_ms(s->ctx);
+/* 2. the first signal, through the pidfds */
+static void signal_all(struct act_run *r)
+{
+        const struct reclaim_act_opts *o = r->o;
+        const struct reclaim_sys *s = r->s;
+        r->t0 = s->now_ms(s->ctx);
         if (o->tick)
                 o->tick(o->tick_ctx, 0);
-        bool killing = o->signal == SIGKILL;
-        for (size_t i = 0; i < n; i++) {
-                if (sl[i].fd < 0)
+        r->killing = o->signal == SIGKILL;
+        for (size_t i = 0; i < r->n; i++) {
+                if (r->sl[i].fd < 0)
                         continue;
                 if (stopped(o))
                         break; /* the rest are left, unsignalled */
                 bool gone = false;
-                s->wait_exit(s->ctx, &sl[i].fd, 1, &gone, 0);
+                s->wait_exit(s->ctx, &r->sl[i].fd, 1, &gone, 0);
                 if (gone) {
-                        reclaim_action_detailf(&acts[i], N_("ended by itself before the signal"));
-                        resolve(o, &acts[i], &sl[i], RECLAIM_RES_EXITED, 0);
+                        reclaim_action_detailf(&r->acts[i], N_("ended by itself before the signal"));
+                        resolve(o, &r->acts[i], &r->sl[i], RECLAIM_RES_EXITED, 0);
                         continue;
                 }
-                send_one(o, &acts[i], &sl[i], o->signal, 0);
+                send_one(o, &r->acts[i], &r->sl[i], o->signal, 0);
         }
+}
 
-        /* 3. wait on the pidfds; SIGKILL after the grace period; give up at the timeout */
+/* The timeout: each of the m targets still open survived, is stuck in D, or ended just now. */
+static void resolve_at_timeout(struct act_run *r, size_t m, uint64_t el)
+{
+        for (size_t k = 0; k < m; k++) {
+                struct reclaim_action *a = &r->acts[r->idx[k]];
+                struct slot *sl = &r->sl[r->idx[k]];
+                uint64_t st;
+                char state = '?';
+                int rs = r->s->read_stat(r->s->ctx, a->pid, &st, &state);
+                if (rs == 0 && state != 'Z' && state != 'X') {
+                        a->state = state;
+                        if (r->killing)
+                                reclaim_action_detailf(a,
+                                         state == 'D' ? N_("still in D state after SIGKILL: it ends when its driver call returns")
+                                                      : N_("still there after SIGKILL (state %c)"),
+                                         state);
+                        else
+                                reclaim_action_detailf(a, N_("still there after its signal (state %c); no SIGKILL was sent (--grace none)"),
+                                                       state);
+                        resolve(r->o, a, sl, state == 'D' ? RECLAIM_RES_STUCK_IN_D : RECLAIM_RES_SURVIVED, (double)el / 1000.0);
+                } else {
+                        resolve(r->o, a, sl, r->killing ? RECLAIM_RES_KILLED : RECLAIM_RES_TERMINATED, (double)el / 1000.0);
+                }
+        }
+}
+
+/* One wait on the m open pidfds, until the next deadline (grace or timeout) or poll_ms; those
+ * that ended are resolved. */
+static void wait_some(struct act_run *r, size_t m, uint64_t el)
+{
+        const struct reclaim_act_opts *o = r->o;
+        const struct reclaim_sys *s = r->s;
+        uint64_t next = r->killing ? o->timeout_ms : (o->grace_ms < o->timeout_ms ? o->grace_ms : o->timeout_ms);
+        uint64_t wait = next - el;
+        if (wait > r->poll_ms)
+                wait = r->poll_ms;
+        memset(r->ex, 0, m * sizeof(*r->ex));
+        int got = s->wait_exit(s->ctx, r->fds, m, r->ex, (unsigned)wait);
+        double t = (double)(s->now_ms(s->ctx) - r->t0) / 1000.0;
+        for (size_t k = 0; got > 0 && k < m; k++) {
+                if (!r->ex[k])
+                        continue;
+                struct reclaim_action *a = &r->acts[r->idx[k]];
+                bool by_kill = a->n_signals && a->signals[a->n_signals - 1] == SIGKILL;
+                resolve(o, a, &r->sl[r->idx[k]], by_kill ? RECLAIM_RES_KILLED : RECLAIM_RES_TERMINATED, t);
+        }
+        if (o->tick)
+                o->tick(o->tick_ctx, s->now_ms(s->ctx) - r->t0);
+}
+
+/* 3. wait on the pidfds; SIGKILL after the grace period; give up at the timeout */
+static void wait_all(struct act_run *r)
+{
+        const struct reclaim_act_opts *o = r->o;
         for (;;) {
                 size_t m = 0;
-                for (size_t i = 0; i < n; i++)
-                        if (sl[i].fd >= 0) {
-                                fds[m] = sl[i].fd;
-                                idx[m++] = i;
+                for (size_t i = 0; i < r->n; i++)
+                        if (r->sl[i].fd >= 0) {
+                                r->fds[m] = r->sl[i].fd;
+                                r->idx[m++] = i;
                         }
                 if (m == 0)
                         break;
-                uint64_t now = s->now_ms(s->ctx);
-                uint64_t el = now - t0;
+                uint64_t el = r->s->now_ms(r->s->ctx) - r->t0;
                 if (stopped(o)) {
-                        leave_rest(o, acts, sl, n, (double)el / 1000.0);
+                        leave_rest(o, r->acts, r->sl, r->n, (double)el / 1000.0);
                         break;
                 }
-                if (!killing && o->grace_ms != RECLAIM_GRACE_NONE && el >= o->grace_ms) {
-                        killing = true;
+                if (!r->killing && o->grace_ms != RECLAIM_GRACE_NONE && el >= o->grace_ms) {
+                        r->killing = true;
                         for (size_t k = 0; k < m; k++)
-                                send_one(o, &acts[idx[k]], &sl[idx[k]], SIGKILL, (double)el / 1000.0);
+                                send_one(o, &r->acts[r->idx[k]], &r->sl[r->idx[k]], SIGKILL, (double)el / 1000.0);
                         continue;
                 }
                 if (el >= o->timeout_ms) {
-                        for (size_t k = 0; k < m; k++) {
-                                struct reclaim_action *a = &acts[idx[k]];
-                                uint64_t st;
-                                char state = '?';
-                                int r = s->read_stat(s->ctx, a->pid, &st, &state);
-                                if (r == 0 && state != 'Z' && state != 'X') {
-                                        a->state = state;
-                                        if (killing)
-                                                reclaim_action_detailf(a,
-                                                         state == 'D' ? N_("still in D state after SIGKILL: it ends when its driver call returns")
-                                                                      : N_("still there after SIGKILL (state %c)"),
-                                                         state);
-                                        else
-                                                reclaim_action_detailf(a, N_("still there after its signal (state %c); no SIGKILL was sent (--grace none)"),
-                                                                       state);
-                                        resolve(o, a, &sl[idx[k]], state == 'D' ? RECLAIM_RES_STUCK_IN_D : RECLAIM_RES_SURVIVED,
-                                                (double)el / 1000.0);
-                                } else {
-                                        resolve(o, a, &sl[idx[k]], killing ? RECLAIM_RES_KILLED : RECLAIM_RES_TERMINATED,
-                                                (double)el / 1000.0);
-                                }
-                        }
+                        resolve_at_timeout(r, m, el);
                         break;
                 }
-                uint64_t next = killing ? o->timeout_ms : (o->grace_ms < o->timeout_ms ? o->grace_ms : o->timeout_ms);
-                uint64_t wait = next - el;
-                if (wait > poll_ms)
-                        wait = poll_ms;
-                memset(ex, 0, m * sizeof(*ex));
-                int got = s->wait_exit(s->ctx, fds, m, ex, (unsigned)wait);
-                double t = (double)(s->now_ms(s->ctx) - t0) / 1000.0;
-                for (size_t k = 0; got > 0 && k < m; k++) {
-                        if (!ex[k])
-                                continue;
-                        struct reclaim_action *a = &acts[idx[k]];
-                        bool by_kill = a->n_signals && a->signals[a->n_signals - 1] == SIGKILL;
-                        resolve(o, a, &sl[idx[k]], by_kill ? RECLAIM_RES_KILLED : RECLAIM_RES_TERMINATED, t);
-                }
-                if (o->tick)
-                        o->tick(o->tick_ctx, s->now_ms(s->ctx) - t0);
+                wait_some(r, m, el);
         }
-done:
-        *ret = acts;
-        *ret_n = n;
-        acts = NULL;
-out:
-        for (size_t i = 0; sl && i < n; i++)
-                if (sl[i].fd >= 0)
-                        s->close_fd(s->ctx, sl[i].fd);
-        reclaim_actions_free(acts, n);
-        free(sl);
-        free(fds);
-        free(idx);
-        free(ex);
-        return e;
+}
+
+static int act_run_init(struct act_run *r, const struct reclaim_plan *p, const struct reclaim_act_opts *o)
+{
+        size_t n = p->n_targets;
+        *r = (struct act_run){ .p = p, .o = o, .s = o->sys, .n = n, .poll_ms = o->poll_ms ? o->poll_ms : 50 };
+        r->acts = calloc(n ? n : 1, sizeof(*r->acts));
+        r->sl = calloc(n ? n : 1, sizeof(*r->sl));
+        r->fds = calloc(n ? n : 1, sizeof(*r->fds));
+        r->idx = calloc(n ? n : 1, sizeof(*r->idx));
+        r->ex = calloc(n ? n : 1, sizeof(*r->ex));
+        if (!r->acts || !r->sl || !r->fds || !r->idx || !r->ex)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                const struct reclaim_target *t = &p->targets[i];
+                r->acts[i].pid = t->pid;
+                snprintf(r->acts[i].comm, sizeof(r->acts[i].comm), "%s", t->comm);
+                r->acts[i].gpu = t->gpu;
+                r->acts[i].state = t->state;
+                r->sl[i].fd = -1;
+        }
+        return 0;
+}
+
+static void act_run_free(struct act_run *r)
+{
+        for (size_t i = 0; r->sl && i < r->n; i++)
+                if (r->sl[i].fd >= 0)
+                        r->s->close_fd(r->s->ctx, r->sl[i].fd);
+        reclaim_actions_free(r->acts, r->n);
+        free(r->sl);
+        free(r->fds);
+        free(r->idx);
+        free(r->ex);
+}
+
+int reclaim_act_run(const struct reclaim_plan *p, const struct reclaim_act_opts *o, struct reclaim_action **ret,
+                    size_t *ret_n)
+{
+        struct act_run r;
+        int e = act_run_init(&r, p, o);
+        if (e == 0 && reclaim_pidfd_supported(o->sys) < 0)
+                e = -ENOSYS;
+        if (e < 0) {
+                act_run_free(&r);
+                return e;
+        }
+        if (o->pause)
+                o->pause(o->pause_ctx, "plan");
+        open_all(&r);
+        if (o->pause)
+                o->pause(o->pause_ctx, "open");
+        if (stopped(o)) {
+                leave_rest(o, r.acts, r.sl, r.n, 0);
+        } else {
+                signal_all(&r);
+                wait_all(&r);
+        }
+        *ret = r.acts;
+        *ret_n = r.n;
+        r.acts = NULL;
+        act_run_free(&r);
+        return 0;
 }
 
 /* ---- memory recovery --------------------------------------------------------------------------- */
