@@ -562,116 +562,129 @@ static bool is_ghostvram(const struct host_proc *p)
 
 static void family_rest(const struct host_report *h, const struct reclaim_plan_opts *o, struct reclaim_plan *p);
 
-static int plan_explicit(const struct scan_result *r, const struct reclaim_plan_opts *o, struct reclaim_plan *p)
+/* --pid names pid and every rule lets it be signalled: the target, with a warning where a
+ * soft protection or a tie to a running job would have kept it (named on purpose). */
+static int explicit_target(const struct scan_result *r, const struct reclaim_plan_opts *o, struct reclaim_plan *p,
+                           const struct host_proc *hp, size_t hi, bool holder, pid_t fam_live)
+{
+        unsigned owner_gpu = 0;
+        uint64_t owner_bytes = 0;
+        bool live_owner = ledger_live_owner_of(r, hp->pid, &owner_gpu, &owner_bytes);
+        char *warn STR_AUTOFREE = NULL, *soft STR_AUTOFREE = NULL, *tie STR_AUTOFREE = NULL;
+        if (fam_live && !live_owner)
+                str_setf(&warn, _("shares an open file description with PID %d, a live owner: ending it "
+                     "may end that running job"), (int)fam_live);
+        else if (!live_owner && tie_rule(r, o, hp, &tie) != RECLAIM_TARGET)
+                str_setf(&warn, _("%s: ending it may end that running job"), tie);
+        else if (live_owner)
+                str_setf(&warn, _("a live owner of GPU %u (%llu MiB listed): ending it ends a running job"),
+                     owner_gpu, (unsigned long long)(owner_bytes >> 20));
+        else if (soft_protection(hp, o, &soft) != RECLAIM_TARGET)
+                str_setf(&warn, _("%s; signalled because --pid names it"), soft);
+        else if (hp->n_nspid > 1 && hp->nspid[hp->n_nspid - 1] == 1)
+                str_setf(&warn, _("PID 1 of its own PID namespace: ending it ends that container"));
+        unsigned gpu = 0;
+        const struct attribution *a = holder ? best_attribution(r, hi, o->only_gpu, &gpu) : NULL;
+        int target_gpu = a ? (int)gpu : live_owner ? (int)owner_gpu : -1;
+        return add_target(p, hp, target_gpu, a, true, warn);
+}
+
+/* Why --pid's process hp is not signalled without --force (RECLAIM_TARGET: it may be), the
+ * sentence in *why and the GPU it is tied to in *gpu. */
+static enum reclaim_rule explicit_refusal(const struct scan_result *r, const struct reclaim_plan_opts *o,
+                                          const struct host_proc *hp, bool holder, pid_t fam_live, char **why, int *gpu)
+{
+        *gpu = -1;
+        enum reclaim_rule rule = hard_protection(hp, o, why);
+        if (rule == RECLAIM_TARGET && (hp->state == 'Z' || hp->state == 'X' || hp->exiting)) {
+                str_setf(why, _("already dead (%s)"), hp->exiting ? _("exiting") : _("zombie"));
+                return RECLAIM_DEAD;
+        }
+        if (rule != RECLAIM_TARGET || o->force)
+                return rule;
+        /* a process that holds no NVIDIA node frees no GPU memory; another ghostvram (serve,
+         * watch) is a monitor: both only with --force */
+        if (!holder) {
+                str_setf(why, _("it holds no NVIDIA device node, so ending it frees no GPU memory "
+                                "(--force to end it anyway)"));
+                return RECLAIM_NO_DEVICE;
+        }
+        if (is_ghostvram(hp)) {
+                str_setf(why, _("a ghostvram process (a running serve or watch), not a GPU job "
+                                "(--force to end it anyway)"));
+                return RECLAIM_GHOSTVRAM;
+        }
+        /* a live NVML-listed owner is a running job: its memory is no ghost, ending it ends the
+         * job (a mistyped PID, an owner taken for an orphan): only with --force */
+        unsigned owner_gpu = 0;
+        uint64_t owner_bytes = 0;
+        if (ledger_live_owner_of(r, hp->pid, &owner_gpu, &owner_bytes)) {
+                str_setf(why,
+                     _("a live owner: NVML lists it on GPU %u with %llu MiB, a running job, not a ghost "
+                     "(--force to end it anyway)"),
+                     owner_gpu, (unsigned long long)(owner_bytes >> 20));
+                *gpu = (int)owner_gpu;
+                return RECLAIM_LIVE_OWNER;
+        }
+        /* sharing a live owner's description is being that job (its contexts live on it) */
+        if (fam_live) {
+                str_setf(why,
+                     _("shares an open file description with PID %d, a live owner: it keeps that running job's "
+                     "contexts, not a ghost (--force to end it anyway)"), (int)fam_live);
+                return RECLAIM_LIVE_FAMILY;
+        }
+        return RECLAIM_TARGET;
+}
+
+/* One PID --pid names: a target, or skipped with its rule (refused by number even without
+ * facts: no such process here). */
+static int explicit_one(const struct scan_result *r, const struct reclaim_plan_opts *o, struct reclaim_plan *p, pid_t pid)
 {
         const struct host_report *h = r->facts->host;
         char *why STR_AUTOFREE = NULL;
+        for (size_t t = 0; t < p->n_targets; t++)
+                if (p->targets[t].pid == pid)
+                        return 0;
+        const struct host_proc *hp = NULL;
+        size_t hi = 0;
+        for (size_t i = 0; h && i < h->n_holders && !hp; i++)
+                if (h->holders[i].pid == pid) {
+                        hp = &h->holders[i];
+                        hi = i;
+                }
+        bool holder = hp != NULL;
+        for (size_t i = 0; i < o->n_extra && !hp; i++)
+                if (o->extra[i].pid == pid)
+                        hp = &o->extra[i];
+        if (!hp) {
+                struct host_proc bare;
+                memset(&bare, 0, sizeof(bare));
+                bare.pid = pid;
+                enum reclaim_rule rule = hard_protection(&bare, o, &why);
+                if (rule == RECLAIM_TARGET) {
+                        rule = RECLAIM_NO_SUCH_PROCESS;
+                        str_setf(&why, _("no process %d here"), (int)pid);
+                }
+                return add_skip(p, NULL, pid, -1, rule, why);
+        }
+        pid_t fam_live = holder ? ledger_family_live_owner(r, hp) : 0;
+        unsigned og = 0;
+        uint64_t ob = 0;
+        if (ledger_live_owner_of(r, pid, &og, &ob))
+                fam_live = 0; /* a live owner itself: its own rule, not its family's */
+        int gpu;
+        enum reclaim_rule rule = explicit_refusal(r, o, hp, holder, fam_live, &why, &gpu);
+        if (rule != RECLAIM_TARGET)
+                return add_skip(p, hp, pid, gpu, rule, why);
+        return explicit_target(r, o, p, hp, hi, holder, fam_live);
+}
+
+static int plan_explicit(const struct scan_result *r, const struct reclaim_plan_opts *o, struct reclaim_plan *p)
+{
         for (size_t e = 0; e < o->n_explicit; e++) {
-                pid_t pid = o->explicit_pids[e];
-                str_clear(&why);
-                bool dup = false;
-                for (size_t t = 0; t < p->n_targets; t++)
-                        dup |= p->targets[t].pid == pid;
-                if (dup)
-                        continue;
-                const struct host_proc *hp = NULL;
-                size_t hi = 0;
-                for (size_t i = 0; h && i < h->n_holders && !hp; i++)
-                        if (h->holders[i].pid == pid) {
-                                hp = &h->holders[i];
-                                hi = i;
-                        }
-                bool holder = hp != NULL;
-                for (size_t i = 0; i < o->n_extra && !hp; i++)
-                        if (o->extra[i].pid == pid)
-                                hp = &o->extra[i];
-                int r_;
-                if (!hp) {
-                        /* refused by number even without facts */
-                        struct host_proc bare;
-                        memset(&bare, 0, sizeof(bare));
-                        bare.pid = pid;
-                        enum reclaim_rule rule = hard_protection(&bare, o, &why);
-                        if (rule == RECLAIM_TARGET) {
-                                rule = RECLAIM_NO_SUCH_PROCESS;
-                                str_setf(&why, _("no process %d here"), (int)pid);
-                        }
-                        r_ = add_skip(p, NULL, pid, -1, rule, why);
-                        if (r_ < 0)
-                                return r_;
-                        continue;
-                }
-                enum reclaim_rule rule = hard_protection(hp, o, &why);
-                if (rule == RECLAIM_TARGET && (hp->state == 'Z' || hp->state == 'X' || hp->exiting)) {
-                        rule = RECLAIM_DEAD;
-                        str_setf(&why, _("already dead (%s)"), hp->exiting ? _("exiting") : _("zombie"));
-                }
-                if (rule != RECLAIM_TARGET) {
-                        r_ = add_skip(p, hp, pid, -1, rule, why);
-                        if (r_ < 0)
-                                return r_;
-                        continue;
-                }
-                /* a process that holds no NVIDIA node frees no GPU memory; another ghostvram
-                 * (serve, watch) is a monitor: both only with --force */
-                if (!o->force && (!holder || is_ghostvram(hp))) {
-                        if (!holder)
-                                str_setf(&why, _("it holds no NVIDIA device node, so ending it frees no GPU memory "
-                                                       "(--force to end it anyway)"));
-                        else
-                                str_setf(&why, _("a ghostvram process (a running serve or watch), not a GPU job "
-                                                       "(--force to end it anyway)"));
-                        r_ = add_skip(p, hp, pid, -1, holder ? RECLAIM_GHOSTVRAM : RECLAIM_NO_DEVICE, why);
-                        if (r_ < 0)
-                                return r_;
-                        continue;
-                }
-                /* a live NVML-listed owner is a running job: its memory is no ghost, ending it
-                 * ends the job (a mistyped PID, an owner taken for an orphan): only with --force */
-                unsigned owner_gpu = 0;
-                uint64_t owner_bytes = 0;
-                bool live_owner = ledger_live_owner_of(r, pid, &owner_gpu, &owner_bytes);
-                if (live_owner && !o->force) {
-                        str_setf(&why,
-                             _("a live owner: NVML lists it on GPU %u with %llu MiB, a running job, not a ghost "
-                             "(--force to end it anyway)"),
-                             owner_gpu, (unsigned long long)(owner_bytes >> 20));
-                        r_ = add_skip(p, hp, pid, (int)owner_gpu, RECLAIM_LIVE_OWNER, why);
-                        if (r_ < 0)
-                                return r_;
-                        continue;
-                }
-                /* sharing a live owner's description is being that job (its contexts live on it) */
-                pid_t fam_live = holder ? ledger_family_live_owner(r, hp) : 0;
-                if (fam_live && !live_owner && !o->force) {
-                        str_setf(&why,
-                             _("shares an open file description with PID %d, a live owner: it keeps that running job's "
-                             "contexts, not a ghost (--force to end it anyway)"), (int)fam_live);
-                        r_ = add_skip(p, hp, pid, -1, RECLAIM_LIVE_FAMILY, why);
-                        if (r_ < 0)
-                                return r_;
-                        continue;
-                }
-                /* named on purpose: the soft protections become warnings */
-                char *warn STR_AUTOFREE = NULL, *soft STR_AUTOFREE = NULL, *tie STR_AUTOFREE = NULL;
-                if (fam_live && !live_owner)
-                        str_setf(&warn, _("shares an open file description with PID %d, a live owner: ending it "
-                             "may end that running job"), (int)fam_live);
-                else if (!live_owner && tie_rule(r, o, hp, &tie) != RECLAIM_TARGET)
-                        str_setf(&warn, _("%s: ending it may end that running job"), tie);
-                else if (live_owner)
-                        str_setf(&warn, _("a live owner of GPU %u (%llu MiB listed): ending it ends a running job"),
-                             owner_gpu, (unsigned long long)(owner_bytes >> 20));
-                else if (soft_protection(hp, o, &soft) != RECLAIM_TARGET)
-                        str_setf(&warn, _("%s; signalled because --pid names it"), soft);
-                else if (hp->n_nspid > 1 && hp->nspid[hp->n_nspid - 1] == 1)
-                        str_setf(&warn, _("PID 1 of its own PID namespace: ending it ends that container"));
-                unsigned gpu = 0;
-                const struct attribution *a = holder ? best_attribution(r, hi, o->only_gpu, &gpu) : NULL;
-                int target_gpu = a ? (int)gpu : live_owner ? (int)owner_gpu : -1;
-                r_ = add_target(p, hp, target_gpu, a, true, warn);
-                if (r_ < 0)
-                        return r_;
+                int rr = explicit_one(r, o, p, o->explicit_pids[e]);
+                if (rr < 0)
+                        return rr;
         }
         family_rest(r->facts->host, o, p);
         return 0;
