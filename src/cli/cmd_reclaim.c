@@ -16,7 +16,7 @@
 
 #include "cli/cli.h"
 #include "run/reclaim_run.h"
-#include "render/reclaim_render.h"
+#include "render/reclaim_print.h"
 #include "util/fileio.h"
 #include "util/i18n.h"
 #include "util/parse.h"
@@ -190,135 +190,21 @@ static int parse_pids(struct rc_opts *o, const char *arg)
         return 0;
 }
 
-/* ---- what reclaim says: the callbacks of run/reclaim_run -------------------------------------------- */
+/* ---- what reclaim says (render/reclaim_print) --------------------------------------------------- */
 
 static bool banner_shown; /* the simulated host's banner went out (once) */
 
-static void banner(const struct rc_opts *o)
+static void banner(void *ctx)
 {
+        const struct rc_opts *o = ctx;
         if (!banner_shown)
                 cli_sim_banner(stdout, &o->c);
         banner_shown = true;
 }
 
-static void io_scanning(void *ctx, uint64_t confirm_ms)
+static void reclaim_error(const char *msg)
 {
-        const struct rc_opts *o = ctx;
-        banner(o);
-        printf(_("Scanning (a ghost is confirmed by a second sample %.3g s after the first) ...\n\n"),
-               (double)confirm_ms / 1000.0);
-        fflush(stdout);
-}
-
-/* The plan, before acting: the first lines of the report. */
-static void io_plan(void *ctx, const struct reclaim_report *rep)
-{
-        const struct rc_opts *o = ctx;
-        if (o->json_stream) {
-                cli_print_json(reclaim_stream_plan_json(rep));
-                return;
-        }
-        banner(o);
-        reclaim_stream_plan_text(stdout, rep, o->c.verbose);
-        fflush(stdout);
-}
-
-static void io_action(void *ctx, const struct reclaim_action *a, enum reclaim_event ev, double t)
-{
-        const struct rc_opts *o = ctx;
-        if (o->json_stream) {
-                cli_print_json(reclaim_stream_action_json(a, ev, t));
-                return;
-        }
-        reclaim_stream_action_text(stdout, a, ev, t);
-        fflush(stdout);
-}
-
-static void io_sample(void *ctx, const struct recovery_gpu *g, bool before, double t)
-{
-        const struct rc_opts *o = ctx;
-        if (o->json_stream) {
-                cli_print_json(reclaim_stream_sample_json(g, before, t));
-                return;
-        }
-        reclaim_stream_sample_text(stdout, g, before, o->poke, t);
-        fflush(stdout);
-}
-
-static bool io_can_ask(void *ctx)
-{
-        const struct rc_opts *o = ctx;
-        return !o->c.json && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
-}
-
-static void io_show_plan(void *ctx, const struct reclaim_report *rep)
-{
-        const struct rc_opts *o = ctx;
-        reclaim_text(stdout, rep, o->c.verbose);
-}
-
-/* Ask on a terminal (never when stdin or stdout is not one). */
-static bool io_ask(void *ctx, const char *question)
-{
-        (void)ctx;
-        if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
-                return false;
-        printf("\n%s [y/N] ", question);
-        fflush(stdout);
-        char line[16];
-        if (!fgets(line, sizeof(line), stdin))
-                return false;
-        return line[0] == 'y' || line[0] == 'Y';
-}
-
-static void io_line(void *ctx, const char *text)
-{
-        (void)ctx;
-        printf("%s\n", text);
-        fflush(stdout);
-}
-
-/* The report: what was done (the plan too, unless it went out before acting). */
-static void io_report(void *ctx, const struct reclaim_report *rep)
-{
-        const struct rc_opts *o = ctx;
-        if (o->c.json) {
-                cli_print_json(reclaim_json(rep));
-                return;
-        }
-        if (o->json_stream) {
-                if (!rep->plan_shown && (rep->plan || rep->cgroup || rep->esc))
-                        cli_print_json(reclaim_stream_plan_json(rep));
-                cli_print_json(reclaim_stream_result_json(rep));
-                return;
-        }
-        banner(o);
-        reclaim_text(stdout, rep, o->c.verbose);
-        fflush(stdout);
-}
-
-static void io_error(void *ctx, const char *msg)
-{
-        (void)ctx;
         cli_error("reclaim", "%s", msg);
-}
-
-static void io_init(struct reclaim_io *io, struct rc_opts *o)
-{
-        bool lines = !o->c.json; /* --json: the report only */
-        *io = (struct reclaim_io){
-                .ctx = o,
-                .scanning = lines && !o->json_stream ? io_scanning : NULL,
-                .plan = lines ? io_plan : NULL,
-                .action = lines ? io_action : NULL,
-                .sample = lines ? io_sample : NULL,
-                .can_ask = io_can_ask,
-                .show_plan = io_show_plan,
-                .ask = io_ask,
-                .line = io_line,
-                .report = io_report,
-                .error = io_error,
-        };
 }
 
 /* The child of --poke (`ghostvram __poke LIB UUID BYTES`, exec'd by poke_run, never typed): the
@@ -621,8 +507,11 @@ static int reclaim_main(int argc, char **argv)
         }
         struct reclaim_run_opts ro;
         run_opts(&o, &pol, &ro);
+        struct reclaim_print pr = { .json = o.c.json, .json_stream = o.json_stream, .verbose = o.c.verbose,
+                                    .poke = o.poke, .banner = banner, .banner_ctx = &o, .print_json = cli_print_json,
+                                    .error = reclaim_error };
         struct reclaim_io io;
-        io_init(&io, &o);
+        reclaim_print_io(&io, &pr);
         int status = reclaim_run(&ro, &io);
         reclaim_policy_free(&pol);
         return status;
