@@ -1,28 +1,20 @@
 /* ghostvram sim: the simulated driver — create a simulated host, run jobs on it, set its
- * knobs, show its state. The model: docs/simulator.md. */
-#define _GNU_SOURCE 1 /* pipe2 */
+ * knobs, show its state. The model: docs/simulator.md. Options, usage and exit statuses here;
+ * the simulator's state in sim/state, the job and the status read in run/sim_run.c, the
+ * printing in render/sim_render.c. */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <limits.h>
-#include <poll.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
+#include "render/sim_render.h"
+#include "run/sim_run.h"
 #include "simstate.h"
 #include "util/buf.h"
-#include "util/escape.h"
 #include "util/i18n.h"
 #include "util/parse.h"
-#include "util/spawn.h"
-
-#define SIM_RUN_TIMEOUT_MS 30000
 
 static void sim_usage(FILE *f)
 {
@@ -76,43 +68,26 @@ static int no_options(const char *cmd, int argc, char **argv)
         return 0;
 }
 
-/* Where init may build a host: a new or an empty directory, never the root directory (its dev/
- * would be the host's /dev) nor one holding other files. 0, -EEXIST (a simulated host is there:
- * sim_init_dir says so) or -1 (printed). */
+/* Where init may build a host (sim_init_target), its refusal said. 0, -EEXIST (a simulated
+ * host is there: sim_init_dir says so) or -1 (printed). */
 static int init_target_ok(const char *dir)
 {
-        struct stat st;
-        char real[PATH_MAX], conf[PATH_MAX];
         if (cli_path_arg("sim init", "DIR", dir) < 0)
                 return -1;
-        if (stat(dir, &st) < 0)
-                return 0; /* created (or the error said) by sim_init_dir */
-        if (!S_ISDIR(st.st_mode)) {
-                cli_error("sim init", "%s: not a directory (%s)", dir, S_ISREG(st.st_mode) ? "a file" : cli_file_kind(st.st_mode));
-                return -1;
-        }
-        if (realpath(dir, real) && strcmp(real, "/") == 0) {
+        unsigned mode = 0;
+        int r = sim_init_target(dir, &mode);
+        if (r == 0 || r == -EEXIST)
+                return r;
+        if (r == -ENOTDIR)
+                cli_error("sim init", "%s: not a directory (%s)", dir, S_ISREG(mode) ? "a file" : cli_file_kind(mode));
+        else if (r == -EPERM)
                 cli_error("sim init", "%s: refused: the root directory (its dev/ is this host's /dev); give a new or an "
                                       "empty directory", dir);
-                return -1;
-        }
-        if (snprintf(conf, sizeof(conf), "%s/sim.conf", dir) < (int)sizeof(conf) && access(conf, F_OK) == 0)
-                return -EEXIST;
-        DIR *d = opendir(dir);
-        if (!d) {
-                cli_error("sim init", "%s: %s", dir, strerror(errno));
-                return -1;
-        }
-        struct dirent *e;
-        bool empty = true;
-        while (empty && (e = readdir(d)))
-                empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
-        closedir(d);
-        if (!empty) {
+        else if (r == -ENOTEMPTY)
                 cli_error("sim init", "%s: not empty and not a simulated host: give a new or an empty directory", dir);
-                return -1;
-        }
-        return 0;
+        else
+                cli_error("sim init", "%s: %s", dir, strerror(-r));
+        return -1;
 }
 
 /* ---- init ------------------------------------------------------------------------------- */
@@ -199,13 +174,7 @@ static int sim_cmd_init(int argc, char **argv)
                 cli_error("sim init", "cannot create a simulated host in %s: %s", dir, strerror(-r));
                 return EXIT_FINDING;
         }
-        char *q = esc_shell_dup(dir); /* the commands are pasted: a path with a space is one word */
-        printf("simulated host in %s: %u GPU%s, %llu MiB each (%llu MiB reserved)\n"
-               "next: ghostvram sim run %s --gpu 0 --mib 1024 --workers 2\n"
-               "      GHOSTVRAM_SIM=%s ghostvram scan\n",
-               q ? q : dir, gpus, gpus == 1 ? "" : "s", (unsigned long long)memory, (unsigned long long)reserved,
-               q ? q : dir, q ? q : dir);
-        free(q);
+        sim_init_text(stdout, dir, gpus, memory, reserved);
         return EXIT_OK;
 }
 
@@ -262,48 +231,8 @@ static const char *const sim_run_help[] = {
         NULL,
 };
 
-static int sim_run_spawn(const char *app, const char *dir, char **args, int *ret_fd, pid_t *ret_pid)
-{
-        int p[2];
-        char log[PATH_MAX];
-        if (snprintf(log, sizeof(log), "%s/jobs.log", dir) >= (int)sizeof(log))
-                return -ENAMETOOLONG;
-        char failed[PATH_MAX + 32];
-        int failed_len = snprintf(failed, sizeof(failed), "error cannot run %s\n", app);
-        if (failed_len < 0 || (size_t)failed_len >= sizeof(failed))
-                return -ENAMETOOLONG;
-        pid_t pid;
-        int r = fork_pipe(p, &pid);
-        if (r < 0)
-                return r;
-        if (pid == 0) {
-                /* detach: own session and process group, stdio away from the caller's pipes */
-                setsid();
-                int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
-                int lg = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-                if (nul < 0 || lg < 0 || dup2(nul, 0) < 0 || dup2(lg, 1) < 0 || dup2(lg, 2) < 0 || dup2(p[1], 3) < 0)
-                        _exit(126);
-                /* nothing else of the caller's (its pipes, a test harness's) goes with the job */
-                close_range(4, ~0u, 0);
-                execv(app, args);
-                /* only async-signal-safe calls here: the message was made before the fork */
-                (void)!write(3, failed, (size_t)failed_len);
-                _exit(127);
-        }
-        *ret_fd = p[0];
-        *ret_pid = pid;
-        return 0;
-}
-
-struct sim_run_args {
-        const char *dir, *alloc;
-        unsigned gpu, workers, gi, setsid_workers;
-        uint64_t mib;
-        bool have_gpu, close_fds, exec_child, worker_setsid, launcher, launcher_exits, busy, have_setsid_workers, mps;
-};
-
 /* One option into a: 1 taken, 0 --help printed, -1 a usage error (said). */
-static int sim_run_option(struct sim_run_args *a, int c, const char *arg, int argc, char **argv)
+static int sim_run_option(struct sim_job *a, int c, const char *arg, int argc, char **argv)
 {
         const char *cmd = "sim run";
         switch (c) {
@@ -350,7 +279,7 @@ static int sim_run_option(struct sim_run_args *a, int c, const char *arg, int ar
 #define SIM_RUN_HELP (-1) /* --help was printed */
 
 /* argv into a (its option table: sim_cmd_run's): EXIT_OK, SIM_RUN_HELP, or EXIT_USAGE (said). */
-static int sim_run_parse(int argc, char **argv, const struct option *opts, struct sim_run_args *a)
+static int sim_run_parse(int argc, char **argv, const struct option *opts, struct sim_job *a)
 {
         const char *cmd = "sim run";
         int c;
@@ -378,91 +307,17 @@ static int sim_run_parse(int argc, char **argv, const struct option *opts, struc
         return cli_path_arg(cmd, "DIR", a->dir) < 0 ? EXIT_USAGE : EXIT_OK;
 }
 
-/* The simulated application's arguments (into args, strings into s; at most 24). */
-struct sim_run_strings {
-        char gpu[16], mib[32], workers[16], gi[16], setsid[16];
-};
-
-static void sim_run_argv(const struct sim_run_args *a, char *app, struct sim_run_strings *s, char *args[24])
+/* The job's report: its processes on standard output, its errors said. */
+static void run_process_line(void *ctx, const char *line)
 {
-        snprintf(s->gpu, sizeof(s->gpu), "%u", a->gpu);
-        snprintf(s->mib, sizeof(s->mib), "%llu", (unsigned long long)a->mib);
-        snprintf(s->workers, sizeof(s->workers), "%u", a->workers);
-        char *base[] = { app, (char *)"--dir", (char *)a->dir, (char *)"--gpu", s->gpu, (char *)"--mib", s->mib,
-                         (char *)"--workers", s->workers, (char *)"--report-fd", (char *)"3" };
-        int n = 0;
-        for (; n < 11; n++)
-                args[n] = base[n];
-        if (a->close_fds)
-                args[n++] = (char *)"--close-fds-in-workers";
-        if (a->exec_child)
-                args[n++] = (char *)"--exec-child";
-        if (a->worker_setsid)
-                args[n++] = (char *)"--worker-setsid";
-        if (a->have_setsid_workers) {
-                snprintf(s->setsid, sizeof(s->setsid), "%u", a->setsid_workers);
-                args[n++] = (char *)"--setsid-workers";
-                args[n++] = s->setsid;
-        }
-        if (a->launcher)
-                args[n++] = (char *)(a->launcher_exits ? "--launcher-exits" : "--launcher");
-        if (a->busy)
-                args[n++] = (char *)"--busy";
-        if (a->mps)
-                args[n++] = (char *)"--mps";
-        if (a->alloc) {
-                args[n++] = (char *)"--alloc";
-                args[n++] = (char *)a->alloc;
-        }
-        if (a->gi) {
-                snprintf(s->gi, sizeof(s->gi), "%u", a->gi);
-                args[n++] = (char *)"--mig-instance";
-                args[n++] = s->gi;
-        }
-        args[n] = NULL;
+        (void)ctx;
+        printf("%s\n", line);
 }
 
-/* Read the job's report until "ready", "error ..." or EOF; its processes printed. true when
- * it is ready. */
-static bool sim_run_report(int fd, const char *dir)
+static void run_error(void *ctx, const char *msg)
 {
-        const char *cmd = "sim run";
-        struct buf out = BUF_INIT(1 << 16);
-        bool ready = false;
-        for (;;) {
-                char chunk[512];
-                struct pollfd pfd = { .fd = fd, .events = POLLIN };
-                int pr = poll(&pfd, 1, SIM_RUN_TIMEOUT_MS);
-                if (pr < 0 && errno == EINTR)
-                        continue;
-                if (pr <= 0) {
-                        cli_error(cmd, "the job did not report within %d s", SIM_RUN_TIMEOUT_MS / 1000);
-                        buf_free(&out);
-                        return false;
-                }
-                ssize_t got = read(fd, chunk, sizeof(chunk));
-                if (got < 0 && errno == EINTR)
-                        continue;
-                if (got <= 0)
-                        break;
-                if (buf_append(&out, chunk, (size_t)got) < 0)
-                        break;
-        }
-        char *text = out.len ? out.data : NULL, *line;
-        while (text && (line = strsep(&text, "\n"))) {
-                if (!strncmp(line, "launcher ", 9) || !strncmp(line, "owner ", 6) || !strncmp(line, "worker ", 7) ||
-                    !strncmp(line, "child ", 6)) {
-                        printf("%s\n", line);
-                } else if (!strcmp(line, "ready")) {
-                        ready = true;
-                } else if (!strncmp(line, "error ", 6)) {
-                        cli_error(cmd, "%s", line + 6);
-                }
-        }
-        if (!ready && out.len == 0)
-                cli_error(cmd, "the job ended before it created its context (see %s/jobs.log)", dir);
-        buf_free(&out);
-        return ready;
+        (void)ctx;
+        cli_error("sim run", "%s", msg);
 }
 
 static int sim_cmd_run(int argc, char **argv)
@@ -484,58 +339,14 @@ static int sim_cmd_run(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        const char *cmd = "sim run";
-        struct sim_run_args a = { 0 };
+        struct sim_job a = { 0 };
         int pr = sim_run_parse(argc, argv, opts, &a);
         if (pr != EXIT_OK)
                 return pr == SIM_RUN_HELP ? EXIT_OK : pr;
-        struct sim_host h;
-        int r = sim_host_load(a.dir, &h);
-        if (r < 0) {
-                char *q = esc_shell_dup(a.dir);
-                cli_error(cmd, "%s is not a simulated host (%s); create one with `ghostvram sim init %s`",
-                          q ? q : a.dir, strerror(-r), q ? q : a.dir);
-                free(q);
-                return EXIT_USAGE;
-        }
-        if (a.gpu >= h.n_gpus) {
-                cli_error(cmd, "--gpu %u: this simulated host has GPUs 0 to %u", a.gpu, h.n_gpus - 1);
-                return EXIT_USAGE;
-        }
-        char app[PATH_MAX];
-        if (simstate_find_file("gv-simcuda", app, sizeof(app)) < 0) {
-                cli_error(cmd, "cannot find gv-simcuda (the simulated CUDA application) next to ghostvram or in "
-                               "the build or install directory");
-                return EXIT_FINDING;
-        }
-        struct sim_run_strings strs;
-        char *args[24];
-        sim_run_argv(&a, app, &strs, args);
-        int fd = -1;
-        pid_t pid = -1;
-        r = sim_run_spawn(app, a.dir, args, &fd, &pid);
-        if (r < 0) {
-                cli_error(cmd, "cannot start the job: %s", strerror(-r));
-                return EXIT_FINDING;
-        }
-        bool ready = sim_run_report(fd, a.dir);
-        close(fd);
-        if (!ready) {
-                /* a job that did not start must not linger: its whole group (the child leads it
-                 * after setsid; a launcher's owner and workers are in it), and the child itself
-                 * in case it had not reached setsid yet (our child, not reaped: its PID is ours) */
-                kill(-pid, SIGKILL);
-                kill(pid, SIGKILL);
-                waitpid(pid, NULL, 0);
-        } else if (a.launcher_exits) {
-                /* the launcher exits right after "ready": wait for it, so that the caller finds it
-                 * gone and the owner already reparented (the kernel reparents before the exit is
-                 * reported) */
-                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-                        ;
-        }
+        struct sim_job_cb cb = { .process = run_process_line, .error = run_error };
+        enum sim_outcome r = sim_job_start(&a, &cb);
         fflush(stdout);
-        return ready ? EXIT_OK : EXIT_FINDING;
+        return r == SIM_DONE ? EXIT_OK : r == SIM_BAD_USAGE ? EXIT_USAGE : EXIT_FINDING;
 }
 
 /* ---- set ---------------------------------------------------------------------------------- */
@@ -581,33 +392,6 @@ static int sim_cmd_set(int argc, char **argv)
 
 /* ---- status ------------------------------------------------------------------------------- */
 
-static void sim_status_ctx(const struct sim_ctx_view *v)
-{
-        const struct sim_ctx *c = &v->ctx;
-        printf("  context %u: %llu MiB, ", c->id, (unsigned long long)(c->bytes >> 20));
-        if (c->gi != SIM_GI_NONE)
-                printf("MIG GPU instance %u, ", c->gi);
-        if (v->state == SIM_CTX_RELEASING) {
-                printf("released, %llu MiB left, freed in %.1f s\n", (unsigned long long)(v->charged_bytes >> 20),
-                       (double)v->free_in_ms / 1000.0);
-                return;
-        }
-        printf("alive, owner ");
-        if (v->owner_alive && v->owner_pid_here)
-                printf("PID %d (alive)", (int)v->owner_pid_here);
-        else if (v->owner_alive)
-                printf("alive in another PID namespace");
-        else
-                printf("dead");
-        printf(", NSpid");
-        for (unsigned k = 0; k < c->n_nspid; k++)
-                printf("%s%d", k ? "/" : " ", (int)c->nspid[k]);
-        printf("%s\n", v->owner_alive ? "" : " (kept alive by inherited descriptors or mappings)");
-}
-
-static void sim_status_print(const char *dir, const struct sim_client *cl, const struct sim_knobs *k,
-                             const struct sim_observation *o);
-
 static int sim_cmd_status(int argc, char **argv)
 {
         if (want_help(argc, argv)) {
@@ -626,78 +410,15 @@ static int sim_cmd_status(int argc, char **argv)
         }
         if (cli_path_arg("sim status", "DIR", argv[1]) < 0)
                 return EXIT_USAGE;
-        struct sim_client *cl = malloc(sizeof(*cl));
-        struct sim_knobs *k = malloc(sizeof(*k));
-        struct sim_observation *o = malloc(sizeof(*o));
-        int ret = EXIT_FINDING, r;
-        const char *dir = argv[1];
-        if (!cl || !k || !o) {
-                cli_error("sim status", "out of memory");
-                goto out_free;
-        }
-        r = sim_client_open(dir, cl);
-        if (r < 0) {
-                cli_error("sim status", "%s is not a simulated host (%s)", dir, strerror(-r));
-                ret = EXIT_USAGE;
-                goto out_free;
-        }
-        r = sim_knobs_load(dir, k);
-        if (r == 0)
-                r = sim_observe(cl, k, o);
-        if (r < 0) {
-                cli_error("sim status", "cannot read %s: %s", dir, strerror(-r));
-                goto out;
-        }
-        sim_status_print(dir, cl, k, o);
-        ret = EXIT_OK;
-out:
-        sim_client_close(cl);
-out_free:
-        free(o);
-        free(k);
-        free(cl);
-        return ret;
-}
-
-static void sim_status_print(const char *dir, const struct sim_client *cl, const struct sim_knobs *k,
-                             const struct sim_observation *o)
-{
-        const struct sim_variant *var = sim_variant_find(k->driver);
-        enum sim_pid_mode mode = sim_pid_mode_effective(k, var);
-        printf("simulated host %s\n  driver %s (variant %s), PIDs %s, struct versions %s%s\n", dir,
-               var ? var->driver_version : "?", k->driver,
-               mode == SIM_PID_HOST ? "as host PIDs" : "translated into the caller's namespace",
-               k->strict_versions ? "strict" : "relaxed", k->hidden_owner ? ", dead owners hidden" : "");
-        if (k->free_delay_ms_per_gib)
-                printf("  a released context's memory falls to 0 over %llu ms per GiB from its release\n",
-                       (unsigned long long)k->free_delay_ms_per_gib);
-        if (k->hang_holds_lock)
-                printf("  a hung call holds the driver's API lock (every later NVML call waits behind it)%s\n",
-                       sim_api_lock_held(dir) ? ": held now" : "");
-        for (unsigned g = 0; g < cl->host.n_gpus; g++) {
-                const struct sim_gpu *gp = &cl->host.gpus[g];
-                const struct sim_gpu_knobs *gk = &k->gpu[g];
-                uint64_t used = sim_used_bytes(&cl->host, k, o, g);
-                printf("GPU %u: %s  %s  %s  /dev/nvidia%u\n", g, gp->name, gp->pci_bus_id, gp->uuid, gp->minor);
-                printf("  memory: %llu MiB total, %llu MiB reserved, %llu MiB used, %llu MiB free",
-                       (unsigned long long)(gp->total_bytes >> 20), (unsigned long long)(gp->reserved_bytes >> 20),
-                       (unsigned long long)(used >> 20),
-                       (unsigned long long)((gp->total_bytes - gp->reserved_bytes - used) >> 20));
-                if (gk->uncharged_mib)
-                        printf(" (%llu MiB uncharged)", (unsigned long long)gk->uncharged_mib);
-                printf("\n  persistence %s, MIG %s%s%s%s%s\n", gk->persistence ? "on" : "off", sim_mig_on(gk) ? "on" : "off",
-                       gk->lost ? ", LOST (GPU_IS_LOST)" : "", gk->hang[0] ? ", hangs in " : "", gk->hang,
-                       gk->notsup ? ", some queries NOT_SUPPORTED" : "");
-                for (unsigned m = 1; m <= gk->mig_instances; m++)
-                        printf("  MIG GPU instance %u (compute instance 0): %llu MiB, %llu MiB used, capability nodes "
-                               "nvidia-caps/nvidia-cap%u and nvidia-cap%u\n",
-                               m, (unsigned long long)(sim_mig_instance_total(&cl->host, g, gk->mig_instances) >> 20),
-                               (unsigned long long)(sim_mig_used_bytes(&cl->host, k, o, g, m) >> 20),
-                               sim_mig_cap_minor(gp->minor, m, false), sim_mig_cap_minor(gp->minor, m, true));
-                for (size_t i = 0; i < o->n; i++)
-                        if (o->ctx[i].ctx.gpu == g)
-                                sim_status_ctx(&o->ctx[i]);
-        }
+        struct sim_status st;
+        char err[1024] = "";
+        enum sim_outcome r = sim_status_read(argv[1], &st, err, sizeof(err));
+        if (r == SIM_DONE)
+                sim_status_text(stdout, argv[1], &st);
+        else
+                cli_error("sim status", "%s", err);
+        sim_status_free(&st);
+        return r == SIM_DONE ? EXIT_OK : r == SIM_BAD_USAGE ? EXIT_USAGE : EXIT_FINDING;
 }
 
 int cmd_sim(int argc, char **argv)
