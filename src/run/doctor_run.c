@@ -174,13 +174,13 @@ static void gather_toolkit(const char *root, struct doctor_check *d)
                 f->toolkit = 1;
                 f->toolkit_config = d->toolkit_cfg;
                 f->toolkit_config_len = d->toolkit_len;
-                snprintf(d->toolkit_path, sizeof(d->toolkit_path), "%s%s", strcmp(root, "/") ? root : "/", cfg);
+                snprintf(d->toolkit_path, sizeof(d->toolkit_path), "%s/%s", strcmp(root, "/") ? root : "", cfg);
         }
         for (size_t i = 0; !f->toolkit && i < sizeof(bins) / sizeof(bins[0]); i++)
                 if (exists_rooted(root, bins[i])) {
                         f->toolkit = 1;
-                        snprintf(d->toolkit_path, sizeof(d->toolkit_path), _("%s%s (no config.toml)"),
-                                 strcmp(root, "/") ? root : "/", bins[i]);
+                        snprintf(d->toolkit_path, sizeof(d->toolkit_path), _("%s/%s (no config.toml)"),
+                                 strcmp(root, "/") ? root : "", bins[i]);
                 }
         f->toolkit_path = d->toolkit_path[0] ? d->toolkit_path : NULL;
 }
