@@ -69,14 +69,14 @@ static void scan_usage(FILE *f)
         fputs(_("\nVerdicts (the first finding of a GPU; docs/verdicts.md explains each):\n"), f);
         /* the codes themselves, so that help never lists fewer than the ledger has */
         size_t col = 0;
-        for (size_t i = 0; i < ledger_n_verdict_codes; i++) {
-                bool last = i + 1 == ledger_n_verdict_codes;
-                size_t w = strlen(ledger_verdict_codes[i]) + (last ? 0 : 1);
+        for (size_t i = 0; i < VERDICT_COUNT; i++) {
+                bool last = i + 1 == VERDICT_COUNT;
+                size_t w = strlen(verdict_listed(i)) + (last ? 0 : 1);
                 if (col && col + 1 + w > 78) {
                         fputc('\n', f);
                         col = 0;
                 }
-                col += (size_t)fprintf(f, "%s%s%s", col ? " " : "  ", ledger_verdict_codes[i], last ? "" : ",");
+                col += (size_t)fprintf(f, "%s%s%s", col ? " " : "  ", verdict_listed(i), last ? "" : ",");
         }
         fputs(_("\n\n"
               "Examples:\n"

@@ -17,34 +17,49 @@
 /* a process started this long after the sample cannot own what the sample showed (ticks are 10 ms) */
 #define START_SLACK_S 0.05
 
-/* The verdict table, in order of importance (enum verdict). */
-static const char *const verdict_codes[VERDICT_COUNT] = {
-        [VERDICT_GPU_LOST] = "gpu-lost",
-        [VERDICT_STUCK] = "stuck-in-driver",
-        [VERDICT_ORPHANED] = "orphaned-holders",
-        [VERDICT_DAEMON] = "daemon-holder",
-        [VERDICT_STALE] = "stale-owner",
-        [VERDICT_DRIVER_LEAK] = "driver-leak",
-        [VERDICT_UNKNOWN] = "unknown",
-        [VERDICT_FREEING] = "freeing",
-        [VERDICT_INVISIBLE] = "invisible-here",
-        [VERDICT_FOREIGN] = "foreign-namespace",
-        [VERDICT_UNATTRIBUTED] = "unattributed-live",
-        [VERDICT_RESERVED_ONLY] = "reserved-only",
-        [VERDICT_OK] = "ok",
+/* The verdict table, in order of importance (enum verdict): each verdict's code and tone. */
+static const struct {
+        const char *code;
+        enum verdict_tone tone;
+} verdicts[VERDICT_COUNT] = {
+        [VERDICT_GPU_LOST] = { "gpu-lost", TONE_ALARM },
+        [VERDICT_STUCK] = { "stuck-in-driver", TONE_ALARM },
+        [VERDICT_ORPHANED] = { "orphaned-holders", TONE_ALARM },
+        [VERDICT_DAEMON] = { "daemon-holder", TONE_ALARM },
+        [VERDICT_STALE] = { "stale-owner", TONE_ALARM },
+        [VERDICT_DRIVER_LEAK] = { "driver-leak", TONE_ALARM },
+        [VERDICT_UNKNOWN] = { "unknown", TONE_DOUBT },
+        [VERDICT_FREEING] = { "freeing", TONE_CALM },
+        [VERDICT_INVISIBLE] = { "invisible-here", TONE_DOUBT },
+        [VERDICT_FOREIGN] = { "foreign-namespace", TONE_CALM },
+        [VERDICT_UNATTRIBUTED] = { "unattributed-live", TONE_CALM },
+        [VERDICT_RESERVED_ONLY] = { "reserved-only", TONE_CALM },
+        [VERDICT_OK] = { "ok", TONE_CALM },
 };
 
-const char *const ledger_verdict_codes[] = {
-        "ok", "reserved-only", "orphaned-holders", "stale-owner", "foreign-namespace", "invisible-here",
-        "unattributed-live", "stuck-in-driver", "daemon-holder", "driver-leak", "gpu-lost", "unknown", "freeing",
+/* The order the exporter's verdict series and the documentation list them in. */
+static const enum verdict listing_order[VERDICT_COUNT] = {
+        VERDICT_OK, VERDICT_RESERVED_ONLY, VERDICT_ORPHANED, VERDICT_STALE, VERDICT_FOREIGN, VERDICT_INVISIBLE,
+        VERDICT_UNATTRIBUTED, VERDICT_STUCK, VERDICT_DAEMON, VERDICT_DRIVER_LEAK, VERDICT_GPU_LOST, VERDICT_UNKNOWN,
+        VERDICT_FREEING,
 };
-const size_t ledger_n_verdict_codes = sizeof(ledger_verdict_codes) / sizeof(ledger_verdict_codes[0]);
-_Static_assert(sizeof(ledger_verdict_codes) / sizeof(ledger_verdict_codes[0]) == VERDICT_COUNT,
-               "every verdict has a metrics label");
 
 const char *verdict_code(enum verdict v)
 {
-        return (unsigned)v < VERDICT_COUNT ? verdict_codes[v] : "unknown";
+        return (unsigned)v < VERDICT_COUNT ? verdicts[v].code : "unknown";
+}
+
+const char *verdict_listed(size_t i)
+{
+        return i < VERDICT_COUNT ? verdicts[listing_order[i]].code : NULL;
+}
+
+enum verdict_tone verdict_tone(const char *code)
+{
+        for (size_t i = 0; code && i < VERDICT_COUNT; i++)
+                if (strcmp(code, verdicts[i].code) == 0)
+                        return verdicts[i].tone;
+        return TONE_ALARM;
 }
 
 const char *confidence_name(enum confidence c)

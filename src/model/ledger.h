@@ -49,6 +49,18 @@ enum verdict {
 
 const char *verdict_code(enum verdict v);
 
+/* How a verdict reads: nothing to do, a doubt (the answer is not known from here), or an alarm. */
+enum verdict_tone {
+        TONE_CALM,
+        TONE_DOUBT,
+        TONE_ALARM,
+};
+/* The tone of a verdict code (an unknown code is an alarm). */
+enum verdict_tone verdict_tone(const char *code);
+/* The i-th verdict code in the order the exporter's series and the documentation list them
+ * (i < VERDICT_COUNT; NULL past the end). */
+const char *verdict_listed(size_t i);
+
 struct attribution {
         size_t holder;          /* index into facts->host->holders */
         enum link_kind link;
@@ -211,6 +223,3 @@ const struct xid_event *ledger_lost_event(const struct facts *f, unsigned gpu_in
 
 const char *confidence_name(enum confidence c);
 const char *link_name(enum link_kind k);
-/* Every verdict code, for documentation and the exporter's verdict series. */
-extern const char *const ledger_verdict_codes[];
-extern const size_t ledger_n_verdict_codes;

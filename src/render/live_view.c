@@ -62,11 +62,7 @@ void live_sample_status(const struct sample *s, char *out, size_t outlen)
 
 bool live_verdict_alarming(const char *code)
 {
-        static const char *const calm[] = { "ok", "reserved-only", "unattributed-live", "foreign-namespace", "freeing" };
-        for (size_t i = 0; i < sizeof(calm) / sizeof(calm[0]); i++)
-                if (!strcmp(code, calm[i]))
-                        return false;
-        return true;
+        return verdict_tone(code) != TONE_CALM;
 }
 
 /* ---- the view ------------------------------------------------------------------------------ */

@@ -247,11 +247,11 @@ int metrics_render_gpus(struct buf *b, const struct scan_result *r, unsigned max
         e = e ? e : family_header(b, &F_VERDICT, fmt);
         for (size_t i = 0; i < r->n_gpus && !e; i++) {
                 const char *v = verdict_of(&r->gpus[i]);
-                for (size_t k = 0; k < ledger_n_verdict_codes && !e; k++) {
+                for (size_t k = 0; k < VERDICT_COUNT && !e; k++) {
                         sample_start(b, &F_VERDICT, &l);
                         gpu_labels(&l, &gr->gpus[i]);
-                        label(&l, "verdict", ledger_verdict_codes[k]);
-                        e = sample_u64(b, &F_VERDICT, &l, strcmp(v, ledger_verdict_codes[k]) == 0);
+                        label(&l, "verdict", verdict_listed(k));
+                        e = sample_u64(b, &F_VERDICT, &l, strcmp(v, verdict_listed(k)) == 0);
                 }
         }
         e = e ? e : family_header(b, &F_NHOLDERS, fmt);

@@ -360,12 +360,8 @@ static const char *confidence_word(enum confidence c)
 
 static const char *verdict_color(const char *code)
 {
-        if (!strcmp(code, "ok") || !strcmp(code, "reserved-only") || !strcmp(code, "unattributed-live") ||
-            !strcmp(code, "foreign-namespace") || !strcmp(code, "freeing"))
-                return C_GRN;
-        if (!strcmp(code, "invisible-here") || !strcmp(code, "unknown"))
-                return C_YEL;
-        return C_RED;
+        enum verdict_tone t = verdict_tone(code);
+        return t == TONE_CALM ? C_GRN : t == TONE_DOUBT ? C_YEL : C_RED;
 }
 
 static void text_holder_line(FILE *out, const struct host_proc *hp, const char *why, bool color)

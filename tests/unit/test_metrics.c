@@ -110,8 +110,8 @@ static void test_text_format(void **state)
                                      "container_id=\"\",k8s_pod_uid=\"\",slurm_job=\"\",attribution=\"process-group\"} 1\n", g1);
         assert_non_null(strstr(s, want));
         /* every verdict code once per GPU, exactly one of them 1 */
-        assert_int_equal(count_lines(s, "ghostvram_gpu_verdict{"), 2 * ledger_n_verdict_codes);
-        assert_int_equal(count_lines(s, "ghostvram_gpu_verdict{gpu=\"0\""), ledger_n_verdict_codes);
+        assert_int_equal(count_lines(s, "ghostvram_gpu_verdict{"), 2 * VERDICT_COUNT);
+        assert_int_equal(count_lines(s, "ghostvram_gpu_verdict{gpu=\"0\""), VERDICT_COUNT);
         size_t ones = 0;
         for (const char *p = strstr(s, "ghostvram_gpu_verdict{"); p; p = strstr(p + 1, "ghostvram_gpu_verdict{"))
                 ones += strncmp(strchr(p, '}'), "} 1\n", 4) == 0;
