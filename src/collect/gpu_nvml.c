@@ -667,7 +667,8 @@ static bool nv_gpu_skipped(struct nv_ctx *c, unsigned idx, struct gpu_info *g)
         return true;
 }
 
-static void nv_collect_gpu(struct nv_ctx *c, const char *driver_version, unsigned idx, struct gpu_info *g)
+/* What a GPU's report says before any answer: every optional fact unknown. */
+static void nv_gpu_unknown(unsigned idx, struct gpu_info *g)
 {
         g->index = idx;
         g->persistence = -1;
@@ -676,51 +677,89 @@ static void nv_collect_gpu(struct nv_ctx *c, const char *driver_version, unsigne
         g->health = (struct gpu_health){ .remap_pending = -1, .remap_failed = -1, .retired_pending = -1,
                                          .ecc_uncorrected = -1, .mig_pending = -1 };
         gpu_telemetry_unknown(&g->tel);
-        if (nv_gpu_skipped(c, idx, g))
-                return;
+}
+
+/* GPU idx's handle in *ret_dev. Returns 0; -ETIMEDOUT on a missed deadline; -EIO when there is
+ * none (g's status and message say why). */
+static int nv_query_handle(struct nv_ctx *c, unsigned idx, struct gpu_info *g, nvmlDevice_t *ret_dev)
+{
         struct nv_job *j = nv_job_new(OP_HANDLE, NULL);
         if (!j) {
                 g->status = GPU_ERROR;
                 snprintf(g->status_message, sizeof(g->status_message), "out of memory");
-                return;
+                return -EIO;
         }
         j->idx = idx;
         int ret = nv_simple(c, g, j, "handle");
         if (NV_TIMED_OUT(ret))
-                goto timeout;
+                return -ETIMEDOUT;
         nvmlDevice_t dev = j->dev;
         nv_job_free(j);
         if (ret != NVML_SUCCESS) {
                 g->status = ret == NVML_ERROR_GPU_IS_LOST ? GPU_LOST : GPU_ERROR;
                 snprintf(g->status_message, sizeof(g->status_message), "%s", nv_strerror(c, ret));
-                return;
+                return -EIO;
         }
+        *ret_dev = dev;
+        return 0;
+}
 
-        if (!c->memory_only && c->lib.name) {
-                j = nv_job_new(OP_NAME, dev);
-                ret = nv_simple(c, g, j, "name");
-                if (NV_TIMED_OUT(ret))
-                        goto timeout;
-                if (ret == NVML_SUCCESS)
-                        snprintf(g->name, sizeof(g->name), "%s", j->str);
-                nv_note(c, g, "name", ret);
-                nv_job_free(j);
+/* A string of the GPU's (op: its name or UUID) into out. Returns 0 or -ETIMEDOUT. */
+static int nv_query_string(struct nv_ctx *c, nvmlDevice_t dev, struct gpu_info *g, enum nv_op op, const char *what,
+                           char *out, size_t outlen)
+{
+        struct nv_job *j = nv_job_new(op, dev);
+        int ret = nv_simple(c, g, j, what);
+        if (NV_TIMED_OUT(ret))
+                return -ETIMEDOUT;
+        if (ret == NVML_SUCCESS)
+                snprintf(out, outlen, "%s", j->str);
+        nv_note(c, g, what, ret);
+        nv_job_free(j);
+        return 0;
+}
+
+/* The PCI bus id, by the newest of the three calls the library has. Returns 0 or -ETIMEDOUT. */
+static int nv_query_pci(struct nv_ctx *c, nvmlDevice_t dev, struct gpu_info *g)
+{
+        void *pci_fn = c->lib.pci_v3 ? (void *)c->lib.pci_v3 : c->lib.pci_v2 ? (void *)c->lib.pci_v2 : (void *)c->lib.pci_v1;
+        if (!pci_fn)
+                return 0;
+        struct nv_job *j = nv_job_new(OP_PCI, dev);
+        if (j)
+                j->fn = pci_fn;
+        int ret = nv_simple(c, g, j, "pci");
+        if (NV_TIMED_OUT(ret))
+                return -ETIMEDOUT;
+        if (ret == NVML_SUCCESS) {
+                char id[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE + 1];
+                /* busId[32] is only filled by _v3; busIdLegacy is at offset 0 in every layout */
+                if (pci_fn == (void *)c->lib.pci_v3 && j->pci.busId[0])
+                        snprintf(id, sizeof(id), "%.*s", (int)sizeof(j->pci.busId), j->pci.busId);
+                else
+                        snprintf(id, sizeof(id), "%.*s", (int)sizeof(j->pci.busIdLegacy), j->pci.busIdLegacy);
+                if (pci_bus_id_normalize(id, g->pci_bus_id, sizeof(g->pci_bus_id)) < 0)
+                        snprintf(g->pci_bus_id, sizeof(g->pci_bus_id), "%04x:%02x:%02x.0",
+                                 j->pci.domain & 0xffff, j->pci.bus & 0xff, j->pci.device & 0x1f);
         }
-        if (!c->memory_only && c->lib.uuid) {
-                j = nv_job_new(OP_UUID, dev);
-                ret = nv_simple(c, g, j, "uuid");
+        nv_note(c, g, "pci", ret);
+        nv_job_free(j);
+        return 0;
+}
+
+/* What names the GPU: its name, UUID, device minor and PCI bus id, each where the library has
+ * the call. Returns 0 or -ETIMEDOUT. */
+static int nv_query_names(struct nv_ctx *c, nvmlDevice_t dev, struct gpu_info *g)
+{
+        if (c->lib.name && nv_query_string(c, dev, g, OP_NAME, "name", g->name, sizeof(g->name)) == -ETIMEDOUT)
+                return -ETIMEDOUT;
+        if (c->lib.uuid && nv_query_string(c, dev, g, OP_UUID, "uuid", g->uuid, sizeof(g->uuid)) == -ETIMEDOUT)
+                return -ETIMEDOUT;
+        if (c->lib.minor) {
+                struct nv_job *j = nv_job_new(OP_MINOR, dev);
+                int ret = nv_simple(c, g, j, "minor");
                 if (NV_TIMED_OUT(ret))
-                        goto timeout;
-                if (ret == NVML_SUCCESS)
-                        snprintf(g->uuid, sizeof(g->uuid), "%s", j->str);
-                nv_note(c, g, "uuid", ret);
-                nv_job_free(j);
-        }
-        if (!c->memory_only && c->lib.minor) {
-                j = nv_job_new(OP_MINOR, dev);
-                ret = nv_simple(c, g, j, "minor");
-                if (NV_TIMED_OUT(ret))
-                        goto timeout;
+                        return -ETIMEDOUT;
                 if (ret == NVML_SUCCESS) {
                         g->minor = j->u1;
                         g->minor_known = true;
@@ -728,35 +767,20 @@ static void nv_collect_gpu(struct nv_ctx *c, const char *driver_version, unsigne
                 nv_note(c, g, "minor", ret);
                 nv_job_free(j);
         }
-        void *pci_fn = c->lib.pci_v3 ? (void *)c->lib.pci_v3 : c->lib.pci_v2 ? (void *)c->lib.pci_v2 : (void *)c->lib.pci_v1;
-        if (!c->memory_only && pci_fn) {
-                j = nv_job_new(OP_PCI, dev);
-                if (j)
-                        j->fn = pci_fn;
-                ret = nv_simple(c, g, j, "pci");
-                if (NV_TIMED_OUT(ret))
-                        goto timeout;
-                if (ret == NVML_SUCCESS) {
-                        char id[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE + 1];
-                        /* busId[32] is only filled by _v3; busIdLegacy is at offset 0 in every layout */
-                        if (pci_fn == (void *)c->lib.pci_v3 && j->pci.busId[0])
-                                snprintf(id, sizeof(id), "%.*s", (int)sizeof(j->pci.busId), j->pci.busId);
-                        else
-                                snprintf(id, sizeof(id), "%.*s", (int)sizeof(j->pci.busIdLegacy), j->pci.busIdLegacy);
-                        if (pci_bus_id_normalize(id, g->pci_bus_id, sizeof(g->pci_bus_id)) < 0)
-                                snprintf(g->pci_bus_id, sizeof(g->pci_bus_id), "%04x:%02x:%02x.0",
-                                         j->pci.domain & 0xffff, j->pci.bus & 0xff, j->pci.device & 0x1f);
-                }
-                nv_note(c, g, "pci", ret);
-                nv_job_free(j);
-        }
+        return nv_query_pci(c, dev, g);
+}
 
-        /* memory: v2 (reserved apart; used = what nvidia-smi shows), else v1 (used includes it) */
+/* memory: v2 (reserved apart; used = what nvidia-smi shows), else v1 (used includes it).
+ * Returns 0 or -ETIMEDOUT. */
+static int nv_query_memory(struct nv_ctx *c, nvmlDevice_t dev, struct gpu_info *g)
+{
+        struct nv_job *j;
+        int ret;
         if (c->lib.mem_v2) {
                 j = nv_job_new(OP_MEM_V2, dev);
                 ret = nv_simple(c, g, j, "memory");
                 if (NV_TIMED_OUT(ret))
-                        goto timeout;
+                        return -ETIMEDOUT;
                 if (ret == NVML_SUCCESS) {
                         g->memory_known = true;
                         g->memory_api = 2;
@@ -775,7 +799,7 @@ static void nv_collect_gpu(struct nv_ctx *c, const char *driver_version, unsigne
                 j = nv_job_new(OP_MEM_V1, dev);
                 ret = nv_simple(c, g, j, "memory");
                 if (NV_TIMED_OUT(ret))
-                        goto timeout;
+                        return -ETIMEDOUT;
                 if (ret == NVML_SUCCESS) {
                         g->memory_known = true;
                         g->memory_api = 1;
@@ -786,24 +810,29 @@ static void nv_collect_gpu(struct nv_ctx *c, const char *driver_version, unsigne
                 nv_note(c, g, "memory", ret);
                 nv_job_free(j);
         }
-        if (g->status == GPU_LOST)
-                goto lost;
+        return 0;
+}
 
-        if (!c->memory_only && c->lib.persistence) {
+/* The persistence and MIG modes. Returns 0 or -ETIMEDOUT. */
+static int nv_query_modes(struct nv_ctx *c, nvmlDevice_t dev, struct gpu_info *g)
+{
+        struct nv_job *j;
+        int ret;
+        if (c->lib.persistence) {
                 j = nv_job_new(OP_PERSISTENCE, dev);
                 ret = nv_simple(c, g, j, "persistence");
                 if (NV_TIMED_OUT(ret))
-                        goto timeout;
+                        return -ETIMEDOUT;
                 if (ret == NVML_SUCCESS)
                         g->persistence = j->u1 == NVML_FEATURE_ENABLED;
                 nv_note(c, g, "persistence", ret);
                 nv_job_free(j);
         }
-        if (!c->memory_only && c->lib.mig_mode) {
+        if (c->lib.mig_mode) {
                 j = nv_job_new(OP_MIG, dev);
                 ret = nv_simple(c, g, j, "mig");
                 if (NV_TIMED_OUT(ret))
-                        goto timeout;
+                        return -ETIMEDOUT;
                 if (ret == NVML_SUCCESS) {
                         g->mig_mode = j->u1 == NVML_DEVICE_MIG_ENABLE;
                         g->mig_pending_mode = j->u2 == NVML_DEVICE_MIG_ENABLE;
@@ -816,20 +845,24 @@ static void nv_collect_gpu(struct nv_ctx *c, const char *driver_version, unsigne
                 }
                 nv_job_free(j);
         }
-        if (g->status == GPU_LOST)
-                goto lost;
-        if (c->memory_only)
-                return;
+        return 0;
+}
+
+/* The queries after the GPU's names, memory and modes: processes, MIG devices, health and
+ * telemetry, each where it was asked for. Returns 0, -ETIMEDOUT, or -ENODEV when the GPU was
+ * found lost. */
+static int nv_query_rest(struct nv_ctx *c, const char *driver_version, nvmlDevice_t dev, struct gpu_info *g)
+{
         if (nv_query_procs(c, driver_version, dev, g) == -ETIMEDOUT)
-                goto timeout;
+                return -ETIMEDOUT;
         if (g->status == GPU_LOST)
-                goto lost;
+                return -ENODEV;
         if (g->mig_mode == 1 && nv_query_mig(c, dev, g) == -ETIMEDOUT)
-                goto timeout;
+                return -ETIMEDOUT;
         if (c->health && nv_query_health(c, dev, g) == -ETIMEDOUT)
-                goto timeout;
+                return -ETIMEDOUT;
         if (c->telemetry && nv_query_telemetry(c, dev, g) == -ETIMEDOUT)
-                goto timeout;
+                return -ETIMEDOUT;
         /* MIG: a GPU's own lists give the aggregate "only if the caller has appropriate
          * privileges" (nvml.h); the rest may get NO_PERMISSION (no list: said above) or an
          * empty list, which then proves nothing (docs/verdicts.md, MIG) */
@@ -838,6 +871,37 @@ static void nv_collect_gpu(struct nv_ctx *c, const char *driver_version, unsigne
                 gpu_info_add_error(g, "processes", NVML_SUCCESS,
                                    "MIG mode: an empty list given to a caller that is not root proves nothing");
         }
+        return 0;
+}
+
+static void nv_collect_gpu(struct nv_ctx *c, const char *driver_version, unsigned idx, struct gpu_info *g)
+{
+        nv_gpu_unknown(idx, g);
+        if (nv_gpu_skipped(c, idx, g))
+                return;
+        nvmlDevice_t dev = NULL;
+        int r = nv_query_handle(c, idx, g, &dev);
+        if (r == -ETIMEDOUT)
+                goto timeout;
+        if (r < 0)
+                return;
+        if (!c->memory_only && nv_query_names(c, dev, g) == -ETIMEDOUT)
+                goto timeout;
+        if (nv_query_memory(c, dev, g) == -ETIMEDOUT)
+                goto timeout;
+        if (g->status == GPU_LOST)
+                goto lost;
+        if (!c->memory_only && nv_query_modes(c, dev, g) == -ETIMEDOUT)
+                goto timeout;
+        if (g->status == GPU_LOST)
+                goto lost;
+        if (c->memory_only)
+                return;
+        r = nv_query_rest(c, driver_version, dev, g);
+        if (r == -ETIMEDOUT)
+                goto timeout;
+        if (r == -ENODEV)
+                goto lost;
         return;
 
 lost:
@@ -956,6 +1020,151 @@ static void nv_library_path(const struct nv_lib *lib, const char *name, char *ou
                 snprintf(out, outlen, "%s", name);
 }
 
+/* A version string from a call that names no GPU (op), into out; out is left as it is when
+ * the call fails. */
+static void nv_query_version(struct nv_ctx *c, enum nv_op op, char *out, size_t outlen)
+{
+        struct nv_job *j = nv_job_new(op, NULL);
+        if (j && nv_call(c, j, -1) == 0) {
+                if (j->ret == NVML_SUCCESS)
+                        snprintf(out, outlen, "%.79s", j->str);
+                nv_job_free(j);
+        }
+}
+
+/* Why nvmlInit failed (ir), in rep->error; lib_version is the library's own version. */
+static void nv_init_error(struct nv_ctx *c, struct gpu_report *rep, nvmlReturn_t ir, const char *lib_version)
+{
+        if (ir == NVML_ERROR_DRIVER_NOT_LOADED) {
+                /* the library is installed, the kernel module is not loaded: not the same
+                 * as a host without a driver, and it has its own next steps */
+                rep->module_not_loaded = true;
+                snprintf(rep->nvml_version, sizeof(rep->nvml_version), "%s", lib_version);
+                char where[160];
+                nv_library_path(&c->lib, rep->library, where, sizeof(where));
+                snprintf(rep->error, sizeof(rep->error),
+                         "NVIDIA driver library found (%.300s%s%.30s) but the kernel module is not loaded: "
+                         "`sudo modprobe nvidia`; after a driver upgrade, reboot; if it fails, `dkms status`",
+                         where, lib_version[0] ? ", NVML " : "", lib_version);
+        }
+        else if (ir == NVML_ERROR_LIB_RM_VERSION_MISMATCH &&
+                 snprintf(rep->nvml_version, sizeof(rep->nvml_version), "%s", lib_version) >= 0)
+                snprintf(rep->error, sizeof(rep->error),
+                         "NVML library and kernel driver versions differ (driver upgraded without reboot?)");
+        else
+                snprintf(rep->error, sizeof(rep->error), "NVML could not start: %s", nv_strerror(c, ir));
+}
+
+/* nvmlInit under the deadline. Returns 0 when NVML started, else -1 (rep->error says why when
+ * it can). */
+static int nv_init(struct nv_ctx *c, struct gpu_report *rep, const char *lib_version)
+{
+        struct nv_job *j = c->timeouts ? NULL : nv_job_new(OP_INIT, NULL);
+        int r = j ? nv_call(c, j, -1) : c->timeouts ? -ETIMEDOUT : -ENOMEM;
+        if (r == -ETIMEDOUT) {
+                if (c->guarded)
+                        snprintf(rep->error, sizeof(rep->error),
+                                 "the NVIDIA driver did not answer: an earlier call is still stuck in it (nvmlInit)");
+                else
+                        snprintf(rep->error, sizeof(rep->error), "the NVIDIA driver did not answer within %.3g s (nvmlInit)",
+                                 c->timeout_ms / 1000.0);
+                return -1;
+        }
+        if (r < 0) {
+                free(j);
+                return -1;
+        }
+        nvmlReturn_t ir = j->ret;
+        nv_job_free(j);
+        if (ir != NVML_SUCCESS) {
+                nv_init_error(c, rep, ir, lib_version);
+                return -1;
+        }
+        return 0;
+}
+
+/* The driver's and NVML's versions, and from the driver's whether PIDs come translated. */
+static void nv_driver_facts(struct nv_ctx *c, struct gpu_report *rep)
+{
+        if (c->lib.driver_version)
+                nv_query_version(c, OP_DRIVER_VERSION, rep->driver_version, sizeof(rep->driver_version));
+        if (c->lib.nvml_version && !c->timeouts)
+                nv_query_version(c, OP_NVML_VERSION, rep->nvml_version, sizeof(rep->nvml_version));
+        /* 535.113.01 and later translate PIDs into the caller's namespace */
+        if (rep->driver_version[0] && driver_version_at_least(rep->driver_version, 1, 0, 0))
+                rep->pid_mode = driver_version_at_least(rep->driver_version, 535, 113, 1) ? GPU_PID_TRANSLATED
+                                                                                           : GPU_PID_HOST;
+}
+
+/* How many GPUs the driver has, in *ret_count. Returns 0, or -1 with rep->error set. */
+static int nv_count(struct nv_ctx *c, struct gpu_report *rep, unsigned *ret_count)
+{
+        struct nv_job *j = c->timeouts ? NULL : nv_job_new(OP_COUNT, NULL);
+        int r = j ? nv_call(c, j, -1) : -ETIMEDOUT;
+        if (r < 0) {
+                if (r != -ETIMEDOUT)
+                        free(j);
+                snprintf(rep->error, sizeof(rep->error), "the NVIDIA driver did not answer within %.3g s",
+                         c->timeout_ms / 1000.0);
+                return -1;
+        }
+        unsigned count = j->u1;
+        nvmlReturn_t cr = j->ret;
+        nv_job_free(j);
+        if (cr != NVML_SUCCESS) {
+                snprintf(rep->error, sizeof(rep->error), "NVML could not count GPUs: %s", nv_strerror(c, cr));
+                return -1;
+        }
+        *ret_count = count;
+        return 0;
+}
+
+/* Each of rep's GPUs in turn; once two in a row missed their deadline, the rest are not asked. */
+static void nv_collect_gpus(struct nv_ctx *c, struct gpu_report *rep)
+{
+        /* GPUs in a row whose calls missed their deadline now (a GPU skipped for a call stuck
+         * earlier cost nothing and does not count) */
+        unsigned consecutive_timeouts = 0;
+        for (unsigned i = 0; i < rep->n_gpus; i++) {
+                struct gpu_info *g = &rep->gpus[i];
+                if (consecutive_timeouts >= 2 && !atomic_load(&nv_stuck[nv_slot((int)i)])) {
+                        /* the driver is wedged as a whole: do not spend a deadline per call on each GPU */
+                        g->index = i;
+                        g->persistence = g->mig_mode = -1;
+                        g->status = GPU_TIMEOUT;
+                        snprintf(g->status_message, sizeof(g->status_message),
+                                 "GPU %u: not queried: the driver stopped answering on earlier GPUs", i);
+                        continue;
+                }
+                unsigned abandoned = c->abandoned;
+                nv_collect_gpu(c, rep->driver_version, i, g);
+                if (c->abandoned > abandoned)
+                        consecutive_timeouts++;
+                else if (g->status != GPU_TIMEOUT)
+                        consecutive_timeouts = 0;
+        }
+}
+
+/* The end of a collection: NVML's shutdown when it may be, the deadline's worker, the library;
+ * frees c. */
+static void nv_close(struct nv_ctx *c, bool initialised)
+{
+        /* No shutdown after a call this collection abandoned: the call may still be running in
+         * the library, and the init reference it keeps is what keeps the library up under it.
+         * A GPU skipped for a call stuck earlier made no call: the init of that earlier
+         * collection still stands, so this one's is given back. */
+        if (initialised && !c->abandoned) {
+                struct nv_job *j = nv_job_new(OP_SHUTDOWN, NULL);
+                if (j && nv_call(c, j, -1) == 0)
+                        nv_job_free(j);
+        }
+        deadline_runner_done(&c->runner);
+        /* a worker stuck inside the library must keep its code mapped: only dlclose when none is */
+        if (c->lib.handle && !c->runner.abandoned)
+                dlclose(c->lib.handle);
+        free(c);
+}
+
 static int nvml_collect(const struct gpu_opts *o, struct gpu_report **ret)
 {
         struct gpu_report *rep = calloc(1, sizeof(*rep));
@@ -982,91 +1191,18 @@ static int nvml_collect(const struct gpu_opts *o, struct gpu_report **ret)
         /* the library's own version, which NVML gives before nvmlInit (and without a kernel
          * module): it says which driver is installed when the module is not loaded */
         char lib_version[80] = "";
-        struct nv_job *j = c->lib.nvml_version ? nv_job_new(OP_NVML_VERSION, NULL) : NULL;
-        if (j && nv_call(c, j, -1) == 0) {
-                if (j->ret == NVML_SUCCESS)
-                        snprintf(lib_version, sizeof(lib_version), "%.79s", j->str);
-                nv_job_free(j);
-        }
+        if (c->lib.nvml_version)
+                nv_query_version(c, OP_NVML_VERSION, lib_version, sizeof(lib_version));
         rep->library_found = true;
-        j = c->timeouts ? NULL : nv_job_new(OP_INIT, NULL);
-        int r = j ? nv_call(c, j, -1) : c->timeouts ? -ETIMEDOUT : -ENOMEM;
-        if (r == -ETIMEDOUT) {
-                if (c->guarded)
-                        snprintf(rep->error, sizeof(rep->error),
-                                 "the NVIDIA driver did not answer: an earlier call is still stuck in it (nvmlInit)");
-                else
-                        snprintf(rep->error, sizeof(rep->error), "the NVIDIA driver did not answer within %.3g s (nvmlInit)",
-                                 c->timeout_ms / 1000.0);
+        if (nv_init(c, rep, lib_version) < 0)
                 goto out;
-        }
-        if (r < 0) {
-                free(j);
-                goto out;
-        }
-        nvmlReturn_t ir = j->ret;
-        nv_job_free(j);
-        if (ir != NVML_SUCCESS) {
-                if (ir == NVML_ERROR_DRIVER_NOT_LOADED) {
-                        /* the library is installed, the kernel module is not loaded: not the same
-                         * as a host without a driver, and it has its own next steps */
-                        rep->module_not_loaded = true;
-                        snprintf(rep->nvml_version, sizeof(rep->nvml_version), "%s", lib_version);
-                        char where[160];
-                        nv_library_path(&c->lib, rep->library, where, sizeof(where));
-                        snprintf(rep->error, sizeof(rep->error),
-                                 "NVIDIA driver library found (%.300s%s%.30s) but the kernel module is not loaded: "
-                                 "`sudo modprobe nvidia`; after a driver upgrade, reboot; if it fails, `dkms status`",
-                                 where, lib_version[0] ? ", NVML " : "", lib_version);
-                }
-                else if (ir == NVML_ERROR_LIB_RM_VERSION_MISMATCH &&
-                         snprintf(rep->nvml_version, sizeof(rep->nvml_version), "%s", lib_version) >= 0)
-                        snprintf(rep->error, sizeof(rep->error),
-                                 "NVML library and kernel driver versions differ (driver upgraded without reboot?)");
-                else
-                        snprintf(rep->error, sizeof(rep->error), "NVML could not start: %s", nv_strerror(c, ir));
-                goto out;
-        }
         initialised = true;
         rep->driver_present = true;
+        nv_driver_facts(c, rep);
 
-        if (c->lib.driver_version) {
-                j = nv_job_new(OP_DRIVER_VERSION, NULL);
-                if (j && nv_call(c, j, -1) == 0) {
-                        if (j->ret == NVML_SUCCESS)
-                                snprintf(rep->driver_version, sizeof(rep->driver_version), "%.79s", j->str);
-                        nv_job_free(j);
-                }
-        }
-        if (c->lib.nvml_version && !c->timeouts) {
-                j = nv_job_new(OP_NVML_VERSION, NULL);
-                if (j && nv_call(c, j, -1) == 0) {
-                        if (j->ret == NVML_SUCCESS)
-                                snprintf(rep->nvml_version, sizeof(rep->nvml_version), "%.79s", j->str);
-                        nv_job_free(j);
-                }
-        }
-        /* 535.113.01 and later translate PIDs into the caller's namespace */
-        if (rep->driver_version[0] && driver_version_at_least(rep->driver_version, 1, 0, 0))
-                rep->pid_mode = driver_version_at_least(rep->driver_version, 535, 113, 1) ? GPU_PID_TRANSLATED
-                                                                                           : GPU_PID_HOST;
-
-        j = c->timeouts ? NULL : nv_job_new(OP_COUNT, NULL);
-        r = j ? nv_call(c, j, -1) : -ETIMEDOUT;
-        if (r < 0) {
-                if (r != -ETIMEDOUT)
-                        free(j);
-                snprintf(rep->error, sizeof(rep->error), "the NVIDIA driver did not answer within %.3g s",
-                         c->timeout_ms / 1000.0);
+        unsigned count;
+        if (nv_count(c, rep, &count) < 0)
                 goto out;
-        }
-        unsigned count = j->u1;
-        nvmlReturn_t cr = j->ret;
-        nv_job_free(j);
-        if (cr != NVML_SUCCESS) {
-                snprintf(rep->error, sizeof(rep->error), "NVML could not count GPUs: %s", nv_strerror(c, cr));
-                goto out;
-        }
         if (count > 1024)
                 count = 1024;
         rep->gpus = calloc(count ? count : 1, sizeof(*rep->gpus));
@@ -1076,46 +1212,13 @@ static int nvml_collect(const struct gpu_opts *o, struct gpu_report **ret)
                 goto out;
         }
         rep->n_gpus = count;
-        /* GPUs in a row whose calls missed their deadline now (a GPU skipped for a call stuck
-         * earlier cost nothing and does not count) */
-        unsigned consecutive_timeouts = 0;
-        for (unsigned i = 0; i < count; i++) {
-                struct gpu_info *g = &rep->gpus[i];
-                if (consecutive_timeouts >= 2 && !atomic_load(&nv_stuck[nv_slot((int)i)])) {
-                        /* the driver is wedged as a whole: do not spend a deadline per call on each GPU */
-                        g->index = i;
-                        g->persistence = g->mig_mode = -1;
-                        g->status = GPU_TIMEOUT;
-                        snprintf(g->status_message, sizeof(g->status_message),
-                                 "GPU %u: not queried: the driver stopped answering on earlier GPUs", i);
-                        continue;
-                }
-                unsigned abandoned = c->abandoned;
-                nv_collect_gpu(c, rep->driver_version, i, g);
-                if (c->abandoned > abandoned)
-                        consecutive_timeouts++;
-                else if (g->status != GPU_TIMEOUT)
-                        consecutive_timeouts = 0;
-        }
+        nv_collect_gpus(c, rep);
         nv_fill_from_procfs(c, o, rep);
 
 out:
         if (rep)
                 rep->timed_out = c->timeouts > 0;
-        /* No shutdown after a call this collection abandoned: the call may still be running in
-         * the library, and the init reference it keeps is what keeps the library up under it.
-         * A GPU skipped for a call stuck earlier made no call: the init of that earlier
-         * collection still stands, so this one's is given back. */
-        if (initialised && !c->abandoned) {
-                j = nv_job_new(OP_SHUTDOWN, NULL);
-                if (j && nv_call(c, j, -1) == 0)
-                        nv_job_free(j);
-        }
-        deadline_runner_done(&c->runner);
-        /* a worker stuck inside the library must keep its code mapped: only dlclose when none is */
-        if (c->lib.handle && !c->runner.abandoned)
-                dlclose(c->lib.handle);
-        free(c);
+        nv_close(c, initialised);
         if (!rep)
                 return -ENOMEM;
         *ret = rep;

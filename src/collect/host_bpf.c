@@ -159,6 +159,113 @@ static void say(char **err, int e, const char *what)
         str_setf(err, "%s: %s", _(what), why);
 }
 
+/* One target file in the programs' configuration and map: its filesystem, its character
+ * device's major, its dev:ino and (a character device) its device number. */
+static int add_target(const struct iters *it, const struct host_bpf_target *t, char **err)
+{
+        struct gv_cfg *cfg = it->cfg;
+        uint32_t one = 1;
+        uint32_t sd = (uint32_t)kdev(t->dev);
+        unsigned d;
+        for (d = 0; d < cfg->n_s_devs && cfg->s_devs[d] != sd; d++)
+                ;
+        if (d == cfg->n_s_devs) {
+                if (d == GV_MAX_SDEVS) {
+                        str_setf(err, _("BPF iterators not used: device nodes on more than %d filesystems"),
+                                 GV_MAX_SDEVS);
+                        return -E2BIG;
+                }
+                cfg->s_devs[cfg->n_s_devs++] = sd;
+        }
+        if (t->chr && major(t->rdev) < GV_MAX_MAJOR)
+                cfg->chr_majors[major(t->rdev)] = 1;
+        struct gv_key k = { .dev = kdev(t->dev), .ino = (uint64_t)t->ino };
+        int r = bpf_map_update_elem(it->targets, &k, &one, BPF_ANY);
+        if (r == 0 && t->chr) {
+                k = (struct gv_key){ .dev = kdev(t->rdev), .ino = GV_KEY_RDEV };
+                r = bpf_map_update_elem(it->targets, &k, &one, BPF_ANY);
+        }
+        if (r < 0)
+                say(err, r, N_("BPF map not filled"));
+        return r;
+}
+
+/* What the programs look for: the spec's target files and nvidia majors. */
+static int fill_targets(const struct iters *it, const struct host_bpf_spec *s, char **err)
+{
+        uint32_t one = 1;
+        for (size_t i = 0; i < s->n_targets; i++) {
+                int r = add_target(it, &s->targets[i], err);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < s->n_majors; i++) {
+                struct gv_key k = { .dev = s->majors[i], .ino = GV_KEY_MAJOR };
+                if (s->majors[i] < GV_MAX_MAJOR)
+                        it->cfg->chr_majors[s->majors[i]] = 1;
+                int r = bpf_map_update_elem(it->targets, &k, &one, BPF_ANY);
+                if (r < 0) {
+                        say(err, r, N_("BPF map not filled"));
+                        return r;
+                }
+        }
+        return 0;
+}
+
+/* The three iterators' records, appended to b. */
+static int read_iters(const struct iters *it, struct buf *b, char **err)
+{
+        struct gv_cfg *cfg = it->cfg;
+        /* tasks first: a process that starts later has no records and is not one */
+        int r = read_iter(it->tasks, b);
+        if (r == 0)
+                r = read_iter(it->files, b);
+        if (r == 0) {
+                cfg->last_seen = 0;
+                cfg->last_tid = 0;
+                cfg->last_pid = 0;
+                r = read_iter(it->vmas, b);
+        }
+        if (r < 0)
+                say(err, r, N_("BPF iterators not read"));
+        return r;
+}
+
+/* One record into res: a task (or one whose address space was read), and a descriptor or
+ * mapping on a target file. */
+static int add_record(struct host_bpf_result *res, const struct gv_rec *g)
+{
+        if (g->kind == GV_REC_TASK || g->kind == GV_REC_VMA_SEEN || (g->kind == GV_REC_VMA && g->b == 1)) {
+                if (host_grow(&res->tasks, &res->tasks_alloc, res->n_tasks, sizeof(*res->tasks)) < 0)
+                        return -ENOMEM;
+                struct host_bpf_task *t = &res->tasks[res->n_tasks++];
+                memset(t, 0, sizeof(*t));
+                t->pid = (pid_t)g->pid;
+                t->seen_only = g->kind != GV_REC_TASK;
+                if (g->kind == GV_REC_TASK) {
+                        t->flags = g->a;
+                        t->state = g->b;
+                        t->has_mm = g->dev != 0;
+                        t->exit_state = (unsigned)g->ino;
+                }
+        }
+        if (g->kind != GV_REC_FD && g->kind != GV_REC_VMA)
+                return 0;
+        if (host_grow(&res->hits, &res->hits_alloc, res->n_hits, sizeof(*res->hits)) < 0)
+                return -ENOMEM;
+        struct host_bpf_hit *h = &res->hits[res->n_hits++];
+        memset(h, 0, sizeof(*h));
+        h->pid = (pid_t)g->pid;
+        h->via = g->kind == GV_REC_FD ? HOST_VIA_FD : HOST_VIA_MMAP;
+        h->fd = (int)g->a;
+        h->chr = g->b == 1;
+        h->dev = udev(g->dev);
+        h->ino = (ino_t)g->ino;
+        h->rdev = udev(g->rdev);
+        h->file = g->file;
+        return 0;
+}
+
 int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret, char **err)
 {
         struct iters it;
@@ -179,96 +286,19 @@ int host_bpf_collect(const struct host_bpf_spec *s, struct host_bpf_result *ret,
                 say(err, r, what);
                 goto out;
         }
-        struct gv_cfg *cfg = it.cfg;
-        uint32_t one = 1;
-        for (size_t i = 0; i < s->n_targets; i++) {
-                const struct host_bpf_target *t = &s->targets[i];
-                uint32_t sd = (uint32_t)kdev(t->dev);
-                unsigned d;
-                for (d = 0; d < cfg->n_s_devs && cfg->s_devs[d] != sd; d++)
-                        ;
-                if (d == cfg->n_s_devs) {
-                        if (d == GV_MAX_SDEVS) {
-                                r = -E2BIG;
-                                str_setf(err, _("BPF iterators not used: device nodes on more than %d filesystems"),
-                                         GV_MAX_SDEVS);
-                                goto out;
-                        }
-                        cfg->s_devs[cfg->n_s_devs++] = sd;
-                }
-                if (t->chr && major(t->rdev) < GV_MAX_MAJOR)
-                        cfg->chr_majors[major(t->rdev)] = 1;
-                struct gv_key k = { .dev = kdev(t->dev), .ino = (uint64_t)t->ino };
-                r = bpf_map_update_elem(it.targets, &k, &one, BPF_ANY);
-                if (r == 0 && t->chr) {
-                        k = (struct gv_key){ .dev = kdev(t->rdev), .ino = GV_KEY_RDEV };
-                        r = bpf_map_update_elem(it.targets, &k, &one, BPF_ANY);
-                }
-                if (r < 0) {
-                        say(err, r, N_("BPF map not filled"));
-                        goto out;
-                }
-        }
-        for (size_t i = 0; i < s->n_majors; i++) {
-                struct gv_key k = { .dev = s->majors[i], .ino = GV_KEY_MAJOR };
-                if (s->majors[i] < GV_MAX_MAJOR)
-                        cfg->chr_majors[s->majors[i]] = 1;
-                r = bpf_map_update_elem(it.targets, &k, &one, BPF_ANY);
-                if (r < 0) {
-                        say(err, r, N_("BPF map not filled"));
-                        goto out;
-                }
-        }
-        /* tasks first: a process that starts later has no records and is not one */
-        r = read_iter(it.tasks, &b);
-        if (r == 0)
-                r = read_iter(it.files, &b);
-        if (r == 0) {
-                cfg->last_seen = 0;
-                cfg->last_tid = 0;
-                cfg->last_pid = 0;
-                r = read_iter(it.vmas, &b);
-        }
-        if (r < 0) {
-                say(err, r, N_("BPF iterators not read"));
+        r = fill_targets(&it, s, err);
+        if (r < 0)
                 goto out;
-        }
+        r = read_iters(&it, &b, err);
+        if (r < 0)
+                goto out;
         size_t n = b.len / sizeof(struct gv_rec);
         for (size_t i = 0; i < n; i++) {
                 struct gv_rec g;
                 memcpy(&g, b.data + i * sizeof(g), sizeof(g));
-                if (g.kind == GV_REC_TASK || g.kind == GV_REC_VMA_SEEN || (g.kind == GV_REC_VMA && g.b == 1)) {
-                        if (host_grow(&res.tasks, &res.tasks_alloc, res.n_tasks, sizeof(*res.tasks)) < 0) {
-                                r = -ENOMEM;
-                                goto out;
-                        }
-                        struct host_bpf_task *t = &res.tasks[res.n_tasks++];
-                        memset(t, 0, sizeof(*t));
-                        t->pid = (pid_t)g.pid;
-                        t->seen_only = g.kind != GV_REC_TASK;
-                        if (g.kind == GV_REC_TASK) {
-                                t->flags = g.a;
-                                t->state = g.b;
-                                t->has_mm = g.dev != 0;
-                                t->exit_state = (unsigned)g.ino;
-                        }
-                }
-                if (g.kind != GV_REC_FD && g.kind != GV_REC_VMA)
-                        continue;
-                if (host_grow(&res.hits, &res.hits_alloc, res.n_hits, sizeof(*res.hits)) < 0) {
-                        r = -ENOMEM;
+                r = add_record(&res, &g);
+                if (r < 0)
                         goto out;
-                }
-                struct host_bpf_hit *h = &res.hits[res.n_hits++];
-                memset(h, 0, sizeof(*h));
-                h->pid = (pid_t)g.pid;
-                h->via = g.kind == GV_REC_FD ? HOST_VIA_FD : HOST_VIA_MMAP;
-                h->fd = (int)g.a;
-                h->chr = g.b == 1;
-                h->dev = udev(g.dev);
-                h->ino = (ino_t)g.ino;
-                h->rdev = udev(g.rdev);
-                h->file = g.file;
         }
         *ret = res;
         memset(&res, 0, sizeof(res));

@@ -802,6 +802,150 @@ static int attribute_free_families(struct scan_result *res, const struct ledger_
         return r;
 }
 
+/* Each GPU's orphan mode, for 64 GPUs at most; returns how many GPUs have one. */
+static size_t orphan_modes(const struct scan_result *res, enum orphan_mode *mode)
+{
+        bool driver_lists_dead = false;
+        for (size_t g = 0; g < res->n_gpus; g++)
+                driver_lists_dead |= has_owner(&res->gpus[g], OWNER_STALE);
+        size_t ng = res->n_gpus < 64 ? res->n_gpus : 64;
+        for (size_t g = 0; g < ng; g++)
+                mode[g] = gpu_orphan_mode(res, &res->gpus[g], driver_lists_dead);
+        return ng;
+}
+
+/* Holder i may be an orphan: a CUDA process of a family that keeps a context and that no rule
+ * has placed, attributed nowhere, listed nowhere and tied to no live owner. */
+static bool orphan_suspect(const struct scan_result *res, const struct ledger_opts *o, const struct fam_info *fi,
+                           size_t i)
+{
+        const struct host_report *h = res->facts->host;
+        const struct host_proc *hp = &h->holders[i];
+        const struct fam_info *x = &fi[fam_key(h, i)];
+        /* a family that holds no nvidiactl keeps no context (they live on its descriptions) */
+        if (!holds_uvm(hp) || !x->ctl || x->done || x->blind || !attributable(res, o, hp) ||
+            ledger_listed_anywhere(res->facts, hp->pid, NULL))
+                return false;
+        bool linked = false;
+        for (size_t g = 0; g < res->n_gpus; g++)
+                linked |= attributed_here(&res->gpus[g], i);
+        return !linked && ledger_live_tie(res, hp, NULL, NULL, NULL) == JOB_TIE_NONE;
+}
+
+/* An orphan suspect, as orphan_link needs it. */
+struct orphan {
+        size_t holder;          /* its index in the host's holders */
+        pid_t gone;             /* its group or session leader, gone; 0 when none is */
+        const char *lwhat;      /* which of the two leaders gone is */
+        size_t n_on;            /* the GPUs it qualifies on */
+};
+
+/* The listed owners of l that are absent here, by mode: how many, and the first in *ret_to. */
+static size_t absent_owners(const struct gpu_ledger *l, enum orphan_mode mode, pid_t *ret_to)
+{
+        size_t n_absent = 0;
+        for (size_t k = 0; k < l->n_owners; k++) {
+                bool absent = mode == ORPHAN_HOST_PIDS
+                                      ? l->owners[k].cls == OWNER_FOREIGN
+                                      : l->owners[k].cls == OWNER_STALE || l->owners[k].cls == OWNER_UNKNOWN;
+                if (absent && !n_absent++)
+                        *ret_to = (pid_t)l->owners[k].pid;
+        }
+        return n_absent;
+}
+
+/* The suspect's link on GPU gpu, whose orphan mode is mode: to the dead listed owner, or to
+ * its gone leader. */
+static int orphan_link(struct scan_result *res, enum orphan_mode mode, size_t gpu, const struct orphan *op)
+{
+        struct gpu_ledger *l = &res->gpus[gpu];
+        const struct gpu_info *gi = &res->facts->gpu->gpus[gpu];
+        pid_t gone = op->gone;
+        char *text = NULL, node[24];
+        snprintf(node, sizeof(node), "/dev/nvidia%u", gi->minor);
+        enum link_kind kind;
+        enum confidence c;
+        pid_t to = 0;
+        size_t n_absent = absent_owners(l, mode, &to);
+        if (mode == ORPHAN_STALE_LISTED) {
+                kind = LINK_ORPHAN;
+                c = gone ? CONF_MEDIUM : CONF_LOW;
+                if (gone)
+                        str_setf(&text,
+                                 _("unlisted CUDA process holding %s while dead PID %d is listed; the leader of its %s (PID %d) is gone"),
+                                 gi->minor_known ? node : _("a GPU node"), (int)to, _(op->lwhat), (int)gone);
+                else
+                        str_setf(&text, _("unlisted CUDA process holding %s while dead PID %d is listed"),
+                                 gi->minor_known ? node : _("a GPU node"), (int)to);
+        } else {
+                kind = LINK_LEADER_GONE;
+                c = mode == ORPHAN_HOST_PIDS && n_absent > 1 ? CONF_LOW : CONF_MEDIUM;
+                to = gone;
+                str_setf(&text, _("holds nvidia-uvm and %s, listed by NVML nowhere; leader of its %s (PID %d) is gone"),
+                         gi->minor_known ? node : _("a GPU node"), _(op->lwhat), (int)gone);
+        }
+        if (op->n_on > 1) {
+                c = CONF_LOW;
+                str_addf(&text, _(" (candidate: it holds %zu GPUs with a ghost)"), op->n_on);
+        }
+        struct attribution *na = text ? add_attr(l, op->holder, kind, to, op->n_on > 1, c, text) : NULL;
+        free(text);
+        if (!na)
+                return -ENOMEM;
+        /* the hidden owner's only suspect (medium) is proof enough for a default target */
+        na->proof = kind == LINK_LEADER_GONE && op->n_on == 1 && c >= CONF_MEDIUM;
+        return 0;
+}
+
+/* Suspect i's links, on each GPU whose node it holds and whose memory a dead job evidently holds
+ * (where the driver does not list the dead owner, only when its leader is gone). */
+static int attribute_orphan(struct scan_result *res, const enum orphan_mode *mode, size_t ng, size_t i)
+{
+        const struct facts *f = res->facts;
+        const struct host_proc *hp = &f->host->holders[i];
+        struct orphan op = { .holder = i };
+        op.gone = gone_leader(f, hp, &op.lwhat);
+        size_t on[64];
+        for (size_t g = 0; g < ng; g++) {
+                if (mode[g] == ORPHAN_NONE || !ledger_holds_gpu_node(hp, &f->gpu->gpus[g], NULL))
+                        continue;
+                if (mode[g] != ORPHAN_STALE_LISTED && !op.gone)
+                        continue;
+                on[op.n_on++] = g;
+        }
+        for (size_t j = 0; j < op.n_on; j++)
+                if (orphan_link(res, mode[on[j]], on[j], &op) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
+/* listed PIDs absent here that orphans here point to are a dead job's: with a translating
+ * driver stale; in a container with a host-PID driver not foreign "not a leak" but unknown,
+ * their bytes a ghost */
+static void reclass_absent_owners(struct scan_result *res, const enum orphan_mode *mode, size_t ng)
+{
+        for (size_t g = 0; g < ng; g++) {
+                struct gpu_ledger *l = &res->gpus[g];
+                if (mode[g] == ORPHAN_STALE_LISTED && l->n_attr)
+                        for (size_t k = 0; k < l->n_owners; k++)
+                                if (l->owners[k].cls == OWNER_UNKNOWN) {
+                                        l->owners[k].cls = OWNER_STALE;
+                                        str_setf(&l->owners[k].why,
+                                                 _("no such process in this PID namespace; an orphan here holds this GPU"));
+                                }
+                if (mode[g] != ORPHAN_HOST_PIDS || !l->n_attr)
+                        continue;
+                for (size_t k = 0; k < l->n_owners; k++) {
+                        const struct pid_fact *pf = facts_pid(res->facts, l->owners[k].pid);
+                        if (l->owners[k].cls != OWNER_FOREIGN || (pf && pf->present))
+                                continue;
+                        l->owners[k].cls = OWNER_UNKNOWN;
+                        str_setf(&l->owners[k].why,
+                                 _("not in this PID namespace; orphans of a dead job here hold this GPU"));
+                }
+        }
+}
+
 /* Orphans that no link by number names: an unlisted CUDA process (nvidia-uvm) holding a GPU's
  * node, tied to no live owner and linked to no other dead owner, on a GPU whose memory a dead job
  * evidently holds (orphan_mode). Where the driver does not list the dead owner (hidden, or host
@@ -809,17 +953,11 @@ static int attribute_free_families(struct scan_result *res, const struct ledger_
  * qualifies on several GPUs is a candidate (low) on each. */
 static int attribute_orphans(struct scan_result *res, const struct ledger_opts *o)
 {
-        const struct facts *f = res->facts;
-        const struct host_report *h = f->host;
+        const struct host_report *h = res->facts->host;
         if (!h)
                 return 0;
-        bool driver_lists_dead = false;
-        for (size_t g = 0; g < res->n_gpus; g++)
-                driver_lists_dead |= has_owner(&res->gpus[g], OWNER_STALE);
         enum orphan_mode mode[64];
-        size_t ng = res->n_gpus < 64 ? res->n_gpus : 64;
-        for (size_t g = 0; g < ng; g++)
-                mode[g] = gpu_orphan_mode(res, &res->gpus[g], driver_lists_dead);
+        size_t ng = orphan_modes(res, mode);
         struct fam_info *fi = calloc(fam_count(h), sizeof(*fi));
         if (!fi)
                 return -ENOMEM;
@@ -835,98 +973,12 @@ static int attribute_orphans(struct scan_result *res, const struct ledger_opts *
                 if (mode[g] == ORPHAN_STALE_LISTED && res->gpus[g].n_attr)
                         mode[g] = ORPHAN_NONE;
         }
-        for (size_t i = 0; i < h->n_holders; i++) {
-                const struct host_proc *hp = &h->holders[i];
-                const struct fam_info *x = &fi[fam_key(h, i)];
-                /* a family that holds no nvidiactl keeps no context (they live on its descriptions) */
-                if (!holds_uvm(hp) || !x->ctl || x->done || x->blind || !attributable(res, o, hp) ||
-                    ledger_listed_anywhere(f, hp->pid, NULL))
-                        continue;
-                bool linked = false;
-                for (size_t g = 0; g < res->n_gpus; g++)
-                        linked |= attributed_here(&res->gpus[g], i);
-                if (linked || ledger_live_tie(res, hp, NULL, NULL, NULL) != JOB_TIE_NONE)
-                        continue;
-                const char *lwhat = NULL;
-                pid_t gone = gone_leader(f, hp, &lwhat);
-                size_t on[64], n_on = 0;
-                for (size_t g = 0; g < ng; g++) {
-                        if (mode[g] == ORPHAN_NONE || !ledger_holds_gpu_node(hp, &f->gpu->gpus[g], NULL))
-                                continue;
-                        if (mode[g] != ORPHAN_STALE_LISTED && !gone)
-                                continue;
-                        on[n_on++] = g;
+        for (size_t i = 0; i < h->n_holders; i++)
+                if (orphan_suspect(res, o, fi, i) && attribute_orphan(res, mode, ng, i) < 0) {
+                        free(fi);
+                        return -ENOMEM;
                 }
-                for (size_t j = 0; j < n_on; j++) {
-                        struct gpu_ledger *l = &res->gpus[on[j]];
-                        const struct gpu_info *gi = &f->gpu->gpus[on[j]];
-                        char *text = NULL, node[24];
-                        snprintf(node, sizeof(node), "/dev/nvidia%u", gi->minor);
-                        enum link_kind kind;
-                        enum confidence c;
-                        pid_t to = 0;
-                        size_t n_absent = 0;
-                        for (size_t k = 0; k < l->n_owners; k++) {
-                                bool absent = mode[on[j]] == ORPHAN_HOST_PIDS
-                                                      ? l->owners[k].cls == OWNER_FOREIGN
-                                                      : l->owners[k].cls == OWNER_STALE || l->owners[k].cls == OWNER_UNKNOWN;
-                                if (absent && !n_absent++)
-                                        to = (pid_t)l->owners[k].pid;
-                        }
-                        if (mode[on[j]] == ORPHAN_STALE_LISTED) {
-                                kind = LINK_ORPHAN;
-                                c = gone ? CONF_MEDIUM : CONF_LOW;
-                                if (gone)
-                                        str_setf(&text,
-                                                 _("unlisted CUDA process holding %s while dead PID %d is listed; the leader of its %s (PID %d) is gone"),
-                                                 gi->minor_known ? node : _("a GPU node"), (int)to, _(lwhat), (int)gone);
-                                else
-                                        str_setf(&text, _("unlisted CUDA process holding %s while dead PID %d is listed"),
-                                                 gi->minor_known ? node : _("a GPU node"), (int)to);
-                        } else {
-                                kind = LINK_LEADER_GONE;
-                                c = mode[on[j]] == ORPHAN_HOST_PIDS && n_absent > 1 ? CONF_LOW : CONF_MEDIUM;
-                                to = gone;
-                                str_setf(&text, _("holds nvidia-uvm and %s, listed by NVML nowhere; leader of its %s (PID %d) is gone"),
-                                         gi->minor_known ? node : _("a GPU node"), _(lwhat), (int)gone);
-                        }
-                        if (n_on > 1) {
-                                c = CONF_LOW;
-                                str_addf(&text, _(" (candidate: it holds %zu GPUs with a ghost)"), n_on);
-                        }
-                        struct attribution *na = text ? add_attr(l, i, kind, to, n_on > 1, c, text) : NULL;
-                        free(text);
-                        if (!na) {
-                                free(fi);
-                                return -ENOMEM;
-                        }
-                        /* the hidden owner's only suspect (medium) is proof enough for a default target */
-                        na->proof = kind == LINK_LEADER_GONE && n_on == 1 && c >= CONF_MEDIUM;
-                }
-        }
-        /* listed PIDs absent here that orphans here point to are a dead job's: with a
-         * translating driver stale; in a container with a host-PID driver not foreign "not a
-         * leak" but unknown, their bytes a ghost */
-        for (size_t g = 0; g < ng; g++) {
-                struct gpu_ledger *l = &res->gpus[g];
-                if (mode[g] == ORPHAN_STALE_LISTED && l->n_attr)
-                        for (size_t k = 0; k < l->n_owners; k++)
-                                if (l->owners[k].cls == OWNER_UNKNOWN) {
-                                        l->owners[k].cls = OWNER_STALE;
-                                        str_setf(&l->owners[k].why,
-                                                 _("no such process in this PID namespace; an orphan here holds this GPU"));
-                                }
-                if (mode[g] != ORPHAN_HOST_PIDS || !l->n_attr)
-                        continue;
-                for (size_t k = 0; k < l->n_owners; k++) {
-                        const struct pid_fact *pf = facts_pid(f, l->owners[k].pid);
-                        if (l->owners[k].cls != OWNER_FOREIGN || (pf && pf->present))
-                                continue;
-                        l->owners[k].cls = OWNER_UNKNOWN;
-                        str_setf(&l->owners[k].why,
-                                 _("not in this PID namespace; orphans of a dead job here hold this GPU"));
-                }
-        }
+        reclass_absent_owners(res, mode, ng);
         free(fi);
         return 0;
 }
@@ -1412,276 +1464,413 @@ static void invisible_here(const struct scan_result *res, struct gpu_ledger *l, 
                   l->index, l->index);
 }
 
-static void explain_gpu(const struct facts *now, const struct facts *before, const struct ledger_opts *o,
-                        struct scan_result *res, struct gpu_ledger *l, const struct gpu_info *g)
+/* What the steps of explain_gpu share about one GPU. */
+struct explain {
+        const struct facts *now, *before;
+        const struct ledger_opts *o;
+        struct scan_result *res;
+        struct gpu_ledger *l;
+        const struct gpu_info *g;
+        const struct host_report *h;
+        enum visibility vis;
+        const char *ref, *ref_note; /* the GPU as nvidia-smi -i takes it, and what that ref is */
+};
+
+static void explain_lost(const struct explain *x, const struct xid_event *lost)
 {
-        bool no_live = l->no_live_owner;
-        const struct host_report *h = now->host;
-        bool initial = h && h->initial_pidns;
-        enum visibility vis = visibility_of(h);
-        const char *ref = l->gpu_ref;
-        const char *ref_note = g->pci_bus_id[0] ? "" : g->uuid[0] ? _(" (by UUID: the PCI bus id is not known)")
-                                                                  : _(" (by index: neither PCI bus id nor UUID is known)");
-        struct finding *fd = NULL;
-
-        bool old_lost;
-        const struct xid_event *lost = lost_event(now, g, &old_lost);
-        l->xid_paging = xid_recent_worst(now->kernel.ev, now->kernel.n, g, now->kernel_this_host, ref,
-                                         now->gpu->sample_time, o->xid_window_s, &l->xid);
-        /* Xid 79 means lost only if it came after the driver's load and NVML does not answer normally */
-        if (g->status == GPU_LOST || (lost && g->status != GPU_OK)) {
-                fd = add_finding(l, VERDICT_GPU_LOST, g->status == GPU_LOST ? CONF_HIGH : CONF_MEDIUM, l->used);
-                headline(fd, _("GPU is lost: the driver cannot reach it (fallen off the bus)"));
-                evidence(fd, _("NVML: %s"), g->status_message[0] ? g->status_message : "GPU_IS_LOST");
-                if (lost) {
-                        char when[40];
-                        event_when(lost, when, sizeof(when));
-                        evidence(fd, _("kernel: Xid 79 (GPU has fallen off the bus) at %s, after the driver's load"), when);
-                }
-                next_step(fd, _("drain the node and reboot it; a GPU reset does not bring back a lost GPU (`ghostvram xid explain 79`)"));
-                return;
+        struct gpu_ledger *l = x->l;
+        const struct gpu_info *g = x->g;
+        struct finding *fd = add_finding(l, VERDICT_GPU_LOST, g->status == GPU_LOST ? CONF_HIGH : CONF_MEDIUM, l->used);
+        headline(fd, _("GPU is lost: the driver cannot reach it (fallen off the bus)"));
+        evidence(fd, _("NVML: %s"), g->status_message[0] ? g->status_message : "GPU_IS_LOST");
+        if (lost) {
+                char when[40];
+                event_when(lost, when, sizeof(when));
+                evidence(fd, _("kernel: Xid 79 (GPU has fallen off the bus) at %s, after the driver's load"), when);
         }
-        if (!l->inspected) {
-                fd = add_finding(l, VERDICT_UNKNOWN, CONF_LOW, 0);
-                headline(fd, _("could not inspect this GPU"));
-                evidence(fd, "%s", g->status_message[0] ? g->status_message : _("memory figures not available"));
-                for (size_t e = 0; e < g->n_errors && e < 3; e++)
+        next_step(fd, _("drain the node and reboot it; a GPU reset does not bring back a lost GPU (`ghostvram xid explain 79`)"));
+}
+
+static void explain_uninspected(const struct explain *x)
+{
+        const struct gpu_info *g = x->g;
+        struct finding *fd = add_finding(x->l, VERDICT_UNKNOWN, CONF_LOW, 0);
+        headline(fd, _("could not inspect this GPU"));
+        evidence(fd, "%s", g->status_message[0] ? g->status_message : _("memory figures not available"));
+        for (size_t e = 0; e < g->n_errors && e < 3; e++)
+                evidence(fd, _("query %s: %s"), g->errors[e].query, g->errors[e].message);
+        next_step(fd, _("check the driver with `nvidia-smi -q -i %s`%s and the kernel log (`ghostvram xid`); re-run with --call-timeout 30s"),
+                  x->ref, x->ref_note);
+}
+
+/* a MIG GPU's own lists are the aggregate of its instances only for a privileged caller
+ * (nvml.h): NO_PERMISSION, or an empty list, for anyone else */
+static void explain_mig_unlisted(const struct explain *x)
+{
+        struct gpu_ledger *l = x->l;
+        const struct gpu_info *g = x->g;
+        const struct host_report *h = x->h;
+        struct finding *fd = add_finding(l, VERDICT_UNKNOWN, CONF_LOW, l->used);
+        headline(fd, _("%llu MiB used on a MIG GPU, but NVML gives its process list only to a privileged caller: whose it is cannot be told"),
+                 mib(l->used));
+        for (size_t e = 0; e < g->n_errors && e < 3; e++)
+                if (e == 0 || strcmp(g->errors[e].message, g->errors[e - 1].message) != 0)
                         evidence(fd, _("query %s: %s"), g->errors[e].query, g->errors[e].message);
-                next_step(fd, _("check the driver with `nvidia-smi -q -i %s`%s and the kernel log (`ghostvram xid`); re-run with --call-timeout 30s"),
-                          ref, ref_note);
-                return;
-        }
-        if (!l->procs_known && g->mig_mode == 1) {
-                /* a MIG GPU's own lists are the aggregate of its instances only for a privileged
-                 * caller (nvml.h): NO_PERMISSION, or an empty list, for anyone else */
-                fd = add_finding(l, VERDICT_UNKNOWN, CONF_LOW, l->used);
-                headline(fd, _("%llu MiB used on a MIG GPU, but NVML gives its process list only to a privileged caller: whose it is cannot be told"),
-                         mib(l->used));
-                for (size_t e = 0; e < g->n_errors && e < 3; e++)
-                        if (e == 0 || strcmp(g->errors[e].message, g->errors[e - 1].message) != 0)
-                                evidence(fd, _("query %s: %s"), g->errors[e].query, g->errors[e].message);
-                evidence(fd, _("MIG mode: the GPU's own process lists cover its instances only for root or a holder of the mig/monitor capability (/dev/nvidia-caps/nvidia-cap2)%s"),
-                         h && h->euid != 0 ? _("; this scan does not run as root") : "");
-                for (size_t m = 0; m < l->n_mig; m++)
-                        if (l->mig[m].memory_known && l->mig[m].used)
-                                evidence(fd, _("MIG GPU instance %u (compute instance %u): %llu MiB used of %llu MiB"),
-                                         l->mig[m].gpu_instance, l->mig[m].compute_instance, mib(l->mig[m].used),
-                                         mib(l->mig[m].total));
-                next_step(fd, _("re-run as root: `sudo ghostvram scan --gpu %u`; nothing is reclaimed on this GPU without a process list"),
-                          g->index);
-                return;
-        }
-        if (!l->procs_known) {
-                fd = add_finding(l, VERDICT_UNKNOWN, CONF_LOW, l->used);
-                headline(fd, _("%llu MiB used, but NVML gives no process list for this GPU: whose it is cannot be told"),
-                         mib(l->used));
-                bool said = false;
-                for (size_t e = 0; e < g->n_errors && e < 3; e++)
-                        if (strcmp(g->errors[e].query, "processes") == 0) {
-                                evidence(fd, _("query processes: %s"), g->errors[e].message);
-                                said = true;
-                        }
-                if (!said)
-                        evidence(fd, _("the process list was not available"));
-                evidence(fd, _("GeForce boards, some vGPU profiles and old drivers do not report processes; a hung driver does not answer"));
-                next_step(fd, _("nothing is reclaimed on this GPU without a process list; `sudo fuser -v /dev/nvidia%u` shows who holds its node, and `ghostvram xid` the driver's side"),
-                          g->minor);
-                return;
-        }
-        if (l->holders_unseen) {
-                /* a listed owner runs, but no node of the GPU is where we look: neither "stale"
-                 * nor "ok" can be told */
-                fd = add_finding(l, VERDICT_UNKNOWN, CONF_LOW, l->used);
-                headline(fd, _("%llu MiB used by listed processes that are alive, but who holds the GPU cannot be seen"),
-                         mib(l->used));
-                evidence(fd, _("no device node of this GPU (nvidia%u, nvidia-uvm) under the device prefix: a holder cannot be seen"),
-                         g->minor);
-                next_step(fd, _("run without --dev-prefix, or give the prefix its nodes are under (e.g. /dev/nvidia)"));
-                return;
-        }
+        evidence(fd, _("MIG mode: the GPU's own process lists cover its instances only for root or a holder of the mig/monitor capability (/dev/nvidia-caps/nvidia-cap2)%s"),
+                 h && h->euid != 0 ? _("; this scan does not run as root") : "");
+        for (size_t m = 0; m < l->n_mig; m++)
+                if (l->mig[m].memory_known && l->mig[m].used)
+                        evidence(fd, _("MIG GPU instance %u (compute instance %u): %llu MiB used of %llu MiB"),
+                                 l->mig[m].gpu_instance, l->mig[m].compute_instance, mib(l->mig[m].used),
+                                 mib(l->mig[m].total));
+        next_step(fd, _("re-run as root: `sudo ghostvram scan --gpu %u`; nothing is reclaimed on this GPU without a process list"),
+                  g->index);
+}
 
+static void explain_unlisted(const struct explain *x)
+{
+        struct gpu_ledger *l = x->l;
+        const struct gpu_info *g = x->g;
+        struct finding *fd = add_finding(l, VERDICT_UNKNOWN, CONF_LOW, l->used);
+        headline(fd, _("%llu MiB used, but NVML gives no process list for this GPU: whose it is cannot be told"),
+                 mib(l->used));
+        bool said = false;
+        for (size_t e = 0; e < g->n_errors && e < 3; e++)
+                if (strcmp(g->errors[e].query, "processes") == 0) {
+                        evidence(fd, _("query processes: %s"), g->errors[e].message);
+                        said = true;
+                }
+        if (!said)
+                evidence(fd, _("the process list was not available"));
+        evidence(fd, _("GeForce boards, some vGPU profiles and old drivers do not report processes; a hung driver does not answer"));
+        next_step(fd, _("nothing is reclaimed on this GPU without a process list; `sudo fuser -v /dev/nvidia%u` shows who holds its node, and `ghostvram xid` the driver's side"),
+                  g->minor);
+}
+
+/* a listed owner runs, but no node of the GPU is where we look: neither "stale" nor "ok" can be
+ * told */
+static void explain_holders_unseen(const struct explain *x)
+{
+        struct gpu_ledger *l = x->l;
+        struct finding *fd = add_finding(l, VERDICT_UNKNOWN, CONF_LOW, l->used);
+        headline(fd, _("%llu MiB used by listed processes that are alive, but who holds the GPU cannot be seen"),
+                 mib(l->used));
+        evidence(fd, _("no device node of this GPU (nvidia%u, nvidia-uvm) under the device prefix: a holder cannot be seen"),
+                 x->g->minor);
+        next_step(fd, _("run without --dev-prefix, or give the prefix its nodes are under (e.g. /dev/nvidia)"));
+}
+
+/* The verdicts that leave nothing more to say of a GPU: lost, not inspected, no process list,
+ * its holders out of sight. True when one was given. */
+static bool explain_blocked(const struct explain *x, const struct xid_event *lost)
+{
+        const struct gpu_ledger *l = x->l;
+        const struct gpu_info *g = x->g;
+        /* Xid 79 means lost only if it came after the driver's load and NVML does not answer normally */
+        if (g->status == GPU_LOST || (lost && g->status != GPU_OK))
+                explain_lost(x, lost);
+        else if (!l->inspected)
+                explain_uninspected(x);
+        else if (!l->procs_known && g->mig_mode == 1)
+                explain_mig_unlisted(x);
+        else if (!l->procs_known)
+                explain_unlisted(x);
+        else if (l->holders_unseen)
+                explain_holders_unseen(x);
+        else
+                return false;
+        return true;
+}
+
+/* A task holding the GPU stuck in the driver: its finding, and whether there is one. */
+static bool explain_stuck(const struct explain *x)
+{
         struct finding *stuck = NULL;
-        find_stuck(now, before, o, l, &stuck);
-        if (stuck) {
-                headline(stuck, "%s", stuck->confidence == CONF_LOW
-                                              ? _("suspect: a task holding this GPU is stuck in the driver (one sample)")
-                                              : _("stuck: a task holding this GPU is stuck in the driver"));
-                next_step(stuck, _("a stuck task exits only when its driver call returns: look at `cat /proc/%d/stack` and `ghostvram xid`; if it stays, reset the GPU (`sudo nvidia-smi --gpu-reset -i %s`%s) or reboot"),
-                          (int)stuck->pids[0], ref, ref_note);
+        find_stuck(x->now, x->before, x->o, x->l, &stuck);
+        if (!stuck)
+                return false;
+        headline(stuck, "%s", stuck->confidence == CONF_LOW
+                                      ? _("suspect: a task holding this GPU is stuck in the driver (one sample)")
+                                      : _("stuck: a task holding this GPU is stuck in the driver"));
+        next_step(stuck, _("a stuck task exits only when its driver call returns: look at `cat /proc/%d/stack` and `ghostvram xid`; if it stays, reset the GPU (`sudo nvidia-smi --gpu-reset -i %s`%s) or reboot"),
+                  (int)stuck->pids[0], x->ref, x->ref_note);
+        return true;
+}
+
+/* The dead owners the attributed holders are tied to, each counted once. */
+static size_t dead_jobs(const struct gpu_ledger *l)
+{
+        size_t jobs = 0;
+        for (size_t a = 0; a < l->n_attr; a++) {
+                bool seen = false;
+                for (size_t b = 0; b < a && !seen; b++)
+                        seen = l->attr[b].to_pid == l->attr[a].to_pid;
+                jobs += !seen;
         }
+        return jobs;
+}
 
-        if (l->ghost_confirmed && l->n_attr) {
-                enum confidence c = CONF_HIGH;
-                for (size_t a = 0; a < l->n_attr; a++)
-                        if (l->attr[a].confidence < c)
-                                c = l->attr[a].confidence;
-                fd = add_finding(l, VERDICT_ORPHANED, c, l->ghost);
-                size_t jobs = 0;        /* the dead owners the holders are tied to */
-                for (size_t a = 0; a < l->n_attr; a++) {
-                        bool seen = false;
-                        for (size_t b = 0; b < a && !seen; b++)
-                                seen = l->attr[b].to_pid == l->attr[a].to_pid;
-                        jobs += !seen;
+/* The orphans' PIDs on fd, and the next step: reclaim's default, or each process checked first
+ * when one of them is no default target. */
+static void orphaned_next_step(const struct explain *x, struct finding *fd)
+{
+        const struct gpu_ledger *l = x->l;
+        struct buf pl = BUF_INIT(0), pp = BUF_INIT(0);
+        const char *why = NULL;
+        bool all_default = true;
+        for (size_t a = 0; a < l->n_attr; a++) {
+                const struct host_proc *hp = &x->h->holders[l->attr[a].holder];
+                finding_pid(fd, hp->pid); /* the links are in the processes, with each holder */
+                pid_text_add(&pl, " ", hp->pid);
+                pid_text_add(&pp, ",", hp->pid);
+                const char *wy = NULL;
+                if (!ledger_default_target(x->now, &l->attr[a], &wy)) {
+                        all_default = false;
+                        if (!why)
+                                why = wy;
                 }
-                if (jobs > 1)
-                        headline(fd, _("%llu MiB ghost held by %zu orphaned processes of %zu dead jobs"), mib(l->ghost),
-                                 l->n_attr, jobs);
-                else
-                        headline(fd, P_("%llu MiB ghost held by %zu orphaned process of a dead job",
-                                        "%llu MiB ghost held by %zu orphaned processes of a dead job", l->n_attr),
-                                 mib(l->ghost), l->n_attr);
-                stale_evidence(fd, l);
-                struct buf pl = BUF_INIT(0), pp = BUF_INIT(0);
-                const char *why = NULL;
-                bool all_default = true;
-                for (size_t a = 0; a < l->n_attr; a++) {
-                        const struct host_proc *hp = &h->holders[l->attr[a].holder];
-                        finding_pid(fd, hp->pid); /* the links are in the processes, with each holder */
-                        pid_text_add(&pl, " ", hp->pid);
-                        pid_text_add(&pp, ",", hp->pid);
-                        const char *wy = NULL;
-                        if (!ledger_default_target(now, &l->attr[a], &wy)) {
-                                all_default = false;
-                                if (!why)
-                                        why = wy;
-                        }
-                }
-                if (l->freed_bytes)
-                        evidence(fd, _("used fell by %llu MiB between the samples: part of it is being freed"), mib(l->freed_bytes));
-                if (all_default)
-                        next_step(fd, _("free it safely (each process re-checked, signalled through a pidfd, the memory measured): `sudo ghostvram reclaim --gpu %u` shows the plan, add --yes to act (by hand: kill -TERM %s)"),
-                                  l->index, buf_str(&pl));
-                else
-                        next_step(fd, _("check each process first (%s, so reclaim does not end it by default); then `sudo ghostvram reclaim --gpu %u --pid %s` shows the plan, add --yes to act"),
-                                  why ? why : _("not a default target"), l->index, buf_str(&pp));
-                buf_free(&pl);
-                buf_free(&pp);
-        } else if (l->freeing) {
-                fd = add_finding(l, VERDICT_FREEING, CONF_MEDIUM, l->freeing_bytes);
-                headline(fd, _("%llu MiB still being released by the driver"), mib(l->freeing_bytes));
-                stale_evidence(fd, l);
-                if (l->freed_bytes)
-                        evidence(fd, l->freed_bytes < MIB ? _("used fell by %llu MiB between the two samples (less than 1 MiB: a slow teardown)")
-                                                          : _("used fell by %llu MiB between the two samples"),
-                                 mib(l->freed_bytes));
-                for (size_t k = 0; k < l->n_owners; k++) {
-                        const struct pid_fact *pf = facts_pid(now, l->owners[k].pid);
-                        if (pf && pf->present && pf->proc.exiting && !strchr("DZX", pf->proc.state))
-                                evidence(fd, _("the owner PID %u is exiting: the driver is tearing its context down"), l->owners[k].pid);
-                }
-                if (l->n_gone_holders) {
-                        struct buf gl = BUF_INIT(0);
-                        size_t shown = l->n_gone_holders < 8 ? l->n_gone_holders : 8;
-                        for (size_t k = 0; k < shown; k++)
-                                pid_text_add(&gl, ", ", l->gone_holders[k]);
-                        evidence(fd, P_("PID %s%s held it in the earlier sample and holds nothing now: the driver frees a "
-                                        "context after its last holder goes",
-                                        "PIDs %s%s held it in the earlier sample and hold nothing now: the driver frees a "
-                                        "context after its last holder goes", l->n_gone_holders),
-                                 buf_str(&gl), l->n_gone_holders > shown ? _(" and more") : "");
-                        buf_free(&gl);
-                }
-                evidence(fd, _("no process holds it: not a ghost while it keeps falling"));
-                next_step(fd, _("nothing to do yet: re-run `ghostvram scan --gpu %u` in a minute; if it stops falling, it is a ghost"), l->index);
-        } else if (l->ghost_confirmed) {
-                /* a daemon that keeps a dead client's memory (MPS server, display server) */
-                for (size_t i = 0; h && i < h->n_holders; i++) {
-                        const struct gpu_daemon *d = gpu_daemon_of(&h->holders[i]);
-                        if (!d || !d->holds_memory || !ledger_holds_gpu_node(&h->holders[i], g, NULL))
-                                continue;
-                        if (!fd) {
-                                fd = add_finding(l, VERDICT_DAEMON, CONF_LOW, l->ghost);
-                                headline(fd, _("%llu MiB ghost; no orphan found, but a daemon that can keep client memory holds the GPU"),
-                                         mib(l->ghost));
-                                stale_evidence(fd, l);
-                        }
-                        finding_pid(fd, h->holders[i].pid);
-                        evidence(fd, _("PID %d (%s) is a %s holding /dev/nvidia%u; it can keep a dead client's memory"),
-                                 (int)h->holders[i].pid, h->holders[i].comm ? h->holders[i].comm : "?", _(d->kind), g->minor);
-                        if (str_empty(fd->next_step) || strcmp(d->kind, "MPS") == 0)
-                                next_step(fd, _("%s; then `ghostvram scan --gpu %u`"), _(d->stop), l->index);
-                }
-                bool stale = has_owner(l, OWNER_STALE);
-                unsigned unlinked = count_unlinked_cuda(res, l, g, o);
-                if (!fd && stale) {
-                        enum confidence c = vis == VIS_FULL && !unlinked ? CONF_HIGH : vis == VIS_NOT_ROOT ? CONF_LOW : CONF_MEDIUM;
-                        fd = add_finding(l, VERDICT_STALE, c, l->ghost);
-                        if (unlinked)
-                                headline(fd, P_("%llu MiB ghost: NVML lists a dead process; %u CUDA process holds the GPU with no link to it",
-                                                "%llu MiB ghost: NVML lists a dead process; %u CUDA processes hold the GPU with no link to it",
-                                                unlinked),
-                                         mib(l->ghost), unlinked);
-                        else if (vis == VIS_FULL)
-                                headline(fd, _("%llu MiB ghost: NVML lists a dead process and nothing here holds the GPU"), mib(l->ghost));
-                        else
-                                headline(fd, vis == VIS_NOT_ROOT ? _("%llu MiB ghost: NVML lists a dead process and no holder is visible to this user")
-                                             : vis == VIS_NOT_INITIAL ? _("%llu MiB ghost: NVML lists a dead process and no holder is visible in this PID namespace")
-                                                                      : _("%llu MiB ghost: NVML lists a dead process and no holder is visible (partial visibility)"),
-                                         mib(l->ghost));
+        }
+        if (l->freed_bytes)
+                evidence(fd, _("used fell by %llu MiB between the samples: part of it is being freed"), mib(l->freed_bytes));
+        if (all_default)
+                next_step(fd, _("free it safely (each process re-checked, signalled through a pidfd, the memory measured): `sudo ghostvram reclaim --gpu %u` shows the plan, add --yes to act (by hand: kill -TERM %s)"),
+                          l->index, buf_str(&pl));
+        else
+                next_step(fd, _("check each process first (%s, so reclaim does not end it by default); then `sudo ghostvram reclaim --gpu %u --pid %s` shows the plan, add --yes to act"),
+                          why ? why : _("not a default target"), l->index, buf_str(&pp));
+        buf_free(&pl);
+        buf_free(&pp);
+}
 
-                        /* why the headline's CUDA processes have no link, before the list of dead PIDs */
-                        blind_evidence(fd, res, l, g, o);
+/* A confirmed ghost that links name the holders of. */
+static struct finding *explain_orphaned(const struct explain *x)
+{
+        struct gpu_ledger *l = x->l;
+        enum confidence c = CONF_HIGH;
+        for (size_t a = 0; a < l->n_attr; a++)
+                if (l->attr[a].confidence < c)
+                        c = l->attr[a].confidence;
+        struct finding *fd = add_finding(l, VERDICT_ORPHANED, c, l->ghost);
+        size_t jobs = dead_jobs(l);
+        if (jobs > 1)
+                headline(fd, _("%llu MiB ghost held by %zu orphaned processes of %zu dead jobs"), mib(l->ghost),
+                         l->n_attr, jobs);
+        else
+                headline(fd, P_("%llu MiB ghost held by %zu orphaned process of a dead job",
+                                "%llu MiB ghost held by %zu orphaned processes of a dead job", l->n_attr),
+                         mib(l->ghost), l->n_attr);
+        stale_evidence(fd, l);
+        orphaned_next_step(x, fd);
+        return fd;
+}
+
+/* The holders of the earlier sample that hold nothing now (eight named at most). */
+static void gone_holders_evidence(struct finding *fd, const struct gpu_ledger *l)
+{
+        struct buf gl = BUF_INIT(0);
+        size_t shown = l->n_gone_holders < 8 ? l->n_gone_holders : 8;
+        for (size_t k = 0; k < shown; k++)
+                pid_text_add(&gl, ", ", l->gone_holders[k]);
+        evidence(fd, P_("PID %s%s held it in the earlier sample and holds nothing now: the driver frees a "
+                        "context after its last holder goes",
+                        "PIDs %s%s held it in the earlier sample and hold nothing now: the driver frees a "
+                        "context after its last holder goes", l->n_gone_holders),
+                 buf_str(&gl), l->n_gone_holders > shown ? _(" and more") : "");
+        buf_free(&gl);
+}
+
+/* Memory no process holds that the driver is still releasing. */
+static struct finding *explain_freeing(const struct explain *x)
+{
+        struct gpu_ledger *l = x->l;
+        struct finding *fd = add_finding(l, VERDICT_FREEING, CONF_MEDIUM, l->freeing_bytes);
+        headline(fd, _("%llu MiB still being released by the driver"), mib(l->freeing_bytes));
+        stale_evidence(fd, l);
+        if (l->freed_bytes)
+                evidence(fd, l->freed_bytes < MIB ? _("used fell by %llu MiB between the two samples (less than 1 MiB: a slow teardown)")
+                                                  : _("used fell by %llu MiB between the two samples"),
+                         mib(l->freed_bytes));
+        for (size_t k = 0; k < l->n_owners; k++) {
+                const struct pid_fact *pf = facts_pid(x->now, l->owners[k].pid);
+                if (pf && pf->present && pf->proc.exiting && !strchr("DZX", pf->proc.state))
+                        evidence(fd, _("the owner PID %u is exiting: the driver is tearing its context down"), l->owners[k].pid);
+        }
+        if (l->n_gone_holders)
+                gone_holders_evidence(fd, l);
+        evidence(fd, _("no process holds it: not a ghost while it keeps falling"));
+        next_step(fd, _("nothing to do yet: re-run `ghostvram scan --gpu %u` in a minute; if it stops falling, it is a ghost"), l->index);
+        return fd;
+}
+
+/* a daemon that keeps a dead client's memory (MPS server, display server): its finding, or NULL
+ * when none holds the GPU */
+static struct finding *ghost_daemons(const struct explain *x)
+{
+        struct gpu_ledger *l = x->l;
+        const struct gpu_info *g = x->g;
+        const struct host_report *h = x->h;
+        struct finding *fd = NULL;
+        for (size_t i = 0; h && i < h->n_holders; i++) {
+                const struct gpu_daemon *d = gpu_daemon_of(&h->holders[i]);
+                if (!d || !d->holds_memory || !ledger_holds_gpu_node(&h->holders[i], g, NULL))
+                        continue;
+                if (!fd) {
+                        fd = add_finding(l, VERDICT_DAEMON, CONF_LOW, l->ghost);
+                        headline(fd, _("%llu MiB ghost; no orphan found, but a daemon that can keep client memory holds the GPU"),
+                                 mib(l->ghost));
                         stale_evidence(fd, l);
-                        evidence(fd, _("no visible process holds /dev/nvidia%u with a link to the dead owner"), g->minor);
-                        for (size_t k = 0; k < l->n_owners; k++)
-                                if (l->owners[k].cls == OWNER_STALE && l->owners[k].out_of_sight)
-                                        evidence(fd, P_("%u process in dead PID %u's process group or session cannot be inspected by this user: likely the holders",
-                                                        "%u processes in dead PID %u's process group or session cannot be inspected by this user: likely the holders",
-                                                        l->owners[k].out_of_sight),
-                                                 l->owners[k].out_of_sight, l->owners[k].pid);
-                        partial_evidence(fd, vis);
-                        if (unlinked) {
-                                reset_blockers(fd, res, l, g, o);
-                                next_step(fd, _("look at the CUDA processes named above first (`ghostvram scan --gpu %u --verbose`): if one belongs to the dead job, `sudo ghostvram reclaim --gpu %u --pid PID` ends it; a GPU reset would need them all gone"),
-                                          l->index, l->index);
-                        } else if (vis == VIS_FULL) {
-                                reset_blockers(fd, res, l, g, o);
-                                next_step(fd, _("the driver has not finished tearing the context down: wait a minute and re-run `ghostvram scan --gpu %u`; if it stays, check `ghostvram xid` and try the poke (a new context; some drivers then finish the teardown): `sudo ghostvram reclaim --poke --gpu %u` shows what it does, add --yes to run it; if nothing changes, reset the GPU: `sudo nvidia-smi --gpu-reset -i %s`%s"),
-                                          l->index, l->index, ref, ref_note);
-                        } else {
-                                look_further(fd, vis, l->index);
-                        }
-                } else if (!fd && !stuck && vis == VIS_FULL && !unlinked) {
-                        fd = add_finding(l, VERDICT_DRIVER_LEAK, CONF_MEDIUM, l->ghost);
-                        headline(fd, _("%llu MiB used with no owner and no holder: held by the driver"), mib(l->ghost));
-                        evidence(fd, _("no live owner, no process holds an NVIDIA device node for it, no task stuck in the driver"));
-                        evidence(fd, _("full visibility: initial PID namespace, root, nothing hidden"));
-                        reset_blockers(fd, res, l, g, o);
-                        next_step(fd, _("first try the poke (a new context; some drivers then finish a dead one's teardown): `sudo ghostvram reclaim --poke --gpu %u` shows what it does, add --yes to run it; if nothing changes, only a GPU reset or a module reload frees it: stop GPU users (and nvidia-persistenced), then `sudo nvidia-smi --gpu-reset -i %s`%s"),
-                                  l->index, ref, ref_note);
-                } else if (!fd && !stuck && unlinked) {
-                        fd = add_finding(l, VERDICT_UNKNOWN, CONF_LOW, l->ghost);
-                        headline(fd, P_("%llu MiB unexplained; %u CUDA process holds the GPU with no link to a dead owner",
-                                        "%llu MiB unexplained; %u CUDA processes hold the GPU with no link to a dead owner", unlinked),
-                                 mib(l->ghost), unlinked);
-
-                        evidence(fd, _("not a driver leak while a CUDA process holds the GPU's node"));
-                        blind_evidence(fd, res, l, g, o);
-                        partial_evidence(fd, vis);
-                        reset_blockers(fd, res, l, g, o);
-                        next_step(fd, _("look at the CUDA processes named above (`ghostvram scan --gpu %u --verbose`): if one is a dead job's, `sudo ghostvram reclaim --gpu %u --pid PID` ends it"),
-                                  l->index, l->index);
-                } else if (!fd && !stuck) {
-                        fd = add_finding(l, VERDICT_UNKNOWN, CONF_LOW, l->ghost);
-                        headline(fd, _("%llu MiB unexplained and no holder in sight (partial visibility)"), mib(l->ghost));
-                        evidence(fd, _("not a driver leak: part of the host is out of sight"));
-                        partial_evidence(fd, vis);
-                        reset_blockers(fd, res, l, g, o);
-                        look_further(fd, vis, l->index);
                 }
+                finding_pid(fd, h->holders[i].pid);
+                evidence(fd, _("PID %d (%s) is a %s holding /dev/nvidia%u; it can keep a dead client's memory"),
+                         (int)h->holders[i].pid, h->holders[i].comm ? h->holders[i].comm : "?", _(d->kind), g->minor);
+                if (str_empty(fd->next_step) || strcmp(d->kind, "MPS") == 0)
+                        next_step(fd, _("%s; then `ghostvram scan --gpu %u`"), _(d->stop), l->index);
         }
-        if (fd && l->ghost_evidence && l->unattributed > 0 && (fd->verdict == VERDICT_ORPHANED || fd->verdict == VERDICT_STALE)) {
-                if (!l->reserved_known)
-                        evidence(fd, _("%llu MiB more are used than the dead PIDs held: likely the driver's reservation (this driver's v1 memory query counts it as used)"),
-                                 mib(l->unattributed));
-                else
-                        evidence(fd, _("%llu MiB more are used than the dead PIDs held: charged to no process (managed memory, kernel clients)"),
-                                 mib(l->unattributed));
-        }
+        return fd;
+}
 
-        if (!initial && now->gpu->pid_mode != GPU_PID_HOST && no_live && l->unattributed + l->ghost > l->noise_floor &&
+static void stale_headline(const struct explain *x, struct finding *fd, unsigned unlinked)
+{
+        const struct gpu_ledger *l = x->l;
+        enum visibility vis = x->vis;
+        if (unlinked)
+                headline(fd, P_("%llu MiB ghost: NVML lists a dead process; %u CUDA process holds the GPU with no link to it",
+                                "%llu MiB ghost: NVML lists a dead process; %u CUDA processes hold the GPU with no link to it",
+                                unlinked),
+                         mib(l->ghost), unlinked);
+        else if (vis == VIS_FULL)
+                headline(fd, _("%llu MiB ghost: NVML lists a dead process and nothing here holds the GPU"), mib(l->ghost));
+        else
+                headline(fd, vis == VIS_NOT_ROOT ? _("%llu MiB ghost: NVML lists a dead process and no holder is visible to this user")
+                             : vis == VIS_NOT_INITIAL ? _("%llu MiB ghost: NVML lists a dead process and no holder is visible in this PID namespace")
+                                                      : _("%llu MiB ghost: NVML lists a dead process and no holder is visible (partial visibility)"),
+                         mib(l->ghost));
+}
+
+static void stale_next_step(const struct explain *x, struct finding *fd, unsigned unlinked)
+{
+        const struct gpu_ledger *l = x->l;
+        if (unlinked) {
+                reset_blockers(fd, x->res, l, x->g, x->o);
+                next_step(fd, _("look at the CUDA processes named above first (`ghostvram scan --gpu %u --verbose`): if one belongs to the dead job, `sudo ghostvram reclaim --gpu %u --pid PID` ends it; a GPU reset would need them all gone"),
+                          l->index, l->index);
+        } else if (x->vis == VIS_FULL) {
+                reset_blockers(fd, x->res, l, x->g, x->o);
+                next_step(fd, _("the driver has not finished tearing the context down: wait a minute and re-run `ghostvram scan --gpu %u`; if it stays, check `ghostvram xid` and try the poke (a new context; some drivers then finish the teardown): `sudo ghostvram reclaim --poke --gpu %u` shows what it does, add --yes to run it; if nothing changes, reset the GPU: `sudo nvidia-smi --gpu-reset -i %s`%s"),
+                          l->index, l->index, x->ref, x->ref_note);
+        } else {
+                look_further(fd, x->vis, l->index);
+        }
+}
+
+/* A confirmed ghost that NVML charges to a dead listed process no holder is linked to. */
+static struct finding *ghost_stale(const struct explain *x, unsigned unlinked)
+{
+        struct gpu_ledger *l = x->l;
+        enum visibility vis = x->vis;
+        enum confidence c = vis == VIS_FULL && !unlinked ? CONF_HIGH : vis == VIS_NOT_ROOT ? CONF_LOW : CONF_MEDIUM;
+        struct finding *fd = add_finding(l, VERDICT_STALE, c, l->ghost);
+        stale_headline(x, fd, unlinked);
+
+        /* why the headline's CUDA processes have no link, before the list of dead PIDs */
+        blind_evidence(fd, x->res, l, x->g, x->o);
+        stale_evidence(fd, l);
+        evidence(fd, _("no visible process holds /dev/nvidia%u with a link to the dead owner"), x->g->minor);
+        for (size_t k = 0; k < l->n_owners; k++)
+                if (l->owners[k].cls == OWNER_STALE && l->owners[k].out_of_sight)
+                        evidence(fd, P_("%u process in dead PID %u's process group or session cannot be inspected by this user: likely the holders",
+                                        "%u processes in dead PID %u's process group or session cannot be inspected by this user: likely the holders",
+                                        l->owners[k].out_of_sight),
+                                 l->owners[k].out_of_sight, l->owners[k].pid);
+        partial_evidence(fd, vis);
+        stale_next_step(x, fd, unlinked);
+        return fd;
+}
+
+static struct finding *ghost_driver_leak(const struct explain *x)
+{
+        struct gpu_ledger *l = x->l;
+        struct finding *fd = add_finding(l, VERDICT_DRIVER_LEAK, CONF_MEDIUM, l->ghost);
+        headline(fd, _("%llu MiB used with no owner and no holder: held by the driver"), mib(l->ghost));
+        evidence(fd, _("no live owner, no process holds an NVIDIA device node for it, no task stuck in the driver"));
+        evidence(fd, _("full visibility: initial PID namespace, root, nothing hidden"));
+        reset_blockers(fd, x->res, l, x->g, x->o);
+        next_step(fd, _("first try the poke (a new context; some drivers then finish a dead one's teardown): `sudo ghostvram reclaim --poke --gpu %u` shows what it does, add --yes to run it; if nothing changes, only a GPU reset or a module reload frees it: stop GPU users (and nvidia-persistenced), then `sudo nvidia-smi --gpu-reset -i %s`%s"),
+                  l->index, x->ref, x->ref_note);
+        return fd;
+}
+
+static struct finding *ghost_unlinked(const struct explain *x, unsigned unlinked)
+{
+        struct gpu_ledger *l = x->l;
+        struct finding *fd = add_finding(l, VERDICT_UNKNOWN, CONF_LOW, l->ghost);
+        headline(fd, P_("%llu MiB unexplained; %u CUDA process holds the GPU with no link to a dead owner",
+                        "%llu MiB unexplained; %u CUDA processes hold the GPU with no link to a dead owner", unlinked),
+                 mib(l->ghost), unlinked);
+
+        evidence(fd, _("not a driver leak while a CUDA process holds the GPU's node"));
+        blind_evidence(fd, x->res, l, x->g, x->o);
+        partial_evidence(fd, x->vis);
+        reset_blockers(fd, x->res, l, x->g, x->o);
+        next_step(fd, _("look at the CUDA processes named above (`ghostvram scan --gpu %u --verbose`): if one is a dead job's, `sudo ghostvram reclaim --gpu %u --pid PID` ends it"),
+                  l->index, l->index);
+        return fd;
+}
+
+static struct finding *ghost_out_of_sight(const struct explain *x)
+{
+        struct gpu_ledger *l = x->l;
+        struct finding *fd = add_finding(l, VERDICT_UNKNOWN, CONF_LOW, l->ghost);
+        headline(fd, _("%llu MiB unexplained and no holder in sight (partial visibility)"), mib(l->ghost));
+        evidence(fd, _("not a driver leak: part of the host is out of sight"));
+        partial_evidence(fd, x->vis);
+        reset_blockers(fd, x->res, l, x->g, x->o);
+        look_further(fd, x->vis, l->index);
+        return fd;
+}
+
+/* A confirmed ghost no link explains: a daemon, a dead listed owner, the driver, unlinked CUDA
+ * processes or what is out of sight; NULL when a stuck task is the only explanation. */
+static struct finding *explain_ghost(const struct explain *x, bool stuck)
+{
+        struct finding *fd = ghost_daemons(x);
+        bool stale = has_owner(x->l, OWNER_STALE);
+        unsigned unlinked = count_unlinked_cuda(x->res, x->l, x->g, x->o);
+        if (!fd && stale)
+                fd = ghost_stale(x, unlinked);
+        else if (!fd && !stuck && x->vis == VIS_FULL && !unlinked)
+                fd = ghost_driver_leak(x);
+        else if (!fd && !stuck && unlinked)
+                fd = ghost_unlinked(x, unlinked);
+        else if (!fd && !stuck)
+                fd = ghost_out_of_sight(x);
+        return fd;
+}
+
+/* What a dead job's finding leaves unexplained: the bytes no listed PID held. */
+static void beyond_dead_evidence(struct finding *fd, const struct gpu_ledger *l)
+{
+        if (!fd || !l->ghost_evidence || l->unattributed == 0 ||
+            (fd->verdict != VERDICT_ORPHANED && fd->verdict != VERDICT_STALE))
+                return;
+        if (!l->reserved_known)
+                evidence(fd, _("%llu MiB more are used than the dead PIDs held: likely the driver's reservation (this driver's v1 memory query counts it as used)"),
+                         mib(l->unattributed));
+        else
+                evidence(fd, _("%llu MiB more are used than the dead PIDs held: charged to no process (managed memory, kernel clients)"),
+                         mib(l->unattributed));
+}
+
+/* The findings beside the main one: owners out of sight of this PID namespace, in other PID
+ * namespaces, bytes charged to no process while jobs run, an old driver's reservation. */
+static void explain_aside(const struct explain *x)
+{
+        struct gpu_ledger *l = x->l;
+        bool no_live = l->no_live_owner;
+        bool initial = x->h && x->h->initial_pidns;
+        if (!initial && x->now->gpu->pid_mode != GPU_PID_HOST && no_live && l->unattributed + l->ghost > l->noise_floor &&
             l->unexplained_steady && !l->ghost_confirmed && !l->freeing)
-                invisible_here(res, l, g, o);
+                invisible_here(x->res, l, x->g, x->o);
         if (l->foreign > 0) {
                 struct finding *ff = add_finding(l, VERDICT_FOREIGN, CONF_MEDIUM, l->foreign);
                 headline(ff, _("%llu MiB owned by processes in other PID namespaces"), mib(l->foreign));
@@ -1705,16 +1894,22 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
                 evidence(rf, _("this driver has only the v1 memory query, whose used figure includes the driver's reservation"));
                 next_step(rf, _("nothing to do; a driver of the R510 series or later reports the reservation apart"));
         }
-        /* findings may have moved (realloc) since `stuck` was taken: look them up again */
-        struct finding *main_fd = NULL;
-        stuck = NULL;
+}
+
+/* The kernel's evidence on the main finding and the stuck task's, then "ok" when nothing (or
+ * only a one-sample suspect) was found. */
+static void explain_close(const struct explain *x, bool old_lost)
+{
+        struct gpu_ledger *l = x->l;
+        /* findings may have moved (realloc) since they were added: look them up again */
+        struct finding *main_fd = NULL, *stuck = NULL;
         for (size_t k = 0; k < l->n_findings; k++) {
                 if (l->findings[k].verdict == VERDICT_STUCK)
                         stuck = &l->findings[k];
                 else if (!main_fd)
                         main_fd = &l->findings[k];
         }
-        kernel_evidence(now, l, g, main_fd, stuck);
+        kernel_evidence(x->now, l, x->g, main_fd, stuck);
         /* nothing found but (maybe) a one-sample suspect: the GPU is fine; the sort puts ok first */
         if (l->n_findings == 0 || (stuck && l->n_findings == 1 && stuck->confidence == CONF_LOW)) {
                 struct finding *ok = add_finding(l, VERDICT_OK, CONF_HIGH, 0);
@@ -1729,7 +1924,37 @@ static void explain_gpu(const struct facts *now, const struct facts *before, con
         }
         if (old_lost)
                 evidence(&l->findings[l->n_findings - 1], _("kernel: an Xid 79 for this GPU predates the current driver load: history; NVML answers now"));
-        (void)res;
+}
+
+/* The findings of one GPU: a verdict that leaves nothing more to say, else a stuck task, the
+ * main verdict (orphaned, freeing, or a ghost no link explains), the findings beside it, the
+ * kernel's evidence and "ok". */
+static void explain_gpu(const struct facts *now, const struct facts *before, const struct ledger_opts *o,
+                        struct scan_result *res, struct gpu_ledger *l, const struct gpu_info *g)
+{
+        struct explain x = {
+                .now = now, .before = before, .o = o, .res = res, .l = l, .g = g, .h = now->host,
+                .vis = visibility_of(now->host), .ref = l->gpu_ref,
+                .ref_note = g->pci_bus_id[0] ? "" : g->uuid[0] ? _(" (by UUID: the PCI bus id is not known)")
+                                                                : _(" (by index: neither PCI bus id nor UUID is known)"),
+        };
+        bool old_lost;
+        const struct xid_event *lost = lost_event(now, g, &old_lost);
+        l->xid_paging = xid_recent_worst(now->kernel.ev, now->kernel.n, g, now->kernel_this_host, x.ref,
+                                         now->gpu->sample_time, o->xid_window_s, &l->xid);
+        if (explain_blocked(&x, lost))
+                return;
+        bool stuck = explain_stuck(&x);
+        struct finding *fd = NULL;
+        if (l->ghost_confirmed && l->n_attr)
+                fd = explain_orphaned(&x);
+        else if (l->freeing)
+                fd = explain_freeing(&x);
+        else if (l->ghost_confirmed)
+                fd = explain_ghost(&x, stuck);
+        beyond_dead_evidence(fd, l);
+        explain_aside(&x);
+        explain_close(&x, old_lost);
 }
 
 static int finding_cmp(const void *a, const void *b)
@@ -1750,6 +1975,75 @@ static const struct gpu_ledger *ledger_of(const struct scan_result *r, unsigned 
                 if (r->gpus[i].index == index && r->gpus[i].inspected)
                         return &r->gpus[i];
         return NULL;
+}
+
+/* Step 1 of ledger_build for GPU g: its figures, noise floor and every listed process. */
+static int list_owners(const struct facts *now, const struct ledger_opts *o, const struct gpu_info *g,
+                       struct gpu_ledger *l)
+{
+        l->index = g->index;
+        l->inspected = g->memory_known && g->status == GPU_OK;
+        l->procs_known = g->procs_known;
+        l->used = g->used_bytes;
+        l->total = g->total_bytes;
+        l->reserved = g->reserved_bytes;
+        l->reserved_known = g->memory_api == 2;
+        gpu_info_ref(g, l->gpu_ref, sizeof(l->gpu_ref));
+        uint64_t pf = g->total_bytes / 1000 * o->floor_permille;
+        l->noise_floor = pf > o->floor_min_bytes ? pf : o->floor_min_bytes;
+        if (g->n_procs) {
+                l->owners = calloc(g->n_procs, sizeof(*l->owners));
+                if (!l->owners)
+                        return -ENOMEM;
+        }
+        for (size_t k = 0; k < g->n_procs; k++) {
+                classify_owner(now, g, &g->procs[k], &l->owners[l->n_owners]);
+                l->holders_unseen |= l->owners[l->n_owners++].unseen;
+        }
+        return 0;
+}
+
+/* Step 3 of ledger_build for an inspected GPU: the account, the two-sample confirmation and the
+ * teardown, in one place. pl is the earlier sample's ledger of this GPU (NULL when none). */
+static void confirm_gpu(const struct facts *now, const struct facts *before, const struct ledger_opts *o,
+                        const struct gpu_ledger *pl, struct gpu_ledger *l)
+{
+        account(now, l);
+        uint64_t unexplained = l->ghost + l->unattributed;
+        uint64_t pl_unexplained = pl ? pl->ghost + pl->unattributed + pl->freeing_bytes : 0;
+        if (pl_unexplained > unexplained)
+                l->freed_bytes = pl_unexplained - unexplained;
+        bool exiting = false;
+        for (size_t k = 0; k < l->n_owners; k++) {
+                const struct pid_fact *pf = facts_pid(now, l->owners[k].pid);
+                /* exiting, not yet a zombie (which holds no file) and not stuck (D) */
+                exiting |= l->owners[k].cls == OWNER_STALE && pf && pf->present && pf->proc.exiting &&
+                           !strchr("DZX", pf->proc.state);
+        }
+        /* the earlier sample's holders of this GPU's memory hold nothing now, and this
+         * sample's walk would have seen them: the driver's teardown starts when the last
+         * one goes, so the first sample after it still shows the memory (and a PID namespace
+         * cannot tell it from an owner out of sight) */
+        bool holders_left = pl && pl->n_attr && !l->n_attr && before && before->host && now->host &&
+                            now->host->holder_source != HOST_SOURCE_OWNERS && !l->holders_unseen;
+        for (size_t a = 0; holders_left && a < pl->n_attr; a++) {
+                if (l->n_gone_holders < sizeof(l->gone_holders) / sizeof(l->gone_holders[0]))
+                        l->gone_holders[l->n_gone_holders] = before->host->holders[pl->attr[a].holder].pid;
+                l->n_gone_holders++;
+        }
+        /* memory no process holds that keeps falling, an owner visibly exiting, or holders
+         * that have just gone: a teardown in progress, not a ghost. Below the noise floor
+         * too (the tail of a teardown is no "every byte accounted for"), once a whole MiB
+         * fell: not a jitter of the used figure */
+        bool falling = l->freed_bytes && (unexplained > l->noise_floor || l->freed_bytes >= MIB);
+        l->freeing = (l->ghost_evidence || l->no_live_owner) && unexplained && !l->n_attr &&
+                     (falling || exiting || holders_left);
+        if (l->freeing)
+                move_to_freeing(l);
+        /* confirmed only if the earlier sample showed it too */
+        if (l->ghost_evidence && l->ghost > l->noise_floor && !l->freeing)
+                l->ghost_confirmed = !o->two_samples || (pl && pl->ghost + pl->freeing_bytes > l->noise_floor);
+        l->unexplained_steady = !o->two_samples || (pl && pl_unexplained > l->noise_floor);
 }
 
 int ledger_build(const struct facts *now, const struct facts *before, const struct ledger_opts *o,
@@ -1774,29 +2068,9 @@ int ledger_build(const struct facts *now, const struct facts *before, const stru
         }
 
         /* 1. every listed process, per GPU */
-        for (size_t i = 0; i < res->n_gpus; i++) {
-                const struct gpu_info *g = &now->gpu->gpus[i];
-                struct gpu_ledger *l = &res->gpus[i];
-                l->index = g->index;
-                l->inspected = g->memory_known && g->status == GPU_OK;
-                l->procs_known = g->procs_known;
-                l->used = g->used_bytes;
-                l->total = g->total_bytes;
-                l->reserved = g->reserved_bytes;
-                l->reserved_known = g->memory_api == 2;
-                gpu_info_ref(g, l->gpu_ref, sizeof(l->gpu_ref));
-                uint64_t pf = g->total_bytes / 1000 * o->floor_permille;
-                l->noise_floor = pf > o->floor_min_bytes ? pf : o->floor_min_bytes;
-                if (g->n_procs) {
-                        l->owners = calloc(g->n_procs, sizeof(*l->owners));
-                        if (!l->owners)
-                                goto nomem;
-                }
-                for (size_t k = 0; k < g->n_procs; k++) {
-                        classify_owner(now, g, &g->procs[k], &l->owners[l->n_owners]);
-                        l->holders_unseen |= l->owners[l->n_owners++].unseen;
-                }
-        }
+        for (size_t i = 0; i < res->n_gpus; i++)
+                if (list_owners(now, o, &now->gpu->gpus[i], &res->gpus[i]) < 0)
+                        goto nomem;
         /* 2. links by number to listed dead owners, then orphans no number names */
         for (size_t i = 0; i < res->n_gpus; i++)
                 if (res->gpus[i].inspected && (attribute_linked(res, o, &res->gpus[i], &now->gpu->gpus[i]) < 0 ||
@@ -1807,48 +2081,11 @@ int ledger_build(const struct facts *now, const struct facts *before, const stru
         for (size_t i = 0; now->host && i < res->n_gpus; i++)
                 for (size_t a = 0; a < res->gpus[i].n_attr; a++)
                         res->gpus[i].attr[a].family = now->host->holders[res->gpus[i].attr[a].holder].family;
-        /* 3. the account, the two-sample confirmation and the teardown, in one place */
+        /* 3. the account, the two-sample confirmation and the teardown */
         for (size_t i = 0; i < res->n_gpus; i++) {
                 struct gpu_ledger *l = &res->gpus[i];
-                if (!l->inspected)
-                        continue;
-                account(now, l);
-                const struct gpu_ledger *pl = o->two_samples ? ledger_of(prev, l->index) : NULL;
-                uint64_t unexplained = l->ghost + l->unattributed;
-                uint64_t pl_unexplained = pl ? pl->ghost + pl->unattributed + pl->freeing_bytes : 0;
-                if (pl_unexplained > unexplained)
-                        l->freed_bytes = pl_unexplained - unexplained;
-                bool exiting = false;
-                for (size_t k = 0; k < l->n_owners; k++) {
-                        const struct pid_fact *pf = facts_pid(now, l->owners[k].pid);
-                        /* exiting, not yet a zombie (which holds no file) and not stuck (D) */
-                        exiting |= l->owners[k].cls == OWNER_STALE && pf && pf->present && pf->proc.exiting &&
-                                   !strchr("DZX", pf->proc.state);
-                }
-                /* the earlier sample's holders of this GPU's memory hold nothing now, and this
-                 * sample's walk would have seen them: the driver's teardown starts when the last
-                 * one goes, so the first sample after it still shows the memory (and a PID namespace
-                 * cannot tell it from an owner out of sight) */
-                bool holders_left = pl && pl->n_attr && !l->n_attr && before && before->host && now->host &&
-                                    now->host->holder_source != HOST_SOURCE_OWNERS && !l->holders_unseen;
-                for (size_t a = 0; holders_left && a < pl->n_attr; a++) {
-                        if (l->n_gone_holders < sizeof(l->gone_holders) / sizeof(l->gone_holders[0]))
-                                l->gone_holders[l->n_gone_holders] = before->host->holders[pl->attr[a].holder].pid;
-                        l->n_gone_holders++;
-                }
-                /* memory no process holds that keeps falling, an owner visibly exiting, or holders
-                 * that have just gone: a teardown in progress, not a ghost. Below the noise floor
-                 * too (the tail of a teardown is no "every byte accounted for"), once a whole MiB
-                 * fell: not a jitter of the used figure */
-                bool falling = l->freed_bytes && (unexplained > l->noise_floor || l->freed_bytes >= MIB);
-                l->freeing = (l->ghost_evidence || l->no_live_owner) && unexplained && !l->n_attr &&
-                             (falling || exiting || holders_left);
-                if (l->freeing)
-                        move_to_freeing(l);
-                /* confirmed only if the earlier sample showed it too */
-                if (l->ghost_evidence && l->ghost > l->noise_floor && !l->freeing)
-                        l->ghost_confirmed = !o->two_samples || (pl && pl->ghost + pl->freeing_bytes > l->noise_floor);
-                l->unexplained_steady = !o->two_samples || (pl && pl_unexplained > l->noise_floor);
+                if (l->inspected)
+                        confirm_gpu(now, before, o, o->two_samples ? ledger_of(prev, l->index) : NULL, l);
         }
         for (size_t i = 0; i < res->n_gpus; i++) {
                 struct gpu_ledger *l = &res->gpus[i];

@@ -352,9 +352,9 @@ static void text_poke(FILE *out, const struct reclaim_poke_info *p)
         fprintf(out, _("  (%.3f s; %.0f MiB allocated)\n"), x->seconds, mib(p->bytes));
 }
 
-void reclaim_text(FILE *out, const struct reclaim_report *r, bool verbose)
+/* The plan (unless it was streamed) or the cgroup, with what was done to the cgroup. */
+static void text_plan_head(FILE *out, const struct reclaim_report *r, bool verbose)
 {
-        const char *sn = reclaim_signal_name(r->signal);
         if (r->plan && !r->cgroup && !r->plan_shown) {
                 fprintf(out, "%s\n", r->dry_run ? _("Plan (dry run: nothing is signalled without --yes):") : _("Plan:"));
                 if (!r->plan->n_targets)
@@ -371,89 +371,111 @@ void reclaim_text(FILE *out, const struct reclaim_report *r, bool verbose)
                                 r->cgroup->res.used_kill_file ? "" : _(" (cgroup.kill is not available)"), r->cgroup->res.remaining,
                                 r->cgroup->res.seconds);
         }
-        if (r->esc) {
-                bool items = r->esc->n_reasons || r->esc->n_fixes || r->esc->n_warnings || !str_empty(r->esc->command) ||
-                             r->esc_ran;
-                fprintf(out, items ? _("%s %s:\n") : _("%s %s.\n"), r->mode,
-                        r->esc->refuse ? _("refused") : r->esc_ran ? _("done") : _("checks passed"));
-                for (size_t i = 0; i < r->esc->n_reasons; i++) {
-                        fprintf(out, "  ✗ ");
-                        put_esc(out, r->esc->reasons[i]);
+}
+
+/* Lines of text, each after mark. */
+static void text_marked(FILE *out, const char *mark, char *const *lines, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                fputs(mark, out);
+                put_esc(out, lines[i]);
+                fputc('\n', out);
+        }
+}
+
+/* An escalation's checks (refused, done or passed), its command and what it said. */
+static void text_escalation(FILE *out, const struct reclaim_report *r)
+{
+        bool items = r->esc->n_reasons || r->esc->n_fixes || r->esc->n_warnings || !str_empty(r->esc->command) ||
+                     r->esc_ran;
+        fprintf(out, items ? _("%s %s:\n") : _("%s %s.\n"), r->mode,
+                r->esc->refuse ? _("refused") : r->esc_ran ? _("done") : _("checks passed"));
+        text_marked(out, "  ✗ ", r->esc->reasons, r->esc->n_reasons);
+        text_marked(out, "  → ", r->esc->fixes, r->esc->n_fixes);
+        text_marked(out, "  ! ", r->esc->warnings, r->esc->n_warnings);
+        if (!str_empty(r->esc->command))
+                fprintf(out, _("  command: %s%s\n"), r->esc->command, r->esc_ran ? "" : _(" (not run)"));
+        if (r->esc_ran) {
+                fprintf(out, _("  exit status %d\n"), r->esc_status);
+                if (r->esc_output && *r->esc_output) {
+                        fprintf(out, _("  output: "));
+                        put_esc(out, r->esc_output);
                         fputc('\n', out);
-                }
-                for (size_t i = 0; i < r->esc->n_fixes; i++) {
-                        fprintf(out, "  → ");
-                        put_esc(out, r->esc->fixes[i]);
-                        fputc('\n', out);
-                }
-                for (size_t i = 0; i < r->esc->n_warnings; i++) {
-                        fprintf(out, "  ! ");
-                        put_esc(out, r->esc->warnings[i]);
-                        fputc('\n', out);
-                }
-                if (!str_empty(r->esc->command))
-                        fprintf(out, _("  command: %s%s\n"), r->esc->command, r->esc_ran ? "" : _(" (not run)"));
-                if (r->esc_ran) {
-                        fprintf(out, _("  exit status %d\n"), r->esc_status);
-                        if (r->esc_output && *r->esc_output) {
-                                fprintf(out, _("  output: "));
-                                put_esc(out, r->esc_output);
-                                fputc('\n', out);
-                        }
                 }
         }
-        if (r->poke)
-                text_poke(out, r->poke);
-        if (r->n_actions && r->grace_ms == RECLAIM_GRACE_NONE)
+}
+
+/* One action: the PID, its result, when, the signals sent and its command. */
+static void text_action(FILE *out, const struct reclaim_action *a)
+{
+        char sigs[32] = "";
+        size_t l = 0;
+        for (unsigned k = 0; k < a->n_signals; k++) {
+                const char *nm = reclaim_signal_name(a->signals[k]);
+                int w = snprintf(sigs + l, sizeof(sigs) - l, "%s%s", k ? "," : "", nm ? nm : "?");
+                if (w > 0 && (size_t)w < sizeof(sigs) - l)
+                        l += (size_t)w;
+        }
+        fprintf(out, _("  PID %-7d %-18s after %7.3f s  signals %-9s "), (int)a->pid,
+                reclaim_result_name(a->result), a->seconds, a->n_signals ? sigs : _("none"));
+        put_esc(out, a->comm);
+        if (!str_empty(a->detail)) {
+                fprintf(out, "  (");
+                put_esc(out, a->detail);
+                fprintf(out, ")");
+        }
+        fputc('\n', out);
+}
+
+static void text_actions(FILE *out, const struct reclaim_report *r)
+{
+        const char *sn = reclaim_signal_name(r->signal);
+        if (r->grace_ms == RECLAIM_GRACE_NONE)
                 fprintf(out, _("\nActions (signals through pidfds; SIG%s, no SIGKILL):\n"), sn ? sn : "?");
-        else if (r->n_actions)
+        else
                 fprintf(out, _("\nActions (signals through pidfds; SIG%s, then SIGKILL after %.3g s):\n"), sn ? sn : "?",
                         r->grace_ms / 1000.0);
-        if (r->n_actions) {
-                for (size_t i = 0; i < r->n_actions; i++) {
-                        const struct reclaim_action *a = &r->actions[i];
-                        char sigs[32] = "";
-                        size_t l = 0;
-                        for (unsigned k = 0; k < a->n_signals; k++) {
-                                const char *nm = reclaim_signal_name(a->signals[k]);
-                                int w = snprintf(sigs + l, sizeof(sigs) - l, "%s%s", k ? "," : "", nm ? nm : "?");
-                                if (w > 0 && (size_t)w < sizeof(sigs) - l)
-                                        l += (size_t)w;
-                        }
-                        fprintf(out, _("  PID %-7d %-18s after %7.3f s  signals %-9s "), (int)a->pid,
-                                reclaim_result_name(a->result), a->seconds, a->n_signals ? sigs : _("none"));
-                        put_esc(out, a->comm);
-                        if (!str_empty(a->detail)) {
-                                fprintf(out, "  (");
-                                put_esc(out, a->detail);
-                                fprintf(out, ")");
-                        }
+        for (size_t i = 0; i < r->n_actions; i++)
+                text_action(out, &r->actions[i]);
+}
+
+/* Each GPU's memory before and after, and whether it came back in time. */
+static void text_memory(FILE *out, const struct reclaim_report *r, bool verbose)
+{
+        fprintf(out, _("\nMemory (NVML used, sampled every 50 ms):\n"));
+        for (size_t i = 0; i < r->n_rec; i++) {
+                const struct recovery_gpu *g = &r->rec[i];
+                if (!g->after_known)
+                        continue; /* a dry run: nothing measured */
+                uint64_t freed = g->before > g->after ? g->before - g->after : 0;
+                if (!g->expected && !freed && !verbose)
+                        continue;
+                fprintf(out, _("  GPU %u  %.0f MiB → %.0f MiB  freed %.0f MiB"), g->index, mib(g->before), mib(g->after),
+                        mib(freed));
+                if (g->expected && g->recovered)
+                        fprintf(out, _("  back in %.3f s\n"), g->recovery_s);
+                else if (g->expected && r->stopped)
+                        fprintf(out, _("  not back yet when reclaim was stopped after %.3g s (expected %.0f MiB)\n"),
+                                r->stopped_after_s, mib(g->expected));
+                else if (g->expected)
+                        fprintf(out, _("  NOT back within %.3g s (expected %.0f MiB)\n"), r->timeout_ms / 1000.0,
+                                mib(g->expected));
+                else
                         fputc('\n', out);
-                }
         }
-        if (r->rec && r->n_rec) {
-                fprintf(out, _("\nMemory (NVML used, sampled every 50 ms):\n"));
-                for (size_t i = 0; i < r->n_rec; i++) {
-                        const struct recovery_gpu *g = &r->rec[i];
-                        if (!g->after_known)
-                                continue; /* a dry run: nothing measured */
-                        uint64_t freed = g->before > g->after ? g->before - g->after : 0;
-                        if (!g->expected && !freed && !verbose)
-                                continue;
-                        fprintf(out, _("  GPU %u  %.0f MiB → %.0f MiB  freed %.0f MiB"), g->index, mib(g->before), mib(g->after),
-                                mib(freed));
-                        if (g->expected && g->recovered)
-                                fprintf(out, _("  back in %.3f s\n"), g->recovery_s);
-                        else if (g->expected && r->stopped)
-                                fprintf(out, _("  not back yet when reclaim was stopped after %.3g s (expected %.0f MiB)\n"),
-                                        r->stopped_after_s, mib(g->expected));
-                        else if (g->expected)
-                                fprintf(out, _("  NOT back within %.3g s (expected %.0f MiB)\n"), r->timeout_ms / 1000.0,
-                                        mib(g->expected));
-                        else
-                                fputc('\n', out);
-                }
-        }
+}
+
+void reclaim_text(FILE *out, const struct reclaim_report *r, bool verbose)
+{
+        text_plan_head(out, r, verbose);
+        if (r->esc)
+                text_escalation(out, r);
+        if (r->poke)
+                text_poke(out, r->poke);
+        if (r->n_actions)
+                text_actions(out, r);
+        if (r->rec && r->n_rec)
+                text_memory(out, r, verbose);
         for (size_t i = 0; i < r->n_notes; i++) {
                 fprintf(out, "%s", i == 0 ? "\n" : "");
                 put_esc(out, r->notes[i]);

@@ -458,136 +458,175 @@ void scan_text(FILE *out, const struct scan_result *r, bool color, bool verbose)
         scan_text_hooked(out, r, color, verbose, NULL, NULL);
 }
 
-void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool verbose, scan_gpu_text_hook hook,
-                      const void *ctx)
+/* The driver did not answer or is not there: what it said, and what can be done. */
+static void text_no_driver(FILE *out, const struct facts *f, bool color, bool verbose)
 {
-        const struct facts *f = r->facts;
         const struct gpu_report *gr = f->gpu;
-        if (!gr->driver_present) {
-                fputs(_("NVIDIA driver: "), out);
-                put_esc(out, gr->error[0] ? gr->error : _("not available"));
-                fputc('\n', out);
-                if (gr->timed_out) {
-                        text_driver_hangs(out, f->host, color, verbose);
-                        text_limits(out, f); /* what the list above could not see */
-                } else if (!f->from_bundle && (!gr->library_found || gr->module_not_loaded)) {
-                        /* nothing to inspect here: a first try on a laptop or a CI runner */
-                        put_next_label(out, color);
-                        fprintf(out, "%s", _("without a GPU, `ghostvram demo` shows ghostvram at work on a simulated host "
-                                             "(`ghostvram sim init DIR` builds one of your own)\n"));
-                }
-                return;
+        fputs(_("NVIDIA driver: "), out);
+        put_esc(out, gr->error[0] ? gr->error : _("not available"));
+        fputc('\n', out);
+        if (gr->timed_out) {
+                text_driver_hangs(out, f->host, color, verbose);
+                text_limits(out, f); /* what the list above could not see */
+        } else if (!f->from_bundle && (!gr->library_found || gr->module_not_loaded)) {
+                /* nothing to inspect here: a first try on a laptop or a CI runner */
+                put_next_label(out, color);
+                fprintf(out, "%s", _("without a GPU, `ghostvram demo` shows ghostvram at work on a simulated host "
+                                     "(`ghostvram sim init DIR` builds one of your own)\n"));
         }
-        for (size_t i = 0; i < r->n_gpus; i++) {
-                const struct gpu_ledger *l = &r->gpus[i];
-                const struct gpu_info *g = &gr->gpus[i];
-                const struct finding *v = l->n_findings ? &l->findings[0] : NULL;
-                if (!shown(r, l))
+}
+
+/* An inspected GPU's account: its ledger line, the driver's reservation and each MIG device's. */
+static void text_account(FILE *out, const struct gpu_ledger *l)
+{
+        char rs[32], tot[32];
+        text_ledger_line(out, "  ", l->used, l->listed, l->foreign, l->ghost, l->ghost_confirmed, l->unattributed,
+                         l->freeing_bytes);
+        mib_str(rs, sizeof(rs), l->reserved);
+        mib_str(tot, sizeof(tot), l->total);
+        if (l->reserved_known)
+                fprintf(out, _("  (driver reservation %s apart; total %s)\n"), rs, tot);
+        else
+                fprintf(out, _("  (old driver: used includes the driver's reservation; total %s)\n"), tot);
+        for (size_t m = 0; m < l->n_mig; m++) {
+                const struct mig_ledger *ml = &l->mig[m];
+                if (!ml->memory_known)
                         continue;
-                if (i && r->only_gpu < 0)
-                        fputc('\n', out);
-                text_gpu_header(out, g, color);
-                if (v) {
-                        fprintf(out, "  %s%s%s  ", color ? verdict_color(v->code) : "", v->code, color ? C_OFF : "");
-                        put_esc(out, v->summary);
-                        fprintf(out, _("  [%s confidence]\n"), confidence_word(v->confidence));
+                mib_str(tot, sizeof(tot), ml->total);
+                fprintf(out, _("    MIG GPU instance %u (compute instance %u, %s): "), ml->gpu_instance,
+                        ml->compute_instance, tot);
+                text_ledger_line(out, "", ml->used, ml->listed, ml->foreign, ml->ghost, l->ghost_confirmed, ml->unattributed,
+                                 ml->freeing_bytes);
+        }
+}
+
+/* The processes NVML lists (the live ones only with verbose). */
+static void text_owners(FILE *out, const struct gpu_ledger *l, bool verbose)
+{
+        for (size_t k = 0; k < l->n_owners; k++) {
+                const struct owner *ow = &l->owners[k];
+                if (ow->cls == OWNER_LIVE && !verbose)
+                        continue;
+                char b[32];
+                if (ow->used_known)
+                        mib_str(b, sizeof(b), ow->used_bytes);
+                else
+                        snprintf(b, sizeof(b), "%s", _("bytes n/a"));
+                if (ow->gpu_instance != GPU_INSTANCE_NONE)
+                        fprintf(out, _("  NVML lists PID %u (%s, MIG GPU instance %u, compute instance %u): %s\n"),
+                                ow->pid, b, ow->gpu_instance, ow->compute_instance, str_or_empty(ow->why));
+                else
+                        fprintf(out, _("  NVML lists PID %u (%s): %s\n"), ow->pid, b, str_or_empty(ow->why));
+        }
+}
+
+/* One kernel event: "    TIME Xid N TITLE (pid P NAME)". */
+static void text_kernel_event(FILE *out, const struct xid_event *e)
+{
+        struct xid_assessment as;
+        xid_event_assess(e, &as);
+        char when[40] = "";
+        if (e->time_known)
+                xid_format_rfc3339(e->time, when, sizeof(when));
+        fprintf(out, "    %s ", when[0] ? when : _("(time unknown)"));
+        if (e->xid != XID_NONE)
+                fprintf(out, "Xid %d ", e->xid);
+        put_esc(out, as.title ? as.title : xid_kind_name(e->kind));
+        if (e->pid_known) {
+                fprintf(out, " (pid %u", e->pid);
+                if (e->process_name[0]) {
+                        fputc(' ', out);
+                        put_esc(out, e->process_name);
                 }
-                if (l->inspected) {
-                        char rs[32], tot[32];
-                        text_ledger_line(out, "  ", l->used, l->listed, l->foreign, l->ghost, l->ghost_confirmed, l->unattributed,
-                                         l->freeing_bytes);
-                        mib_str(rs, sizeof(rs), l->reserved);
-                        mib_str(tot, sizeof(tot), l->total);
-                        if (l->reserved_known)
-                                fprintf(out, _("  (driver reservation %s apart; total %s)\n"), rs, tot);
-                        else
-                                fprintf(out, _("  (old driver: used includes the driver's reservation; total %s)\n"), tot);
-                        for (size_t m = 0; m < l->n_mig; m++) {
-                                const struct mig_ledger *ml = &l->mig[m];
-                                if (!ml->memory_known)
-                                        continue;
-                                mib_str(tot, sizeof(tot), ml->total);
-                                fprintf(out, _("    MIG GPU instance %u (compute instance %u, %s): "), ml->gpu_instance,
-                                        ml->compute_instance, tot);
-                                text_ledger_line(out, "", ml->used, ml->listed, ml->foreign, ml->ghost, l->ghost_confirmed, ml->unattributed,
-                                                 ml->freeing_bytes);
-                        }
+                fputc(')', out);
+        }
+        fputc('\n', out);
+}
+
+/* The GPU's recent kernel events: the last 3, or all with verbose. */
+static void text_kernel_events(FILE *out, const struct facts *f, const struct gpu_info *g, bool verbose)
+{
+        const struct xid_event *ev[GPU_KERNEL_EVENTS_MAX];
+        size_t nev = gpu_kernel_events(f, g, ev);
+        size_t first = nev > 3 && !verbose ? nev - 3 : 0;
+        if (nev)
+                fprintf(out, P_("  kernel: %zu recent NVIDIA event%s\n", "  kernel: %zu recent NVIDIA events%s\n", nev), nev,
+                        first ? _(" (the last 3; --verbose for more, `ghostvram xid --gpu N` for all)") : "");
+        for (size_t k = first; k < nev; k++)
+                text_kernel_event(out, ev[k]);
+}
+
+/* The findings: the first one's evidence and next step, the others as "also" (their evidence
+ * and next step too with verbose). */
+static void text_findings(FILE *out, const struct gpu_ledger *l, bool color, bool verbose)
+{
+        for (size_t k = 0; k < l->n_findings; k++) {
+                const struct finding *fd = &l->findings[k];
+                if (k > 0) {
+                        fprintf(out, _("  also %s: "), fd->code);
+                        put_esc(out, fd->summary);
+                        fprintf(out, " [%s]\n", confidence_word(fd->confidence));
                 }
-                for (size_t k = 0; k < l->n_owners; k++) {
-                        const struct owner *ow = &l->owners[k];
-                        if (ow->cls == OWNER_LIVE && !verbose)
-                                continue;
-                        char b[32];
-                        if (ow->used_known)
-                                mib_str(b, sizeof(b), ow->used_bytes);
-                        else
-                                snprintf(b, sizeof(b), "%s", _("bytes n/a"));
-                        if (ow->gpu_instance != GPU_INSTANCE_NONE)
-                                fprintf(out, _("  NVML lists PID %u (%s, MIG GPU instance %u, compute instance %u): %s\n"),
-                                        ow->pid, b, ow->gpu_instance, ow->compute_instance, str_or_empty(ow->why));
-                        else
-                                fprintf(out, _("  NVML lists PID %u (%s): %s\n"), ow->pid, b, str_or_empty(ow->why));
-                }
-                if (hook)
-                        hook(out, l->index, ctx);
-                if (l->n_attr)
-                        text_families(out, f, l, color);
-                const struct xid_event *ev[GPU_KERNEL_EVENTS_MAX];
-                size_t nev = gpu_kernel_events(f, g, ev);
-                size_t first = nev > 3 && !verbose ? nev - 3 : 0;
-                if (nev)
-                        fprintf(out, P_("  kernel: %zu recent NVIDIA event%s\n", "  kernel: %zu recent NVIDIA events%s\n", nev), nev,
-                                first ? _(" (the last 3; --verbose for more, `ghostvram xid --gpu N` for all)") : "");
-                for (size_t k = first; k < nev; k++) {
-                        struct xid_assessment as;
-                        xid_event_assess(ev[k], &as);
-                        char when[40] = "";
-                        if (ev[k]->time_known)
-                                xid_format_rfc3339(ev[k]->time, when, sizeof(when));
-                        fprintf(out, "    %s ", when[0] ? when : _("(time unknown)"));
-                        if (ev[k]->xid != XID_NONE)
-                                fprintf(out, "Xid %d ", ev[k]->xid);
-                        put_esc(out, as.title ? as.title : xid_kind_name(ev[k]->kind));
-                        if (ev[k]->pid_known) {
-                                fprintf(out, " (pid %u", ev[k]->pid);
-                                if (ev[k]->process_name[0]) {
-                                        fputc(' ', out);
-                                        put_esc(out, ev[k]->process_name);
-                                }
-                                fputc(')', out);
-                        }
-                        fputc('\n', out);
-                }
-                for (size_t k = 0; k < l->n_findings; k++) {
-                        const struct finding *fd = &l->findings[k];
-                        if (k > 0) {
-                                fprintf(out, _("  also %s: "), fd->code);
-                                put_esc(out, fd->summary);
-                                fprintf(out, " [%s]\n", confidence_word(fd->confidence));
-                        }
-                        if (strcmp(fd->code, "ok") == 0)
-                                continue;
-                        if (k == 0 || verbose)
-                                for (size_t e = 0; e < fd->n_evidence; e++) {
-                                        fputs("    · ", out);
-                                        put_esc(out, fd->evidence[e]);
-                                        fputc('\n', out);
-                                }
-                        if (k == 0 || verbose) {
-                                put_next_label(out, color);
-                                put_esc(out, fd->next_step);
+                if (strcmp(fd->code, "ok") == 0)
+                        continue;
+                if (k == 0 || verbose)
+                        for (size_t e = 0; e < fd->n_evidence; e++) {
+                                fputs("    · ", out);
+                                put_esc(out, fd->evidence[e]);
                                 fputc('\n', out);
                         }
-                }
-                if (l->xid_paging) {
-                        fprintf(out, "  %s", color ? C_BOLD : "");
-                        fprintf(out, _("recent %s:"), xid_severity_name(l->xid.severity));
-                        fprintf(out, "%s ", color ? C_OFF : "");
-                        fprintf(out, _("%s: it pages (--xid-window)\n"), str_or_empty(l->xid.summary));
+                if (k == 0 || verbose) {
                         put_next_label(out, color);
-                        fprintf(out, "%s\n", str_or_empty(l->xid.next_step));
+                        put_esc(out, fd->next_step);
+                        fputc('\n', out);
                 }
         }
+}
+
+/* A recent Xid that pages, and its next step. */
+static void text_xid_paging(FILE *out, const struct gpu_ledger *l, bool color)
+{
+        fprintf(out, "  %s", color ? C_BOLD : "");
+        fprintf(out, _("recent %s:"), xid_severity_name(l->xid.severity));
+        fprintf(out, "%s ", color ? C_OFF : "");
+        fprintf(out, _("%s: it pages (--xid-window)\n"), str_or_empty(l->xid.summary));
+        put_next_label(out, color);
+        fprintf(out, "%s\n", str_or_empty(l->xid.next_step));
+}
+
+/* One GPU: its header and verdict, the account, the listed processes, what the hook adds, the
+ * holders, the kernel's events, the findings and a paging Xid. */
+static void text_gpu(FILE *out, const struct scan_result *r, size_t i, bool color, bool verbose, scan_gpu_text_hook hook,
+                     const void *ctx)
+{
+        const struct facts *f = r->facts;
+        const struct gpu_ledger *l = &r->gpus[i];
+        const struct gpu_info *g = &f->gpu->gpus[i];
+        const struct finding *v = l->n_findings ? &l->findings[0] : NULL;
+        text_gpu_header(out, g, color);
+        if (v) {
+                fprintf(out, "  %s%s%s  ", color ? verdict_color(v->code) : "", v->code, color ? C_OFF : "");
+                put_esc(out, v->summary);
+                fprintf(out, _("  [%s confidence]\n"), confidence_word(v->confidence));
+        }
+        if (l->inspected)
+                text_account(out, l);
+        text_owners(out, l, verbose);
+        if (hook)
+                hook(out, l->index, ctx);
+        if (l->n_attr)
+                text_families(out, f, l, color);
+        text_kernel_events(out, f, g, verbose);
+        text_findings(out, l, color, verbose);
+        if (l->xid_paging)
+                text_xid_paging(out, l, color);
+}
+
+/* The holders no ghost is linked to: listed with verbose (and how holders were found), else
+ * counted. */
+static void text_other_holders(FILE *out, const struct scan_result *r, bool color, bool verbose)
+{
+        const struct facts *f = r->facts;
         size_t other = 0;
         for (size_t i = 0; f->host && i < f->host->n_holders; i++)
                 other += !holder_attributed(r, f->host->holders[i].pid);
@@ -610,5 +649,23 @@ void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool v
                                 other);
 
         }
+}
+
+void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool verbose, scan_gpu_text_hook hook,
+                      const void *ctx)
+{
+        const struct facts *f = r->facts;
+        if (!f->gpu->driver_present) {
+                text_no_driver(out, f, color, verbose);
+                return;
+        }
+        for (size_t i = 0; i < r->n_gpus; i++) {
+                if (!shown(r, &r->gpus[i]))
+                        continue;
+                if (i && r->only_gpu < 0)
+                        fputc('\n', out);
+                text_gpu(out, r, i, color, verbose, hook, ctx);
+        }
+        text_other_holders(out, r, color, verbose);
         text_limits(out, f);
 }

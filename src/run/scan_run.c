@@ -571,6 +571,133 @@ static void keep_latest(struct sampler *s, struct facts *now, bool walked)
                 facts_free(old_full);
 }
 
+/* The kernel log first: its events matter most while the driver hangs (Xid 79). The cycle's
+ * new events go into ret. Returns 0 or -ENOMEM. */
+static int cycle_kernel(struct sampler *s, struct sample *ret)
+{
+        if (kernel_cycle(&s->k) < 0)
+                return -ENOMEM;
+        if (s->k.info.this_host && s->last)     /* GPU indexes as the latest sample knew them */
+                xid_map_gpus(s->k.fresh.ev, s->k.fresh.n, s->last->gpu);
+        ret->new_events = s->k.fresh.ev;
+        ret->n_new_events = s->k.fresh.n;
+        return 0;
+}
+
+/* A walk's facts in *ret_now, from NVML's report gpu (taken; NULL: asked again). Returns 0, 1
+ * when there are none (ret->errors and s->why say why), or -ENOMEM. */
+static int cycle_walk(struct sampler *s, struct gpu_report *gpu, struct sample *ret, struct facts **ret_now)
+{
+        const struct sampler_opts *o = &s->o;
+        if (!gpu)
+                (void)gpu_collect(&o->facts.gpu, &gpu); /* judged by gpu itself */
+        if (!gpu) {
+                ret->errors = SCAN_ERR_GPU;
+                str_setf(&s->why, _("the NVIDIA driver could not be asked again"));
+                return 1;
+        }
+        int r = facts_collect_from(&o->facts, gpu, ret_now);   /* takes gpu */
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                ret->errors = SCAN_ERR_HOST;
+                str_setf(&s->why, _("cannot read %s: %s"), o->facts.host.proc_root,
+                         strerror(-r));
+                return 1;
+        }
+        return 0;
+}
+
+/* The cycle's facts in *ret_now from NVML's report gpu (taken): the listed PIDs re-checked, or
+ * the listed owners alone when they explain everything, else a walk (*ret_walk). Returns 0, 1
+ * when there are none (ret->errors and s->why say why), or a negative errno. */
+static int cycle_facts(struct sampler *s, struct gpu_report *gpu, struct sample *ret, struct facts **ret_now,
+                       bool *ret_walk)
+{
+        const struct sampler_opts *o = &s->o;
+        int r;
+        bool walk = !o->light || sampler_need_full(gpu, s->full, s->res, &o->ledger, s->since_full,
+                                                   o->full_every, &s->why);
+        if (!walk) {
+                r = light_facts(s, gpu, &s->why, ret_now);
+                if (r < 0) {
+                        gpu_report_free(gpu);
+                        return r;
+                }
+                walk = r == 1;
+        }
+        bool owners = false;
+        if (walk && o->light) {
+                r = owners_cycle(s, &gpu, ret_now);
+                if (r < 0) {
+                        gpu_report_free(gpu);
+                        return r;
+                }
+                if (r == 1) {
+                        walk = false;
+                        owners = true;
+                }
+        }
+        *ret_walk = walk;
+        if (walk)
+                return cycle_walk(s, gpu, ret, ret_now);
+        if (owners)
+                str_setf(&s->why, _("nothing unexplained: looked at the listed owners only"));
+        else
+                str_setf(&s->why, _("nothing unexplained: re-checked the listed PIDs"));
+        return 0;
+}
+
+/* The first cycle's confirming sample, confirm_ms after it: its result replaces *res and its
+ * facts *now (a walk: *walk), unless it could not be taken. Returns 0, or a negative errno
+ * (*res and *now are the caller's to free). */
+static int cycle_confirm(struct sampler *s, const struct ledger_opts *lo, struct facts **now,
+                         struct scan_result **res, bool *walk)
+{
+        const struct sampler_opts *o = &s->o;
+        scan_wait_fn wait = o->wait ? o->wait : default_wait;
+        struct facts *second = NULL;
+        if (!wait(o->wait_ctx, o->confirm_ms))
+                return -EINTR;
+        int r = facts_collect(&o->facts, &second);
+        if (r == 0)
+                r = kernel_inject(&s->k, second);
+        if (r == 0) {
+                struct scan_result *res2 = NULL;
+                r = ledger_build(second, *now, lo, &res2);
+                if (r < 0) {
+                        facts_free(second);
+                        return r;
+                }
+                scan_result_free(*res);
+                *res = res2;
+                facts_free(*now);
+                *now = second;
+                *walk = true;
+        } else if (r == -ENOMEM) {
+                facts_free(second);
+                return r;
+        }
+        /* a walk that failed now keeps the first sample's (unconfirmed) result */
+        return 0;
+}
+
+/* The cycle's result kept as the latest, and said in ret. */
+static void cycle_publish(struct sampler *s, struct facts *now, struct scan_result *res, bool walk,
+                          struct sample *ret)
+{
+        scan_result_free(s->res);
+        s->res = res;
+        keep_latest(s, now, walk);
+        ret->res = res;
+        ret->full = walk;
+        if (!now->gpu->driver_present || now->gpu->timed_out)
+                ret->errors |= SCAN_ERR_GPU;
+        /* a GPU that did not answer is in the result as not inspected, with the reason: the
+         * others are still shown. Not when a call that names no GPU missed its deadline */
+        ret->published = !now->gpu->timed_out || gpu_report_lists_all(now->gpu);
+}
+
 int sampler_cycle(struct sampler *s, struct sample *ret)
 {
         double t0 = monotonic_s();
@@ -578,19 +705,14 @@ int sampler_cycle(struct sampler *s, struct sample *ret)
         str_clear(&s->why);
         ret->why = "";
         const struct sampler_opts *o = &s->o;
-        scan_wait_fn wait = o->wait ? o->wait : default_wait;
         struct gpu_report *gpu = NULL;
-        struct facts *now = NULL, *second = NULL;
+        struct facts *now = NULL;
         struct scan_result *res = NULL;
+        bool walk = false;
         int r;
 
-        /* the kernel log first: its events matter most while the driver hangs (Xid 79) */
-        if (kernel_cycle(&s->k) < 0)
+        if (cycle_kernel(s, ret) < 0)
                 return -ENOMEM;
-        if (s->k.info.this_host && s->last)     /* GPU indexes as the latest sample knew them */
-                xid_map_gpus(s->k.fresh.ev, s->k.fresh.n, s->last->gpu);
-        ret->new_events = s->k.fresh.ev;
-        ret->n_new_events = s->k.fresh.n;
         if (!o->facts.gpu.bundle_dir && gpu_nvml_global_stuck()) {
                 /* no GPU can be listed until that call returns, and calling again would leave one
                  * more thread stuck in the driver; a call stuck on one GPU only makes the backend
@@ -604,51 +726,11 @@ int sampler_cycle(struct sampler *s, struct sample *ret)
                 return r;
         if (s->k.info.this_host)
                 xid_map_gpus(s->k.fresh.ev, s->k.fresh.n, gpu);
-        bool walk = !o->light || sampler_need_full(gpu, s->full, s->res, &o->ledger, s->since_full,
-                                                   o->full_every, &s->why);
-        if (!walk) {
-                r = light_facts(s, gpu, &s->why, &now);
-                if (r < 0) {
-                        gpu_report_free(gpu);
-                        return r;
-                }
-                walk = r == 1;
-        }
-        bool owners = false;
-        if (walk && o->light) {
-                r = owners_cycle(s, &gpu, &now);
-                if (r < 0) {
-                        gpu_report_free(gpu);
-                        return r;
-                }
-                if (r == 1) {
-                        walk = false;
-                        owners = true;
-                }
-        }
-        if (walk) {
-                if (!gpu)
-                        r = gpu_collect(&o->facts.gpu, &gpu);
-                if (!gpu) {
-                        ret->errors = SCAN_ERR_GPU;
-                        str_setf(&s->why, _("the NVIDIA driver could not be asked again"));
-                        goto finish;
-                }
-                r = facts_collect_from(&o->facts, gpu, &now);   /* takes gpu */
-                gpu = NULL;
-                if (r == -ENOMEM)
-                        return r;
-                if (r < 0) {
-                        ret->errors = SCAN_ERR_HOST;
-                        str_setf(&s->why, _("cannot read %s: %s"), o->facts.host.proc_root,
-                                 strerror(-r));
-                        goto finish;
-                }
-        } else if (owners) {
-                str_setf(&s->why, _("nothing unexplained: looked at the listed owners only"));
-        } else {
-                str_setf(&s->why, _("nothing unexplained: re-checked the listed PIDs"));
-        }
+        r = cycle_facts(s, gpu, ret, &now, &walk);
+        if (r < 0)
+                return r;
+        if (r == 1)
+                goto finish;
         r = kernel_inject(&s->k, now);
         if (r < 0)
                 goto fail;
@@ -659,39 +741,11 @@ int sampler_cycle(struct sampler *s, struct sample *ret)
         if (r < 0)
                 goto fail;
         if (!s->last && o->confirm_ms && ledger_needs_confirmation(res)) {
-                if (!wait(o->wait_ctx, o->confirm_ms)) {
-                        r = -EINTR;
+                r = cycle_confirm(s, &lo, &now, &res, &walk);
+                if (r < 0)
                         goto fail;
-                }
-                r = facts_collect(&o->facts, &second);
-                if (r == 0)
-                        r = kernel_inject(&s->k, second);
-                if (r == 0) {
-                        struct scan_result *res2 = NULL;
-                        r = ledger_build(second, now, &lo, &res2);
-                        if (r < 0)
-                                goto fail;
-                        scan_result_free(res);
-                        res = res2;
-                        facts_free(now);
-                        now = second;
-                        second = NULL;
-                        walk = true;
-                } else if (r == -ENOMEM) {
-                        goto fail;
-                }
-                /* a walk that failed now keeps the first sample's (unconfirmed) result */
         }
-        scan_result_free(s->res);
-        s->res = res;
-        keep_latest(s, now, walk);
-        ret->res = res;
-        ret->full = walk;
-        if (!now->gpu->driver_present || now->gpu->timed_out)
-                ret->errors |= SCAN_ERR_GPU;
-        /* a GPU that did not answer is in the result as not inspected, with the reason: the
-         * others are still shown. Not when a call that names no GPU missed its deadline */
-        ret->published = !now->gpu->timed_out || gpu_report_lists_all(now->gpu);
+        cycle_publish(s, now, res, walk, ret);
 finish:
         ret->why = str_or_empty(s->why);
         if (s->k.error[0])
@@ -703,6 +757,5 @@ finish:
 fail:
         scan_result_free(res);
         facts_free(now);
-        facts_free(second);
         return r;
 }
