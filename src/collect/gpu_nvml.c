@@ -500,11 +500,7 @@ static int nv_simple(struct nv_ctx *c, struct gpu_info *g, struct nv_job *j, con
                 gpu_info_add_error(g, what, -1, "driver did not answer");
                 return -1;
         }
-        if (r < 0) {
-                nv_job_free(j);
-                return NVML_ERROR_MEMORY;
-        }
-        return j->ret;
+        return r < 0 ? NVML_ERROR_MEMORY : j->ret; /* the caller frees j */
 }
 
 static void nv_note(struct nv_ctx *c, struct gpu_info *g, const char *what, int ret)
@@ -1025,11 +1021,11 @@ static void nv_library_path(const struct nv_lib *lib, const char *name, char *ou
 static void nv_query_version(struct nv_ctx *c, enum nv_op op, char *out, size_t outlen)
 {
         struct nv_job *j = nv_job_new(op, NULL);
-        if (j && nv_call(c, j, -1) == 0) {
-                if (j->ret == NVML_SUCCESS)
-                        snprintf(out, outlen, "%.79s", j->str);
-                nv_job_free(j);
-        }
+        int r = j ? nv_call(c, j, -1) : -ENOMEM;
+        if (r == 0 && j->ret == NVML_SUCCESS)
+                snprintf(out, outlen, "%.79s", j->str);
+        if (r != -ETIMEDOUT)
+                nv_job_free(j); /* a job that missed its deadline is the worker's */
 }
 
 /* Why nvmlInit failed (ir), in rep->error; lib_version is the library's own version. */
@@ -1155,7 +1151,7 @@ static void nv_close(struct nv_ctx *c, bool initialised)
          * collection still stands, so this one's is given back. */
         if (initialised && !c->abandoned) {
                 struct nv_job *j = nv_job_new(OP_SHUTDOWN, NULL);
-                if (j && nv_call(c, j, -1) == 0)
+                if (j && nv_call(c, j, -1) != -ETIMEDOUT)
                         nv_job_free(j);
         }
         deadline_runner_done(&c->runner);

@@ -674,12 +674,11 @@ static int cycle_confirm(struct sampler *s, const struct ledger_opts *lo, struct
                 facts_free(*now);
                 *now = second;
                 *walk = true;
-        } else if (r == -ENOMEM) {
-                facts_free(second);
-                return r;
+                return 0;
         }
+        facts_free(second); /* a part it did take, before the part that failed */
         /* a walk that failed now keeps the first sample's (unconfirmed) result */
-        return 0;
+        return r == -ENOMEM ? r : 0;
 }
 
 /* The cycle's result kept as the latest, and said in ret. */
