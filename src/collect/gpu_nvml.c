@@ -1067,7 +1067,9 @@ static int nv_init(struct nv_ctx *c, struct gpu_report *rep, const char *lib_ver
                 return -1;
         }
         if (r < 0) {
-                free(j);
+                snprintf(rep->error, sizeof(rep->error), "nvmlInit was not called: no thread could be started for it (%s)",
+                         strerror(-r));
+                nv_job_free(j);
                 return -1;
         }
         nvmlReturn_t ir = j->ret;
