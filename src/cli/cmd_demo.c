@@ -158,34 +158,40 @@ static int demo_end(struct demo *d, bool keep, int status, const struct demo_sig
         return status;
 }
 
-int cmd_demo(int argc, char **argv)
+struct demo_args {
+        unsigned mib, workers;
+        bool keep;
+};
+
+#define DEMO_GO_ON (-1) /* all parsed: tell the story */
+
+/* argv into a: DEMO_GO_ON, or the exit status of --help or a usage error (said). */
+static int demo_parse(int argc, char **argv, struct demo_args *a)
 {
         static const struct option opts[] = {
                 { "mib", required_argument, NULL, 'm' }, { "workers", required_argument, NULL, 'w' },
                 { "keep", no_argument, NULL, 'k' },      { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
-        unsigned mib = 2048, workers = 2;
-        bool keep = false;
         int opt;
         optind = 1;
         opterr = 0;     /* a bad option is said in one line (cli_bad_option) */
         while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
                 switch (opt) {
                 case 'm':
-                        if (parse_uint_range(optarg, 1, 65536, &mib) < 0) {
+                        if (parse_uint_range(optarg, 1, 65536, &a->mib) < 0) {
                                 cli_error("demo", "--mib: '%s' is not a size in MiB (1-65536)", optarg);
                                 return EXIT_USAGE;
                         }
                         break;
                 case 'w':
                         /* the story is the workers keeping the memory: at least one */
-                        if (parse_uint_range(optarg, 1, DEMO_MAX_PROCS - 2, &workers) < 0) {
+                        if (parse_uint_range(optarg, 1, DEMO_MAX_PROCS - 2, &a->workers) < 0) {
                                 cli_error("demo", "--workers: '%s' is not a number from 1 to %d", optarg, DEMO_MAX_PROCS - 2);
                                 return EXIT_USAGE;
                         }
                         break;
-                case 'k': keep = true; break;
+                case 'k': a->keep = true; break;
                 case 'h': demo_usage(stdout); return EXIT_OK;
                 default: cli_bad_option("demo", argc, argv, opt); return EXIT_USAGE;
                 }
@@ -194,16 +200,25 @@ int cmd_demo(int argc, char **argv)
                 cli_error("demo", "unexpected argument '%s'; see 'ghostvram help demo'", argv[optind]);
                 return EXIT_USAGE;
         }
+        return DEMO_GO_ON;
+}
 
+int cmd_demo(int argc, char **argv)
+{
+        struct demo_args a = { .mib = 2048, .workers = 2 };
+        int pr = demo_parse(argc, argv, &a);
+        if (pr != DEMO_GO_ON)
+                return pr;
         /* below the noise floor scan would not call the memory a ghost: refuse, in words */
         unsigned long long floor_mib = demo_floor_mib();
-        if ((unsigned long long)mib <= floor_mib) {
+        if ((unsigned long long)a.mib <= floor_mib) {
                 cli_error("demo", "--mib %u is under the noise floor of the simulated %u MiB GPU (%llu MiB, 1%% of its "
                                   "memory): scan does not call so little a ghost. Use --mib %llu or more.",
-                          mib, DEMO_GPU_MIB, floor_mib, floor_mib + 1);
+                          a.mib, DEMO_GPU_MIB, floor_mib, floor_mib + 1);
                 return EXIT_USAGE;
         }
-        /* every exit path below ends at `out`, which stops the processes and removes the host */
+        /* the stop signals are taken from here and every path below gives them back; demo_end also
+         * stops the processes and removes the host */
         struct demo_signals saved;
         demo_signals_take(&saved);
         static struct demo d;
@@ -222,6 +237,6 @@ int cmd_demo(int argc, char **argv)
         if (r < 0)
                 cli_error("demo", "could not create the simulated host");
         else
-                status = demo_story(&d, mib, workers);
-        return demo_end(&d, keep, status, &saved);
+                status = demo_story(&d, a.mib, a.workers);
+        return demo_end(&d, a.keep, status, &saved);
 }

@@ -126,16 +126,12 @@ static int track_option(struct track_args *a, int opt, const char *arg, int argc
                 a->json = true;
                 return TRACK_GO_ON;
         case 'a':
-                if (parse_duration_ms(arg, &a->max_age_ms) < 0) {
-                        cli_error("track", "--max-age: '%s' is not a duration (e.g. 7d, 12h)", arg);
-                        return EXIT_USAGE;
-                }
+                if (parse_duration_ms(arg, &a->max_age_ms) < 0)
+                        return cli_error("track", "--max-age: '%s' is not a duration (e.g. 7d, 12h)", arg), EXIT_USAGE;
                 return TRACK_GO_ON;
         case 't':
-                if (parse_u64(arg, &a->max_total_mib) < 0 || a->max_total_mib > (1u << 24)) {
-                        cli_error("track", "--max-total: '%s' is not a number of MiB", arg);
-                        return EXIT_USAGE;
-                }
+                if (parse_u64(arg, &a->max_total_mib) < 0 || a->max_total_mib > (1u << 24))
+                        return cli_error("track", "--max-total: '%s' is not a number of MiB", arg), EXIT_USAGE;
                 return TRACK_GO_ON;
         case 'p':
                 a->preload = arg;
