@@ -120,8 +120,12 @@ static int track_option(struct track_args *a, int opt, const char *arg, int argc
                 track_usage(stdout);
                 return EXIT_OK;
         case 'd':
-                a->dir = arg;
-                return cli_path_arg("track", "--ledger-dir", arg) < 0 ? EXIT_USAGE : TRACK_GO_ON;
+        case 'p':
+        case 'r': {     /* the paths: --ledger-dir, --preload, --report */
+                const char *name = opt == 'd' ? "--ledger-dir" : opt == 'p' ? "--preload" : "--report";
+                *(opt == 'd' ? &a->dir : opt == 'p' ? &a->preload : &a->report) = arg;
+                return cli_path_arg("track", name, arg) < 0 ? EXIT_USAGE : TRACK_GO_ON;
+        }
         case 'j':
                 a->json = true;
                 return TRACK_GO_ON;
@@ -133,12 +137,6 @@ static int track_option(struct track_args *a, int opt, const char *arg, int argc
                 if (parse_u64(arg, &a->max_total_mib) < 0 || a->max_total_mib > (1u << 24))
                         return cli_error("track", "--max-total: '%s' is not a number of MiB", arg), EXIT_USAGE;
                 return TRACK_GO_ON;
-        case 'p':
-                a->preload = arg;
-                return cli_path_arg("track", "--preload", arg) < 0 ? EXIT_USAGE : TRACK_GO_ON;
-        case 'r':
-                a->report = arg;
-                return cli_path_arg("track", "--report", arg) < 0 ? EXIT_USAGE : TRACK_GO_ON;
         default:
                 cli_bad_option("track", argc, argv, opt);
                 return EXIT_USAGE;
