@@ -1,7 +1,8 @@
 /* check: a monitoring plugin (Nagios, Icinga, Naemon, Sensu, Zabbix agent's system.run) by the
  * Monitoring Plugins Development Guidelines: one status line with performance data, exit
  * 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN. The whole scan runs under the -t deadline, so a hung
- * driver gives UNKNOWN in time instead of a hung check. */
+ * driver gives UNKNOWN in time instead of a hung check (run/check_run.h); the output is
+ * render/check_render.h's. */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -12,10 +13,9 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "util/i18n.h"
-#include "run/scan_run.h"
 #include "render/check_render.h"
-#include "util/deadline.h"
+#include "run/check_run.h"
+#include "run/scan_run.h"
 #include "util/i18n.h"
 #include "util/parse.h"
 #include "util/range.h"
@@ -80,29 +80,6 @@ static void check_usage(FILE *f)
               "error).\n"), f);
 }
 
-struct check_job {
-        struct scan_once_opts o;
-        struct scan_once *run;
-        int r;
-};
-
-static int check_job_run(void *arg)
-{
-        struct check_job *j = arg;
-        j->r = scan_once_run(&j->o, &j->run);
-        return j->r;
-}
-
-/* Called by an abandoned worker when (if ever) the scan returns after the deadline. */
-static void check_job_free(void *arg)
-{
-        struct check_job *j = arg;
-        if (!j)
-                return;
-        scan_once_free(j->run);
-        free(j);
-}
-
 /* The ends of a threshold in MiB as whole bytes, as the performance data gives them (uint64):
  * each rounded to a byte; -ERANGE for an end of 2^64 bytes or more, or a non-zero one under
  * half a byte. */
@@ -128,10 +105,7 @@ static int unknown(const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(why, sizeof(why), fmt, ap);
         va_end(ap);
-        struct buf b = BUF_INIT(4096);
-        check_render_unknown(&b, why);
-        fputs(buf_str(&b), stdout);
-        buf_free(&b);
+        check_print_unknown(stdout, why);
         return PLUGIN_UNKNOWN;
 }
 
@@ -238,23 +212,21 @@ static int check_parse(int argc, char **argv, struct check_args *a)
 }
 
 /* The scan's job, its sources bounded by the plugin's time limit. */
-static struct check_job *check_job_new(const struct check_args *a)
+static struct check_job *check_job_make(const struct check_args *a)
 {
-        struct check_job *j = calloc(1, sizeof(*j));
-        if (!j)
-                return NULL;
-        cli_scan_once_opts(&a->c, &j->o);
-        j->o.confirm_ms = a->confirm_ms;
-        j->o.light = true;      /* nothing unexplained: no walk */
-        j->o.facts.read_kernel = !a->no_kernel;
-        j->o.ledger.floor_min_bytes = a->floor_mib << 20;
+        struct scan_once_opts o;
+        cli_scan_once_opts(&a->c, &o);
+        o.confirm_ms = a->confirm_ms;
+        o.light = true;         /* nothing unexplained: no walk */
+        o.facts.read_kernel = !a->no_kernel;
+        o.ledger.floor_min_bytes = a->floor_mib << 20;
         /* a single driver call gets at most half the budget: a hung driver then shows as the
          * driver's own "did not answer" before the whole check gives up */
-        if (j->o.facts.gpu.timeout_ms > a->timeout_ms / 2)
-                j->o.facts.gpu.timeout_ms = (unsigned)(a->timeout_ms / 2 ? a->timeout_ms / 2 : 1);
-        if (j->o.facts.host.timeout_ms > a->timeout_ms / 2)
-                j->o.facts.host.timeout_ms = (unsigned)(a->timeout_ms / 2 ? a->timeout_ms / 2 : 1);
-        return j;
+        if (o.facts.gpu.timeout_ms > a->timeout_ms / 2)
+                o.facts.gpu.timeout_ms = (unsigned)(a->timeout_ms / 2 ? a->timeout_ms / 2 : 1);
+        if (o.facts.host.timeout_ms > a->timeout_ms / 2)
+                o.facts.host.timeout_ms = (unsigned)(a->timeout_ms / 2 ? a->timeout_ms / 2 : 1);
+        return check_job_new(&o);
 }
 
 /* The status line of a finished scan (the job freed): the plugin state. */
@@ -276,17 +248,10 @@ static int check_report(struct check_args *a, struct check_job *j)
                 return unknown(P_("--gpu %d: this host has %zu GPU", "--gpu %d: this host has %zu GPUs", n), only_gpu, n);
         }
         sr->only_gpu = only_gpu;
-        struct buf out = BUF_INIT(1u << 20);
         enum plugin_state st = PLUGIN_UNKNOWN;
-        if (check_render(&out, sr, &a->t, &st) < 0) {
-                buf_free(&out);
-                check_job_free(j);
-                return unknown("%s", _("output too large"));
-        }
-        fputs(buf_str(&out), stdout);
-        buf_free(&out);
+        int r = check_print(stdout, sr, &a->t, &st);
         check_job_free(j);
-        return st;
+        return r < 0 ? unknown("%s", _("output too large")) : (int)st;
 }
 
 int cmd_check(int argc, char **argv)
@@ -304,12 +269,10 @@ int cmd_check(int argc, char **argv)
         int pr = check_parse(argc, argv, &a);
         if (pr != CHECK_GO_ON)
                 return pr;
-        struct check_job *j = check_job_new(&a);
+        struct check_job *j = check_job_make(&a);
         if (!j)
                 return unknown("%s", _("out of memory"));
-        struct deadline_runner runner = { 0 };
-        int res = 0;
-        int r = deadline_run(&runner, check_job_run, j, check_job_free, (unsigned)a.timeout_ms, &res);
+        int r = check_job_run(j, (unsigned)a.timeout_ms);
         if (r == -ETIMEDOUT) {
                 unknown(_("no result within %.3g s: the NVIDIA driver or /proc did not answer (a hung driver? see 'ghostvram xid')"),
                         (double)a.timeout_ms / 1000.0);
@@ -317,7 +280,6 @@ int cmd_check(int argc, char **argv)
                 /* the scan's worker is still inside the driver: leave without waiting for it */
                 _exit(PLUGIN_UNKNOWN);
         }
-        deadline_runner_done(&runner);
         if (r < 0) {
                 check_job_free(j);
                 return unknown(_("cannot run the scan: %s"), strerror(-r));

@@ -1,6 +1,6 @@
 /* experiment: the command line of run/experiment_run.c (reproduce the incident on purpose and
- * measure it): options, the GPU checked first, the table or JSON (render/experiment_render.c),
- * exit codes. */
+ * measure it): options, the GPU checked first (experiment_probe), the table, JSON or the line of
+ * a stop (render/experiment_render.c), exit codes. */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -184,19 +184,19 @@ static int exp_probe(struct exp_cli *x, const char *gpu_spec)
                 return gr;
         if (gpu_index >= 0)
                 x->o.gpu = (unsigned)gpu_index;
-        struct gpu_report *probe = NULL;
-        int status = EXIT_OK;
-        if (gpu_collect(&x->o.go, &probe) < 0 || !probe->driver_present) {
+        size_t n_gpus = 0;
+        char why[512];
+        if (experiment_probe(&x->o, &n_gpus, why, sizeof(why)) < 0) {
                 cli_error(cmd, "%s: the experiment needs an NVIDIA GPU, or a simulated host: "
                                "`ghostvram sim init /tmp/gpu && GHOSTVRAM_SIM=/tmp/gpu ghostvram experiment`",
-                          probe && probe->error[0] ? probe->error : "no NVIDIA driver on this host");
-                status = EXIT_INCOMPLETE;
-        } else if (x->o.gpu >= probe->n_gpus) {
-                cli_error(cmd, "--gpu %u: this host has %zu GPU%s", x->o.gpu, probe->n_gpus, probe->n_gpus == 1 ? "" : "s");
-                status = EXIT_USAGE;
+                          why);
+                return EXIT_INCOMPLETE;
         }
-        gpu_report_free(probe);
-        return status;
+        if (x->o.gpu >= n_gpus) {
+                cli_error(cmd, "--gpu %u: this host has %zu GPU%s", x->o.gpu, n_gpus, n_gpus == 1 ? "" : "s");
+                return EXIT_USAGE;
+        }
+        return EXIT_OK;
 }
 
 /* The table or the JSON document, and the line of a stop. */
@@ -214,12 +214,7 @@ static void exp_print(const struct exp_cli *x, const struct exp_result *res)
                 experiment_table(stdout, o, res->runs, res->complete);
         }
         if (stop)
-                printf("%sStopped by %s %s: %zu of %u run%s done; %s.\n", res->complete ? "\n" : "", stopsig_name(stop),
-                       res->done > res->complete ? "during a run (not counted)" : "between runs", res->complete, o->repeat,
-                       o->repeat == 1 ? "" : "s",
-                       res->left ? "some processes the experiment started did not end within 2 s of their SIGKILL "
-                                   "(in D state?)"
-                                 : "every process the experiment started was stopped");
+                experiment_stop_text(stdout, o, res, stop);
 }
 
 static int experiment_main(int argc, char **argv)

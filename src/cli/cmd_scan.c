@@ -14,8 +14,6 @@
 #include "run/scan_run.h"
 #include "render/metrics.h"
 #include "render/scan_render.h"
-#include "render/shm_render.h"
-#include "render/track_render.h"
 #include "track/track_scan.h"
 #include "util/parse.h"
 
@@ -197,8 +195,8 @@ static int scan_parse(int argc, char **argv, struct scan_args *a)
         return EXIT_OK;
 }
 
-/* The result, as text or JSON, with the allocation ledgers and host shared memory beside it.
- * Returns status, or EXIT_INCOMPLETE when a part could not be made. */
+/* The result, as text or JSON (render/scan_render.h), with the allocation ledgers and host
+ * shared memory beside it. Returns status, or EXIT_INCOMPLETE when a part could not be made. */
 static int scan_print(const struct scan_args *a, const struct scan_result *res, int status)
 {
         const struct cli_common *c = &a->c;
@@ -221,16 +219,10 @@ static int scan_print(const struct scan_args *a, const struct scan_result *res, 
                 status = EXIT_INCOMPLETE;
         }
         if (c->json) {
-                json_t *doc = scan_json(res, true);
-                if (ts)
-                        track_scan_attach_json(doc, ts);
-                if (doc && shm)
-                        json_object_set_new(doc, "host_shared_memory", shm_json(shm));
-                cli_print_json(doc);
+                cli_print_json(scan_output_json(res, ts, shm));
         } else {
                 cli_sim_banner(stdout, c);
-                scan_text_hooked(stdout, res, cli_use_color(stdout), c->verbose, ts ? track_scan_text_hook : NULL, ts);
-                if (shm_note_text(stdout, shm, cli_use_color(stdout)) < 0) {
+                if (scan_output_text(stdout, res, ts, shm, cli_use_color(stdout), c->verbose) < 0) {
                         cli_error("scan", "out of memory");
                         status = EXIT_INCOMPLETE;
                 }

@@ -1,5 +1,6 @@
 /* serve: a Prometheus exporter. Collection runs on its own thread on its own schedule; HTTP
- * answers from what the last collection rendered (serve/exporter.h, serve/http.h). */
+ * answers from what the last collection rendered (serve/exporter.h, serve/http.h; both run by
+ * serve/serve_run.h). Options, usage and exit codes here. */
 #include <errno.h>
 #include <getopt.h>
 #include <malloc.h>
@@ -10,8 +11,8 @@
 
 #include "cli/cli.h"
 #include "run/scan_run.h"
-#include "serve/exporter.h"
 #include "serve/http.h"
+#include "serve/serve_run.h"
 #include "util/i18n.h"
 #include "util/parse.h"
 
@@ -159,10 +160,11 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, struct socka
         return EXIT_OK;
 }
 
-/* The collection thread's options from the command line. */
-static void serve_exporter_opts(const struct serve_args *a, struct exporter_opts *eo)
+/* serve_run's options from the command line: the collection thread's and the HTTP side's. */
+static void serve_run_opts(const struct serve_args *a, int family, struct serve_run_opts *ro)
 {
-        memset(eo, 0, sizeof(*eo));
+        memset(ro, 0, sizeof(*ro));
+        struct exporter_opts *eo = &ro->exporter;
         struct scan_once_opts so;
         cli_scan_once_opts(&a->c, &so);
         eo->sampler.facts = so.facts;
@@ -176,6 +178,11 @@ static void serve_exporter_opts(const struct serve_args *a, struct exporter_opts
         eo->stale_after_s = a->stale_ms || stale >= 60 ? stale : 60;
         eo->expose_cmdline = a->expose;
         eo->ledger_dir = a->ledger_dir;
+        ro->http = (struct http_opts){ .listen = a->listen, .max_connections = a->max_conns };
+        ro->family = family;
+        ro->simulated = a->c.simulated;
+        ro->out = stdout;
+        ro->wait = cli_wait_signal;
 }
 
 int cmd_serve(int argc, char **argv)
@@ -191,8 +198,8 @@ int cmd_serve(int argc, char **argv)
         int pr = serve_parse(argc, argv, &a, &ss);
         if (pr != EXIT_OK)
                 return pr == SERVE_HELP ? EXIT_OK : pr;
-        struct exporter_opts eo;
-        serve_exporter_opts(&a, &eo);
+        struct serve_run_opts ro;
+        serve_run_opts(&a, ss.ss_family, &ro);
         /* one malloc arena beside the main one: every thread (collector, HTTP, deadline
          * workers, walkers) would get its own and keep its pages; serve allocates little and
          * rarely contends (bench/README.md, "chaos": the RSS before and after) */
@@ -200,37 +207,11 @@ int cmd_serve(int argc, char **argv)
         /* only this thread takes SIGINT/SIGTERM; the threads started below inherit the mask */
         cli_block_stop_signals();
         signal(SIGPIPE, SIG_IGN);
-        struct exporter *e = NULL;
-        int r = exporter_start(&eo, &e);
-        if (r < 0) {
+        enum serve_fail fail;
+        int r = serve_run(&ro, &fail);
+        if (r < 0 && fail == SERVE_FAIL_COLLECTOR)
                 cli_error("serve", _("cannot start the collection thread: %s"), strerror(-r));
-                return EXIT_INCOMPLETE;
-        }
-        struct http_opts ho = { .listen = a.listen, .max_connections = a.max_conns };
-        struct http_server *hs = NULL;
-        r = http_server_start(&ho, e, &hs);
-        if (r < 0) {
+        else if (r < 0)
                 cli_error("serve", _("cannot listen on %s: %s"), a.listen, strerror(-r));
-                exporter_stop(e);
-                return EXIT_INCOMPLETE;
-        }
-        const char *listen = a.listen;
-        char shown[128];
-        if (ss.ss_family == AF_INET6)
-                snprintf(shown, sizeof(shown), "[%.*s]:%u", (int)(strrchr(listen, ']') - listen - 1), listen + 1,
-                         http_server_port(hs));
-        else
-                snprintf(shown, sizeof(shown), "%.*s:%u", (int)(strrchr(listen, ':') - listen), listen,
-                         http_server_port(hs));
-        /* i18n: no - scripts and service managers read the address from this line */
-        printf("ghostvram serve: listening on http://%s/metrics (collection every %.3g s%s; the page: http://%s/)\n",
-               shown,
-               (double)a.interval_ms / 1000.0, a.c.simulated ? ", SIMULATED HOST" : "", shown);
-        fflush(stdout);
-        cli_wait_signal(NULL, UINT64_MAX);
-        printf("ghostvram serve: %s\n", _("stopping"));
-        fflush(stdout);
-        http_server_stop(hs);
-        exporter_stop(e);
-        return EXIT_OK;
+        return r < 0 ? EXIT_INCOMPLETE : EXIT_OK;
 }

@@ -4,33 +4,18 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
-#include <elf.h>
 #include <fcntl.h>
-#include <link.h>
-#include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
-#include "util/json_util.h"
-#include "render/proc_render.h"
 #include "render/track_render.h"
 #include "run/track_run.h"
 #include "track/ledger_read.h"
-#include "util/buf.h"
-#include "util/deadline.h"
-#include "util/escape.h"
-#include "util/fileio.h"
 #include "util/i18n.h"
 #include "util/parse.h"
-#include "util/spawn.h"
 
 static void track_usage(FILE *f)
 {
@@ -118,7 +103,49 @@ static int track_show(const char *path)
         return EXIT_OK;
 }
 
-int cmd_track(int argc, char **argv)
+struct track_args {
+        const char *dir, *preload, *report, *show;
+        bool json;
+        uint64_t max_age_ms, max_total_mib;
+        char **cmd;     /* CMD [ARGS...] */
+};
+
+#define TRACK_GO_ON (-1) /* all parsed: run CMD (or show a->show) */
+
+/* One option into a: TRACK_GO_ON, or the exit status of --help or a usage error (said). */
+static int track_option(struct track_args *a, int opt, const char *arg, int argc, char **argv)
+{
+        switch (opt) {
+        case 'h':
+                track_usage(stdout);
+                return EXIT_OK;
+        case 'd':
+        case 'p':
+        case 'r': {     /* the paths: --ledger-dir, --preload, --report */
+                const char *name = opt == 'd' ? "--ledger-dir" : opt == 'p' ? "--preload" : "--report";
+                *(opt == 'd' ? &a->dir : opt == 'p' ? &a->preload : &a->report) = arg;
+                return cli_path_arg("track", name, arg) < 0 ? EXIT_USAGE : TRACK_GO_ON;
+        }
+        case 'j':
+                a->json = true;
+                return TRACK_GO_ON;
+        case 'a':
+                if (parse_duration_ms(arg, &a->max_age_ms) < 0)
+                        return cli_error("track", "--max-age: '%s' is not a duration (e.g. 7d, 12h)", arg), EXIT_USAGE;
+                return TRACK_GO_ON;
+        case 't':
+                if (parse_u64(arg, &a->max_total_mib) < 0 || a->max_total_mib > (1u << 24))
+                        return cli_error("track", "--max-total: '%s' is not a number of MiB", arg), EXIT_USAGE;
+                return TRACK_GO_ON;
+        default:
+                cli_bad_option("track", argc, argv, opt);
+                return EXIT_USAGE;
+        }
+}
+
+/* argv into a: TRACK_GO_ON, or the exit status of --help or a usage error (said). --show ends
+ * the options: what follows it is not read. */
+static int track_parse(int argc, char **argv, struct track_args *a)
 {
         static const struct option opts[] = {
                 { "ledger-dir", required_argument, NULL, 'd' },
@@ -131,99 +158,68 @@ int cmd_track(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
-        const char *dir_arg = TRACK_DEFAULT_DIR, *preload_arg = NULL, *report_path = NULL;
-        bool json = false;
-        uint64_t max_age_ms = 7ull * 24 * 3600 * 1000, max_total_mib = 256;
         int opt;
         optind = 1;
         opterr = 0;     /* a bad option is said in one line (cli_bad_option) */
         /* '+': stop at the first non-option, CMD's own options are CMD's */
         while ((opt = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
-                switch (opt) {
-                case 'h':
-                        track_usage(stdout);
-                        return EXIT_OK;
-                case 'd':
-                        if (cli_path_arg("track", "--ledger-dir", optarg) < 0)
-                                return EXIT_USAGE;
-                        dir_arg = optarg;
-                        break;
-                case 'j':
-                        json = true;
-                        break;
-                case 'a':
-                        if (parse_duration_ms(optarg, &max_age_ms) < 0) {
-                                cli_error("track", "--max-age: '%s' is not a duration (e.g. 7d, 12h)", optarg);
-                                return EXIT_USAGE;
-                        }
-                        break;
-                case 't':
-                        if (parse_u64(optarg, &max_total_mib) < 0 || max_total_mib > (1u << 24)) {
-                                cli_error("track", "--max-total: '%s' is not a number of MiB", optarg);
-                                return EXIT_USAGE;
-                        }
-                        break;
-                case 'p':
-                        if (cli_path_arg("track", "--preload", optarg) < 0)
-                                return EXIT_USAGE;
-                        preload_arg = optarg;
-                        break;
-                case 'r':
-                        if (cli_path_arg("track", "--report", optarg) < 0)
-                                return EXIT_USAGE;
-                        report_path = optarg;
-                        break;
-                case 's':
-                        if (cli_path_arg("track", "--show", optarg) < 0)
-                                return EXIT_USAGE;
-                        return track_show(optarg);
-                default:
-                        cli_bad_option("track", argc, argv, opt);
-                        return EXIT_USAGE;
+                if (opt == 's') {
+                        a->show = optarg;
+                        return cli_path_arg("track", "--show", optarg) < 0 ? EXIT_USAGE : TRACK_GO_ON;
                 }
+                int r = track_option(a, opt, optarg, argc, argv);
+                if (r != TRACK_GO_ON)
+                        return r;
         }
         if (optind >= argc) {
                 cli_error("track", "no command to run (ghostvram track [OPTIONS] -- CMD [ARGS...])");
                 return EXIT_USAGE;
         }
-        char **cmd = argv + optind;
+        a->cmd = argv + optind;
+        return TRACK_GO_ON;
+}
 
+/* The --report file, opened before CMD runs (one that cannot be written loses nothing); stderr
+ * without --report. NULL when it cannot be opened (said). */
+static FILE *report_open(const char *path)
+{
+        if (!path)
+                return stderr;
+        struct stat sb;
+        bool is_dir = stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+        FILE *out = is_dir ? NULL : fopen(path, "we");
+        if (!out)
+                cli_error("track", "--report %s: %s", path, is_dir ? "a directory: give a file" : strerror(errno));
+        return out;
+}
+
+int cmd_track(int argc, char **argv)
+{
+        struct track_args a = { .dir = TRACK_DEFAULT_DIR, .max_age_ms = 7ull * 24 * 3600 * 1000, .max_total_mib = 256 };
+        int pr = track_parse(argc, argv, &a);
+        if (pr != TRACK_GO_ON)
+                return pr;
+        if (a.show)
+                return track_show(a.show);
         char err[PATH_MAX + 256] = "";
-        struct track_prep_opts po = { .dir = dir_arg, .preload = preload_arg, .max_age_ms = max_age_ms,
-                                      .max_total_mib = max_total_mib };
+        struct track_prep_opts po = { .dir = a.dir, .preload = a.preload, .max_age_ms = a.max_age_ms,
+                                      .max_total_mib = a.max_total_mib };
         struct track_prep prep;
         if (track_prepare(&po, &prep, err, sizeof(err)) < 0) {
                 cli_error("track", "%s", err);
                 return TRACK_EXIT_FAILED;
         }
-        /* the report's file is opened before CMD runs: one that cannot be written loses nothing */
-        FILE *out = stderr;
-        if (report_path) {
-                struct stat sb;
-                bool is_dir = stat(report_path, &sb) == 0 && S_ISDIR(sb.st_mode);
-                out = is_dir ? NULL : fopen(report_path, "we");
-                if (!out) {
-                        cli_error("track", "--report %s: %s", report_path, is_dir ? "a directory: give a file" : strerror(errno));
-                        return TRACK_EXIT_FAILED;
-                }
-        }
+        FILE *out = report_open(a.report);
+        if (!out)
+                return TRACK_EXIT_FAILED;
         struct track_result res;
-        int r = track_run(&prep, cmd, &res, err, sizeof(err));
+        int r = track_run(&prep, a.cmd, &res, err, sizeof(err));
         if (r != 0) {
                 cli_error("track", "%s", err);
                 track_result_free(&res);
-                return report_close(out, report_path, r > 0 ? r : res.end.status);
+                return report_close(out, a.report, r > 0 ? r : res.end.status);
         }
-        if (json) {
-                json_t *doc = track_report_json(cmd, &res.end, prep.dir, res.procs, res.n);
-                char *text = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_ENSURE_ASCII) : NULL;
-                if (text)
-                        fprintf(out, "%s\n", text);
-                free(text);
-                json_decref(doc);
-        } else {
-                track_report_text(out, &res.end, prep.dir, res.procs, res.n);
-        }
+        track_report_print(out, a.json, a.cmd, &res.end, prep.dir, res.procs, res.n);
         track_result_free(&res);
-        return report_close(out, report_path, res.end.status);
+        return report_close(out, a.report, res.end.status);
 }

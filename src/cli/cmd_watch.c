@@ -1,7 +1,7 @@
 /* watch: the command line of run/watch_run.c (sample continuously, a line when a GPU's verdict
  * or ghost changes, an alert when a confirmed ghost stays above a threshold for a while, its
- * clear, the hook, the heal): options, the lines printed (text or JSON), the heal as a child
- * `ghostvram reclaim`, the textfile, exit codes. */
+ * clear, the hook, the heal): options, the heal as a child `ghostvram reclaim`, the textfile,
+ * exit codes; the lines (text or JSON) are render/watch_render.c's. */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -10,15 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
 #include "cli/cli.h"
-#include "collect/xid.h"
 #include "render/metrics.h"
+#include "render/watch_render.h"
 #include "run/scan_run.h"
 #include "run/watch_run.h"
 #include "util/i18n.h"
-#include "util/json_util.h"
 #include "util/parse.h"
 #include "util/timefmt.h"
 
@@ -85,49 +82,14 @@ static void watch_usage(FILE *f)
 struct watch {
         struct cli_common c;
         const char *textfile;
-        uint64_t threshold_bytes;
         struct metrics_counters counters;
 };
 
-/* One output line: text, or a JSON object with --json (the vocabulary of docs/json.md: a
- * GPU's index, uuid and pci_bus_id, PIDs as an array of numbers, the time twice). */
+/* One output line (render/watch_render.h). */
 static void watch_print(void *ctx, const struct watch_line *wl)
 {
         const struct watch *w = ctx;
-        double now = wall_clock_now();
-        if (!w->c.json) {
-                char ts[40];
-                if (rfc3339_format(now, false, ts, sizeof(ts)) < 0)
-                        ts[0] = '\0';
-                printf("%s %s\n", ts, wl->text);
-                fflush(stdout);
-                return;
-        }
-        json_t *o = json_object();
-        json_set(o, "schema_version", json_integer(GV_SCHEMA_VERSION));
-        json_set_time(o, "time", now, 1);
-        json_set(o, "event", json_string(wl->event));
-        if (wl->g && wl->l) {
-                const struct gpu_ledger *l = wl->l;
-                const struct finding *fd = l->n_findings ? &l->findings[0] : NULL;
-                json_t *pids = json_array();
-                for (size_t i = 0; fd && i < fd->n_pids; i++)
-                        json_array_append_new(pids, json_integer(fd->pids[i]));
-                json_set(o, "index", json_integer(wl->g->index));
-                json_set(o, "uuid", wl->g->uuid[0] ? json_text(wl->g->uuid) : json_null());
-                json_set(o, "pci_bus_id", wl->g->pci_bus_id[0] ? json_text(wl->g->pci_bus_id) : json_null());
-                json_set(o, "verdict", json_string(fd ? fd->code : "unknown"));
-                json_set(o, "ghost_bytes", json_integer((json_int_t)l->ghost));
-                json_set(o, "ghost_confirmed", json_boolean(l->ghost_confirmed));
-                json_set(o, "pids", pids);
-        }
-        if (wl->xid)
-                json_set(o, "kernel_event", xid_event_to_json(wl->xid));
-        json_set(o, "message", json_text(wl->text));
-        json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
-        json_decref(o);
-        fputc('\n', stdout);
-        fflush(stdout);
+        watch_line_print(stdout, wl, w->c.json, wall_clock_now());
 }
 
 static void watch_warn(void *ctx, const char *fmt, ...)
@@ -306,7 +268,6 @@ int cmd_watch(int argc, char **argv)
         int pr = watch_parse(argc, argv, &a);
         if (pr != EXIT_OK)
                 return pr == WATCH_HELP ? EXIT_OK : pr;
-        a.w.threshold_bytes = a.o.threshold_bytes;
 
         struct scan_once_opts so;
         cli_scan_once_opts(&a.w.c, &so);
@@ -325,10 +286,7 @@ int cmd_watch(int argc, char **argv)
         if (!a.w.c.json) {
                 if (a.w.c.simulated)
                         cli_sim_banner(stdout, &a.w.c);
-                printf("watching every %.3g s; alert when a confirmed ghost stays above %llu MiB for %.3g s%s\n",
-                       (double)a.o.interval_ms / 1000.0, (unsigned long long)(a.o.threshold_bytes / MIB),
-                       (double)a.o.for_ms / 1000.0, a.o.exec ? " (then run --exec)" : "");
-                fflush(stdout);
+                watch_banner_print(stdout, a.o.interval_ms, a.o.threshold_bytes, a.o.for_ms, a.o.exec != NULL);
         }
         struct watch_result res;
         int r = watch_run(&a.o, smp, &res);

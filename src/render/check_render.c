@@ -283,3 +283,22 @@ int check_render_unknown(struct buf *out, const char *why)
         e = e ? e : put_plain(out, why);
         return e ? e : buf_putc(out, '\n');
 }
+
+int check_print(FILE *out, const struct scan_result *r, const struct check_thresholds *t,
+                enum plugin_state *ret_state)
+{
+        struct buf b = BUF_INIT(1u << 20);
+        int e = check_render(&b, r, t, ret_state);
+        if (e >= 0)
+                fputs(buf_str(&b), out);
+        buf_free(&b);
+        return e < 0 ? e : 0;
+}
+
+void check_print_unknown(FILE *out, const char *why)
+{
+        struct buf b = BUF_INIT(4096);
+        check_render_unknown(&b, why);
+        fputs(buf_str(&b), out);
+        buf_free(&b);
+}

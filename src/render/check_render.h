@@ -8,6 +8,7 @@
  * of the ledger. Thresholds are ranges (util/range.h) on the confirmed ghost in MiB. */
 #pragma once
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "model/ledger.h"
 #include "util/buf.h"
@@ -45,3 +46,10 @@ int check_render(struct buf *out, const struct scan_result *r, const struct chec
 
 /* The UNKNOWN output when no result came (timeout, no driver): "GHOSTVRAM UNKNOWN - why". */
 int check_render_unknown(struct buf *out, const char *why);
+
+/* check_render to out: 0 with the state in *ret_state, or a negative errno of the buffer
+ * (nothing written). */
+int check_print(FILE *out, const struct scan_result *r, const struct check_thresholds *t,
+                enum plugin_state *ret_state);
+/* check_render_unknown to out. */
+void check_print_unknown(FILE *out, const char *why);

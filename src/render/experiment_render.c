@@ -161,3 +161,13 @@ void experiment_table(FILE *out, const struct exp_opts *o, const struct exp_run 
                        "  or driver error logged during the run.\n");
 }
 
+
+void experiment_stop_text(FILE *out, const struct exp_opts *o, const struct exp_result *res, int sig)
+{
+        fprintf(out, "%sStopped by %s %s: %zu of %u run%s done; %s.\n", res->complete ? "\n" : "", stopsig_name(sig),
+                res->done > res->complete ? "during a run (not counted)" : "between runs", res->complete, o->repeat,
+                o->repeat == 1 ? "" : "s",
+                res->left ? "some processes the experiment started did not end within 2 s of their SIGKILL "
+                            "(in D state?)"
+                          : "every process the experiment started was stopped");
+}

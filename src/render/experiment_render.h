@@ -12,3 +12,7 @@
 void experiment_table(FILE *out, const struct exp_opts *o, const struct exp_run *runs, size_t n);
 /* The JSON document (schema_version, runs, summary, stopped_by); NULL on ENOMEM. */
 json_t *experiment_json(const struct exp_opts *o, const struct exp_run *runs, size_t n);
+/* The line of a stop: the signal (sig), whether it came during a run, the runs done, and
+ * whether every process the experiment started was stopped (after the table when there is
+ * one). */
+void experiment_stop_text(FILE *out, const struct exp_opts *o, const struct exp_result *res, int sig);

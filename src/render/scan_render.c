@@ -1,5 +1,6 @@
 #include "render/scan_render.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "collect/gpu_json.h"
@@ -7,7 +8,9 @@
 #include "config.h"
 #include "util/json_util.h"
 #include "render/proc_render.h"
+#include "render/shm_render.h"
 #include "render/snapshot.h"
+#include "render/track_render.h"
 #include "util/escape.h"
 #include "util/i18n.h"
 
@@ -668,4 +671,21 @@ void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool v
         }
         text_other_holders(out, r, color, verbose);
         text_limits(out, f);
+}
+
+json_t *scan_output_json(const struct scan_result *r, const struct track_scan *ts, const struct shm_report *shm)
+{
+        json_t *doc = scan_json(r, true);
+        if (ts)
+                track_scan_attach_json(doc, ts);
+        if (doc && shm)
+                json_object_set_new(doc, "host_shared_memory", shm_json(shm));
+        return doc;
+}
+
+int scan_output_text(FILE *out, const struct scan_result *r, const struct track_scan *ts,
+                     const struct shm_report *shm, bool color, bool verbose)
+{
+        scan_text_hooked(out, r, color, verbose, ts ? track_scan_text_hook : NULL, ts);
+        return shm_note_text(out, shm, color) < 0 ? -ENOMEM : 0;
 }

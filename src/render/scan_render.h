@@ -4,7 +4,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "collect/shm.h"
 #include "model/ledger.h"
+#include "track/track_scan.h"
 
 /* The scan document: the snapshot's fields plus, per GPU, memory.{listed,foreign,ghost,
  * unattributed}_bytes, verdict, findings[], processes[]. */
@@ -18,3 +20,13 @@ void scan_text_hooked(FILE *out, const struct scan_result *r, bool color, bool v
                       const void *ctx);
 /* 1 if any GPU has a confirmed ghost, else 3 if any GPU could not be inspected, else 0. */
 int scan_exit_status(const struct scan_result *r);
+
+/* ---- `ghostvram scan`'s output: the result with what is shown beside it ----------------------
+ * ts: the allocation ledgers of dead owners (--ledger-dir), shm: the host's shared memory, said
+ * apart so that operators rule it out as GPU memory; either may be NULL. */
+/* scan_json with "ledger" in each GPU that has one, "ledger_dir", and "host_shared_memory";
+ * NULL on ENOMEM. */
+json_t *scan_output_json(const struct scan_result *r, const struct track_scan *ts, const struct shm_report *shm);
+/* scan_text with ts's ledgers under each GPU, then shm's note: 0, or -ENOMEM (the note). */
+int scan_output_text(FILE *out, const struct scan_result *r, const struct track_scan *ts,
+                     const struct shm_report *shm, bool color, bool verbose);

@@ -279,3 +279,18 @@ json_t *track_ledger_json(const char *path, const struct track_ledger *l, const 
         json_set(o, "sites", track_sites_json(l, s, TRACK_SITES_MAX));
         return o;
 }
+
+void track_report_print(FILE *out, bool json, char *const *cmd, const struct track_end *end, const char *dir,
+                        const struct track_report_proc *rp, size_t n)
+{
+        if (!json) {
+                track_report_text(out, end, dir, rp, n);
+                return;
+        }
+        json_t *doc = track_report_json(cmd, end, dir, rp, n);
+        char *text = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_ENSURE_ASCII) : NULL;
+        if (text)
+                fprintf(out, "%s\n", text);
+        free(text);
+        json_decref(doc);
+}

@@ -1,6 +1,7 @@
 /* track_render: allocation ledgers (`ghostvram track`, `scan --ledger-dir`) as JSON and text. */
 #pragma once
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "track/ledger_read.h"
@@ -33,5 +34,9 @@ json_t *track_report_json(char *const *cmd, const struct track_end *end, const c
                           const struct track_report_proc *rp, size_t n);
 void track_report_text(FILE *out, const struct track_end *end, const char *dir, const struct track_report_proc *rp,
                        size_t n);
+/* The report to out: with json the document of track_report_json, indented, else
+ * track_report_text. */
+void track_report_print(FILE *out, bool json, char *const *cmd, const struct track_end *end, const char *dir,
+                        const struct track_report_proc *rp, size_t n);
 /* `ghostvram track --show FILE`: the ledger's header, counts and outstanding allocations. */
 json_t *track_ledger_json(const char *path, const struct track_ledger *l, const struct track_summary *s);

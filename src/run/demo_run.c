@@ -125,3 +125,41 @@ int demo_finish(struct demo *d, bool keep)
                 pause_ms(50);
         return gone;
 }
+
+/* A stop signal seen (demo_signals_take's handler). */
+static volatile sig_atomic_t demo_stop;
+
+static void on_demo_stop(int sig)
+{
+        demo_stop = sig;
+}
+
+void demo_signals_take(struct demo_signals *s)
+{
+        struct sigaction sa = { .sa_handler = on_demo_stop }, ign = { .sa_handler = SIG_IGN };
+        sigemptyset(&sa.sa_mask);
+        sigemptyset(&ign.sa_mask);
+        sigaction(SIGINT, &sa, &s->old_int);
+        sigaction(SIGTERM, &sa, &s->old_term);
+        sigaction(SIGHUP, &sa, &s->old_hup);
+        sigaction(SIGPIPE, &ign, &s->old_pipe);
+}
+
+void demo_signals_restore(const struct demo_signals *s)
+{
+        sigaction(SIGINT, &s->old_int, NULL);
+        sigaction(SIGTERM, &s->old_term, NULL);
+        sigaction(SIGHUP, &s->old_hup, NULL);
+        sigaction(SIGPIPE, &s->old_pipe, NULL);
+}
+
+int demo_stop_signal(void)
+{
+        return (int)demo_stop;
+}
+
+bool demo_reader_gone(int fd)
+{
+        struct pollfd pf = { .fd = fd, .events = 0 };
+        return poll(&pf, 1, 0) == 1 && (pf.revents & (POLLERR | POLLHUP));
+}

@@ -4,6 +4,7 @@
  * the story between them (and runs scan and reclaim, whose output is the story). */
 #pragma once
 #include <stdbool.h>
+#include <signal.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -40,3 +41,20 @@ int demo_kill_owner(struct demo *d);
 int demo_finish(struct demo *d, bool keep);
 /* The noise floor of the simulated GPU in MiB: scan calls no less a ghost. */
 unsigned long long demo_floor_mib(void);
+
+/* ---- stopping early ----------------------------------------------------------------------
+ * A stop signal (Ctrl-C, SIGTERM, SIGHUP) ends the story early; the cleanup still runs.
+ * SIGPIPE is ignored, so a write fails instead of killing the demo before it cleans up. */
+struct demo_signals {
+        struct sigaction old_int, old_term, old_hup, old_pipe;
+};
+
+/* Catch the stop signals and ignore SIGPIPE, the old actions into *s. */
+void demo_signals_take(struct demo_signals *s);
+/* The actions demo_signals_take found, back. */
+void demo_signals_restore(const struct demo_signals *s);
+/* The stop signal caught since demo_signals_take (0: none). */
+int demo_stop_signal(void);
+/* Has the reader of fd (a pipe or socket) gone away (`demo | head -1`)? It says so in poll()
+ * even when nothing was written since (a step's output written by the child it ran). */
+bool demo_reader_gone(int fd);

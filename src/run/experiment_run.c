@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "collect/gpu.h"
 #include "collect/kernel.h"
 #include "collect/xid.h"
 #include "util/buf.h"
@@ -397,4 +398,18 @@ void exp_result_free(struct exp_result *r, unsigned repeat)
         }
         free(r->runs);
         r->runs = NULL;
+}
+
+int experiment_probe(const struct exp_opts *o, size_t *ret_n_gpus, char *err, size_t errlen)
+{
+        struct gpu_report *probe = NULL;
+        int r = 0;
+        if (gpu_collect(&o->go, &probe) < 0 || !probe->driver_present) {
+                snprintf(err, errlen, "%s", probe && probe->error[0] ? probe->error : "no NVIDIA driver on this host");
+                r = -ENODEV;
+        } else {
+                *ret_n_gpus = probe->n_gpus;
+        }
+        gpu_report_free(probe);
+        return r;
 }

@@ -74,6 +74,10 @@ struct exp_result {
         char error[320];        /* why it ended early (-ENODEV, -EIO...), or "" */
 };
 
+/* Before the runs: does the driver answer (o->go)? 0 with the number of its GPUs in
+ * *ret_n_gpus, or -ENODEV with why (the driver's error, or that there is none) in err. */
+int experiment_probe(const struct exp_opts *o, size_t *ret_n_gpus, char *err, size_t errlen);
+
 /* Run o->repeat runs. Returns 0 (also when a stop signal ended it: stopsig_pending() says),
  * or a negative errno with ret->error saying why (the runs before it are kept): -ENOSYS, and
  * nothing started, where pidfd_open is missing (Linux < 5.3). Free ret with exp_result_free. */

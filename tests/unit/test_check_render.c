@@ -214,6 +214,31 @@ static void test_worse(void **state)
         buf_free(&b);
 }
 
+/* check_print writes what check_render makes, and the state; check_print_unknown the line of
+ * check_render_unknown. */
+static void test_print(void **state)
+{
+        (void)state;
+        struct facts *f = two_gpus_ghost_on_1();
+        struct scan_result *r = build(f, f);
+        struct check_thresholds t = thresholds("0", "1024");
+        enum plugin_state st = PLUGIN_OK, printed = PLUGIN_OK;
+        const char *want = render(r, &t, &st);
+        char *text = NULL;
+        size_t len = 0;
+        FILE *out = open_memstream(&text, &len);
+        assert_non_null(out);
+        assert_int_equal(check_print(out, r, &t, &printed), 0);
+        check_print_unknown(out, "no driver");
+        fclose(out);
+        assert_int_equal(printed, st);
+        assert_memory_equal(text, want, strlen(want));
+        assert_string_equal(text + strlen(want), "GHOSTVRAM UNKNOWN - no driver\n");
+        free(text);
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -222,6 +247,7 @@ int main(void)
                 cmocka_unit_test(test_freeing_is_named),
                 cmocka_unit_test(test_lost_unknown_and_hostile_text),
                 cmocka_unit_test(test_worse),
+                cmocka_unit_test(test_print),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -137,6 +137,18 @@ static void test_no_pidfd(void **state)
         assert_int_equal(stat(d.dir, &st), -1);
 }
 
+/* The reader of a pipe going away is seen without writing to it. */
+static void test_reader_gone(void **state)
+{
+        (void)state;
+        int p[2];
+        assert_int_equal(pipe(p), 0);
+        assert_false(demo_reader_gone(p[1]));
+        close(p[0]);
+        assert_true(demo_reader_gone(p[1]));
+        close(p[1]);
+}
+
 int main(void)
 {
         const struct CMUnitTest with_pidfd[] = {
@@ -144,11 +156,13 @@ int main(void)
                 cmocka_unit_test(test_keep),
                 cmocka_unit_test(test_no_tmpdir),
                 cmocka_unit_test(test_floor),
+                cmocka_unit_test(test_reader_gone),
         };
         const struct CMUnitTest without_pidfd[] = {
                 cmocka_unit_test(test_no_pidfd),
                 cmocka_unit_test(test_no_tmpdir),
                 cmocka_unit_test(test_floor),
+                cmocka_unit_test(test_reader_gone),
         };
         int self = pidfd_open_fd(getpid());
         if (self < 0)

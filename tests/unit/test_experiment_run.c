@@ -148,6 +148,23 @@ static void test_no_such_gpu(void **state)
         exp_result_free(&res, o.repeat);
 }
 
+/* The probe before the runs: the simulated host's one GPU; a library that is not there is no
+ * driver, with the loader's words. */
+static void test_probe(void **state)
+{
+        (void)state;
+        struct exp_opts o = opts(0, false);
+        size_t n = 0;
+        char why[512] = "";
+        assert_int_equal(experiment_probe(&o, &n, why, sizeof(why)), 0);
+        assert_int_equal(n, 1);
+        o.go.nvml_lib = "/nonexistent/libnvidia-ml.so.1";
+        n = 7;
+        assert_int_equal(experiment_probe(&o, &n, why, sizeof(why)), -ENODEV);
+        assert_int_equal(n, 7);
+        assert_true(why[0] != '\0');
+}
+
 /* Where pidfd_open is missing (Linux < 5.3; valgrind 3.19 does not know the system call,
  * scripts/valgrind-unit): nothing is started, and the error says why. */
 static void test_no_pidfd(void **state)
@@ -167,9 +184,11 @@ int main(void)
                 cmocka_unit_test(test_worker_keeps_then_reclaim),
                 cmocka_unit_test(test_no_worker_two_runs),
                 cmocka_unit_test(test_no_such_gpu),
+                cmocka_unit_test(test_probe),
         };
         const struct CMUnitTest without_pidfd[] = {
                 cmocka_unit_test(test_no_pidfd),
+                cmocka_unit_test(test_probe),
         };
         struct reclaim_sys probe;
         reclaim_sys_real(&probe, "/proc");
