@@ -112,6 +112,12 @@ struct track_args {
 
 #define TRACK_GO_ON (-1) /* all parsed: run CMD (or show a->show) */
 
+/* A path option's value: TRACK_GO_ON, or EXIT_USAGE for an empty path (said). */
+static int path_option(const char *name, const char *arg)
+{
+        return cli_path_arg("track", name, arg) < 0 ? EXIT_USAGE : TRACK_GO_ON;
+}
+
 /* One option into a: TRACK_GO_ON, or the exit status of --help or a usage error (said). */
 static int track_option(struct track_args *a, int opt, const char *arg, int argc, char **argv)
 {
@@ -120,12 +126,14 @@ static int track_option(struct track_args *a, int opt, const char *arg, int argc
                 track_usage(stdout);
                 return EXIT_OK;
         case 'd':
+                a->dir = arg;
+                return path_option("--ledger-dir", arg);
         case 'p':
-        case 'r': {     /* the paths: --ledger-dir, --preload, --report */
-                const char *name = opt == 'd' ? "--ledger-dir" : opt == 'p' ? "--preload" : "--report";
-                *(opt == 'd' ? &a->dir : opt == 'p' ? &a->preload : &a->report) = arg;
-                return cli_path_arg("track", name, arg) < 0 ? EXIT_USAGE : TRACK_GO_ON;
-        }
+                a->preload = arg;
+                return path_option("--preload", arg);
+        case 'r':
+                a->report = arg;
+                return path_option("--report", arg);
         case 'j':
                 a->json = true;
                 return TRACK_GO_ON;
