@@ -6,8 +6,12 @@
 #include <stdio.h>
 
 #include "collect/gpu.h"
+#include "collect/gpu_spec.h"
 #include "collect/host.h"
 #include "util/exit_status.h"
+#include "util/fileio.h"
+#include "util/spawn.h"
+#include "util/stopwait.h"
 
 
 /* The options the collecting commands share, parsed and described from one table
@@ -100,13 +104,8 @@ int cli_options(int argc, char **argv, const char *shortopts, const struct optio
 void cli_common_help(FILE *f, unsigned which);
 /* After option parsing: apply GHOSTVRAM_SIM and bundles; prints and returns -1 on error. */
 int cli_common_finish(struct cli_common *c, const char *cmd);
-/* --gpu SPEC: an index ("0"), a UUID ("GPU-5fd2...") or a PCI bus id ("0000:3b:00.0",
- * "00000000:3B:00.0", "3b:00.0"), as nvidia-smi -i takes. cli_gpu_spec_check validates the form
- * when the option is parsed (0 or -EINVAL); cli_gpu_spec_resolve finds the GPU in a report:
- * 0 and its index, -ENOENT when no GPU matches. */
+/* --gpu SPEC (collect/gpu_spec.h: gpu_spec_check when parsed, gpu_spec_resolve in a report). */
 #define CLI_GPU_HELP "  --gpu ID             only this GPU: an index, a UUID or a PCI bus id\n"
-int cli_gpu_spec_check(const char *spec);
-int cli_gpu_spec_resolve(const char *spec, const struct gpu_report *r, unsigned *ret_index);
 /* After cli_common_finish: *ret_index for --gpu SPEC (-1 when spec is NULL). A UUID or PCI bus id
  * is looked up in one collection; so is an index when check_index (else the command checks it
  * against its own sample). Returns EXIT_OK, EXIT_USAGE (no such GPU; printed) or
@@ -138,8 +137,6 @@ int cli_writable_dir_arg(const char *cmd, const char *opt, const char *dir);
 /* --kmsg FILE names a kernel log that can be opened ("-": standard input; /dev/kmsg; a regular
  * file): 0, or -1 (printed: "--kmsg why"). */
 int cli_kmsg_check(const char *cmd, const char *path);
-/* "a directory", "a FIFO"... of a file that is not a regular one (for messages). */
-const char *cli_file_kind(unsigned mode);
 
 /* getopt_long with opterr = 0 and an optstring starting with ':' returned '?' or ':' (opt):
  * print one line naming the option and a hint to 'ghostvram help CMD', not the whole help. */
@@ -169,27 +166,11 @@ int cli_print_json(struct json_t *doc);
  * JSON lines, as reclaim --json-stream). */
 void cli_json_lines(void);
 
-/* Run this ghostvram again with args (args[0] is the name) and capture its standard output
- * (capped by out's cap; out may be NULL: the output is not redirected). Returns the exit
- * status (128+N for signal N) or a negative errno. */
-struct buf;
-int cli_run_self(const char *const args[], struct buf *out);
-/* The same, passing a stop signal (util/stopsig) that comes meanwhile on to the child, once. */
-int cli_run_self_stoppable(const char *const args[], struct buf *out);
 
 /* The sources, ledger defaults and bundles of one scan from the common options (confirm 2s). */
 struct scan_once_opts;
 void cli_scan_once_opts(const struct cli_common *c, struct scan_once_opts *o);
 
-/* Block SIGINT and SIGTERM in this thread and the threads it starts; cli_wait_signal then
- * sleeps until a deadline or one of them. The long-running commands (watch, serve) stop
- * cleanly that way: the current sample finishes, then they exit 0. */
-void cli_block_stop_signals(void);
-/* Sleep ms (or forever with ms == UINT64_MAX); false when SIGINT/SIGTERM arrived (it stays
- * remembered: later calls return false at once). */
-bool cli_wait_signal(void *unused, uint64_t ms);
-/* Has a stop signal arrived? */
-bool cli_stop_requested(void);
 
 int cmd_snapshot(int argc, char **argv);
 int cmd_scan(int argc, char **argv);

@@ -142,7 +142,7 @@ static int check_option(struct check_args *a, int opt, const char *arg)
                         return unknown(_("-t: '%s' is not a number of seconds up to 3600"), arg);
                 return CHECK_GO_ON;
         case 'g':
-                if (cli_gpu_spec_check(arg) < 0)
+                if (gpu_spec_check(arg) < 0)
                         return unknown(_("--gpu: '%s' is not a GPU index, UUID or PCI bus id"), arg);
                 a->gpu_spec = arg;
                 if (parse_uint_range(arg, 0, 1023, &u) == 0)
@@ -236,7 +236,7 @@ static int check_report(struct check_args *a, struct check_job *j)
         int only_gpu = a->only_gpu;
         if (a->gpu_spec && only_gpu < 0) { /* a UUID or PCI bus id: looked up in this scan's GPUs */
                 unsigned idx;
-                if (!sr->facts->gpu->driver_present || cli_gpu_spec_resolve(a->gpu_spec, sr->facts->gpu, &idx) < 0) {
+                if (!sr->facts->gpu->driver_present || gpu_spec_resolve(a->gpu_spec, sr->facts->gpu, &idx) < 0) {
                         check_job_free(j);
                         return unknown(_("--gpu %.100s: no such GPU on this host"), a->gpu_spec);
                 }

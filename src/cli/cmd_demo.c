@@ -108,7 +108,7 @@ static int demo_story(struct demo *d, unsigned mib, unsigned workers)
         demo_command_print(stdout, "ghostvram scan");
         const char *const scan_args[] = { "ghostvram", "scan", "--confirm", "1s", NULL };
         setenv("GHOSTVRAM_SIM", d->dir, 1);
-        int sr = cli_run_self(scan_args, NULL);
+        int sr = spawn_self(NULL, scan_args, NULL, false);
         if (demo_interrupted())
                 return EXIT_INCOMPLETE;
         if (sr != 1) {
@@ -118,7 +118,7 @@ static int demo_story(struct demo *d, unsigned mib, unsigned workers)
         demo_step_print(stdout, 5, "ghostvram reclaim ends them safely, and the memory comes back");
         demo_command_print(stdout, "sudo ghostvram reclaim --yes");
         const char *const reclaim_args[] = { "ghostvram", "reclaim", "--yes", "--confirm", "1s", NULL };
-        int rr = cli_run_self(reclaim_args, NULL);
+        int rr = spawn_self(NULL, reclaim_args, NULL, false);
         printf("\n");
         smi_view(d->dir);
         if (rr != 0 && !demo_interrupted())

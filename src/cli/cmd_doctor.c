@@ -83,7 +83,7 @@ static int doctor_parse(int argc, char **argv, struct doctor_args *a)
                         doctor_usage(stdout);
                         return DOCTOR_HELP;
                 case 'g':
-                        if (cli_gpu_spec_check(optarg) < 0) {
+                        if (gpu_spec_check(optarg) < 0) {
                                 cli_error("doctor", _("--gpu: '%s' is not a GPU index, UUID or PCI bus id"), optarg);
                                 return EXIT_USAGE;
                         }
@@ -139,7 +139,7 @@ static void doctor_opts(struct doctor_args *a, struct doctor_check_opts *o)
         o->shm = cli_common_shm_opts(&a->c, a->root, &a->shm_paths, &a->shm) ? &a->shm : NULL;
         o->cache_min_bytes = a->cache_mib << 20;
         o->gpu_spec = a->gpu_spec;
-        o->gpu_resolve = cli_gpu_spec_resolve;
+        o->gpu_resolve = gpu_spec_resolve;
 }
 
 int cmd_doctor(int argc, char **argv)

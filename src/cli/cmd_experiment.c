@@ -97,7 +97,7 @@ static int exp_option(struct exp_opts *o, const char **gpu_spec, int opt, const 
         const char *cmd = "experiment";
         switch (opt) {
         case 'g':
-                if (cli_gpu_spec_check(arg) < 0)
+                if (gpu_spec_check(arg) < 0)
                         return cli_error(cmd, "--gpu: '%s' is not a GPU index, UUID or PCI bus id", arg), -1;
                 *gpu_spec = arg;
                 return 1;

@@ -233,7 +233,7 @@ static int rc_option(struct rc_opts *o, int opt, const char *arg)
         uint64_t v;
         switch (opt) {
         case 'g':
-                if (cli_gpu_spec_check(arg) < 0) {
+                if (gpu_spec_check(arg) < 0) {
                         cli_error(cmd, _("--gpu: '%s' is not a GPU index, UUID or PCI bus id"), arg);
                         return -1;
                 }

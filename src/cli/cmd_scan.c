@@ -123,7 +123,7 @@ static int scan_option(void *ctx, int opt, const char *arg)
         uint64_t v;
         switch (opt) {
         case 'g':
-                if (cli_gpu_spec_check(arg) < 0)
+                if (gpu_spec_check(arg) < 0)
                         return cli_error("scan", _("--gpu: '%s' is not a GPU index, UUID or PCI bus id"), arg), -1;
                 a->gpu_spec = arg;
                 return 1;

@@ -182,7 +182,7 @@ static void serve_run_opts(const struct serve_args *a, int family, struct serve_
         ro->family = family;
         ro->simulated = a->c.simulated;
         ro->out = stdout;
-        ro->wait = cli_wait_signal;
+        ro->wait = stopwait_ms;
 }
 
 int cmd_serve(int argc, char **argv)
@@ -205,7 +205,7 @@ int cmd_serve(int argc, char **argv)
          * rarely contends (bench/README.md, "chaos": the RSS before and after) */
         mallopt(M_ARENA_MAX, 2);
         /* only this thread takes SIGINT/SIGTERM; the threads started below inherit the mask */
-        cli_block_stop_signals();
+        stopwait_block();
         signal(SIGPIPE, SIG_IGN);
         enum serve_fail fail;
         int r = serve_run(&ro, &fail);

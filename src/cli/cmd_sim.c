@@ -79,7 +79,7 @@ static int init_target_ok(const char *dir)
         if (r == 0 || r == -EEXIST)
                 return r;
         if (r == -ENOTDIR)
-                cli_error("sim init", "%s: not a directory (%s)", dir, S_ISREG(mode) ? "a file" : cli_file_kind(mode));
+                cli_error("sim init", "%s: not a directory (%s)", dir, S_ISREG(mode) ? "a file" : file_kind(mode));
         else if (r == -EPERM)
                 cli_error("sim init", "%s: refused: the root directory (its dev/ is this host's /dev); give a new or an "
                                       "empty directory", dir);

@@ -121,7 +121,7 @@ static int watch_heal(void *ctx, unsigned index, struct buf *out)
                 args[n++] = w->c.nvml_lib;
         }
         args[n] = NULL;
-        return cli_run_self(args, out);
+        return spawn_self(NULL, args, out, false);
 }
 
 /* After each cycle: the counters of the metrics, and --textfile. */
@@ -192,7 +192,7 @@ static int watch_option(void *ctx, int opt, const char *arg)
                 a->w.textfile = arg;
                 return 1;
         case 'g':
-                if (cli_gpu_spec_check(arg) < 0 || (parse_uint_range(arg, 0, 1023, &u) == 0 && u >= WATCH_MAX_GPUS))
+                if (gpu_spec_check(arg) < 0 || (parse_uint_range(arg, 0, 1023, &u) == 0 && u >= WATCH_MAX_GPUS))
                         return cli_error("watch", "--gpu: '%s' is not a GPU index (below %d), UUID or PCI bus id", arg,
                                          WATCH_MAX_GPUS), -1;
                 a->gpu_spec = arg;
@@ -263,7 +263,7 @@ int cmd_watch(int argc, char **argv)
         a.o = (struct watch_opts){ .interval_ms = 2000, .reclaim_every_ms = 600000, .for_ms = 30000,
                                    .exec_timeout_ms = 30000, .only_gpu = -1, .emit = watch_print,
                                    .warn = watch_warn, .heal = watch_heal, .sampled = watch_sampled,
-                                   .wait = cli_wait_signal, .ctx = &a.w };
+                                   .wait = stopwait_ms, .ctx = &a.w };
         a.floor_mib = 64;
         int pr = watch_parse(argc, argv, &a);
         if (pr != EXIT_OK)
@@ -273,7 +273,7 @@ int cmd_watch(int argc, char **argv)
         cli_scan_once_opts(&a.w.c, &so);
         /* the first sample is confirmed by a second one an interval later, as every later one is */
         struct sampler_opts sp = { .facts = so.facts, .ledger = so.ledger, .confirm_ms = a.o.interval_ms,
-                                   .light = true, .wait = cli_wait_signal };
+                                   .light = true, .wait = stopwait_ms };
         sp.ledger.floor_min_bytes = a.floor_mib << 20;
         sp.facts.read_kernel = !a.no_kernel;
         struct sampler *smp = NULL;
@@ -281,7 +281,7 @@ int cmd_watch(int argc, char **argv)
                 cli_error("watch", "out of memory");
                 return EXIT_INCOMPLETE;
         }
-        cli_block_stop_signals();
+        stopwait_block();
         signal(SIGPIPE, SIG_IGN);
         if (!a.w.c.json) {
                 if (a.w.c.simulated)

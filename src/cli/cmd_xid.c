@@ -95,7 +95,7 @@ static int parse_gpu_filter(const char *s, struct xid_gpu_filter *g)
         size_t len = strlen(s);
         if (xid_pci_parse(s, len, g->pci) == (int)len)
                 return 0;
-        if ((strncasecmp(s, "GPU-", 4) == 0 || strncasecmp(s, "MIG-", 4) == 0) && cli_gpu_spec_check(s) == 0) {
+        if ((strncasecmp(s, "GPU-", 4) == 0 || strncasecmp(s, "MIG-", 4) == 0) && gpu_spec_check(s) == 0) {
                 g->uuid = s;
                 return 0;
         }

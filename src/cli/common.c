@@ -214,7 +214,7 @@ int cli_dir_arg(const char *cmd, const char *opt, const char *dir)
                 return -1;
         }
         if (!S_ISDIR(st.st_mode)) {
-                cli_error(cmd, "%s %s: not a directory (%s)", opt, dir, S_ISREG(st.st_mode) ? "a file" : cli_file_kind(st.st_mode));
+                cli_error(cmd, "%s %s: not a directory (%s)", opt, dir, S_ISREG(st.st_mode) ? "a file" : file_kind(st.st_mode));
                 return -1;
         }
         return 0;
@@ -248,12 +248,6 @@ int cli_kmsg_check(const char *cmd, const char *path)
         return 0;
 }
 
-const char *cli_file_kind(unsigned m)
-{
-        return S_ISLNK(m) ? "a symbolic link" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
-             : S_ISDIR(m) ? "a directory" : S_ISSOCK(m) ? "a socket" : "a special file";
-}
-
 /* --save-bundle DIR: a new directory, or an empty one (an old bundle's files would mix with the
  * new ones and be taken for this host's). */
 static int check_save_dir(const char *dir, const char *cmd)
@@ -267,7 +261,7 @@ static int check_save_dir(const char *dir, const char *cmd)
         }
         if (!S_ISDIR(st.st_mode)) {
                 cli_error(cmd, _("--save-bundle %s: not a directory (%s): give a new or an empty directory"), dir,
-                          S_ISREG(st.st_mode) ? "a file" : cli_file_kind(st.st_mode));
+                          S_ISREG(st.st_mode) ? "a file" : file_kind(st.st_mode));
                 return -1;
         }
         DIR *d = opendir(dir);
@@ -330,7 +324,7 @@ int cli_common_finish(struct cli_common *c, const char *cmd)
                                 return -1;
                         }
                         if (!S_ISREG(st.st_mode)) {
-                                cli_error(cmd, _("--from-bundle: %s is not a regular file (%s): not read"), p, cli_file_kind(st.st_mode));
+                                cli_error(cmd, _("--from-bundle: %s is not a regular file (%s): not read"), p, file_kind(st.st_mode));
                                 return -1;
                         }
                 }
@@ -372,49 +366,6 @@ int cli_common_finish(struct cli_common *c, const char *cmd)
         return 0;
 }
 
-/* PCI bus id in any of nvidia-smi's forms ("3b:00.0" has domain 0), normalised; 0 or -EINVAL. */
-static int gpu_spec_pci(const char *spec, char *out, size_t outlen)
-{
-        if (strlen(spec) > 31 || strchr(spec, ' '))
-                return -EINVAL;
-        return pci_bus_id_normalize(spec, out, outlen);
-}
-
-int cli_gpu_spec_check(const char *spec)
-{
-        unsigned u;
-        char pci[32];
-        if (parse_uint_range(spec, 0, 1023, &u) == 0)
-                return 0;
-        if ((strncasecmp(spec, "GPU-", 4) == 0 || strncasecmp(spec, "MIG-", 4) == 0) && strlen(spec) > 4 &&
-            strlen(spec) < 96 && strspn(spec + 4, "0123456789abcdefABCDEF-") == strlen(spec + 4))
-                return 0;
-        return gpu_spec_pci(spec, pci, sizeof(pci));
-}
-
-int cli_gpu_spec_resolve(const char *spec, const struct gpu_report *r, unsigned *ret_index)
-{
-        unsigned u;
-        char pci[32];
-        if (parse_uint_range(spec, 0, 1023, &u) == 0) {
-                for (size_t i = 0; i < r->n_gpus; i++)
-                        if (r->gpus[i].index == u) {
-                                *ret_index = u;
-                                return 0;
-                        }
-                return -ENOENT;
-        }
-        bool is_pci = gpu_spec_pci(spec, pci, sizeof(pci)) == 0;
-        for (size_t i = 0; i < r->n_gpus; i++) {
-                const struct gpu_info *g = &r->gpus[i];
-                if ((is_pci && strcmp(g->pci_bus_id, pci) == 0) || (!is_pci && g->uuid[0] && strcasecmp(g->uuid, spec) == 0)) {
-                        *ret_index = g->index;
-                        return 0;
-                }
-        }
-        return -ENOENT;
-}
-
 int cli_gpu_resolve(const struct cli_common *c, const char *spec, bool check_index, int *ret_index, const char *cmd)
 {
         unsigned u;
@@ -442,7 +393,7 @@ int cli_gpu_resolve(const struct cli_common *c, const char *spec, bool check_ind
                                   r->error[0] ? r->error : "no answer");
                         status = EXIT_INCOMPLETE;
                 }
-        } else if (cli_gpu_spec_resolve(spec, r, &u) == 0) {
+        } else if (gpu_spec_resolve(spec, r, &u) == 0) {
                 *ret_index = (int)u;
         } else {
                 cli_error(cmd, P_("--gpu %s: this host has %zu GPU", "--gpu %s: this host has %zu GPUs", r->n_gpus), spec, r->n_gpus);
@@ -578,63 +529,3 @@ int cli_options(int argc, char **argv, const char *shortopts, const struct optio
         return EXIT_OK;
 }
 
-int cli_run_self(const char *const args[], struct buf *out)
-{
-        return spawn_self(NULL, args, out, false);
-}
-
-int cli_run_self_stoppable(const char *const args[], struct buf *out)
-{
-        return spawn_self(NULL, args, out, true);
-}
-
-static bool stop_seen;
-
-void cli_block_stop_signals(void)
-{
-        sigset_t set;
-        sigemptyset(&set);
-        sigaddset(&set, SIGINT);
-        sigaddset(&set, SIGTERM);
-        pthread_sigmask(SIG_BLOCK, &set, NULL);
-}
-
-bool cli_wait_signal(void *unused, uint64_t ms)
-{
-        (void)unused;
-        if (stop_seen)
-                return false;
-        sigset_t set;
-        sigemptyset(&set);
-        sigaddset(&set, SIGINT);
-        sigaddset(&set, SIGTERM);
-        unsigned long long until = monotonic_ms() + (ms == UINT64_MAX ? 0 : ms);
-        for (;;) {
-                int sig;
-                if (ms == UINT64_MAX) {
-                        sig = sigwaitinfo(&set, NULL);
-                } else {
-                        unsigned long long now = monotonic_ms();
-                        unsigned long long left = until > now ? until - now : 0; /* 0: poll once */
-                        struct timespec ts = { .tv_sec = (time_t)(left / 1000), .tv_nsec = (long)(left % 1000) * 1000000L };
-                        sig = sigtimedwait(&set, NULL, &ts);
-                        if (sig < 0 && errno == EAGAIN)
-                                return true;
-                }
-                if (sig == SIGINT || sig == SIGTERM) {
-                        stop_seen = true;
-                        return false;
-                }
-                /* EINTR (another signal): keep waiting */
-        }
-}
-
-bool cli_stop_requested(void)
-{
-        if (stop_seen)
-                return true;
-        sigset_t pend;
-        if (sigpending(&pend) == 0 && (sigismember(&pend, SIGINT) == 1 || sigismember(&pend, SIGTERM) == 1))
-                return !cli_wait_signal(NULL, 0);
-        return false;
-}

@@ -191,3 +191,9 @@ int remove_tree(const char *dir)
 {
         return nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0 ? -(errno ? errno : EIO) : 0;
 }
+
+const char *file_kind(unsigned m)
+{
+        return S_ISLNK(m) ? "a symbolic link" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
+             : S_ISDIR(m) ? "a directory" : S_ISSOCK(m) ? "a socket" : "a special file";
+}

@@ -41,3 +41,6 @@ int fd_read_deadline(int fd, struct buf *out, unsigned long long deadline_ms);
  * entry already gone is no error. 0, or a negative errno (the first entry that could not be
  * removed stops it). */
 int remove_tree(const char *dir);
+
+/* "a directory", "a FIFO"... of a file that is not a regular one (for messages). */
+const char *file_kind(unsigned mode);

@@ -88,7 +88,7 @@ static struct doctor_check_opts opts(const struct shm_opts *so)
 {
         struct doctor_check_opts o = { .root = root, .sim_dir = root, .proc_root = "/proc", .xid_window_s = 600,
                                        .shm = so, .cache_min_bytes = 1024ull << 20,
-                                       .gpu_resolve = cli_gpu_spec_resolve };
+                                       .gpu_resolve = gpu_spec_resolve };
         o.gpu.nvml_lib = GV_BUILD_DIR "/sim/current/libnvidia-ml.so.1";
         o.gpu.timeout_ms = 2000;
         o.gpu.driver_proc_dir = driver_proc;
