@@ -15,6 +15,7 @@
 
 #include "serve/exporter.h"
 #include "serve/http.h"
+#include "serve/serve_run.h"
 #include "util/deadline.h"
 
 static void test_parse_listen(void **state)
@@ -357,6 +358,122 @@ static void test_http_ipv6(void **state)
         server_stop(&s);
 }
 
+/* The exporter options of a host without a driver (fast cycles). */
+static void no_driver_exporter(struct exporter_opts *eo)
+{
+        memset(eo, 0, sizeof(*eo));
+        eo->sampler.facts.gpu.nvml_lib = "/nonexistent/libnvidia-ml.so.1";
+        eo->sampler.facts.gpu.timeout_ms = 1000;
+        eo->sampler.facts.host.proc_root = "/proc";
+        eo->sampler.facts.host.dev_prefix = "/nonexistent/nvidia";
+        eo->sampler.facts.host.timeout_ms = 1000;
+        ledger_opts_default(&eo->sampler.ledger);
+        eo->sampler.light = true;
+        eo->interval_ms = 200;
+        eo->stale_after_s = 30;
+}
+
+/* What serve_run's wait saw while it served. */
+struct run_probe {
+        FILE *out;
+        char **text;            /* the memstream's buffer */
+        uint16_t port;
+        char *index, *missing;  /* the answers to GET / and GET /nope */
+        unsigned waits;
+};
+
+static bool probe_wait(void *ctx, uint64_t ms)
+{
+        struct run_probe *p = ctx;
+        assert_true(ms == UINT64_MAX);
+        p->waits++;
+        fflush(p->out);
+        const char *at = strstr(*p->text, "listening on http://127.0.0.1:");
+        assert_non_null(at);
+        p->port = (uint16_t)atoi(at + strlen("listening on http://127.0.0.1:"));
+        assert_true(p->port != 0);
+        p->index = get(p->port, "/", NULL);
+        p->missing = get(p->port, "/nope", NULL);
+        return false;
+}
+
+static struct serve_run_opts run_opts(struct run_probe *p, const char *listen)
+{
+        struct serve_run_opts o;
+        memset(&o, 0, sizeof(o));
+        no_driver_exporter(&o.exporter);
+        o.http = (struct http_opts){ .listen = listen, .max_connections = 4, .timeout_s = 2 };
+        o.family = AF_INET;
+        o.simulated = true;
+        o.out = p->out;
+        o.wait = probe_wait;
+        o.ctx = p;
+        return o;
+}
+
+/* serve's use case: the line names the port picked (port 0), the server answers while the wait
+ * runs, then "stopping" and nothing is left listening. */
+static void test_serve_run(void **state)
+{
+        (void)state;
+        char *text = NULL;
+        size_t len = 0;
+        struct run_probe p = { .text = &text };
+        p.out = open_memstream(&text, &len);
+        assert_non_null(p.out);
+        struct serve_run_opts o = run_opts(&p, "127.0.0.1:0");
+        enum serve_fail fail = SERVE_FAIL_COLLECTOR;
+        assert_int_equal(serve_run(&o, &fail), 0);
+        assert_int_equal(fail, SERVE_FAIL_NONE);
+        assert_int_equal(p.waits, 1);
+        assert_status(p.index, "HTTP/1.1 200");
+        assert_status(p.missing, "HTTP/1.1 404");
+        fclose(p.out);
+        char want[256];
+        snprintf(want, sizeof(want),
+                 "ghostvram serve: listening on http://127.0.0.1:%u/metrics (collection every 0.2 s, SIMULATED HOST; "
+                 "the page: http://127.0.0.1:%u/)\nghostvram serve: stopping\n", p.port, p.port);
+        assert_string_equal(text, want);
+        /* nothing listens any more */
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(fd >= 0);
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(p.port) };
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), -1);
+        assert_int_equal(errno, ECONNREFUSED);
+        close(fd);
+        free(p.index);
+        free(p.missing);
+        free(text);
+}
+
+/* A port another server holds: the HTTP side fails, the collector is stopped, nothing said. */
+static void test_serve_run_port_taken(void **state)
+{
+        (void)state;
+        struct server s;
+        server_start(&s, "127.0.0.1:0", 4, 2);
+        char listen[64];
+        snprintf(listen, sizeof(listen), "127.0.0.1:%u", s.port);
+        char *text = NULL;
+        size_t len = 0;
+        struct run_probe p = { .text = &text };
+        p.out = open_memstream(&text, &len);
+        assert_non_null(p.out);
+        struct serve_run_opts o = run_opts(&p, listen);
+        enum serve_fail fail = SERVE_FAIL_NONE;
+        assert_true(serve_run(&o, &fail) < 0);
+        assert_int_equal(fail, SERVE_FAIL_LISTEN);
+        assert_int_equal(p.waits, 0);
+        fclose(p.out);
+        assert_string_equal(text, "");
+        free(text);
+        char *r = get(s.port, "/nope", NULL); /* the first server still answers */
+        assert_status(r, "HTTP/1.1 404");
+        free(r);
+        server_stop(&s);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -364,6 +481,8 @@ int main(void)
                 cmocka_unit_test(test_bodies),
                 cmocka_unit_test(test_http),
                 cmocka_unit_test(test_http_ipv6),
+                cmocka_unit_test(test_serve_run),
+                cmocka_unit_test(test_serve_run_port_taken),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
