@@ -198,19 +198,25 @@ struct server {
         uint16_t port;
 };
 
+/* The exporter options of a host without a driver (fast cycles). */
+static void no_driver_exporter(struct exporter_opts *eo)
+{
+        memset(eo, 0, sizeof(*eo));
+        eo->sampler.facts.gpu.nvml_lib = "/nonexistent/libnvidia-ml.so.1";
+        eo->sampler.facts.gpu.timeout_ms = 1000;
+        eo->sampler.facts.host.proc_root = "/proc";
+        eo->sampler.facts.host.dev_prefix = "/nonexistent/nvidia";
+        eo->sampler.facts.host.timeout_ms = 1000;
+        ledger_opts_default(&eo->sampler.ledger);
+        eo->sampler.light = true;
+        eo->interval_ms = 200;
+        eo->stale_after_s = 30;
+}
+
 static void server_start(struct server *s, const char *listen, unsigned max_conns, unsigned timeout_s)
 {
         struct exporter_opts eo;
-        memset(&eo, 0, sizeof(eo));
-        eo.sampler.facts.gpu.nvml_lib = "/nonexistent/libnvidia-ml.so.1";   /* no driver: fast cycles */
-        eo.sampler.facts.gpu.timeout_ms = 1000;
-        eo.sampler.facts.host.proc_root = "/proc";
-        eo.sampler.facts.host.dev_prefix = "/nonexistent/nvidia";
-        eo.sampler.facts.host.timeout_ms = 1000;
-        ledger_opts_default(&eo.sampler.ledger);
-        eo.sampler.light = true;
-        eo.interval_ms = 200;
-        eo.stale_after_s = 30;
+        no_driver_exporter(&eo);
         assert_int_equal(exporter_start(&eo, &s->e), 0);
         struct http_opts ho = { .listen = listen, .max_connections = max_conns, .timeout_s = timeout_s };
         assert_int_equal(http_server_start(&ho, s->e, &s->h), 0);
@@ -356,21 +362,6 @@ static void test_http_ipv6(void **state)
         assert_status(r, "HTTP/1.1 200");
         free(r);
         server_stop(&s);
-}
-
-/* The exporter options of a host without a driver (fast cycles). */
-static void no_driver_exporter(struct exporter_opts *eo)
-{
-        memset(eo, 0, sizeof(*eo));
-        eo->sampler.facts.gpu.nvml_lib = "/nonexistent/libnvidia-ml.so.1";
-        eo->sampler.facts.gpu.timeout_ms = 1000;
-        eo->sampler.facts.host.proc_root = "/proc";
-        eo->sampler.facts.host.dev_prefix = "/nonexistent/nvidia";
-        eo->sampler.facts.host.timeout_ms = 1000;
-        ledger_opts_default(&eo->sampler.ledger);
-        eo->sampler.light = true;
-        eo->interval_ms = 200;
-        eo->stale_after_s = 30;
 }
 
 /* What serve_run's wait saw while it served. */
