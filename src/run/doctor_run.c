@@ -163,6 +163,15 @@ static void gather_module(const char *root, struct doctor_check *d)
 }
 
 /* The NVIDIA Container Toolkit under the root: its config.toml, else one of its programs. */
+/* How much of --root DIR goes before "/path": DIR without its trailing '/' ("/" is none of it). */
+static int root_len(const char *root)
+{
+        size_t n = strlen(root);
+        while (n && root[n - 1] == '/')
+                n--;
+        return (int)n;
+}
+
 static void gather_toolkit(const char *root, struct doctor_check *d)
 {
         struct doctor_facts *f = &d->facts;
@@ -174,13 +183,13 @@ static void gather_toolkit(const char *root, struct doctor_check *d)
                 f->toolkit = 1;
                 f->toolkit_config = d->toolkit_cfg;
                 f->toolkit_config_len = d->toolkit_len;
-                snprintf(d->toolkit_path, sizeof(d->toolkit_path), "%s/%s", strcmp(root, "/") ? root : "", cfg);
+                snprintf(d->toolkit_path, sizeof(d->toolkit_path), "%.*s/%s", root_len(root), root, cfg);
         }
         for (size_t i = 0; !f->toolkit && i < sizeof(bins) / sizeof(bins[0]); i++)
                 if (exists_rooted(root, bins[i])) {
                         f->toolkit = 1;
-                        snprintf(d->toolkit_path, sizeof(d->toolkit_path), _("%s/%s (no config.toml)"),
-                                 strcmp(root, "/") ? root : "", bins[i]);
+                        snprintf(d->toolkit_path, sizeof(d->toolkit_path), _("%.*s/%s (no config.toml)"),
+                                 root_len(root), root, bins[i]);
                 }
         f->toolkit_path = d->toolkit_path[0] ? d->toolkit_path : NULL;
 }

@@ -206,12 +206,30 @@ static void test_gpu_not_here(void **state)
         doctor_check_free(&d);
 }
 
+/* --root DIR/ (a trailing '/', as a shell's completion gives it): the same path, one '/'. */
+static void test_root_trailing_slash(void **state)
+{
+        (void)state;
+        char slashed[sizeof(root) + 2];
+        snprintf(slashed, sizeof(slashed), "%s//", root);
+        struct doctor_check_opts o = opts(NULL);
+        o.root = slashed;
+        struct doctor_check d;
+        char err[1024] = "";
+        assert_int_equal(doctor_check(&o, &d, err, sizeof(err)), 0);
+        char ctk[600];
+        snprintf(ctk, sizeof(ctk), "%s/usr/bin/nvidia-ctk (no config.toml)", root);
+        assert_string_equal(d.facts.toolkit_path, ctk);
+        doctor_check_free(&d);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_simulated_root),
                 cmocka_unit_test(test_empty_root),
                 cmocka_unit_test(test_gpu_not_here),
+                cmocka_unit_test(test_root_trailing_slash),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
