@@ -25,15 +25,7 @@ struct top_run {
 static bool top_run_wait(void *ctx, uint64_t ms)
 {
         struct top_run *tr = ctx;
-        struct timespec until;
-        monotonic_after_ms(ms, &until);
-        pthread_mutex_lock(&tr->m);
-        int r = 0;
-        while (!tr->stop && r != ETIMEDOUT)
-                r = pthread_cond_timedwait(&tr->cv, &tr->m, &until);
-        bool go_on = !tr->stop;
-        pthread_mutex_unlock(&tr->m);
-        return go_on;
+        return monotonic_wait_unless(&tr->m, &tr->cv, &tr->stop, ms);
 }
 
 /* One cycle: the sample, the frame built, then published with the count under the lock.

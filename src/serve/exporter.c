@@ -184,15 +184,7 @@ int exporter_metrics_tail(const struct exporter_bodies *b, enum metrics_format f
 static bool exporter_wait(void *ctx, uint64_t ms)
 {
         struct exporter *e = ctx;
-        struct timespec until;
-        monotonic_after_ms(ms, &until);
-        pthread_mutex_lock(&e->m);
-        int r = 0;
-        while (!e->stop && r != ETIMEDOUT)
-                r = pthread_cond_timedwait(&e->c, &e->m, &until);
-        bool go_on = !e->stop;
-        pthread_mutex_unlock(&e->m);
-        return go_on;
+        return monotonic_wait_unless(&e->m, &e->c, &e->stop, ms);
 }
 
 static void exporter_swap(struct exporter *e, struct exporter_bodies *b)

@@ -164,3 +164,16 @@ void deadline_runner_done(struct deadline_runner *r)
         r->w = NULL;
         worker_unref(w);
 }
+
+bool monotonic_wait_unless(pthread_mutex_t *m, pthread_cond_t *c, const bool *stop, unsigned long long ms)
+{
+        struct timespec until;
+        monotonic_after_ms(ms, &until);
+        pthread_mutex_lock(m);
+        int r = 0;
+        while (!*stop && r != ETIMEDOUT)
+                r = pthread_cond_timedwait(c, m, &until);
+        bool go_on = !*stop;
+        pthread_mutex_unlock(m);
+        return go_on;
+}

@@ -5,6 +5,7 @@
  * running; the argument then belongs to that worker, which frees it with free_arg when (if
  * ever) the call returns. The next call gets a fresh worker. */
 #pragma once
+#include <pthread.h>
 #include <stdbool.h>
 
 typedef int (*deadline_fn)(void *arg);
@@ -30,6 +31,11 @@ void deadline_runner_done(struct deadline_runner *r);
  * condition variable that uses the monotonic clock. */
 struct timespec;
 void monotonic_after_ms(unsigned long long ms, struct timespec *ret);
+
+/* Wait on c (a condition variable on the monotonic clock, with its mutex m) until ms have
+ * passed or *stop is set (read under m; whoever sets it signals c). Returns !*stop: false as soon
+ * as stop is asked. */
+bool monotonic_wait_unless(pthread_mutex_t *m, pthread_cond_t *c, const bool *stop, unsigned long long ms);
 
 /* Monotonic milliseconds, for measuring. */
 unsigned long long monotonic_ms(void);
