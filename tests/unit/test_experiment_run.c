@@ -12,6 +12,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "sim_host.h"
+
 #include "run/experiment_run.h"
 #include "util/buf.h"
 #include "util/fileio.h"
@@ -45,9 +47,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
         (void)state;
-        /* the simulated driver's teardown watchers may still write as the jobs die */
-        for (int i = 0; i < 40 && remove_tree(sim_dir) < 0; i++)
-                usleep(50 * 1000);
+        sim_host_remove(sim_dir);
         return 0;
 }
 

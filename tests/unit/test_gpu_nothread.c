@@ -27,6 +27,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "sim_host.h"
+
 #include "collect/gpu.h"
 #include "collect/gpu_procfs.h"
 #include "util/buf.h"
@@ -119,8 +121,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
         (void)state;
-        for (int i = 0; i < 40 && remove_tree(sim_dir) < 0; i++)
-                usleep(50 * 1000);
+        sim_host_remove(sim_dir);
         return 0;
 }
 

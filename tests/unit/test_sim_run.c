@@ -15,6 +15,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "sim_host.h"
+
 #include "render/sim_render.h"
 #include "run/sim_run.h"
 #include "util/fileio.h"
@@ -35,8 +37,7 @@ static int teardown(void **state)
 {
         (void)state;
         /* the simulated driver's teardown may still write as a killed job's context goes */
-        for (int i = 0; i < 40 && remove_tree(base) < 0; i++)
-                usleep(50 * 1000);
+        sim_host_remove(base);
         return 0;
 }
 

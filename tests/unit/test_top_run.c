@@ -14,6 +14,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "sim_host.h"
+
 #include "render/top_feed.h"
 #include "run/top_run.h"
 #include "simstate.h"
@@ -69,9 +71,7 @@ static int teardown(void **state)
                 kill(owner, SIGKILL); /* the test's own job, started by setup */
         for (int i = 0; i < 100 && owner > 0 && kill(owner, 0) == 0; i++)
                 usleep(20 * 1000);
-        /* the simulated driver's teardown watchers may still write as the job dies */
-        for (int i = 0; i < 40 && remove_tree(sim_dir) < 0; i++)
-                usleep(50 * 1000);
+        sim_host_remove(sim_dir);
         return 0;
 }
 
