@@ -8,6 +8,7 @@
 #include "collect/gpu.h"
 #include "collect/gpu_spec.h"
 #include "collect/host.h"
+#include "cli/optable.h"
 #include "util/exit_status.h"
 #include "util/fileio.h"
 #include "util/spawn.h"
@@ -33,6 +34,7 @@ enum {
 
 struct cli_common {
         unsigned accepts;       /* CLI_* of the options this command takes */
+        unsigned given;         /* CLI_* of those the command line gave */
         /* what an old --timeout is called now in this command (cli_common_option's hint) */
         const char *timeout_now;
         const char *nvml_lib;
@@ -97,7 +99,6 @@ int cli_common_option(struct cli_common *c, int opt, const char *arg, const char
  * then to the common ones; an option of neither prints usage(stderr). Then no argument may be
  * left ("unexpected argument"). Returns EXIT_OK, CLI_HELP or EXIT_USAGE. */
 struct option;
-#define CLI_HELP (-1)
 int cli_options(int argc, char **argv, const char *shortopts, const struct option *opts, struct cli_common *c,
                 const char *cmd, int (*own)(void *ctx, int opt, const char *arg), void *ctx, void (*usage)(FILE *f));
 /* Print the help lines of the common options in `which`, in the table's order. */

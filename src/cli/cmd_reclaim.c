@@ -5,7 +5,7 @@
  * the poke (act/poke); the rendering render/reclaim_render. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -127,21 +127,14 @@ static void reclaim_usage(FILE *f)
                 "come from this host's live /proc.\n"),
               f);
 }
+/* What the command line gives: the use case's options, read into directly, and what only the
+ * command needs. */
 struct rc_opts {
         struct cli_common c;
-        int only_gpu;
-        const char *gpu_spec;   /* --gpu as given (an index is also in only_gpu) */
+        struct reclaim_run_opts ro;
         pid_t pids[RC_MAX_PIDS];
-        size_t n_pids;
-        const char *cgroup;
-        bool yes, dry_run, force, reset_gpu, reload_uvm, poke;
-        const char *cuda_lib;   /* --cuda-lib */
-        bool wait_given, call_timeout_given;
-        bool json_stream;       /* --json-stream: JSON lines as it happens */
-        bool proc_given;        /* --proc DIR */
-        int signal;
-        uint64_t grace_ms, wait_ms, confirm_ms;
-        uint64_t floor_mib;
+        bool wait_given, json_stream;
+        uint64_t confirm_ms, floor_mib;
         bool floor_set;
         const char *policy;
 };
@@ -183,9 +176,9 @@ static int parse_pids(struct rc_opts *o, const char *arg)
         do {
                 char *t = strsep(&rest, ",");
                 unsigned v;
-                if (parse_uint_range(t, 1, INT_MAX, &v) < 0 || o->n_pids >= RC_MAX_PIDS)
+                if (parse_uint_range(t, 1, INT_MAX, &v) < 0 || o->ro.n_pids >= RC_MAX_PIDS)
                         return -1;
-                o->pids[o->n_pids++] = (pid_t)v;
+                o->pids[o->ro.n_pids++] = (pid_t)v;
         } while (rest);
         return 0;
 }
@@ -225,98 +218,87 @@ int cmd_poke_child(int argc, char **argv)
 
 /* ---- the command ------------------------------------------------------------------------------------ */
 
-/* One of reclaim's own options into o: 1 taken, 0 not reclaim's own, -1 a usage error (said). */
-static int rc_option(struct rc_opts *o, int opt, const char *arg)
+static int rc_gpu(void *ctx, const char *arg, const char *cmd)
 {
-        const char *cmd = "reclaim";
+        struct rc_opts *o = ctx;
         unsigned u;
-        uint64_t v;
-        switch (opt) {
-        case 'g':
-                if (gpu_spec_check(arg) < 0) {
-                        cli_error(cmd, _("--gpu: '%s' is not a GPU index, UUID or PCI bus id"), arg);
-                        return -1;
-                }
-                o->gpu_spec = arg;
-                if (parse_uint_range(arg, 0, 1023, &u) == 0)
-                        o->only_gpu = (int)u;
-                return 1;
-        case 'p':
-                if (parse_pids(o, arg) < 0) {
-                        cli_error(cmd, _("--pid: '%s' is not a PID or a comma-separated list of PIDs (at most %d)"),
-                                  arg, RC_MAX_PIDS);
-                        return -1;
-                }
-                return 1;
-        case 'c':
-                if (cli_path_arg(cmd, "--cgroup", arg) < 0)
-                        return -1;
-                o->cgroup = arg;
-                return 1;
-        case 'y': o->yes = true; return 1;
-        case 'n': o->dry_run = true; return 1;
-        case 's':
-                if (reclaim_signal_parse(arg, &o->signal) < 0) {
-                        cli_error(cmd, _("--signal: '%s' is not one of TERM, INT, HUP, QUIT, USR1, USR2, KILL"), arg);
-                        return -1;
-                }
-                return 1;
-        case 'G':
-                if (!strcmp(arg, "none")) {
-                        o->grace_ms = RECLAIM_GRACE_NONE;
-                        return 1;
-                }
-                if (parse_duration_ms(arg, &o->grace_ms) < 0 || o->grace_ms > 3600 * 1000) {
-                        cli_error(cmd, _("--grace: '%s' is not a duration up to 1h (e.g. 5s, 500ms) or none"), arg);
-                        return -1;
-                }
-                return 1;
-        case 'W':
-                if (parse_duration_ms(arg, &o->wait_ms) < 0 || o->wait_ms == 0 ||
-                    o->wait_ms > 3600 * 1000) {
-                        cli_error(cmd, _("--wait: '%s' is not a duration between 1ms and 1h (e.g. 60s)"), arg);
-                        return -1;
-                }
-                o->wait_given = true;
-                return 1;
-        case 'K': o->poke = true; return 1;
-        case 'L':
-                if (cli_path_arg(cmd, "--cuda-lib", arg) < 0)
-                        return -1;
-                o->cuda_lib = arg;
-                return 1;
-        case 'P':
-                if (cli_path_arg(cmd, "--policy", arg) < 0)
-                        return -1;
-                o->policy = arg;
-                return 1;
-        case 'J': o->json_stream = true; cli_json_lines(); return 1; /* also when abbreviated */
-        case 'R': o->reset_gpu = true; return 1;
-        case 'U': o->reload_uvm = true; return 1;
-        case 'f': o->force = true; return 1;
-        case 'C':
-                if (parse_duration_ms(arg, &o->confirm_ms) < 0 || o->confirm_ms > 600000) {
-                        cli_error(cmd, _("--confirm: '%s' is not a duration up to 10m (e.g. 2s, 500ms, 0)"), arg);
-                        return -1;
-                }
-                return 1;
-        case 'F':
-                if (parse_u64(arg, &v) < 0 || v > (1u << 24)) {
-                        cli_error(cmd, _("--noise-floor: '%s' is not a number of MiB"), arg);
-                        return -1;
-                }
-                o->floor_mib = v;
-                o->floor_set = true;
-                return 1;
-        default:
-                return 0;
+        if (gpu_spec_check(arg) < 0) {
+                cli_error(cmd, _("--gpu: '%s' is not a GPU index, UUID or PCI bus id"), arg);
+                return -1;
         }
+        o->ro.gpu_spec = arg;
+        if (parse_uint_range(arg, 0, 1023, &u) == 0)
+                o->ro.only_gpu = (int)u;
+        return 0;
 }
 
+static int rc_pid(void *ctx, const char *arg, const char *cmd)
+{
+        if (parse_pids(ctx, arg) == 0)
+                return 0;
+        cli_error(cmd, _("--pid: '%s' is not a PID or a comma-separated list of PIDs (at most %d)"), arg, RC_MAX_PIDS);
+        return -1;
+}
+
+static int rc_signal(void *ctx, const char *arg, const char *cmd)
+{
+        struct rc_opts *o = ctx;
+        if (reclaim_signal_parse(arg, &o->ro.signal) == 0)
+                return 0;
+        cli_error(cmd, _("--signal: '%s' is not one of TERM, INT, HUP, QUIT, USR1, USR2, KILL"), arg);
+        return -1;
+}
+
+static int rc_grace(void *ctx, const char *arg, const char *cmd)
+{
+        struct rc_opts *o = ctx;
+        if (!strcmp(arg, "none")) {
+                o->ro.grace_ms = RECLAIM_GRACE_NONE;
+                return 0;
+        }
+        if (parse_duration_ms(arg, &o->ro.grace_ms) == 0 && o->ro.grace_ms <= 3600 * 1000)
+                return 0;
+        cli_error(cmd, _("--grace: '%s' is not a duration up to 1h (e.g. 5s, 500ms) or none"), arg);
+        return -1;
+}
+
+static int rc_json_stream(void *ctx, const char *arg, const char *cmd)
+{
+        (void)ctx, (void)arg, (void)cmd;
+        cli_json_lines(); /* also when abbreviated */
+        return 0;
+}
+
+#define F(f) offsetof(struct rc_opts, f)
+static const struct cli_opt rc_table[] = {
+        { "gpu", 'g', CO_FN, .fn = rc_gpu },
+        { "pid", 'p', CO_FN, .fn = rc_pid },
+        { "cgroup", 'c', CO_PATH, F(ro.cgroup) },
+        { "yes", 'y', CO_FLAG, F(ro.yes) },
+        { "dry-run", 'n', CO_FLAG, F(ro.dry_run) },
+        { "signal", 's', CO_FN, .fn = rc_signal },
+        { "grace", 'G', CO_FN, .fn = rc_grace },
+        { "wait", 'W', CO_MS, F(ro.wait_ms), 1, 3600 * 1000, N_("--wait: '%s' is not a duration between 1ms and 1h (e.g. 60s)"),
+          CO_SEEN(F(wait_given)) },
+        { "policy", 'P', CO_PATH, F(policy) },
+        { "reset-gpu", 'R', CO_FLAG, F(ro.reset_gpu) },
+        { "reload-uvm", 'U', CO_FLAG, F(ro.reload_uvm) },
+        { "force", 'f', CO_FLAG, F(ro.force) },
+        { "confirm", 'C', CO_MS, F(confirm_ms), 0, 600000, N_("--confirm: '%s' is not a duration up to 10m (e.g. 2s, 500ms, 0)") },
+        { "noise-floor", 'F', CO_U64, F(floor_mib), 0, 1u << 24, N_("--noise-floor: '%s' is not a number of MiB"),
+          CO_SEEN(F(floor_set)) },
+        { "json-stream", 'J', CO_FLAG, F(json_stream), .fn = rc_json_stream },
+        { "poke", 'K', CO_FLAG, F(ro.poke) },
+        { "cuda-lib", 'L', CO_PATH, F(ro.cuda_lib) },
+        { 0 },
+};
+#undef F
+
 /* The options that go together, and those that do not: 0, or -1 (said). */
-static int rc_combinations(const struct rc_opts *o)
+static int rc_combinations(const struct rc_opts *opts)
 {
         const char *cmd = "reclaim";
+        const struct reclaim_run_opts *o = &opts->ro;
         if (!o->poke && o->grace_ms != RECLAIM_GRACE_NONE && o->grace_ms >= o->wait_ms && o->signal != SIGKILL) {
                 cli_error(cmd, _("--grace must be shorter than --wait"));
                 return -1;
@@ -346,78 +328,21 @@ static int rc_combinations(const struct rc_opts *o)
                 return -1;
         }
         /* acting re-checks start times in the live /proc: a plan from elsewhere is not this host's */
-        if (o->yes && (o->proc_given || o->c.from_bundle)) {
+        if (o->yes && ((opts->c.given & CLI_PROC) || opts->c.from_bundle)) {
                 cli_error(cmd, _("--yes cannot be used with %s: the plan would not come from this host's live /proc "
                                "(start times are re-checked there); drop --yes to see the plan"),
-                          o->c.from_bundle ? "--from-bundle" : "--proc");
+                          opts->c.from_bundle ? "--from-bundle" : "--proc");
                 return -1;
         }
         if (o->yes && o->dry_run) {
                 cli_error(cmd, _("--yes and --dry-run contradict each other"));
                 return -1;
         }
-        if (o->json_stream && o->c.json) {
+        if (opts->json_stream && opts->c.json) {
                 cli_error(cmd, _("--json (one document at the end) and --json-stream (a line per event) exclude each other"));
                 return -1;
         }
         return 0;
-}
-
-static int parse_args(int argc, char **argv, struct rc_opts *o)
-{
-        static const struct option opts[] = {
-                { "gpu", required_argument, NULL, 'g' },
-                { "pid", required_argument, NULL, 'p' },
-                { "cgroup", required_argument, NULL, 'c' },
-                { "yes", no_argument, NULL, 'y' },
-                { "dry-run", no_argument, NULL, 'n' },
-                { "signal", required_argument, NULL, 's' },
-                { "grace", required_argument, NULL, 'G' },
-                { "wait", required_argument, NULL, 'W' },
-                { "policy", required_argument, NULL, 'P' },
-                { "reset-gpu", no_argument, NULL, 'R' },
-                { "reload-uvm", no_argument, NULL, 'U' },
-                { "force", no_argument, NULL, 'f' },
-                { "confirm", required_argument, NULL, 'C' },
-                { "noise-floor", required_argument, NULL, 'F' },
-                { "json-stream", no_argument, NULL, 'J' },
-                { "poke", no_argument, NULL, 'K' },
-                { "cuda-lib", required_argument, NULL, 'L' },
-                CLI_COMMON_LONGOPTS,
-                { "help", no_argument, NULL, 'h' },
-                { 0 },
-        };
-        const char *cmd = "reclaim";
-        int opt;
-        optind = 1;
-        while ((opt = getopt_long(argc, argv, "hvyn", opts, NULL)) != -1) {
-                if (opt == 'h') {
-                        reclaim_usage(stdout);
-                        return 1;
-                }
-                int r = rc_option(o, opt, optarg);
-                if (r > 0)
-                        continue;
-                if (r < 0)
-                        return -1;
-                if (opt == CLI_OPT_PROC)
-                        o->proc_given = true;
-                if (opt == CLI_OPT_CALL_TIMEOUT)
-                        o->call_timeout_given = true;
-                r = cli_common_option(&o->c, opt, optarg, cmd);
-                if (r < 0)
-                        return -1;
-                if (r == 0) {
-                        reclaim_usage(stderr);
-                        cli_error(cmd, _("invalid option '%s' (see --help)"), argv[optind - 1]);
-                        return -1;
-                }
-        }
-        if (optind < argc) {
-                cli_error(cmd, _("unexpected argument '%s' (see --help)"), argv[optind]);
-                return -1;
-        }
-        return rc_combinations(o);
 }
 
 static int reclaim_main(int argc, char **argv);
@@ -443,10 +368,11 @@ int cmd_reclaim(int argc, char **argv)
         return status;
 }
 
-/* The use case's options from the command's (the wait of --poke defaults to its own). */
-static void run_opts(struct rc_opts *o, const struct reclaim_policy *pol, struct reclaim_run_opts *ro)
+/* The use case's options that come from the common ones and the defaults that depend on others
+ * (the wait of --poke defaults to its own). */
+static void run_opts(struct rc_opts *o, const struct reclaim_policy *pol)
 {
-        memset(ro, 0, sizeof(*ro));
+        struct reclaim_run_opts *ro = &o->ro;
         cli_scan_once_opts(&o->c, &ro->so);
         ro->so.confirm_ms = o->confirm_ms;
         if (o->floor_set)
@@ -459,22 +385,10 @@ static void run_opts(struct rc_opts *o, const struct reclaim_policy *pol, struct
         ro->proc_root = o->c.proc_root;
         ro->from_bundle = o->c.from_bundle;
         ro->verbose = o->c.verbose;
-        ro->only_gpu = o->only_gpu;
-        ro->gpu_spec = o->gpu_spec;
         ro->pids = o->pids;
-        ro->n_pids = o->n_pids;
-        ro->cgroup = o->cgroup;
-        ro->yes = o->yes;
-        ro->dry_run = o->dry_run;
-        ro->force = o->force;
-        ro->reset_gpu = o->reset_gpu;
-        ro->reload_uvm = o->reload_uvm;
-        ro->poke = o->poke;
-        ro->cuda_lib = o->cuda_lib;
-        ro->poke_timeout_ms = o->call_timeout_given ? o->c.timeout_ms : POKE_DEFAULT_TIMEOUT_MS;
-        ro->signal = o->signal;
-        ro->grace_ms = o->grace_ms;
-        ro->wait_ms = o->poke && !o->wait_given ? POKE_DEFAULT_WAIT_MS : o->wait_ms;
+        ro->poke_timeout_ms = (o->c.given & CLI_CALL_TIMEOUT) ? o->c.timeout_ms : POKE_DEFAULT_TIMEOUT_MS;
+        if (ro->poke && !o->wait_given)
+                ro->wait_ms = POKE_DEFAULT_WAIT_MS;
         ro->policy = pol;
 }
 
@@ -484,18 +398,19 @@ static int reclaim_main(int argc, char **argv)
         memset(&o, 0, sizeof(o));
         cli_common_init(&o.c, RECLAIM_ACCEPTS);
         o.c.timeout_now = _("--wait (how long to wait for the processes to end and the memory to come back)");
-        o.only_gpu = -1;
-        o.signal = SIGTERM;
-        o.grace_ms = 5000;
-        o.wait_ms = 60000;
+        o.ro.only_gpu = -1;
+        o.ro.signal = SIGTERM;
+        o.ro.grace_ms = 5000;
+        o.ro.wait_ms = 60000;
         o.confirm_ms = 2000;
-        int r = parse_args(argc, argv, &o);
-        if (r != 0)
-                return r > 0 ? EXIT_OK : EXIT_USAGE;
-        if (cli_common_finish(&o.c, "reclaim") < 0)
+        const struct cli_parse p = { "reclaim", "hvyn", rc_table, &o, &o.c, reclaim_usage };
+        int r = cli_parse(&p, argc, argv);
+        if (r != EXIT_OK)
+                return r == CLI_HELP ? EXIT_OK : r;
+        if (rc_combinations(&o) < 0 || cli_common_finish(&o.c, "reclaim") < 0)
                 return EXIT_USAGE;
-        if (o.gpu_spec && o.only_gpu < 0) { /* a UUID or PCI bus id */
-                int gr = cli_gpu_resolve(&o.c, o.gpu_spec, false, &o.only_gpu, "reclaim");
+        if (o.ro.gpu_spec && o.ro.only_gpu < 0) { /* a UUID or PCI bus id */
+                int gr = cli_gpu_resolve(&o.c, o.ro.gpu_spec, false, &o.ro.only_gpu, "reclaim");
                 if (gr != EXIT_OK)
                         return gr;
         }
@@ -505,14 +420,13 @@ static int reclaim_main(int argc, char **argv)
                 reclaim_policy_free(&pol);
                 return EXIT_USAGE;
         }
-        struct reclaim_run_opts ro;
-        run_opts(&o, &pol, &ro);
+        run_opts(&o, &pol);
         struct reclaim_print pr = { .json = o.c.json, .json_stream = o.json_stream, .verbose = o.c.verbose,
-                                    .poke = o.poke, .banner = banner, .banner_ctx = &o, .print_json = cli_print_json,
+                                    .poke = o.ro.poke, .banner = banner, .banner_ctx = &o, .print_json = cli_print_json,
                                     .error = reclaim_error };
         struct reclaim_io io;
         reclaim_print_io(&io, &pr);
-        int status = reclaim_run(&ro, &io);
+        int status = reclaim_run(&o.ro, &io);
         reclaim_policy_free(&pol);
         return status;
 }

@@ -151,9 +151,13 @@ int cli_common_option(struct cli_common *c, int opt, const char *arg, const char
                                   common_opts[i].name, cmd, cmd);
                         return -1;
                 }
-        for (size_t i = 0; i < sizeof(common_opts) / sizeof(common_opts[0]); i++)
-                if (common_opts[i].val == opt && common_opts[i].path && cli_path_arg(cmd, common_opts[i].name, arg) < 0)
+        for (size_t i = 0; i < sizeof(common_opts) / sizeof(common_opts[0]); i++) {
+                if (common_opts[i].val != opt)
+                        continue;
+                if (common_opts[i].path && cli_path_arg(cmd, common_opts[i].name, arg) < 0)
                         return -1;
+                c->given |= common_opts[i].bit;
+        }
         switch (opt) {
         case CLI_OPT_NVML_LIB: c->nvml_lib = arg; return 1;
         case CLI_OPT_PROC: c->proc_root = arg; return 1;

@@ -1,0 +1,53 @@
+/* optable: a command's own options declared in one table (name, getopt value, what the value
+ * must be, where it goes, the sentence a bad value gets), read from argv by cli_parse together
+ * with the common options (cli_common_option) and --help. A command's file holds its table,
+ * its usage and the checks between options; the reading is written once, here. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct cli_common;
+
+enum cli_opt_kind {
+        CO_FLAG,        /* bool: true */
+        CO_STR,         /* const char *: the value as given */
+        CO_PATH,        /* const char *: the value, "" refused (cli_path_arg) */
+        CO_UINT,        /* unsigned in [lo, hi] (parse_uint_range) */
+        CO_U64,         /* uint64_t in [lo, hi] (parse_u64) */
+        CO_MS,          /* uint64_t milliseconds in [lo, hi] (parse_duration_ms: 5s, 500ms, 2m) */
+        CO_MIB,         /* uint64_t MiB in [lo, hi] (parse_size_mib: 512, 2GiB) */
+        CO_FN,          /* nothing stored: fn alone reads the value */
+};
+
+struct cli_opt {
+        const char *name;       /* the long name, without "--" */
+        int val;                /* getopt's value: the letter of a short form in the command's shortopts, or a code */
+        enum cli_opt_kind kind;
+        size_t off;             /* offsetof the value in the command's options (ctx) */
+        uint64_t lo, hi;        /* the accepted range of CO_UINT, CO_U64, CO_MS and CO_MIB */
+        /* a value that does not parse or is out of range: one sentence with one %s (the value),
+         * marked N_() where the command's sentences are translated */
+        const char *bad;
+        size_t seen;            /* CO_SEEN(offset) of a bool set when the option is given, or 0 */
+        /* after the value is stored (CO_FN: instead): 0, or -1 with the reason said (cli_error) */
+        int (*fn)(void *ctx, const char *arg, const char *cmd);
+};
+#define CO_SEEN(off) ((off) + 1)
+
+struct cli_parse {
+        const char *cmd;                /* the command's name in messages ("sim init") */
+        const char *shortopts;          /* getopt's: the short forms ("hvyn") */
+        const struct cli_opt *opts;     /* the command's own, ended by { 0 } */
+        void *ctx;                      /* the command's options: what opts' offsets are in */
+        struct cli_common *common;      /* the common options' values; NULL: the command takes none */
+        void (*usage)(FILE *f);         /* --help to stdout */
+        bool operands;                  /* arguments may follow the options (optind says where) */
+};
+
+#define CLI_HELP (-1) /* cli_parse: --help was printed */
+
+/* Read argv's options with p: EXIT_OK (optind at the first operand), CLI_HELP, or EXIT_USAGE
+ * (said in one line: a bad value, an option the command does not take, an unexpected argument). */
+int cli_parse(const struct cli_parse *p, int argc, char **argv);
