@@ -2,7 +2,7 @@
  * measure it): options, the GPU checked first (experiment_probe), the table, JSON or the line of
  * a stop (render/experiment_render.c), exit codes. */
 #include <errno.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +71,7 @@ static void experiment_usage(FILE *f)
 struct exp_cli {
         struct cli_common c;
         struct exp_opts o;
+        const char *gpu_spec;
 };
 
 static void progress(void *ctx, unsigned run, unsigned of)
@@ -91,95 +92,45 @@ int cmd_experiment(int argc, char **argv)
         return status;
 }
 
-/* One of experiment's own options into o: 1 taken, 0 not its own, -1 a usage error (said). */
-static int exp_option(struct exp_opts *o, const char **gpu_spec, int opt, const char *arg)
+static int exp_signal(void *ctx, const char *arg, const char *cmd)
 {
-        const char *cmd = "experiment";
-        switch (opt) {
-        case 'g':
-                if (gpu_spec_check(arg) < 0)
-                        return cli_error(cmd, "--gpu: '%s' is not a GPU index, UUID or PCI bus id", arg), -1;
-                *gpu_spec = arg;
-                return 1;
-        case 'm':
-                if (parse_size_mib(arg, &o->mib) < 0 || o->mib == 0 || o->mib > (1u << 24))
-                        return cli_error(cmd, "--mib: '%s' is not a size from 1 MiB to 16 TiB", arg), -1;
-                return 1;
-        case 'w':
-                if (parse_uint_range(arg, 0, EXP_MAX_WORKERS, &o->workers) < 0)
-                        return cli_error(cmd, "--workers: '%s' is not a number from 0 to %d", arg, EXP_MAX_WORKERS), -1;
-                return 1;
-        case 's':
-                if (reclaim_signal_parse(arg, &o->signal) < 0)
-                        return cli_error(cmd, "--signal: '%s' is not one of KILL, TERM, INT, HUP, QUIT, USR1, USR2", arg), -1;
-                return 1;
-        case 'r':
-                o->reclaim = true;
-                return 1;
-        case 'R':
-                if (parse_uint_range(arg, 1, EXP_MAX_REPEAT, &o->repeat) < 0)
-                        return cli_error(cmd, "--repeat: '%s' is not a number from 1 to %d", arg, EXP_MAX_REPEAT), -1;
-                return 1;
-        case 'W':
-                if (parse_duration_ms(arg, &o->wait_ms) < 0 || o->wait_ms == 0 || o->wait_ms > 3600000)
-                        return cli_error(cmd, "--wait: '%s' is not a duration between 1ms and 1h", arg), -1;
-                return 1;
-        case 'C':
-                if (parse_duration_ms(arg, &o->confirm_ms) < 0 || o->confirm_ms > 600000)
-                        return cli_error(cmd, "--confirm: '%s' is not a duration up to 10m", arg), -1;
-                return 1;
-        default:
+        struct exp_cli *x = ctx;
+        if (reclaim_signal_parse(arg, &x->o.signal) == 0)
                 return 0;
-        }
+        return cli_error(cmd, "--signal: '%s' is not one of KILL, TERM, INT, HUP, QUIT, USR1, USR2", arg), -1;
 }
 
-#define EXP_HELP (-1) /* --help was printed */
+#define F(f) offsetof(struct exp_cli, f)
+static const struct cli_opt exp_table[] = {
+        { "gpu", 'g', CO_GPU, F(gpu_spec), .bad = "--gpu: '%s' is not a GPU index, UUID or PCI bus id" },
+        { "mib", 'm', CO_MIB, F(o.mib), 1, 1u << 24, "--mib: '%s' is not a size from 1 MiB to 16 TiB" },
+        { "workers", 'w', CO_UINT, F(o.workers), 0, EXP_MAX_WORKERS, "--workers: '%s' is not a number from 0 to %llu" },
+        { "signal", 's', CO_FN, .fn = exp_signal },
+        { "reclaim", 'r', CO_FLAG, F(o.reclaim) },
+        { "repeat", 'R', CO_UINT, F(o.repeat), 1, EXP_MAX_REPEAT, "--repeat: '%s' is not a number from 1 to %llu" },
+        { "wait", 'W', CO_MS, F(o.wait_ms), 1, 3600000, "--wait: '%s' is not a duration between 1ms and 1h" },
+        { "confirm", 'C', CO_MS, F(o.confirm_ms), 0, 600000, "--confirm: '%s' is not a duration up to 10m" },
+        { 0 },
+};
+#undef F
 
-/* argv into x: EXIT_OK to go on, EXP_HELP, or the exit status of a usage error. */
-static int exp_parse(int argc, char **argv, struct exp_cli *x, const char **gpu_spec)
+/* argv into x: EXIT_OK to go on, CLI_HELP, or the exit status of a usage error. */
+static int exp_parse(int argc, char **argv, struct exp_cli *x)
 {
-        static const struct option opts[] = {
-                { "gpu", required_argument, NULL, 'g' },     { "mib", required_argument, NULL, 'm' },
-                { "workers", required_argument, NULL, 'w' }, { "signal", required_argument, NULL, 's' },
-                { "reclaim", no_argument, NULL, 'r' },        { "repeat", required_argument, NULL, 'R' },
-                { "wait", required_argument, NULL, 'W' },    { "confirm", required_argument, NULL, 'C' },
-                CLI_COMMON_LONGOPTS,
-                { "help", no_argument, NULL, 'h' },          { 0 },
-        };
-        const char *cmd = "experiment";
-        int opt;
-        optind = 1;
-        while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-                if (opt == 'h') {
-                        experiment_usage(stdout);
-                        return EXP_HELP;
-                }
-                int r = exp_option(&x->o, gpu_spec, opt, optarg);
-                if (r == 0) {
-                        r = cli_common_option(&x->c, opt, optarg, cmd);
-                        if (r == 0) {
-                                experiment_usage(stderr);
-                                cli_error(cmd, "invalid option '%s' (see --help)", argv[optind - 1]);
-                                return EXIT_USAGE;
-                        }
-                }
-                if (r < 0)
-                        return EXIT_USAGE;
-        }
-        if (optind < argc) {
-                cli_error(cmd, "unexpected argument '%s' (see --help)", argv[optind]);
-                return EXIT_USAGE;
-        }
-        return cli_common_finish(&x->c, cmd) < 0 ? EXIT_USAGE : EXIT_OK;
+        const struct cli_parse p = { "experiment", "h", exp_table, x, &x->c, experiment_usage };
+        int r = cli_parse(&p, argc, argv);
+        if (r != EXIT_OK)
+                return r;
+        return cli_common_finish(&x->c, "experiment") < 0 ? EXIT_USAGE : EXIT_OK;
 }
 
 /* The GPU exists and the driver answers: EXIT_OK, or the exit status (said). */
-static int exp_probe(struct exp_cli *x, const char *gpu_spec)
+static int exp_probe(struct exp_cli *x)
 {
         const char *cmd = "experiment";
         /* --gpu as every command takes it: an index, a UUID or a PCI bus id */
         int gpu_index;
-        int gr = cli_gpu_resolve(&x->c, gpu_spec, false, &gpu_index, cmd);
+        int gr = cli_gpu_resolve(&x->c, x->gpu_spec, false, &gpu_index, cmd);
         if (gr != EXIT_OK)
                 return gr;
         if (gpu_index >= 0)
@@ -234,17 +185,16 @@ static int experiment_main(int argc, char **argv)
         x.c.timeout_now = "--wait (how long to wait for the memory each time)";
         x.o = (struct exp_opts){ .mib = 1024, .workers = 2, .repeat = 1, .signal = SIGKILL, .wait_ms = 10000,
                                  .confirm_ms = 2000, .progress = progress, .ctx = &x };
-        const char *gpu_spec = NULL;
-        int pr = exp_parse(argc, argv, &x, &gpu_spec);
+        int pr = exp_parse(argc, argv, &x);
         if (pr != EXIT_OK)
-                return pr == EXP_HELP ? EXIT_OK : pr;
+                return pr == CLI_HELP ? EXIT_OK : pr;
         cli_common_gpu_opts(&x.c, &x.o.go);
         x.o.go.memory_only = true;
         x.o.simulated = x.c.simulated;
         x.o.sim_dir = x.c.sim_dir;
         x.o.nvml_lib = x.c.nvml_lib;
         x.o.call_timeout_ms = x.c.timeout_ms;
-        int status = exp_probe(&x, gpu_spec);
+        int status = exp_probe(&x);
         if (status != EXIT_OK)
                 return status;
 

@@ -1,11 +1,10 @@
 #include <errno.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
-#include "util/i18n.h"
 #include "collect/sample.h"
 #include "collect/shm.h"
 #include "util/fileio.h"
@@ -15,7 +14,6 @@
 #include "render/metrics.h"
 #include "render/scan_render.h"
 #include "track/track_scan.h"
-#include "util/parse.h"
 
 #define SCAN_ACCEPTS (CLI_COMMON_ALL | CLI_XID_WINDOW)
 
@@ -108,78 +106,35 @@ void cli_scan_once_opts(const struct cli_common *c, struct scan_once_opts *o)
 
 struct scan_args {
         struct cli_common c;
-        struct ledger_opts lo;
         const char *gpu_spec;
-        uint64_t confirm_ms;
+        uint64_t confirm_ms, floor_mib;
+        bool floor_set;
         const char *textfile, *kmsg, *ledger_dir;
         bool no_kernel;
 };
 
-/* One of scan's own options into ctx (a struct scan_args): 1 taken, 0 not scan's own, -1 a
- * usage error (said). */
-static int scan_option(void *ctx, int opt, const char *arg)
-{
-        struct scan_args *a = ctx;
-        uint64_t v;
-        switch (opt) {
-        case 'g':
-                if (gpu_spec_check(arg) < 0)
-                        return cli_error("scan", _("--gpu: '%s' is not a GPU index, UUID or PCI bus id"), arg), -1;
-                a->gpu_spec = arg;
-                return 1;
-        case 'C':
-                if (parse_duration_ms(arg, &a->confirm_ms) < 0 || a->confirm_ms > 600000)
-                        return cli_error("scan", _("--confirm: '%s' is not a duration up to 10m (e.g. 2s, 500ms, 0)"), arg), -1;
-                return 1;
-        case 'T':
-                if (cli_path_arg("scan", "--textfile", arg) < 0)
-                        return -1;
-                a->textfile = arg;
-                return 1;
-        case 'L':
-                if (cli_path_arg("scan", "--ledger-dir", arg) < 0)
-                        return -1;
-                a->ledger_dir = arg;
-                return 1;
-        case 'K':
-                if (cli_path_arg("scan", "--kmsg", arg) < 0)
-                        return -1;
-                a->kmsg = arg;
-                return 1;
-        case 'N':
-                a->no_kernel = true;
-                return 1;
-        case 'F':
-                if (parse_u64(arg, &v) < 0 || v > (1u << 24))
-                        return cli_error("scan", _("--noise-floor: '%s' is not a number of MiB"), arg), -1;
-                a->lo.floor_min_bytes = v << 20;
-                return 1;
-        default:
-                return 0;
-        }
-}
+#define F(f) offsetof(struct scan_args, f)
+static const struct cli_opt scan_table[] = {
+        { "gpu", 'g', CO_GPU, F(gpu_spec) },
+        { "confirm", 'C', CO_MS, F(confirm_ms), 0, 600000, N_("--confirm: '%s' is not a duration up to 10m (e.g. 2s, 500ms, 0)") },
+        { "noise-floor", 'F', CO_U64, F(floor_mib), 0, 1u << 24, N_("--noise-floor: '%s' is not a number of MiB"),
+          CO_SEEN(F(floor_set)) },
+        { "kmsg", 'K', CO_PATH, F(kmsg) },
+        { "no-kernel", 'N', CO_FLAG, F(no_kernel) },
+        { "textfile", 'T', CO_PATH, F(textfile) },
+        { "ledger-dir", 'L', CO_PATH, F(ledger_dir) },
+        { 0 },
+};
+#undef F
 
-#define SCAN_HELP (-1) /* --help was printed */
-
-/* argv into a, and the checks made before scanning: EXIT_OK to go on, SCAN_HELP, or the exit
+/* argv into a, and the checks made before scanning: EXIT_OK to go on, CLI_HELP, or the exit
  * status of a usage error (said). */
 static int scan_parse(int argc, char **argv, struct scan_args *a)
 {
-        static const struct option opts[] = {
-                CLI_COMMON_LONGOPTS,
-                { "gpu", required_argument, NULL, 'g' },
-                { "confirm", required_argument, NULL, 'C' },
-                { "noise-floor", required_argument, NULL, 'F' },
-                { "kmsg", required_argument, NULL, 'K' },
-                { "no-kernel", no_argument, NULL, 'N' },
-                { "textfile", required_argument, NULL, 'T' },
-                { "ledger-dir", required_argument, NULL, 'L' },
-                { "help", no_argument, NULL, 'h' },
-                { 0 },
-        };
-        int r = cli_options(argc, argv, "hv", opts, &a->c, "scan", scan_option, a, scan_usage);
+        const struct cli_parse p = { "scan", "hv", scan_table, a, &a->c, scan_usage };
+        int r = cli_parse(&p, argc, argv);
         if (r != EXIT_OK)
-                return r == CLI_HELP ? SCAN_HELP : r;
+                return r;
         if (cli_common_finish(&a->c, "scan") < 0)
                 return EXIT_USAGE;
         /* a log that cannot be read is the caller's mistake, said before the scan (as xid does),
@@ -238,18 +193,18 @@ int cmd_scan(int argc, char **argv)
         static struct scan_args a;
         memset(&a, 0, sizeof(a));
         cli_common_init(&a.c, SCAN_ACCEPTS);
-        ledger_opts_default(&a.lo);
         a.confirm_ms = 2000;
         int pr = scan_parse(argc, argv, &a);
         if (pr != EXIT_OK)
-                return pr == SCAN_HELP ? EXIT_OK : pr;
+                return pr == CLI_HELP ? EXIT_OK : pr;
         int only_gpu = -1;
         int gr = cli_gpu_resolve(&a.c, a.gpu_spec, false, &only_gpu, "scan");
         if (gr != EXIT_OK)
                 return gr;
         struct scan_once_opts so;
         cli_scan_once_opts(&a.c, &so);
-        so.ledger.floor_min_bytes = a.lo.floor_min_bytes;
+        if (a.floor_set)
+                so.ledger.floor_min_bytes = a.floor_mib << 20;
         so.confirm_ms = a.confirm_ms;
         so.light = true;        /* nothing unexplained: no walk */
         so.facts.read_kernel = !a.no_kernel;

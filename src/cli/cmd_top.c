@@ -4,7 +4,7 @@
  * Options and exit codes here; the collector is run/top_run.h (fed into render/top_feed.h),
  * the screen and its keys render/top_tty.h and render/top_keys.h, reclaim's plan and the kill
  * key run/top_reclaim.h. */
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,88 +69,60 @@ struct top {
         uint64_t interval_ms;
         const char *gpu_arg;
         unsigned iterations;
+        uint64_t floor_mib;
+        bool batch, no_kernel;
         struct top_feed feed;           /* guarded by the collector's lock */
         struct top_reclaim reclaim;
         struct top_live live;
 };
 
-struct top_args {
-        struct top *t;
-        uint64_t floor_mib;
-        bool batch, no_kernel;
-};
-
-/* One of top's own options into ctx (a struct top_args): 1 taken, 0 not top's own, -1 a usage
- * error (said). */
-static int top_option(void *ctx, int opt, const char *arg)
+/* nvtop's and htop's -d: tenths of a second; a duration with its unit too */
+static int top_tenths(void *ctx, const char *arg, const char *cmd)
 {
-        struct top_args *a = ctx;
-        struct top *t = a->t;
-        switch (opt) {
-        case 'i':
-                if (parse_duration_ms(arg, &t->interval_ms) < 0 || t->interval_ms < 200 || t->interval_ms > 3600000)
-                        return cli_error("top", _("--interval: '%s' is not a duration from 200ms to 1h"), arg), -1;
-                return 1;
-        case 'd': {
-                /* nvtop's and htop's -d: tenths of a second; a duration with its unit too */
-                unsigned tenths;
-                bool digits = arg[0] && strspn(arg, "0123456789") == strlen(arg);
-                if (digits && parse_uint_range(arg, 2, 36000, &tenths) == 0)
-                        t->interval_ms = (uint64_t)tenths * 100;
-                else if (digits || parse_duration_ms(arg, &t->interval_ms) < 0 || t->interval_ms < 200 ||
-                         t->interval_ms > 3600000)
-                        return cli_error("top", _("-d: '%s' is not tenths of a second from 2 to 36000 (nvtop's -d 10 is 1 s), "
-                                                  "nor a duration from 200ms to 1h"),
-                                         arg), -1;
-                return 1;
-        }
-        case '1':
-                a->batch = true;
-                t->iterations = 1;
-                return 1;
-        case 'g':
-                t->gpu_arg = arg;
-                return 1;
-        case 'b':
-                a->batch = true;
-                return 1;
-        case 'n':
-                if (parse_uint_range(arg, 1, 1u << 30, &t->iterations) < 0)
-                        return cli_error("top", _("--iterations: '%s' is not a positive number"), arg), -1;
-                return 1;
-        case 'F':
-                if (parse_u64(arg, &a->floor_mib) < 0 || a->floor_mib > (1u << 24))
-                        return cli_error("top", _("--noise-floor: '%s' is not a number of MiB"), arg), -1;
-                return 1;
-        case 'N':
-                a->no_kernel = true;
-                return 1;
-        default:
-                return 0;
-        }
+        struct top *t = ctx;
+        unsigned tenths;
+        bool digits = arg[0] && strspn(arg, "0123456789") == strlen(arg);
+        if (digits && parse_uint_range(arg, 2, 36000, &tenths) == 0)
+                t->interval_ms = (uint64_t)tenths * 100;
+        else if (digits || parse_duration_ms(arg, &t->interval_ms) < 0 || t->interval_ms < 200 ||
+                 t->interval_ms > 3600000)
+                return cli_error(cmd, _("-d: '%s' is not tenths of a second from 2 to 36000 (nvtop's -d 10 is 1 s), "
+                                        "nor a duration from 200ms to 1h"),
+                                 arg), -1;
+        return 0;
 }
 
-#define TOP_HELP (-1) /* --help was printed */
-
-/* argv into t and a, the GPU and the terminal checked: EXIT_OK to go on, TOP_HELP, or the exit
- * status of a usage error (said). */
-static int top_parse(int argc, char **argv, struct top *t, struct top_args *a)
+/* --once: one frame, in batch mode */
+static int top_once(void *ctx, const char *arg, const char *cmd)
 {
-        static const struct option opts[] = {
-                CLI_COMMON_LONGOPTS,
-                { "interval", required_argument, NULL, 'i' },
-                { "gpu", required_argument, NULL, 'g' },
-                { "batch", no_argument, NULL, 'b' },
-                { "iterations", required_argument, NULL, 'n' },
-                { "noise-floor", required_argument, NULL, 'F' },
-                { "no-kernel", no_argument, NULL, 'N' },
-                { "once", no_argument, NULL, '1' },
-                { "help", no_argument, NULL, 'h' },
-                { 0 },
-        };
-        int r = cli_options(argc, argv, "hvbn:d:g:1", opts, &t->c, "top", top_option, a, top_usage);
+        struct top *t = ctx;
+        (void)arg, (void)cmd;
+        t->iterations = 1;
+        return 0;
+}
+
+#define F(f) offsetof(struct top, f)
+static const struct cli_opt top_table[] = {
+        { "interval", 'i', CO_MS, F(interval_ms), 200, 3600000, N_("--interval: '%s' is not a duration from 200ms to 1h") },
+        { "gpu", 'g', CO_STR, F(gpu_arg) },
+        { "batch", 'b', CO_FLAG, F(batch) },
+        { "iterations", 'n', CO_UINT, F(iterations), 1, 1u << 30, N_("--iterations: '%s' is not a positive number") },
+        { "noise-floor", 'F', CO_U64, F(floor_mib), 0, 1u << 24, N_("--noise-floor: '%s' is not a number of MiB") },
+        { "no-kernel", 'N', CO_FLAG, F(no_kernel) },
+        { "once", '1', CO_FLAG, F(batch), .fn = top_once },
+        { "d", 'd', CO_FN, .fn = top_tenths, .short_only = true },
+        { 0 },
+};
+#undef F
+
+/* argv into t, the GPU and the terminal checked: EXIT_OK to go on, CLI_HELP, or the exit
+ * status of a usage error (said). */
+static int top_parse(int argc, char **argv, struct top *t)
+{
+        const struct cli_parse p = { "top", "hvbn:d:g:1", top_table, t, &t->c, top_usage };
+        int r = cli_parse(&p, argc, argv);
         if (r != EXIT_OK)
-                return r == CLI_HELP ? TOP_HELP : r;
+                return r;
         if (cli_common_finish(&t->c, "top") < 0)
                 return EXIT_USAGE;
         /* a GPU the host does not have is a usage error, as in scan and watch (one driver query;
@@ -159,8 +131,8 @@ static int top_parse(int argc, char **argv, struct top *t, struct top_args *a)
         int gr = cli_gpu_resolve(&t->c, t->gpu_arg, true, &gpu_index, "top");
         if (gr != EXIT_OK)
                 return gr;
-        if (!a->batch && !top_tty_addressable()) {
-                a->batch = true;
+        if (!t->batch && !top_tty_addressable()) {
+                t->batch = true;
                 if (isatty(STDERR_FILENO))
                         fprintf(stderr, "ghostvram top: %s\n", _("this terminal cannot move the cursor: plain frames follow"));
         }
@@ -168,27 +140,27 @@ static int top_parse(int argc, char **argv, struct top *t, struct top_args *a)
 }
 
 /* The collector's sampler options: nvtop's figures too. */
-static void top_sampler_opts(struct top *t, const struct top_args *a, struct sampler_opts *sop)
+static void top_sampler_opts(struct top *t, struct sampler_opts *sop)
 {
         struct scan_once_opts so;
         cli_scan_once_opts(&t->c, &so);
         memset(sop, 0, sizeof(*sop));
         sop->facts = so.facts;
-        sop->facts.read_kernel = !a->no_kernel;
+        sop->facts.read_kernel = !t->no_kernel;
         sop->facts.gpu.telemetry = true; /* nvtop's figures, per GPU and per process */
         sop->facts.gpu.health = true;    /* ECC and row remapping */
         sop->ledger = so.ledger;
-        sop->ledger.floor_min_bytes = a->floor_mib << 20;
+        sop->ledger.floor_min_bytes = t->floor_mib << 20;
         sop->confirm_ms = 0;             /* the second cycle confirms: the first screen comes at once */
-        sop->light = t->iterations != 1 || !a->batch; /* a single frame (--once) has the whole walk */
+        sop->light = t->iterations != 1 || !t->batch; /* a single frame (--once) has the whole walk */
 }
 
 
 /* The collector, fed into t->feed; t->live and t->reclaim around it. 0 or a negative errno. */
-static int top_start(struct top *t, const struct top_args *a)
+static int top_start(struct top *t)
 {
         struct top_run_opts o = { .interval_ms = t->interval_ms };
-        top_sampler_opts(t, a, &o.sampler);
+        top_sampler_opts(t, &o.sampler);
         t->feed.clk_tck = sysconf(_SC_CLK_TCK);
         o.hooks = top_feed_hooks(&t->feed);
         int r = top_run_start(&o, &t->live.run);
@@ -211,13 +183,13 @@ int cmd_top(int argc, char **argv)
         memset(&t, 0, sizeof(t));
         cli_common_init(&t.c, TOP_ACCEPTS);
         t.interval_ms = 1000;
-        struct top_args a = { .t = &t, .floor_mib = 64 };
-        int pr = top_parse(argc, argv, &t, &a);
+        t.floor_mib = 64;
+        int pr = top_parse(argc, argv, &t);
         if (pr != EXIT_OK)
-                return pr == TOP_HELP ? EXIT_OK : pr;
+                return pr == CLI_HELP ? EXIT_OK : pr;
         t.live.utf8 = top_tty_charset();
         top_tty_signals();
-        int r = top_start(&t, &a);
+        int r = top_start(&t);
         if (r < 0) {
                 cli_error("top", _("cannot start the collection: %s"), strerror(-r));
                 return EXIT_INCOMPLETE;
@@ -228,8 +200,8 @@ int cmd_top(int argc, char **argv)
         s.stale_after_s = 3 * s.interval_s + 1;
         s.focus = -1;
         s.message = "";
-        int rc = a.batch ? top_tty_batch(&t.live, &s) : top_tty_screen(&t.live, &s);
-        if (rc < 0 && !a.batch)
+        int rc = t.batch ? top_tty_batch(&t.live, &s) : top_tty_screen(&t.live, &s);
+        if (rc < 0 && !t.batch)
                 cli_error("top", _("cannot start the terminal (TERM=%s)"), getenv("TERM") ? getenv("TERM") : "");
         /* the terminal is restored: stop the collector, never waiting on a driver call for long */
         if (top_run_stop(t.live.run))

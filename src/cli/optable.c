@@ -9,21 +9,24 @@
 #include "util/parse.h"
 
 #define MAX_OPTS 64
+#define GPU_BAD N_("--gpu: '%s' is not a GPU index, UUID or PCI bus id")
 
-/* A table's sentence for a bad value has one conversion, a %s: it is given the value alone. A
- * table that breaks this is a programming error, caught by the first run of the command. */
+/* A table's sentence for a bad value has a %s, given the value, and may then have a %llu, given
+ * the range's top (hi); no other conversion. A table that breaks this is a programming error,
+ * caught by the first run of the command. */
 static void check_bad(const struct cli_opt *o)
 {
         const char *s = o->bad;
+        bool ok = s != NULL;
         int conv = 0;
         for (; s && (s = strchr(s, '%')); s += 2) {
-                if (s[1] == 's')
-                        conv++;
-                else if (s[1] != '%')
-                        conv = 2;
+                if (s[1] == '%')
+                        continue;
+                ok = ok && conv < 2 && !strncmp(s + 1, conv ? "llu" : "s", conv ? 3 : 1);
+                conv++;
         }
-        if (o->bad && conv != 1) {
-                fprintf(stderr, "ghostvram: --%s: its sentence must have one %%s and no other conversion\n", o->name);
+        if (o->bad && (!ok || !conv)) {
+                fprintf(stderr, "ghostvram: --%s: its sentence must have a %%s, then at most a %%llu\n", o->name);
                 abort();
         }
 }
@@ -36,8 +39,9 @@ static void *field(const struct cli_parse *p, size_t off)
 static int bad_value(const struct cli_parse *p, const struct cli_opt *o, const char *arg)
 {
 #pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral" /* checked by check_bad: one %s */
-        cli_error(p->cmd, _(o->bad), arg);
+#pragma GCC diagnostic ignored "-Wformat-nonliteral" /* checked by check_bad */
+#pragma GCC diagnostic ignored "-Wformat-extra-args"
+        cli_error(p->cmd, _(o->bad ? o->bad : GPU_BAD), arg, (unsigned long long)o->hi);
 #pragma GCC diagnostic pop
         return -1;
 }
@@ -82,6 +86,11 @@ static int take(const struct cli_parse *p, const struct cli_opt *o, const char *
                 /* fallthrough */
         case CO_STR: *(const char **)field(p, o->off) = arg; break;
         case CO_FN: break;
+        case CO_GPU:
+                if (gpu_spec_check(arg) < 0)
+                        return bad_value(p, o, arg);
+                *(const char **)field(p, o->off) = arg;
+                break;
         default:
                 if (number(o, arg, &v) < 0)
                         return bad_value(p, o, arg);
@@ -104,7 +113,8 @@ static void getopt_table(const struct cli_parse *p, struct option *t)
         size_t n = 0;
         for (const struct cli_opt *o = p->opts; o && o->name; o++) {
                 check_bad(o);
-                t[n++] = (struct option){ o->name, o->kind == CO_FLAG ? no_argument : required_argument, NULL, o->val };
+                if (!o->short_only)
+                        t[n++] = (struct option){ o->name, o->kind == CO_FLAG ? no_argument : required_argument, NULL, o->val };
         }
         for (size_t i = 0; p->common && i < sizeof(common) / sizeof(common[0]); i++)
                 t[n++] = common[i];

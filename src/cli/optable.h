@@ -18,7 +18,8 @@ enum cli_opt_kind {
         CO_U64,         /* uint64_t in [lo, hi] (parse_u64) */
         CO_MS,          /* uint64_t milliseconds in [lo, hi] (parse_duration_ms: 5s, 500ms, 2m) */
         CO_MIB,         /* uint64_t MiB in [lo, hi] (parse_size_mib: 512, 2GiB) */
-        CO_FN,          /* nothing stored: fn alone reads the value */
+        CO_GPU,         /* const char *: a GPU index, UUID or PCI bus id (gpu_spec_check) */
+        CO_FN,          /* nothing stored: fn alone reads the value (CO_FLAG with fn: one without a value) */
 };
 
 struct cli_opt {
@@ -27,12 +28,14 @@ struct cli_opt {
         enum cli_opt_kind kind;
         size_t off;             /* offsetof the value in the command's options (ctx) */
         uint64_t lo, hi;        /* the accepted range of CO_UINT, CO_U64, CO_MS and CO_MIB */
-        /* a value that does not parse or is out of range: one sentence with one %s (the value),
-         * marked N_() where the command's sentences are translated */
+        /* a value that does not parse or is out of range (CO_GPU: not a GPU's name; NULL there
+         * is the common sentence): one sentence with a %s (the value), then perhaps a %llu
+         * (hi), marked N_() where the command's sentences are translated */
         const char *bad;
         size_t seen;            /* CO_SEEN(offset) of a bool set when the option is given, or 0 */
         /* after the value is stored (CO_FN: instead): 0, or -1 with the reason said (cli_error) */
         int (*fn)(void *ctx, const char *arg, const char *cmd);
+        bool short_only;        /* no long form: name is the letter (val), for messages */
 };
 #define CO_SEEN(off) ((off) + 1)
 
