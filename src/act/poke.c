@@ -14,7 +14,9 @@
 #include "track/cuda_abi.h"
 #include "util/buf.h"
 #include "util/deadline.h"
+#include "util/exit_status.h"
 #include "util/i18n.h"
+#include "util/parse.h"
 #include "util/strf.h"
 #include "util/timefmt.h"
 
@@ -296,4 +298,18 @@ int poke_check(const struct scan_result *r, const struct poke_check_opts *o, str
                          o->lib ? o->lib : "libcuda.so.1");
         }
         return 0;
+}
+
+int poke_child_main(int argc, char **argv)
+{
+        uint64_t bytes;
+        if (argc != 4 || parse_u64(argv[3], &bytes) < 0 || bytes == 0 || bytes > ((uint64_t)1 << 30))
+                return EXIT_USAGE;
+        struct poke_steps st;
+        int r = poke_child_run(argv[1], argv[2], bytes, &st);
+        char line[512];
+        poke_steps_format(&st, line, sizeof(line));
+        fputs(line, stdout);
+        fflush(stdout);
+        return r == 0 ? EXIT_OK : EXIT_FINDING;
 }

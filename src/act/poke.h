@@ -107,3 +107,8 @@ const char *poke_verdict_name(enum poke_verdict v);
 /* What the poke did to GPU g's memory: g->before (before the poke) against g->after (the last
  * sample). *ret_freed: the bytes that went (0 when none or unknown). Pure. */
 enum poke_verdict poke_judge(const struct poke_result *p, const struct recovery_gpu *g, uint64_t *ret_freed);
+
+/* The child of --poke (`ghostvram __poke LIB UUID BYTES`, exec'd by poke_run, never typed; argv[0]
+ * is "__poke"): the steps' line on stdout. Returns the exit status: 0 every step was done, 1
+ * otherwise, 2 bad arguments. */
+int poke_child_main(int argc, char **argv);

@@ -2,9 +2,12 @@
  * docs/reclaim.md. */
 #include "act/reclaim_plan.h"
 #include "model/daemons.h"
+#include "util/fileio.h"
 #include "util/i18n.h"
 
 #include <ctype.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -811,4 +814,26 @@ void reclaim_plan_free(struct reclaim_plan *p)
         reclaim_plan_clear(p);
         free(p->gpus);
         free(p);
+}
+
+int reclaim_policy_load(const char *path, bool given, struct reclaim_policy *p, char *err, size_t errlen)
+{
+        char *buf = NULL;
+        size_t len = 0;
+        struct stat st;
+        memset(p, 0, sizeof(*p));
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+                snprintf(err, errlen, _("--policy %s: a directory, not a policy file"), path);
+                return -1;
+        }
+        int r = read_file_at(AT_FDCWD, path, 1 << 20, &buf, &len);
+        if (r == -ENOENT && !given)
+                return 0; /* no site policy: the built-in names only */
+        if (r < 0) {
+                snprintf(err, errlen, "--policy %s: %s", path, strerror(-r));
+                return -1;
+        }
+        r = reclaim_policy_parse(buf, len, path, p, err, errlen);
+        free(buf);
+        return r < 0 ? -1 : 0;
 }

@@ -98,6 +98,10 @@ struct reclaim_policy {
 int reclaim_policy_parse(const char *buf, size_t len, const char *source, struct reclaim_policy *p,
                          char *err, size_t errlen);
 void reclaim_policy_free(struct reclaim_policy *p);
+/* Read and parse the policy file at path (at most 1 MiB) into p (zeroed first). A missing file
+ * is no policy (0) unless given (the user named it). Returns 0, or -1 with the reason in err
+ * ("--policy PATH: ..." or parse's "SOURCE:LINE: ..."); free p either way. */
+int reclaim_policy_load(const char *path, bool given, struct reclaim_policy *p, char *err, size_t errlen);
 
 
 /* ---- the plan ------------------------------------------------------------------------------- */

@@ -183,8 +183,6 @@ int cmd_watch(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_reclaim(int argc, char **argv);
-/* The child of `reclaim --poke` (`ghostvram __poke LIB UUID BYTES`; not a command of the list). */
-int cmd_poke_child(int argc, char **argv);
 int cmd_experiment(int argc, char **argv);
 int cmd_track(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);

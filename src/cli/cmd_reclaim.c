@@ -3,21 +3,17 @@
  * one JSON document), the question on a terminal. The use case is run/reclaim_run: the scan,
  * the plan (act/reclaim_plan), the acting (act/reclaim_act), the escalations (act/escalate) and
  * the poke (act/poke); the rendering render/reclaim_render. */
-#include <errno.h>
-#include <fcntl.h>
 #include <stddef.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "run/reclaim_run.h"
 #include "render/reclaim_print.h"
-#include "util/fileio.h"
 #include "util/i18n.h"
 #include "util/parse.h"
 
@@ -139,32 +135,6 @@ struct rc_opts {
         const char *policy;
 };
 
-static int load_policy(const struct rc_opts *o, struct reclaim_policy *pol)
-{
-        const char *path = o->policy ? o->policy : DEFAULT_POLICY;
-        char *buf = NULL;
-        size_t len = 0;
-        struct stat st;
-        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-                cli_error("reclaim", _("--policy %s: a directory, not a policy file"), path);
-                return -1;
-        }
-        int r = read_file_at(AT_FDCWD, path, 1 << 20, &buf, &len);
-        if (r == -ENOENT && !o->policy)
-                return 0; /* no site policy: the built-in names only */
-        if (r < 0) {
-                cli_error("reclaim", "--policy %s: %s", path, strerror(-r));
-                return -1;
-        }
-        char err[320];
-        r = reclaim_policy_parse(buf, len, path, pol, err, sizeof(err));
-        free(buf);
-        if (r < 0) {
-                cli_error("reclaim", "%s", err);
-                return -1;
-        }
-        return 0;
-}
 static int parse_pids(struct rc_opts *o, const char *arg)
 {
         char tmp[RC_MAX_PIDS * 12];
@@ -198,22 +168,6 @@ static void banner(void *ctx)
 static void reclaim_error(const char *msg)
 {
         cli_error("reclaim", "%s", msg);
-}
-
-/* The child of --poke (`ghostvram __poke LIB UUID BYTES`, exec'd by poke_run, never typed): the
- * steps' line on stdout. Exit 0 when every step was done, 1 otherwise, 2 on bad arguments. */
-int cmd_poke_child(int argc, char **argv)
-{
-        uint64_t bytes;
-        if (argc != 4 || parse_u64(argv[3], &bytes) < 0 || bytes == 0 || bytes > ((uint64_t)1 << 30))
-                return EXIT_USAGE;
-        struct poke_steps st;
-        int r = poke_child_run(argv[1], argv[2], bytes, &st);
-        char line[512];
-        poke_steps_format(&st, line, sizeof(line));
-        fputs(line, stdout);
-        fflush(stdout);
-        return r == 0 ? EXIT_OK : EXIT_FINDING;
 }
 
 /* ---- the command ------------------------------------------------------------------------------------ */
@@ -415,8 +369,9 @@ static int reclaim_main(int argc, char **argv)
                         return gr;
         }
         struct reclaim_policy pol;
-        memset(&pol, 0, sizeof(pol));
-        if (load_policy(&o, &pol) < 0) {
+        char err[1024];
+        if (reclaim_policy_load(o.policy ? o.policy : DEFAULT_POLICY, o.policy, &pol, err, sizeof(err)) < 0) {
+                cli_error("reclaim", "%s", err);
                 reclaim_policy_free(&pol);
                 return EXIT_USAGE;
         }

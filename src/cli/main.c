@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "act/poke.h"
 #include "cli/cli.h"
 #include "config.h"
 #include "util/i18n.h"
@@ -52,7 +53,7 @@ int main(int argc, char **argv)
         }
         const char *cmd = argv[1];
         if (strcmp(cmd, "__poke") == 0) /* reclaim --poke's child (act/poke.c), exec'd with a deadline */
-                return cmd_poke_child(argc - 1, argv + 1);
+                return poke_child_main(argc - 1, argv + 1);
         bool is_help = strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0;
         if (strcmp(cmd, "help") == 0 && argc >= 3) {
                 /* ghostvram help CMD: the command's own --help; help SUB for the commands with

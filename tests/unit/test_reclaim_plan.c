@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "act/reclaim_plan.h"
@@ -779,6 +780,47 @@ static void test_long_reason_arrives_whole(void **state)
         world_free(w);
 }
 
+/* reclaim_policy_load: a missing default file is no policy, a missing named one and a directory
+ * are errors said with the option's name, a file is parsed. */
+static void test_policy_load(void **state)
+{
+        (void)state;
+        char dir[] = "/tmp/gv-policy.XXXXXX", path[64], missing[64], err[1024];
+        struct reclaim_policy p;
+        assert_non_null(mkdtemp(dir));
+        snprintf(missing, sizeof(missing), "%s/none", dir);
+        assert_int_equal(reclaim_policy_load(missing, false, &p, err, sizeof(err)), 0);
+        assert_int_equal(p.n, 0);
+        reclaim_policy_free(&p);
+        assert_int_equal(reclaim_policy_load(missing, true, &p, err, sizeof(err)), -1);
+        char want[160];
+        snprintf(want, sizeof(want), "--policy %s: No such file or directory", missing);
+        assert_string_equal(err, want);
+        reclaim_policy_free(&p);
+        assert_int_equal(reclaim_policy_load(dir, false, &p, err, sizeof(err)), -1);
+        snprintf(want, sizeof(want), "--policy %s: a directory, not a policy file", dir);
+        assert_string_equal(err, want);
+        reclaim_policy_free(&p);
+        snprintf(path, sizeof(path), "%s/protected", dir);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs("comm pt_data_worker\nkill x\n", f);
+        fclose(f);
+        assert_int_equal(reclaim_policy_load(path, true, &p, err, sizeof(err)), -1);
+        snprintf(want, sizeof(want), "%s:2: unknown keyword 'kill' (expected comm, cgroup or unit)", path);
+        assert_string_equal(err, want);
+        reclaim_policy_free(&p);
+        f = fopen(path, "w");
+        assert_non_null(f);
+        fputs("comm pt_data_worker\n", f);
+        fclose(f);
+        assert_int_equal(reclaim_policy_load(path, false, &p, err, sizeof(err)), 0);
+        assert_int_equal(p.n, 1);
+        reclaim_policy_free(&p);
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -797,6 +839,7 @@ int main(void)
                 cmocka_unit_test(test_each_protected_name),
                 cmocka_unit_test(test_name_matching),
                 cmocka_unit_test(test_policy_comm_cgroup_unit),
+                cmocka_unit_test(test_policy_load),
                 cmocka_unit_test(test_long_reason_arrives_whole),
                 cmocka_unit_test(test_other_gpu),
                 cmocka_unit_test(test_dead_and_d_state),
