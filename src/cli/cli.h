@@ -8,6 +8,7 @@
 #include "collect/gpu.h"
 #include "collect/gpu_spec.h"
 #include "collect/host.h"
+#include "run/sources.h"
 #include "cli/optable.h"
 #include "util/exit_status.h"
 #include "util/fileio.h"
@@ -37,23 +38,9 @@ struct cli_common {
         unsigned given;         /* CLI_* of those the command line gave */
         /* what an old --timeout is called now in this command (cli_common_option's hint) */
         const char *timeout_now;
-        const char *nvml_lib;
-        const char *proc_root;
-        const char *dev_prefix;
-        unsigned timeout_ms;    /* --call-timeout */
         bool json;
         bool verbose;
-        const char *save_bundle;
-        const char *from_bundle;
-        enum host_holders_mode holders;
-        double xid_window_s;    /* --xid-window: an Xid this recent pages (0: none) */
-        bool simulated;         /* GHOSTVRAM_SIM is set */
-        const char *sim_dir;
-        char sim_lib[4096];
-        char sim_prefix[4096];
-        char sim_driver_proc[4096];     /* the simulated host's /proc/driver/nvidia */
-        char bundle_proc[4096];
-        char bundle_prefix[4096];
+        struct sources src;     /* where the facts come from (run/sources.h) */
 };
 
 /* getopt_long values of the common options. CLI_OPT_TIMEOUT is the old name of
@@ -103,28 +90,12 @@ int cli_options(int argc, char **argv, const char *shortopts, const struct optio
                 const char *cmd, int (*own)(void *ctx, int opt, const char *arg), void *ctx, void (*usage)(FILE *f));
 /* Print the help lines of the common options in `which`, in the table's order. */
 void cli_common_help(FILE *f, unsigned which);
-/* After option parsing: apply GHOSTVRAM_SIM and bundles; prints and returns -1 on error. */
+/* After option parsing: sources_open with GHOSTVRAM_SIM; prints and returns -1 on error. */
 int cli_common_finish(struct cli_common *c, const char *cmd);
 /* --gpu SPEC (collect/gpu_spec.h: gpu_spec_check when parsed, gpu_spec_resolve in a report). */
 #define CLI_GPU_HELP "  --gpu ID             only this GPU: an index, a UUID or a PCI bus id\n"
-/* After cli_common_finish: *ret_index for --gpu SPEC (-1 when spec is NULL). A UUID or PCI bus id
- * is looked up in one collection; so is an index when check_index (else the command checks it
- * against its own sample). Returns EXIT_OK, EXIT_USAGE (no such GPU; printed) or
- * EXIT_INCOMPLETE (no driver to look a UUID or bus id up; printed). */
+/* After cli_common_finish: sources_gpu_resolve, its reason said. */
 int cli_gpu_resolve(const struct cli_common *c, const char *spec, bool check_index, int *ret_index, const char *cmd);
-void cli_common_gpu_opts(const struct cli_common *c, struct gpu_opts *o);
-void cli_common_host_opts(const struct cli_common *c, struct host_opts *o);
-
-/* Where host shared memory (collect/shm.h) is read: root (doctor's --root; NULL or "/" none)
- * gives ROOT/proc and ROOT/dev/shm; else the simulated host's DIR/proc and DIR/dev/shm; else a
- * --proc tree's meminfo and sysvipc/shm (no /dev/shm: the tree is not this host's); else /proc
- * and /dev/shm. A recorded bundle keeps none of it: false (not read). The paths live in p. */
-struct cli_shm_paths {
-        char proc[4096];
-        char dir[4096];
-};
-struct shm_opts;
-bool cli_common_shm_opts(const struct cli_common *c, const char *root, struct cli_shm_paths *p, struct shm_opts *o);
 
 /* A path-valued option's (or argument's) value: "" is refused in one line. An empty path
  * means the current directory to some calls and, once "/NAME" is appended, the root directory to
@@ -166,11 +137,6 @@ int cli_print_json(struct json_t *doc);
 /* From now on cli_print_json writes each document on one line and flushes it (a stream of
  * JSON lines, as reclaim --json-stream). */
 void cli_json_lines(void);
-
-
-/* The sources, ledger defaults and bundles of one scan from the common options (confirm 2s). */
-struct scan_once_opts;
-void cli_scan_once_opts(const struct cli_common *c, struct scan_once_opts *o);
 
 
 int cmd_snapshot(int argc, char **argv);

@@ -215,7 +215,7 @@ static int check_parse(int argc, char **argv, struct check_args *a)
 static struct check_job *check_job_make(const struct check_args *a)
 {
         struct scan_once_opts o;
-        cli_scan_once_opts(&a->c, &o);
+        sources_scan_once_opts(&a->c.src, &o);
         o.confirm_ms = a->confirm_ms;
         o.light = true;         /* nothing unexplained: no walk */
         o.facts.read_kernel = !a->no_kernel;

@@ -34,8 +34,8 @@ static void smi_view(const char *simdir)
         if (cli_common_finish(&c, "demo") < 0)
                 return;
         struct facts_opts fo = { .simulated = true };
-        cli_common_gpu_opts(&c, &fo.gpu);
-        cli_common_host_opts(&c, &fo.host);
+        sources_gpu_opts(&c.src, &fo.gpu);
+        sources_host_opts(&c.src, &fo.host);
         struct facts *f;
         if (facts_collect(&fo, &f) < 0)
                 return;

@@ -57,7 +57,7 @@ struct doctor_args {
         const char *gpu_spec, *root;
         bool explain;
         uint64_t cache_mib;
-        struct cli_shm_paths shm_paths;         /* what the use case's shm_opts point into */
+        struct sources_shm_paths shm_paths;         /* what the use case's shm_opts point into */
         struct shm_opts shm;
 };
 
@@ -130,13 +130,13 @@ static int doctor_parse(int argc, char **argv, struct doctor_args *a)
 static void doctor_opts(struct doctor_args *a, struct doctor_check_opts *o)
 {
         memset(o, 0, sizeof(*o));
-        cli_common_gpu_opts(&a->c, &o->gpu);
-        cli_common_host_opts(&a->c, &o->host);
+        sources_gpu_opts(&a->c.src, &o->gpu);
+        sources_host_opts(&a->c.src, &o->host);
         o->root = a->root;
-        o->sim_dir = a->c.simulated ? a->c.sim_dir : NULL;
-        o->proc_root = a->c.proc_root;
-        o->xid_window_s = a->c.xid_window_s;
-        o->shm = cli_common_shm_opts(&a->c, a->root, &a->shm_paths, &a->shm) ? &a->shm : NULL;
+        o->sim_dir = a->c.src.simulated ? a->c.src.sim_dir : NULL;
+        o->proc_root = a->c.src.proc_root;
+        o->xid_window_s = a->c.src.xid_window_s;
+        o->shm = sources_shm_opts(&a->c.src, a->root, &a->shm_paths, &a->shm) ? &a->shm : NULL;
         o->cache_min_bytes = a->cache_mib << 20;
         o->gpu_spec = a->gpu_spec;
         o->gpu_resolve = gpu_spec_resolve;
@@ -163,7 +163,7 @@ int cmd_doctor(int argc, char **argv)
                 return r == -ENOENT ? EXIT_USAGE : EXIT_INCOMPLETE;
         }
         if (a.c.json) {
-                cli_print_json(doctor_json(&d, a.c.simulated, a.explain));
+                cli_print_json(doctor_json(&d, a.c.src.simulated, a.explain));
         } else {
                 cli_sim_banner(stdout, &a.c);
                 doctor_text(stdout, d.findings, d.n_findings, cli_use_color(stdout), a.c.verbose);

@@ -102,7 +102,7 @@ static int exp_signal(void *ctx, const char *arg, const char *cmd)
 
 #define F(f) offsetof(struct exp_cli, f)
 static const struct cli_opt exp_table[] = {
-        { "gpu", 'g', CO_GPU, F(gpu_spec), .bad = "--gpu: '%s' is not a GPU index, UUID or PCI bus id" },
+        { "gpu", 'g', CO_GPU, F(gpu_spec) },
         { "mib", 'm', CO_MIB, F(o.mib), 1, 1u << 24, "--mib: '%s' is not a size from 1 MiB to 16 TiB" },
         { "workers", 'w', CO_UINT, F(o.workers), 0, EXP_MAX_WORKERS, "--workers: '%s' is not a number from 0 to %llu" },
         { "signal", 's', CO_FN, .fn = exp_signal },
@@ -117,7 +117,7 @@ static const struct cli_opt exp_table[] = {
 /* argv into x: EXIT_OK to go on, CLI_HELP, or the exit status of a usage error. */
 static int exp_parse(int argc, char **argv, struct exp_cli *x)
 {
-        const struct cli_parse p = { "experiment", "h", exp_table, x, &x->c, experiment_usage };
+        const struct cli_parse p = { "experiment", "h", exp_table, x, &x->c, experiment_usage, .english = true };
         int r = cli_parse(&p, argc, argv);
         if (r != EXIT_OK)
                 return r;
@@ -188,12 +188,12 @@ static int experiment_main(int argc, char **argv)
         int pr = exp_parse(argc, argv, &x);
         if (pr != EXIT_OK)
                 return pr == CLI_HELP ? EXIT_OK : pr;
-        cli_common_gpu_opts(&x.c, &x.o.go);
+        sources_gpu_opts(&x.c.src, &x.o.go);
         x.o.go.memory_only = true;
-        x.o.simulated = x.c.simulated;
-        x.o.sim_dir = x.c.sim_dir;
-        x.o.nvml_lib = x.c.nvml_lib;
-        x.o.call_timeout_ms = x.c.timeout_ms;
+        x.o.simulated = x.c.src.simulated;
+        x.o.sim_dir = x.c.src.sim_dir;
+        x.o.nvml_lib = x.c.src.nvml_lib;
+        x.o.call_timeout_ms = x.c.src.timeout_ms;
         int status = exp_probe(&x);
         if (status != EXIT_OK)
                 return status;

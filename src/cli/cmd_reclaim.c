@@ -282,10 +282,10 @@ static int rc_combinations(const struct rc_opts *opts)
                 return -1;
         }
         /* acting re-checks start times in the live /proc: a plan from elsewhere is not this host's */
-        if (o->yes && ((opts->c.given & CLI_PROC) || opts->c.from_bundle)) {
+        if (o->yes && ((opts->c.given & CLI_PROC) || opts->c.src.from_bundle)) {
                 cli_error(cmd, _("--yes cannot be used with %s: the plan would not come from this host's live /proc "
                                "(start times are re-checked there); drop --yes to see the plan"),
-                          opts->c.from_bundle ? "--from-bundle" : "--proc");
+                          opts->c.src.from_bundle ? "--from-bundle" : "--proc");
                 return -1;
         }
         if (o->yes && o->dry_run) {
@@ -327,20 +327,20 @@ int cmd_reclaim(int argc, char **argv)
 static void run_opts(struct rc_opts *o, const struct reclaim_policy *pol)
 {
         struct reclaim_run_opts *ro = &o->ro;
-        cli_scan_once_opts(&o->c, &ro->so);
+        sources_scan_once_opts(&o->c.src, &ro->so);
         ro->so.confirm_ms = o->confirm_ms;
         if (o->floor_set)
                 ro->so.ledger.floor_min_bytes = o->floor_mib << 20;
-        cli_common_gpu_opts(&o->c, &ro->go);
-        cli_common_host_opts(&o->c, &ro->ho);
+        sources_gpu_opts(&o->c.src, &ro->go);
+        sources_host_opts(&o->c.src, &ro->ho);
         ro->ho.save_dir = NULL;
-        ro->simulated = o->c.simulated;
-        ro->sim_dir = o->c.sim_dir;
-        ro->proc_root = o->c.proc_root;
-        ro->from_bundle = o->c.from_bundle;
+        ro->simulated = o->c.src.simulated;
+        ro->sim_dir = o->c.src.sim_dir;
+        ro->proc_root = o->c.src.proc_root;
+        ro->from_bundle = o->c.src.from_bundle;
         ro->verbose = o->c.verbose;
         ro->pids = o->pids;
-        ro->poke_timeout_ms = (o->c.given & CLI_CALL_TIMEOUT) ? o->c.timeout_ms : POKE_DEFAULT_TIMEOUT_MS;
+        ro->poke_timeout_ms = (o->c.given & CLI_CALL_TIMEOUT) ? o->c.src.timeout_ms : POKE_DEFAULT_TIMEOUT_MS;
         if (ro->poke && !o->wait_given)
                 ro->wait_ms = POKE_DEFAULT_WAIT_MS;
         ro->policy = pol;

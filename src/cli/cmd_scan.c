@@ -87,23 +87,6 @@ static void scan_usage(FILE *f)
               "lost one).\n"), f);
 }
 
-/* The sources of a scan from the common options. */
-void cli_scan_once_opts(const struct cli_common *c, struct scan_once_opts *o)
-{
-        memset(o, 0, sizeof(*o));
-        o->facts.simulated = c->simulated;
-        cli_common_gpu_opts(c, &o->facts.gpu);
-        cli_common_host_opts(c, &o->facts.host);
-        ledger_opts_default(&o->ledger);
-        o->ledger.xid_window_s = c->xid_window_s;
-        o->confirm_ms = 2000;
-        o->from_bundle = c->from_bundle;
-        o->save_bundle = c->save_bundle;
-        o->facts.read_kernel = true;
-        o->facts.kernel.sim_dir = c->simulated ? c->sim_dir : NULL;
-        o->facts.kernel.proc_root = c->proc_root;
-}
-
 struct scan_args {
         struct cli_common c;
         const char *gpu_spec;
@@ -158,7 +141,7 @@ static int scan_print(const struct scan_args *a, const struct scan_result *res, 
         struct track_scan *ts = NULL;
         if (a->ledger_dir) {
                 ts = calloc(1, sizeof(*ts));
-                if (!ts || track_scan_collect(res, a->ledger_dir, c->proc_root, ts) < 0) {
+                if (!ts || track_scan_collect(res, a->ledger_dir, c->src.proc_root, ts) < 0) {
                         cli_error("scan", _("--ledger-dir %s: out of memory"), a->ledger_dir);
                         status = EXIT_INCOMPLETE;
                 } else if (ts->error[0]) {
@@ -166,10 +149,10 @@ static int scan_print(const struct scan_args *a, const struct scan_result *res, 
                 }
         }
         /* host shared memory, said apart: operators rule it out as GPU memory (free's "shared") */
-        struct cli_shm_paths sp;
+        struct sources_shm_paths sp;
         struct shm_opts sho;
         struct shm_report *shm = NULL;
-        if (cli_common_shm_opts(c, NULL, &sp, &sho) && shm_collect(&sho, &shm) == -ENOMEM) {
+        if (sources_shm_opts(&c->src, NULL, &sp, &sho) && shm_collect(&sho, &shm) == -ENOMEM) {
                 cli_error("scan", "out of memory");
                 status = EXIT_INCOMPLETE;
         }
@@ -202,7 +185,7 @@ int cmd_scan(int argc, char **argv)
         if (gr != EXIT_OK)
                 return gr;
         struct scan_once_opts so;
-        cli_scan_once_opts(&a.c, &so);
+        sources_scan_once_opts(&a.c.src, &so);
         if (a.floor_set)
                 so.ledger.floor_min_bytes = a.floor_mib << 20;
         so.confirm_ms = a.confirm_ms;
@@ -212,7 +195,7 @@ int cmd_scan(int argc, char **argv)
         struct scan_once *run = NULL;
         int r = scan_once_run(&so, &run);
         if (r < 0) {
-                cli_error("scan", _("cannot read %s: %s"), a.c.proc_root, fileio_strerror(r));
+                cli_error("scan", _("cannot read %s: %s"), a.c.src.proc_root, fileio_strerror(r));
                 return EXIT_INCOMPLETE;
         }
         struct scan_result *res = run->res;

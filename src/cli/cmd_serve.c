@@ -166,7 +166,7 @@ static void serve_run_opts(const struct serve_args *a, int family, struct serve_
         memset(ro, 0, sizeof(*ro));
         struct exporter_opts *eo = &ro->exporter;
         struct scan_once_opts so;
-        cli_scan_once_opts(&a->c, &so);
+        sources_scan_once_opts(&a->c.src, &so);
         eo->sampler.facts = so.facts;
         eo->sampler.facts.read_kernel = !a->no_kernel;
         eo->sampler.ledger = so.ledger;
@@ -180,7 +180,7 @@ static void serve_run_opts(const struct serve_args *a, int family, struct serve_
         eo->ledger_dir = a->ledger_dir;
         ro->http = (struct http_opts){ .listen = a->listen, .max_connections = a->max_conns };
         ro->family = family;
-        ro->simulated = a->c.simulated;
+        ro->simulated = a->c.src.simulated;
         ro->out = stdout;
         ro->wait = stopwait_ms;
 }

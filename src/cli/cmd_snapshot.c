@@ -50,13 +50,13 @@ int cmd_snapshot(int argc, char **argv)
         if (cli_common_finish(&c, "snapshot") < 0)
                 return EXIT_USAGE;
 
-        struct facts_opts fo = { .save_bundle = c.save_bundle, .simulated = c.simulated };
-        cli_common_gpu_opts(&c, &fo.gpu);
-        cli_common_host_opts(&c, &fo.host);
+        struct facts_opts fo = { .save_bundle = c.src.save_bundle, .simulated = c.src.simulated };
+        sources_gpu_opts(&c.src, &fo.gpu);
+        sources_host_opts(&c.src, &fo.host);
         struct facts *f;
         int r = facts_collect(&fo, &f);
         if (r < 0) {
-                cli_error("snapshot", "cannot read %s: %s", c.proc_root, fileio_strerror(r));
+                cli_error("snapshot", "cannot read %s: %s", c.src.proc_root, fileio_strerror(r));
                 return EXIT_INCOMPLETE;
         }
         if (c.json) {

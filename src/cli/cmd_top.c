@@ -143,7 +143,7 @@ static int top_parse(int argc, char **argv, struct top *t)
 static void top_sampler_opts(struct top *t, struct sampler_opts *sop)
 {
         struct scan_once_opts so;
-        cli_scan_once_opts(&t->c, &so);
+        sources_scan_once_opts(&t->c.src, &so);
         memset(sop, 0, sizeof(*sop));
         sop->facts = so.facts;
         sop->facts.read_kernel = !t->no_kernel;
@@ -166,8 +166,8 @@ static int top_start(struct top *t)
         int r = top_run_start(&o, &t->live.run);
         if (r < 0)
                 return r;
-        t->reclaim = (struct top_reclaim){ .run = t->live.run, .proc_root = t->c.proc_root,
-                                           .nvml_lib = t->c.simulated ? NULL : t->c.nvml_lib, .err_fd = -1 };
+        t->reclaim = (struct top_reclaim){ .run = t->live.run, .proc_root = t->c.src.proc_root,
+                                           .nvml_lib = t->c.src.simulated ? NULL : t->c.src.nvml_lib, .err_fd = -1 };
         t->live.feed = &t->feed;
         t->live.reclaim = &t->reclaim;
         t->live.gpu_arg = t->gpu_arg;

@@ -112,13 +112,13 @@ static int watch_heal(void *ctx, unsigned index, struct buf *out)
         snprintf(gpu, sizeof(gpu), "%u", index);
         const char *args[16] = { "ghostvram", "reclaim", "--gpu", gpu, "--yes", "--json" };
         size_t n = 6;
-        if (strcmp(w->c.proc_root, "/proc") != 0) {
+        if (strcmp(w->c.src.proc_root, "/proc") != 0) {
                 args[n++] = "--proc";
-                args[n++] = w->c.proc_root;
+                args[n++] = w->c.src.proc_root;
         }
-        if (!w->c.simulated && w->c.nvml_lib) {
+        if (!w->c.src.simulated && w->c.src.nvml_lib) {
                 args[n++] = "--nvml-lib";
-                args[n++] = w->c.nvml_lib;
+                args[n++] = w->c.src.nvml_lib;
         }
         args[n] = NULL;
         return spawn_self(NULL, args, out, false);
@@ -270,7 +270,7 @@ int cmd_watch(int argc, char **argv)
                 return pr == WATCH_HELP ? EXIT_OK : pr;
 
         struct scan_once_opts so;
-        cli_scan_once_opts(&a.w.c, &so);
+        sources_scan_once_opts(&a.w.c.src, &so);
         /* the first sample is confirmed by a second one an interval later, as every later one is */
         struct sampler_opts sp = { .facts = so.facts, .ledger = so.ledger, .confirm_ms = a.o.interval_ms,
                                    .light = true, .wait = stopwait_ms };
@@ -284,7 +284,7 @@ int cmd_watch(int argc, char **argv)
         stopwait_block();
         signal(SIGPIPE, SIG_IGN);
         if (!a.w.c.json) {
-                if (a.w.c.simulated)
+                if (a.w.c.src.simulated)
                         cli_sim_banner(stdout, &a.w.c);
                 watch_banner_print(stdout, a.o.interval_ms, a.o.threshold_bytes, a.o.for_ms, a.o.exec != NULL);
         }

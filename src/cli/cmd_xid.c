@@ -323,9 +323,9 @@ static int xid_finish(struct xid_cmd *xc)
                 xc->o.gpu.index = (unsigned)idx;
         }
         xc->o.verbose = xc->c.verbose;
-        xc->o.sim_dir = xc->c.simulated ? xc->c.sim_dir : NULL;
-        xc->o.proc_root = xc->c.proc_root;
-        cli_common_gpu_opts(&xc->c, &xc->o.gpu_opts);
+        xc->o.sim_dir = xc->c.src.simulated ? xc->c.src.sim_dir : NULL;
+        xc->o.proc_root = xc->c.src.proc_root;
+        sources_gpu_opts(&xc->c.src, &xc->o.gpu_opts);
         xc->color = !xc->c.json && cli_use_color(stdout);
         return EXIT_OK;
 }

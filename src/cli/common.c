@@ -44,10 +44,7 @@ void cli_common_init(struct cli_common *c, unsigned accepts)
         memset(c, 0, sizeof(*c));
         c->accepts = accepts;
         c->timeout_now = "--call-timeout (the deadline for each driver call)";
-        c->proc_root = "/proc";
-        c->dev_prefix = "/dev/nvidia";
-        c->timeout_ms = 5000;
-        c->xid_window_s = XID_WINDOW_DEFAULT_S;
+        sources_init(&c->src);
 }
 
 /* The common options: name, the CLI_* bit a command accepts, and the help lines (80 columns,
@@ -159,33 +156,33 @@ int cli_common_option(struct cli_common *c, int opt, const char *arg, const char
                 c->given |= common_opts[i].bit;
         }
         switch (opt) {
-        case CLI_OPT_NVML_LIB: c->nvml_lib = arg; return 1;
-        case CLI_OPT_PROC: c->proc_root = arg; return 1;
-        case CLI_OPT_DEV_PREFIX: c->dev_prefix = arg; return 1;
+        case CLI_OPT_NVML_LIB: c->src.nvml_lib = arg; return 1;
+        case CLI_OPT_PROC: c->src.proc_root = arg; return 1;
+        case CLI_OPT_DEV_PREFIX: c->src.dev_prefix = arg; return 1;
         case CLI_OPT_CALL_TIMEOUT:
                 if (parse_duration_ms(arg, &ms) < 0 || ms == 0 || ms > 3600 * 1000) {
                         cli_error(cmd, _("--call-timeout: '%s' is not a duration between 1ms and 1h (e.g. 5s, 500ms)"), arg);
                         return -1;
                 }
-                c->timeout_ms = (unsigned)ms;
+                c->src.timeout_ms = (unsigned)ms;
                 return 1;
         case CLI_OPT_XID_WINDOW:
                 if (parse_duration_ms(arg, &ms) < 0 || ms > 366ull * 24 * 3600 * 1000) {
                         cli_error(cmd, _("--xid-window: '%s' is not a duration up to a year (e.g. 10m, 2h, 0 for never)"), arg);
                         return -1;
                 }
-                c->xid_window_s = (double)ms / 1000.0;
+                c->src.xid_window_s = (double)ms / 1000.0;
                 return 1;
         case CLI_OPT_JSON: c->json = true; return 1;
-        case CLI_OPT_SAVE_BUNDLE: c->save_bundle = arg; return 1;
-        case CLI_OPT_FROM_BUNDLE: c->from_bundle = arg; return 1;
+        case CLI_OPT_SAVE_BUNDLE: c->src.save_bundle = arg; return 1;
+        case CLI_OPT_FROM_BUNDLE: c->src.from_bundle = arg; return 1;
         case CLI_OPT_HOLDERS:
                 if (strcmp(arg, "auto") == 0)
-                        c->holders = HOST_HOLDERS_AUTO;
+                        c->src.holders = HOST_HOLDERS_AUTO;
                 else if (strcmp(arg, "bpf") == 0)
-                        c->holders = HOST_HOLDERS_BPF;
+                        c->src.holders = HOST_HOLDERS_BPF;
                 else if (strcmp(arg, "proc") == 0)
-                        c->holders = HOST_HOLDERS_PROC;
+                        c->src.holders = HOST_HOLDERS_PROC;
                 else {
                         cli_error(cmd, _("--holders: '%s' is not auto, bpf or proc"), arg);
                         return -1;
@@ -210,15 +207,11 @@ int cli_path_arg(const char *cmd, const char *opt, const char *arg)
 
 int cli_dir_arg(const char *cmd, const char *opt, const char *dir)
 {
-        struct stat st;
+        char why[256];
         if (cli_path_arg(cmd, opt, dir) < 0)
                 return -1;
-        if (stat(dir, &st) < 0) {
-                cli_error(cmd, "%s %s: %s", opt, dir, errno == ENOENT ? "no such directory" : strerror(errno));
-                return -1;
-        }
-        if (!S_ISDIR(st.st_mode)) {
-                cli_error(cmd, "%s %s: not a directory (%s)", opt, dir, S_ISREG(st.st_mode) ? "a file" : file_kind(st.st_mode));
+        if (dir_why(dir, why, sizeof(why)) < 0) {
+                cli_error(cmd, "%s %s: %s", opt, dir, why);
                 return -1;
         }
         return 0;
@@ -252,200 +245,22 @@ int cli_kmsg_check(const char *cmd, const char *path)
         return 0;
 }
 
-/* --save-bundle DIR: a new directory, or an empty one (an old bundle's files would mix with the
- * new ones and be taken for this host's). */
-static int check_save_dir(const char *dir, const char *cmd)
-{
-        struct stat st;
-        if (lstat(dir, &st) < 0) {
-                if (errno == ENOENT)
-                        return 0; /* created when the bundle is written */
-                cli_error(cmd, "--save-bundle %s: %s", dir, strerror(errno));
-                return -1;
-        }
-        if (!S_ISDIR(st.st_mode)) {
-                cli_error(cmd, _("--save-bundle %s: not a directory (%s): give a new or an empty directory"), dir,
-                          S_ISREG(st.st_mode) ? "a file" : file_kind(st.st_mode));
-                return -1;
-        }
-        DIR *d = opendir(dir);
-        if (!d) {
-                cli_error(cmd, "--save-bundle %s: %s", dir, strerror(errno));
-                return -1;
-        }
-        struct dirent *e;
-        bool empty = true;
-        while (empty && (e = readdir(d)))
-                empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
-        closedir(d);
-        if (!empty) {
-                cli_error(cmd, _("--save-bundle %s: not empty: give a new or an empty directory (old files would mix with "
-                               "this bundle)"), dir);
-                return -1;
-        }
-        return 0;
-}
-
-/* The bundle's files, and its confirming sample's when scan would read one, parse. */
-static int bundle_readable(const char *dir, const char *cmd)
-{
-        char sub[4096], why[256];
-        snprintf(sub, sizeof(sub), "%s/confirm", dir);
-        for (int i = 0; i < (scan_bundle_has_confirm(dir) ? 2 : 1); i++) {
-                const char *d = i ? sub : dir;
-                if (gpu_bundle_check(d, why, sizeof(why)) < 0 || host_bundle_check(d, why, sizeof(why)) < 0) {
-                        cli_error(cmd, "--from-bundle %s: %s%s", dir, i ? "confirm/" : "", why);
-                        return -1;
-                }
-        }
-        return 0;
-}
-
 int cli_common_finish(struct cli_common *c, const char *cmd)
 {
-        if (c->save_bundle && c->from_bundle) {
-                cli_error(cmd, _("--save-bundle and --from-bundle cannot be used together"));
-                return -1;
-        }
-        if (c->save_bundle && check_save_dir(c->save_bundle, cmd) < 0)
-                return -1;
-        if (c->from_bundle) {
-                int n = snprintf(c->bundle_proc, sizeof(c->bundle_proc), "%s/proc", c->from_bundle);
-                if (n < 0 || (size_t)n >= sizeof(c->bundle_proc) || access(c->from_bundle, R_OK) < 0) {
-                        cli_error(cmd, _("--from-bundle %s: cannot read the bundle directory"), c->from_bundle);
-                        return -1;
-                }
-                /* its files are read only when they are plain files: a FIFO would block, a device
-                 * never end, a symlink point anywhere */
-                static const char *const files[] = { "nvml.json", "host.json" };
-                for (size_t i = 0; i < 2; i++) {
-                        char p[4096];
-                        struct stat st;
-                        snprintf(p, sizeof(p), "%s/%s", c->from_bundle, files[i]);
-                        if (lstat(p, &st) < 0) {
-                                cli_error(cmd, _("--from-bundle %s: not a bundle (no %s): record one with --save-bundle DIR"),
-                                          c->from_bundle, files[i]);
-                                return -1;
-                        }
-                        if (!S_ISREG(st.st_mode)) {
-                                cli_error(cmd, _("--from-bundle: %s is not a regular file (%s): not read"), p, file_kind(st.st_mode));
-                                return -1;
-                        }
-                }
-                /* a damaged file is the user's input, said now, not a driver that failed */
-                if (bundle_readable(c->from_bundle, cmd) < 0)
-                        return -1;
-                c->proc_root = c->bundle_proc;
-                c->dev_prefix = "/dev/nvidia"; /* bundles store canonical node paths */
+        char err[1024];
+        if (sources_open(&c->src, getenv("GHOSTVRAM_SIM"), err, sizeof(err)) == 0)
                 return 0;
-        }
-        /* a process tree that is not there would read as a host without processes */
-        if (strcmp(c->proc_root, "/proc") != 0 && cli_dir_arg(cmd, "--proc", c->proc_root) < 0)
-                return -1;
-        const char *sim = getenv("GHOSTVRAM_SIM");
-        if (sim && *sim) {
-                int r = simstate_library(sim, c->sim_lib, sizeof(c->sim_lib));
-                if (r < 0) {
-                        cli_error(cmd, _("GHOSTVRAM_SIM=%s: not a simulated host (%s); create one with 'ghostvram sim init DIR'"),
-                                  sim, strerror(-r));
-                        return -1;
-                }
-                r = simstate_dev_prefix(sim, c->sim_prefix, sizeof(c->sim_prefix));
-                if (r < 0) {
-                        cli_error(cmd, "GHOSTVRAM_SIM=%s: %s", sim, strerror(-r));
-                        return -1;
-                }
-                int n = snprintf(c->sim_driver_proc, sizeof(c->sim_driver_proc), "%s/proc/driver/nvidia", sim);
-                if (n < 0 || (size_t)n >= sizeof(c->sim_driver_proc)) {
-                        cli_error(cmd, _("GHOSTVRAM_SIM=%s: path too long"), sim);
-                        return -1;
-                }
-                c->simulated = true;
-                c->sim_dir = sim;
-                if (!c->nvml_lib)
-                        c->nvml_lib = c->sim_lib;
-                if (strcmp(c->dev_prefix, "/dev/nvidia") == 0)
-                        c->dev_prefix = c->sim_prefix;
-        }
-        return 0;
+        cli_error(cmd, "%s", err);
+        return -1;
 }
 
 int cli_gpu_resolve(const struct cli_common *c, const char *spec, bool check_index, int *ret_index, const char *cmd)
 {
-        unsigned u;
-        *ret_index = -1;
-        if (!spec)
-                return EXIT_OK;
-        bool numeric = parse_uint_range(spec, 0, 1023, &u) == 0;
-        if (numeric && !check_index) {
-                *ret_index = (int)u; /* the command checks it against its own sample */
-                return EXIT_OK;
-        }
-        struct gpu_opts o;
-        struct gpu_report *r = NULL;
-        cli_common_gpu_opts(c, &o);
-        if (gpu_collect(&o, &r) < 0) {
-                cli_error(cmd, _("out of memory"));
-                return EXIT_INCOMPLETE;
-        }
-        int status = EXIT_OK;
-        if (!r->driver_present || r->timed_out) {
-                if (numeric) {
-                        *ret_index = (int)u; /* the command reports the driver itself */
-                } else {
-                        cli_error(cmd, _("--gpu %s: the driver cannot be asked which GPU that is (%s)"), spec,
-                                  r->error[0] ? r->error : "no answer");
-                        status = EXIT_INCOMPLETE;
-                }
-        } else if (gpu_spec_resolve(spec, r, &u) == 0) {
-                *ret_index = (int)u;
-        } else {
-                cli_error(cmd, P_("--gpu %s: this host has %zu GPU", "--gpu %s: this host has %zu GPUs", r->n_gpus), spec, r->n_gpus);
-                status = EXIT_USAGE;
-        }
-        gpu_report_free(r);
+        char err[1024];
+        int status = sources_gpu_resolve(&c->src, spec, check_index, ret_index, err, sizeof(err));
+        if (status != EXIT_OK)
+                cli_error(cmd, "%s", err);
         return status;
-}
-
-void cli_common_gpu_opts(const struct cli_common *c, struct gpu_opts *o)
-{
-        memset(o, 0, sizeof(*o));
-        o->nvml_lib = c->nvml_lib;
-        o->timeout_ms = c->timeout_ms;
-        o->bundle_dir = c->from_bundle;
-        o->driver_proc_dir = c->simulated ? c->sim_driver_proc : NULL;
-}
-
-void cli_common_host_opts(const struct cli_common *c, struct host_opts *o)
-{
-        memset(o, 0, sizeof(*o));
-        o->proc_root = c->proc_root;
-        o->dev_prefix = c->dev_prefix;
-        o->timeout_ms = c->timeout_ms < 2000 ? c->timeout_ms : 2000;
-        o->save_dir = c->save_bundle;
-        o->read_env = true;
-        o->holders = c->holders;
-}
-
-bool cli_common_shm_opts(const struct cli_common *c, const char *root, struct cli_shm_paths *p, struct shm_opts *o)
-{
-        memset(o, 0, sizeof(*o));
-        if (c->from_bundle)
-                return false;
-        const char *base = root && strcmp(root, "/") ? root : c->simulated ? c->sim_dir : NULL;
-        if (base) {
-                int n1 = snprintf(p->proc, sizeof(p->proc), "%s/proc", base);
-                int n2 = snprintf(p->dir, sizeof(p->dir), "%s/dev/shm", base);
-                if (n1 < 0 || (size_t)n1 >= sizeof(p->proc) || n2 < 0 || (size_t)n2 >= sizeof(p->dir))
-                        return false;
-                o->proc_root = p->proc;
-                o->shm_dir = p->dir;
-        } else {
-                o->proc_root = c->proc_root;
-                o->shm_dir = strcmp(c->proc_root, "/proc") == 0 ? "/dev/shm" : NULL;
-        }
-        o->timeout_ms = c->timeout_ms < 1000 ? c->timeout_ms : 1000;
-        return true;
 }
 
 void cli_bad_option(const char *cmd, int argc, char **argv, int opt)
@@ -485,11 +300,11 @@ bool cli_use_color(FILE *f)
 void cli_sim_banner(FILE *f, const struct cli_common *c)
 {
         /* quoted as a shell word: GHOSTVRAM_SIM=... is pasted, and a newline must not end the line */
-        char *q = esc_shell_dup(c->simulated ? c->sim_dir : c->from_bundle ? c->from_bundle : "");
-        if (c->simulated)
-                fprintf(f, _("*** SIMULATED HOST (GHOSTVRAM_SIM=%s): not a real GPU ***\n\n"), q ? q : c->sim_dir);
-        else if (c->from_bundle)
-                fprintf(f, _("*** RECORDED BUNDLE %s: facts as they were when it was saved ***\n\n"), q ? q : c->from_bundle);
+        char *q = esc_shell_dup(c->src.simulated ? c->src.sim_dir : c->src.from_bundle ? c->src.from_bundle : "");
+        if (c->src.simulated)
+                fprintf(f, _("*** SIMULATED HOST (GHOSTVRAM_SIM=%s): not a real GPU ***\n\n"), q ? q : c->src.sim_dir);
+        else if (c->src.from_bundle)
+                fprintf(f, _("*** RECORDED BUNDLE %s: facts as they were when it was saved ***\n\n"), q ? q : c->src.from_bundle);
         free(q);
 }
 

@@ -41,7 +41,8 @@ static int bad_value(const struct cli_parse *p, const struct cli_opt *o, const c
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral" /* checked by check_bad */
 #pragma GCC diagnostic ignored "-Wformat-extra-args"
-        cli_error(p->cmd, _(o->bad ? o->bad : GPU_BAD), arg, (unsigned long long)o->hi);
+        const char *bad = o->bad ? o->bad : GPU_BAD;
+        cli_error(p->cmd, p->english ? bad : _(bad), arg, (unsigned long long)o->hi);
 #pragma GCC diagnostic pop
         return -1;
 }

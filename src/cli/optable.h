@@ -47,6 +47,7 @@ struct cli_parse {
         struct cli_common *common;      /* the common options' values; NULL: the command takes none */
         void (*usage)(FILE *f);         /* --help to stdout */
         bool operands;                  /* arguments may follow the options (optind says where) */
+        bool english;                   /* its sentences are not in the catalogue: never translated */
 };
 
 #define CLI_HELP (-1) /* cli_parse: --help was printed */

@@ -197,3 +197,17 @@ const char *file_kind(unsigned m)
         return S_ISLNK(m) ? "a symbolic link" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
              : S_ISDIR(m) ? "a directory" : S_ISSOCK(m) ? "a socket" : "a special file";
 }
+
+int dir_why(const char *dir, char *why, size_t len)
+{
+        struct stat st;
+        if (stat(dir, &st) < 0) {
+                snprintf(why, len, "%s", errno == ENOENT ? "no such directory" : strerror(errno));
+                return -1;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+                snprintf(why, len, "not a directory (%s)", S_ISREG(st.st_mode) ? "a file" : file_kind(st.st_mode));
+                return -1;
+        }
+        return 0;
+}

@@ -44,3 +44,6 @@ int remove_tree(const char *dir);
 
 /* "a directory", "a FIFO"... of a file that is not a regular one (for messages). */
 const char *file_kind(unsigned mode);
+/* dir is a directory: 0, or -1 with why ("no such directory", "not a directory (a file)", or
+ * the error) for a message "OPTION DIR: why". */
+int dir_why(const char *dir, char *why, size_t len);
