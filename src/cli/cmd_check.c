@@ -5,7 +5,7 @@
  * render/check_render.h's. */
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,120 +80,136 @@ static void check_usage(FILE *f)
               "error).\n"), f);
 }
 
-/* The ends of a threshold in MiB as whole bytes, as the performance data gives them (uint64):
- * each rounded to a byte; -ERANGE for an end of 2^64 bytes or more, or a non-zero one under
- * half a byte. */
-static int range_in_bytes(struct range *r)
-{
-        double *ends[2] = { r->start_inf ? NULL : &r->start, r->end_inf ? NULL : &r->end };
-        for (size_t i = 0; i < 2; i++) {
-                if (!ends[i])
-                        continue;
-                double b = *ends[i] * 1048576.0, whole = round(b);
-                if (fabs(b) >= 18446744073709551616.0 || (whole == 0 && b != 0))
-                        return -ERANGE;
-                *ends[i] = whole / 1048576.0;
-        }
-        return 0;
-}
-
 static int unknown(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int unknown(const char *fmt, ...)
 {
-        char why[512];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(why, sizeof(why), fmt, ap);
+        int st = check_print_unknownv(stdout, fmt, ap);
         va_end(ap);
-        check_print_unknown(stdout, why);
-        return PLUGIN_UNKNOWN;
+        return st;
 }
 
+/* What the command line gives: the use case's options, read into directly, the thresholds, and
+ * whether a bad value was already said. */
 struct check_args {
         struct cli_common c;
         struct check_thresholds t;
-        uint64_t timeout_ms, confirm_ms, floor_mib;
-        bool confirm_set, no_kernel;
-        int only_gpu;
-        const char *gpu_spec;
+        struct check_run_opts ro;
+        bool json, said;
 };
 
-#define CHECK_GO_ON (-1) /* an option taken, or all parsed: go on */
-
-/* One option into a: CHECK_GO_ON, or the plugin state to exit with (said). */
-static int check_option(struct check_args *a, int opt, const char *arg)
+/* A bad value of check's own options: said as an UNKNOWN line on stdout (the plugin's output,
+ * nothing on stderr); -1 for cli_parse. */
+static int bad(struct check_args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int bad(struct check_args *a, const char *fmt, ...)
 {
-        unsigned u;
-        switch (opt) {
-        case 'h':
-                check_usage(stdout);
-                return PLUGIN_OK;
-        case 'w':
-        case 'c':
-                if (range_parse(arg, opt == 'w' ? &a->t.warn : &a->t.crit) < 0)
-                        return unknown(_("invalid range '%s' (e.g. 10, 10:, ~:10, 10:20, @10:20)"), arg);
-                if (range_in_bytes(opt == 'w' ? &a->t.warn : &a->t.crit) < 0)
-                        return unknown(_("%s: '%s' is not a number of MiB from 1 byte up to 2^64 bytes (16 EiB)"),
-                                       opt == 'w' ? "-w" : "-c", arg);
-                return CHECK_GO_ON;
-        case 't':
-        case CLI_OPT_TIMEOUT:   /* the plugin's time limit, as monitoring plugins spell it */
-                if (parse_duration_ms(arg, &a->timeout_ms) < 0 || a->timeout_ms == 0 || a->timeout_ms > 3600 * 1000)
-                        return unknown(_("-t: '%s' is not a number of seconds up to 3600"), arg);
-                return CHECK_GO_ON;
-        case 'g':
-                if (gpu_spec_check(arg) < 0)
-                        return unknown(_("--gpu: '%s' is not a GPU index, UUID or PCI bus id"), arg);
-                a->gpu_spec = arg;
-                if (parse_uint_range(arg, 0, 1023, &u) == 0)
-                        a->only_gpu = (int)u;
-                return CHECK_GO_ON;
-        case 'C':
-                if (parse_duration_ms(arg, &a->confirm_ms) < 0 || a->confirm_ms > 600000)
-                        return unknown(_("--confirm: '%s' is not a duration up to 10m"), arg);
-                a->confirm_set = true;
-                return CHECK_GO_ON;
-        case 'F':
-                if (parse_u64(arg, &a->floor_mib) < 0 || a->floor_mib > (1u << 24))
-                        return unknown(_("--noise-floor: '%s' is not a number of MiB"), arg);
-                return CHECK_GO_ON;
-        case 'N':
-                a->no_kernel = true;
-                return CHECK_GO_ON;
-        case CLI_OPT_JSON:
-                return unknown("%s", _("check prints a plugin status line; use 'ghostvram scan --json' for JSON"));
-        default: {
-                int r = cli_common_option(&a->c, opt, arg, "check");
-                if (r > 0)
-                        return CHECK_GO_ON;
-                if (r == 0)
-                        check_usage(stderr);
-                return unknown("%s", _("invalid option (see ghostvram check --help)"));
-        }
-        }
+        va_list ap;
+        va_start(ap, fmt);
+        check_print_unknownv(stdout, fmt, ap);
+        va_end(ap);
+        a->said = true;
+        return -1;
 }
+
+static int ck_range(struct check_args *a, const char *arg, const char *opt, struct range *r)
+{
+        if (range_parse(arg, r) < 0)
+                return bad(a, _("invalid range '%s' (e.g. 10, 10:, ~:10, 10:20, @10:20)"), arg);
+        if (check_range_in_bytes(r) < 0)
+                return bad(a, _("%s: '%s' is not a number of MiB from 1 byte up to 2^64 bytes (16 EiB)"), opt, arg);
+        return 0;
+}
+
+static int ck_warn(void *ctx, const char *arg, const char *cmd)
+{
+        struct check_args *a = ctx;
+        (void)cmd;
+        return ck_range(a, arg, "-w", &a->t.warn);
+}
+
+static int ck_crit(void *ctx, const char *arg, const char *cmd)
+{
+        struct check_args *a = ctx;
+        (void)cmd;
+        return ck_range(a, arg, "-c", &a->t.crit);
+}
+
+static int ck_timeout(void *ctx, const char *arg, const char *cmd)
+{
+        struct check_args *a = ctx;
+        (void)cmd;
+        if (parse_duration_ms(arg, &a->ro.timeout_ms) < 0 || a->ro.timeout_ms == 0 || a->ro.timeout_ms > 3600 * 1000)
+                return bad(a, _("-t: '%s' is not a number of seconds up to 3600"), arg);
+        return 0;
+}
+
+static int ck_gpu(void *ctx, const char *arg, const char *cmd)
+{
+        struct check_args *a = ctx;
+        unsigned u;
+        (void)cmd;
+        if (gpu_spec_check(arg) < 0)
+                return bad(a, _("--gpu: '%s' is not a GPU index, UUID or PCI bus id"), arg);
+        a->ro.gpu_spec = arg;
+        if (parse_uint_range(arg, 0, 1023, &u) == 0)
+                a->ro.only_gpu = (int)u;
+        return 0;
+}
+
+static int ck_confirm(void *ctx, const char *arg, const char *cmd)
+{
+        struct check_args *a = ctx;
+        (void)cmd;
+        if (parse_duration_ms(arg, &a->ro.confirm_ms) < 0 || a->ro.confirm_ms > 600000)
+                return bad(a, _("--confirm: '%s' is not a duration up to 10m"), arg);
+        a->ro.confirm_set = true;
+        return 0;
+}
+
+static int ck_floor(void *ctx, const char *arg, const char *cmd)
+{
+        struct check_args *a = ctx;
+        (void)cmd;
+        if (parse_u64(arg, &a->ro.floor_mib) < 0 || a->ro.floor_mib > (1u << 24))
+                return bad(a, _("--noise-floor: '%s' is not a number of MiB"), arg);
+        return 0;
+}
+
+static int ck_json(void *ctx, const char *arg, const char *cmd)
+{
+        (void)arg, (void)cmd;
+        return bad(ctx, "%s", _("check prints a plugin status line; use 'ghostvram scan --json' for JSON"));
+}
+
+/* A bad value is an UNKNOWN line (bad), so each option with a value is a CO_FN.
+ * -t and --timeout are the plugin's time limit (the common options refuse --timeout): the
+ * common option's code, so that the long name, also theirs, stays one option to getopt
+ * (--time is --timeout), and 't' its alias. --json, refused in check's words, likewise. */
+#define F(f) offsetof(struct check_args, f)
+static const struct cli_opt check_table[] = {
+        { "warning", 'w', CO_FN, .fn = ck_warn },
+        { "critical", 'c', CO_FN, .fn = ck_crit },
+        { "timeout", CLI_OPT_TIMEOUT, CO_FN, .fn = ck_timeout, .alias = 't' },
+        { "gpu", 'g', CO_FN, .fn = ck_gpu },
+        { "confirm", 'C', CO_FN, .fn = ck_confirm },
+        { "noise-floor", 'F', CO_FN, .fn = ck_floor },
+        { "no-kernel", 'N', CO_FLAG, F(ro.no_kernel) },
+        { "json", CLI_OPT_JSON, CO_FLAG, F(json), .fn = ck_json },
+        { 0 },
+};
+
+#define CHECK_GO_ON (-1) /* all parsed: go on */
 
 /* argv into a, and the time budget settled: CHECK_GO_ON, or the plugin state to exit with. */
 static int check_parse(int argc, char **argv, struct check_args *a)
 {
-        static const struct option opts[] = {
-                CLI_COMMON_LONGOPTS,
-                { "warning", required_argument, NULL, 'w' },
-                { "critical", required_argument, NULL, 'c' },
-                { "gpu", required_argument, NULL, 'g' },
-                { "confirm", required_argument, NULL, 'C' },
-                { "noise-floor", required_argument, NULL, 'F' },
-                { "no-kernel", no_argument, NULL, 'N' },
-                { "help", no_argument, NULL, 'h' },
-                { 0 },
-        };
-        int opt;
-        optind = 1;
-        while ((opt = getopt_long(argc, argv, "hvw:c:t:", opts, NULL)) != -1) {
-                int r = check_option(a, opt, optarg);
-                if (r != CHECK_GO_ON)
-                        return r;
-        }
+        const struct cli_parse p = { "check", "hvw:c:t:", check_table, a, &a->c, check_usage, .operands = true };
+        int r = cli_parse(&p, argc, argv);
+        if (r == CLI_HELP)
+                return PLUGIN_OK;
+        if (r != EXIT_OK) /* a common option's or an unknown one's: said on stderr */
+                return a->said ? PLUGIN_UNKNOWN : unknown("%s", _("invalid option (see ghostvram check --help)"));
         if (optind < argc)
                 return unknown(_("unexpected argument '%s' (see --help)"), argv[optind]);
         if (cli_common_finish(&a->c, "check") < 0)
@@ -201,57 +217,15 @@ static int check_parse(int argc, char **argv, struct check_args *a)
         /* -t covers the whole scan, the confirming wait included: the default wait shrinks to a
          * quarter of -t; a --confirm given that leaves less than half of -t for the two samples is
          * refused, in words */
-        if (!a->confirm_set && a->confirm_ms > a->timeout_ms / 4)
-                a->confirm_ms = a->timeout_ms / 4;
-        if (a->confirm_set && a->confirm_ms > a->timeout_ms / 2)
+        struct check_run_opts *o = &a->ro;
+        if (!o->confirm_set && o->confirm_ms > o->timeout_ms / 4)
+                o->confirm_ms = o->timeout_ms / 4;
+        if (o->confirm_set && o->confirm_ms > o->timeout_ms / 2)
                 return unknown(_("-t %.3g s is too short for --confirm %.3g s: the scan takes two samples that far apart; "
                                "give -t of at least %.3g s, or a shorter --confirm"),
-                               (double)a->timeout_ms / 1000.0, (double)a->confirm_ms / 1000.0,
-                               2.0 * (double)a->confirm_ms / 1000.0);
+                               (double)o->timeout_ms / 1000.0, (double)o->confirm_ms / 1000.0,
+                               2.0 * (double)o->confirm_ms / 1000.0);
         return CHECK_GO_ON;
-}
-
-/* The scan's job, its sources bounded by the plugin's time limit. */
-static struct check_job *check_job_make(const struct check_args *a)
-{
-        struct scan_once_opts o;
-        sources_scan_once_opts(&a->c.src, &o);
-        o.confirm_ms = a->confirm_ms;
-        o.light = true;         /* nothing unexplained: no walk */
-        o.facts.read_kernel = !a->no_kernel;
-        o.ledger.floor_min_bytes = a->floor_mib << 20;
-        /* a single driver call gets at most half the budget: a hung driver then shows as the
-         * driver's own "did not answer" before the whole check gives up */
-        if (o.facts.gpu.timeout_ms > a->timeout_ms / 2)
-                o.facts.gpu.timeout_ms = (unsigned)(a->timeout_ms / 2 ? a->timeout_ms / 2 : 1);
-        if (o.facts.host.timeout_ms > a->timeout_ms / 2)
-                o.facts.host.timeout_ms = (unsigned)(a->timeout_ms / 2 ? a->timeout_ms / 2 : 1);
-        return check_job_new(&o);
-}
-
-/* The status line of a finished scan (the job freed): the plugin state. */
-static int check_report(struct check_args *a, struct check_job *j)
-{
-        struct scan_result *sr = j->run->res;
-        int only_gpu = a->only_gpu;
-        if (a->gpu_spec && only_gpu < 0) { /* a UUID or PCI bus id: looked up in this scan's GPUs */
-                unsigned idx;
-                if (!sr->facts->gpu->driver_present || gpu_spec_resolve(a->gpu_spec, sr->facts->gpu, &idx) < 0) {
-                        check_job_free(j);
-                        return unknown(_("--gpu %.100s: no such GPU on this host"), a->gpu_spec);
-                }
-                only_gpu = (int)idx;
-        }
-        if (sr->facts->gpu->driver_present && only_gpu >= 0 && (size_t)only_gpu >= sr->facts->gpu->n_gpus) {
-                size_t n = sr->facts->gpu->n_gpus;
-                check_job_free(j);
-                return unknown(P_("--gpu %d: this host has %zu GPU", "--gpu %d: this host has %zu GPUs", n), only_gpu, n);
-        }
-        sr->only_gpu = only_gpu;
-        enum plugin_state st = PLUGIN_UNKNOWN;
-        int r = check_print(stdout, sr, &a->t, &st);
-        check_job_free(j);
-        return r < 0 ? unknown("%s", _("output too large")) : (int)st;
 }
 
 int cmd_check(int argc, char **argv)
@@ -262,20 +236,20 @@ int cmd_check(int argc, char **argv)
         a.t = (struct check_thresholds){ .have_warn = true, .have_crit = true };
         range_parse(CHECK_DEFAULT_WARN, &a.t.warn);
         range_parse(CHECK_DEFAULT_CRIT, &a.t.crit);
-        a.timeout_ms = CHECK_DEFAULT_TIMEOUT_MS;
-        a.confirm_ms = 2000;
-        a.floor_mib = 64;
-        a.only_gpu = -1;
+        a.ro = (struct check_run_opts){ .timeout_ms = CHECK_DEFAULT_TIMEOUT_MS, .confirm_ms = 2000, .floor_mib = 64,
+                                        .only_gpu = -1 };
         int pr = check_parse(argc, argv, &a);
         if (pr != CHECK_GO_ON)
                 return pr;
-        struct check_job *j = check_job_make(&a);
+        struct scan_once_opts base;
+        sources_scan_once_opts(&a.c.src, &base);
+        struct check_job *j = check_job_make(&base, &a.ro);
         if (!j)
                 return unknown("%s", _("out of memory"));
-        int r = check_job_run(j, (unsigned)a.timeout_ms);
+        int r = check_job_run(j, (unsigned)a.ro.timeout_ms);
         if (r == -ETIMEDOUT) {
                 unknown(_("no result within %.3g s: the NVIDIA driver or /proc did not answer (a hung driver? see 'ghostvram xid')"),
-                        (double)a.timeout_ms / 1000.0);
+                        (double)a.ro.timeout_ms / 1000.0);
                 fflush(stdout);
                 /* the scan's worker is still inside the driver: leave without waiting for it */
                 _exit(PLUGIN_UNKNOWN);
@@ -289,5 +263,7 @@ int cmd_check(int argc, char **argv)
                 check_job_free(j);
                 return unknown(_("cannot scan: %s"), strerror(-e));
         }
-        return check_report(&a, j);
+        int st = check_report(stdout, j->run->res, &a.ro, &a.t);
+        check_job_free(j);
+        return st;
 }

@@ -2,9 +2,9 @@
  * answers from what the last collection rendered (serve/exporter.h, serve/http.h; both run by
  * serve/serve_run.h). Options, usage and exit codes here. */
 #include <errno.h>
-#include <getopt.h>
 #include <malloc.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +14,6 @@
 #include "serve/http.h"
 #include "serve/serve_run.h"
 #include "util/i18n.h"
-#include "util/parse.h"
 
 /* the answers are HTTP documents: no --json, no -v, no bundle (one scan's answers) */
 #define SERVE_ACCEPTS (CLI_CALL_TIMEOUT | CLI_NVML_LIB | CLI_PROC | CLI_DEV_PREFIX | CLI_HOLDERS)
@@ -75,95 +74,56 @@ static void serve_usage(FILE *f)
         fputs(_("Exit status: 0 stopped by a signal; 2 usage error; 3 could not listen or start.\n"), f);
 }
 
+/* What the command line gives: the use case's options, read into directly, and what only the
+ * command needs. */
 struct serve_args {
         struct cli_common c;
-        const char *listen;
-        uint64_t interval_ms, stale_ms, floor_mib;
-        unsigned max_conns;
-        bool expose, no_kernel;
-        const char *ledger_dir;
+        struct serve_run_opts ro;
+        uint64_t stale_ms, floor_mib;
+        bool no_kernel;
 };
 
-/* One of serve's own options into ctx (a struct serve_args): 1 taken, 0 not serve's own, -1 a
- * usage error (said). */
-static int serve_option(void *ctx, int opt, const char *arg)
-{
-        struct serve_args *a = ctx;
-        switch (opt) {
-        case 'l':
-                a->listen = arg;
-                return 1;
-        case 'i':
-                if (parse_duration_ms(arg, &a->interval_ms) < 0 || a->interval_ms < 1000 || a->interval_ms > 3600000)
-                        return cli_error("serve", _("--interval: '%s' is not a duration from 1s to 1h"), arg), -1;
-                return 1;
-        case 's':
-                if (parse_duration_ms(arg, &a->stale_ms) < 0 || a->stale_ms < 1000)
-                        return cli_error("serve", _("--stale-after: '%s' is not a duration of at least 1s"), arg), -1;
-                return 1;
-        case 'x':
-                a->expose = true;
-                return 1;
-        case 'L':
-                if (cli_path_arg("serve", "--ledger-dir", arg) < 0)
-                        return -1;
-                a->ledger_dir = arg;
-                return 1;
-        case 'N':
-                a->no_kernel = true;
-                return 1;
-        case 'm':
-                if (parse_uint_range(arg, 1, 4096, &a->max_conns) < 0)
-                        return cli_error("serve", _("--max-connections: '%s' is not a number from 1 to 4096"), arg), -1;
-                return 1;
-        case 'F':
-                if (parse_u64(arg, &a->floor_mib) < 0 || a->floor_mib > (1u << 24))
-                        return cli_error("serve", _("--noise-floor: '%s' is not a number of MiB"), arg), -1;
-                return 1;
-        default:
-                return 0;
-        }
-}
+#define F(f) offsetof(struct serve_args, f)
+static const struct cli_opt serve_table[] = {
+        { "listen", 'l', CO_STR, F(ro.http.listen) },
+        { "interval", 'i', CO_MS, F(ro.exporter.interval_ms), 1000, 3600000,
+          N_("--interval: '%s' is not a duration from 1s to 1h") },
+        { "stale-after", 's', CO_MS, F(stale_ms), 1000, UINT64_MAX, N_("--stale-after: '%s' is not a duration of at least 1s") },
+        { "expose-cmdline", 'x', CO_FLAG, F(ro.exporter.expose_cmdline) },
+        { "ledger-dir", 'L', CO_PATH, F(ro.exporter.ledger_dir) },
+        { "max-connections", 'm', CO_UINT, F(ro.http.max_connections), 1, 4096,
+          N_("--max-connections: '%s' is not a number from 1 to 4096") },
+        { "noise-floor", 'F', CO_U64, F(floor_mib), 0, 1u << 24, N_("--noise-floor: '%s' is not a number of MiB") },
+        { "no-kernel", 'N', CO_FLAG, F(no_kernel) },
+        { 0 },
+};
 
-#define SERVE_HELP (-1) /* --help was printed */
-
-/* argv into a, the address checked: EXIT_OK to go on, SERVE_HELP, or the exit status of a usage
+/* argv into a, the address checked: EXIT_OK to go on, CLI_HELP, or the exit status of a usage
  * error (said). */
 static int serve_parse(int argc, char **argv, struct serve_args *a, struct sockaddr_storage *ss)
 {
-        static const struct option opts[] = {
-                CLI_COMMON_LONGOPTS,
-                { "listen", required_argument, NULL, 'l' },
-                { "interval", required_argument, NULL, 'i' },
-                { "stale-after", required_argument, NULL, 's' },
-                { "expose-cmdline", no_argument, NULL, 'x' },
-                { "ledger-dir", required_argument, NULL, 'L' },
-                { "max-connections", required_argument, NULL, 'm' },
-                { "noise-floor", required_argument, NULL, 'F' },
-                { "no-kernel", no_argument, NULL, 'N' },
-                { "help", no_argument, NULL, 'h' },
-                { 0 },
-        };
-        int r = cli_options(argc, argv, "hv", opts, &a->c, "serve", serve_option, a, serve_usage);
+        const struct cli_parse p = { "serve", "hv", serve_table, a, &a->c, serve_usage };
+        int r = cli_parse(&p, argc, argv);
         if (r != EXIT_OK)
-                return r == CLI_HELP ? SERVE_HELP : r;
+                return r;
         if (cli_common_finish(&a->c, "serve") < 0)
                 return EXIT_USAGE;
         /* found at start, not as an empty ledger section in every answer */
-        if (a->ledger_dir && cli_dir_arg("serve", "--ledger-dir", a->ledger_dir) < 0)
+        if (a->ro.exporter.ledger_dir && cli_dir_arg("serve", "--ledger-dir", a->ro.exporter.ledger_dir) < 0)
                 return EXIT_USAGE;
         socklen_t sslen;
-        if (http_parse_listen(a->listen, ss, &sslen) < 0) {
-                cli_error("serve", _("--listen: '%s' is not ADDR:PORT (e.g. 127.0.0.1:9835, [::1]:9835)"), a->listen);
+        if (http_parse_listen(a->ro.http.listen, ss, &sslen) < 0) {
+                cli_error("serve", _("--listen: '%s' is not ADDR:PORT (e.g. 127.0.0.1:9835, [::1]:9835)"), a->ro.http.listen);
                 return EXIT_USAGE;
         }
         return EXIT_OK;
 }
 
-/* serve_run's options from the command line: the collection thread's and the HTTP side's. */
-static void serve_run_opts(const struct serve_args *a, int family, struct serve_run_opts *ro)
+/* The rest of serve_run's options: the collection thread's sources from the common options,
+ * the staleness limit's default, where the lines go. */
+static void serve_run_opts(struct serve_args *a, int family)
 {
-        memset(ro, 0, sizeof(*ro));
+        struct serve_run_opts *ro = &a->ro;
         struct exporter_opts *eo = &ro->exporter;
         struct scan_once_opts so;
         sources_scan_once_opts(&a->c.src, &so);
@@ -173,12 +133,8 @@ static void serve_run_opts(const struct serve_args *a, int family, struct serve_
         eo->sampler.ledger.floor_min_bytes = a->floor_mib << 20;
         eo->sampler.confirm_ms = 2000;
         eo->sampler.light = true;
-        eo->interval_ms = a->interval_ms;
-        double stale = a->stale_ms ? (double)a->stale_ms / 1000.0 : 4.0 * (double)a->interval_ms / 1000.0;
+        double stale = a->stale_ms ? (double)a->stale_ms / 1000.0 : 4.0 * (double)eo->interval_ms / 1000.0;
         eo->stale_after_s = a->stale_ms || stale >= 60 ? stale : 60;
-        eo->expose_cmdline = a->expose;
-        eo->ledger_dir = a->ledger_dir;
-        ro->http = (struct http_opts){ .listen = a->listen, .max_connections = a->max_conns };
         ro->family = family;
         ro->simulated = a->c.src.simulated;
         ro->out = stdout;
@@ -190,16 +146,15 @@ int cmd_serve(int argc, char **argv)
         static struct serve_args a;
         memset(&a, 0, sizeof(a));
         cli_common_init(&a.c, SERVE_ACCEPTS);
-        a.listen = "127.0.0.1:9835";
-        a.interval_ms = 15000;
+        a.ro.http.listen = "127.0.0.1:9835";
+        a.ro.exporter.interval_ms = 15000;
         a.floor_mib = 64;
-        a.max_conns = 64;
+        a.ro.http.max_connections = 64;
         struct sockaddr_storage ss;
         int pr = serve_parse(argc, argv, &a, &ss);
         if (pr != EXIT_OK)
-                return pr == SERVE_HELP ? EXIT_OK : pr;
-        struct serve_run_opts ro;
-        serve_run_opts(&a, ss.ss_family, &ro);
+                return pr == CLI_HELP ? EXIT_OK : pr;
+        serve_run_opts(&a, ss.ss_family);
         /* one malloc arena beside the main one: every thread (collector, HTTP, deadline
          * workers, walkers) would get its own and keep its pages; serve allocates little and
          * rarely contends (bench/README.md, "chaos": the RSS before and after) */
@@ -208,10 +163,10 @@ int cmd_serve(int argc, char **argv)
         stopwait_block();
         signal(SIGPIPE, SIG_IGN);
         enum serve_fail fail;
-        int r = serve_run(&ro, &fail);
+        int r = serve_run(&a.ro, &fail);
         if (r < 0 && fail == SERVE_FAIL_COLLECTOR)
                 cli_error("serve", _("cannot start the collection thread: %s"), strerror(-r));
         else if (r < 0)
-                cli_error("serve", _("cannot listen on %s: %s"), a.listen, strerror(-r));
+                cli_error("serve", _("cannot listen on %s: %s"), a.ro.http.listen, strerror(-r));
         return r < 0 ? EXIT_INCOMPLETE : EXIT_OK;
 }

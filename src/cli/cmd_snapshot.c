@@ -1,4 +1,3 @@
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,21 +29,13 @@ static void snapshot_usage(FILE *f)
               "read.\n"), f);
 }
 
-/* snapshot has only the common options */
-static int no_own_option(void *ctx, int opt, const char *arg)
-{
-        (void)ctx;
-        (void)opt;
-        (void)arg;
-        return 0;
-}
-
 int cmd_snapshot(int argc, char **argv)
 {
-        static const struct option opts[] = { CLI_COMMON_LONGOPTS, { "help", no_argument, NULL, 'h' }, { 0 } };
         struct cli_common c;
         cli_common_init(&c, SNAPSHOT_ACCEPTS);
-        int pr = cli_options(argc, argv, "hv", opts, &c, "snapshot", no_own_option, NULL, snapshot_usage);
+        /* snapshot has only the common options */
+        const struct cli_parse p = { "snapshot", "hv", NULL, NULL, &c, snapshot_usage };
+        int pr = cli_parse(&p, argc, argv);
         if (pr != EXIT_OK)
                 return pr == CLI_HELP ? EXIT_OK : pr;
         if (cli_common_finish(&c, "snapshot") < 0)

@@ -126,7 +126,7 @@ static void getopt_table(const struct cli_parse *p, struct option *t)
 static int one_option(const struct cli_parse *p, int opt, const char *arg, int argc, char **argv)
 {
         for (const struct cli_opt *o = p->opts; o && o->name; o++)
-                if (o->val == opt)
+                if (o->val == opt || (o->alias && o->alias == opt))
                         return take(p, o, arg) < 0 ? EXIT_USAGE : EXIT_OK;
         if (p->common) {
                 int r = cli_common_option(p->common, opt, arg, p->cmd);

@@ -36,6 +36,10 @@ struct cli_opt {
         /* after the value is stored (CO_FN: instead): 0, or -1 with the reason said (cli_error) */
         int (*fn)(void *ctx, const char *arg, const char *cmd);
         bool short_only;        /* no long form: name is the letter (val), for messages */
+        /* 0, or a second getopt value that reads this option: the letter of its short form when
+         * val must be a common option's code, the long name being one of theirs too (check's -t
+         * and --timeout: CLI_OPT_TIMEOUT); an abbreviation then stays unambiguous */
+        int alias;
 };
 #define CO_SEEN(off) ((off) + 1)
 

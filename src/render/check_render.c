@@ -1,9 +1,12 @@
 #include "render/check_render.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "collect/gpu_spec.h"
 #include "util/i18n.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -301,4 +304,55 @@ void check_print_unknown(FILE *out, const char *why)
         check_render_unknown(&b, why);
         fputs(buf_str(&b), out);
         buf_free(&b);
+}
+
+int check_print_unknownv(FILE *out, const char *fmt, va_list ap)
+{
+        char why[512];
+        vsnprintf(why, sizeof(why), fmt, ap);
+        check_print_unknown(out, why);
+        return PLUGIN_UNKNOWN;
+}
+
+int check_print_unknownf(FILE *out, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        int r = check_print_unknownv(out, fmt, ap);
+        va_end(ap);
+        return r;
+}
+
+int check_range_in_bytes(struct range *r)
+{
+        double *ends[2] = { r->start_inf ? NULL : &r->start, r->end_inf ? NULL : &r->end };
+        for (size_t i = 0; i < 2; i++) {
+                if (!ends[i])
+                        continue;
+                double b = *ends[i] * 1048576.0, whole = round(b);
+                if (fabs(b) >= 18446744073709551616.0 || (whole == 0 && b != 0))
+                        return -ERANGE;
+                *ends[i] = whole / 1048576.0;
+        }
+        return 0;
+}
+
+int check_report(FILE *out, struct scan_result *sr, const struct check_run_opts *o, const struct check_thresholds *t)
+{
+        const struct gpu_report *gpu = sr->facts->gpu;
+        int only_gpu = o->only_gpu;
+        if (o->gpu_spec && only_gpu < 0) { /* a UUID or PCI bus id: looked up in this scan's GPUs */
+                unsigned idx;
+                if (!gpu->driver_present || gpu_spec_resolve(o->gpu_spec, gpu, &idx) < 0)
+                        return check_print_unknownf(out, _("--gpu %.100s: no such GPU on this host"), o->gpu_spec);
+                only_gpu = (int)idx;
+        }
+        if (gpu->driver_present && only_gpu >= 0 && (size_t)only_gpu >= gpu->n_gpus)
+                return check_print_unknownf(out, P_("--gpu %d: this host has %zu GPU", "--gpu %d: this host has %zu GPUs",
+                                                    gpu->n_gpus),
+                                            only_gpu, gpu->n_gpus);
+        sr->only_gpu = only_gpu;
+        enum plugin_state st = PLUGIN_UNKNOWN;
+        int r = check_print(out, sr, t, &st);
+        return r < 0 ? check_print_unknownf(out, "%s", _("output too large")) : (int)st;
 }

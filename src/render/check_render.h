@@ -7,10 +7,12 @@
  * is in bytes ('B'), one set per GPU: 'gpuN_ghost'=VALUE;WARN;CRIT;0;TOTAL and the other parts
  * of the ledger. Thresholds are ranges (util/range.h) on the confirmed ghost in MiB. */
 #pragma once
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 
 #include "model/ledger.h"
+#include "run/check_run.h"
 #include "util/buf.h"
 #include "util/range.h"
 
@@ -53,3 +55,16 @@ int check_print(FILE *out, const struct scan_result *r, const struct check_thres
                 enum plugin_state *ret_state);
 /* check_render_unknown to out. */
 void check_print_unknown(FILE *out, const char *why);
+/* check_print_unknown of the sentence fmt makes (cut at 511 bytes): PLUGIN_UNKNOWN. */
+int check_print_unknownf(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int check_print_unknownv(FILE *out, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
+/* A threshold's ends in MiB made whole bytes, as the performance data gives them (uint64):
+ * each rounded to a byte. 0, or -ERANGE for an end of 2^64 bytes or more, or a non-zero one
+ * under half a byte. */
+int check_range_in_bytes(struct range *r);
+
+/* The output of a finished scan sr to out: only the GPU o names counts (a UUID or PCI bus id
+ * looked up in sr's GPUs; sr->only_gpu set), its status line and the plugin state; an UNKNOWN
+ * line when sr's host has no such GPU or the output is too large. */
+int check_report(FILE *out, struct scan_result *sr, const struct check_run_opts *o, const struct check_thresholds *t);

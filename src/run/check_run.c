@@ -45,3 +45,18 @@ int check_job_run(struct check_job *j, unsigned timeout_ms)
         deadline_runner_done(&runner);
         return r;
 }
+
+struct check_job *check_job_make(const struct scan_once_opts *base, const struct check_run_opts *o)
+{
+        struct scan_once_opts so = *base;
+        so.confirm_ms = o->confirm_ms;
+        so.light = true;        /* nothing unexplained: no walk */
+        so.facts.read_kernel = !o->no_kernel;
+        so.ledger.floor_min_bytes = o->floor_mib << 20;
+        unsigned half = (unsigned)(o->timeout_ms / 2 ? o->timeout_ms / 2 : 1);
+        if (so.facts.gpu.timeout_ms > o->timeout_ms / 2)
+                so.facts.gpu.timeout_ms = half;
+        if (so.facts.host.timeout_ms > o->timeout_ms / 2)
+                so.facts.host.timeout_ms = half;
+        return check_job_new(&so);
+}

@@ -1,7 +1,21 @@
 /* check_run: `ghostvram check`'s scan under the plugin's time limit. The scan runs on a deadline
  * worker (util/deadline.h): a hung driver gives an answer in time instead of a hung check. */
 #pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "run/scan_run.h"
+
+/* What check's command line gives the scan (the thresholds are render/check_render's). */
+struct check_run_opts {
+        uint64_t timeout_ms;            /* -t: the plugin's whole time limit */
+        uint64_t confirm_ms;            /* the confirming sample's delay (0: one sample) */
+        bool confirm_set;               /* --confirm given (else it shrinks to fit -t) */
+        uint64_t floor_mib;             /* --noise-floor */
+        bool no_kernel;                 /* --no-kernel */
+        const char *gpu_spec;           /* --gpu, or NULL */
+        int only_gpu;                   /* --gpu's index when it is one, else -1 */
+};
 
 struct check_job {
         struct scan_once_opts o;
@@ -18,3 +32,8 @@ void check_job_free(struct check_job *j);
  * frees it if the scan ever returns, and the caller leaves without waiting or touching j; or the
  * negative errno of a worker that could not start (j still the caller's). */
 int check_job_run(struct check_job *j, unsigned timeout_ms);
+/* A job for o's scan: base's sources and ledger (the common options'), one light scan with o's
+ * confirmation, kernel log and noise floor, each driver or /proc call bounded by half of
+ * o->timeout_ms (a hung driver then shows as the driver's own "did not answer" before the
+ * whole check gives up). NULL on ENOMEM. */
+struct check_job *check_job_make(const struct scan_once_opts *base, const struct check_run_opts *o);

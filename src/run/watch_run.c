@@ -415,3 +415,30 @@ int watch_run(const struct watch_opts *o, struct sampler *smp, struct watch_resu
         free(w);
         return r == -EINTR ? 0 : r;
 }
+
+size_t watch_heal_args(const struct watch_heal_src *src, unsigned index, char gpu[16], const char *args[16])
+{
+        snprintf(gpu, 16, "%u", index);
+        size_t n = 0;
+        const char *fixed[] = { "ghostvram", "reclaim", "--gpu", gpu, "--yes", "--json" };
+        for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+                args[n++] = fixed[i];
+        if (strcmp(src->proc_root, "/proc") != 0) {
+                args[n++] = "--proc";
+                args[n++] = src->proc_root;
+        }
+        if (src->nvml_lib) {
+                args[n++] = "--nvml-lib";
+                args[n++] = src->nvml_lib;
+        }
+        args[n] = NULL;
+        return n;
+}
+
+int watch_heal_spawn(const struct watch_heal_src *src, unsigned index, struct buf *out)
+{
+        char gpu[16];
+        const char *args[16];
+        watch_heal_args(src, index, gpu, args);
+        return spawn_self(NULL, args, out, false);
+}

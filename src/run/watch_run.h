@@ -69,3 +69,16 @@ struct watch_result {
 /* Run until o->count cycles, a stop (wait or the sampler: -EINTR) or an error. smp is the
  * sampler (NULL with o->next). Returns 0 (stopped), or the sampler's negative errno. */
 int watch_run(const struct watch_opts *o, struct sampler *smp, struct watch_result *ret);
+
+/* Where the heal reads from: the watch's own sources. */
+struct watch_heal_src {
+        const char *proc_root;          /* passed as --proc when it is not "/proc" */
+        const char *nvml_lib;           /* passed as --nvml-lib; NULL: none (a simulated host's
+                                         * library is found through GHOSTVRAM_SIM) */
+};
+/* The heal's argv (NULL-terminated in args): `ghostvram reclaim --gpu INDEX --yes --json`, then
+ * --proc and --nvml-lib as src says; gpu holds INDEX's digits. Returns the number of arguments. */
+size_t watch_heal_args(const struct watch_heal_src *src, unsigned index, char gpu[16], const char *args[16]);
+/* The heal: watch_heal_args run as a child of this binary (a fresh plan with all of reclaim's
+ * safety rules), its JSON document into *out. Returns its exit status (spawn_self). */
+int watch_heal_spawn(const struct watch_heal_src *src, unsigned index, struct buf *out);

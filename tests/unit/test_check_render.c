@@ -2,6 +2,8 @@
  * performance data and the long output, on hand-built scans. */
 #include "facts_builder.h"
 
+#include <errno.h>
+
 #include "render/check_render.h"
 
 static struct check_thresholds thresholds(const char *w, const char *c)
@@ -239,6 +241,73 @@ static void test_print(void **state)
         facts_destroy(f);
 }
 
+/* The thresholds' ends become whole bytes as the performance data prints them; an end that
+ * cannot be one (2^64 bytes or more, a non-zero one under half a byte) is refused. */
+static void test_range_in_bytes(void **state)
+{
+        (void)state;
+        struct range r;
+        assert_int_equal(range_parse("0.00000072:10", &r), 0); /* 0.75 byte: 1 byte */
+        assert_int_equal(check_range_in_bytes(&r), 0);
+        assert_true(r.start * 1048576.0 == 1.0);
+        assert_true(r.end == 10.0);
+        assert_int_equal(range_parse("1.5000002", &r), 0); /* 1572864.2 bytes: rounded down */
+        assert_int_equal(check_range_in_bytes(&r), 0);
+        assert_true(r.end * 1048576.0 == 1572864.0);
+        assert_int_equal(range_parse("~:20000000000000", &r), 0); /* 2^64 bytes is 1.76e13 MiB */
+        assert_int_equal(check_range_in_bytes(&r), -ERANGE);
+        assert_int_equal(range_parse("0.0000001", &r), 0); /* 0.1 byte: not a byte, not 0 */
+        assert_int_equal(check_range_in_bytes(&r), -ERANGE);
+        assert_int_equal(range_parse("@10:", &r), 0);      /* an open end stays open */
+        assert_int_equal(check_range_in_bytes(&r), 0);
+        assert_true(r.end_inf && r.start == 10.0);
+}
+
+/* check_report's output to a memory stream, into text (free it): the state. */
+static int report(struct scan_result *r, const struct check_run_opts *o, char **text)
+{
+        size_t len = 0;
+        FILE *out = open_memstream(text, &len);
+        assert_non_null(out);
+        struct check_thresholds t = thresholds("0", "1024");
+        int st = check_report(out, r, o, &t);
+        fclose(out);
+        return st;
+}
+
+/* --gpu: an index the host lacks, a bus id it lacks, and one it has (only that GPU counts). */
+static void test_report_gpu(void **state)
+{
+        (void)state;
+        struct facts *f = two_gpus_ghost_on_1();
+        struct scan_result *r = build(f, f);
+        char *text = NULL;
+        struct check_run_opts o = { .gpu_spec = "5", .only_gpu = 5 };
+        assert_int_equal(report(r, &o, &text), PLUGIN_UNKNOWN);
+        assert_string_equal(text, "GHOSTVRAM UNKNOWN - --gpu 5: this host has 2 GPUs\n");
+        free(text);
+        o = (struct check_run_opts){ .gpu_spec = "0000:99:00.0", .only_gpu = -1 };
+        assert_int_equal(report(r, &o, &text), PLUGIN_UNKNOWN);
+        assert_string_equal(text, "GHOSTVRAM UNKNOWN - --gpu 0000:99:00.0: no such GPU on this host\n");
+        free(text);
+        o = (struct check_run_opts){ .gpu_spec = "0000:1b:00.0", .only_gpu = -1 }; /* GPU 0: no ghost */
+        assert_int_equal(report(r, &o, &text), PLUGIN_OK);
+        assert_int_equal(r->only_gpu, 0);
+        assert_non_null(strstr(text, "GHOSTVRAM OK - GPU 0: ok | 'gpu0_ghost'=0B;"));
+        assert_null(strstr(text, "gpu1_"));
+        free(text);
+        o = (struct check_run_opts){ .only_gpu = -1 };
+        assert_int_equal(report(r, &o, &text), PLUGIN_CRITICAL);
+        free(text);
+        f->gpu->driver_present = false; /* no driver: no GPU to look a bus id up in */
+        o = (struct check_run_opts){ .gpu_spec = "0000:1b:00.0", .only_gpu = -1 };
+        assert_int_equal(report(r, &o, &text), PLUGIN_UNKNOWN);
+        assert_string_equal(text, "GHOSTVRAM UNKNOWN - --gpu 0000:1b:00.0: no such GPU on this host\n");
+        free(text);
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -248,6 +317,8 @@ int main(void)
                 cmocka_unit_test(test_lost_unknown_and_hostile_text),
                 cmocka_unit_test(test_worse),
                 cmocka_unit_test(test_print),
+                cmocka_unit_test(test_range_in_bytes),
+                cmocka_unit_test(test_report_gpu),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -99,9 +99,41 @@ static void test_driver_hangs(void **state)
         usleep(2500 * 1000); /* the scan's own deadline (2 s) passes: the worker frees j */
 }
 
+/* check_job_make: one light scan with check's confirmation, kernel log and noise floor, each
+ * call bounded by half the plugin's limit (never 0). */
+static void test_job_make(void **state)
+{
+        (void)state;
+        struct scan_once_opts base = opts();
+        base.facts.read_kernel = true;
+        struct check_run_opts o = { .timeout_ms = 3000, .confirm_ms = 500, .floor_mib = 100, .no_kernel = true };
+        struct check_job *j = check_job_make(&base, &o);
+        assert_non_null(j);
+        assert_int_equal(j->o.confirm_ms, 500);
+        assert_true(j->o.light);
+        assert_false(j->o.facts.read_kernel);
+        assert_int_equal(j->o.ledger.floor_min_bytes, 100ull << 20);
+        assert_int_equal(j->o.facts.gpu.timeout_ms, 1500);
+        assert_int_equal(j->o.facts.host.timeout_ms, 1500);
+        check_job_free(j);
+        o = (struct check_run_opts){ .timeout_ms = 1 };
+        j = check_job_make(&base, &o);
+        assert_non_null(j);
+        assert_int_equal(j->o.facts.gpu.timeout_ms, 1);
+        assert_int_equal(j->o.facts.host.timeout_ms, 1);
+        assert_true(j->o.facts.read_kernel);
+        check_job_free(j);
+        o = (struct check_run_opts){ .timeout_ms = 60000 }; /* calls shorter than half: kept */
+        j = check_job_make(&base, &o);
+        assert_non_null(j);
+        assert_int_equal(j->o.facts.gpu.timeout_ms, 2000);
+        check_job_free(j);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_job_make),
                 cmocka_unit_test(test_finished),
                 cmocka_unit_test(test_driver_hangs),
         };

@@ -2,6 +2,8 @@
  * (the lines themselves are run/watch_run's: test_watch_run.c). */
 #include "facts_builder.h"
 
+#include <unistd.h>
+
 #include <jansson.h>
 
 #include "render/watch_render.h"
@@ -69,12 +71,85 @@ static void test_banner(void **state)
         free(text);
 }
 
+/* The counters of a watch's metrics: a result counts as a full or a light scan; driver_up
+ * follows NVML's answer; the GPU's and the host's errors are counted (not the kernel's). */
+static void test_count_sample(void **state)
+{
+        (void)state;
+        struct facts *f = killed_job(2, 1, true);
+        finish(f, NULL, 0);
+        snprintf(f->gpu->backend, sizeof(f->gpu->backend), "nvml");
+        struct scan_result *r = build(f, f);
+        struct metrics_counters c = { 0 };
+        struct sample s = { .res = r, .full = true };
+        watch_count_sample(&c, &s);
+        assert_int_equal(c.scans_full, 1);
+        assert_true(c.driver_up);
+        s = (struct sample){ .res = r, .errors = SCAN_ERR_GPU | SCAN_ERR_HOST | SCAN_ERR_KERNEL };
+        watch_count_sample(&c, &s);
+        assert_int_equal(c.scans_light, 1);
+        assert_false(c.driver_up);
+        assert_int_equal(c.scan_errors[METRICS_SRC_GPU], 1);
+        assert_int_equal(c.scan_errors[METRICS_SRC_HOST], 1);
+        assert_int_equal(c.scan_errors[METRICS_SRC_KERNEL], 0);
+        s = (struct sample){ .res = NULL };
+        watch_count_sample(&c, &s);
+        assert_int_equal(c.scans_full + c.scans_light, 2);
+        assert_false(c.driver_up);
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
+/* After a published sample, --textfile gets DIR/ghostvram.prom with the counters; a directory
+ * it cannot be written to is said in one line ("ghostvram watch: --textfile DIR: why"). */
+static void test_sampled_textfile(void **state)
+{
+        (void)state;
+        struct facts *f = killed_job(2, 1, true);
+        finish(f, NULL, 0);
+        struct scan_result *r = build(f, f);
+        char dir[] = "/tmp/gv-test-watchtf-XXXXXX", path[64];
+        assert_non_null(mkdtemp(dir));
+        struct watch_io io = { .textfile = dir };
+        struct watch_opts o = { 0 };
+        watch_io_attach(&io, &o);
+        assert_ptr_equal(o.ctx, &io);
+        assert_true(o.sampled == watch_sampled && o.emit && o.warn && o.heal);
+        struct sample s = { .res = r, .full = true, .published = false };
+        o.sampled(o.ctx, &s);
+        snprintf(path, sizeof(path), "%s/ghostvram.prom", dir);
+        assert_int_equal(access(path, F_OK), -1); /* nothing published: not written */
+        s.published = true;
+        o.sampled(o.ctx, &s);
+        assert_int_equal(io.counters.scans_full, 2);
+        FILE *in = fopen(path, "r");
+        assert_non_null(in);
+        char line[512];
+        bool scans = false;
+        while (fgets(line, sizeof(line), in))
+                scans = scans || strncmp(line, "ghostvram_scans_total{mode=\"full\"} 2", 36) == 0;
+        fclose(in);
+        assert_true(scans);
+        unlink(path);
+        rmdir(dir);
+        char *text = NULL;
+        CAPTURE(text, (io.err = out, io.textfile = dir, o.sampled(o.ctx, &s)));
+        char want[128];
+        snprintf(want, sizeof(want), "ghostvram watch: --textfile %s: No such file or directory\n", dir);
+        assert_string_equal(text, want);
+        free(text);
+        scan_result_free(r);
+        facts_destroy(f);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_text_line),
                 cmocka_unit_test(test_json_line),
                 cmocka_unit_test(test_banner),
+                cmocka_unit_test(test_count_sample),
+                cmocka_unit_test(test_sampled_textfile),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -347,6 +347,29 @@ static void test_hook(void **state)
         script_free(&slow);
 }
 
+/* The heal's command line: reclaim of the GPU with --yes --json, and the watch's sources when
+ * they are not the defaults. */
+static void test_heal_args(void **state)
+{
+        (void)state;
+        char gpu[16];
+        const char *args[16];
+        struct watch_heal_src src = { .proc_root = "/proc" };
+        assert_int_equal(watch_heal_args(&src, 3, gpu, args), 6);
+        const char *want[] = { "ghostvram", "reclaim", "--gpu", "3", "--yes", "--json" };
+        for (size_t i = 0; i < 6; i++)
+                assert_string_equal(args[i], want[i]);
+        assert_null(args[6]);
+        src = (struct watch_heal_src){ .proc_root = "/tmp/proc", .nvml_lib = "/opt/libnvidia-ml.so.1" };
+        assert_int_equal(watch_heal_args(&src, 1023, gpu, args), 10);
+        assert_string_equal(args[3], "1023");
+        assert_string_equal(args[6], "--proc");
+        assert_string_equal(args[7], "/tmp/proc");
+        assert_string_equal(args[8], "--nvml-lib");
+        assert_string_equal(args[9], "/opt/libnvidia-ml.so.1");
+        assert_null(args[10]);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -355,6 +378,7 @@ int main(void)
                 cmocka_unit_test(test_errors),           cmocka_unit_test(test_xid),
                 cmocka_unit_test(test_sampler_error),
                 cmocka_unit_test(test_hook),
+                cmocka_unit_test(test_heal_args),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
