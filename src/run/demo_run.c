@@ -9,9 +9,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "collect/sample.h"
 #include "model/ledger.h"
+#include "simstate.h"
 #include "util/buf.h"
 #include "util/fileio.h"
+#include "util/i18n.h"
 #include "util/pidfd.h"
 #include "util/spawn.h"
 
@@ -162,4 +165,56 @@ bool demo_reader_gone(int fd)
 {
         struct pollfd pf = { .fd = fd, .events = 0 };
         return poll(&pf, 1, 0) == 1 && (pf.revents & (POLLERR | POLLHUP));
+}
+
+/* ---- nvidia-smi's view --------------------------------------------------------------------- */
+
+/* The paths of the simulated host dir (as cli_common_finish finds them under GHOSTVRAM_SIM). */
+struct smi_paths {
+        char lib[4096], prefix[4096], driver_proc[4096];
+};
+
+static int smi_paths(const char *dir, struct smi_paths *p, char *err, size_t len)
+{
+        int r = simstate_library(dir, p->lib, sizeof(p->lib));
+        if (r < 0) {
+                snprintf(err, len, _("GHOSTVRAM_SIM=%s: not a simulated host (%s); create one with 'ghostvram sim init DIR'"),
+                         dir, strerror(-r));
+                return -1;
+        }
+        r = simstate_dev_prefix(dir, p->prefix, sizeof(p->prefix));
+        if (r < 0) {
+                snprintf(err, len, "GHOSTVRAM_SIM=%s: %s", dir, strerror(-r));
+                return -1;
+        }
+        int n = snprintf(p->driver_proc, sizeof(p->driver_proc), "%s/proc/driver/nvidia", dir);
+        if (n < 0 || (size_t)n >= sizeof(p->driver_proc)) {
+                snprintf(err, len, _("GHOSTVRAM_SIM=%s: path too long"), dir);
+                return -1;
+        }
+        return 0;
+}
+
+int demo_smi_facts(const char *dir, struct facts **ret, char *err, size_t len)
+{
+        setenv("GHOSTVRAM_SIM", dir, 1);
+        struct smi_paths *p = malloc(sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        int r = smi_paths(dir, p, err, len);
+        if (r == 0) {
+                /* the common options' defaults (cli_common_init) */
+                struct facts_opts fo = { .simulated = true };
+                fo.gpu.nvml_lib = p->lib;
+                fo.gpu.timeout_ms = 5000;
+                fo.gpu.driver_proc_dir = p->driver_proc;
+                fo.host.proc_root = "/proc";
+                fo.host.dev_prefix = p->prefix;
+                fo.host.timeout_ms = 2000;
+                fo.host.read_env = true;
+                fo.host.holders = HOST_HOLDERS_AUTO;
+                r = facts_collect(&fo, ret) < 0 ? -ENOMEM : 0;
+        }
+        free(p);
+        return r;
 }
