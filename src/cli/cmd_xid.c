@@ -1,4 +1,6 @@
-/* ghostvram xid: NVRM/Xid kernel events, explained and tied to GPUs and processes. */
+/* ghostvram xid: NVRM/Xid kernel events, explained and tied to GPUs and processes. Its options,
+ * usage and exit codes; the log read, filtered and followed by run/xid_run.c, shown by
+ * render/xid_render.c. */
 #include <errno.h>
 #include <stddef.h>
 #include <signal.h>

@@ -1,6 +1,6 @@
 /* demo_render: the story `ghostvram demo` tells around run/demo_run's steps: the step headings,
- * the commands as typed, nvidia-smi's view of the simulated GPUs, the end. Not translated: the
- * demo's story is in English, as the commands it shows. */
+ * the commands as typed (scan and reclaim run as by hand), nvidia-smi's view of the simulated
+ * GPUs, the end. Not translated: the demo's story is in English, as the commands it shows. */
 #pragma once
 #include <stdbool.h>
 #include <stdio.h>

@@ -1,7 +1,8 @@
 /* demo_run: the steps of `ghostvram demo` that act, without printing: a temporary simulated
  * host, the training job on it (an owner and its workers, each opened with pidfd_open), the
- * owner killed, and the end: every process stopped and the host removed. cli/cmd_demo.c tells
- * the story between them (and runs scan and reclaim, whose output is the story). */
+ * owner killed, nvidia-smi's view read, and the end: every process stopped and the host
+ * removed. render/demo_render.c tells the story between them (and runs scan and reclaim, whose
+ * output is the story). */
 #pragma once
 #include <stdbool.h>
 #include <signal.h>
