@@ -1,8 +1,7 @@
 /* ghostvram sim: the simulated driver — create a simulated host, run jobs on it, set its
  * knobs, show its state. The model: docs/simulator.md. Options, usage and exit statuses here;
  * the simulator's state in sim/state, the host built, the job and the status read in
- * run/sim_run.c, the
- * printing in render/sim_render.c. */
+ * run/sim_run.c, the printing in render/sim_render.c. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
