@@ -45,14 +45,15 @@ struct cli_parse {
         struct cli_common *common;      /* the common options' values; NULL: the command takes none */
         void (*usage)(FILE *f);         /* --help to stdout */
         bool operands;                  /* arguments may follow the options (optind says where) */
-        /* an option neither the table's nor a common one (getopt's '?' or ':'), said by this
-         * instead of cli_bad_option (xid explain: "-1" is a code, not an option); NULL: cli_bad_option */
+        /* without common options: an option not in the table (getopt's '?' or ':') is said by
+         * this instead of cli_bad_option (xid explain: "-1" is a code, not an option); NULL:
+         * cli_bad_option. With them, cli_common_option says it. */
         void (*bad_option)(const char *cmd, int argc, char **argv, int opt);
 };
 
 #define CLI_HELP (-1) /* cli_parse: --help was printed */
 
 /* Read argv's options with p: EXIT_OK (optind at the first operand, or after a `last` option's
- * value), CLI_HELP, or EXIT_USAGE
- * (said in one line: a bad value, an option the command does not take, an unexpected argument). */
+ * value), CLI_HELP, or EXIT_USAGE (said in one line: a bad value, an option the command does not
+ * take, an unexpected argument). */
 int cli_parse(const struct cli_parse *p, int argc, char **argv);
