@@ -2,20 +2,19 @@
  * Its options; the facts are gathered and judged by run/doctor_run.c, shown by
  * render/doctor_render.c. */
 #include <errno.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "collect/shm.h"
 #include "render/doctor_render.h"
 #include "run/doctor_run.h"
 #include "util/i18n.h"
-#include "util/parse.h"
 
 /* doctor looks at this host's setup: a bundle holds no module parameters or daemons */
 #define DOCTOR_ACCEPTS ((CLI_COMMON_ALL & ~(CLI_SAVE_BUNDLE | CLI_FROM_BUNDLE)) | CLI_XID_WINDOW)
-
 
 static void doctor_usage(FILE *f)
 {
@@ -52,68 +51,44 @@ static void doctor_usage(FILE *f)
                 "not be inspected (no driver, no answer).\n"), f);
 }
 
+/* What the command line gives: the use case's options, read into directly, and what only the
+ * command needs. */
 struct doctor_args {
         struct cli_common c;
-        const char *gpu_spec, *root;
+        struct doctor_check_opts o;
         bool explain;
         uint64_t cache_mib;
         struct sources_shm_paths shm_paths;         /* what the use case's shm_opts point into */
         struct shm_opts shm;
 };
 
-#define DOCTOR_HELP (-1) /* --help was printed */
+static int doctor_gpu(void *ctx, const char *arg, const char *cmd)
+{
+        if (gpu_spec_check(arg) < 0) {
+                cli_error(cmd, _("--gpu: '%s' is not a GPU index, UUID or PCI bus id"), arg);
+                return -1;
+        }
+        ((struct doctor_args *)ctx)->o.gpu_spec = arg;
+        return 0;
+}
 
-/* argv into a: EXIT_OK to go on, DOCTOR_HELP, or the exit status of a usage error (said). */
+#define F(f) offsetof(struct doctor_args, f)
+static const struct cli_opt doctor_table[] = {
+        { "gpu", 'g', CO_FN, .fn = doctor_gpu },
+        { "explain", 'E', CO_FLAG, F(explain) },
+        { "cache-min", 'M', CO_MIB, F(cache_mib), 1, 1u << 24, N_("--cache-min: '%s' is not a size (e.g. 1024, 512M, 2G)") },
+        { "root", 'R', CO_PATH, F(o.root) },
+        { 0 },
+};
+#undef F
+
+/* argv into a: EXIT_OK to go on, CLI_HELP, or the exit status of a usage error (said). */
 static int doctor_parse(int argc, char **argv, struct doctor_args *a)
 {
-        static const struct option opts[] = {
-                CLI_COMMON_LONGOPTS,
-                { "gpu", required_argument, NULL, 'g' },
-                { "explain", no_argument, NULL, 'E' },
-                { "cache-min", required_argument, NULL, 'M' },
-                { "root", required_argument, NULL, 'R' },
-                { "help", no_argument, NULL, 'h' },
-                { 0 },
-        };
-        int opt;
-        optind = 1;
-        while ((opt = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
-                switch (opt) {
-                case 'h':
-                        doctor_usage(stdout);
-                        return DOCTOR_HELP;
-                case 'g':
-                        if (gpu_spec_check(optarg) < 0) {
-                                cli_error("doctor", _("--gpu: '%s' is not a GPU index, UUID or PCI bus id"), optarg);
-                                return EXIT_USAGE;
-                        }
-                        a->gpu_spec = optarg;
-                        continue;
-                case 'E':
-                        a->explain = true;
-                        continue;
-                case 'M':
-                        if (parse_size_mib(optarg, &a->cache_mib) < 0 || a->cache_mib == 0 || a->cache_mib > (1u << 24)) {
-                                cli_error("doctor", _("--cache-min: '%s' is not a size (e.g. 1024, 512M, 2G)"), optarg);
-                                return EXIT_USAGE;
-                        }
-                        continue;
-                case 'R':
-                        if (cli_path_arg("doctor", "--root", optarg) < 0)
-                                return EXIT_USAGE;
-                        a->root = optarg;
-                        continue;
-                default:
-                        break;
-                }
-                int r = cli_common_option(&a->c, opt, optarg, "doctor");
-                if (r < 0)
-                        return EXIT_USAGE;
-                if (r == 0) {
-                        cli_error("doctor", _("%s is not an option of doctor (see 'ghostvram help doctor')"), argv[optind - 1]);
-                        return EXIT_USAGE;
-                }
-        }
+        const struct cli_parse p = { "doctor", "hv", doctor_table, a, &a->c, doctor_usage, .operands = true };
+        int r = cli_parse(&p, argc, argv);
+        if (r != EXIT_OK)
+                return r;
         if (optind < argc) {
                 cli_error("doctor", _("unexpected argument '%s' (see 'ghostvram help doctor')"), argv[optind]);
                 return EXIT_USAGE;
@@ -121,24 +96,22 @@ static int doctor_parse(int argc, char **argv, struct doctor_args *a)
         if (cli_common_finish(&a->c, "doctor") < 0)
                 return EXIT_USAGE;
         /* a root that is not there would read as a host without a driver */
-        if (strcmp(a->root, "/") != 0 && cli_dir_arg("doctor", "--root", a->root) < 0)
+        if (strcmp(a->o.root, "/") != 0 && cli_dir_arg("doctor", "--root", a->o.root) < 0)
                 return EXIT_USAGE;
         return EXIT_OK;
 }
 
-/* The use case's options from the parsed arguments (a's shm paths hold what they point to). */
-static void doctor_opts(struct doctor_args *a, struct doctor_check_opts *o)
+/* The use case's options that come from the common ones (a's shm paths hold what they point to). */
+static void doctor_opts(struct doctor_args *a)
 {
-        memset(o, 0, sizeof(*o));
+        struct doctor_check_opts *o = &a->o;
         sources_gpu_opts(&a->c.src, &o->gpu);
         sources_host_opts(&a->c.src, &o->host);
-        o->root = a->root;
         o->sim_dir = a->c.src.simulated ? a->c.src.sim_dir : NULL;
         o->proc_root = a->c.src.proc_root;
         o->xid_window_s = a->c.src.xid_window_s;
-        o->shm = sources_shm_opts(&a->c.src, a->root, &a->shm_paths, &a->shm) ? &a->shm : NULL;
+        o->shm = sources_shm_opts(&a->c.src, a->o.root, &a->shm_paths, &a->shm) ? &a->shm : NULL;
         o->cache_min_bytes = a->cache_mib << 20;
-        o->gpu_spec = a->gpu_spec;
         o->gpu_resolve = gpu_spec_resolve;
 }
 
@@ -147,16 +120,15 @@ int cmd_doctor(int argc, char **argv)
         static struct doctor_args a;
         memset(&a, 0, sizeof(a));
         cli_common_init(&a.c, DOCTOR_ACCEPTS);
-        a.root = "/";
+        a.o.root = "/";
         a.cache_mib = 1024;
         int pr = doctor_parse(argc, argv, &a);
         if (pr != EXIT_OK)
-                return pr == DOCTOR_HELP ? EXIT_OK : pr;
-        struct doctor_check_opts o;
-        doctor_opts(&a, &o);
+                return pr == CLI_HELP ? EXIT_OK : pr;
+        doctor_opts(&a);
         struct doctor_check d;
         char err[1024] = "";
-        int r = doctor_check(&o, &d, err, sizeof(err));
+        int r = doctor_check(&a.o, &d, err, sizeof(err));
         if (r < 0) {
                 cli_error("doctor", "%s", err);
                 doctor_check_free(&d);

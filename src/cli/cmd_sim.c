@@ -1,12 +1,12 @@
 /* ghostvram sim: the simulated driver — create a simulated host, run jobs on it, set its
  * knobs, show its state. The model: docs/simulator.md. Options, usage and exit statuses here;
- * the simulator's state in sim/state, the job and the status read in run/sim_run.c, the
- * printing in render/sim_render.c. */
+ * the simulator's state in sim/state, the host built, the job and the status read in
+ * run/sim_run.c, the printing in render/sim_render.c. */
 #include <errno.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "render/sim_render.h"
@@ -68,36 +68,18 @@ static int no_options(const char *cmd, int argc, char **argv)
         return 0;
 }
 
-/* Where init may build a host (sim_init_target), its refusal said. 0, -EEXIST (a simulated
- * host is there: sim_init_dir says so) or -1 (printed). */
-static int init_target_ok(const char *dir)
-{
-        if (cli_path_arg("sim init", "DIR", dir) < 0)
-                return -1;
-        unsigned mode = 0;
-        int r = sim_init_target(dir, &mode);
-        if (r == 0 || r == -EEXIST)
-                return r;
-        if (r == -ENOTDIR)
-                cli_error("sim init", "%s: not a directory (%s)", dir, S_ISREG(mode) ? "a file" : file_kind(mode));
-        else if (r == -EPERM)
-                cli_error("sim init", "%s: refused: the root directory (its dev/ is this host's /dev); give a new or an "
-                                      "empty directory", dir);
-        else if (r == -ENOTEMPTY)
-                cli_error("sim init", "%s: not empty and not a simulated host: give a new or an empty directory", dir);
-        else
-                cli_error("sim init", "%s: %s", dir, strerror(-r));
-        return -1;
-}
-
 /* ---- init ------------------------------------------------------------------------------- */
 
 /* a help in sections, each translated whole; NULL ends it */
-static void sim_put_help(const char *const *sections)
+static void sim_put_help(FILE *f, const char *const *sections)
 {
         for (size_t i = 0; sections[i]; i++)
-                fputs(_(sections[i]), stdout);
+                fputs(_(sections[i]), f);
 }
+
+/* A sentence's number from the simulator's limits, spelled in the sentence itself (one %s). */
+#define SIM_STR_(x) #x
+#define SIM_STR(x) SIM_STR_(x)
 
 static const char *const sim_init_help[] = {
         N_("Usage: ghostvram sim init DIR [--gpus N] [--memory MiB] [--reserved MiB]\n\n"
@@ -113,68 +95,51 @@ static const char *const sim_init_help[] = {
         NULL,
 };
 
+static void sim_init_usage(FILE *f)
+{
+        sim_put_help(f, sim_init_help);
+}
+
+struct sim_init_args {
+        unsigned gpus;
+        uint64_t memory, reserved;
+};
+
 static int sim_cmd_init(int argc, char **argv)
 {
-        static const struct option opts[] = {
-                { "gpus", required_argument, NULL, 'g' },
-                { "memory", required_argument, NULL, 'm' },
-                { "reserved", required_argument, NULL, 'r' },
-                { "help", no_argument, NULL, 'h' },
-                {},
+#define F(f) offsetof(struct sim_init_args, f)
+        static const struct cli_opt table[] = {
+                { "gpus", 'g', CO_UINT, F(gpus), 1, SIM_MAX_GPUS,
+                  "--gpus: '%s' is not a number from 1 to " SIM_STR(SIM_MAX_GPUS) },
+                { "memory", 'm', CO_MIB, F(memory), 1, (uint64_t)1 << 24, "--memory: '%s' is not a size from 1 MiB to 16 TiB" },
+                { "reserved", 'r', CO_MIB, F(reserved), 0, UINT64_MAX, "--reserved: '%s' is not a size (e.g. 579, 1GiB)" },
+                { 0 },
         };
-        unsigned gpus = 2;
-        uint64_t memory = 81559, reserved = 579;
-        int c;
-        optind = 1;
-        opterr = 0;     /* a bad option is said in one line (cli_bad_option) */
-        while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-                switch (c) {
-                case 'g':
-                        if (parse_uint_range(optarg, 1, SIM_MAX_GPUS, &gpus) < 0) {
-                                cli_error("sim init", "--gpus: '%s' is not a number from 1 to %d", optarg,
-                                          SIM_MAX_GPUS);
-                                return EXIT_USAGE;
-                        }
-                        break;
-                case 'm':
-                        if (parse_size_mib(optarg, &memory) < 0 || memory < 1 || memory > ((uint64_t)1 << 24)) {
-                                cli_error("sim init", "--memory: '%s' is not a size from 1 MiB to 16 TiB", optarg);
-                                return EXIT_USAGE;
-                        }
-                        break;
-                case 'r':
-                        if (parse_size_mib(optarg, &reserved) < 0) {
-                                cli_error("sim init", "--reserved: '%s' is not a size (e.g. 579, 1GiB)", optarg);
-                                return EXIT_USAGE;
-                        }
-                        break;
-                case 'h': sim_put_help(sim_init_help); return EXIT_OK;
-                default: cli_bad_option("sim init", argc, argv, c); return EXIT_USAGE;
-                }
-        }
+#undef F
+        struct sim_init_args a = { .gpus = 2, .memory = 81559, .reserved = 579 };
+        const struct cli_parse p = { "sim init", ":h", table, &a, NULL, sim_init_usage, .operands = true };
+        int r = cli_parse(&p, argc, argv);
+        if (r != EXIT_OK)
+                return r == CLI_HELP ? EXIT_OK : r;
         if (optind != argc - 1) {
                 cli_error("sim init", "expected one DIR (see 'ghostvram sim init --help')");
                 return EXIT_USAGE;
         }
         const char *dir = argv[optind];
-        if (reserved >= memory) {
+        if (a.reserved >= a.memory) {
                 cli_error("sim init", "--reserved (%llu MiB) must be less than --memory (%llu MiB)",
-                          (unsigned long long)reserved, (unsigned long long)memory);
+                          (unsigned long long)a.reserved, (unsigned long long)a.memory);
                 return EXIT_USAGE;
         }
-        int r = init_target_ok(dir);
-        if (r == -1)
+        if (cli_path_arg("sim init", "DIR", dir) < 0)
                 return EXIT_USAGE;
-        r = sim_init_dir(dir, gpus, memory, reserved);
-        if (r == -EEXIST) {
-                cli_error("sim init", "%s already holds a simulated host; remove it first", dir);
-                return EXIT_USAGE;
+        char err[1024 + 4096];
+        enum sim_outcome o = sim_init_run(dir, a.gpus, a.memory, a.reserved, err, sizeof(err));
+        if (o != SIM_DONE) {
+                cli_error("sim init", "%s", err);
+                return o == SIM_BAD_USAGE ? EXIT_USAGE : EXIT_FINDING;
         }
-        if (r < 0) {
-                cli_error("sim init", "cannot create a simulated host in %s: %s", dir, strerror(-r));
-                return EXIT_FINDING;
-        }
-        sim_init_text(stdout, dir, gpus, memory, reserved);
+        sim_init_text(stdout, dir, a.gpus, a.memory, a.reserved);
         return EXIT_OK;
 }
 
@@ -231,65 +196,27 @@ static const char *const sim_run_help[] = {
         NULL,
 };
 
-/* One option into a: 1 taken, 0 --help printed, -1 a usage error (said). */
-static int sim_run_option(struct sim_job *a, int c, const char *arg, int argc, char **argv)
+static void sim_run_usage(FILE *f)
 {
-        const char *cmd = "sim run";
-        switch (c) {
-        case 'g':
-                if (parse_uint_range(arg, 0, SIM_MAX_GPUS - 1, &a->gpu) < 0)
-                        return cli_error(cmd, "--gpu: '%s' is not a GPU index", arg), -1;
-                a->have_gpu = true;
-                return 1;
-        case 'm':
-                if (parse_size_mib(arg, &a->mib) < 0 || a->mib == 0 || a->mib > ((uint64_t)1 << 24))
-                        return cli_error(cmd, "--mib: '%s' is not a size from 1 MiB to 16 TiB", arg), -1;
-                return 1;
-        case 'w':
-                if (parse_uint_range(arg, 0, 64, &a->workers) < 0)
-                        return cli_error(cmd, "--workers: '%s' is not a number from 0 to 64", arg), -1;
-                return 1;
-        case 'c': a->close_fds = true; return 1;
-        case 'x': a->exec_child = true; return 1;
-        case 's': a->worker_setsid = true; return 1;
-        case 'S':
-                if (parse_uint_range(arg, 0, 64, &a->setsid_workers) < 0)
-                        return cli_error(cmd, "--setsid-workers: '%s' is not a number from 0 to 64", arg), -1;
-                a->have_setsid_workers = true;
-                return 1;
-        case 'l': a->launcher = true; return 1;
-        case 'e': a->launcher_exits = true; return 1;
-        case 'b': a->busy = true; return 1;
-        case 'M': a->mps = true; return 1;
-        case 'a':
-                if (strcmp(arg, "mixed") && strcmp(arg, "symbol") && strcmp(arg, "procaddr") && strcmp(arg, "procaddr-v1") &&
-                    strcmp(arg, "dlsym") && strcmp(arg, "vmm") && strcmp(arg, "async"))
-                        return cli_error(cmd, "--alloc: '%s' is not a route (see --help)", arg), -1;
-                a->alloc = arg;
-                return 1;
-        case 'i':
-                if (parse_uint_range(arg, 1, SIM_MAX_MIG, &a->gi) < 0)
-                        return cli_error(cmd, "--mig-instance: '%s' is not a GPU instance from 1 to %u", arg, SIM_MAX_MIG), -1;
-                return 1;
-        case 'h': sim_put_help(sim_run_help); return 0;
-        default: cli_bad_option(cmd, argc, argv, c); return -1;
-        }
+        sim_put_help(f, sim_run_help);
 }
 
-#define SIM_RUN_HELP (-1) /* --help was printed */
+static int sim_run_alloc(void *ctx, const char *arg, const char *cmd)
+{
+        static const char *const routes[] = { "mixed", "symbol", "procaddr", "procaddr-v1", "dlsym", "vmm", "async" };
+        for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
+                if (!strcmp(arg, routes[i])) {
+                        ((struct sim_job *)ctx)->alloc = arg;
+                        return 0;
+                }
+        cli_error(cmd, "--alloc: '%s' is not a route (see --help)", arg);
+        return -1;
+}
 
-/* argv into a (its option table: sim_cmd_run's): EXIT_OK, SIM_RUN_HELP, or EXIT_USAGE (said). */
-static int sim_run_parse(int argc, char **argv, const struct option *opts, struct sim_job *a)
+/* The options that go together, and those that do not, then DIR: EXIT_OK or EXIT_USAGE (said). */
+static int sim_run_check(int argc, char **argv, struct sim_job *a)
 {
         const char *cmd = "sim run";
-        int c;
-        optind = 1;
-        opterr = 0;     /* a bad option is said in one line (cli_bad_option) */
-        while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-                int r = sim_run_option(a, c, optarg, argc, argv);
-                if (r <= 0)
-                        return r == 0 ? SIM_RUN_HELP : EXIT_USAGE;
-        }
         if (a->worker_setsid && a->have_setsid_workers) {
                 cli_error(cmd, "--worker-setsid and --setsid-workers cannot be used together: choose one");
                 return EXIT_USAGE;
@@ -322,27 +249,33 @@ static void run_error(void *ctx, const char *msg)
 
 static int sim_cmd_run(int argc, char **argv)
 {
-        static const struct option opts[] = {
-                { "gpu", required_argument, NULL, 'g' },
-                { "mib", required_argument, NULL, 'm' },
-                { "workers", required_argument, NULL, 'w' },
-                { "close-fds-in-workers", no_argument, NULL, 'c' },
-                { "exec-child", no_argument, NULL, 'x' },
-                { "worker-setsid", no_argument, NULL, 's' },
-                { "setsid-workers", required_argument, NULL, 'S' },
-                { "launcher", no_argument, NULL, 'l' },
-                { "launcher-exits", no_argument, NULL, 'e' },
-                { "busy", no_argument, NULL, 'b' },
-                { "mig-instance", required_argument, NULL, 'i' },
-                { "mps", no_argument, NULL, 'M' },
-                { "alloc", required_argument, NULL, 'a' },
-                { "help", no_argument, NULL, 'h' },
-                {},
+#define F(f) offsetof(struct sim_job, f)
+        static const struct cli_opt table[] = {
+                { "gpu", 'g', CO_UINT, F(gpu), 0, SIM_MAX_GPUS - 1, "--gpu: '%s' is not a GPU index", CO_SEEN(F(have_gpu)) },
+                { "mib", 'm', CO_MIB, F(mib), 1, (uint64_t)1 << 24, "--mib: '%s' is not a size from 1 MiB to 16 TiB" },
+                { "workers", 'w', CO_UINT, F(workers), 0, 64, "--workers: '%s' is not a number from 0 to 64" },
+                { "close-fds-in-workers", 'c', CO_FLAG, F(close_fds) },
+                { "exec-child", 'x', CO_FLAG, F(exec_child) },
+                { "worker-setsid", 's', CO_FLAG, F(worker_setsid) },
+                { "setsid-workers", 'S', CO_UINT, F(setsid_workers), 0, 64,
+                  "--setsid-workers: '%s' is not a number from 0 to 64", CO_SEEN(F(have_setsid_workers)) },
+                { "launcher", 'l', CO_FLAG, F(launcher) },
+                { "launcher-exits", 'e', CO_FLAG, F(launcher_exits) },
+                { "busy", 'b', CO_FLAG, F(busy) },
+                { "mig-instance", 'i', CO_UINT, F(gi), 1, SIM_MAX_MIG,
+                  "--mig-instance: '%s' is not a GPU instance from 1 to " SIM_STR(SIM_MAX_MIG) },
+                { "mps", 'M', CO_FLAG, F(mps) },
+                { "alloc", 'a', CO_FN, .fn = sim_run_alloc },
+                { 0 },
         };
+#undef F
         struct sim_job a = { 0 };
-        int pr = sim_run_parse(argc, argv, opts, &a);
+        const struct cli_parse p = { "sim run", ":h", table, &a, NULL, sim_run_usage, .operands = true };
+        int pr = cli_parse(&p, argc, argv);
         if (pr != EXIT_OK)
-                return pr == SIM_RUN_HELP ? EXIT_OK : pr;
+                return pr == CLI_HELP ? EXIT_OK : pr;
+        if (sim_run_check(argc, argv, &a) != EXIT_OK)
+                return EXIT_USAGE;
         struct sim_job_cb cb = { .process = run_process_line, .error = run_error };
         enum sim_outcome r = sim_job_start(&a, &cb);
         fflush(stdout);

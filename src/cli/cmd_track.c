@@ -1,19 +1,17 @@
 /* ghostvram track: the command line of run/track_run.c (run a command with the allocation
- * tracker preloaded, docs/track.md): options, --show, the report and its file, exit codes. */
+ * tracker preloaded, docs/track.md): options, usage, exit codes; --show's ledger is read by
+ * run/track_run.c, the report and --show's JSON made by render/track_render.c. */
 #define _GNU_SOURCE 1
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "render/track_render.h"
 #include "run/track_run.h"
-#include "track/ledger_read.h"
 #include "util/i18n.h"
 #include "util/parse.h"
 
@@ -65,150 +63,64 @@ static void track_usage(FILE *f)
 /* Close the --report file (not stderr); returns status. */
 static int report_close(FILE *out, const char *path, int status)
 {
-        if (out != stderr && fclose(out) != 0)
-                cli_error("track", "--report %s: %s", path, strerror(errno));
+        char err[PATH_MAX + 256];
+        if (track_report_close(out, path, err, sizeof(err)) < 0)
+                cli_error("track", "%s", err);
         return status;
 }
 
 /* --show FILE: the ledger's header, counts and outstanding allocations as JSON. */
 static int track_show(const char *path)
 {
-        struct track_ledger *l = malloc(sizeof(*l));
-        if (!l)
+        struct track_show *sh = track_show_new();
+        if (!sh)
                 return EXIT_INCOMPLETE;
-        struct stat st;
-        int r = stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? -EISDIR : track_ledger_load(AT_FDCWD, path, l);
-        if (r == -EISDIR) {
+        int r = track_show_load(sh, path);
+        if (r == -EISDIR)
                 cli_error("track", "--show %s: a directory, not an allocation ledger (give one file of it)", path);
-                free(l);
-                return EXIT_FINDING;
-        }
-        if (r < 0) {
+        else if (r < 0)
                 cli_error("track", "%s: %s", path, r == -EBADMSG ? "not an allocation ledger (bad header)" : strerror(-r));
-                free(l);
-                return EXIT_FINDING;
-        }
-        struct track_summary *s = malloc(sizeof(*s));
-        if (!s) {
-                track_ledger_free(l);
-                free(l);
-                return EXIT_INCOMPLETE;
-        }
-        track_ledger_summary(l, NULL, s);
-        json_t *o = track_ledger_json(path, l, s);
-        cli_print_json(o);
-        free(s);
-        track_ledger_free(l);
-        free(l);
-        return EXIT_OK;
+        else
+                cli_print_json(track_ledger_json(path, &sh->l, &sh->s));
+        track_show_free(sh);
+        return r < 0 ? EXIT_FINDING : EXIT_OK;
 }
 
 struct track_args {
         const char *dir, *preload, *report, *show;
         bool json;
         uint64_t max_age_ms, max_total_mib;
-        char **cmd;     /* CMD [ARGS...] */
 };
 
-#define TRACK_GO_ON (-1) /* all parsed: run CMD (or show a->show) */
-
-/* A path option's value: TRACK_GO_ON, or EXIT_USAGE for an empty path (said). */
-static int path_option(const char *name, const char *arg)
-{
-        return cli_path_arg("track", name, arg) < 0 ? EXIT_USAGE : TRACK_GO_ON;
-}
-
-/* One option into a: TRACK_GO_ON, or the exit status of --help or a usage error (said). */
-static int track_option(struct track_args *a, int opt, const char *arg, int argc, char **argv)
-{
-        switch (opt) {
-        case 'h':
-                track_usage(stdout);
-                return EXIT_OK;
-        case 'd':
-                a->dir = arg;
-                return path_option("--ledger-dir", arg);
-        case 'p':
-                a->preload = arg;
-                return path_option("--preload", arg);
-        case 'r':
-                a->report = arg;
-                return path_option("--report", arg);
-        case 'j':
-                a->json = true;
-                return TRACK_GO_ON;
-        case 'a':
-                if (parse_duration_ms(arg, &a->max_age_ms) < 0)
-                        return cli_error("track", "--max-age: '%s' is not a duration (e.g. 7d, 12h)", arg), EXIT_USAGE;
-                return TRACK_GO_ON;
-        case 't':
-                if (parse_u64(arg, &a->max_total_mib) < 0 || a->max_total_mib > (1u << 24))
-                        return cli_error("track", "--max-total: '%s' is not a number of MiB", arg), EXIT_USAGE;
-                return TRACK_GO_ON;
-        default:
-                cli_bad_option("track", argc, argv, opt);
-                return EXIT_USAGE;
-        }
-}
-
-/* argv into a: TRACK_GO_ON, or the exit status of --help or a usage error (said). --show ends
- * the options: what follows it is not read. */
-static int track_parse(int argc, char **argv, struct track_args *a)
-{
-        static const struct option opts[] = {
-                { "ledger-dir", required_argument, NULL, 'd' },
-                { "json", no_argument, NULL, 'j' },
-                { "max-age", required_argument, NULL, 'a' },
-                { "max-total", required_argument, NULL, 't' },
-                { "preload", required_argument, NULL, 'p' },
-                { "report", required_argument, NULL, 'r' },
-                { "show", required_argument, NULL, 's' },
-                { "help", no_argument, NULL, 'h' },
-                { 0 },
-        };
-        int opt;
-        optind = 1;
-        opterr = 0;     /* a bad option is said in one line (cli_bad_option) */
-        /* '+': stop at the first non-option, CMD's own options are CMD's */
-        while ((opt = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
-                if (opt == 's') {
-                        a->show = optarg;
-                        return cli_path_arg("track", "--show", optarg) < 0 ? EXIT_USAGE : TRACK_GO_ON;
-                }
-                int r = track_option(a, opt, optarg, argc, argv);
-                if (r != TRACK_GO_ON)
-                        return r;
-        }
-        if (optind >= argc) {
-                cli_error("track", "no command to run (ghostvram track [OPTIONS] -- CMD [ARGS...])");
-                return EXIT_USAGE;
-        }
-        a->cmd = argv + optind;
-        return TRACK_GO_ON;
-}
-
-/* The --report file, opened before CMD runs (one that cannot be written loses nothing); stderr
- * without --report. NULL when it cannot be opened (said). */
-static FILE *report_open(const char *path)
-{
-        if (!path)
-                return stderr;
-        struct stat sb;
-        bool is_dir = stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
-        FILE *out = is_dir ? NULL : fopen(path, "we");
-        if (!out)
-                cli_error("track", "--report %s: %s", path, is_dir ? "a directory: give a file" : strerror(errno));
-        return out;
-}
+#define F(f) offsetof(struct track_args, f)
+static const struct cli_opt track_table[] = {
+        { "ledger-dir", 'd', CO_PATH, F(dir) },
+        { "json", 'j', CO_FLAG, F(json) },
+        { "max-age", 'a', CO_MS, F(max_age_ms), 0, UINT64_MAX, "--max-age: '%s' is not a duration (e.g. 7d, 12h)" },
+        { "max-total", 't', CO_U64, F(max_total_mib), 0, 1u << 24, "--max-total: '%s' is not a number of MiB" },
+        { "preload", 'p', CO_PATH, F(preload) },
+        { "report", 'r', CO_PATH, F(report) },
+        /* --show ends the options: what follows it is not read */
+        { "show", 's', CO_PATH, F(show), .last = true },
+        { 0 },
+};
+#undef F
 
 int cmd_track(int argc, char **argv)
 {
         struct track_args a = { .dir = TRACK_DEFAULT_DIR, .max_age_ms = 7ull * 24 * 3600 * 1000, .max_total_mib = 256 };
-        int pr = track_parse(argc, argv, &a);
-        if (pr != TRACK_GO_ON)
-                return pr;
+        /* '+': stop at the first non-option, CMD's own options are CMD's */
+        const struct cli_parse p = { "track", "+:h", track_table, &a, NULL, track_usage, .operands = true };
+        int pr = cli_parse(&p, argc, argv);
+        if (pr != EXIT_OK)
+                return pr == CLI_HELP ? EXIT_OK : pr;
         if (a.show)
                 return track_show(a.show);
+        if (optind >= argc) {
+                cli_error("track", "no command to run (ghostvram track [OPTIONS] -- CMD [ARGS...])");
+                return EXIT_USAGE;
+        }
+        char **cmd = argv + optind; /* CMD [ARGS...] */
         char err[PATH_MAX + 256] = "";
         struct track_prep_opts po = { .dir = a.dir, .preload = a.preload, .max_age_ms = a.max_age_ms,
                                       .max_total_mib = a.max_total_mib };
@@ -217,17 +129,19 @@ int cmd_track(int argc, char **argv)
                 cli_error("track", "%s", err);
                 return TRACK_EXIT_FAILED;
         }
-        FILE *out = report_open(a.report);
-        if (!out)
+        FILE *out = track_report_open(a.report, err, sizeof(err));
+        if (!out) {
+                cli_error("track", "%s", err);
                 return TRACK_EXIT_FAILED;
+        }
         struct track_result res;
-        int r = track_run(&prep, a.cmd, &res, err, sizeof(err));
+        int r = track_run(&prep, cmd, &res, err, sizeof(err));
         if (r != 0) {
                 cli_error("track", "%s", err);
                 track_result_free(&res);
                 return report_close(out, a.report, r > 0 ? r : res.end.status);
         }
-        track_report_print(out, a.json, a.cmd, &res.end, prep.dir, res.procs, res.n);
+        track_report_print(out, a.json, cmd, &res.end, prep.dir, res.procs, res.n);
         track_result_free(&res);
         return report_close(out, a.report, res.end.status);
 }

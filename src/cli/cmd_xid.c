@@ -1,12 +1,15 @@
-/* ghostvram xid: NVRM/Xid kernel events, explained and tied to GPUs and processes. */
+/* ghostvram xid: NVRM/Xid kernel events, explained and tied to GPUs and processes. Its options,
+ * usage and exit codes; the log read, filtered and followed by run/xid_run.c, shown by
+ * render/xid_render.c. */
 #include <errno.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "collect/xid.h"
@@ -84,24 +87,6 @@ static void explain_usage(FILE *f)
 
 /* ---- the command ----------------------------------------------------------------------------- */
 
-static int parse_gpu_filter(const char *s, struct xid_gpu_filter *g)
-{
-        memset(g, 0, sizeof(*g));
-        g->active = true;
-        if (parse_uint_range(s, 0, 1023, &g->index) == 0) {
-                g->by_index = true;
-                return 0;
-        }
-        size_t len = strlen(s);
-        if (xid_pci_parse(s, len, g->pci) == (int)len)
-                return 0;
-        if ((strncasecmp(s, "GPU-", 4) == 0 || strncasecmp(s, "MIG-", 4) == 0) && gpu_spec_check(s) == 0) {
-                g->uuid = s;
-                return 0;
-        }
-        return -EINVAL;
-}
-
 static volatile sig_atomic_t xid_stop;
 
 static void on_stop(int sig)
@@ -114,61 +99,35 @@ static void on_stop(int sig)
 struct xid_cmd {
         struct cli_common c;
         struct xid_run_opts o;
+        const char *since_arg;  /* --since WHEN, read once the options are (xid_since) */
         bool color;
 };
+
+static void banner(void *ctx)
+{
+        cli_sim_banner(stdout, ctx);
+}
+
+static struct xid_show show(const struct xid_cmd *xc, const struct xid_run *x)
+{
+        return (struct xid_show){ .x = x, .json = xc->c.json, .color = xc->color, .banner = banner,
+                                  .banner_ctx = (void *)&xc->c, .print_json = cli_print_json };
+}
 
 static int run_dump(const struct xid_cmd *xc, struct xid_run *x)
 {
         struct xid_dump d;
         char err[1024] = "";
         int status = EXIT_OK, r = xid_dump_run(x, &d, err, sizeof(err));
+        const struct xid_show s = show(xc, x);
         if (r < 0) {
                 cli_error("xid", "%s", err);
                 status = r == -ENOENT ? EXIT_USAGE : EXIT_INCOMPLETE;
-        } else if (xc->c.json) {
-                json_t *doc = xid_dump_json(x, &d);
-                if (!doc || cli_print_json(doc) < 0)
-                        status = EXIT_INCOMPLETE;
-        } else {
-                cli_sim_banner(stdout, &xc->c);
-                xid_dump_text(stdout, x, &d, xc->color);
+        } else if (xid_dump_show(&s, &d) < 0) {
+                status = EXIT_INCOMPLETE;
         }
         xid_dump_free(&d);
         return status;
-}
-
-/* The follow's lines, as they come (ctx: struct follow_out). */
-struct follow_out {
-        const struct xid_cmd *xc;
-        const struct xid_run *x;
-};
-
-static void follow_start(void *ctx, int nvml_gpus, const char *nvml_err)
-{
-        const struct follow_out *fo = ctx;
-        if (fo->xc->c.json)
-                return;
-        cli_sim_banner(stdout, &fo->xc->c);
-        xid_follow_header(stdout, fo->x->info.path, nvml_gpus, nvml_err);
-}
-
-static void follow_event(void *ctx, const struct xid_event *e, unsigned long overruns)
-{
-        const struct follow_out *fo = ctx;
-        xid_follow_event(stdout, e, fo->x->source, overruns, fo->xc->c.json, fo->xc->color);
-}
-
-static void follow_batch_end(void *ctx)
-{
-        (void)ctx;
-        fflush(stdout);
-}
-
-static void follow_lost(void *ctx, unsigned long lost)
-{
-        const struct follow_out *fo = ctx;
-        if (!fo->xc->c.json)
-                xid_follow_lost(stderr, lost);
 }
 
 static int run_follow(const struct xid_cmd *xc, struct xid_run *x)
@@ -179,9 +138,9 @@ static int run_follow(const struct xid_cmd *xc, struct xid_run *x)
         sigemptyset(&sa.sa_mask);
         sigaction(SIGINT, &sa, NULL);   /* no SA_RESTART: poll returns EINTR */
         sigaction(SIGTERM, &sa, NULL);
-        struct follow_out fo = { .xc = xc, .x = x };
-        struct xid_follow_cb cb = { .start = follow_start, .event = follow_event, .batch_end = follow_batch_end,
-                                    .lost = follow_lost, .ctx = &fo };
+        const struct xid_show s = show(xc, x);
+        struct xid_follow_cb cb;
+        xid_follow_show(&cb, &s);
         char err[1024] = "";
         int r = xid_follow_run(x, &xid_stop, &cb, err, sizeof(err));
         if (r >= 0)
@@ -212,33 +171,29 @@ static int xid_execute(struct xid_cmd *xc)
         return status;
 }
 
+/* "-1" is a code that is no Xid number, not an option: said so. */
+static void explain_bad_option(const char *cmd, int argc, char **argv, int opt)
+{
+        const char *a = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+        if (a[0] == '-' && a[1] >= '0' && a[1] <= '9')
+                cli_error("xid", _("explain: '%s' is not an Xid number (e.g. 79)"), a);
+        else
+                cli_bad_option(cmd, argc, argv, opt);
+}
+
+static const struct cli_opt explain_table[] = {
+        { "json", 'j', CO_FLAG, 0 },
+        { 0 },
+};
+
 static int cmd_xid_explain(int argc, char **argv)
 {
-        static const struct option opts[] = {
-                { "json", no_argument, NULL, 'j' },
-                { "help", no_argument, NULL, 'h' },
-                { 0 },
-        };
         bool json = false;
-        int opt;
-        optind = 1;
-        opterr = 0;     /* a bad option is said in one line (cli_bad_option) */
-        while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-                if (opt == 'h') {
-                        explain_usage(stdout);
-                        return EXIT_OK;
-                }
-                if (opt == 'j') {
-                        json = true;
-                        continue;
-                }
-                const char *a = optind > 0 && optind <= argc ? argv[optind - 1] : "";
-                if (a[0] == '-' && a[1] >= '0' && a[1] <= '9') /* "-1": a code, not an option */
-                        cli_error("xid", _("explain: '%s' is not an Xid number (e.g. 79)"), a);
-                else
-                        cli_bad_option("xid explain", argc, argv, opt);
-                return EXIT_USAGE;
-        }
+        const struct cli_parse p = { "xid explain", ":h", explain_table, &json, NULL, explain_usage, .operands = true,
+                                     .bad_option = explain_bad_option };
+        int r = cli_parse(&p, argc, argv);
+        if (r != EXIT_OK)
+                return r == CLI_HELP ? EXIT_OK : r;
         if (optind >= argc) {
                 cli_error("xid", _("explain: which Xid? e.g. 'ghostvram xid explain 79'"));
                 return EXIT_USAGE;
@@ -261,35 +216,25 @@ static int cmd_xid_explain(int argc, char **argv)
         return EXIT_OK;
 }
 
-/* One of xid's own options: 1 taken, 0 not one of them, -1 a bad value (said). */
-static int xid_option(struct xid_cmd *xc, int opt, const char *arg, const char **since_arg)
+static int xid_gpu(void *ctx, const char *arg, const char *cmd)
 {
-        switch (opt) {
-        case 'k':
-                if (cli_path_arg("xid", "--kmsg", arg) < 0)
-                        return -1;
-                xc->o.kmsg_path = arg;
-                return 1;
-        case 's':
-                *since_arg = arg;
-                return 1;
-        case 'g':
-                if (parse_gpu_filter(arg, &xc->o.gpu) < 0) {
-                        cli_error("xid", _("--gpu: '%s' is not a GPU index (0, 1, ...), a UUID or a PCI bus "
-                                            "id (0000:3b:00.0)"), arg);
-                        return -1;
-                }
-                return 1;
-        case 'f':
-                xc->o.follow = true;
-                return 1;
-        case 'B':
-                xc->o.this_boot = true;
-                return 1;
-        default:
+        struct xid_cmd *xc = ctx;
+        if (xid_gpu_filter_parse(arg, &xc->o.gpu) == 0)
                 return 0;
-        }
+        cli_error(cmd, _("--gpu: '%s' is not a GPU index (0, 1, ...), a UUID or a PCI bus id (0000:3b:00.0)"), arg);
+        return -1;
 }
+
+#define F(f) offsetof(struct xid_cmd, f)
+static const struct cli_opt xid_table[] = {
+        { "kmsg", 'k', CO_PATH, F(o.kmsg_path) },
+        { "since", 's', CO_STR, F(since_arg) },
+        { "gpu", 'g', CO_FN, .fn = xid_gpu },
+        { "follow", 'f', CO_FLAG, F(o.follow) },
+        { "this-boot", 'B', CO_FLAG, F(o.this_boot) },
+        { 0 },
+};
+#undef F
 
 /* --since WHEN into o.since: 0, or -1 (said). */
 static int xid_since(struct xid_cmd *xc, const char *since_arg)
@@ -334,43 +279,19 @@ int cmd_xid(int argc, char **argv)
 {
         if (argc >= 2 && strcmp(argv[1], "explain") == 0)
                 return cmd_xid_explain(argc - 1, argv + 1);
-        static const struct option opts[] = {
-                CLI_COMMON_LONGOPTS,
-                { "kmsg", required_argument, NULL, 'k' },
-                { "since", required_argument, NULL, 's' },
-                { "gpu", required_argument, NULL, 'g' },
-                { "follow", no_argument, NULL, 'f' },
-                { "this-boot", no_argument, NULL, 'B' },
-                { "help", no_argument, NULL, 'h' },
-                { 0 },
-        };
         struct xid_cmd xc;
         memset(&xc, 0, sizeof(xc));
         cli_common_init(&xc.c, XID_ACCEPTS);
-        const char *since_arg = NULL;
-        int opt;
-        optind = 1;
-        while ((opt = getopt_long(argc, argv, "hvf", opts, NULL)) != -1) {
-                if (opt == 'h') {
-                        xid_usage(stdout);
-                        return EXIT_OK;
-                }
-                int r = xid_option(&xc, opt, optarg, &since_arg);
-                if (r == 0)
-                        r = cli_common_option(&xc.c, opt, optarg, "xid");
-                if (r < 0)
-                        return EXIT_USAGE;
-                if (r == 0) {
-                        xid_usage(stderr);
-                        return EXIT_USAGE;
-                }
-        }
+        const struct cli_parse p = { "xid", "hvf", xid_table, &xc, &xc.c, xid_usage, .operands = true };
+        int r = cli_parse(&p, argc, argv);
+        if (r != EXIT_OK)
+                return r == CLI_HELP ? EXIT_OK : r;
         if (optind < argc) {
                 cli_error("xid", _("unexpected argument '%s' (see --help; 'ghostvram xid explain CODE' explains a code)"),
                           argv[optind]);
                 return EXIT_USAGE;
         }
-        if (since_arg && xid_since(&xc, since_arg) < 0)
+        if (xc.since_arg && xid_since(&xc, xc.since_arg) < 0)
                 return EXIT_USAGE;
         int status = xid_finish(&xc);
         return status != EXIT_OK ? status : xid_execute(&xc);

@@ -10,6 +10,7 @@
 
 #define MAX_OPTS 64
 #define GPU_BAD N_("--gpu: '%s' is not a GPU index, UUID or PCI bus id")
+#define LAST_TAKEN 1 /* one_option: a `last` option was taken */
 
 /* A table's sentence for a bad value has a %s, given the value, and may then have a %llu, given
  * the range's top (hi); no other conversion. A table that breaks this is a programming error,
@@ -127,14 +128,14 @@ static int one_option(const struct cli_parse *p, int opt, const char *arg, int a
 {
         for (const struct cli_opt *o = p->opts; o && o->name; o++)
                 if (o->val == opt || (o->alias && o->alias == opt))
-                        return take(p, o, arg) < 0 ? EXIT_USAGE : EXIT_OK;
+                        return take(p, o, arg) < 0 ? EXIT_USAGE : o->last ? LAST_TAKEN : EXIT_OK;
         if (p->common) {
                 int r = cli_common_option(p->common, opt, arg, p->cmd);
                 if (r == 0)
                         p->usage(stderr); /* in getopt's table, in neither's: a programming error */
                 return r > 0 ? EXIT_OK : EXIT_USAGE;
         }
-        cli_bad_option(p->cmd, argc, argv, opt);
+        (p->bad_option ? p->bad_option : cli_bad_option)(p->cmd, argc, argv, opt);
         return EXIT_USAGE;
 }
 
@@ -155,7 +156,10 @@ int cli_parse(const struct cli_parse *p, int argc, char **argv)
                         p->usage(stdout);
                         return CLI_HELP;
                 }
-                if (one_option(p, opt, optarg, argc, argv) != EXIT_OK)
+                int r = one_option(p, opt, optarg, argc, argv);
+                if (r == LAST_TAKEN)
+                        return EXIT_OK;
+                if (r != EXIT_OK)
                         return EXIT_USAGE;
         }
         if (!p->operands && optind < argc) {

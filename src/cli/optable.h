@@ -40,6 +40,7 @@ struct cli_opt {
          * val must be a common option's code, the long name being one of theirs too (check's -t
          * and --timeout: CLI_OPT_TIMEOUT); an abbreviation then stays unambiguous */
         int alias;
+        bool last;              /* the options end with this one: what follows is not read (track --show) */
 };
 #define CO_SEEN(off) ((off) + 1)
 
@@ -51,11 +52,16 @@ struct cli_parse {
         struct cli_common *common;      /* the common options' values; NULL: the command takes none */
         void (*usage)(FILE *f);         /* --help to stdout */
         bool operands;                  /* arguments may follow the options (optind says where) */
+        /* without common options: an option not in the table (getopt's '?' or ':') is said by
+         * this instead of cli_bad_option (xid explain: "-1" is a code, not an option); NULL:
+         * cli_bad_option. With them, cli_common_option says it. */
+        void (*bad_option)(const char *cmd, int argc, char **argv, int opt);
         bool english;                   /* its sentences are not in the catalogue: never translated */
 };
 
 #define CLI_HELP (-1) /* cli_parse: --help was printed */
 
-/* Read argv's options with p: EXIT_OK (optind at the first operand), CLI_HELP, or EXIT_USAGE
- * (said in one line: a bad value, an option the command does not take, an unexpected argument). */
+/* Read argv's options with p: EXIT_OK (optind at the first operand, or after a `last` option's
+ * value), CLI_HELP, or EXIT_USAGE (said in one line: a bad value, an option the command does not
+ * take, an unexpected argument). */
 int cli_parse(const struct cli_parse *p, int argc, char **argv);

@@ -1,7 +1,8 @@
 /* demo_render: the story `ghostvram demo` tells around run/demo_run's steps: the step headings,
- * the commands as typed, nvidia-smi's view of the simulated GPUs, the end. Not translated: the
- * demo's story is in English, as the commands it shows. */
+ * the commands as typed (scan and reclaim run as by hand), nvidia-smi's view of the simulated
+ * GPUs, the end. Not translated: the demo's story is in English, as the commands it shows. */
 #pragma once
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "collect/sample.h"
@@ -26,3 +27,19 @@ void demo_smi_print(FILE *out, const struct facts *f);
 void demo_kept_print(FILE *out, const char *dir);
 /* The end of a complete story. */
 void demo_over_print(FILE *out, const char *dir);
+
+/* ---- the story, on standard output ----------------------------------------------------------- */
+
+/* How the story says what went wrong: one line, "ghostvram demo: MSG" (the command's cli_error). */
+typedef void demo_error_fn(const char *msg);
+
+/* The story on d's host (made by demo_host_create): the job and its workers, the kill,
+ * nvidia-smi's view, then scan and reclaim run as by hand (their output is the story's). Its
+ * exit status: EXIT_OK when scan found the ghost and reclaim got the memory back, else
+ * EXIT_INCOMPLETE (said, unless a stop signal or a reader gone stopped it). */
+int demo_story(struct demo *d, unsigned mib, unsigned workers, demo_error_fn *error);
+/* The end: every process stopped and the host removed (or kept with keep), what is said, the
+ * stop signals given back (saved). The exit status: status, or 128+N after a stop signal N,
+ * 141 when the reader went away (as `yes | head -1`), EXIT_INCOMPLETE when the story could not
+ * be written. */
+int demo_end(struct demo *d, bool keep, int status, const struct demo_signals *saved, demo_error_fn *error);

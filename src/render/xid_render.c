@@ -420,3 +420,50 @@ json_t *xid_explain_doc(const unsigned *codes, size_t n)
         json_object_set_new(doc, "explanations", arr);
         return doc;
 }
+
+/* ---- xid's answer on standard output ------------------------------------------------------- */
+
+int xid_dump_show(const struct xid_show *s, const struct xid_dump *d)
+{
+        if (s->json) {
+                json_t *doc = xid_dump_json(s->x, d);
+                return !doc || s->print_json(doc) < 0 ? -1 : 0;
+        }
+        s->banner(s->banner_ctx);
+        xid_dump_text(stdout, s->x, d, s->color);
+        return 0;
+}
+
+static void follow_start(void *ctx, int nvml_gpus, const char *nvml_err)
+{
+        const struct xid_show *s = ctx;
+        if (s->json)
+                return;
+        s->banner(s->banner_ctx);
+        xid_follow_header(stdout, s->x->info.path, nvml_gpus, nvml_err);
+}
+
+static void follow_event(void *ctx, const struct xid_event *e, unsigned long overruns)
+{
+        const struct xid_show *s = ctx;
+        xid_follow_event(stdout, e, s->x->source, overruns, s->json, s->color);
+}
+
+static void follow_batch_end(void *ctx)
+{
+        (void)ctx;
+        fflush(stdout);
+}
+
+static void follow_lost(void *ctx, unsigned long lost)
+{
+        const struct xid_show *s = ctx;
+        if (!s->json)
+                xid_follow_lost(stderr, lost);
+}
+
+void xid_follow_show(struct xid_follow_cb *cb, const struct xid_show *s)
+{
+        *cb = (struct xid_follow_cb){ .start = follow_start, .event = follow_event, .batch_end = follow_batch_end,
+                                      .lost = follow_lost, .ctx = (void *)s };
+}

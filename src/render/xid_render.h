@@ -29,3 +29,20 @@ void xid_follow_lost(FILE *f, unsigned long lost);
 void xid_explain_text(FILE *f, const unsigned *codes, size_t n);
 /* { schema_version, explanations: [...] }; NULL when out of memory. */
 json_t *xid_explain_doc(const unsigned *codes, size_t n);
+
+/* ---- xid's answer on standard output ------------------------------------------------------- */
+
+/* How it is shown: JSON or text (with colour), after the command's banner of a simulated host. */
+struct xid_show {
+        const struct xid_run *x;
+        bool json, color;
+        void (*banner)(void *ctx);      /* text only: before the first line */
+        void *banner_ctx;
+        int (*print_json)(json_t *doc); /* writes and takes doc: 0, or -1 */
+};
+
+/* A dump (xid_dump_run's) shown: 0, or -1 (its JSON could not be made or written). */
+int xid_dump_show(const struct xid_show *s, const struct xid_dump *d);
+/* cb's callbacks (ctx: s) print a follow as it comes: its header (text), each event (text, or
+ * one JSON object a line), flushed after each batch; the lost records said on stderr (text). */
+void xid_follow_show(struct xid_follow_cb *cb, const struct xid_show *s);

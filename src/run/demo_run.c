@@ -1,4 +1,5 @@
 #include "run/demo_run.h"
+#include "run/sources.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -9,9 +10,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "collect/sample.h"
 #include "model/ledger.h"
+#include "simstate.h"
 #include "util/buf.h"
 #include "util/fileio.h"
+#include "util/i18n.h"
 #include "util/pidfd.h"
 #include "util/spawn.h"
 
@@ -162,4 +166,24 @@ bool demo_reader_gone(int fd)
 {
         struct pollfd pf = { .fd = fd, .events = 0 };
         return poll(&pf, 1, 0) == 1 && (pf.revents & (POLLERR | POLLHUP));
+}
+
+/* ---- nvidia-smi's view --------------------------------------------------------------------- */
+
+int demo_smi_facts(const char *dir, struct facts **ret, char *err, size_t len)
+{
+        setenv("GHOSTVRAM_SIM", dir, 1);
+        struct sources *src = malloc(sizeof(*src));
+        if (!src)
+                return -ENOMEM;
+        sources_init(src);
+        int r = sources_open(src, dir, err, len);
+        if (r == 0) {
+                struct facts_opts fo = { .simulated = true };
+                sources_gpu_opts(src, &fo.gpu);
+                sources_host_opts(src, &fo.host);
+                r = facts_collect(&fo, ret) < 0 ? -ENOMEM : 0;
+        }
+        free(src);
+        return r;
 }

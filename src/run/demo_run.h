@@ -1,7 +1,8 @@
 /* demo_run: the steps of `ghostvram demo` that act, without printing: a temporary simulated
  * host, the training job on it (an owner and its workers, each opened with pidfd_open), the
- * owner killed, and the end: every process stopped and the host removed. cli/cmd_demo.c tells
- * the story between them (and runs scan and reclaim, whose output is the story). */
+ * owner killed, nvidia-smi's view read, and the end: every process stopped and the host
+ * removed. render/demo_render.c tells the story between them (and runs scan and reclaim, whose
+ * output is the story). */
 #pragma once
 #include <stdbool.h>
 #include <signal.h>
@@ -39,6 +40,12 @@ int demo_kill_owner(struct demo *d);
  * host removed (again for 2 s while the simulated driver's teardown watchers still write).
  * The pidfds are closed in both cases. Returns 0, or -errno of the removal. */
 int demo_finish(struct demo *d, bool keep);
+/* What nvidia-smi would show of the host in dir: its facts, read as every command reads them
+ * under GHOSTVRAM_SIM=dir (set here, for the commands the demo runs next): its NVML stand-in,
+ * its device files and its driver's /proc directory. 0, or -1 with err (dir is no simulated
+ * host: said as the commands say it), or -ENOMEM. Free *ret with facts_free. */
+struct facts;
+int demo_smi_facts(const char *dir, struct facts **ret, char *err, size_t len);
 /* The noise floor of the simulated GPU in MiB: scan calls no less a ghost. */
 unsigned long long demo_floor_mib(void);
 

@@ -17,6 +17,7 @@
 #include "run/sim_run.h"
 #include "util/buf.h"
 #include "util/escape.h"
+#include "util/fileio.h"
 #include "util/spawn.h"
 
 /* ---- init --------------------------------------------------------------------------------- */
@@ -44,6 +45,43 @@ int sim_init_target(const char *dir, unsigned *ret_mode)
                 empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
         closedir(d);
         return empty ? 0 : -ENOTEMPTY;
+}
+
+/* sim_init_target's refusal in words: 0 (init may go on: nothing there, or a host sim_init_dir
+ * refuses), or -1 with err. */
+static int init_refusal(const char *dir, char *err, size_t len)
+{
+        unsigned mode = 0;
+        int r = sim_init_target(dir, &mode);
+        if (r == 0 || r == -EEXIST)
+                return 0;
+        if (r == -ENOTDIR)
+                snprintf(err, len, "%s: not a directory (%s)", dir, S_ISREG(mode) ? "a file" : file_kind(mode));
+        else if (r == -EPERM)
+                snprintf(err, len, "%s: refused: the root directory (its dev/ is this host's /dev); give a new or an "
+                                   "empty directory", dir);
+        else if (r == -ENOTEMPTY)
+                snprintf(err, len, "%s: not empty and not a simulated host: give a new or an empty directory", dir);
+        else
+                snprintf(err, len, "%s: %s", dir, strerror(-r));
+        return -1;
+}
+
+enum sim_outcome sim_init_run(const char *dir, unsigned gpus, uint64_t memory_mib, uint64_t reserved_mib, char *err,
+                              size_t len)
+{
+        if (init_refusal(dir, err, len) < 0)
+                return SIM_BAD_USAGE;
+        int r = sim_init_dir(dir, gpus, memory_mib, reserved_mib);
+        if (r == -EEXIST) {
+                snprintf(err, len, "%s already holds a simulated host; remove it first", dir);
+                return SIM_BAD_USAGE;
+        }
+        if (r < 0) {
+                snprintf(err, len, "cannot create a simulated host in %s: %s", dir, strerror(-r));
+                return SIM_FAILED;
+        }
+        return SIM_DONE;
 }
 
 /* ---- run ---------------------------------------------------------------------------------- */

@@ -24,6 +24,11 @@ enum sim_outcome {
  * simulated host is there), -ENOTDIR (not a directory: *ret_mode says what), -EPERM (the root
  * directory), -ENOTEMPTY (other files), or the negative errno of opening it. */
 int sim_init_target(const char *dir, unsigned *ret_mode);
+/* `sim init`: a simulated host built in dir (sim_init_dir) where sim_init_target allows it.
+ * SIM_DONE, SIM_BAD_USAGE (a place init refuses, or a host already there) or SIM_FAILED (it
+ * could not be built); err says why in one line ("DIR: not empty and ..."). */
+enum sim_outcome sim_init_run(const char *dir, unsigned gpus, uint64_t memory_mib, uint64_t reserved_mib, char *err,
+                              size_t len);
 
 /* A simulated CUDA job (gv-simcuda) as `sim run` starts it. */
 struct sim_job {

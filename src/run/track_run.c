@@ -387,3 +387,52 @@ void track_result_free(struct track_result *r)
                 signals_restore(&r->sig_set, &r->sig_old_mask, &r->sig_old_chld);
         r->signals_taken = false;
 }
+
+/* ---- --show FILE ----------------------------------------------------------------------------- */
+
+struct track_show *track_show_new(void)
+{
+        return calloc(1, sizeof(struct track_show));
+}
+
+int track_show_load(struct track_show *sh, const char *path)
+{
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+                return -EISDIR;
+        int r = track_ledger_load(AT_FDCWD, path, &sh->l);
+        if (r < 0)
+                return r;
+        sh->loaded = true;
+        track_ledger_summary(&sh->l, NULL, &sh->s);
+        return 0;
+}
+
+void track_show_free(struct track_show *sh)
+{
+        if (sh && sh->loaded)
+                track_ledger_free(&sh->l);
+        free(sh);
+}
+
+/* ---- the report's file ------------------------------------------------------------------------- */
+
+FILE *track_report_open(const char *path, char *err, size_t len)
+{
+        if (!path)
+                return stderr;
+        struct stat sb;
+        bool is_dir = stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+        FILE *out = is_dir ? NULL : fopen(path, "we");
+        if (!out)
+                snprintf(err, len, "--report %s: %s", path, is_dir ? "a directory: give a file" : strerror(errno));
+        return out;
+}
+
+int track_report_close(FILE *out, const char *path, char *err, size_t len)
+{
+        if (out == stderr || fclose(out) == 0)
+                return 0;
+        snprintf(err, len, "--report %s: %s", path, strerror(errno));
+        return -1;
+}

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "track/ledger_read.h"
@@ -83,3 +84,27 @@ void track_result_free(struct track_result *r);
 
 /* "SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", or "a signal". */
 const char *track_stop_signal_name(int sig);
+
+/* ---- --show FILE ----------------------------------------------------------------------------- */
+
+/* One ledger file as --show reads it: what it holds, summed up. */
+struct track_show {
+        struct track_ledger l;
+        struct track_summary s;
+        bool loaded;                    /* l holds what was read (track_show_free frees it) */
+};
+
+/* An empty one; NULL when out of memory. Free with track_show_free. */
+struct track_show *track_show_new(void);
+/* path read into sh and summed up: 0, -EISDIR (a directory, not one ledger file of it),
+ * -EBADMSG (not an allocation ledger: a bad header), or the negative errno of reading it. */
+int track_show_load(struct track_show *sh, const char *path);
+void track_show_free(struct track_show *sh);
+
+/* ---- the report's file ------------------------------------------------------------------------- */
+
+/* The --report file, opened before CMD runs (one that cannot be written loses nothing); stderr
+ * without path. NULL when it cannot be opened: err says why ("--report PATH: ..."). */
+FILE *track_report_open(const char *path, char *err, size_t len);
+/* Close out when it is a --report file (not stderr): 0, or -1 with err ("--report PATH: ..."). */
+int track_report_close(FILE *out, const char *path, char *err, size_t len);

@@ -4,8 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "collect/gpu_events.h"
+#include "collect/gpu_spec.h"
 #include "run/xid_run.h"
 #include "util/i18n.h"
 #include "util/parse.h"
@@ -287,4 +289,22 @@ int xid_follow_run(struct xid_run *x, const volatile sig_atomic_t *stop, const s
         xid_list_free(&f.batch);
         gpu_events_close(f.nv);
         return status;
+}
+
+int xid_gpu_filter_parse(const char *s, struct xid_gpu_filter *g)
+{
+        memset(g, 0, sizeof(*g));
+        g->active = true;
+        if (parse_uint_range(s, 0, 1023, &g->index) == 0) {
+                g->by_index = true;
+                return 0;
+        }
+        size_t len = strlen(s);
+        if (xid_pci_parse(s, len, g->pci) == (int)len)
+                return 0;
+        if ((strncasecmp(s, "GPU-", 4) == 0 || strncasecmp(s, "MIG-", 4) == 0) && gpu_spec_check(s) == 0) {
+                g->uuid = s;
+                return 0;
+        }
+        return -EINVAL;
 }

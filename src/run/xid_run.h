@@ -21,6 +21,10 @@ struct xid_gpu_filter {
         const char *uuid;
 };
 
+/* --gpu's value into *g (active): an index 0..1023, a PCI bus id (0000:3b:00.0), or a GPU- or
+ * MIG- UUID (g->uuid points into s: looked up later). 0, or -EINVAL (none of these). */
+int xid_gpu_filter_parse(const char *s, struct xid_gpu_filter *g);
+
 struct xid_run_opts {
         const char *kmsg_path;          /* a saved log ("-": stdin); NULL: /dev/kmsg or the sim's */
         const char *sim_dir;            /* GHOSTVRAM_SIM's DIR, NULL when not simulated */

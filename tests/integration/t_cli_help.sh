@@ -48,9 +48,9 @@ done
 ! grep -i 'not built\|refused for now' <<<"$doc" || fail "docs/metrics.md says a part of watch is not built (above)"
 note "sim: every option of each subcommand's table in cmd_sim.c is in 'sim --help' (under it) and 'sim SUB --help'"
 sim_help=$("$GV_BIN" sim --help)
-# SUB OPTION pairs from the getopt tables, function by function (sim_cmd_SUB)
+# SUB OPTION pairs from the option tables (struct cli_opt), function by function (sim_cmd_SUB)
 pairs=$(awk '/^static int sim_cmd_[a-z]+\(/ { sub(/^static int sim_cmd_/, ""); sub(/\(.*/, ""); sub_ = $0 }
-             sub_ != "" && /\{ "[a-z][a-z-]*", (no|required|optional)_argument/ {
+             sub_ != "" && /\{ "[a-z][a-z-]*", [^,]+, CO_[A-Z0-9]+[,} ]/ {
                      match($0, /"[a-z][a-z-]*"/); o = substr($0, RSTART + 1, RLENGTH - 2)
                      if (o != "help") print sub_, o }' "$GV_SRC/src/cli/cmd_sim.c")
 [ "$(wc -l <<<"$pairs")" -ge 15 ] || fail "options read from cmd_sim.c: $pairs"

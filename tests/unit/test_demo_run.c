@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "act/reclaim_act.h"
+#include "collect/sample.h"
 #include "run/demo_run.h"
 #include "util/pidfd.h"
 
@@ -80,6 +81,30 @@ static void test_story_steps(void **state)
         assert_int_equal(errno, ENOENT);
         for (size_t i = 0; i < d.n_procs; i++)
                 assert_int_equal(d.procs[i].pidfd, -1);
+}
+
+/* nvidia-smi's view: the host's GPUs as the commands read them under GHOSTVRAM_SIM, the killed
+ * owner still listed on GPU 0; a directory that holds no host is said to be none. */
+static void test_smi_facts(void **state)
+{
+        (void)state;
+        struct demo d;
+        start(&d, 1);
+        assert_int_equal(demo_kill_owner(&d), 0);
+        struct facts *f = NULL;
+        char err[1024] = "";
+        assert_int_equal(demo_smi_facts(d.dir, &f, err, sizeof(err)), 0);
+        assert_string_equal(getenv("GHOSTVRAM_SIM"), d.dir);
+        assert_true(f->gpu->driver_present);
+        assert_int_equal(f->gpu->n_gpus, 2);
+        assert_int_equal(f->gpu->gpus[0].n_procs, 1);
+        assert_int_equal(f->gpu->gpus[0].procs[0].pid, d.procs[0].pid);
+        facts_free(f);
+        assert_int_equal(demo_finish(&d, false), 0);
+        assert_int_equal(demo_smi_facts(tmp, &f, err, sizeof(err)), -1);
+        assert_non_null(strstr(err, "not a simulated host"));
+        assert_non_null(strstr(err, tmp));
+        unsetenv("GHOSTVRAM_SIM");
 }
 
 /* --keep: the processes and the host stay (stopped here by the test). */
@@ -154,6 +179,7 @@ int main(void)
         const struct CMUnitTest with_pidfd[] = {
                 cmocka_unit_test(test_story_steps),
                 cmocka_unit_test(test_keep),
+                cmocka_unit_test(test_smi_facts),
                 cmocka_unit_test(test_no_tmpdir),
                 cmocka_unit_test(test_floor),
                 cmocka_unit_test(test_reader_gone),

@@ -62,6 +62,26 @@ static void test_init_target(void **state)
         assert_int_equal(sim_init_target("/", &mode), -EPERM);
 }
 
+/* sim init's refusals in words, and a host built where it may be. */
+static void test_init_run(void **state)
+{
+        (void)state;
+        char path[512], err[1024] = "";
+        snprintf(path, sizeof(path), "%s/new", base);           /* test_init_target left a file in it */
+        assert_int_equal(sim_init_run(path, 1, 4096, 100, err, sizeof(err)), SIM_BAD_USAGE);
+        assert_non_null(strstr(err, "/new: not empty and not a simulated host: give a new or an empty directory"));
+        snprintf(path, sizeof(path), "%s/new/file", base);
+        assert_int_equal(sim_init_run(path, 1, 4096, 100, err, sizeof(err)), SIM_BAD_USAGE);
+        assert_non_null(strstr(err, "/new/file: not a directory (a file)"));
+        assert_int_equal(sim_init_run("/", 1, 4096, 100, err, sizeof(err)), SIM_BAD_USAGE);
+        assert_string_equal(err, "/: refused: the root directory (its dev/ is this host's /dev); give a new or an empty directory");
+        assert_int_equal(sim_init_run(host, 1, 4096, 100, err, sizeof(err)), SIM_BAD_USAGE);
+        assert_non_null(strstr(err, "/host already holds a simulated host; remove it first"));
+        snprintf(path, sizeof(path), "%s/second", base);
+        assert_int_equal(sim_init_run(path, 2, 4096, 100, err, sizeof(err)), SIM_DONE);
+        assert_int_equal(sim_init_target(path, &(unsigned){ 0 }), -EEXIST);
+}
+
 /* What the job said, in order. */
 struct said {
         char lines[8][64];
@@ -154,6 +174,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_init_target),
+                cmocka_unit_test(test_init_run),
                 cmocka_unit_test(test_job_and_status),
                 cmocka_unit_test(test_errors),
         };

@@ -195,6 +195,70 @@ static void test_run_passes_stop_signal(void **state)
         assert_false(sigismember(&now, SIGTERM));
 }
 
+/* A ledger's header (good, or with a bad magic) and nothing after it. */
+static void write_header(const char *path, bool good)
+{
+        struct gvl_header h;
+        memset(&h, 0, sizeof(h));
+        memcpy(h.magic, good ? GVL_MAGIC : "NOTALDG", sizeof(h.magic));
+        h.version = GVL_VERSION;
+        h.rec_size = GVL_REC_SIZE;
+        h.pid = 4242;
+        h.ppid = 1;
+        h.bom = GVL_BOM;
+        memcpy(h.comm, "python", 6);
+        h.check = gvl_check(&h);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        assert_int_equal(fwrite(&h, sizeof(h), 1, f), 1);
+        assert_int_equal(fclose(f), 0);
+}
+
+/* --show FILE: a ledger read and summed up; a directory, a bad header and a missing file told
+ * apart. */
+static void test_show(void **state)
+{
+        (void)state;
+        char path[512];
+        struct track_show *sh = track_show_new();
+        assert_non_null(sh);
+        snprintf(path, sizeof(path), "%s/good.gvl", base);
+        write_header(path, true);
+        assert_int_equal(track_show_load(sh, path), 0);
+        assert_true(sh->loaded && sh->l.have_header);
+        assert_int_equal(sh->l.hdr.pid, 4242);
+        assert_int_equal(sh->l.records, 0);
+        track_show_free(sh);
+        sh = track_show_new();
+        assert_non_null(sh);
+        assert_int_equal(track_show_load(sh, base), -EISDIR);
+        snprintf(path, sizeof(path), "%s/bad.gvl", base);
+        write_header(path, false);
+        assert_int_equal(track_show_load(sh, path), -EBADMSG);
+        snprintf(path, sizeof(path), "%s/none.gvl", base);
+        assert_int_equal(track_show_load(sh, path), -ENOENT);
+        assert_false(sh->loaded);
+        track_show_free(sh);
+        track_show_free(NULL);
+}
+
+/* --report: stderr without it; a directory refused in words; a file opened and closed. */
+static void test_report_file(void **state)
+{
+        (void)state;
+        char path[512], err[1024] = "";
+        assert_ptr_equal(track_report_open(NULL, err, sizeof(err)), stderr);
+        assert_int_equal(track_report_close(stderr, NULL, err, sizeof(err)), 0);
+        assert_null(track_report_open(base, err, sizeof(err)));
+        snprintf(path, sizeof(path), "--report %s: a directory: give a file", base);
+        assert_string_equal(err, path);
+        snprintf(path, sizeof(path), "%s/report.txt", base);
+        FILE *f = track_report_open(path, err, sizeof(err));
+        assert_non_null(f);
+        assert_int_equal(track_report_close(f, path, err, sizeof(err)), 0);
+        assert_int_equal(access(path, F_OK), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -204,6 +268,8 @@ int main(void)
                 cmocka_unit_test(test_run_not_found),
                 cmocka_unit_test(test_run_ledgers_gone),
                 cmocka_unit_test(test_run_passes_stop_signal),
+                cmocka_unit_test(test_show),
+                cmocka_unit_test(test_report_file),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

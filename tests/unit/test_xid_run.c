@@ -214,6 +214,25 @@ static void test_errors(void **state)
         xid_run_close(&x);
 }
 
+/* --gpu's value: an index, a PCI bus id, a GPU-/MIG- UUID (looked up later); nothing else. */
+static void test_gpu_filter(void **state)
+{
+        (void)state;
+        struct xid_gpu_filter g;
+        assert_int_equal(xid_gpu_filter_parse("3", &g), 0);
+        assert_true(g.active && g.by_index);
+        assert_int_equal(g.index, 3);
+        assert_int_equal(xid_gpu_filter_parse("0000:3b:00.0", &g), 0);
+        assert_true(g.active && !g.by_index && !g.uuid);
+        assert_true(g.pci[0] != '\0');
+        const char *uuid = "GPU-12345678-1234-1234-1234-123456789abc";
+        assert_int_equal(xid_gpu_filter_parse(uuid, &g), 0);
+        assert_ptr_equal(g.uuid, uuid);
+        assert_int_equal(xid_gpu_filter_parse("1024", &g), -EINVAL);
+        assert_int_equal(xid_gpu_filter_parse("GPU-zz", &g), -EINVAL);
+        assert_int_equal(xid_gpu_filter_parse("", &g), -EINVAL);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -222,6 +241,7 @@ int main(void)
                 cmocka_unit_test(test_dump_verbose_and_since),
                 cmocka_unit_test(test_follow_file),
                 cmocka_unit_test(test_errors),
+                cmocka_unit_test(test_gpu_filter),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
