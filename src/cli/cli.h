@@ -59,20 +59,11 @@ enum {
         CLI_OPT_TIMEOUT,
         CLI_OPT_XID_WINDOW,
 };
-/* Every common option is in every command's getopt table, so that one the command refuses
- * is answered in words (cli_common_option), not as an unknown option. */
-#define CLI_COMMON_LONGOPTS                                                      \
-        { "nvml-lib", required_argument, NULL, CLI_OPT_NVML_LIB },              \
-        { "proc", required_argument, NULL, CLI_OPT_PROC },                      \
-        { "dev-prefix", required_argument, NULL, CLI_OPT_DEV_PREFIX },          \
-        { "call-timeout", required_argument, NULL, CLI_OPT_CALL_TIMEOUT },      \
-        { "timeout", required_argument, NULL, CLI_OPT_TIMEOUT },                \
-        { "json", no_argument, NULL, CLI_OPT_JSON },                            \
-        { "save-bundle", required_argument, NULL, CLI_OPT_SAVE_BUNDLE },        \
-        { "from-bundle", required_argument, NULL, CLI_OPT_FROM_BUNDLE },        \
-        { "holders", required_argument, NULL, CLI_OPT_HOLDERS },                \
-        { "xid-window", required_argument, NULL, CLI_OPT_XID_WINDOW },          \
-        { "verbose", no_argument, NULL, 'v' }
+/* The common options' getopt entries (every one in every command's getopt table, so that one
+ * the command refuses is answered in words by cli_common_option, not as an unknown option),
+ * and the old --timeout: written into t, their count returned (at most 12). */
+struct option;
+size_t cli_common_longopts(struct option *t);
 
 /* Defaults; accepts: the CLI_* options this command takes. */
 void cli_common_init(struct cli_common *c, unsigned accepts);
@@ -81,13 +72,6 @@ void cli_common_init(struct cli_common *c, unsigned accepts);
  * option). */
 int cli_common_option(struct cli_common *c, int opt, const char *arg, const char *cmd);
 
-/* The option loop the commands share: 'h' prints usage(stdout) and returns CLI_HELP; every
- * other option goes to own(ctx, opt, arg) (1 taken, 0 not its own, -1 a usage error, said),
- * then to the common ones; an option of neither prints usage(stderr). Then no argument may be
- * left ("unexpected argument"). Returns EXIT_OK, CLI_HELP or EXIT_USAGE. */
-struct option;
-int cli_options(int argc, char **argv, const char *shortopts, const struct option *opts, struct cli_common *c,
-                const char *cmd, int (*own)(void *ctx, int opt, const char *arg), void *ctx, void (*usage)(FILE *f));
 /* Print the help lines of the common options in `which`, in the table's order. */
 void cli_common_help(FILE *f, unsigned which);
 /* After option parsing: sources_open with GHOSTVRAM_SIM; prints and returns -1 on error. */

@@ -47,48 +47,96 @@ void cli_common_init(struct cli_common *c, unsigned accepts)
         sources_init(&c->src);
 }
 
-/* The common options: name, the CLI_* bit a command accepts, and the help lines (80 columns,
- * the description from column 24). CLI_COMMON_LONGOPTS in cli.h lists the same options. */
+static int call_timeout(void *ctx, const char *arg, const char *cmd)
+{
+        uint64_t ms;
+        if (parse_duration_ms(arg, &ms) < 0 || ms == 0 || ms > 3600 * 1000) {
+                cli_error(cmd, _("--call-timeout: '%s' is not a duration between 1ms and 1h (e.g. 5s, 500ms)"), arg);
+                return -1;
+        }
+        ((struct cli_common *)ctx)->src.timeout_ms = (unsigned)ms;
+        return 0;
+}
+
+static int xid_window(void *ctx, const char *arg, const char *cmd)
+{
+        uint64_t ms;
+        if (parse_duration_ms(arg, &ms) < 0 || ms > 366ull * 24 * 3600 * 1000) {
+                cli_error(cmd, _("--xid-window: '%s' is not a duration up to a year (e.g. 10m, 2h, 0 for never)"), arg);
+                return -1;
+        }
+        ((struct cli_common *)ctx)->src.xid_window_s = (double)ms / 1000.0;
+        return 0;
+}
+
+static int holders(void *ctx, const char *arg, const char *cmd)
+{
+        static const char *const how[] = { [HOST_HOLDERS_AUTO] = "auto", [HOST_HOLDERS_BPF] = "bpf",
+                                           [HOST_HOLDERS_PROC] = "proc" };
+        for (size_t i = 0; i < sizeof(how) / sizeof(how[0]); i++)
+                if (how[i] && strcmp(arg, how[i]) == 0) {
+                        ((struct cli_common *)ctx)->src.holders = (enum host_holders_mode)i;
+                        return 0;
+                }
+        cli_error(cmd, _("--holders: '%s' is not auto, bpf or proc"), arg);
+        return -1;
+}
+
+/* The common options: how each is read into struct cli_common (cli/optable), the CLI_* bit a
+ * command accepts, and the help lines (80 columns, the description from column 24). */
+#define C(f) offsetof(struct cli_common, f)
 static const struct common_opt {
-        int val;
+        struct cli_opt o;
         unsigned bit;
-        const char *name;
         const char *help;
-        bool path;      /* its value is a path: "" is refused */
 } common_opts[] = {
-        { CLI_OPT_JSON, CLI_JSON, "--json",
+        { { "json", CLI_OPT_JSON, CO_FLAG, C(json) }, CLI_JSON,
           N_("  --json               machine-readable output (schema_version inside)\n") },
-        { 'v', CLI_VERBOSE, "--verbose",
+        { { "verbose", 'v', CO_FLAG, C(verbose) }, CLI_VERBOSE,
           N_("  -v, --verbose        show more (every holder, every query error)\n") },
-        { CLI_OPT_CALL_TIMEOUT, CLI_CALL_TIMEOUT, "--call-timeout",
+        { { "call-timeout", CLI_OPT_CALL_TIMEOUT, CO_FN, .fn = call_timeout }, CLI_CALL_TIMEOUT,
           N_("  --call-timeout DURATION\n"
           "                       deadline for each driver call and blocking /proc read\n"
           "                       (default 5s; a hung driver gives a message, never a hang)\n") },
-        { CLI_OPT_NVML_LIB, CLI_NVML_LIB, "--nvml-lib",
-          N_("  --nvml-lib PATH      load this NVML library instead of libnvidia-ml.so.1\n"), true },
-        { CLI_OPT_PROC, CLI_PROC, "--proc",
-          N_("  --proc DIR           read processes from DIR instead of /proc\n"), true },
-        { CLI_OPT_DEV_PREFIX, CLI_DEV_PREFIX, "--dev-prefix",
-          N_("  --dev-prefix PREFIX  device nodes start with PREFIX (default /dev/nvidia)\n"), true },
-        { CLI_OPT_HOLDERS, CLI_HOLDERS, "--holders",
+        { { "nvml-lib", CLI_OPT_NVML_LIB, CO_PATH, C(src.nvml_lib) }, CLI_NVML_LIB,
+          N_("  --nvml-lib PATH      load this NVML library instead of libnvidia-ml.so.1\n") },
+        { { "proc", CLI_OPT_PROC, CO_PATH, C(src.proc_root) }, CLI_PROC,
+          N_("  --proc DIR           read processes from DIR instead of /proc\n") },
+        { { "dev-prefix", CLI_OPT_DEV_PREFIX, CO_PATH, C(src.dev_prefix) }, CLI_DEV_PREFIX,
+          N_("  --dev-prefix PREFIX  device nodes start with PREFIX (default /dev/nvidia)\n") },
+        { { "holders", CLI_OPT_HOLDERS, CO_FN, .fn = holders }, CLI_HOLDERS,
           N_("  --holders HOW        auto (default: BPF iterators when they load, else /proc),\n"
           "                       bpf (fail if they cannot load) or proc\n") },
-        { CLI_OPT_SAVE_BUNDLE, CLI_SAVE_BUNDLE, "--save-bundle",
+        { { "save-bundle", CLI_OPT_SAVE_BUNDLE, CO_PATH, C(src.save_bundle) }, CLI_SAVE_BUNDLE,
           N_("  --save-bundle DIR    also record every answer read into DIR, a new or empty\n"
-          "                       directory (for bug reports)\n"), true },
-        { CLI_OPT_FROM_BUNDLE, CLI_FROM_BUNDLE, "--from-bundle",
+          "                       directory (for bug reports)\n") },
+        { { "from-bundle", CLI_OPT_FROM_BUNDLE, CO_PATH, C(src.from_bundle) }, CLI_FROM_BUNDLE,
           N_("  --from-bundle DIR    read a recorded bundle instead of this host (its files\n"
-          "                       must be plain files; nvml.json at most 32 MiB)\n"), true },
-        { CLI_OPT_XID_WINDOW, CLI_XID_WINDOW, "--xid-window",
+          "                       must be plain files; nvml.json at most 32 MiB)\n") },
+        { { "xid-window", CLI_OPT_XID_WINDOW, CO_FN, .fn = xid_window }, CLI_XID_WINDOW,
           N_("  --xid-window DURATION\n"
           "                       an Xid of error severity or worse (79, 48, 95, ...) this\n"
           "                       recent, after the driver's load, pages even while NVML\n"
           "                       answers (default 10m; 0 = never; docs/xid.md)\n") },
 };
+#undef C
+#define N_COMMON (sizeof(common_opts) / sizeof(common_opts[0]))
+
+size_t cli_common_longopts(struct option *t)
+{
+        size_t n = 0;
+        for (; n < N_COMMON; n++)
+                t[n] = (struct option){ common_opts[n].o.name, common_opts[n].o.kind == CO_FLAG ? no_argument
+                                                                                               : required_argument,
+                                        NULL, common_opts[n].o.val };
+        /* the old name of --call-timeout: refused with a hint (cli_common_option) */
+        t[n++] = (struct option){ "timeout", required_argument, NULL, CLI_OPT_TIMEOUT };
+        return n;
+}
 
 void cli_common_help(FILE *f, unsigned which)
 {
-        for (size_t i = 0; i < sizeof(common_opts) / sizeof(common_opts[0]); i++)
+        for (size_t i = 0; i < N_COMMON; i++)
                 if (which & common_opts[i].bit)
                         fputs(_(common_opts[i].help), f);
 }
@@ -136,65 +184,30 @@ void cli_json_error_if_silent(const char *cmd, int status)
 
 int cli_common_option(struct cli_common *c, int opt, const char *arg, const char *cmd)
 {
-        uint64_t ms;
         if (opt == CLI_OPT_TIMEOUT) {
                 /* it meant other things in other commands: refused, never reinterpreted */
                 cli_error(cmd, _("--timeout is now %s"), c->timeout_now);
                 return -1;
         }
-        for (size_t i = 0; i < sizeof(common_opts) / sizeof(common_opts[0]); i++)
-                if (common_opts[i].val == opt && !(c->accepts & common_opts[i].bit)) {
-                        cli_error(cmd, _("option '%s' is not accepted by %s; see 'ghostvram help %s'"),
-                                  common_opts[i].name, cmd, cmd);
-                        return -1;
-                }
-        for (size_t i = 0; i < sizeof(common_opts) / sizeof(common_opts[0]); i++) {
-                if (common_opts[i].val != opt)
-                        continue;
-                if (common_opts[i].path && cli_path_arg(cmd, common_opts[i].name, arg) < 0)
-                        return -1;
-                c->given |= common_opts[i].bit;
-        }
-        switch (opt) {
-        case CLI_OPT_NVML_LIB: c->src.nvml_lib = arg; return 1;
-        case CLI_OPT_PROC: c->src.proc_root = arg; return 1;
-        case CLI_OPT_DEV_PREFIX: c->src.dev_prefix = arg; return 1;
-        case CLI_OPT_CALL_TIMEOUT:
-                if (parse_duration_ms(arg, &ms) < 0 || ms == 0 || ms > 3600 * 1000) {
-                        cli_error(cmd, _("--call-timeout: '%s' is not a duration between 1ms and 1h (e.g. 5s, 500ms)"), arg);
-                        return -1;
-                }
-                c->src.timeout_ms = (unsigned)ms;
-                return 1;
-        case CLI_OPT_XID_WINDOW:
-                if (parse_duration_ms(arg, &ms) < 0 || ms > 366ull * 24 * 3600 * 1000) {
-                        cli_error(cmd, _("--xid-window: '%s' is not a duration up to a year (e.g. 10m, 2h, 0 for never)"), arg);
-                        return -1;
-                }
-                c->src.xid_window_s = (double)ms / 1000.0;
-                return 1;
-        case CLI_OPT_JSON: c->json = true; return 1;
-        case CLI_OPT_SAVE_BUNDLE: c->src.save_bundle = arg; return 1;
-        case CLI_OPT_FROM_BUNDLE: c->src.from_bundle = arg; return 1;
-        case CLI_OPT_HOLDERS:
-                if (strcmp(arg, "auto") == 0)
-                        c->src.holders = HOST_HOLDERS_AUTO;
-                else if (strcmp(arg, "bpf") == 0)
-                        c->src.holders = HOST_HOLDERS_BPF;
-                else if (strcmp(arg, "proc") == 0)
-                        c->src.holders = HOST_HOLDERS_PROC;
-                else {
-                        cli_error(cmd, _("--holders: '%s' is not auto, bpf or proc"), arg);
-                        return -1;
-                }
-                return 1;
-        case 'v': c->verbose = true; return 1;
-        case '?':
-        case ':':
+        if (opt == '?' || opt == ':') {
                 cli_bad_option(cmd, cli_argc, cli_argv, opt);
                 return -1;
-        default: return 0;
         }
+        for (size_t i = 0; i < N_COMMON; i++) {
+                if (common_opts[i].o.val != opt)
+                        continue;
+                if (!(c->accepts & common_opts[i].bit)) {
+                        char name[64];
+                        snprintf(name, sizeof(name), "--%s", common_opts[i].o.name);
+                        cli_error(cmd, _("option '%s' is not accepted by %s; see 'ghostvram help %s'"), name, cmd, cmd);
+                        return -1;
+                }
+                if (cli_opt_take(&common_opts[i].o, c, cmd, arg) < 0)
+                        return -1;
+                c->given |= common_opts[i].bit;
+                return 1;
+        }
+        return 0;
 }
 
 int cli_path_arg(const char *cmd, const char *opt, const char *arg)
@@ -320,31 +333,3 @@ int cli_print_json(json_t *doc)
                 fflush(stdout);
         return r < 0 ? -EIO : 0;
 }
-
-int cli_options(int argc, char **argv, const char *shortopts, const struct option *opts, struct cli_common *c,
-                const char *cmd, int (*own)(void *ctx, int opt, const char *arg), void *ctx, void (*usage)(FILE *f))
-{
-        int opt;
-        optind = 1;
-        while ((opt = getopt_long(argc, argv, shortopts, opts, NULL)) != -1) {
-                if (opt == 'h') {
-                        usage(stdout);
-                        return CLI_HELP;
-                }
-                int r = own(ctx, opt, optarg);
-                if (r == 0)
-                        r = cli_common_option(c, opt, optarg, cmd);
-                if (r < 0)
-                        return EXIT_USAGE;
-                if (r == 0) {
-                        usage(stderr);
-                        return EXIT_USAGE;
-                }
-        }
-        if (optind < argc) {
-                cli_error(cmd, _("unexpected argument '%s' (see --help)"), argv[optind]);
-                return EXIT_USAGE;
-        }
-        return EXIT_OK;
-}
-

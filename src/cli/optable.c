@@ -107,19 +107,24 @@ static int take(const struct cli_parse *p, const struct cli_opt *o, const char *
         return o->fn ? o->fn(p->ctx, arg, p->cmd) : 0;
 }
 
+int cli_opt_take(const struct cli_opt *o, void *ctx, const char *cmd, const char *arg)
+{
+        const struct cli_parse p = { .cmd = cmd, .ctx = ctx };
+        return take(&p, o, arg);
+}
+
 /* getopt's table: the command's options, the common ones (each named, so that one the command
  * does not take is refused in words), --help. */
 static void getopt_table(const struct cli_parse *p, struct option *t)
 {
-        static const struct option common[] = { CLI_COMMON_LONGOPTS };
         size_t n = 0;
         for (const struct cli_opt *o = p->opts; o && o->name; o++) {
                 check_bad(o);
                 if (!o->short_only)
                         t[n++] = (struct option){ o->name, o->kind == CO_FLAG ? no_argument : required_argument, NULL, o->val };
         }
-        for (size_t i = 0; p->common && i < sizeof(common) / sizeof(common[0]); i++)
-                t[n++] = common[i];
+        if (p->common)
+                n += cli_common_longopts(t + n);
         t[n++] = (struct option){ "help", no_argument, NULL, 'h' };
         t[n] = (struct option){ 0 };
 }

@@ -61,6 +61,10 @@ struct cli_parse {
 
 #define CLI_HELP (-1) /* cli_parse: --help was printed */
 
+/* One option's value arg read as o says into ctx (the common options' reading): 0, or -1 (said,
+ * in cmd's name). */
+int cli_opt_take(const struct cli_opt *o, void *ctx, const char *cmd, const char *arg);
+
 /* Read argv's options with p: EXIT_OK (optind at the first operand, or after a `last` option's
  * value), CLI_HELP, or EXIT_USAGE (said in one line: a bad value, an option the command does not
  * take, an unexpected argument). */
