@@ -253,34 +253,18 @@ static int rc_combinations(const struct rc_opts *opts)
 {
         const char *cmd = "reclaim";
         const struct reclaim_run_opts *o = &opts->ro;
-        if (!o->poke && o->grace_ms != RECLAIM_GRACE_NONE && o->grace_ms >= o->wait_ms && o->signal != SIGKILL) {
-                cli_error(cmd, _("--grace must be shorter than --wait"));
+        bool modes = o->reset_gpu + o->reload_uvm > 1 || ((o->reset_gpu || o->reload_uvm) && (o->cgroup || o->n_pids));
+        if (CLI_RULES(cmd,
+                      { !o->poke && o->grace_ms != RECLAIM_GRACE_NONE && o->grace_ms >= o->wait_ms && o->signal != SIGKILL,
+                        N_("--grace must be shorter than --wait") },
+                      { o->cgroup && o->n_pids, N_("--cgroup and --pid cannot be used together") },
+                      { modes, N_("--reset-gpu, --reload-uvm, --cgroup and --pid are separate modes: use one") },
+                      { o->poke && (o->reset_gpu || o->reload_uvm || o->cgroup || o->n_pids),
+                        N_("--poke, --reset-gpu, --reload-uvm, --cgroup and --pid are separate modes: use one") },
+                      { o->poke && !o->gpu_spec, N_("--poke needs --gpu N (the GPU to poke)") },
+                      { o->cuda_lib && !o->poke, N_("--cuda-lib is the library --poke loads: add --poke") },
+                      { o->reset_gpu && !o->gpu_spec, N_("--reset-gpu needs --gpu N (the GPU to reset)") }) < 0)
                 return -1;
-        }
-        if (o->cgroup && o->n_pids) {
-                cli_error(cmd, _("--cgroup and --pid cannot be used together"));
-                return -1;
-        }
-        if (o->reset_gpu + o->reload_uvm > 1 || ((o->reset_gpu || o->reload_uvm) && (o->cgroup || o->n_pids))) {
-                cli_error(cmd, _("--reset-gpu, --reload-uvm, --cgroup and --pid are separate modes: use one"));
-                return -1;
-        }
-        if (o->poke && (o->reset_gpu || o->reload_uvm || o->cgroup || o->n_pids)) {
-                cli_error(cmd, _("--poke, --reset-gpu, --reload-uvm, --cgroup and --pid are separate modes: use one"));
-                return -1;
-        }
-        if (o->poke && !o->gpu_spec) {
-                cli_error(cmd, _("--poke needs --gpu N (the GPU to poke)"));
-                return -1;
-        }
-        if (o->cuda_lib && !o->poke) {
-                cli_error(cmd, _("--cuda-lib is the library --poke loads: add --poke"));
-                return -1;
-        }
-        if (o->reset_gpu && !o->gpu_spec) {
-                cli_error(cmd, _("--reset-gpu needs --gpu N (the GPU to reset)"));
-                return -1;
-        }
         /* acting re-checks start times in the live /proc: a plan from elsewhere is not this host's */
         if (o->yes && ((opts->c.given & CLI_PROC) || opts->c.src.from_bundle)) {
                 cli_error(cmd, _("--yes cannot be used with %s: the plan would not come from this host's live /proc "
@@ -288,15 +272,9 @@ static int rc_combinations(const struct rc_opts *opts)
                           opts->c.src.from_bundle ? "--from-bundle" : "--proc");
                 return -1;
         }
-        if (o->yes && o->dry_run) {
-                cli_error(cmd, _("--yes and --dry-run contradict each other"));
-                return -1;
-        }
-        if (opts->json_stream && opts->c.json) {
-                cli_error(cmd, _("--json (one document at the end) and --json-stream (a line per event) exclude each other"));
-                return -1;
-        }
-        return 0;
+        return CLI_RULES(cmd, { o->yes && o->dry_run, N_("--yes and --dry-run contradict each other") },
+                         { opts->json_stream && opts->c.json,
+                           N_("--json (one document at the end) and --json-stream (a line per event) exclude each other") });
 }
 
 static int reclaim_main(int argc, char **argv);

@@ -173,3 +173,13 @@ int cli_parse(const struct cli_parse *p, int argc, char **argv)
         }
         return EXIT_OK;
 }
+
+int cli_rules(const char *cmd, const struct cli_rule *rules, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (rules[i].broken) {
+                        cli_error(cmd, "%s", _(rules[i].why));
+                        return -1;
+                }
+        return 0;
+}

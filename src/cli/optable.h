@@ -69,3 +69,14 @@ int cli_opt_take(const struct cli_opt *o, void *ctx, const char *cmd, const char
  * value), CLI_HELP, or EXIT_USAGE (said in one line: a bad value, an option the command does not
  * take, an unexpected argument). */
 int cli_parse(const struct cli_parse *p, int argc, char **argv);
+
+/* A rule between options: broken when the options given go against it, said by why (marked
+ * N_(); a sentence with no conversion). */
+struct cli_rule {
+        bool broken;
+        const char *why;
+};
+/* The first broken rule of the n said in cmd's name: -1; none broken: 0. */
+int cli_rules(const char *cmd, const struct cli_rule *rules, size_t n);
+#define CLI_RULES(cmd, ...) \
+        cli_rules(cmd, (const struct cli_rule[]){ __VA_ARGS__ }, sizeof((const struct cli_rule[]){ __VA_ARGS__ }) / sizeof(struct cli_rule))
