@@ -18,10 +18,6 @@
 #include "util/parse.h"
 #include "util/range.h"
 
-#define CHECK_DEFAULT_WARN "0"
-#define CHECK_DEFAULT_CRIT "1024"
-#define CHECK_DEFAULT_TIMEOUT_MS 10000
-
 /* --json is refused in words: a plugin prints one status line; -v is taken, as the plugin
  * guidelines ask, and changes nothing */
 #define CHECK_ACCEPTS ((CLI_COMMON_ALL & ~CLI_JSON) | CLI_XID_WINDOW)
@@ -176,13 +172,8 @@ static int check_parse(int argc, char **argv, struct check_args *a)
                 return unknown(_("unexpected argument '%s' (see --help)"), argv[optind]);
         if (cli_common_finish(&a->c, "check") < 0)
                 return unknown("%s", _("invalid option (see the message above)"));
-        /* -t covers the whole scan, the confirming wait included: the default wait shrinks to a
-         * quarter of -t; a --confirm given that leaves less than half of -t for the two samples is
-         * refused, in words */
-        struct check_run_opts *o = &a->ro;
-        if (!o->confirm_set && o->confirm_ms > o->timeout_ms / 4)
-                o->confirm_ms = o->timeout_ms / 4;
-        if (o->confirm_set && o->confirm_ms > o->timeout_ms / 2)
+        const struct check_run_opts *o = &a->ro;
+        if (check_run_settle(&a->ro) < 0)
                 return unknown(_("-t %.3g s is too short for --confirm %.3g s: the scan takes two samples that far apart; "
                                "give -t of at least %.3g s, or a shorter --confirm"),
                                (double)o->timeout_ms / 1000.0, (double)o->confirm_ms / 1000.0,
@@ -195,11 +186,8 @@ int cmd_check(int argc, char **argv)
         static struct check_args a;
         memset(&a, 0, sizeof(a));
         cli_common_init(&a.c, CHECK_ACCEPTS);
-        a.t = (struct check_thresholds){ .have_warn = true, .have_crit = true };
-        range_parse(CHECK_DEFAULT_WARN, &a.t.warn);
-        range_parse(CHECK_DEFAULT_CRIT, &a.t.crit);
-        a.ro = (struct check_run_opts){ .timeout_ms = CHECK_DEFAULT_TIMEOUT_MS, .confirm_ms = 2000, .floor_mib = 64,
-                                        .only_gpu = -1 };
+        check_thresholds_default(&a.t);
+        check_run_opts_default(&a.ro);
         int pr = check_parse(argc, argv, &a);
         if (pr != CHECK_GO_ON)
                 return pr;

@@ -9,6 +9,18 @@
 #include "util/deadline.h"
 #include "util/i18n.h"
 
+void check_run_opts_default(struct check_run_opts *o)
+{
+        *o = (struct check_run_opts){ .timeout_ms = 10000, .confirm_ms = 2000, .floor_mib = 64, .only_gpu = -1 };
+}
+
+int check_run_settle(struct check_run_opts *o)
+{
+        if (!o->confirm_set && o->confirm_ms > o->timeout_ms / 4)
+                o->confirm_ms = o->timeout_ms / 4;
+        return o->confirm_set && o->confirm_ms > o->timeout_ms / 2 ? -ERANGE : 0;
+}
+
 struct check_job *check_job_new(const struct scan_once_opts *o)
 {
         struct check_job *j = calloc(1, sizeof(*j));

@@ -18,6 +18,13 @@ struct check_run_opts {
         int only_gpu;                   /* --gpu's index when it is one, else -1 */
 };
 
+/* check's defaults: -t 10 s, a confirming sample 2 s after the first, a noise floor of 64 MiB,
+ * every GPU. */
+void check_run_opts_default(struct check_run_opts *o);
+/* -t covers the whole scan, the confirming wait included: a default wait shrinks to a quarter of
+ * -t. 0, or -ERANGE for a --confirm given that leaves less than half of -t for the two samples. */
+int check_run_settle(struct check_run_opts *o);
+
 struct check_job {
         struct scan_once_opts o;
         struct scan_once *run;  /* the scan, when r is 0 */

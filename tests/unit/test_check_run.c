@@ -148,9 +148,33 @@ static void test_scan(void **state)
         check_job_free(j);
 }
 
+/* The defaults, and -t's budget: a default confirming wait shrinks to a quarter of -t; one given
+ * may take up to half of it. */
+static void test_settle(void **state)
+{
+        (void)state;
+        struct check_run_opts o;
+        check_run_opts_default(&o);
+        assert_int_equal(o.timeout_ms, 10000);
+        assert_int_equal(o.confirm_ms, 2000);
+        assert_int_equal(o.floor_mib, 64);
+        assert_int_equal(o.only_gpu, -1);
+        assert_int_equal(check_run_settle(&o), 0);
+        assert_int_equal(o.confirm_ms, 2000);
+        o.timeout_ms = 4000;
+        assert_int_equal(check_run_settle(&o), 0);
+        assert_int_equal(o.confirm_ms, 1000);
+        o = (struct check_run_opts){ .timeout_ms = 4000, .confirm_ms = 2000, .confirm_set = true };
+        assert_int_equal(check_run_settle(&o), 0);
+        assert_int_equal(o.confirm_ms, 2000);
+        o.confirm_ms = 2001;
+        assert_int_equal(check_run_settle(&o), -ERANGE);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_settle),
                 cmocka_unit_test(test_job_make),
                 cmocka_unit_test(test_scan),
                 cmocka_unit_test(test_finished),
