@@ -229,13 +229,7 @@ static int sim_run_check(int argc, char **argv, struct sim_job *a)
         return cli_path_arg(cmd, "DIR", a->dir) < 0 ? EXIT_USAGE : EXIT_OK;
 }
 
-/* The job's report: its processes on standard output, its errors said. */
-static void run_process_line(void *ctx, const char *line)
-{
-        (void)ctx;
-        printf("%s\n", line);
-}
-
+/* The job's errors said (its processes are sim_job_line's, on standard output). */
 static void run_error(void *ctx, const char *msg)
 {
         (void)ctx;
@@ -271,7 +265,7 @@ static int sim_cmd_run(int argc, char **argv)
                 return pr == CLI_HELP ? EXIT_OK : pr;
         if (sim_run_check(argc, argv, &a) != EXIT_OK)
                 return EXIT_USAGE;
-        struct sim_job_cb cb = { .process = run_process_line, .error = run_error };
+        struct sim_job_cb cb = { .process = sim_job_line, .error = run_error, .ctx = stdout };
         enum sim_outcome r = sim_job_start(&a, &cb);
         fflush(stdout);
         return r == SIM_DONE ? EXIT_OK : r == SIM_BAD_USAGE ? EXIT_USAGE : EXIT_FINDING;
