@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stddef.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,14 +14,9 @@
 #include "cli/cli.h"
 #include "render/check_render.h"
 #include "run/check_run.h"
-#include "run/scan_run.h"
 #include "util/i18n.h"
 #include "util/parse.h"
 #include "util/range.h"
-
-#define CHECK_DEFAULT_WARN "0"
-#define CHECK_DEFAULT_CRIT "1024"
-#define CHECK_DEFAULT_TIMEOUT_MS 10000
 
 /* --json is refused in words: a plugin prints one status line; -v is taken, as the plugin
  * guidelines ask, and changes nothing */
@@ -80,15 +74,8 @@ static void check_usage(FILE *f)
               "error).\n"), f);
 }
 
-static int unknown(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int unknown(const char *fmt, ...)
-{
-        va_list ap;
-        va_start(ap, fmt);
-        int st = check_print_unknownv(stdout, fmt, ap);
-        va_end(ap);
-        return st;
-}
+/* A sentence as the plugin's UNKNOWN line on stdout: PLUGIN_UNKNOWN. */
+#define unknown(...) check_print_unknownf(stdout, __VA_ARGS__)
 
 /* What the command line gives: the use case's options, read into directly, the thresholds, and
  * whether a bad value was already said. */
@@ -100,89 +87,57 @@ struct check_args {
 };
 
 /* A bad value of check's own options: said as an UNKNOWN line on stdout (the plugin's output,
- * nothing on stderr); -1 for cli_parse. */
-static int bad(struct check_args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int bad(struct check_args *a, const char *fmt, ...)
+ * nothing on stderr); cli_parse's say, so that it knows it was said. */
+static void check_say(void *ctx, const char *sentence)
 {
-        va_list ap;
-        va_start(ap, fmt);
-        check_print_unknownv(stdout, fmt, ap);
-        va_end(ap);
-        a->said = true;
-        return -1;
+        check_print_unknownf(stdout, "%s", sentence);
+        ((struct check_args *)ctx)->said = true;
 }
 
+/* -w and -c: a range (util/range.h) whose ends are whole bytes; 0, or -1 (said). */
 static int ck_range(struct check_args *a, const char *arg, const char *opt, struct range *r)
 {
+        char s[512];
         if (range_parse(arg, r) < 0)
-                return bad(a, _("invalid range '%s' (e.g. 10, 10:, ~:10, 10:20, @10:20)"), arg);
-        if (check_range_in_bytes(r) < 0)
-                return bad(a, _("%s: '%s' is not a number of MiB from 1 byte up to 2^64 bytes (16 EiB)"), opt, arg);
-        return 0;
+                snprintf(s, sizeof(s), _("invalid range '%s' (e.g. 10, 10:, ~:10, 10:20, @10:20)"), arg);
+        else if (check_range_in_bytes(r) < 0)
+                snprintf(s, sizeof(s), _("%s: '%s' is not a number of MiB from 1 byte up to 2^64 bytes (16 EiB)"), opt, arg);
+        else
+                return 0;
+        check_say(a, s);
+        return -1;
 }
 
 static int ck_warn(void *ctx, const char *arg, const char *cmd)
 {
-        struct check_args *a = ctx;
         (void)cmd;
-        return ck_range(a, arg, "-w", &a->t.warn);
+        return ck_range(ctx, arg, "-w", &((struct check_args *)ctx)->t.warn);
 }
 
 static int ck_crit(void *ctx, const char *arg, const char *cmd)
 {
-        struct check_args *a = ctx;
         (void)cmd;
-        return ck_range(a, arg, "-c", &a->t.crit);
+        return ck_range(ctx, arg, "-c", &((struct check_args *)ctx)->t.crit);
 }
 
-static int ck_timeout(void *ctx, const char *arg, const char *cmd)
-{
-        struct check_args *a = ctx;
-        (void)cmd;
-        if (parse_duration_ms(arg, &a->ro.timeout_ms) < 0 || a->ro.timeout_ms == 0 || a->ro.timeout_ms > 3600 * 1000)
-                return bad(a, _("-t: '%s' is not a number of seconds up to 3600"), arg);
-        return 0;
-}
-
+/* --gpu's index, when it is one, for the scan (a UUID or bus id is looked up in its result) */
 static int ck_gpu(void *ctx, const char *arg, const char *cmd)
 {
-        struct check_args *a = ctx;
         unsigned u;
         (void)cmd;
-        if (gpu_spec_check(arg) < 0)
-                return bad(a, _("--gpu: '%s' is not a GPU index, UUID or PCI bus id"), arg);
-        a->ro.gpu_spec = arg;
         if (parse_uint_range(arg, 0, 1023, &u) == 0)
-                a->ro.only_gpu = (int)u;
-        return 0;
-}
-
-static int ck_confirm(void *ctx, const char *arg, const char *cmd)
-{
-        struct check_args *a = ctx;
-        (void)cmd;
-        if (parse_duration_ms(arg, &a->ro.confirm_ms) < 0 || a->ro.confirm_ms > 600000)
-                return bad(a, _("--confirm: '%s' is not a duration up to 10m"), arg);
-        a->ro.confirm_set = true;
-        return 0;
-}
-
-static int ck_floor(void *ctx, const char *arg, const char *cmd)
-{
-        struct check_args *a = ctx;
-        (void)cmd;
-        if (parse_u64(arg, &a->ro.floor_mib) < 0 || a->ro.floor_mib > (1u << 24))
-                return bad(a, _("--noise-floor: '%s' is not a number of MiB"), arg);
+                ((struct check_args *)ctx)->ro.only_gpu = (int)u;
         return 0;
 }
 
 static int ck_json(void *ctx, const char *arg, const char *cmd)
 {
         (void)arg, (void)cmd;
-        return bad(ctx, "%s", _("check prints a plugin status line; use 'ghostvram scan --json' for JSON"));
+        check_say(ctx, _("check prints a plugin status line; use 'ghostvram scan --json' for JSON"));
+        return -1;
 }
 
-/* A bad value is an UNKNOWN line (bad), so each option with a value is a CO_FN.
+/* A bad value is an UNKNOWN line (check_say, cli_parse's say).
  * -t and --timeout are the plugin's time limit (the common options refuse --timeout): the
  * common option's code, so that the long name, also theirs, stays one option to getopt
  * (--time is --timeout), and 't' its alias. --json, refused in check's words, likewise. */
@@ -190,10 +145,12 @@ static int ck_json(void *ctx, const char *arg, const char *cmd)
 static const struct cli_opt check_table[] = {
         { "warning", 'w', CO_FN, .fn = ck_warn },
         { "critical", 'c', CO_FN, .fn = ck_crit },
-        { "timeout", CLI_OPT_TIMEOUT, CO_FN, .fn = ck_timeout, .alias = 't' },
-        { "gpu", 'g', CO_FN, .fn = ck_gpu },
-        { "confirm", 'C', CO_FN, .fn = ck_confirm },
-        { "noise-floor", 'F', CO_FN, .fn = ck_floor },
+        { "timeout", CLI_OPT_TIMEOUT, CO_MS, F(ro.timeout_ms), 1, 3600 * 1000,
+          N_("-t: '%s' is not a number of seconds up to 3600"), .alias = 't' },
+        { "gpu", 'g', CO_GPU, F(ro.gpu_spec), .fn = ck_gpu },
+        { "confirm", 'C', CO_MS, F(ro.confirm_ms), 0, 600000, N_("--confirm: '%s' is not a duration up to 10m"),
+          CO_SEEN(F(ro.confirm_set)) },
+        { "noise-floor", 'F', CO_U64, F(ro.floor_mib), 0, 1u << 24, N_("--noise-floor: '%s' is not a number of MiB") },
         { "no-kernel", 'N', CO_FLAG, F(ro.no_kernel) },
         { "json", CLI_OPT_JSON, CO_FLAG, F(json), .fn = ck_json },
         { 0 },
@@ -204,7 +161,8 @@ static const struct cli_opt check_table[] = {
 /* argv into a, and the time budget settled: CHECK_GO_ON, or the plugin state to exit with. */
 static int check_parse(int argc, char **argv, struct check_args *a)
 {
-        const struct cli_parse p = { "check", "hvw:c:t:", check_table, a, &a->c, check_usage, .operands = true };
+        const struct cli_parse p = { "check", "hvw:c:t:", check_table, a, &a->c, check_usage, .operands = true,
+                                     .say = check_say };
         int r = cli_parse(&p, argc, argv);
         if (r == CLI_HELP)
                 return PLUGIN_OK;
@@ -214,13 +172,8 @@ static int check_parse(int argc, char **argv, struct check_args *a)
                 return unknown(_("unexpected argument '%s' (see --help)"), argv[optind]);
         if (cli_common_finish(&a->c, "check") < 0)
                 return unknown("%s", _("invalid option (see the message above)"));
-        /* -t covers the whole scan, the confirming wait included: the default wait shrinks to a
-         * quarter of -t; a --confirm given that leaves less than half of -t for the two samples is
-         * refused, in words */
-        struct check_run_opts *o = &a->ro;
-        if (!o->confirm_set && o->confirm_ms > o->timeout_ms / 4)
-                o->confirm_ms = o->timeout_ms / 4;
-        if (o->confirm_set && o->confirm_ms > o->timeout_ms / 2)
+        const struct check_run_opts *o = &a->ro;
+        if (check_run_settle(&a->ro) < 0)
                 return unknown(_("-t %.3g s is too short for --confirm %.3g s: the scan takes two samples that far apart; "
                                "give -t of at least %.3g s, or a shorter --confirm"),
                                (double)o->timeout_ms / 1000.0, (double)o->confirm_ms / 1000.0,
@@ -233,36 +186,21 @@ int cmd_check(int argc, char **argv)
         static struct check_args a;
         memset(&a, 0, sizeof(a));
         cli_common_init(&a.c, CHECK_ACCEPTS);
-        a.t = (struct check_thresholds){ .have_warn = true, .have_crit = true };
-        range_parse(CHECK_DEFAULT_WARN, &a.t.warn);
-        range_parse(CHECK_DEFAULT_CRIT, &a.t.crit);
-        a.ro = (struct check_run_opts){ .timeout_ms = CHECK_DEFAULT_TIMEOUT_MS, .confirm_ms = 2000, .floor_mib = 64,
-                                        .only_gpu = -1 };
+        check_thresholds_default(&a.t);
+        check_run_opts_default(&a.ro);
         int pr = check_parse(argc, argv, &a);
         if (pr != CHECK_GO_ON)
                 return pr;
-        struct scan_once_opts base;
-        sources_scan_once_opts(&a.c.src, &base);
-        struct check_job *j = check_job_make(&base, &a.ro);
-        if (!j)
-                return unknown("%s", _("out of memory"));
-        int r = check_job_run(j, (unsigned)a.ro.timeout_ms);
+        struct check_job *j;
+        char why[512];
+        int r = check_scan(&a.c.src, &a.ro, &j, why, sizeof(why));
         if (r == -ETIMEDOUT) {
-                unknown(_("no result within %.3g s: the NVIDIA driver or /proc did not answer (a hung driver? see 'ghostvram xid')"),
-                        (double)a.ro.timeout_ms / 1000.0);
+                unknown("%s", why);
                 fflush(stdout);
-                /* the scan's worker is still inside the driver: leave without waiting for it */
-                _exit(PLUGIN_UNKNOWN);
+                _exit(PLUGIN_UNKNOWN); /* the scan's worker is still inside the driver: no waiting for it */
         }
-        if (r < 0) {
-                check_job_free(j);
-                return unknown(_("cannot run the scan: %s"), strerror(-r));
-        }
-        if (j->r < 0) {
-                int e = j->r;
-                check_job_free(j);
-                return unknown(_("cannot scan: %s"), strerror(-e));
-        }
+        if (r < 0)
+                return unknown("%s", why);
         int st = check_report(stdout, j->run->res, &a.ro, &a.t);
         check_job_free(j);
         return st;

@@ -1,24 +1,19 @@
 /* experiment: the command line of run/experiment_run.c (reproduce the incident on purpose and
- * measure it): options, the GPU checked first (experiment_probe), the table, JSON or the line of
- * a stop (render/experiment_render.c), exit codes. */
+ * measure it): options, the GPU checked first (experiment_prepare), the table, JSON or the line
+ * of a stop (render/experiment_render.c), exit codes. */
 #include <errno.h>
 #include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "act/experiment.h"
 #include "act/reclaim_act.h"
 #include "cli/cli.h"
 #include "render/experiment_render.h"
 #include "render/reclaim_render.h"
 #include "run/experiment_run.h"
 #include "util/i18n.h"
-#include "util/parse.h"
 #include "util/stopsig.h"
-
-#define MIB (1024ull * 1024ull)
 
 #define EXP_ACCEPTS (CLI_JSON | CLI_CALL_TIMEOUT | CLI_NVML_LIB)
 
@@ -74,13 +69,6 @@ struct exp_cli {
         const char *gpu_spec;
 };
 
-static void progress(void *ctx, unsigned run, unsigned of)
-{
-        const struct exp_cli *x = ctx;
-        if (!x->c.json)
-                fprintf(stderr, "run %u/%u ...\n", run, of);
-}
-
 static int experiment_main(int argc, char **argv);
 
 /* With --json every error is JSON on stdout too (the message stays on stderr). */
@@ -124,32 +112,6 @@ static int exp_parse(int argc, char **argv, struct exp_cli *x)
         return cli_common_finish(&x->c, "experiment") < 0 ? EXIT_USAGE : EXIT_OK;
 }
 
-/* The GPU exists and the driver answers: EXIT_OK, or the exit status (said). */
-static int exp_probe(struct exp_cli *x)
-{
-        const char *cmd = "experiment";
-        /* --gpu as every command takes it: an index, a UUID or a PCI bus id */
-        int gpu_index;
-        int gr = cli_gpu_resolve(&x->c, x->gpu_spec, false, &gpu_index, cmd);
-        if (gr != EXIT_OK)
-                return gr;
-        if (gpu_index >= 0)
-                x->o.gpu = (unsigned)gpu_index;
-        size_t n_gpus = 0;
-        char why[512];
-        if (experiment_probe(&x->o, &n_gpus, why, sizeof(why)) < 0) {
-                cli_error(cmd, "%s: the experiment needs an NVIDIA GPU, or a simulated host: "
-                               "`ghostvram sim init /tmp/gpu && GHOSTVRAM_SIM=/tmp/gpu ghostvram experiment`",
-                          why);
-                return EXIT_INCOMPLETE;
-        }
-        if (x->o.gpu >= n_gpus) {
-                cli_error(cmd, "--gpu %u: this host has %zu GPU%s", x->o.gpu, n_gpus, n_gpus == 1 ? "" : "s");
-                return EXIT_USAGE;
-        }
-        return EXIT_OK;
-}
-
 /* The table or the JSON document, and the line of a stop. */
 static void exp_print(const struct exp_cli *x, const struct exp_result *res)
 {
@@ -170,33 +132,24 @@ static void exp_print(const struct exp_cli *x, const struct exp_result *res)
 
 static int experiment_main(int argc, char **argv)
 {
-        /* the CUDA job of a real host, run by start_job in a fresh process: report fd 3 */
-        if (argc == 5 && strcmp(argv[1], EXP_CUDA_CHILD) == 0) {
-                unsigned gpu, workers;
-                uint64_t mib;
-                if (parse_uint_range(argv[2], 0, 1023, &gpu) < 0 || parse_u64(argv[3], &mib) < 0 ||
-                    parse_uint_range(argv[4], 0, EXP_MAX_WORKERS, &workers) < 0)
-                        return EXIT_USAGE;
-                cuda_job_main(gpu, mib, workers, 3);
-        }
+        /* the CUDA job of a real host, run by a run in a fresh process: report fd 3 */
+        if (argc == 5 && strcmp(argv[1], EXP_CUDA_CHILD) == 0)
+                return experiment_cuda_child(argc - 1, argv + 1);
         static struct exp_cli x;
         memset(&x, 0, sizeof(x));
         cli_common_init(&x.c, EXP_ACCEPTS);
         x.c.timeout_now = "--wait (how long to wait for the memory each time)";
         x.o = (struct exp_opts){ .mib = 1024, .workers = 2, .repeat = 1, .signal = SIGKILL, .wait_ms = 10000,
-                                 .confirm_ms = 2000, .progress = progress, .ctx = &x };
-        int pr = exp_parse(argc, argv, &x);
-        if (pr != EXIT_OK)
-                return pr == CLI_HELP ? EXIT_OK : pr;
-        sources_gpu_opts(&x.c.src, &x.o.go);
-        x.o.go.memory_only = true;
-        x.o.simulated = x.c.src.simulated;
-        x.o.sim_dir = x.c.src.sim_dir;
-        x.o.nvml_lib = x.c.src.nvml_lib;
-        x.o.call_timeout_ms = x.c.src.timeout_ms;
-        int status = exp_probe(&x);
+                                 .confirm_ms = 2000 };
+        int status = exp_parse(argc, argv, &x);
         if (status != EXIT_OK)
-                return status;
+                return status == CLI_HELP ? EXIT_OK : status;
+        if (!x.c.json)
+                x.o.progress = experiment_progress;
+        char err[1024];
+        status = experiment_prepare(&x.o, &x.c.src, x.gpu_spec, err, sizeof(err));
+        if (status != EXIT_OK)
+                return cli_error("experiment", "%s", err), status;
 
         struct stopsig_saved saved_signals;
         stopsig_catch(&saved_signals);
@@ -205,14 +158,9 @@ static int experiment_main(int argc, char **argv)
         x.o.sys = &sys;
         struct exp_result res;
         int r = experiment_run(&x.o, &res);
-        if (r == -ENOMEM && !res.runs)
-                status = EXIT_INCOMPLETE;
-        else if (r < 0)
+        if (r < 0 && (r != -ENOMEM || res.runs))
                 cli_error("experiment", "%s", res.error);
-        if (r < 0)
-                status = EXIT_INCOMPLETE;
-        else if (res.unrecovered)
-                status = EXIT_FINDING;
+        status = r < 0 ? EXIT_INCOMPLETE : res.unrecovered ? EXIT_FINDING : EXIT_OK;
         if (stopsig_pending())
                 status = 128 + stopsig_pending();
         if (res.runs)

@@ -47,25 +47,20 @@ static void sim_usage(FILE *f)
                 "1 failed (e.g. the job ran out of GPU memory), 2 bad usage.\n"), f);
 }
 
-static bool want_help(int argc, char **argv)
+/* set and status take no option but --help: -h or --help anywhere prints usage's help (CLI_HELP);
+ * any other option is refused in one line (EXIT_USAGE), never taken for DIR or a KEY=VALUE. */
+static int sim_plain_args(const char *cmd, int argc, char **argv, void (*usage)(FILE *f))
 {
         for (int i = 1; i < argc; i++)
                 if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-                        return true;
-        return false;
-}
-
-/* set and status take no option but --help: any other is refused in one line, never taken for
- * DIR or a KEY=VALUE. */
-static int no_options(const char *cmd, int argc, char **argv)
-{
+                        return usage(stdout), CLI_HELP;
         for (int i = 1; i < argc; i++)
                 if (argv[i][0] == '-' && argv[i][1]) {
                         cli_error(cmd, "unknown option '%.*s'; see 'ghostvram help %s'", (int)strcspn(argv[i], "="),
                                   argv[i], cmd);
-                        return -1;
+                        return EXIT_USAGE;
                 }
-        return 0;
+        return EXIT_OK;
 }
 
 /* ---- init ------------------------------------------------------------------------------- */
@@ -234,13 +229,7 @@ static int sim_run_check(int argc, char **argv, struct sim_job *a)
         return cli_path_arg(cmd, "DIR", a->dir) < 0 ? EXIT_USAGE : EXIT_OK;
 }
 
-/* The job's report: its processes on standard output, its errors said. */
-static void run_process_line(void *ctx, const char *line)
-{
-        (void)ctx;
-        printf("%s\n", line);
-}
-
+/* The job's errors said (its processes are sim_job_line's, on standard output). */
 static void run_error(void *ctx, const char *msg)
 {
         (void)ctx;
@@ -276,7 +265,7 @@ static int sim_cmd_run(int argc, char **argv)
                 return pr == CLI_HELP ? EXIT_OK : pr;
         if (sim_run_check(argc, argv, &a) != EXIT_OK)
                 return EXIT_USAGE;
-        struct sim_job_cb cb = { .process = run_process_line, .error = run_error };
+        struct sim_job_cb cb = { .process = sim_job_line, .error = run_error, .ctx = stdout };
         enum sim_outcome r = sim_job_start(&a, &cb);
         fflush(stdout);
         return r == SIM_DONE ? EXIT_OK : r == SIM_BAD_USAGE ? EXIT_USAGE : EXIT_FINDING;
@@ -284,30 +273,32 @@ static int sim_cmd_run(int argc, char **argv)
 
 /* ---- set ---------------------------------------------------------------------------------- */
 
+static void sim_set_usage(FILE *f)
+{
+        struct buf b = BUF_INIT(1 << 16);
+        sim_knobs_help(&b);
+        fputs(_("Usage: ghostvram sim set DIR KEY=VALUE [KEY=VALUE...]\n\n"
+               "Change the simulated driver. Knobs marked [GPU:] apply to every GPU, or to\n"
+               "one with KEY=GPU:VALUE; KEY=default (or KEY=GPU:default) removes a setting.\n"
+               "They take effect at the next NVML call. All are checked before any is written.\n\n"),
+              f);
+        /* the knobs' list is made from the simulator's table (sim_knobs_help) */
+        fputs(_("Knobs:\n"), f);
+        fprintf(f, "%s\n", buf_str(&b));
+        fputs(_("Examples:\n"
+               "  ghostvram sim set /tmp/gpu driver=535.98 pid_mode=host\n"
+               "  ghostvram sim set /tmp/gpu hang=1:nvmlDeviceGetMemoryInfo_v2\n"
+               "  ghostvram sim set /tmp/gpu notsup=persistence,memory_v2 uncharged_mib=0:300\n"
+               "  ghostvram sim set /tmp/gpu free_delay_ms_per_gib=2000 xid_event=0:79\n"),
+              f);
+        buf_free(&b);
+}
+
 static int sim_cmd_set(int argc, char **argv)
 {
-        if (want_help(argc, argv)) {
-                struct buf b = BUF_INIT(1 << 16);
-                sim_knobs_help(&b);
-                fputs(_("Usage: ghostvram sim set DIR KEY=VALUE [KEY=VALUE...]\n\n"
-                       "Change the simulated driver. Knobs marked [GPU:] apply to every GPU, or to\n"
-                       "one with KEY=GPU:VALUE; KEY=default (or KEY=GPU:default) removes a setting.\n"
-                       "They take effect at the next NVML call. All are checked before any is written.\n\n"),
-                      stdout);
-                /* the knobs' list is made from the simulator's table (sim_knobs_help) */
-                fputs(_("Knobs:\n"), stdout);
-                printf("%s\n", buf_str(&b));
-                fputs(_("Examples:\n"
-                       "  ghostvram sim set /tmp/gpu driver=535.98 pid_mode=host\n"
-                       "  ghostvram sim set /tmp/gpu hang=1:nvmlDeviceGetMemoryInfo_v2\n"
-                       "  ghostvram sim set /tmp/gpu notsup=persistence,memory_v2 uncharged_mib=0:300\n"
-                       "  ghostvram sim set /tmp/gpu free_delay_ms_per_gib=2000 xid_event=0:79\n"),
-                      stdout);
-                buf_free(&b);
-                return EXIT_OK;
-        }
-        if (no_options("sim set", argc, argv) < 0)
-                return EXIT_USAGE;
+        int r = sim_plain_args("sim set", argc, argv, sim_set_usage);
+        if (r != EXIT_OK)
+                return r == CLI_HELP ? EXIT_OK : r;
         if (argc < 3) {
                 cli_error("sim set", "expected DIR and at least one KEY=VALUE (see 'ghostvram sim set --help')");
                 return EXIT_USAGE;
@@ -315,7 +306,7 @@ static int sim_cmd_set(int argc, char **argv)
         if (cli_path_arg("sim set", "DIR", argv[1]) < 0)
                 return EXIT_USAGE;
         char err[SIM_ERR_LEN] = "";
-        int r = sim_knobs_set(argv[1], argv + 2, (size_t)(argc - 2), err, sizeof(err));
+        r = sim_knobs_set(argv[1], argv + 2, (size_t)(argc - 2), err, sizeof(err));
         if (r < 0) {
                 cli_error("sim set", "%s", err[0] ? err : strerror(-r));
                 return r == -EINVAL || r == -ENOENT || r == -EBADMSG ? EXIT_USAGE : EXIT_FINDING;
@@ -325,18 +316,20 @@ static int sim_cmd_set(int argc, char **argv)
 
 /* ---- status ------------------------------------------------------------------------------- */
 
+static void sim_status_usage(FILE *f)
+{
+        fputs(_("Usage: ghostvram sim status DIR\n\n"
+               "What the simulated driver sees now, from this process's PID namespace:\n"
+               "per GPU its memory (as the v2 query reports it) and faults, and each\n"
+               "context with its owner (alive, dead, or in another PID namespace), or\n"
+               "released and waiting for the free delay.\n"), f);
+}
+
 static int sim_cmd_status(int argc, char **argv)
 {
-        if (want_help(argc, argv)) {
-                fputs(_("Usage: ghostvram sim status DIR\n\n"
-                       "What the simulated driver sees now, from this process's PID namespace:\n"
-                       "per GPU its memory (as the v2 query reports it) and faults, and each\n"
-                       "context with its owner (alive, dead, or in another PID namespace), or\n"
-                       "released and waiting for the free delay.\n"), stdout);
-                return EXIT_OK;
-        }
-        if (no_options("sim status", argc, argv) < 0)
-                return EXIT_USAGE;
+        int pr = sim_plain_args("sim status", argc, argv, sim_status_usage);
+        if (pr != EXIT_OK)
+                return pr == CLI_HELP ? EXIT_OK : pr;
         if (argc != 2) {
                 cli_error("sim status", "expected one DIR");
                 return EXIT_USAGE;

@@ -43,8 +43,13 @@ static int bad_value(const struct cli_parse *p, const struct cli_opt *o, const c
 #pragma GCC diagnostic ignored "-Wformat-nonliteral" /* checked by check_bad */
 #pragma GCC diagnostic ignored "-Wformat-extra-args"
         const char *bad = o->bad ? o->bad : GPU_BAD;
-        cli_error(p->cmd, p->english ? bad : _(bad), arg, (unsigned long long)o->hi);
+        char sentence[1024];
+        snprintf(sentence, sizeof(sentence), p->english ? bad : _(bad), arg, (unsigned long long)o->hi);
 #pragma GCC diagnostic pop
+        if (p->say)
+                p->say(p->ctx, sentence);
+        else
+                cli_error(p->cmd, "%s", sentence);
         return -1;
 }
 
@@ -168,7 +173,10 @@ int cli_parse(const struct cli_parse *p, int argc, char **argv)
                         return EXIT_USAGE;
         }
         if (!p->operands && optind < argc) {
-                cli_error(p->cmd, _("unexpected argument '%s' (see --help)"), argv[optind]);
+                if (p->english)
+                        cli_error(p->cmd, "unexpected argument '%s' (see --help)", argv[optind]);
+                else
+                        cli_error(p->cmd, _("unexpected argument '%s' (see --help)"), argv[optind]);
                 return EXIT_USAGE;
         }
         return EXIT_OK;

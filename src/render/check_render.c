@@ -356,3 +356,10 @@ int check_report(FILE *out, struct scan_result *sr, const struct check_run_opts 
         int r = check_print(out, sr, t, &st);
         return r < 0 ? check_print_unknownf(out, "%s", _("output too large")) : (int)st;
 }
+
+void check_thresholds_default(struct check_thresholds *t)
+{
+        *t = (struct check_thresholds){ .have_warn = true, .have_crit = true };
+        range_parse(CHECK_DEFAULT_WARN, &t->warn);
+        range_parse(CHECK_DEFAULT_CRIT, &t->crit);
+}

@@ -28,6 +28,11 @@ struct check_thresholds {
         bool have_warn, have_crit;
 };
 
+#define CHECK_DEFAULT_WARN "0"           /* any confirmed ghost */
+#define CHECK_DEFAULT_CRIT "1024"       /* a ghost above 1 GiB */
+/* WARNING on CHECK_DEFAULT_WARN, CRITICAL on CHECK_DEFAULT_CRIT. */
+void check_thresholds_default(struct check_thresholds *t);
+
 const char *plugin_state_name(enum plugin_state s);
 /* The worse of two states: CRITICAL > WARNING > UNKNOWN > OK. */
 enum plugin_state plugin_state_worse(enum plugin_state a, enum plugin_state b);

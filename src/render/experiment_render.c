@@ -171,3 +171,9 @@ void experiment_stop_text(FILE *out, const struct exp_opts *o, const struct exp_
                             "(in D state?)"
                           : "every process the experiment started was stopped");
 }
+
+void experiment_progress(void *ctx, unsigned run, unsigned of)
+{
+        (void)ctx;
+        fprintf(stderr, "run %u/%u ...\n", run, of);
+}

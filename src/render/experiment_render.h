@@ -16,3 +16,5 @@ json_t *experiment_json(const struct exp_opts *o, const struct exp_run *runs, si
  * whether every process the experiment started was stopped (after the table when there is
  * one). */
 void experiment_stop_text(FILE *out, const struct exp_opts *o, const struct exp_result *res, int sig);
+/* A run starts: "run RUN/OF ..." on stderr (exp_opts' progress, where the output is text). */
+void experiment_progress(void *ctx, unsigned run, unsigned of);

@@ -82,3 +82,8 @@ void sim_status_text(FILE *f, const char *dir, const struct sim_status *s)
                                 status_ctx(f, &o->ctx[i]);
         }
 }
+
+void sim_job_line(void *ctx, const char *line)
+{
+        fprintf(ctx, "%s\n", line);
+}

@@ -11,3 +11,5 @@ void sim_init_text(FILE *f, const char *dir, unsigned gpus, uint64_t memory_mib,
 /* `sim status`: the driver and its knobs, then per GPU its memory, faults, MIG instances and
  * contexts with their owners. */
 void sim_status_text(FILE *f, const char *dir, const struct sim_status *s);
+/* `sim run`: one line of the job's report ("owner PID", "worker PID"...) on the FILE ctx. */
+void sim_job_line(void *ctx, const char *line);

@@ -2,9 +2,24 @@
 #include "run/check_run.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "util/deadline.h"
+#include "util/i18n.h"
+
+void check_run_opts_default(struct check_run_opts *o)
+{
+        *o = (struct check_run_opts){ .timeout_ms = 10000, .confirm_ms = 2000, .floor_mib = 64, .only_gpu = -1 };
+}
+
+int check_run_settle(struct check_run_opts *o)
+{
+        if (!o->confirm_set && o->confirm_ms > o->timeout_ms / 4)
+                o->confirm_ms = o->timeout_ms / 4;
+        return o->confirm_set && o->confirm_ms > o->timeout_ms / 2 ? -ERANGE : 0;
+}
 
 struct check_job *check_job_new(const struct scan_once_opts *o)
 {
@@ -59,4 +74,28 @@ struct check_job *check_job_make(const struct scan_once_opts *base, const struct
         if (so.facts.host.timeout_ms > o->timeout_ms / 2)
                 so.facts.host.timeout_ms = half;
         return check_job_new(&so);
+}
+
+int check_scan(const struct sources *s, const struct check_run_opts *o, struct check_job **ret, char *why,
+               size_t whylen)
+{
+        struct scan_once_opts base;
+        sources_scan_once_opts(s, &base);
+        struct check_job *j = check_job_make(&base, o);
+        *ret = NULL;
+        if (!j)
+                return snprintf(why, whylen, "%s", _("out of memory")), -ENOMEM;
+        int r = check_job_run(j, (unsigned)o->timeout_ms);
+        if (r == -ETIMEDOUT)
+                snprintf(why, whylen, _("no result within %.3g s: the NVIDIA driver or /proc did not answer (a hung driver? see 'ghostvram xid')"),
+                         (double)o->timeout_ms / 1000.0);
+        else if (r < 0)
+                snprintf(why, whylen, _("cannot run the scan: %s"), strerror(-r));
+        else if ((r = j->r) < 0)
+                snprintf(why, whylen, _("cannot scan: %s"), strerror(-r));
+        else
+                *ret = j;
+        if (r < 0 && r != -ETIMEDOUT)
+                check_job_free(j);
+        return r;
 }

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "run/scan_run.h"
+#include "run/sources.h"
 
 /* What check's command line gives the scan (the thresholds are render/check_render's). */
 struct check_run_opts {
@@ -16,6 +17,13 @@ struct check_run_opts {
         const char *gpu_spec;           /* --gpu, or NULL */
         int only_gpu;                   /* --gpu's index when it is one, else -1 */
 };
+
+/* check's defaults: -t 10 s, a confirming sample 2 s after the first, a noise floor of 64 MiB,
+ * every GPU. */
+void check_run_opts_default(struct check_run_opts *o);
+/* -t covers the whole scan, the confirming wait included: a default wait shrinks to a quarter of
+ * -t. 0, or -ERANGE for a --confirm given that leaves less than half of -t for the two samples. */
+int check_run_settle(struct check_run_opts *o);
 
 struct check_job {
         struct scan_once_opts o;
@@ -37,3 +45,11 @@ int check_job_run(struct check_job *j, unsigned timeout_ms);
  * o->timeout_ms (a hung driver then shows as the driver's own "did not answer" before the
  * whole check gives up). NULL on ENOMEM. */
 struct check_job *check_job_make(const struct scan_once_opts *base, const struct check_run_opts *o);
+
+/* check's whole scan: a job made from s (sources_scan_once_opts) and o, run for at most
+ * o->timeout_ms. 0 with the finished scan in *ret (free it with check_job_free); or a negative
+ * errno with the UNKNOWN line's sentence in why: -ETIMEDOUT (the worker, still inside the
+ * driver, keeps the job: leave without waiting for it), -ENOMEM, the worker's that could not
+ * start, or the scan's own. */
+int check_scan(const struct sources *s, const struct check_run_opts *o, struct check_job **ret, char *why,
+               size_t whylen);

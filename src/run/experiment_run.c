@@ -15,6 +15,7 @@
 #include "collect/xid.h"
 #include "util/buf.h"
 #include "util/deadline.h"
+#include "util/exit_status.h"
 #include "util/fileio.h"
 #include "util/parse.h"
 #include "util/spawn.h"
@@ -412,4 +413,44 @@ int experiment_probe(const struct exp_opts *o, size_t *ret_n_gpus, char *err, si
         }
         gpu_report_free(probe);
         return r;
+}
+
+int experiment_prepare(struct exp_opts *o, const struct sources *s, const char *gpu_spec, char *err,
+                       size_t errlen)
+{
+        sources_gpu_opts(s, &o->go);
+        o->go.memory_only = true;
+        o->simulated = s->simulated;
+        o->sim_dir = s->sim_dir;
+        o->nvml_lib = s->nvml_lib;
+        o->call_timeout_ms = s->timeout_ms;
+        int gpu_index;
+        int st = sources_gpu_resolve(s, gpu_spec, false, &gpu_index, err, errlen);
+        if (st != EXIT_OK)
+                return st;
+        if (gpu_index >= 0)
+                o->gpu = (unsigned)gpu_index;
+        size_t n_gpus = 0;
+        char why[512];
+        if (experiment_probe(o, &n_gpus, why, sizeof(why)) < 0) {
+                snprintf(err, errlen, "%s: the experiment needs an NVIDIA GPU, or a simulated host: "
+                                      "`ghostvram sim init /tmp/gpu && GHOSTVRAM_SIM=/tmp/gpu ghostvram experiment`",
+                         why);
+                return EXIT_INCOMPLETE;
+        }
+        if (o->gpu >= n_gpus) {
+                snprintf(err, errlen, "--gpu %u: this host has %zu GPU%s", o->gpu, n_gpus, n_gpus == 1 ? "" : "s");
+                return EXIT_USAGE;
+        }
+        return EXIT_OK;
+}
+
+int experiment_cuda_child(int argc, char **argv)
+{
+        unsigned gpu, workers;
+        uint64_t mib;
+        if (argc != 4 || parse_uint_range(argv[1], 0, 1023, &gpu) < 0 || parse_u64(argv[2], &mib) < 0 ||
+            parse_uint_range(argv[3], 0, EXP_MAX_WORKERS, &workers) < 0)
+                return EXIT_USAGE;
+        cuda_job_main(gpu, mib, workers, 3);
 }

@@ -15,6 +15,7 @@
 #include "act/experiment.h"
 #include "act/reclaim_act.h"
 #include "collect/gpu.h"
+#include "run/sources.h"
 
 #define EXP_MAX_WORKERS 64
 #define EXP_MAX_REPEAT 100
@@ -77,6 +78,19 @@ struct exp_result {
 /* Before the runs: does the driver answer (o->go)? 0 with the number of its GPUs in
  * *ret_n_gpus, or -ENODEV with why (the driver's error, or that there is none) in err. */
 int experiment_probe(const struct exp_opts *o, size_t *ret_n_gpus, char *err, size_t errlen);
+
+/* Before the runs, from the command line: o's sources from s (the driver's memory figures, a
+ * simulated host, reclaim's library and call deadline), the GPU gpu_spec names (an index, a
+ * UUID or a PCI bus id; NULL: o->gpu) into o->gpu, and the driver probed (experiment_probe).
+ * EXIT_OK, or the exit status with its sentence in err: EXIT_USAGE (no such GPU) or
+ * EXIT_INCOMPLETE (no driver, nothing to look a UUID up in). */
+int experiment_prepare(struct exp_opts *o, const struct sources *s, const char *gpu_spec, char *err,
+                       size_t errlen);
+
+/* The CUDA job of a real host, exec'd by a run as `ghostvram experiment EXP_CUDA_CHILD GPU MIB
+ * WORKERS` (argv from EXP_CUDA_CHILD on, argc 4) with its report on fd 3: cuda_job_main, which
+ * never returns; EXIT_USAGE for arguments that are not numbers in range. */
+int experiment_cuda_child(int argc, char **argv);
 
 /* Run o->repeat runs. Returns 0 (also when a stop signal ended it: stopsig_pending() says),
  * or a negative errno with ret->error saying why (the runs before it are kept): -ENOSYS, and

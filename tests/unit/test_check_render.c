@@ -276,6 +276,19 @@ static int report(struct scan_result *r, const struct check_run_opts *o, char **
 }
 
 /* --gpu: an index the host lacks, a bus id it lacks, and one it has (only that GPU counts). */
+/* The default thresholds: WARNING on any confirmed ghost, CRITICAL above 1 GiB. */
+static void test_thresholds_default(void **state)
+{
+        (void)state;
+        struct check_thresholds t;
+        check_thresholds_default(&t);
+        assert_true(t.have_warn && t.have_crit);
+        assert_false(range_alert(&t.warn, 0));
+        assert_true(range_alert(&t.warn, 1));
+        assert_false(range_alert(&t.crit, 1024));
+        assert_true(range_alert(&t.crit, 1025));
+}
+
 static void test_report_gpu(void **state)
 {
         (void)state;
@@ -319,6 +332,7 @@ int main(void)
                 cmocka_unit_test(test_print),
                 cmocka_unit_test(test_range_in_bytes),
                 cmocka_unit_test(test_report_gpu),
+                cmocka_unit_test(test_thresholds_default),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -130,10 +130,53 @@ static void test_job_make(void **state)
         check_job_free(j);
 }
 
+/* check_scan: the job made from the sources (a simulated host opened as the command line opens
+ * it), run under the limit, its finished scan kept. */
+static void test_scan(void **state)
+{
+        (void)state;
+        struct sources s;
+        char why[512] = "";
+        sources_init(&s);
+        assert_int_equal(sources_open(&s, sim_dir, why, sizeof(why)), 0);
+        struct check_run_opts o = { .timeout_ms = 20000, .floor_mib = 64, .no_kernel = true, .only_gpu = -1 };
+        struct check_job *j = NULL;
+        assert_int_equal(check_scan(&s, &o, &j, why, sizeof(why)), 0);
+        assert_non_null(j);
+        assert_true(j->run->res->facts->gpu->driver_present);
+        assert_int_equal(j->run->res->facts->gpu->n_gpus, 1);
+        check_job_free(j);
+}
+
+/* The defaults, and -t's budget: a default confirming wait shrinks to a quarter of -t; one given
+ * may take up to half of it. */
+static void test_settle(void **state)
+{
+        (void)state;
+        struct check_run_opts o;
+        check_run_opts_default(&o);
+        assert_int_equal(o.timeout_ms, 10000);
+        assert_int_equal(o.confirm_ms, 2000);
+        assert_int_equal(o.floor_mib, 64);
+        assert_int_equal(o.only_gpu, -1);
+        assert_int_equal(check_run_settle(&o), 0);
+        assert_int_equal(o.confirm_ms, 2000);
+        o.timeout_ms = 4000;
+        assert_int_equal(check_run_settle(&o), 0);
+        assert_int_equal(o.confirm_ms, 1000);
+        o = (struct check_run_opts){ .timeout_ms = 4000, .confirm_ms = 2000, .confirm_set = true };
+        assert_int_equal(check_run_settle(&o), 0);
+        assert_int_equal(o.confirm_ms, 2000);
+        o.confirm_ms = 2001;
+        assert_int_equal(check_run_settle(&o), -ERANGE);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_settle),
                 cmocka_unit_test(test_job_make),
+                cmocka_unit_test(test_scan),
                 cmocka_unit_test(test_finished),
                 cmocka_unit_test(test_driver_hangs),
         };

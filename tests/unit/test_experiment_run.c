@@ -16,6 +16,7 @@
 
 #include "run/experiment_run.h"
 #include "util/buf.h"
+#include "util/exit_status.h"
 #include "util/fileio.h"
 #include "util/spawn.h"
 
@@ -165,6 +166,31 @@ static void test_probe(void **state)
         assert_true(why[0] != '\0');
 }
 
+/* experiment_prepare: the simulated host's sources in the options, --gpu looked up (an index
+ * past the host's GPUs is a usage error, as is a UUID it does not have), the driver probed. */
+static void test_prepare(void **state)
+{
+        (void)state;
+        struct sources s;
+        char err[1024] = "";
+        sources_init(&s);
+        assert_int_equal(sources_open(&s, sim_dir, err, sizeof(err)), 0);
+        struct exp_opts o = { .gpu = 3 };
+        assert_int_equal(experiment_prepare(&o, &s, "0", err, sizeof(err)), EXIT_OK);
+        assert_int_equal(o.gpu, 0);
+        assert_true(o.simulated);
+        assert_string_equal(o.sim_dir, sim_dir);
+        assert_true(o.go.memory_only);
+        assert_int_equal(o.call_timeout_ms, s.timeout_ms);
+        assert_int_equal(experiment_prepare(&o, &s, "1", err, sizeof(err)), EXIT_USAGE);
+        assert_string_equal(err, "--gpu 1: this host has 1 GPU");
+        assert_int_equal(experiment_prepare(&o, &s, "GPU-00000000-0000-0000-0000-000000000000", err, sizeof(err)),
+                         EXIT_USAGE);
+        s.nvml_lib = "/proc/gv-no/libnvidia-ml.so.1";
+        assert_int_equal(experiment_prepare(&o, &s, NULL, err, sizeof(err)), EXIT_INCOMPLETE);
+        assert_non_null(strstr(err, ": the experiment needs an NVIDIA GPU, or a simulated host"));
+}
+
 /* Where pidfd_open is missing (Linux < 5.3; valgrind 3.19 does not know the system call,
  * scripts/valgrind-unit): nothing is started, and the error says why. */
 static void test_no_pidfd(void **state)
@@ -185,10 +211,12 @@ int main(void)
                 cmocka_unit_test(test_no_worker_two_runs),
                 cmocka_unit_test(test_no_such_gpu),
                 cmocka_unit_test(test_probe),
+                cmocka_unit_test(test_prepare),
         };
         const struct CMUnitTest without_pidfd[] = {
                 cmocka_unit_test(test_no_pidfd),
                 cmocka_unit_test(test_probe),
+                cmocka_unit_test(test_prepare),
         };
         struct reclaim_sys probe;
         reclaim_sys_real(&probe, "/proc");
