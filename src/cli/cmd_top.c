@@ -139,28 +139,11 @@ static int top_parse(int argc, char **argv, struct top *t)
         return EXIT_OK;
 }
 
-/* The collector's sampler options: nvtop's figures too. */
-static void top_sampler_opts(struct top *t, struct sampler_opts *sop)
-{
-        struct scan_once_opts so;
-        sources_scan_once_opts(&t->c.src, &so);
-        memset(sop, 0, sizeof(*sop));
-        sop->facts = so.facts;
-        sop->facts.read_kernel = !t->no_kernel;
-        sop->facts.gpu.telemetry = true; /* nvtop's figures, per GPU and per process */
-        sop->facts.gpu.health = true;    /* ECC and row remapping */
-        sop->ledger = so.ledger;
-        sop->ledger.floor_min_bytes = t->floor_mib << 20;
-        sop->confirm_ms = 0;             /* the second cycle confirms: the first screen comes at once */
-        sop->light = t->iterations != 1 || !t->batch; /* a single frame (--once) has the whole walk */
-}
-
-
 /* The collector, fed into t->feed; t->live and t->reclaim around it. 0 or a negative errno. */
 static int top_start(struct top *t)
 {
         struct top_run_opts o = { .interval_ms = t->interval_ms };
-        top_sampler_opts(t, &o.sampler);
+        top_run_sampler_opts(&t->c.src, t->floor_mib, !t->no_kernel, t->iterations == 1 && t->batch, &o.sampler);
         t->feed.clk_tck = sysconf(_SC_CLK_TCK);
         o.hooks = top_feed_hooks(&t->feed);
         int r = top_run_start(&o, &t->live.run);

@@ -4,8 +4,10 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
+#include "run/sources.h"
 #include "util/deadline.h"
 
 struct top_run {
@@ -165,4 +167,20 @@ bool top_run_stop(struct top_run *tr)
                 return false;
         top_run_free(tr);
         return true;
+}
+
+void top_run_sampler_opts(const struct sources *src, uint64_t floor_mib, bool kernel, bool once,
+                          struct sampler_opts *sop)
+{
+        struct scan_once_opts so;
+        sources_scan_once_opts(src, &so);
+        memset(sop, 0, sizeof(*sop));
+        sop->facts = so.facts;
+        sop->facts.read_kernel = kernel;
+        sop->facts.gpu.telemetry = true;
+        sop->facts.gpu.health = true;
+        sop->ledger = so.ledger;
+        sop->ledger.floor_min_bytes = floor_mib << 20;
+        sop->confirm_ms = 0;
+        sop->light = !once;
 }

@@ -36,6 +36,13 @@ struct top_run;
 /* Create the sampler and start the collector thread (every signal blocked in it). Returns 0
  * and *ret, or a negative errno (nothing left running). */
 int top_run_start(const struct top_run_opts *o, struct top_run **ret);
+/* The sampler's options of top's collector reading src: nvtop's figures (telemetry per GPU and
+ * process) and ECC and row remapping too, a noise floor of floor_mib, the kernel log when
+ * kernel, no confirming wait (the second cycle confirms, so the first screen comes at once), and
+ * the whole walk only for a single frame (once: --once). */
+struct sources;
+void top_run_sampler_opts(const struct sources *src, uint64_t floor_mib, bool kernel, bool once,
+                          struct sampler_opts *sop);
 
 void top_run_lock(struct top_run *tr);
 void top_run_unlock(struct top_run *tr);

@@ -17,6 +17,7 @@
 #include "sim_host.h"
 
 #include "render/top_feed.h"
+#include "run/sources.h"
 #include "run/top_run.h"
 #include "simstate.h"
 #include "util/buf.h"
@@ -75,22 +76,40 @@ static int teardown(void **state)
         return 0;
 }
 
-/* The collector's options as top sets them on this host (the /proc walk, no kernel log). */
+/* The collector's options as top sets them on this host (top_run_sampler_opts: the /proc walk,
+ * no kernel log, a 64 MiB floor), read through the test's sources. */
+static struct sources src;
+
 static struct top_run_opts opts(uint64_t interval_ms, struct top_run_hooks hooks)
 {
         struct top_run_opts o = { .interval_ms = interval_ms, .hooks = hooks };
-        o.sampler.facts.simulated = true;
-        o.sampler.facts.gpu.nvml_lib = GV_BUILD_DIR "/sim/current/libnvidia-ml.so.1";
-        o.sampler.facts.gpu.timeout_ms = 5000; /* valgrind is slow */
-        o.sampler.facts.gpu.driver_proc_dir = driver_proc;
-        o.sampler.facts.gpu.telemetry = true;
-        o.sampler.facts.host.proc_root = "/proc";
-        o.sampler.facts.host.dev_prefix = dev_prefix;
-        o.sampler.facts.host.timeout_ms = 2000;
-        o.sampler.facts.host.holders = HOST_HOLDERS_PROC;
-        ledger_opts_default(&o.sampler.ledger);
-        o.sampler.light = true;
+        char err[512] = "";
+        sources_init(&src);
+        src.holders = HOST_HOLDERS_PROC;
+        assert_int_equal(sources_open(&src, sim_dir, err, sizeof(err)), 0);
+        top_run_sampler_opts(&src, 64, false, false, &o.sampler);
         return o;
+}
+
+/* What top's sampler is asked: nvtop's figures and health, no confirming wait, the floor; the
+ * whole walk only for one frame. */
+static void test_sampler_opts(void **state)
+{
+        (void)state;
+        struct top_run_opts o = opts(1000, (struct top_run_hooks){ 0 });
+        const struct sampler_opts *s = &o.sampler;
+        assert_true(s->facts.simulated && s->facts.gpu.telemetry && s->facts.gpu.health);
+        assert_string_equal(s->facts.gpu.driver_proc_dir, driver_proc);
+        assert_string_equal(s->facts.host.dev_prefix, dev_prefix);
+        assert_false(s->facts.read_kernel);
+        assert_int_equal(s->confirm_ms, 0);
+        assert_int_equal(s->ledger.floor_min_bytes, 64ull << 20);
+        assert_true(s->light);
+        struct sampler_opts once;
+        top_run_sampler_opts(&src, 1, true, true, &once);
+        assert_false(once.light);
+        assert_true(once.facts.read_kernel);
+        assert_int_equal(once.ledger.floor_min_bytes, 1ull << 20);
 }
 
 /* This process's threads. */
@@ -221,6 +240,7 @@ static void test_stop_null(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_sampler_opts),
                 cmocka_unit_test(test_frames),
                 cmocka_unit_test(test_stop_in_wait),
                 cmocka_unit_test(test_stop_null),
