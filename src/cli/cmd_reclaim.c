@@ -305,17 +305,10 @@ int cmd_reclaim(int argc, char **argv)
 static void run_opts(struct rc_opts *o, const struct reclaim_policy *pol)
 {
         struct reclaim_run_opts *ro = &o->ro;
-        sources_scan_once_opts(&o->c.src, &ro->so);
+        reclaim_run_from(ro, &o->c.src);
         ro->so.confirm_ms = o->confirm_ms;
         if (o->floor_set)
                 ro->so.ledger.floor_min_bytes = o->floor_mib << 20;
-        sources_gpu_opts(&o->c.src, &ro->go);
-        sources_host_opts(&o->c.src, &ro->ho);
-        ro->ho.save_dir = NULL;
-        ro->simulated = o->c.src.simulated;
-        ro->sim_dir = o->c.src.sim_dir;
-        ro->proc_root = o->c.src.proc_root;
-        ro->from_bundle = o->c.src.from_bundle;
         ro->verbose = o->c.verbose;
         ro->pids = o->pids;
         ro->poke_timeout_ms = (o->c.given & CLI_CALL_TIMEOUT) ? o->c.src.timeout_ms : POKE_DEFAULT_TIMEOUT_MS;

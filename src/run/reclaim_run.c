@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "run/reclaim_internal.h"
+#include "run/sources.h"
 #include "util/buf.h"
 #include "util/deadline.h"
 #include "util/escape.h"
@@ -487,4 +488,16 @@ int reclaim_run(const struct reclaim_run_opts *o, const struct reclaim_io *io)
         stopsig_restore(&saved_signals);
         sigaction(SIGPIPE, &pipe_old, NULL);
         return status;
+}
+
+void reclaim_run_from(struct reclaim_run_opts *o, const struct sources *src)
+{
+        sources_scan_once_opts(src, &o->so);
+        sources_gpu_opts(src, &o->go);
+        sources_host_opts(src, &o->ho);
+        o->ho.save_dir = NULL;
+        o->simulated = src->simulated;
+        o->sim_dir = src->sim_dir;
+        o->proc_root = src->proc_root;
+        o->from_bundle = src->from_bundle;
 }

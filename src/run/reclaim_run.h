@@ -133,6 +133,12 @@ struct reclaim_run_opts {
         const struct reclaim_policy *policy;
 };
 
+/* The options of o that come from where the facts come from: the scan's (its confirming wait
+ * and noise floor then the caller's), the memory samples', the single process lookups' (never
+ * saved into a bundle), the simulated host's lock, a bundle's plan that never acts. */
+struct sources;
+void reclaim_run_from(struct reclaim_run_opts *o, const struct sources *src);
+
 /* Run reclaim. Returns the exit status (EXIT_OK, EXIT_FINDING, EXIT_INCOMPLETE, EXIT_USAGE for
  * a --gpu or --cgroup that does not exist, 128+N when stopped by signal N). */
 int reclaim_run(const struct reclaim_run_opts *o, const struct reclaim_io *io);

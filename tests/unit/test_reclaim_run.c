@@ -15,6 +15,7 @@
 
 #include "run/demo_run.h"
 #include "run/reclaim_run.h"
+#include "run/sources.h"
 #include "util/exit_status.h"
 #include "util/pidfd.h"
 #include "simstate.h"
@@ -104,32 +105,22 @@ static struct reclaim_io io_for(struct heard *h)
                                     .report = h_report, .error = h_error };
 }
 
-/* The options `GHOSTVRAM_SIM=DIR ghostvram reclaim` would hand over (cli_common_finish's). */
-struct sim_paths {
-        char lib[PATH_MAX], prefix[PATH_MAX], driver_proc[PATH_MAX + 32];
-};
-
-static struct reclaim_run_opts opts_for(const struct demo *d, struct sim_paths *p)
+/* The options `GHOSTVRAM_SIM=DIR ghostvram reclaim` would hand over (its sources, a 2 s call
+ * deadline, a 300 ms confirming wait). */
+static struct reclaim_run_opts opts_for(const struct demo *d, struct sources *src)
 {
-        assert_int_equal(simstate_library(d->dir, p->lib, sizeof(p->lib)), 0);
-        assert_int_equal(simstate_dev_prefix(d->dir, p->prefix, sizeof(p->prefix)), 0);
-        snprintf(p->driver_proc, sizeof(p->driver_proc), "%s/proc/driver/nvidia", d->dir);
+        char err[512] = "";
         setenv("GHOSTVRAM_SIM", d->dir, 1);
+        sources_init(src);
+        src->timeout_ms = 2000;
+        assert_int_equal(sources_open(src, d->dir, err, sizeof(err)), 0);
         struct reclaim_run_opts o;
         memset(&o, 0, sizeof(o));
-        o.go = (struct gpu_opts){ .nvml_lib = p->lib, .timeout_ms = 2000, .driver_proc_dir = p->driver_proc };
-        o.ho = (struct host_opts){ .proc_root = "/proc", .dev_prefix = p->prefix, .timeout_ms = 2000, .read_env = true };
-        o.so.facts.simulated = true;
-        o.so.facts.gpu = o.go;
-        o.so.facts.host = o.ho;
-        o.so.facts.read_kernel = true;
-        o.so.facts.kernel.sim_dir = d->dir;
-        o.so.facts.kernel.proc_root = "/proc";
-        ledger_opts_default(&o.so.ledger);
+        reclaim_run_from(&o, src);
+        assert_true(o.simulated && o.so.facts.simulated && o.so.facts.read_kernel);
+        assert_string_equal(o.sim_dir, d->dir);
+        assert_null(o.ho.save_dir);
         o.so.confirm_ms = 300;
-        o.simulated = true;
-        o.sim_dir = d->dir;
-        o.proc_root = "/proc";
         o.only_gpu = -1;
         o.signal = SIGTERM;
         o.grace_ms = 2000;
@@ -164,7 +155,7 @@ static void orphaned_job(struct demo *d)
 /* One test's host, options and what reclaim said. */
 struct t {
         struct demo d;
-        struct sim_paths p;
+        struct sources p;
         struct heard h;
         struct reclaim_run_opts o;
         struct reclaim_io io;
