@@ -5,8 +5,6 @@
  * removed. */
 #include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "cli/cli.h"

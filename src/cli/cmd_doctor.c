@@ -9,7 +9,6 @@
 
 #include "cli/cli.h"
 #include "cli/show.h"
-#include "collect/shm.h"
 #include "render/doctor_render.h"
 #include "run/doctor_run.h"
 #include "util/i18n.h"

@@ -3,7 +3,6 @@
  * serve/serve_run.h). Options, usage and exit codes here. */
 #include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"

@@ -1,5 +1,4 @@
 #include <stdio.h>
-#include <string.h>
 
 #include "cli/cli.h"
 #include "cli/show.h"

@@ -3,17 +3,14 @@
  * run/track_run.c, the report and --show's JSON made by render/track_render.c. */
 #define _GNU_SOURCE 1
 #include <errno.h>
-#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "render/track_render.h"
 #include "run/track_run.h"
 #include "util/i18n.h"
-#include "util/parse.h"
 
 static void track_usage(FILE *f)
 {

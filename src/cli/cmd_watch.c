@@ -4,7 +4,6 @@
  * of --textfile and the heal's child `ghostvram reclaim` are render/watch_render.c's (watch_io). */
 #include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
