@@ -5,8 +5,6 @@
  * removed. */
 #include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -97,26 +95,5 @@ int cmd_demo(int argc, char **argv)
         int pr = demo_parse(argc, argv, &a);
         if (pr != DEMO_GO_ON)
                 return pr;
-        /* the stop signals are taken from here and every path below gives them back; demo_end also
-         * stops the processes and removes the host */
-        struct demo_signals saved;
-        demo_signals_take(&saved);
-        static struct demo d;
-        memset(&d, 0, sizeof(d));
-        const char *tmp = getenv("TMPDIR");
-        int r = demo_host_create(&d, tmp);
-        if (r < 0 && !d.dir[0]) {
-                /* the directory it tried: an absolute $TMPDIR, else /tmp (demo_host_create) */
-                cli_error("demo", "cannot create a temporary directory in %s: %s", tmp && tmp[0] == '/' ? tmp : "/tmp",
-                          strerror(-r));
-                demo_signals_restore(&saved);
-                return EXIT_INCOMPLETE;
-        }
-        demo_title_print(stdout, d.dir);
-        int status = EXIT_INCOMPLETE;
-        if (r < 0)
-                cli_error("demo", "could not create the simulated host");
-        else
-                status = demo_story(&d, a.mib, a.workers, demo_error);
-        return demo_end(&d, a.keep, status, &saved, demo_error);
+        return demo_execute(a.mib, a.workers, a.keep, demo_error);
 }

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "collect/shm.h"
+#include "cli/show.h"
 #include "render/doctor_render.h"
 #include "run/doctor_run.h"
 #include "util/i18n.h"
@@ -101,20 +101,6 @@ static int doctor_parse(int argc, char **argv, struct doctor_args *a)
         return EXIT_OK;
 }
 
-/* The use case's options that come from the common ones (a's shm paths hold what they point to). */
-static void doctor_opts(struct doctor_args *a)
-{
-        struct doctor_check_opts *o = &a->o;
-        sources_gpu_opts(&a->c.src, &o->gpu);
-        sources_host_opts(&a->c.src, &o->host);
-        o->sim_dir = a->c.src.simulated ? a->c.src.sim_dir : NULL;
-        o->proc_root = a->c.src.proc_root;
-        o->xid_window_s = a->c.src.xid_window_s;
-        o->shm = sources_shm_opts(&a->c.src, a->o.root, &a->shm_paths, &a->shm) ? &a->shm : NULL;
-        o->cache_min_bytes = a->cache_mib << 20;
-        o->gpu_resolve = gpu_spec_resolve;
-}
-
 int cmd_doctor(int argc, char **argv)
 {
         static struct doctor_args a;
@@ -125,7 +111,8 @@ int cmd_doctor(int argc, char **argv)
         int pr = doctor_parse(argc, argv, &a);
         if (pr != EXIT_OK)
                 return pr == CLI_HELP ? EXIT_OK : pr;
-        doctor_opts(&a);
+        doctor_check_opts_sources(&a.o, &a.c.src, &a.shm_paths, &a.shm);
+        a.o.cache_min_bytes = a.cache_mib << 20;
         struct doctor_check d;
         char err[1024] = "";
         int r = doctor_check(&a.o, &d, err, sizeof(err));
@@ -134,14 +121,8 @@ int cmd_doctor(int argc, char **argv)
                 doctor_check_free(&d);
                 return r == -ENOENT ? EXIT_USAGE : EXIT_INCOMPLETE;
         }
-        if (a.c.json) {
-                cli_print_json(doctor_json(&d, a.c.src.simulated, a.explain));
-        } else {
-                cli_sim_banner(stdout, &a.c);
-                doctor_text(stdout, d.findings, d.n_findings, cli_use_color(stdout), a.c.verbose);
-                if (a.explain)
-                        doctor_explain_text(stdout);
-        }
+        const struct show s = cli_show(&a.c);
+        doctor_show(&s, &d, a.c.src.simulated, a.explain);
         int status = d.exit_status;
         doctor_check_free(&d);
         return status;

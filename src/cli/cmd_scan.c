@@ -1,19 +1,14 @@
-#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
-#include "collect/sample.h"
-#include "collect/shm.h"
+#include "cli/show.h"
 #include "util/fileio.h"
 #include "util/i18n.h"
 #include "model/ledger.h"
 #include "run/scan_run.h"
-#include "render/metrics.h"
 #include "render/scan_render.h"
-#include "track/track_scan.h"
 
 #define SCAN_ACCEPTS (CLI_COMMON_ALL | CLI_XID_WINDOW)
 
@@ -90,22 +85,19 @@ static void scan_usage(FILE *f)
 struct scan_args {
         struct cli_common c;
         const char *gpu_spec;
-        uint64_t confirm_ms, floor_mib;
-        bool floor_set;
-        const char *textfile, *kmsg, *ledger_dir;
-        bool no_kernel;
+        struct scan_cmd_opts o;
 };
 
 #define F(f) offsetof(struct scan_args, f)
 static const struct cli_opt scan_table[] = {
         { "gpu", 'g', CO_GPU, F(gpu_spec) },
-        { "confirm", 'C', CO_MS, F(confirm_ms), 0, 600000, N_("--confirm: '%s' is not a duration up to 10m (e.g. 2s, 500ms, 0)") },
-        { "noise-floor", 'F', CO_U64, F(floor_mib), 0, 1u << 24, N_("--noise-floor: '%s' is not a number of MiB"),
-          CO_SEEN(F(floor_set)) },
-        { "kmsg", 'K', CO_PATH, F(kmsg) },
-        { "no-kernel", 'N', CO_FLAG, F(no_kernel) },
-        { "textfile", 'T', CO_PATH, F(textfile) },
-        { "ledger-dir", 'L', CO_PATH, F(ledger_dir) },
+        { "confirm", 'C', CO_MS, F(o.confirm_ms), 0, 600000, N_("--confirm: '%s' is not a duration up to 10m (e.g. 2s, 500ms, 0)") },
+        { "noise-floor", 'F', CO_U64, F(o.floor_mib), 0, 1u << 24, N_("--noise-floor: '%s' is not a number of MiB"),
+          CO_SEEN(F(o.floor_set)) },
+        { "kmsg", 'K', CO_PATH, F(o.kmsg) },
+        { "no-kernel", 'N', CO_FLAG, F(o.no_kernel) },
+        { "textfile", 'T', CO_PATH, F(o.textfile) },
+        { "ledger-dir", 'L', CO_PATH, F(o.ledger_dir) },
         { 0 },
 };
 #undef F
@@ -122,52 +114,33 @@ static int scan_parse(int argc, char **argv, struct scan_args *a)
                 return EXIT_USAGE;
         /* a log that cannot be read is the caller's mistake, said before the scan (as xid does),
          * not a note in the report */
-        if (a->kmsg && !a->no_kernel && cli_kmsg_check("scan", a->kmsg) < 0)
+        if (a->o.kmsg && !a->o.no_kernel && cli_kmsg_check("scan", a->o.kmsg) < 0)
                 return EXIT_USAGE;
         /* so are a ledger directory that is not there (2, as serve) and a textfile directory the
          * metrics cannot go to (3, as the failed write it would be; watch says the same) */
-        if (a->ledger_dir && cli_dir_arg("scan", "--ledger-dir", a->ledger_dir) < 0)
+        if (a->o.ledger_dir && cli_dir_arg("scan", "--ledger-dir", a->o.ledger_dir) < 0)
                 return EXIT_USAGE;
-        if (a->textfile && cli_writable_dir_arg("scan", "--textfile", a->textfile) < 0)
+        if (a->o.textfile && cli_writable_dir_arg("scan", "--textfile", a->o.textfile) < 0)
                 return EXIT_INCOMPLETE;
         return EXIT_OK;
 }
 
-/* The result, as text or JSON (render/scan_render.h), with the allocation ledgers and host
- * shared memory beside it. Returns status, or EXIT_INCOMPLETE when a part could not be made. */
-static int scan_print(const struct scan_args *a, const struct scan_result *res, int status)
+static void scan_say(const char *msg)
 {
-        const struct cli_common *c = &a->c;
-        struct track_scan *ts = NULL;
-        if (a->ledger_dir) {
-                ts = calloc(1, sizeof(*ts));
-                if (!ts || track_scan_collect(res, a->ledger_dir, c->src.proc_root, ts) < 0) {
-                        cli_error("scan", _("--ledger-dir %s: out of memory"), a->ledger_dir);
-                        status = EXIT_INCOMPLETE;
-                } else if (ts->error[0]) {
-                        cli_error("scan", "%s", ts->error);
-                }
-        }
-        /* host shared memory, said apart: operators rule it out as GPU memory (free's "shared") */
-        struct sources_shm_paths sp;
-        struct shm_opts sho;
-        struct shm_report *shm = NULL;
-        if (sources_shm_opts(&c->src, NULL, &sp, &sho) && shm_collect(&sho, &shm) == -ENOMEM) {
-                cli_error("scan", "out of memory");
+        cli_error("scan", "%s", msg);
+}
+
+/* The result with the allocation ledgers and host shared memory beside it, and --textfile:
+ * status, or EXIT_INCOMPLETE when a part could not be made. */
+static int scan_print(const struct scan_args *a, const struct scan_once *run, int status)
+{
+        struct scan_beside b;
+        if (scan_beside_collect(run->res, &a->c.src, a->o.ledger_dir, &b, scan_say) < 0)
                 status = EXIT_INCOMPLETE;
-        }
-        if (c->json) {
-                cli_print_json(scan_output_json(res, ts, shm));
-        } else {
-                cli_sim_banner(stdout, c);
-                if (scan_output_text(stdout, res, ts, shm, cli_use_color(stdout), c->verbose) < 0) {
-                        cli_error("scan", "out of memory");
-                        status = EXIT_INCOMPLETE;
-                }
-        }
-        shm_report_free(shm);
-        track_scan_free(ts);
-        free(ts);
+        const struct show s = cli_show(&a->c);
+        if (scan_answer(&s, run, &b, a->o.textfile, scan_say) < 0)
+                status = EXIT_INCOMPLETE;
+        scan_beside_free(&b);
         return status;
 }
 
@@ -176,7 +149,7 @@ int cmd_scan(int argc, char **argv)
         static struct scan_args a;
         memset(&a, 0, sizeof(a));
         cli_common_init(&a.c, SCAN_ACCEPTS);
-        a.confirm_ms = 2000;
+        a.o.confirm_ms = 2000;
         int pr = scan_parse(argc, argv, &a);
         if (pr != EXIT_OK)
                 return pr == CLI_HELP ? EXIT_OK : pr;
@@ -185,13 +158,7 @@ int cmd_scan(int argc, char **argv)
         if (gr != EXIT_OK)
                 return gr;
         struct scan_once_opts so;
-        sources_scan_once_opts(&a.c.src, &so);
-        if (a.floor_set)
-                so.ledger.floor_min_bytes = a.floor_mib << 20;
-        so.confirm_ms = a.confirm_ms;
-        so.light = true;        /* nothing unexplained: no walk */
-        so.facts.read_kernel = !a.no_kernel;
-        so.facts.kernel.kmsg_path = a.kmsg;
+        scan_cmd_once_opts(&a.c.src, &a.o, &so);
         struct scan_once *run = NULL;
         int r = scan_once_run(&so, &run);
         if (r < 0) {
@@ -206,16 +173,7 @@ int cmd_scan(int argc, char **argv)
                 return EXIT_USAGE;
         }
         res->only_gpu = only_gpu;
-        int status = scan_print(&a, res, scan_exit_status(res));
-        if (a.textfile) {
-                struct metrics_input mi = { .res = res, .scan_duration_s = run->duration_s,
-                                            .last_scan_time = res->facts->gpu->sample_time };
-                r = metrics_write_textfile(a.textfile, &mi);
-                if (r < 0) {
-                        cli_error("scan", _("--textfile %s: cannot write ghostvram.prom: %s"), a.textfile, strerror(-r));
-                        status = EXIT_INCOMPLETE;
-                }
-        }
+        int status = scan_print(&a, run, scan_exit_status(res));
         scan_once_free(run);
         return status;
 }

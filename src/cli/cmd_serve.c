@@ -1,16 +1,11 @@
 /* serve: a Prometheus exporter. Collection runs on its own thread on its own schedule; HTTP
  * answers from what the last collection rendered (serve/exporter.h, serve/http.h; both run by
  * serve/serve_run.h). Options, usage and exit codes here. */
-#include <errno.h>
-#include <malloc.h>
-#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
-#include "run/scan_run.h"
 #include "serve/http.h"
 #include "serve/serve_run.h"
 #include "util/i18n.h"
@@ -79,8 +74,7 @@ static void serve_usage(FILE *f)
 struct serve_args {
         struct cli_common c;
         struct serve_run_opts ro;
-        uint64_t stale_ms, floor_mib;
-        bool no_kernel;
+        struct serve_cmd_opts o;
 };
 
 #define F(f) offsetof(struct serve_args, f)
@@ -88,13 +82,13 @@ static const struct cli_opt serve_table[] = {
         { "listen", 'l', CO_STR, F(ro.http.listen) },
         { "interval", 'i', CO_MS, F(ro.exporter.interval_ms), 1000, 3600000,
           N_("--interval: '%s' is not a duration from 1s to 1h") },
-        { "stale-after", 's', CO_MS, F(stale_ms), 1000, UINT64_MAX, N_("--stale-after: '%s' is not a duration of at least 1s") },
+        { "stale-after", 's', CO_MS, F(o.stale_ms), 1000, UINT64_MAX, N_("--stale-after: '%s' is not a duration of at least 1s") },
         { "expose-cmdline", 'x', CO_FLAG, F(ro.exporter.expose_cmdline) },
         { "ledger-dir", 'L', CO_PATH, F(ro.exporter.ledger_dir) },
         { "max-connections", 'm', CO_UINT, F(ro.http.max_connections), 1, 4096,
           N_("--max-connections: '%s' is not a number from 1 to 4096") },
-        { "noise-floor", 'F', CO_U64, F(floor_mib), 0, 1u << 24, N_("--noise-floor: '%s' is not a number of MiB") },
-        { "no-kernel", 'N', CO_FLAG, F(no_kernel) },
+        { "noise-floor", 'F', CO_U64, F(o.floor_mib), 0, 1u << 24, N_("--noise-floor: '%s' is not a number of MiB") },
+        { "no-kernel", 'N', CO_FLAG, F(o.no_kernel) },
         { 0 },
 };
 
@@ -119,28 +113,6 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, struct socka
         return EXIT_OK;
 }
 
-/* The rest of serve_run's options: the collection thread's sources from the common options,
- * the staleness limit's default, where the lines go. */
-static void serve_run_opts(struct serve_args *a, int family)
-{
-        struct serve_run_opts *ro = &a->ro;
-        struct exporter_opts *eo = &ro->exporter;
-        struct scan_once_opts so;
-        sources_scan_once_opts(&a->c.src, &so);
-        eo->sampler.facts = so.facts;
-        eo->sampler.facts.read_kernel = !a->no_kernel;
-        eo->sampler.ledger = so.ledger;
-        eo->sampler.ledger.floor_min_bytes = a->floor_mib << 20;
-        eo->sampler.confirm_ms = 2000;
-        eo->sampler.light = true;
-        double stale = a->stale_ms ? (double)a->stale_ms / 1000.0 : 4.0 * (double)eo->interval_ms / 1000.0;
-        eo->stale_after_s = a->stale_ms || stale >= 60 ? stale : 60;
-        ro->family = family;
-        ro->simulated = a->c.src.simulated;
-        ro->out = stdout;
-        ro->wait = stopwait_ms;
-}
-
 int cmd_serve(int argc, char **argv)
 {
         static struct serve_args a;
@@ -148,25 +120,17 @@ int cmd_serve(int argc, char **argv)
         cli_common_init(&a.c, SERVE_ACCEPTS);
         a.ro.http.listen = "127.0.0.1:9835";
         a.ro.exporter.interval_ms = 15000;
-        a.floor_mib = 64;
+        a.o.floor_mib = 64;
         a.ro.http.max_connections = 64;
         struct sockaddr_storage ss;
         int pr = serve_parse(argc, argv, &a, &ss);
         if (pr != EXIT_OK)
                 return pr == CLI_HELP ? EXIT_OK : pr;
-        serve_run_opts(&a, ss.ss_family);
-        /* one malloc arena beside the main one: every thread (collector, HTTP, deadline
-         * workers, walkers) would get its own and keep its pages; serve allocates little and
-         * rarely contends (bench/README.md, "chaos": the RSS before and after) */
-        mallopt(M_ARENA_MAX, 2);
-        /* only this thread takes SIGINT/SIGTERM; the threads started below inherit the mask */
-        stopwait_block();
-        signal(SIGPIPE, SIG_IGN);
-        enum serve_fail fail;
-        int r = serve_run(&a.ro, &fail);
-        if (r < 0 && fail == SERVE_FAIL_COLLECTOR)
-                cli_error("serve", _("cannot start the collection thread: %s"), strerror(-r));
-        else if (r < 0)
-                cli_error("serve", _("cannot listen on %s: %s"), a.ro.http.listen, strerror(-r));
-        return r < 0 ? EXIT_INCOMPLETE : EXIT_OK;
+        serve_run_opts_sources(&a.ro, &a.c.src, &a.o, ss.ss_family);
+        char err[4200];
+        if (serve_execute(&a.ro, err, sizeof(err)) < 0) {
+                cli_error("serve", "%s", err);
+                return EXIT_INCOMPLETE;
+        }
+        return EXIT_OK;
 }

@@ -1,7 +1,7 @@
 #include <stdio.h>
-#include <string.h>
 
 #include "cli/cli.h"
+#include "cli/show.h"
 #include "collect/sample.h"
 #include "util/fileio.h"
 #include "util/i18n.h"
@@ -41,22 +41,16 @@ int cmd_snapshot(int argc, char **argv)
         if (cli_common_finish(&c, "snapshot") < 0)
                 return EXIT_USAGE;
 
-        struct facts_opts fo = { .save_bundle = c.src.save_bundle, .simulated = c.src.simulated };
-        sources_gpu_opts(&c.src, &fo.gpu);
-        sources_host_opts(&c.src, &fo.host);
+        struct facts_opts fo;
+        sources_facts_opts(&c.src, &fo);
         struct facts *f;
         int r = facts_collect(&fo, &f);
         if (r < 0) {
                 cli_error("snapshot", "cannot read %s: %s", c.src.proc_root, fileio_strerror(r));
                 return EXIT_INCOMPLETE;
         }
-        if (c.json) {
-                json_t *doc = snapshot_json(f);
-                cli_print_json(doc);
-        } else {
-                cli_sim_banner(stdout, &c);
-                snapshot_text(stdout, f, cli_use_color(stdout), c.verbose);
-        }
+        const struct show s = cli_show(&c);
+        snapshot_show(&s, f);
         int status = f->gpu->driver_present ? EXIT_OK : EXIT_INCOMPLETE;
         facts_free(f);
         return status;

@@ -3,17 +3,14 @@
  * run/track_run.c, the report and --show's JSON made by render/track_render.c. */
 #define _GNU_SOURCE 1
 #include <errno.h>
-#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "render/track_render.h"
 #include "run/track_run.h"
 #include "util/i18n.h"
-#include "util/parse.h"
 
 static void track_usage(FILE *f)
 {
@@ -60,45 +57,31 @@ static void track_usage(FILE *f)
               f);
 }
 
-/* Close the --report file (not stderr); returns status. */
-static int report_close(FILE *out, const char *path, int status)
+static void track_say(const char *msg)
 {
-        char err[PATH_MAX + 256];
-        if (track_report_close(out, path, err, sizeof(err)) < 0)
-                cli_error("track", "%s", err);
-        return status;
+        cli_error("track", "%s", msg);
 }
 
 /* --show FILE: the ledger's header, counts and outstanding allocations as JSON. */
 static int track_show(const char *path)
 {
-        struct track_show *sh = track_show_new();
-        if (!sh)
-                return EXIT_INCOMPLETE;
-        int r = track_show_load(sh, path);
-        if (r == -EISDIR)
-                cli_error("track", "--show %s: a directory, not an allocation ledger (give one file of it)", path);
-        else if (r < 0)
-                cli_error("track", "%s: %s", path, r == -EBADMSG ? "not an allocation ledger (bad header)" : strerror(-r));
-        else
-                cli_print_json(track_ledger_json(path, &sh->l, &sh->s));
-        track_show_free(sh);
-        return r < 0 ? EXIT_FINDING : EXIT_OK;
+        int r = track_show_print(path, cli_print_json, track_say);
+        return r == -ENOMEM ? EXIT_INCOMPLETE : r < 0 ? EXIT_FINDING : EXIT_OK;
 }
 
 struct track_args {
-        const char *dir, *preload, *report, *show;
+        struct track_prep_opts po;
+        const char *report, *show;
         bool json;
-        uint64_t max_age_ms, max_total_mib;
 };
 
 #define F(f) offsetof(struct track_args, f)
 static const struct cli_opt track_table[] = {
-        { "ledger-dir", 'd', CO_PATH, F(dir) },
+        { "ledger-dir", 'd', CO_PATH, F(po.dir) },
         { "json", 'j', CO_FLAG, F(json) },
-        { "max-age", 'a', CO_MS, F(max_age_ms), 0, UINT64_MAX, "--max-age: '%s' is not a duration (e.g. 7d, 12h)" },
-        { "max-total", 't', CO_U64, F(max_total_mib), 0, 1u << 24, "--max-total: '%s' is not a number of MiB" },
-        { "preload", 'p', CO_PATH, F(preload) },
+        { "max-age", 'a', CO_MS, F(po.max_age_ms), 0, UINT64_MAX, "--max-age: '%s' is not a duration (e.g. 7d, 12h)" },
+        { "max-total", 't', CO_U64, F(po.max_total_mib), 0, 1u << 24, "--max-total: '%s' is not a number of MiB" },
+        { "preload", 'p', CO_PATH, F(po.preload) },
         { "report", 'r', CO_PATH, F(report) },
         /* --show ends the options: what follows it is not read */
         { "show", 's', CO_PATH, F(show), .last = true },
@@ -108,7 +91,7 @@ static const struct cli_opt track_table[] = {
 
 int cmd_track(int argc, char **argv)
 {
-        struct track_args a = { .dir = TRACK_DEFAULT_DIR, .max_age_ms = 7ull * 24 * 3600 * 1000, .max_total_mib = 256 };
+        struct track_args a = { .po = { .dir = TRACK_DEFAULT_DIR, .max_age_ms = 7ull * 24 * 3600 * 1000, .max_total_mib = 256 } };
         /* '+': stop at the first non-option, CMD's own options are CMD's */
         const struct cli_parse p = { "track", "+:h", track_table, &a, NULL, track_usage, .operands = true };
         int pr = cli_parse(&p, argc, argv);
@@ -120,28 +103,5 @@ int cmd_track(int argc, char **argv)
                 cli_error("track", "no command to run (ghostvram track [OPTIONS] -- CMD [ARGS...])");
                 return EXIT_USAGE;
         }
-        char **cmd = argv + optind; /* CMD [ARGS...] */
-        char err[PATH_MAX + 256] = "";
-        struct track_prep_opts po = { .dir = a.dir, .preload = a.preload, .max_age_ms = a.max_age_ms,
-                                      .max_total_mib = a.max_total_mib };
-        struct track_prep prep;
-        if (track_prepare(&po, &prep, err, sizeof(err)) < 0) {
-                cli_error("track", "%s", err);
-                return TRACK_EXIT_FAILED;
-        }
-        FILE *out = track_report_open(a.report, err, sizeof(err));
-        if (!out) {
-                cli_error("track", "%s", err);
-                return TRACK_EXIT_FAILED;
-        }
-        struct track_result res;
-        int r = track_run(&prep, cmd, &res, err, sizeof(err));
-        if (r != 0) {
-                cli_error("track", "%s", err);
-                track_result_free(&res);
-                return report_close(out, a.report, r > 0 ? r : res.end.status);
-        }
-        track_report_print(out, a.json, cmd, &res.end, prep.dir, res.procs, res.n);
-        track_result_free(&res);
-        return report_close(out, a.report, res.end.status);
+        return track_execute(&a.po, a.report, a.json, argv + optind /* CMD [ARGS...] */, track_say);
 }

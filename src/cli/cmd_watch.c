@@ -2,16 +2,13 @@
  * or ghost changes, an alert when a confirmed ghost stays above a threshold for a while, its
  * clear, the hook, the heal): options, usage, exit codes; the lines (text or JSON), the metrics
  * of --textfile and the heal's child `ghostvram reclaim` are render/watch_render.c's (watch_io). */
-#include <errno.h>
-#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/show.h"
 #include "render/watch_render.h"
-#include "run/scan_run.h"
 #include "run/watch_run.h"
 #include "util/i18n.h"
 #include "util/parse.h"
@@ -165,39 +162,10 @@ int cmd_watch(int argc, char **argv)
         int pr = watch_parse(argc, argv, &a);
         if (pr != EXIT_OK)
                 return pr == CLI_HELP ? EXIT_OK : pr;
-        a.io.json = a.c.json;
-        a.io.heal = (struct watch_heal_src){ a.c.src.proc_root, a.c.src.simulated ? NULL : a.c.src.nvml_lib };
-        watch_io_attach(&a.io, &a.o);
-
-        struct scan_once_opts so;
-        sources_scan_once_opts(&a.c.src, &so);
-        /* the first sample is confirmed by a second one an interval later, as every later one is */
-        struct sampler_opts sp = { .facts = so.facts, .ledger = so.ledger, .confirm_ms = a.o.interval_ms,
-                                   .light = true, .wait = stopwait_ms };
-        sp.ledger.floor_min_bytes = a.floor_mib << 20;
-        sp.facts.read_kernel = !a.no_kernel;
-        struct sampler *smp = NULL;
-        if (sampler_new(&sp, &smp) < 0) {
-                cli_error("watch", "out of memory");
-                return EXIT_INCOMPLETE;
-        }
-        stopwait_block();
-        signal(SIGPIPE, SIG_IGN);
-        if (!a.c.json) {
-                if (a.c.src.simulated)
-                        cli_sim_banner(stdout, &a.c);
-                watch_banner_print(stdout, a.o.interval_ms, a.o.threshold_bytes, a.o.for_ms, a.o.exec != NULL);
-        }
-        struct watch_result res;
-        int r = watch_run(&a.o, smp, &res);
-        sampler_free(smp);
-        if (r < 0) {
-                cli_error("watch", "%s", strerror(-r));
-                return EXIT_INCOMPLETE;
-        }
-        /* a watch that never got one good sample watched nothing: say so, and not with 0 */
-        if (!res.any_ok) {
-                cli_error("watch", "no sample succeeded%s%s", res.last_error[0] ? ": " : "", res.last_error);
+        const struct show s = cli_show(&a.c);
+        char err[700];
+        if (watch_execute(&s, &a.o, &a.io, &a.c.src, a.floor_mib, a.no_kernel, err, sizeof(err)) < 0) {
+                cli_error("watch", "%s", err);
                 return EXIT_INCOMPLETE;
         }
         return EXIT_OK;

@@ -3,15 +3,14 @@
  * render/xid_render.c. */
 #include <errno.h>
 #include <stddef.h>
-#include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/show.h"
 #include "collect/xid.h"
 #include "render/xid_render.h"
 #include "run/xid_run.h"
@@ -85,91 +84,12 @@ static void explain_usage(FILE *f)
               "  ghostvram xid explain 45 48 --json\n"), f);
 }
 
-/* ---- the command ----------------------------------------------------------------------------- */
-
-static volatile sig_atomic_t xid_stop;
-
-static void on_stop(int sig)
-{
-        (void)sig;
-        xid_stop = 1;
-}
-
-/* What xid was asked: the use case's options, and how its answer is shown. */
+/* What xid was asked: the use case's options and --since's text. */
 struct xid_cmd {
         struct cli_common c;
         struct xid_run_opts o;
-        const char *since_arg;  /* --since WHEN, read once the options are (xid_since) */
-        bool color;
+        const char *since_arg;  /* --since WHEN, read once the options are */
 };
-
-static void banner(void *ctx)
-{
-        cli_sim_banner(stdout, ctx);
-}
-
-static struct xid_show show(const struct xid_cmd *xc, const struct xid_run *x)
-{
-        return (struct xid_show){ .x = x, .json = xc->c.json, .color = xc->color, .banner = banner,
-                                  .banner_ctx = (void *)&xc->c, .print_json = cli_print_json };
-}
-
-static int run_dump(const struct xid_cmd *xc, struct xid_run *x)
-{
-        struct xid_dump d;
-        char err[1024] = "";
-        int status = EXIT_OK, r = xid_dump_run(x, &d, err, sizeof(err));
-        const struct xid_show s = show(xc, x);
-        if (r < 0) {
-                cli_error("xid", "%s", err);
-                status = r == -ENOENT ? EXIT_USAGE : EXIT_INCOMPLETE;
-        } else if (xid_dump_show(&s, &d) < 0) {
-                status = EXIT_INCOMPLETE;
-        }
-        xid_dump_free(&d);
-        return status;
-}
-
-static int run_follow(const struct xid_cmd *xc, struct xid_run *x)
-{
-        struct sigaction sa;
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = on_stop;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, NULL);   /* no SA_RESTART: poll returns EINTR */
-        sigaction(SIGTERM, &sa, NULL);
-        const struct xid_show s = show(xc, x);
-        struct xid_follow_cb cb;
-        xid_follow_show(&cb, &s);
-        char err[1024] = "";
-        int r = xid_follow_run(x, &xid_stop, &cb, err, sizeof(err));
-        if (r >= 0)
-                return EXIT_OK;
-        if (err[0])
-                cli_error("xid", "%s", err);
-        return r == -ENOENT ? EXIT_USAGE : EXIT_INCOMPLETE;
-}
-
-/* Open the log and dump or follow it. */
-static int xid_execute(struct xid_cmd *xc)
-{
-        struct xid_run x;
-        char err[KMSG_ERR_MAX] = "";
-        int status;
-        if (xid_run_open(&x, &xc->o, err, sizeof(err)) < 0) {
-                if (xc->o.kmsg_path) {
-                        cli_error("xid", "--kmsg %s", err);
-                        status = EXIT_USAGE;
-                } else {
-                        cli_error("xid", "%s", err);
-                        status = EXIT_INCOMPLETE;
-                }
-        } else {
-                status = xc->o.follow ? run_follow(xc, &x) : run_dump(xc, &x);
-        }
-        xid_run_close(&x);
-        return status;
-}
 
 /* "-1" is a code that is no Xid number, not an option: said so. */
 static void explain_bad_option(const char *cmd, int argc, char **argv, int opt)
@@ -239,19 +159,14 @@ static const struct cli_opt xid_table[] = {
 /* --since WHEN into o.since: 0, or -1 (said). */
 static int xid_since(struct xid_cmd *xc, const char *since_arg)
 {
-        if (xid_parse_since(since_arg, (double)time(NULL), &xc->o.since) < 0) {
+        int r = xid_run_since(&xc->o, since_arg, (double)time(NULL));
+        if (r == -EINVAL)
                 cli_error("xid", _("--since: '%s' is not a duration (30m, 2h, 1d), a date-time "
                                    "(2026-11-30, '2026-11-30 10:00', 2026-11-30T10:00:00Z), @EPOCH or 'now'"),
                           since_arg);
-                return -1;
-        }
-        /* a time the kernel log cannot hold and JSON cannot write: not a filter */
-        if (xc->o.since < 0 || xc->o.since > 253402300799.0) {
+        else if (r < 0)
                 cli_error("xid", _("--since: '%s' is outside 1970-01-01 .. 9999-12-31"), since_arg);
-                return -1;
-        }
-        xc->o.since_set = true;
-        return 0;
+        return r;
 }
 
 /* After the options: the common ones applied, --gpu UUID looked up, the use case's options
@@ -267,12 +182,19 @@ static int xid_finish(struct xid_cmd *xc)
                 xc->o.gpu.by_index = true;
                 xc->o.gpu.index = (unsigned)idx;
         }
-        xc->o.verbose = xc->c.verbose;
-        xc->o.sim_dir = xc->c.src.simulated ? xc->c.src.sim_dir : NULL;
-        xc->o.proc_root = xc->c.src.proc_root;
-        sources_gpu_opts(&xc->c.src, &xc->o.gpu_opts);
-        xc->color = !xc->c.json && cli_use_color(stdout);
+        xid_run_opts_sources(&xc->o, &xc->c.src, xc->c.verbose);
         return EXIT_OK;
+}
+
+/* Open the log and dump or follow it. */
+static int xid_execute_said(const struct xid_cmd *xc)
+{
+        const struct show out = cli_show(&xc->c);
+        char err[KMSG_ERR_MAX + 16];
+        enum xid_outcome end = xid_execute(&out, &xc->o, err, sizeof(err));
+        if (err[0])
+                cli_error("xid", "%s", err);
+        return end == XID_DONE ? EXIT_OK : end == XID_MISTAKE ? EXIT_USAGE : EXIT_INCOMPLETE;
 }
 
 int cmd_xid(int argc, char **argv)
@@ -294,5 +216,5 @@ int cmd_xid(int argc, char **argv)
         if (xc.since_arg && xid_since(&xc, xc.since_arg) < 0)
                 return EXIT_USAGE;
         int status = xid_finish(&xc);
-        return status != EXIT_OK ? status : xid_execute(&xc);
+        return status != EXIT_OK ? status : xid_execute_said(&xc);
 }

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -216,4 +217,32 @@ int demo_end(struct demo *d, bool keep, int status, const struct demo_signals *s
         }
         demo_signals_restore(saved);
         return status;
+}
+
+int demo_execute(unsigned mib, unsigned workers, bool keep, demo_error_fn *error)
+{
+        /* the stop signals are taken from here and every path below gives them back; demo_end also
+         * stops the processes and removes the host */
+        struct demo_signals saved;
+        demo_signals_take(&saved);
+        static struct demo d;
+        memset(&d, 0, sizeof(d));
+        const char *tmp = getenv("TMPDIR");
+        int r = demo_host_create(&d, tmp);
+        if (r < 0 && !d.dir[0]) {
+                /* the directory it tried: an absolute $TMPDIR, else /tmp (demo_host_create) */
+                char msg[8192];
+                snprintf(msg, sizeof(msg), "cannot create a temporary directory in %s: %s",
+                         tmp && tmp[0] == '/' ? tmp : "/tmp", strerror(-r));
+                error(msg);
+                demo_signals_restore(&saved);
+                return EXIT_INCOMPLETE;
+        }
+        demo_title_print(stdout, d.dir);
+        int status = EXIT_INCOMPLETE;
+        if (r < 0)
+                error("could not create the simulated host");
+        else
+                status = demo_story(&d, mib, workers, error);
+        return demo_end(&d, keep, status, &saved, error);
 }

@@ -43,3 +43,8 @@ int demo_story(struct demo *d, unsigned mib, unsigned workers, demo_error_fn *er
  * 141 when the reader went away (as `yes | head -1`), EXIT_INCOMPLETE when the story could not
  * be written. */
 int demo_end(struct demo *d, bool keep, int status, const struct demo_signals *saved, demo_error_fn *error);
+
+/* `ghostvram demo`: the stop signals taken, the host made in $TMPDIR, the title, the story, and
+ * its end (demo_end: everything stopped, the host removed unless keep, the signals given back).
+ * The exit status: demo_end's, or EXIT_INCOMPLETE when no host could be made (said). */
+int demo_execute(unsigned mib, unsigned workers, bool keep, demo_error_fn *error);

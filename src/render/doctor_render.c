@@ -114,3 +114,15 @@ json_t *doctor_json(const struct doctor_check *d, bool simulated, bool explain)
         return doc;
 }
 
+
+void doctor_show(const struct show *s, const struct doctor_check *d, bool simulated, bool explain)
+{
+        if (s->json) {
+                s->print_json(doctor_json(d, simulated, explain));
+                return;
+        }
+        show_banner(s);
+        doctor_text(stdout, d->findings, d->n_findings, s->color, s->verbose);
+        if (explain)
+                doctor_explain_text(stdout);
+}

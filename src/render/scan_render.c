@@ -1,12 +1,14 @@
 #include "render/scan_render.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "collect/gpu_json.h"
 #include "collect/xid.h"
 #include "config.h"
 #include "util/json_util.h"
+#include "render/metrics.h"
 #include "render/proc_render.h"
 #include "render/shm_render.h"
 #include "render/snapshot.h"
@@ -688,4 +690,32 @@ int scan_output_text(FILE *out, const struct scan_result *r, const struct track_
 {
         scan_text_hooked(out, r, color, verbose, ts ? track_scan_text_hook : NULL, ts);
         return shm_note_text(out, shm, color) < 0 ? -ENOMEM : 0;
+}
+
+int scan_answer(const struct show *s, const struct scan_once *run, const struct scan_beside *b, const char *textfile,
+                void (*say)(const char *msg))
+{
+        int r = 0;
+        if (s->json) {
+                s->print_json(scan_output_json(run->res, b->ts, b->shm));
+        } else {
+                show_banner(s);
+                if (scan_output_text(stdout, run->res, b->ts, b->shm, s->color, s->verbose) < 0) {
+                        say("out of memory");
+                        r = -1;
+                }
+        }
+        if (textfile) {
+                struct metrics_input mi = { .res = run->res, .scan_duration_s = run->duration_s,
+                                            .last_scan_time = run->res->facts->gpu->sample_time };
+                int w = metrics_write_textfile(textfile, &mi);
+                if (w < 0) {
+                        char msg[4200];
+                        snprintf(msg, sizeof(msg), _("--textfile %s: cannot write ghostvram.prom: %s"), textfile,
+                                 strerror(-w));
+                        say(msg);
+                        r = -1;
+                }
+        }
+        return r;
 }

@@ -6,6 +6,8 @@
 
 #include "collect/shm.h"
 #include "model/ledger.h"
+#include "render/show.h"
+#include "run/scan_run.h"
 #include "track/track_scan.h"
 
 /* The scan document: the snapshot's fields plus, per GPU, memory.{listed,foreign,ghost,
@@ -30,3 +32,9 @@ json_t *scan_output_json(const struct scan_result *r, const struct track_scan *t
 /* scan_text with ts's ledgers under each GPU, then shm's note: 0, or -ENOMEM (the note). */
 int scan_output_text(FILE *out, const struct scan_result *r, const struct track_scan *ts,
                      const struct shm_report *shm, bool color, bool verbose);
+
+/* `ghostvram scan`'s answer: run's result with b beside it, shown as s says, then, with textfile,
+ * DIR/ghostvram.prom written. 0, or -1 when a part could not be made or written (said through
+ * say). */
+int scan_answer(const struct show *s, const struct scan_once *run, const struct scan_beside *b, const char *textfile,
+                void (*say)(const char *msg));

@@ -254,3 +254,13 @@ void snapshot_text(FILE *out, const struct facts *f, bool color, bool verbose)
         }
         text_limits(out, f);
 }
+
+void snapshot_show(const struct show *s, const struct facts *f)
+{
+        if (s->json) {
+                s->print_json(snapshot_json(f));
+                return;
+        }
+        show_banner(s);
+        snapshot_text(stdout, f, s->color, s->verbose);
+}

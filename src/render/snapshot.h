@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "collect/sample.h"
+#include "render/show.h"
 
 
 /* The snapshot document: schema_version, simulated, driver, gpus[], holders[], limits[]. */
@@ -19,3 +20,6 @@ json_t *facts_limits_json(const struct facts *f);
 void text_gpu_header(FILE *out, const struct gpu_info *g, bool color);
 void text_memory_line(FILE *out, const struct gpu_info *g);
 void text_limits(FILE *out, const struct facts *f);
+
+/* The facts as s says: snapshot_json, or snapshot_text after the banner. */
+void snapshot_show(const struct show *s, const struct facts *f);

@@ -1,6 +1,9 @@
 /* track_render: see track_render.h. */
 #include "render/track_render.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -293,4 +296,61 @@ void track_report_print(FILE *out, bool json, char *const *cmd, const struct tra
                 fprintf(out, "%s\n", text);
         free(text);
         json_decref(doc);
+}
+
+/* ---- the command's runs ----------------------------------------------------------------------- */
+
+int track_show_print(const char *path, int (*print_json)(json_t *doc), void (*say)(const char *msg))
+{
+        struct track_show *sh = track_show_new();
+        if (!sh)
+                return -ENOMEM;
+        char msg[PATH_MAX + 256];
+        int r = track_show_load(sh, path);
+        if (r == -EISDIR)
+                snprintf(msg, sizeof(msg), "--show %s: a directory, not an allocation ledger (give one file of it)", path);
+        else if (r < 0)
+                snprintf(msg, sizeof(msg), "%s: %s", path,
+                         r == -EBADMSG ? "not an allocation ledger (bad header)" : strerror(-r));
+        else
+                print_json(track_ledger_json(path, &sh->l, &sh->s));
+        if (r < 0)
+                say(msg);
+        track_show_free(sh);
+        return r < 0 ? -1 : 0;
+}
+
+/* Close the --report file (not stderr); returns status. */
+static int report_close(FILE *out, const char *path, int status, void (*say)(const char *msg))
+{
+        char err[PATH_MAX + 256];
+        if (track_report_close(out, path, err, sizeof(err)) < 0)
+                say(err);
+        return status;
+}
+
+int track_execute(const struct track_prep_opts *o, const char *report, bool json, char *const *cmd,
+                  void (*say)(const char *msg))
+{
+        char err[PATH_MAX + 256] = "";
+        struct track_prep prep;
+        if (track_prepare(o, &prep, err, sizeof(err)) < 0) {
+                say(err);
+                return TRACK_EXIT_FAILED;
+        }
+        FILE *out = track_report_open(report, err, sizeof(err));
+        if (!out) {
+                say(err);
+                return TRACK_EXIT_FAILED;
+        }
+        struct track_result res;
+        int r = track_run(&prep, cmd, &res, err, sizeof(err));
+        if (r != 0) {
+                say(err);
+                track_result_free(&res);
+                return report_close(out, report, r > 0 ? r : res.end.status, say);
+        }
+        track_report_print(out, json, cmd, &res.end, prep.dir, res.procs, res.n);
+        track_result_free(&res);
+        return report_close(out, report, res.end.status, say);
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "render/metrics.h"
+#include "render/show.h"
 #include "run/watch_run.h"
 
 /* One line of wl at time now (epoch seconds) to out, flushed: "RFC3339 TEXT", or with json an
@@ -36,3 +37,10 @@ void watch_count_sample(struct metrics_counters *c, const struct sample *s);
 /* After each cycle (watch_opts.sampled, ctx a struct watch_io): the counters, then with a
  * textfile and a published result, the metrics written (a failure said on err). */
 void watch_sampled(void *ctx, const struct sample *s);
+
+/* `ghostvram watch` on src's sources (watch_sampler_opts: floor_mib, no_kernel): io attached to o
+ * (its lines as s says), the stop signals taken, the first lines (s's banner, then
+ * watch_banner_print), then watch_run. 0 once stopped after a good sample; -1 with err saying why
+ * when it could not start, failed, or no sample succeeded. */
+int watch_execute(const struct show *s, struct watch_opts *o, struct watch_io *io, const struct sources *src,
+                  uint64_t floor_mib, bool no_kernel, char *err, size_t errlen);

@@ -1,4 +1,5 @@
 /* xid_render: `ghostvram xid`'s events, dumps and explanations as text and JSON. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -425,28 +426,28 @@ json_t *xid_explain_doc(const unsigned *codes, size_t n)
 
 int xid_dump_show(const struct xid_show *s, const struct xid_dump *d)
 {
-        if (s->json) {
+        if (s->out.json) {
                 json_t *doc = xid_dump_json(s->x, d);
-                return !doc || s->print_json(doc) < 0 ? -1 : 0;
+                return !doc || s->out.print_json(doc) < 0 ? -1 : 0;
         }
-        s->banner(s->banner_ctx);
-        xid_dump_text(stdout, s->x, d, s->color);
+        show_banner(&s->out);
+        xid_dump_text(stdout, s->x, d, s->out.color);
         return 0;
 }
 
 static void follow_start(void *ctx, int nvml_gpus, const char *nvml_err)
 {
         const struct xid_show *s = ctx;
-        if (s->json)
+        if (s->out.json)
                 return;
-        s->banner(s->banner_ctx);
+        show_banner(&s->out);
         xid_follow_header(stdout, s->x->info.path, nvml_gpus, nvml_err);
 }
 
 static void follow_event(void *ctx, const struct xid_event *e, unsigned long overruns)
 {
         const struct xid_show *s = ctx;
-        xid_follow_event(stdout, e, s->x->source, overruns, s->json, s->color);
+        xid_follow_event(stdout, e, s->x->source, overruns, s->out.json, s->out.color);
 }
 
 static void follow_batch_end(void *ctx)
@@ -458,7 +459,7 @@ static void follow_batch_end(void *ctx)
 static void follow_lost(void *ctx, unsigned long lost)
 {
         const struct xid_show *s = ctx;
-        if (!s->json)
+        if (!s->out.json)
                 xid_follow_lost(stderr, lost);
 }
 
@@ -466,4 +467,46 @@ void xid_follow_show(struct xid_follow_cb *cb, const struct xid_show *s)
 {
         *cb = (struct xid_follow_cb){ .start = follow_start, .event = follow_event, .batch_end = follow_batch_end,
                                       .lost = follow_lost, .ctx = (void *)s };
+}
+
+static enum xid_outcome dump(const struct xid_show *s, struct xid_run *x, char *err, size_t errlen)
+{
+        struct xid_dump d;
+        enum xid_outcome end = XID_DONE;
+        int r = xid_dump_run(x, &d, err, errlen);
+        if (r < 0)
+                end = r == -ENOENT ? XID_MISTAKE : XID_FAILED;
+        else if (xid_dump_show(s, &d) < 0)
+                end = XID_FAILED;
+        xid_dump_free(&d);
+        return end;
+}
+
+/* Follow until SIGINT or SIGTERM (taken from now on). */
+static enum xid_outcome follow(const struct xid_show *s, struct xid_run *x, char *err, size_t errlen)
+{
+        const volatile sig_atomic_t *stop = xid_stop_on_signals();
+        struct xid_follow_cb cb;
+        xid_follow_show(&cb, s);
+        int r = xid_follow_run(x, stop, &cb, err, errlen);
+        return r >= 0 ? XID_DONE : r == -ENOENT ? XID_MISTAKE : XID_FAILED;
+}
+
+enum xid_outcome xid_execute(const struct show *out, const struct xid_run_opts *o, char *err, size_t errlen)
+{
+        struct xid_run x;
+        char why[KMSG_ERR_MAX] = "";
+        enum xid_outcome end;
+        err[0] = '\0';
+        if (xid_run_open(&x, o, why, sizeof(why)) < 0) {
+                /* a saved log that cannot be read is the caller's mistake */
+                snprintf(err, errlen, "%s%s", o->kmsg_path ? "--kmsg " : "", why);
+                end = o->kmsg_path ? XID_MISTAKE : XID_FAILED;
+        } else {
+                const struct xid_show s = { .x = &x, .out = *out };
+                size_t n = errlen < KMSG_ERR_MAX ? errlen : KMSG_ERR_MAX; /* as long as before */
+                end = o->follow ? follow(&s, &x, err, n) : dump(&s, &x, err, n);
+        }
+        xid_run_close(&x);
+        return end;
 }

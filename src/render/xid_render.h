@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "collect/xid.h"
+#include "render/show.h"
 #include "run/xid_run.h"
 
 /* One event: time, GPU, code, title and severity, the message, the process, what to do. */
@@ -35,10 +36,7 @@ json_t *xid_explain_doc(const unsigned *codes, size_t n);
 /* How it is shown: JSON or text (with colour), after the command's banner of a simulated host. */
 struct xid_show {
         const struct xid_run *x;
-        bool json, color;
-        void (*banner)(void *ctx);      /* text only: before the first line */
-        void *banner_ctx;
-        int (*print_json)(json_t *doc); /* writes and takes doc: 0, or -1 */
+        struct show out;
 };
 
 /* A dump (xid_dump_run's) shown: 0, or -1 (its JSON could not be made or written). */
@@ -46,3 +44,8 @@ int xid_dump_show(const struct xid_show *s, const struct xid_dump *d);
 /* cb's callbacks (ctx: s) print a follow as it comes: its header (text), each event (text, or
  * one JSON object a line), flushed after each batch; the lost records said on stderr (text). */
 void xid_follow_show(struct xid_follow_cb *cb, const struct xid_show *s);
+
+/* `ghostvram xid`: the log o names opened, dumped or followed (until SIGINT or SIGTERM) and
+ * shown as out says. XID_DONE, or XID_MISTAKE / XID_FAILED with err saying why ("" when nothing
+ * is to be said: the answer could not be written, a wait failed). */
+enum xid_outcome xid_execute(const struct show *out, const struct xid_run_opts *o, char *err, size_t errlen);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "collect/gpu_spec.h"
 #include "model/daemons.h"
 #include "run/doctor_run.h"
 #include "util/buf.h"
@@ -239,4 +240,16 @@ int doctor_check(const struct doctor_check_opts *o, struct doctor_check *ret, ch
         }
         ret->exit_status = doctor_exit_status(&ret->facts, ret->findings, ret->n_findings);
         return 0;
+}
+
+void doctor_check_opts_sources(struct doctor_check_opts *o, const struct sources *src, struct sources_shm_paths *sp,
+                               struct shm_opts *shm)
+{
+        sources_gpu_opts(src, &o->gpu);
+        sources_host_opts(src, &o->host);
+        o->sim_dir = src->simulated ? src->sim_dir : NULL;
+        o->proc_root = src->proc_root;
+        o->xid_window_s = src->xid_window_s;
+        o->shm = sources_shm_opts(src, o->root, sp, shm) ? shm : NULL;
+        o->gpu_resolve = gpu_spec_resolve;
 }

@@ -11,6 +11,7 @@
 #include "collect/shm.h"
 #include "collect/xid.h"
 #include "model/doctor.h"
+#include "run/sources.h"
 
 struct doctor_check_opts {
         struct gpu_opts gpu;            /* the health queries are added */
@@ -52,3 +53,9 @@ struct doctor_check {
  * says why. Free ret with doctor_check_free in every case. */
 int doctor_check(const struct doctor_check_opts *o, struct doctor_check *ret, char *err, size_t errlen);
 void doctor_check_free(struct doctor_check *d);
+
+/* o's sources from src: the driver, /proc, the simulated host's kernel log, --xid-window, where
+ * host shared memory is read under o->root (sp and shm hold it; o->shm NULL when its paths are
+ * too long), and --gpu's lookup. */
+void doctor_check_opts_sources(struct doctor_check_opts *o, const struct sources *src, struct sources_shm_paths *sp,
+                               struct shm_opts *shm);

@@ -9,6 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "collect/shm.h"
+#include "run/sources.h"
+#include "track/track_scan.h"
 #include "util/deadline.h"
 #include "util/fileio.h"
 #include "util/i18n.h"
@@ -757,4 +760,50 @@ fail:
         scan_result_free(res);
         facts_free(now);
         return r;
+}
+
+/* ---- `ghostvram scan` ----------------------------------------------------------------------- */
+
+void scan_cmd_once_opts(const struct sources *src, const struct scan_cmd_opts *o, struct scan_once_opts *so)
+{
+        sources_scan_once_opts(src, so);
+        if (o->floor_set)
+                so->ledger.floor_min_bytes = o->floor_mib << 20;
+        so->confirm_ms = o->confirm_ms;
+        so->light = true;       /* nothing unexplained: no walk */
+        so->facts.read_kernel = !o->no_kernel;
+        so->facts.kernel.kmsg_path = o->kmsg;
+}
+
+int scan_beside_collect(const struct scan_result *res, const struct sources *src, const char *ledger_dir,
+                        struct scan_beside *b, void (*say)(const char *msg))
+{
+        int r = 0;
+        memset(b, 0, sizeof(*b));
+        if (ledger_dir) {
+                b->ts = calloc(1, sizeof(*b->ts));
+                if (!b->ts || track_scan_collect(res, ledger_dir, src->proc_root, b->ts) < 0) {
+                        char msg[4200];
+                        snprintf(msg, sizeof(msg), _("--ledger-dir %s: out of memory"), ledger_dir);
+                        say(msg);
+                        r = -ENOMEM;
+                } else if (b->ts->error[0]) {
+                        say(b->ts->error);
+                }
+        }
+        /* host shared memory, said apart: operators rule it out as GPU memory (free's "shared") */
+        struct sources_shm_paths sp;
+        struct shm_opts sho;
+        if (sources_shm_opts(src, NULL, &sp, &sho) && shm_collect(&sho, &b->shm) == -ENOMEM) {
+                say("out of memory");
+                r = -ENOMEM;
+        }
+        return r;
+}
+
+void scan_beside_free(struct scan_beside *b)
+{
+        shm_report_free(b->shm);
+        track_scan_free(b->ts);
+        free(b->ts);
 }

@@ -124,3 +124,34 @@ bool sampler_need_full(const struct gpu_report *gpu, const struct facts *full, c
                        char **why);
 /* Is `now` (a fresh look at a listed PID) still the live owner `then` seen by the walk? */
 bool sampler_same_live_owner(const struct host_proc *then, const struct host_proc *now);
+
+/* ---- `ghostvram scan` ----------------------------------------------------------------------- */
+
+/* What scan's own options ask of the scan and of what is shown beside it. */
+struct scan_cmd_opts {
+        uint64_t confirm_ms;            /* before the confirming sample */
+        uint64_t floor_mib;             /* the ghost's noise floor, when floor_set */
+        bool floor_set;
+        bool no_kernel;                 /* do not read the kernel log */
+        const char *kmsg;               /* a saved kernel log instead of /dev/kmsg */
+        const char *ledger_dir;         /* `ghostvram track`'s ledgers (NULL: none) */
+        const char *textfile;           /* DIR of ghostvram.prom (NULL: none) */
+};
+
+/* The scan's options: src's with o's. */
+struct sources;
+void scan_cmd_once_opts(const struct sources *src, const struct scan_cmd_opts *o, struct scan_once_opts *so);
+
+/* What scan shows beside its result: the ledgers of dead owners, the host's shared memory (either
+ * NULL: not asked, a bundle, or not made). */
+struct track_scan;
+struct shm_report;
+struct scan_beside {
+        struct track_scan *ts;
+        struct shm_report *shm;
+};
+/* Collect it for res; each problem is one sentence given to say. 0, or -ENOMEM (a part could not
+ * be made). Free b with scan_beside_free in every case. */
+int scan_beside_collect(const struct scan_result *res, const struct sources *src, const char *ledger_dir,
+                        struct scan_beside *b, void (*say)(const char *msg));
+void scan_beside_free(struct scan_beside *b);

@@ -218,6 +218,15 @@ void sources_host_opts(const struct sources *s, struct host_opts *o)
         o->holders = s->holders;
 }
 
+void sources_facts_opts(const struct sources *s, struct facts_opts *o)
+{
+        memset(o, 0, sizeof(*o));
+        o->save_bundle = s->save_bundle;
+        o->simulated = s->simulated;
+        sources_gpu_opts(s, &o->gpu);
+        sources_host_opts(s, &o->host);
+}
+
 bool sources_shm_opts(const struct sources *s, const char *root, struct sources_shm_paths *p, struct shm_opts *o)
 {
         memset(o, 0, sizeof(*o));

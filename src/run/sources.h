@@ -37,6 +37,10 @@ int sources_open(struct sources *s, const char *sim_env, char *err, size_t errle
 
 void sources_gpu_opts(const struct sources *s, struct gpu_opts *o);
 void sources_host_opts(const struct sources *s, struct host_opts *o);
+/* One sample's options (collect/sample.h): the GPU's and the host's, recorded into
+ * --save-bundle; no kernel log. */
+struct facts_opts;
+void sources_facts_opts(const struct sources *s, struct facts_opts *o);
 
 /* Where host shared memory (collect/shm.h) is read: root (doctor's --root; NULL or "/" none)
  * gives ROOT/proc and ROOT/dev/shm; else the simulated host's DIR/proc and DIR/dev/shm; else a

@@ -442,3 +442,19 @@ int watch_heal_spawn(const struct watch_heal_src *src, unsigned index, struct bu
         watch_heal_args(src, index, gpu, args);
         return spawn_self(NULL, args, out, false);
 }
+
+void watch_sampler_opts(const struct sources *src, const struct watch_opts *o, uint64_t floor_mib, bool no_kernel,
+                        struct sampler_opts *sp)
+{
+        struct scan_once_opts so;
+        sources_scan_once_opts(src, &so);
+        *sp = (struct sampler_opts){ .facts = so.facts, .ledger = so.ledger, .confirm_ms = o->interval_ms, .light = true,
+                                     .wait = o->wait };
+        sp->ledger.floor_min_bytes = floor_mib << 20;
+        sp->facts.read_kernel = !no_kernel;
+}
+
+struct watch_heal_src watch_heal_src_of(const struct sources *src)
+{
+        return (struct watch_heal_src){ src->proc_root, src->simulated ? NULL : src->nvml_lib };
+}

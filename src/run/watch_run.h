@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "run/scan_run.h"
+#include "run/sources.h"
 #include "util/buf.h"
 
 #define WATCH_MAX_GPUS 1024
@@ -82,3 +83,11 @@ size_t watch_heal_args(const struct watch_heal_src *src, unsigned index, char gp
 /* The heal: watch_heal_args run as a child of this binary (a fresh plan with all of reclaim's
  * safety rules), its JSON document into *out. Returns its exit status (spawn_self). */
 int watch_heal_spawn(const struct watch_heal_src *src, unsigned index, struct buf *out);
+
+/* The sampler of a watch on src: the first sample confirmed by a second one an interval later,
+ * as every later one is; light cycles; the ghost's noise floor floor_mib; the kernel log followed
+ * unless no_kernel; o->wait between samples. */
+void watch_sampler_opts(const struct sources *src, const struct watch_opts *o, uint64_t floor_mib, bool no_kernel,
+                        struct sampler_opts *sp);
+/* The heal reads from src's /proc, and its library unless simulated (found through GHOSTVRAM_SIM). */
+struct watch_heal_src watch_heal_src_of(const struct sources *src);

@@ -1,6 +1,7 @@
 /* xid_run: `ghostvram xid`'s use case (run/xid_run.h). */
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,44 @@
 #include "run/xid_run.h"
 #include "util/i18n.h"
 #include "util/parse.h"
+
+void xid_run_opts_sources(struct xid_run_opts *o, const struct sources *src, bool verbose)
+{
+        o->verbose = verbose;
+        o->sim_dir = src->simulated ? src->sim_dir : NULL;
+        o->proc_root = src->proc_root;
+        sources_gpu_opts(src, &o->gpu_opts);
+}
+
+int xid_run_since(struct xid_run_opts *o, const char *when, double now)
+{
+        if (xid_parse_since(when, now, &o->since) < 0)
+                return -EINVAL;
+        /* a time the kernel log cannot hold and JSON cannot write: not a filter */
+        if (o->since < 0 || o->since > 253402300799.0)
+                return -ERANGE;
+        o->since_set = true;
+        return 0;
+}
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_stop(int sig)
+{
+        (void)sig;
+        stop_flag = 1;
+}
+
+const volatile sig_atomic_t *xid_stop_on_signals(void)
+{
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_stop;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        return &stop_flag;
+}
 
 int xid_run_open(struct xid_run *x, const struct xid_run_opts *o, char *err, size_t errlen)
 {

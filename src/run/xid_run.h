@@ -11,6 +11,7 @@
 #include "collect/gpu.h"
 #include "collect/kernel.h"
 #include "collect/xid.h"
+#include "run/sources.h"
 
 /* --gpu: an index, a PCI bus id, or a UUID (looked up to an index by the caller before a run). */
 struct xid_gpu_filter {
@@ -37,6 +38,19 @@ struct xid_run_opts {
         struct xid_gpu_filter gpu;
         struct gpu_opts gpu_opts;       /* how the driver is asked for GPU indexes */
 };
+
+/* o's sources (the simulated host's log, the boot time's /proc, the driver) and verbose. */
+void xid_run_opts_sources(struct xid_run_opts *o, const struct sources *src, bool verbose);
+/* --since WHEN (xid_parse_since, at now) into o: 0, -EINVAL (not a time) or -ERANGE (outside
+ * 1970-01-01 .. 9999-12-31: the kernel log cannot hold it and JSON cannot write it). */
+int xid_run_since(struct xid_run_opts *o, const char *when, double now);
+
+/* How a run ended: done, the caller's mistake (a --kmsg FILE that cannot be read, --gpu N naming
+ * no GPU), or a failure (the log or the driver could not be read, the answer not written). */
+enum xid_outcome { XID_DONE, XID_MISTAKE, XID_FAILED };
+
+/* SIGINT and SIGTERM set the flag returned (without SA_RESTART: a follow's poll returns). */
+const volatile sig_atomic_t *xid_stop_on_signals(void);
 
 /* One run: the open log and what was learnt of it. Zero it, then xid_run_open; always
  * xid_run_close. */

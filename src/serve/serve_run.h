@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "run/sources.h"
 #include "serve/exporter.h"
 #include "serve/http.h"
 
@@ -30,3 +31,18 @@ enum serve_fail {
 /* Serve until o->wait returns: 0 once stopped, or the negative errno of the part in *ret_fail
  * that could not start (nothing is left running then). */
 int serve_run(const struct serve_run_opts *o, enum serve_fail *ret_fail);
+
+/* What serve's own options give beside ro's. */
+struct serve_cmd_opts {
+        uint64_t stale_ms;              /* /healthz's limit; 0: 4 intervals, at least 60 s */
+        uint64_t floor_mib;             /* the ghost's noise floor */
+        bool no_kernel;                 /* do not follow the kernel log */
+};
+/* The rest of ro: the collection thread's sampler on src's sources with c's, the staleness
+ * limit, the listen address's family, the lines to stdout, stopwait_ms as the wait. */
+void serve_run_opts_sources(struct serve_run_opts *ro, const struct sources *src, const struct serve_cmd_opts *c,
+                            int family);
+/* `ghostvram serve`: one malloc arena beside the main one, the stop signals taken (in this thread
+ * and the ones it starts), SIGPIPE ignored, then serve_run. 0 once stopped, or -1 with err saying
+ * which part could not start and why. */
+int serve_execute(const struct serve_run_opts *ro, char *err, size_t errlen);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "collect/sample.h"
 #include "sim_host.h"
 
 #include "run/sources.h"
@@ -104,6 +105,11 @@ static void test_simulated(void **state)
         struct host_opts ho;
         sources_host_opts(&s, &ho);
         assert_int_equal(ho.timeout_ms, 2000); /* a /proc read waits 2 s at most */
+        struct facts_opts fo;
+        sources_facts_opts(&s, &fo);
+        assert_true(fo.simulated && !fo.read_kernel && !fo.save_bundle);
+        assert_string_equal(fo.gpu.driver_proc_dir, want);
+        assert_ptr_equal(fo.host.dev_prefix, s.sim_prefix);
         /* --gpu: an index unchecked, then checked against the host's two GPUs */
         int idx = 9;
         char err[256] = "";

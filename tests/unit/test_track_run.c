@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "render/track_render.h"
 #include "run/track_run.h"
 #include "track/ledger_format.h"
 #include "util/fileio.h"
@@ -242,6 +243,41 @@ static void test_show(void **state)
         track_show_free(NULL);
 }
 
+static char said[1024];
+static int printed;
+
+static void say(const char *msg)
+{
+        snprintf(said, sizeof(said), "%s", msg);
+}
+
+static int print_json(json_t *doc)
+{
+        printed += doc != NULL;
+        json_decref(doc);
+        return 0;
+}
+
+/* --show FILE as the command shows it: the ledger's document, or why there is none. */
+static void test_show_print(void **state)
+{
+        (void)state;
+        char path[512], want[700];
+        snprintf(path, sizeof(path), "%s/good.gvl", base);
+        write_header(path, true);
+        assert_int_equal(track_show_print(path, print_json, say), 0);
+        assert_int_equal(printed, 1);
+        assert_int_equal(track_show_print(base, print_json, say), -1);
+        snprintf(want, sizeof(want), "--show %s: a directory, not an allocation ledger (give one file of it)", base);
+        assert_string_equal(said, want);
+        snprintf(path, sizeof(path), "%s/bad.gvl", base);
+        write_header(path, false);
+        assert_int_equal(track_show_print(path, print_json, say), -1);
+        snprintf(want, sizeof(want), "%s: not an allocation ledger (bad header)", path);
+        assert_string_equal(said, want);
+        assert_int_equal(printed, 1);
+}
+
 /* --report: stderr without it; a directory refused in words; a file opened and closed. */
 static void test_report_file(void **state)
 {
@@ -263,6 +299,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_prepare),
+                cmocka_unit_test(test_show_print),
                 cmocka_unit_test(test_prepare_refuses),
                 cmocka_unit_test(test_run_environment_and_status),
                 cmocka_unit_test(test_run_not_found),

@@ -370,6 +370,29 @@ static void test_heal_args(void **state)
         assert_null(args[10]);
 }
 
+/* The sampler's options from the sources and the watch's own: confirmed an interval later. */
+static void test_sampler_opts(void **state)
+{
+        (void)state;
+        struct sources src;
+        sources_init(&src);
+        src.proc_root = "/tmp/gv-proc";
+        src.nvml_lib = "/tmp/libnvidia-ml.so.1";
+        struct watch_opts o = { .interval_ms = 500 };
+        struct sampler_opts sp;
+        watch_sampler_opts(&src, &o, 3, true, &sp);
+        assert_int_equal(sp.confirm_ms, 500);
+        assert_true(sp.light);
+        assert_false(sp.facts.read_kernel);
+        assert_int_equal(sp.ledger.floor_min_bytes, 3u << 20);
+        assert_string_equal(sp.facts.host.proc_root, "/tmp/gv-proc");
+        struct watch_heal_src h = watch_heal_src_of(&src);
+        assert_string_equal(h.nvml_lib, "/tmp/libnvidia-ml.so.1");
+        src.simulated = true;
+        h = watch_heal_src_of(&src);
+        assert_null(h.nvml_lib);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -379,6 +402,7 @@ int main(void)
                 cmocka_unit_test(test_sampler_error),
                 cmocka_unit_test(test_hook),
                 cmocka_unit_test(test_heal_args),
+                cmocka_unit_test(test_sampler_opts),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

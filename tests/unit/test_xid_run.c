@@ -233,6 +233,23 @@ static void test_gpu_filter(void **state)
         assert_int_equal(xid_gpu_filter_parse("", &g), -EINVAL);
 }
 
+/* --since: a time from 1970 to 9999 filters; what is no time, or outside, is refused. */
+static void test_since(void **state)
+{
+        (void)state;
+        struct xid_run_opts o = fixture_opts();
+        assert_int_equal(xid_run_since(&o, "@100", 1e9), 0);
+        assert_true(o.since_set);
+        assert_true(o.since == 100.0);
+        o = fixture_opts();
+        assert_int_equal(xid_run_since(&o, "2h", 1e9), 0);
+        assert_true(o.since == 1e9 - 7200);
+        assert_int_equal(xid_run_since(&o, "x", 1e9), -EINVAL);
+        o = fixture_opts();
+        assert_int_equal(xid_run_since(&o, "@999999999999", 1e9), -ERANGE);
+        assert_false(o.since_set);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -242,6 +259,7 @@ int main(void)
                 cmocka_unit_test(test_follow_file),
                 cmocka_unit_test(test_errors),
                 cmocka_unit_test(test_gpu_filter),
+                cmocka_unit_test(test_since),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
