@@ -8,6 +8,7 @@
 #include "collect/gpu.h"
 #include "collect/gpu_spec.h"
 #include "collect/host.h"
+#include "render/show.h"
 #include "run/sources.h"
 #include "cli/optable.h"
 #include "util/exit_status.h"
@@ -114,6 +115,11 @@ bool cli_wants_json(int argc, char **argv);
  * one: {"schema_version": 1, "command", "error" (the latest cli_error message), "exit_status"}.
  * Nothing when a document was printed or status is 0. */
 void cli_json_error_if_silent(const char *cmd, int status);
+
+/* How a command shows its result (render/show.h), from its common options: JSON with --json
+ * (cli_print_json), else text with colour on a terminal, detail with -v, after cli_sim_banner.
+ * c must outlive the result. */
+struct show cli_show(const struct cli_common *c);
 
 /* Write a JSON document (jansson json_t*) to stdout with a newline; steals the reference. */
 struct json_t;

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "cli/show.h"
 #include "render/doctor_render.h"
 #include "run/doctor_run.h"
 #include "util/i18n.h"

@@ -113,23 +113,6 @@ static int exp_parse(int argc, char **argv, struct exp_cli *x)
 }
 
 /* The table or the JSON document, and the line of a stop. */
-static void exp_print(const struct exp_cli *x, const struct exp_result *res)
-{
-        const struct exp_opts *o = &x->o;
-        int stop = stopsig_pending();
-        if (x->c.json) {
-                if (res->done || stop)
-                        cli_print_json(experiment_json(o, res->runs, res->done));
-                return;
-        }
-        if (res->complete) {
-                cli_sim_banner(stdout, &x->c);
-                experiment_table(stdout, o, res->runs, res->complete);
-        }
-        if (stop)
-                experiment_stop_text(stdout, o, res, stop);
-}
-
 static int experiment_main(int argc, char **argv)
 {
         /* the CUDA job of a real host, run by a run in a fresh process: report fd 3 */
@@ -163,8 +146,10 @@ static int experiment_main(int argc, char **argv)
         status = r < 0 ? EXIT_INCOMPLETE : res.unrecovered ? EXIT_FINDING : EXIT_OK;
         if (stopsig_pending())
                 status = 128 + stopsig_pending();
-        if (res.runs)
-                exp_print(&x, &res);
+        if (res.runs) {
+                const struct show sh = cli_show(&x.c);
+                experiment_show(&sh, &x.o, &res, stopsig_pending());
+        }
         fflush(stdout);
         exp_result_free(&res, x.o.repeat);
         stopsig_restore(&saved_signals);

@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/show.h"
 #include "util/fileio.h"
 #include "util/i18n.h"
 #include "model/ledger.h"

@@ -1,7 +1,6 @@
 #include <stdio.h>
 
 #include "cli/cli.h"
-#include "cli/show.h"
 #include "collect/sample.h"
 #include "util/fileio.h"
 #include "util/i18n.h"

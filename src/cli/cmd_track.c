@@ -103,5 +103,6 @@ int cmd_track(int argc, char **argv)
                 cli_error("track", "no command to run (ghostvram track [OPTIONS] -- CMD [ARGS...])");
                 return EXIT_USAGE;
         }
-        return track_execute(&a.po, a.report, a.json, argv + optind /* CMD [ARGS...] */, track_say);
+        const struct track_execute_cb cb = { track_report_cb, &a.json, track_say };
+        return track_execute(&a.po, a.report, argv + optind /* CMD [ARGS...] */, &cb);
 }

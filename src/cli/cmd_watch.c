@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/show.h"
 #include "render/watch_render.h"
 #include "run/watch_run.h"
 #include "util/i18n.h"
@@ -164,7 +163,8 @@ int cmd_watch(int argc, char **argv)
                 return pr == CLI_HELP ? EXIT_OK : pr;
         const struct show s = cli_show(&a.c);
         char err[700];
-        if (watch_execute(&s, &a.o, &a.io, &a.c.src, a.floor_mib, a.no_kernel, err, sizeof(err)) < 0) {
+        watch_io_show(&a.io, &a.o, &s, &a.c.src);
+        if (watch_execute(&a.o, &a.c.src, a.floor_mib, a.no_kernel, err, sizeof(err)) < 0) {
                 cli_error("watch", "%s", err);
                 return EXIT_INCOMPLETE;
         }

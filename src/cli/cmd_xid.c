@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "cli/show.h"
 #include "collect/xid.h"
 #include "render/xid_render.h"
 #include "run/xid_run.h"

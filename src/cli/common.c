@@ -333,3 +333,14 @@ int cli_print_json(json_t *doc)
                 fflush(stdout);
         return r < 0 ? -EIO : 0;
 }
+
+static void show_sim_banner(void *ctx)
+{
+        cli_sim_banner(stdout, ctx);
+}
+
+struct show cli_show(const struct cli_common *c)
+{
+        return (struct show){ .json = c->json, .color = !c->json && cli_use_color(stdout), .verbose = c->verbose,
+                              .banner = show_sim_banner, .banner_ctx = (void *)c, .print_json = cli_print_json };
+}

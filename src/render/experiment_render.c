@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "render/reclaim_render.h"
+#include "render/show.h"
 #include "util/json_util.h"
 #include "util/stopsig.h"
 
@@ -176,4 +177,19 @@ void experiment_progress(void *ctx, unsigned run, unsigned of)
 {
         (void)ctx;
         fprintf(stderr, "run %u/%u ...\n", run, of);
+}
+
+void experiment_show(const struct show *s, const struct exp_opts *o, const struct exp_result *res, int stop)
+{
+        if (s->json) {
+                if (res->done || stop)
+                        s->print_json(experiment_json(o, res->runs, res->done));
+                return;
+        }
+        if (res->complete) {
+                show_banner(s);
+                experiment_table(stdout, o, res->runs, res->complete);
+        }
+        if (stop)
+                experiment_stop_text(stdout, o, res, stop);
 }

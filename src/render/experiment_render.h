@@ -18,3 +18,9 @@ json_t *experiment_json(const struct exp_opts *o, const struct exp_run *runs, si
 void experiment_stop_text(FILE *out, const struct exp_opts *o, const struct exp_result *res, int sig);
 /* A run starts: "run RUN/OF ..." on stderr (exp_opts' progress, where the output is text). */
 void experiment_progress(void *ctx, unsigned run, unsigned of);
+
+/* The experiment's result as s says (render/show.h): the JSON document when every run was done
+ * or a signal (stop) ended it; else the table of the runs completed, after the banner, and the
+ * line of the stop. */
+struct show;
+void experiment_show(const struct show *s, const struct exp_opts *o, const struct exp_result *res, int stop);

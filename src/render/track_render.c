@@ -320,37 +320,8 @@ int track_show_print(const char *path, int (*print_json)(json_t *doc), void (*sa
         return r < 0 ? -1 : 0;
 }
 
-/* Close the --report file (not stderr); returns status. */
-static int report_close(FILE *out, const char *path, int status, void (*say)(const char *msg))
+void track_report_cb(void *ctx, FILE *out, char *const *cmd, const struct track_prep *prep,
+                     const struct track_result *res)
 {
-        char err[PATH_MAX + 256];
-        if (track_report_close(out, path, err, sizeof(err)) < 0)
-                say(err);
-        return status;
-}
-
-int track_execute(const struct track_prep_opts *o, const char *report, bool json, char *const *cmd,
-                  void (*say)(const char *msg))
-{
-        char err[PATH_MAX + 256] = "";
-        struct track_prep prep;
-        if (track_prepare(o, &prep, err, sizeof(err)) < 0) {
-                say(err);
-                return TRACK_EXIT_FAILED;
-        }
-        FILE *out = track_report_open(report, err, sizeof(err));
-        if (!out) {
-                say(err);
-                return TRACK_EXIT_FAILED;
-        }
-        struct track_result res;
-        int r = track_run(&prep, cmd, &res, err, sizeof(err));
-        if (r != 0) {
-                say(err);
-                track_result_free(&res);
-                return report_close(out, report, r > 0 ? r : res.end.status, say);
-        }
-        track_report_print(out, json, cmd, &res.end, prep.dir, res.procs, res.n);
-        track_result_free(&res);
-        return report_close(out, report, res.end.status, say);
+        track_report_print(out, *(const bool *)ctx, cmd, &res->end, prep->dir, res->procs, res->n);
 }

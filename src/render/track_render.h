@@ -46,9 +46,7 @@ json_t *track_ledger_json(const char *path, const struct track_ledger *l, const 
 /* `ghostvram track --show FILE`: the ledger as JSON through print_json; why it is none said
  * through say. 0, -ENOMEM (nothing read), or -1 (not a ledger, unreadable). */
 int track_show_print(const char *path, int (*print_json)(json_t *doc), void (*say)(const char *msg));
-/* `ghostvram track -- CMD`: the ledger directory and the tracker prepared (o), the report's file
- * opened (report; NULL: stderr), CMD run and what it left reported (JSON or text), each problem
- * said through say. Returns the status track exits with: CMD's, or TRACK_EXIT_* when track
- * failed. */
-int track_execute(const struct track_prep_opts *o, const char *report, bool json, char *const *cmd,
-                  void (*say)(const char *msg));
+/* track_execute's report (run/track_run.h): track_report_print as text, or JSON when *ctx (a
+ * bool) is true. */
+void track_report_cb(void *ctx, FILE *out, char *const *cmd, const struct track_prep *prep,
+                     const struct track_result *res);

@@ -2,7 +2,6 @@
 #include "render/watch_render.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,7 +10,6 @@
 
 #include "collect/xid.h"
 #include "util/json_util.h"
-#include "util/stopwait.h"
 #include "util/timefmt.h"
 
 #define MIB (1024ull * 1024ull)
@@ -143,36 +141,22 @@ void watch_io_attach(struct watch_io *io, struct watch_opts *o)
         o->ctx = io;
 }
 
-int watch_execute(const struct show *s, struct watch_opts *o, struct watch_io *io, const struct sources *src,
-                  uint64_t floor_mib, bool no_kernel, char *err, size_t errlen)
+/* The first lines of a text watch: the show's banner, then watch_banner_print. */
+static void watch_started(void *ctx)
+{
+        const struct watch_io *io = ctx;
+        if (io->show->json)
+                return;
+        show_banner(io->show);
+        watch_banner_print(stdout, io->o->interval_ms, io->o->threshold_bytes, io->o->for_ms, io->o->exec != NULL);
+}
+
+void watch_io_show(struct watch_io *io, struct watch_opts *o, const struct show *s, const struct sources *src)
 {
         io->json = s->json;
+        io->show = s;
+        io->o = o;
         io->heal = watch_heal_src_of(src);
         watch_io_attach(io, o);
-        struct sampler_opts sp;
-        watch_sampler_opts(src, o, floor_mib, no_kernel, &sp);
-        struct sampler *smp = NULL;
-        if (sampler_new(&sp, &smp) < 0) {
-                snprintf(err, errlen, "out of memory");
-                return -1;
-        }
-        stopwait_block();
-        signal(SIGPIPE, SIG_IGN);
-        if (!s->json) {
-                show_banner(s);
-                watch_banner_print(stdout, o->interval_ms, o->threshold_bytes, o->for_ms, o->exec != NULL);
-        }
-        struct watch_result res;
-        int r = watch_run(o, smp, &res);
-        sampler_free(smp);
-        if (r < 0) {
-                snprintf(err, errlen, "%s", strerror(-r));
-                return -1;
-        }
-        /* a watch that never got one good sample watched nothing: say so, and not with 0 */
-        if (!res.any_ok) {
-                snprintf(err, errlen, "no sample succeeded%s%s", res.last_error[0] ? ": " : "", res.last_error);
-                return -1;
-        }
-        return 0;
+        o->started = watch_started;
 }

@@ -28,6 +28,8 @@ struct watch_io {
         struct watch_heal_src heal;
         FILE *err;                      /* "ghostvram watch: ..." lines (NULL: stderr) */
         struct metrics_counters counters;
+        const struct show *show;        /* watch_io_show's */
+        const struct watch_opts *o;
 };
 /* o's emit, warn, heal and sampled, with io as their ctx. */
 void watch_io_attach(struct watch_io *io, struct watch_opts *o);
@@ -38,9 +40,7 @@ void watch_count_sample(struct metrics_counters *c, const struct sample *s);
  * textfile and a published result, the metrics written (a failure said on err). */
 void watch_sampled(void *ctx, const struct sample *s);
 
-/* `ghostvram watch` on src's sources (watch_sampler_opts: floor_mib, no_kernel): io attached to o
- * (its lines as s says), the stop signals taken, the first lines (s's banner, then
- * watch_banner_print), then watch_run. 0 once stopped after a good sample; -1 with err saying why
- * when it could not start, failed, or no sample succeeded. */
-int watch_execute(const struct show *s, struct watch_opts *o, struct watch_io *io, const struct sources *src,
-                  uint64_t floor_mib, bool no_kernel, char *err, size_t errlen);
+/* io as o's callbacks (watch_io_attach), its lines and first lines (o->started: s's banner, then
+ * watch_banner_print) as s says, the heal with src's /proc and NVML library. s and o must outlive
+ * the watch. */
+void watch_io_show(struct watch_io *io, struct watch_opts *o, const struct show *s, const struct sources *src);

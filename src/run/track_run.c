@@ -5,6 +5,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <link.h>
 #include <signal.h>
 #include <stdio.h>
@@ -435,4 +436,39 @@ int track_report_close(FILE *out, const char *path, char *err, size_t len)
                 return 0;
         snprintf(err, len, "--report %s: %s", path, strerror(errno));
         return -1;
+}
+
+/* Close the --report file (not stderr); returns status. */
+static int report_close(FILE *out, const char *path, int status, void (*say)(const char *msg))
+{
+        char err[PATH_MAX + 256];
+        if (track_report_close(out, path, err, sizeof(err)) < 0)
+                say(err);
+        return status;
+}
+
+int track_execute(const struct track_prep_opts *o, const char *report, char *const *cmd,
+                  const struct track_execute_cb *cb)
+{
+        char err[PATH_MAX + 256] = "";
+        struct track_prep prep;
+        if (track_prepare(o, &prep, err, sizeof(err)) < 0) {
+                cb->say(err);
+                return TRACK_EXIT_FAILED;
+        }
+        FILE *out = track_report_open(report, err, sizeof(err));
+        if (!out) {
+                cb->say(err);
+                return TRACK_EXIT_FAILED;
+        }
+        struct track_result res;
+        int r = track_run(&prep, cmd, &res, err, sizeof(err));
+        if (r != 0) {
+                cb->say(err);
+                track_result_free(&res);
+                return report_close(out, report, r > 0 ? r : res.end.status, cb->say);
+        }
+        cb->report(cb->ctx, out, cmd, &prep, &res);
+        track_result_free(&res);
+        return report_close(out, report, res.end.status, cb->say);
 }

@@ -108,3 +108,16 @@ void track_show_free(struct track_show *sh);
 FILE *track_report_open(const char *path, char *err, size_t len);
 /* Close out when it is a --report file (not stderr): 0, or -1 with err ("--report PATH: ..."). */
 int track_report_close(FILE *out, const char *path, char *err, size_t len);
+
+/* `ghostvram track -- CMD`: the ledger directory and the tracker prepared (o), the report's file
+ * opened (report; NULL: stderr), CMD run and what it left reported through cb->report (into
+ * the report's file), each problem said through cb->say. Returns the status track exits with:
+ * CMD's, or TRACK_EXIT_* when track failed. */
+struct track_execute_cb {
+        void (*report)(void *ctx, FILE *out, char *const *cmd, const struct track_prep *prep,
+                       const struct track_result *res);
+        void *ctx;
+        void (*say)(const char *msg);
+};
+int track_execute(const struct track_prep_opts *o, const char *report, char *const *cmd,
+                  const struct track_execute_cb *cb);

@@ -15,6 +15,7 @@
 
 #include "collect/xid.h"
 #include "util/deadline.h"
+#include "util/stopwait.h"
 #include "util/spawn.h"
 #include "util/strf.h"
 #include "util/timefmt.h"
@@ -457,4 +458,33 @@ void watch_sampler_opts(const struct sources *src, const struct watch_opts *o, u
 struct watch_heal_src watch_heal_src_of(const struct sources *src)
 {
         return (struct watch_heal_src){ src->proc_root, src->simulated ? NULL : src->nvml_lib };
+}
+
+int watch_execute(struct watch_opts *o, const struct sources *src, uint64_t floor_mib, bool no_kernel, char *err,
+                  size_t errlen)
+{
+        struct sampler_opts sp;
+        watch_sampler_opts(src, o, floor_mib, no_kernel, &sp);
+        struct sampler *smp = NULL;
+        if (sampler_new(&sp, &smp) < 0) {
+                snprintf(err, errlen, "out of memory");
+                return -1;
+        }
+        stopwait_block();
+        signal(SIGPIPE, SIG_IGN);
+        if (o->started)
+                o->started(o->ctx);
+        struct watch_result res;
+        int r = watch_run(o, smp, &res);
+        sampler_free(smp);
+        if (r < 0) {
+                snprintf(err, errlen, "%s", strerror(-r));
+                return -1;
+        }
+        /* a watch that never got one good sample watched nothing: say so, and not with 0 */
+        if (!res.any_ok) {
+                snprintf(err, errlen, "no sample succeeded%s%s", res.last_error[0] ? ": " : "", res.last_error);
+                return -1;
+        }
+        return 0;
 }

@@ -53,6 +53,7 @@ struct watch_opts {
         int (*heal)(void *ctx, unsigned gpu, struct buf *out);
         /* after each cycle with a sample (metrics, counters); may be NULL */
         void (*sampled)(void *ctx, const struct sample *s);
+        void (*started)(void *ctx);     /* watch_execute: once, before the first sample (NULL: none) */
         /* the next sample; NULL: the sampler's cycle. Returns as sampler_cycle. */
         int (*next)(void *ctx, struct sample *s);
         /* sleep ms, false when asked to stop; NULL: nanosleep */
@@ -83,6 +84,12 @@ size_t watch_heal_args(const struct watch_heal_src *src, unsigned index, char gp
 /* The heal: watch_heal_args run as a child of this binary (a fresh plan with all of reclaim's
  * safety rules), its JSON document into *out. Returns its exit status (spawn_self). */
 int watch_heal_spawn(const struct watch_heal_src *src, unsigned index, struct buf *out);
+
+/* `ghostvram watch` on src's sources (watch_sampler_opts: floor_mib, no_kernel): the stop
+ * signals taken, o->started, then watch_run. 0 once stopped after a good sample; -1 with err
+ * saying why when it could not start, failed, or no sample succeeded. */
+int watch_execute(struct watch_opts *o, const struct sources *src, uint64_t floor_mib, bool no_kernel, char *err,
+                  size_t errlen);
 
 /* The sampler of a watch on src: the first sample confirmed by a second one an interval later,
  * as every later one is; light cycles; the ghost's noise floor floor_mib; the kernel log followed
