@@ -106,11 +106,15 @@ extern char **cli_argv;
 bool cli_use_color(FILE *f);
 /* Print "ghostvram CMD: message" to stderr. */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* cli_error in the name of the command main runs (cli_argv[0]): a use case's say callback. */
+void cli_say(const char *msg);
 /* Banner printed by every command under GHOSTVRAM_SIM (text mode, to stderr-safe stdout). */
 void cli_sim_banner(FILE *f, const struct cli_common *c);
 /* Does argv ask for --json or --json-stream (before a "--")? Known before parsing, so usage errors
  * can be JSON, and so main keeps a JSON document's sentences English (i18n_off). */
 bool cli_wants_json(int argc, char **argv);
+/* Is arg one of argv's words before a "--" (argv[0], the command, not counted)? */
+bool cli_has_arg(int argc, char **argv, const char *arg);
 /* With --json, a command that ends with a non-zero status and printed no JSON document prints
  * one: {"schema_version": 1, "command", "error" (the latest cli_error message), "exit_status"}.
  * Nothing when a document was printed or status is 0. */

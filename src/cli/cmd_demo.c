@@ -84,16 +84,11 @@ static int demo_parse(int argc, char **argv, struct demo_args *a)
         return DEMO_GO_ON;
 }
 
-static void demo_error(const char *msg)
-{
-        cli_error("demo", "%s", msg);
-}
-
 int cmd_demo(int argc, char **argv)
 {
         struct demo_args a = { .mib = 2048, .workers = 2 };
         int pr = demo_parse(argc, argv, &a);
         if (pr != DEMO_GO_ON)
                 return pr;
-        return demo_execute(a.mib, a.workers, a.keep, demo_error);
+        return demo_execute(a.mib, a.workers, a.keep, cli_say);
 }

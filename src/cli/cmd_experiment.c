@@ -105,11 +105,9 @@ static const struct cli_opt exp_table[] = {
 /* argv into x: EXIT_OK to go on, CLI_HELP, or the exit status of a usage error. */
 static int exp_parse(int argc, char **argv, struct exp_cli *x)
 {
-        const struct cli_parse p = { "experiment", "h", exp_table, x, &x->c, experiment_usage, .english = true };
-        int r = cli_parse(&p, argc, argv);
-        if (r != EXIT_OK)
-                return r;
-        return cli_common_finish(&x->c, "experiment") < 0 ? EXIT_USAGE : EXIT_OK;
+        const struct cli_parse p = { "experiment", "h", exp_table, x, &x->c, experiment_usage, .english = true,
+                                     .finish = true };
+        return cli_parse(&p, argc, argv);
 }
 
 /* The table or the JSON document, and the line of a stop. */

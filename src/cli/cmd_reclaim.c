@@ -165,26 +165,7 @@ static void banner(void *ctx)
         banner_shown = true;
 }
 
-static void reclaim_error(const char *msg)
-{
-        cli_error("reclaim", "%s", msg);
-}
-
 /* ---- the command ------------------------------------------------------------------------------------ */
-
-static int rc_gpu(void *ctx, const char *arg, const char *cmd)
-{
-        struct rc_opts *o = ctx;
-        unsigned u;
-        if (gpu_spec_check(arg) < 0) {
-                cli_error(cmd, _("--gpu: '%s' is not a GPU index, UUID or PCI bus id"), arg);
-                return -1;
-        }
-        o->ro.gpu_spec = arg;
-        if (parse_uint_range(arg, 0, 1023, &u) == 0)
-                o->ro.only_gpu = (int)u;
-        return 0;
-}
 
 static int rc_pid(void *ctx, const char *arg, const char *cmd)
 {
@@ -225,7 +206,7 @@ static int rc_json_stream(void *ctx, const char *arg, const char *cmd)
 
 #define F(f) offsetof(struct rc_opts, f)
 static const struct cli_opt rc_table[] = {
-        { "gpu", 'g', CO_FN, .fn = rc_gpu },
+        { "gpu", 'g', CO_GPU, F(ro.gpu_spec) },
         { "pid", 'p', CO_FN, .fn = rc_pid },
         { "cgroup", 'c', CO_PATH, F(ro.cgroup) },
         { "yes", 'y', CO_FLAG, F(ro.yes) },
@@ -279,19 +260,11 @@ static int rc_combinations(const struct rc_opts *opts)
 
 static int reclaim_main(int argc, char **argv);
 
-static bool wants_json_stream(int argc, char **argv)
-{
-        for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
-                if (strcmp(argv[i], "--json-stream") == 0)
-                        return true;
-        return false;
-}
-
 /* With --json every error is JSON on stdout too (the message stays on stderr); with
  * --json-stream it is one line, as every line of the stream. */
 int cmd_reclaim(int argc, char **argv)
 {
-        bool stream = wants_json_stream(argc, argv);
+        bool stream = cli_has_arg(argc, argv, "--json-stream");
         if (stream)
                 cli_json_lines();
         int status = reclaim_main(argc, argv);
@@ -334,11 +307,10 @@ static int reclaim_main(int argc, char **argv)
                 return r == CLI_HELP ? EXIT_OK : r;
         if (rc_combinations(&o) < 0 || cli_common_finish(&o.c, "reclaim") < 0)
                 return EXIT_USAGE;
-        if (o.ro.gpu_spec && o.ro.only_gpu < 0) { /* a UUID or PCI bus id */
-                int gr = cli_gpu_resolve(&o.c, o.ro.gpu_spec, false, &o.ro.only_gpu, "reclaim");
-                if (gr != EXIT_OK)
-                        return gr;
-        }
+        /* an index is checked against the scan's sample; a UUID or PCI bus id is looked up */
+        int gr = cli_gpu_resolve(&o.c, o.ro.gpu_spec, false, &o.ro.only_gpu, "reclaim");
+        if (gr != EXIT_OK)
+                return gr;
         struct reclaim_policy pol;
         char err[1024];
         if (reclaim_policy_load(o.policy ? o.policy : DEFAULT_POLICY, o.policy, &pol, err, sizeof(err)) < 0) {
@@ -349,7 +321,7 @@ static int reclaim_main(int argc, char **argv)
         run_opts(&o, &pol);
         struct reclaim_print pr = { .json = o.c.json, .json_stream = o.json_stream, .verbose = o.c.verbose,
                                     .poke = o.ro.poke, .banner = banner, .banner_ctx = &o, .print_json = cli_print_json,
-                                    .error = reclaim_error };
+                                    .error = cli_say };
         struct reclaim_io io;
         reclaim_print_io(&io, &pr);
         int status = reclaim_run(&o.ro, &io);

@@ -105,12 +105,10 @@ static const struct cli_opt scan_table[] = {
  * status of a usage error (said). */
 static int scan_parse(int argc, char **argv, struct scan_args *a)
 {
-        const struct cli_parse p = { "scan", "hv", scan_table, a, &a->c, scan_usage };
+        const struct cli_parse p = { "scan", "hv", scan_table, a, &a->c, scan_usage, .finish = true };
         int r = cli_parse(&p, argc, argv);
         if (r != EXIT_OK)
                 return r;
-        if (cli_common_finish(&a->c, "scan") < 0)
-                return EXIT_USAGE;
         /* a log that cannot be read is the caller's mistake, said before the scan (as xid does),
          * not a note in the report */
         if (a->o.kmsg && !a->o.no_kernel && cli_kmsg_check("scan", a->o.kmsg) < 0)
@@ -124,20 +122,15 @@ static int scan_parse(int argc, char **argv, struct scan_args *a)
         return EXIT_OK;
 }
 
-static void scan_say(const char *msg)
-{
-        cli_error("scan", "%s", msg);
-}
-
 /* The result with the allocation ledgers and host shared memory beside it, and --textfile:
  * status, or EXIT_INCOMPLETE when a part could not be made. */
 static int scan_print(const struct scan_args *a, const struct scan_once *run, int status)
 {
         struct scan_beside b;
-        if (scan_beside_collect(run->res, &a->c.src, a->o.ledger_dir, &b, scan_say) < 0)
+        if (scan_beside_collect(run->res, &a->c.src, a->o.ledger_dir, &b, cli_say) < 0)
                 status = EXIT_INCOMPLETE;
         const struct show s = cli_show(&a->c);
-        if (scan_answer(&s, run, &b, a->o.textfile, scan_say) < 0)
+        if (scan_answer(&s, run, &b, a->o.textfile, cli_say) < 0)
                 status = EXIT_INCOMPLETE;
         scan_beside_free(&b);
         return status;

@@ -96,12 +96,10 @@ static const struct cli_opt serve_table[] = {
  * error (said). */
 static int serve_parse(int argc, char **argv, struct serve_args *a, struct sockaddr_storage *ss)
 {
-        const struct cli_parse p = { "serve", "hv", serve_table, a, &a->c, serve_usage };
+        const struct cli_parse p = { "serve", "hv", serve_table, a, &a->c, serve_usage, .finish = true };
         int r = cli_parse(&p, argc, argv);
         if (r != EXIT_OK)
                 return r;
-        if (cli_common_finish(&a->c, "serve") < 0)
-                return EXIT_USAGE;
         /* found at start, not as an empty ledger section in every answer */
         if (a->ro.exporter.ledger_dir && cli_dir_arg("serve", "--ledger-dir", a->ro.exporter.ledger_dir) < 0)
                 return EXIT_USAGE;

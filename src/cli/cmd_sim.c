@@ -65,34 +65,22 @@ static int sim_plain_args(const char *cmd, int argc, char **argv, void (*usage)(
 
 /* ---- init ------------------------------------------------------------------------------- */
 
-/* a help in sections, each translated whole; NULL ends it */
-static void sim_put_help(FILE *f, const char *const *sections)
-{
-        for (size_t i = 0; sections[i]; i++)
-                fputs(_(sections[i]), f);
-}
-
 /* A sentence's number from the simulator's limits, spelled in the sentence itself (one %s). */
 #define SIM_STR_(x) #x
 #define SIM_STR(x) SIM_STR_(x)
 
-static const char *const sim_init_help[] = {
-        N_("Usage: ghostvram sim init DIR [--gpus N] [--memory MiB] [--reserved MiB]\n\n"
+static void sim_init_usage(FILE *f)
+{
+        fputs(_("Usage: ghostvram sim init DIR [--gpus N] [--memory MiB] [--reserved MiB]\n\n"
         "Create a simulated host in DIR (created if missing; must not hold one yet):\n"
         "N GPUs \"NVIDIA H100 80GB HBM3 (simulated)\" with distinct UUIDs and PCI bus\n"
         "ids; device files DIR/dev/nvidiactl, nvidia-uvm, nvidia0..N-1; no jobs;\n"
-        "default knobs.\n\n"),
-        N_("  --gpus N          number of GPUs, 1 to 16 (default 2)\n"
+        "default knobs.\n\n"), f);
+        fputs(_("  --gpus N          number of GPUs, 1 to 16 (default 2)\n"
         "  --memory SIZE     memory per GPU (default 81559 MiB, an H100 80GB; 2GiB ok)\n"
         "  --reserved SIZE   memory the driver reserves per GPU (default 579 MiB):\n"
-        "                    apart in nvmlDeviceGetMemoryInfo_v2, inside v1's 'used'\n\n"),
-        N_("Then: ghostvram sim run DIR ..., or GHOSTVRAM_SIM=DIR ghostvram scan\n"),
-        NULL,
-};
-
-static void sim_init_usage(FILE *f)
-{
-        sim_put_help(f, sim_init_help);
+        "                    apart in nvmlDeviceGetMemoryInfo_v2, inside v1's 'used'\n\n"), f);
+        fputs(_("Then: ghostvram sim run DIR ..., or GHOSTVRAM_SIM=DIR ghostvram scan\n"), f);
 }
 
 struct sim_init_args {
@@ -140,8 +128,9 @@ static int sim_cmd_init(int argc, char **argv)
 
 /* ---- run --------------------------------------------------------------------------------- */
 
-static const char *const sim_run_help[] = {
-        N_("Usage: ghostvram sim run DIR --gpu I --mib M [--workers K]\n"
+static void sim_run_usage(FILE *f)
+{
+        fputs(_("Usage: ghostvram sim run DIR --gpu I --mib M [--workers K]\n"
         "                         [--close-fds-in-workers] [--exec-child]\n"
         "                         [--worker-setsid | --setsid-workers N]\n"
         "                         [--launcher | --launcher-exits]\n"
@@ -154,8 +143,8 @@ static const char *const sim_run_help[] = {
         "per process: 'launcher PID' (with a launcher), 'owner PID', 'worker PID'...,\n"
         "'child PID'. They sleep until killed. The driver's teardown of the context is\n"
         "no process of the job: it frees the memory when the last descriptor or mapping\n"
-        "goes, gradually over the free delay (free_delay_ms_per_gib, 'sim set --help').\n\n"),
-        N_("  --gpu I                 CUDA device ordinal (of CUDA_VISIBLE_DEVICES if set;\n"
+        "goes, gradually over the free delay (free_delay_ms_per_gib, 'sim set --help').\n\n"), f);
+        fputs(_("  --gpu I                 CUDA device ordinal (of CUDA_VISIBLE_DEVICES if set;\n"
         "                          the variable passes to the job)\n"
         "  --mib SIZE              GPU memory of the context (must fit in free memory)\n"
         "  --workers K             fork K workers (0-64) after the context exists: they\n"
@@ -186,14 +175,8 @@ static const char *const sim_run_help[] = {
         "                          libcuda.so.1: symbol (default: one cuMemAlloc_v2),\n"
         "                          mixed (half by symbol, half through\n"
         "                          cuGetProcAddress_v2), procaddr, procaddr-v1, dlsym,\n"
-        "                          vmm, async (docs/track.md)\n\n"),
-        N_("Exit status: 0 started, 1 the job failed (out of memory, GPU lost), 2 bad usage.\n"),
-        NULL,
-};
-
-static void sim_run_usage(FILE *f)
-{
-        sim_put_help(f, sim_run_help);
+        "                          vmm, async (docs/track.md)\n\n"), f);
+        fputs(_("Exit status: 0 started, 1 the job failed (out of memory, GPU lost), 2 bad usage.\n"), f);
 }
 
 static int sim_run_alloc(void *ctx, const char *arg, const char *cmd)

@@ -33,12 +33,10 @@ int cmd_snapshot(int argc, char **argv)
         struct cli_common c;
         cli_common_init(&c, SNAPSHOT_ACCEPTS);
         /* snapshot has only the common options */
-        const struct cli_parse p = { "snapshot", "hv", NULL, NULL, &c, snapshot_usage };
+        const struct cli_parse p = { "snapshot", "hv", NULL, NULL, &c, snapshot_usage, .finish = true };
         int pr = cli_parse(&p, argc, argv);
         if (pr != EXIT_OK)
                 return pr == CLI_HELP ? EXIT_OK : pr;
-        if (cli_common_finish(&c, "snapshot") < 0)
-                return EXIT_USAGE;
 
         struct facts_opts fo;
         sources_facts_opts(&c.src, &fo);

@@ -119,12 +119,10 @@ static const struct cli_opt top_table[] = {
  * status of a usage error (said). */
 static int top_parse(int argc, char **argv, struct top *t)
 {
-        const struct cli_parse p = { "top", "hvbn:d:g:1", top_table, t, &t->c, top_usage };
+        const struct cli_parse p = { "top", "hvbn:d:g:1", top_table, t, &t->c, top_usage, .finish = true };
         int r = cli_parse(&p, argc, argv);
         if (r != EXIT_OK)
                 return r;
-        if (cli_common_finish(&t->c, "top") < 0)
-                return EXIT_USAGE;
         /* a GPU the host does not have is a usage error, as in scan and watch (one driver query;
          * without a driver an index is kept and the screen says what is missing) */
         int gpu_index;

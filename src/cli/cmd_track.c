@@ -57,15 +57,10 @@ static void track_usage(FILE *f)
               f);
 }
 
-static void track_say(const char *msg)
-{
-        cli_error("track", "%s", msg);
-}
-
 /* --show FILE: the ledger's header, counts and outstanding allocations as JSON. */
 static int track_show(const char *path)
 {
-        int r = track_show_print(path, cli_print_json, track_say);
+        int r = track_show_print(path, cli_print_json, cli_say);
         return r == -ENOMEM ? EXIT_INCOMPLETE : r < 0 ? EXIT_FINDING : EXIT_OK;
 }
 
@@ -103,6 +98,6 @@ int cmd_track(int argc, char **argv)
                 cli_error("track", "no command to run (ghostvram track [OPTIONS] -- CMD [ARGS...])");
                 return EXIT_USAGE;
         }
-        const struct track_execute_cb cb = { track_report_cb, &a.json, track_say };
+        const struct track_execute_cb cb = { track_report_cb, &a.json, cli_say };
         return track_execute(&a.po, a.report, argv + optind /* CMD [ARGS...] */, &cb);
 }

@@ -135,13 +135,11 @@ static const struct cli_opt watch_table[] = {
 /* argv into a: EXIT_OK to go on, CLI_HELP, or the exit status of a usage error. */
 static int watch_parse(int argc, char **argv, struct watch_args *a)
 {
-        const struct cli_parse p = { "watch", "hv", watch_table, a, &a->c, watch_usage };
+        const struct cli_parse p = { "watch", "hv", watch_table, a, &a->c, watch_usage, .finish = true };
         int r = cli_parse(&p, argc, argv);
         if (r != EXIT_OK)
                 return r;
         a->o.threshold_bytes = a->threshold_mib * MIB;
-        if (cli_common_finish(&a->c, "watch") < 0)
-                return EXIT_USAGE;
         /* a directory the metrics cannot go to is found before watching starts (exit 3, as scan's
          * failed write), not after every sample */
         if (a->io.textfile && cli_writable_dir_arg("watch", "--textfile", a->io.textfile) < 0)

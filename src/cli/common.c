@@ -150,6 +150,11 @@ void cli_json_lines(void)
         json_lines = true;
 }
 
+void cli_say(const char *msg)
+{
+        cli_error(cli_argv ? cli_argv[0] : "", "%s", msg);
+}
+
 void cli_error(const char *cmd, const char *fmt, ...)
 {
         va_list ap;
@@ -159,12 +164,17 @@ void cli_error(const char *cmd, const char *fmt, ...)
         fprintf(stderr, "ghostvram %s: %s\n", cmd, last_error);
 }
 
-bool cli_wants_json(int argc, char **argv)
+bool cli_has_arg(int argc, char **argv, const char *arg)
 {
         for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
-                if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "--json-stream") == 0)
+                if (strcmp(argv[i], arg) == 0)
                         return true;
         return false;
+}
+
+bool cli_wants_json(int argc, char **argv)
+{
+        return cli_has_arg(argc, argv, "--json") || cli_has_arg(argc, argv, "--json-stream");
 }
 
 void cli_json_error_if_silent(const char *cmd, int status)

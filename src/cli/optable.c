@@ -179,6 +179,8 @@ int cli_parse(const struct cli_parse *p, int argc, char **argv)
                         cli_error(p->cmd, _("unexpected argument '%s' (see --help)"), argv[optind]);
                 return EXIT_USAGE;
         }
+        if (p->finish && cli_common_finish(p->common, p->cmd) < 0)
+                return EXIT_USAGE;
         return EXIT_OK;
 }
 

@@ -57,6 +57,7 @@ struct cli_parse {
          * cli_bad_option. With them, cli_common_option says it. */
         void (*bad_option)(const char *cmd, int argc, char **argv, int opt);
         bool english;                   /* its sentences are not in the catalogue: never translated */
+        bool finish;                    /* then cli_common_finish (its failure EXIT_USAGE) */
         /* NULL, or where a bad value's sentence (the table's, made) goes instead of cli_error:
          * check says it as its plugin's UNKNOWN line on stdout */
         void (*say)(void *ctx, const char *sentence);
