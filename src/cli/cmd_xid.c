@@ -188,9 +188,11 @@ static int xid_finish(struct xid_cmd *xc)
 /* Open the log and dump or follow it. */
 static int xid_execute_said(const struct xid_cmd *xc)
 {
-        const struct show out = cli_show(&xc->c);
+        struct xid_show s = { .out = cli_show(&xc->c) };
+        struct xid_execute_cb cb;
+        xid_execute_show(&cb, &s);
         char err[KMSG_ERR_MAX + 16];
-        enum xid_outcome end = xid_execute(&out, &xc->o, err, sizeof(err));
+        enum xid_outcome end = xid_execute(&xc->o, &cb, err, sizeof(err));
         if (err[0])
                 cli_error("xid", "%s", err);
         return end == XID_DONE ? EXIT_OK : end == XID_MISTAKE ? EXIT_USAGE : EXIT_INCOMPLETE;

@@ -1,5 +1,4 @@
 /* xid_render: `ghostvram xid`'s events, dumps and explanations as text and JSON. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -469,44 +468,21 @@ void xid_follow_show(struct xid_follow_cb *cb, const struct xid_show *s)
                                       .lost = follow_lost, .ctx = (void *)s };
 }
 
-static enum xid_outcome dump(const struct xid_show *s, struct xid_run *x, char *err, size_t errlen)
+static int execute_dump(void *ctx, const struct xid_run *x, const struct xid_dump *d)
 {
-        struct xid_dump d;
-        enum xid_outcome end = XID_DONE;
-        int r = xid_dump_run(x, &d, err, errlen);
-        if (r < 0)
-                end = r == -ENOENT ? XID_MISTAKE : XID_FAILED;
-        else if (xid_dump_show(s, &d) < 0)
-                end = XID_FAILED;
-        xid_dump_free(&d);
-        return end;
+        struct xid_show *s = ctx;
+        s->x = x;
+        return xid_dump_show(s, d);
 }
 
-/* Follow until SIGINT or SIGTERM (taken from now on). */
-static enum xid_outcome follow(const struct xid_show *s, struct xid_run *x, char *err, size_t errlen)
+static void execute_follow(void *ctx, const struct xid_run *x, struct xid_follow_cb *cb)
 {
-        const volatile sig_atomic_t *stop = xid_stop_on_signals();
-        struct xid_follow_cb cb;
-        xid_follow_show(&cb, s);
-        int r = xid_follow_run(x, stop, &cb, err, errlen);
-        return r >= 0 ? XID_DONE : r == -ENOENT ? XID_MISTAKE : XID_FAILED;
+        struct xid_show *s = ctx;
+        s->x = x;
+        xid_follow_show(cb, s);
 }
 
-enum xid_outcome xid_execute(const struct show *out, const struct xid_run_opts *o, char *err, size_t errlen)
+void xid_execute_show(struct xid_execute_cb *cb, struct xid_show *s)
 {
-        struct xid_run x;
-        char why[KMSG_ERR_MAX] = "";
-        enum xid_outcome end;
-        err[0] = '\0';
-        if (xid_run_open(&x, o, why, sizeof(why)) < 0) {
-                /* a saved log that cannot be read is the caller's mistake */
-                snprintf(err, errlen, "%s%s", o->kmsg_path ? "--kmsg " : "", why);
-                end = o->kmsg_path ? XID_MISTAKE : XID_FAILED;
-        } else {
-                const struct xid_show s = { .x = &x, .out = *out };
-                size_t n = errlen < KMSG_ERR_MAX ? errlen : KMSG_ERR_MAX; /* as long as before */
-                end = o->follow ? follow(&s, &x, err, n) : dump(&s, &x, err, n);
-        }
-        xid_run_close(&x);
-        return end;
+        *cb = (struct xid_execute_cb){ .dump = execute_dump, .follow = execute_follow, .ctx = s };
 }

@@ -45,7 +45,5 @@ int xid_dump_show(const struct xid_show *s, const struct xid_dump *d);
  * one JSON object a line), flushed after each batch; the lost records said on stderr (text). */
 void xid_follow_show(struct xid_follow_cb *cb, const struct xid_show *s);
 
-/* `ghostvram xid`: the log o names opened, dumped or followed (until SIGINT or SIGTERM) and
- * shown as out says. XID_DONE, or XID_MISTAKE / XID_FAILED with err saying why ("" when nothing
- * is to be said: the answer could not be written, a wait failed). */
-enum xid_outcome xid_execute(const struct show *out, const struct xid_run_opts *o, char *err, size_t errlen);
+/* cb's callbacks (ctx: s, whose x they set) show xid_execute's dump or follow as s->out says. */
+void xid_execute_show(struct xid_execute_cb *cb, struct xid_show *s);

@@ -347,3 +347,44 @@ int xid_gpu_filter_parse(const char *s, struct xid_gpu_filter *g)
         }
         return -EINVAL;
 }
+
+static enum xid_outcome dump(const struct xid_execute_cb *cb, struct xid_run *x, char *err, size_t errlen)
+{
+        struct xid_dump d;
+        enum xid_outcome end = XID_DONE;
+        int r = xid_dump_run(x, &d, err, errlen);
+        if (r < 0)
+                end = r == -ENOENT ? XID_MISTAKE : XID_FAILED;
+        else if (cb->dump(cb->ctx, x, &d) < 0)
+                end = XID_FAILED;
+        xid_dump_free(&d);
+        return end;
+}
+
+/* Follow until SIGINT or SIGTERM (taken from now on). */
+static enum xid_outcome follow(const struct xid_execute_cb *cb, struct xid_run *x, char *err, size_t errlen)
+{
+        const volatile sig_atomic_t *stop = xid_stop_on_signals();
+        struct xid_follow_cb fcb;
+        cb->follow(cb->ctx, x, &fcb);
+        int r = xid_follow_run(x, stop, &fcb, err, errlen);
+        return r >= 0 ? XID_DONE : r == -ENOENT ? XID_MISTAKE : XID_FAILED;
+}
+
+enum xid_outcome xid_execute(const struct xid_run_opts *o, const struct xid_execute_cb *cb, char *err, size_t errlen)
+{
+        struct xid_run x;
+        char why[KMSG_ERR_MAX] = "";
+        enum xid_outcome end;
+        err[0] = '\0';
+        if (xid_run_open(&x, o, why, sizeof(why)) < 0) {
+                /* a saved log that cannot be read is the caller's mistake */
+                snprintf(err, errlen, "%s%s", o->kmsg_path ? "--kmsg " : "", why);
+                end = o->kmsg_path ? XID_MISTAKE : XID_FAILED;
+        } else {
+                size_t n = errlen < KMSG_ERR_MAX ? errlen : KMSG_ERR_MAX; /* as long as before */
+                end = o->follow ? follow(cb, &x, err, n) : dump(cb, &x, err, n);
+        }
+        xid_run_close(&x);
+        return end;
+}

@@ -114,3 +114,14 @@ struct xid_follow_cb {
  * no such GPU), or another negative errno; err says why (empty when a wait failed). */
 int xid_follow_run(struct xid_run *x, const volatile sig_atomic_t *stop, const struct xid_follow_cb *cb, char *err,
                    size_t errlen);
+
+/* `ghostvram xid`: the log o names opened, then dumped (cb->dump shows it: 0, or -1 when it
+ * could not be written) or followed until SIGINT or SIGTERM (cb->follow fills the follow's
+ * callbacks for the open run). XID_DONE, or XID_MISTAKE / XID_FAILED with err saying why (""
+ * when nothing is to be said: the answer could not be written, a wait failed). */
+struct xid_execute_cb {
+        int (*dump)(void *ctx, const struct xid_run *x, const struct xid_dump *d);
+        void (*follow)(void *ctx, const struct xid_run *x, struct xid_follow_cb *cb);
+        void *ctx;
+};
+enum xid_outcome xid_execute(const struct xid_run_opts *o, const struct xid_execute_cb *cb, char *err, size_t errlen);
