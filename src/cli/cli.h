@@ -62,7 +62,8 @@ enum {
 };
 /* The common options' getopt entries (every one in every command's getopt table, so that one
  * the command refuses is answered in words by cli_common_option, not as an unknown option),
- * and the old --timeout: written into t, their count returned (at most 12). */
+ * and the old --timeout: written into t, their count returned (CLI_COMMON_LONGOPTS_MAX). */
+#define CLI_COMMON_LONGOPTS_MAX 11
 struct option;
 size_t cli_common_longopts(struct option *t);
 

@@ -121,6 +121,7 @@ static const struct common_opt {
 };
 #undef C
 #define N_COMMON (sizeof(common_opts) / sizeof(common_opts[0]))
+_Static_assert(N_COMMON + 1 == CLI_COMMON_LONGOPTS_MAX, "cli_common_longopts writes the table and --timeout");
 
 size_t cli_common_longopts(struct option *t)
 {

@@ -155,7 +155,7 @@ int cli_parse(const struct cli_parse *p, int argc, char **argv)
         size_t n = 0;
         while (p->opts && p->opts[n].name)
                 n++;
-        if (n + 13 > MAX_OPTS)
+        if (n + CLI_COMMON_LONGOPTS_MAX + 2 > MAX_OPTS) /* and --help, and the end */
                 abort(); /* a programming error: the table outgrew getopt's */
         getopt_table(p, t);
         opterr = 0; /* a bad option is said in one line (cli_bad_option) */
