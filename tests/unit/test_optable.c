@@ -50,6 +50,31 @@ static void usage(FILE *f)
         fputs("usage\n", f);
 }
 
+/* Standard error into a temporary file from capture_begin to capture_end, which reads it into
+ * said. */
+static int saved_fd = -1;
+static FILE *captured;
+
+static void capture_begin(void)
+{
+        fflush(stderr);
+        saved_fd = dup(STDERR_FILENO);
+        captured = tmpfile();
+        assert_non_null(captured);
+        dup2(fileno(captured), STDERR_FILENO);
+}
+
+static void capture_end(char *said, size_t len)
+{
+        fflush(stderr);
+        dup2(saved_fd, STDERR_FILENO);
+        close(saved_fd);
+        rewind(captured);
+        size_t n = fread(said, 1, len - 1, captured);
+        said[n] = '\0';
+        fclose(captured);
+}
+
 /* cli_parse of argv (NULL-ended) into o, what it said on stderr into said: its return. */
 static int parse(struct t_opts *o, char *said, size_t len, const char *const *args)
 {
@@ -61,19 +86,9 @@ static int parse(struct t_opts *o, char *said, size_t len, const char *const *ar
         cli_argc = argc;
         cli_argv = (char **)args;
         const struct cli_parse p = { "t", "hd:", table, o, &o->c, usage, .english = true };
-        fflush(stderr);
-        int saved = dup(STDERR_FILENO);
-        FILE *tmp = tmpfile();
-        assert_non_null(tmp);
-        dup2(fileno(tmp), STDERR_FILENO);
+        capture_begin();
         int r = cli_parse(&p, argc, (char **)args);
-        fflush(stderr);
-        dup2(saved, STDERR_FILENO);
-        close(saved);
-        rewind(tmp);
-        size_t n = fread(said, 1, len - 1, tmp);
-        said[n] = '\0';
-        fclose(tmp);
+        capture_end(said, len);
         return r;
 }
 
@@ -148,19 +163,9 @@ static void test_rules(void **state)
         const char *const a[] = { "t", NULL };
         parse(&o, said, sizeof(said), a); /* cli_argv for the messages */
         assert_int_equal(CLI_RULES("t", { false, "first" }, { false, "second" }), 0);
-        fflush(stderr);
-        int saved = dup(STDERR_FILENO);
-        FILE *tmp = tmpfile();
-        assert_non_null(tmp);
-        dup2(fileno(tmp), STDERR_FILENO);
+        capture_begin();
         int r = CLI_RULES("t", { false, "first" }, { true, "second" }, { true, "third" });
-        fflush(stderr);
-        dup2(saved, STDERR_FILENO);
-        close(saved);
-        rewind(tmp);
-        size_t n = fread(said, 1, sizeof(said) - 1, tmp);
-        said[n] = '\0';
-        fclose(tmp);
+        capture_end(said, sizeof(said));
         assert_int_equal(r, -1);
         assert_string_equal(said, "ghostvram t: second\n");
 }
